@@ -1,0 +1,173 @@
+//! Generates the `DlElement` impl and the compile-time checks that need types.
+
+use crate::ast::Input;
+use crate::valid::Shape;
+use crate::{attr, repr, valid};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, LitStr};
+
+/// Expands `#[derive(DlElement)]`; errors become `compile_error!` beside a placeholder impl so
+/// that one mistake does not cascade into errors at every use of the type.
+pub fn derive(input: &DeriveInput) -> TokenStream {
+    let parsed = Input::from_syn(input);
+    let options = attr::options(&input.attrs);
+    let krate = match &options {
+        Ok(attr::Options { krate: Some(path) }) => quote!(#path),
+        _ => quote!(::dlmd),
+    };
+    let result = options.and_then(|_| {
+        let repr = repr::repr(&input.attrs)?;
+        let shape = valid::shape(&parsed, &repr)?;
+        Ok(expand(&parsed, &repr, &shape, &krate))
+    });
+    result.unwrap_or_else(|error| {
+        let mut tokens = error.into_compile_error();
+        tokens.extend(placeholder(&parsed, &krate));
+        tokens
+    })
+}
+
+fn expand(
+    input: &Input<'_>,
+    repr: &repr::Repr,
+    shape: &Shape<'_>,
+    krate: &TokenStream,
+) -> TokenStream {
+    let ident = input.ident;
+    let name = ident.to_string();
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let body = match shape {
+        Shape::Newtype { field } => {
+            let ty = field.ty;
+            let bound = quote_spanned!(ty.span()=> #ty: #krate::DlElement);
+            let where_clause = match where_clause {
+                Some(w) => quote!(#w, #bound),
+                None => quote!(where #bound),
+            };
+            // A transparent newtype has its field's layout by rustc's guarantee; a `repr(C)` one
+            // can grow padding or lose alignment through `align`/`packed`, so it is checked.
+            let layout = if repr.transparent.is_some() {
+                quote!()
+            } else {
+                layout_checks(
+                    input,
+                    repr,
+                    quote!(#ty),
+                    quote!(1usize),
+                    &name,
+                    &quote!(#ty).to_string(),
+                )
+            };
+            quote! {
+                unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
+                    const DTYPE: #krate::dlpack::DLDataType = <#ty as #krate::DlElement>::DTYPE;
+                    const LANES: u16 = <#ty as #krate::DlElement>::LANES;
+                    type Scalar = <#ty as #krate::DlElement>::Scalar;
+                    type Storage = <#ty as #krate::DlElement>::Storage;
+                }
+                #layout
+            }
+        }
+        Shape::Vector { fields, scalar } => {
+            let lanes = fields.len() as u16;
+            let bound = quote_spanned!(scalar.span()=> #scalar: #krate::DlScalar);
+            let same = fields[1..].iter().map(|field| {
+                let ty = field.ty;
+                quote_spanned!(ty.span()=> const _: () = #krate::__private::assert_same_type::<#ty, #scalar>();)
+            });
+            let layout = layout_checks(
+                input,
+                repr,
+                quote!(#scalar),
+                quote!(#lanes as usize),
+                &name,
+                &quote!(#scalar).to_string(),
+            );
+            quote! {
+                unsafe impl #krate::DlElement for #ident where #bound {
+                    const DTYPE: #krate::dlpack::DLDataType = #krate::dlpack::DLDataType {
+                        lanes: #lanes,
+                        ..<#scalar as #krate::DlElement>::DTYPE
+                    };
+                    const LANES: u16 = #lanes;
+                    type Scalar = #scalar;
+                    type Storage = <#scalar as #krate::DlElement>::Storage;
+                }
+                #(#same)*
+                #layout
+            }
+        }
+    };
+    quote! {
+        #[automatically_derived]
+        #[allow(non_local_definitions)]
+        const _: () = {
+            #body
+        };
+    }
+}
+
+/// `const` assertions that `Self` is `lanes` values of `lane` with no padding and at least the
+/// lane's alignment. They are non-generic items, so `cargo check` evaluates them too.
+fn layout_checks(
+    input: &Input<'_>,
+    repr: &repr::Repr,
+    lane: TokenStream,
+    lanes: TokenStream,
+    name: &str,
+    lane_name: &str,
+) -> TokenStream {
+    let ident = input.ident;
+    let span = repr.align.or(repr.c).unwrap_or_else(|| ident.span());
+    let padding = LitStr::new(
+        &format!(
+            "`{name}` has padding: its size is not the sum of its fields' sizes, so it is not a \
+             DLPack element; remove `align(...)` or make the fields fill it"
+        ),
+        span,
+    );
+    let packed_span = repr.packed.unwrap_or(span);
+    let packed = LitStr::new(
+        &format!(
+            "`{name}` is less aligned than `{lane_name}`, so consumers would read its lanes \
+             misaligned; remove `packed` or give it `packed(N)` with N at least the alignment \
+             of `{lane_name}`"
+        ),
+        packed_span,
+    );
+    let core = quote!(::core);
+    let size_check = quote_spanned! {span=>
+        const _: () = #core::assert!(
+            #core::mem::size_of::<#ident>() == #lanes * #core::mem::size_of::<#lane>(),
+            #padding
+        );
+    };
+    let align_check = quote_spanned! {packed_span=>
+        const _: () = #core::assert!(
+            #core::mem::align_of::<#ident>() >= #core::mem::align_of::<#lane>(),
+            #packed
+        );
+    };
+    quote!(#size_check #align_check)
+}
+
+/// An impl that stands in for the real one when the input has errors, so that uses of the type
+/// report nothing more. It never reaches a finished build: the `compile_error!` beside it stops
+/// compilation first.
+fn placeholder(input: &Input<'_>, krate: &TokenStream) -> TokenStream {
+    let ident = input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    quote! {
+        #[automatically_derived]
+        const _: () = {
+            unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
+                const DTYPE: #krate::dlpack::DLDataType = <u8 as #krate::DlElement>::DTYPE;
+                const LANES: u16 = 1;
+                type Scalar = u8;
+                type Storage = #krate::ByteExact;
+            }
+        };
+    }
+}

@@ -1,0 +1,26 @@
+//! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]`.
+//!
+//! Use them through the `dlmd` crate, which re-exports them; this crate's version is pinned by
+//! `dlmd` and the two are released together.
+#![deny(
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+mod ast;
+mod attr;
+mod expand;
+mod repr;
+mod valid;
+
+use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
+
+/// Derives `dlmd::DlElement`; documented on the re-export in `dlmd`.
+#[proc_macro_derive(DlElement, attributes(dlmd))]
+pub fn derive_dl_element(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input).into()
+}

@@ -1,0 +1,1 @@
+//! Runnable examples of dlmd: `cargo run --example NAME`.

@@ -1,0 +1,1 @@
+//! Compile-fail tests of dlmd live in `tests/ui.rs` and `ui/`.
