@@ -1,1 +1,174 @@
-fn main() {}
+//! `#[derive(DlElement)]` on the shapes it accepts.
+
+use dlmd::dlpack::{DLDataType, DLDataTypeCode as C};
+use dlmd::{DlElement, ElementStorage, F4E2M1FN};
+use half::f16;
+use std::mem::size_of;
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(transparent)]
+struct Meters(f64);
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Float4 {
+    x: f32,
+    y: f32,
+    z: f32,
+    w: f32,
+}
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Half2([f16; 2]);
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(transparent)]
+struct Packed4(Half2);
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(transparent)]
+struct Wrap<T>(T);
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(transparent)]
+struct Lanes<const N: usize>([u8; N]);
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Rgb(u8, u8, u8);
+
+/// CUDA's `float4` is 16-byte aligned; extra alignment without padding is fine.
+#[derive(Clone, Copy, DlElement)]
+#[repr(C, align(16))]
+struct AlignedFloat4 {
+    x: f32,
+    y: f32,
+    z: f32,
+    w: f32,
+}
+
+/// `packed(4)` keeps the alignment of `f32`.
+#[derive(Clone, Copy, DlElement)]
+#[repr(C, packed(4))]
+struct Float2Packed {
+    x: f32,
+    y: f32,
+}
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Fp4Pair {
+    lo: F4E2M1FN,
+    hi: F4E2M1FN,
+}
+
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Flags {
+    a: bool,
+    b: bool,
+}
+
+/// A type alias names the same type, so the fields agree.
+type Real = f32;
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Aliased {
+    re: f32,
+    im: Real,
+}
+
+fn dt(code: C, bits: u8, lanes: u16) -> DLDataType {
+    DLDataType::new(code, bits, lanes)
+}
+
+#[test]
+fn newtypes_take_their_fields_type() {
+    assert_eq!(Meters::DTYPE, dt(C::FLOAT, 64, 1));
+    assert_eq!(Half2::DTYPE, dt(C::FLOAT, 16, 2));
+    assert_eq!(Packed4::DTYPE, dt(C::FLOAT, 16, 2));
+    assert_eq!(<Wrap<i16>>::DTYPE, dt(C::INT, 16, 1));
+    assert_eq!(<Wrap<[f64; 3]>>::DTYPE, dt(C::FLOAT, 64, 3));
+    assert_eq!(<Lanes<8>>::DTYPE, dt(C::UINT, 8, 8));
+    assert_eq!(<Wrap<Meters>>::DTYPE, dt(C::FLOAT, 64, 1));
+}
+
+#[test]
+fn vector_structs_have_one_lane_per_field() {
+    assert_eq!(Float4::DTYPE, dt(C::FLOAT, 32, 4));
+    assert_eq!(Float4::LANES, 4);
+    assert_eq!(Rgb::DTYPE, dt(C::UINT, 8, 3));
+    assert_eq!(AlignedFloat4::DTYPE, dt(C::FLOAT, 32, 4));
+    assert_eq!(Float2Packed::DTYPE, dt(C::FLOAT, 32, 2));
+    assert_eq!(Fp4Pair::DTYPE, dt(C::FLOAT4_E2M1FN, 4, 2));
+    assert_eq!(Flags::DTYPE, dt(C::BOOL, 8, 2));
+    assert_eq!(Aliased::DTYPE, dt(C::FLOAT, 32, 2));
+}
+
+#[test]
+fn derived_types_keep_the_layout_contract() {
+    fn check<T: DlElement>() {
+        assert_eq!(size_of::<T>(), usize::from(T::LANES) * size_of::<T::Scalar>());
+        assert!(std::mem::align_of::<T>() >= std::mem::align_of::<T::Scalar>());
+    }
+    check::<Meters>();
+    check::<Float4>();
+    check::<Half2>();
+    check::<Wrap<u32>>();
+    check::<Rgb>();
+    check::<AlignedFloat4>();
+    check::<Float2Packed>();
+}
+
+fn padded<T: DlElement>() -> bool {
+    T::Storage::IS_SUBBYTE_PADDED
+}
+
+#[test]
+fn storage_follows_the_scalar() {
+    assert!(padded::<Fp4Pair>());
+    assert!(!padded::<Float4>());
+    assert!(padded::<Wrap<F4E2M1FN>>());
+}
+
+#[test]
+fn derived_values_are_used_as_plain_data() {
+    let v = [Float4 {
+        x: 1.0,
+        y: 2.0,
+        z: 3.0,
+        w: 4.0,
+    }; 2];
+    assert_eq!(v[1].x + v[1].y + v[1].z + v[1].w, 10.0);
+    let m = Meters(2.5);
+    assert_eq!(m.0, 2.5);
+    let w = Wrap(7u8);
+    let l = Lanes([1u8; 8]);
+    assert_eq!(w.0 + l.0[7], 8);
+    let (r, a, p, f, b, q) = (
+        Rgb(1, 2, 3),
+        Aliased { re: 1.0, im: 2.0 },
+        Packed4(Half2([f16::ONE; 2])),
+        Float2Packed { x: 1.0, y: 2.0 },
+        Flags { a: true, b: false },
+        Fp4Pair {
+            lo: F4E2M1FN::from_f32(1.0),
+            hi: F4E2M1FN::from_f32(6.0),
+        },
+    );
+    assert_eq!(r.0 + r.1 + r.2, 6);
+    assert_eq!(a.re + a.im, 3.0);
+    assert_eq!(p.0.0[1], f16::ONE);
+    let (fx, fy) = (f.x, f.y);
+    assert_eq!(fx + fy, 3.0);
+    assert!(b.a && !b.b);
+    assert_eq!(q.lo.to_f32() + q.hi.to_f32(), 7.0);
+    let aligned = AlignedFloat4 {
+        x: 0.0,
+        y: 1.0,
+        z: 2.0,
+        w: 3.0,
+    };
+    assert_eq!(aligned.w - aligned.z + aligned.y - aligned.x, 2.0);
+}

@@ -56,9 +56,7 @@ fn every_encoding_decodes_as_ml_dtypes_does() {
         for (code, &want) in expected.iter().enumerate() {
             let got = (format.to_f32)(code as u8);
             if !same_f32(got, want) {
-                wrong.push(format!(
-                    "code {code:#04x}: dlmd {got:e}, ml_dtypes {want:e}"
-                ));
+                wrong.push(format!("code {code:#04x}: dlmd {got:e}, ml_dtypes {want:e}"));
             }
         }
         assert!(

@@ -17,15 +17,12 @@ pub fn options(attrs: &[Attribute]) -> syn::Result<Options> {
             if meta.path.is_ident("crate") {
                 let path: Path = meta.value()?.parse()?;
                 if krate.is_some() {
-                    return Err(
-                        meta.error("`crate` is given twice; keep one `#[dlmd(crate = ...)]`")
-                    );
+                    return Err(meta.error("`crate` is given twice; keep one `#[dlmd(crate = ...)]`"));
                 }
                 krate = Some(path);
                 Ok(())
             } else {
-                Err(meta
-                    .error("unknown `dlmd` option; the only option is `crate = path::to::dlmd`"))
+                Err(meta.error("unknown `dlmd` option; the only option is `crate = path::to::dlmd`"))
             }
         });
         if let Err(e) = parsed {

@@ -3,7 +3,7 @@
 use crate::ast::Input;
 use crate::valid::Shape;
 use crate::{attr, repr, valid};
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, LitStr};
@@ -29,19 +29,15 @@ pub fn derive(input: &DeriveInput) -> TokenStream {
     })
 }
 
-fn expand(
-    input: &Input<'_>,
-    repr: &repr::Repr,
-    shape: &Shape<'_>,
-    krate: &TokenStream,
-) -> TokenStream {
+fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &TokenStream) -> TokenStream {
     let ident = input.ident;
     let name = ident.to_string();
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let body = match shape {
         Shape::Newtype { field } => {
             let ty = field.ty;
-            let bound = quote_spanned!(ty.span()=> #ty: #krate::DlElement);
+            let bound_trait = respan(quote!(#krate::DlElement), ty.span());
+            let bound = quote!(#ty: #bound_trait);
             let where_clause = match where_clause {
                 Some(w) => quote!(#w, #bound),
                 None => quote!(where #bound),
@@ -63,7 +59,7 @@ fn expand(
             quote! {
                 unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
                     const DTYPE: #krate::dlpack::DLDataType = <#ty as #krate::DlElement>::DTYPE;
-                    const LANES: u16 = <#ty as #krate::DlElement>::LANES;
+                    const LANES: ::core::primitive::u16 = <#ty as #krate::DlElement>::LANES;
                     type Scalar = <#ty as #krate::DlElement>::Scalar;
                     type Storage = <#ty as #krate::DlElement>::Storage;
                 }
@@ -72,16 +68,18 @@ fn expand(
         }
         Shape::Vector { fields, scalar } => {
             let lanes = fields.len() as u16;
-            let bound = quote_spanned!(scalar.span()=> #scalar: #krate::DlScalar);
+            let bound_trait = respan(quote!(#krate::DlScalar), scalar.span());
+            let bound = quote!(#scalar: #bound_trait);
             let same = fields[1..].iter().map(|field| {
                 let ty = field.ty;
-                quote_spanned!(ty.span()=> const _: () = #krate::__private::assert_same_type::<#ty, #scalar>();)
+                let check = respan(quote!(#krate::__private::assert_same_type), ty.span());
+                quote_spanned!(ty.span()=> const _: () = #check::<#ty, #scalar>();)
             });
             let layout = layout_checks(
                 input,
                 repr,
                 quote!(#scalar),
-                quote!(#lanes as usize),
+                quote!(#lanes as ::core::primitive::usize),
                 &name,
                 &quote!(#scalar).to_string(),
             );
@@ -91,7 +89,7 @@ fn expand(
                         lanes: #lanes,
                         ..<#scalar as #krate::DlElement>::DTYPE
                     };
-                    const LANES: u16 = #lanes;
+                    const LANES: ::core::primitive::u16 = #lanes;
                     type Scalar = #scalar;
                     type Storage = <#scalar as #krate::DlElement>::Storage;
                 }
@@ -137,34 +135,55 @@ fn layout_checks(
         ),
         packed_span,
     );
-    let core = quote!(::core);
+    // Spanned at the `repr` hint at fault, so the failed assertion points there.
     let size_check = quote_spanned! {span=>
-        const _: () = #core::assert!(
-            #core::mem::size_of::<#ident>() == #lanes * #core::mem::size_of::<#lane>(),
+        const _: () = ::core::assert!(
+            ::core::mem::size_of::<#ident>() == #lanes * ::core::mem::size_of::<#lane>(),
             #padding
         );
     };
     let align_check = quote_spanned! {packed_span=>
-        const _: () = #core::assert!(
-            #core::mem::align_of::<#ident>() >= #core::mem::align_of::<#lane>(),
+        const _: () = ::core::assert!(
+            ::core::mem::align_of::<#ident>() >= ::core::mem::align_of::<#lane>(),
             #packed
         );
     };
     quote!(#size_check #align_check)
 }
 
+/// Gives every token of `tokens` the span `span`, so that an error about them points at the
+/// user's code rather than at the derive.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}
+
 /// An impl that stands in for the real one when the input has errors, so that uses of the type
 /// report nothing more. It never reaches a finished build: the `compile_error!` beside it stops
-/// compilation first.
+/// compilation first. Generic items get none: a placeholder would need bounds the item does not
+/// have, and report them.
 fn placeholder(input: &Input<'_>, krate: &TokenStream) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
     let ident = input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     quote! {
         #[automatically_derived]
         const _: () = {
-            unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
+            unsafe impl #krate::DlElement for #ident {
                 const DTYPE: #krate::dlpack::DLDataType = <u8 as #krate::DlElement>::DTYPE;
-                const LANES: u16 = 1;
+                const LANES: ::core::primitive::u16 = 1;
                 type Scalar = u8;
                 type Storage = #krate::ByteExact;
             }

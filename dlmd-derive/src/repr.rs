@@ -22,10 +22,7 @@ pub fn repr(attrs: &[Attribute]) -> syn::Result<Repr> {
     let mut repr = Repr::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("repr")) {
         attr.parse_nested_meta(|meta| {
-            let span = meta
-                .path
-                .get_ident()
-                .map_or_else(Span::call_site, |i| i.span());
+            let span = meta.path.get_ident().map_or_else(Span::call_site, |i| i.span());
             if meta.path.is_ident("C") {
                 repr.c = Some(span);
             } else if meta.path.is_ident("transparent") {

@@ -15,10 +15,7 @@ pub enum Shape<'a> {
     /// One field: the element has the field's data type.
     Newtype { field: &'a Field<'a> },
     /// Two or more fields of one scalar type: a vector of that many lanes.
-    Vector {
-        fields: &'a [Field<'a>],
-        scalar: &'a Type,
-    },
+    Vector { fields: &'a [Field<'a>], scalar: &'a Type },
 }
 
 /// Validates the item, collecting every error it finds.
@@ -73,7 +70,8 @@ pub fn shape<'a>(input: &'a Input<'a>, repr: &Repr) -> Result<Shape<'a>, Error> 
                 lifetime,
                 "a `DlElement` cannot borrow: elements are plain `'static` data; remove the lifetime",
             )),
-            GenericParam::Type(_) | GenericParam::Const(_) if repr.transparent.is_none() || fields.len() != 1 => {
+            // A transparent struct of several fields is reported above already.
+            GenericParam::Type(_) | GenericParam::Const(_) if repr.transparent.is_none() => {
                 errors.push(Error::new_spanned(
                     param,
                     "only a `#[repr(transparent)]` newtype can be a generic `DlElement` \

@@ -297,7 +297,9 @@ impl fmt::Display for DLDataType {
             DLDataTypeCode(other) => return write!(f, "code{other}:{}x{}", self.bits, self.lanes),
         };
         // The formats whose name already fixes the width are printed without it.
-        if self.code >= DLDataTypeCode::FLOAT8_E3M4.0 {
+        let named_width =
+            self.code >= DLDataTypeCode::FLOAT8_E3M4.0 || (self.code == DLDataTypeCode::BOOL.0 && self.bits == 8);
+        if named_width {
             f.write_str(kind)?;
         } else {
             write!(f, "{kind}{}", self.bits)?;

@@ -46,8 +46,8 @@ pub use half;
 pub use num_complex;
 
 pub use dtype::{
-    ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2,
-    F8E8M0FNU, SubbytePadded, dtype_of,
+    ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
+    SubbytePadded, dtype_of,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

@@ -91,7 +91,7 @@ impl Format {
         }
     }
 
-    const fn from_f32(self, value: f32) -> u8 {
+    const fn encode(self, value: f32) -> u8 {
         let bits = value.to_bits();
         let negative = bits >> 31 != 0;
         let sign = if negative { self.sign_bit() } else { 0 };
@@ -136,7 +136,7 @@ impl Format {
         code as u8 | sign
     }
 
-    const fn to_f32(self, code: u8) -> f32 {
+    const fn decode(self, code: u8) -> f32 {
         let code = code as u32 & ((1 << self.width()) - 1);
         let negative = code & self.sign_bit() as u32 != 0;
         let magnitude = code & !(self.sign_bit() as u32);
@@ -227,7 +227,7 @@ macro_rules! minifloat {
         #[doc = concat!("assert_eq!(x.to_f32(), ", stringify!($example_value), ");")]
         /// ```
         #[repr(transparent)]
-        #[derive(Clone, Copy, Default, Hash)]
+        #[derive(Clone, Copy, Default)]
         pub struct $name(u8);
 
         impl $name {
@@ -334,13 +334,13 @@ const E2M1FN: Format = Format {
 
 minifloat! {
     /// OCP FP8 E4M3: 4 exponent bits, 3 mantissa bits, bias 7, no infinity (`float8_e4m3fn`).
-    F8E4M3FN, width 8, |v| E4M3FN.from_f32(v), |c| E4M3FN.to_f32(c), FLOAT8_E4M3FN,
+    F8E4M3FN, width 8, |v| E4M3FN.encode(v), |c| E4M3FN.decode(c), FLOAT8_E4M3FN,
     example 0.375 => 0x2c
 }
 minifloat! {
     /// OCP FP8 E5M2: 5 exponent bits, 2 mantissa bits, bias 15, IEEE infinities and NaNs
     /// (`float8_e5m2`).
-    F8E5M2, width 8, |v| E5M2.from_f32(v), |c| E5M2.to_f32(c), FLOAT8_E5M2,
+    F8E5M2, width 8, |v| E5M2.encode(v), |c| E5M2.decode(c), FLOAT8_E5M2,
     example -3.0 => 0xc2
 }
 minifloat! {
@@ -352,19 +352,19 @@ minifloat! {
 minifloat! {
     /// OCP MX FP6 E2M3: 2 exponent bits, 3 mantissa bits, bias 1, no infinity or NaN, stored in
     /// the low 6 bits of a byte (`float6_e2m3fn`).
-    F6E2M3FN, width 6, |v| E2M3FN.from_f32(v), |c| E2M3FN.to_f32(c), FLOAT6_E2M3FN,
+    F6E2M3FN, width 6, |v| E2M3FN.encode(v), |c| E2M3FN.decode(c), FLOAT6_E2M3FN,
     example 7.5 => 0x1f
 }
 minifloat! {
     /// OCP MX FP6 E3M2: 3 exponent bits, 2 mantissa bits, bias 3, no infinity or NaN, stored in
     /// the low 6 bits of a byte (`float6_e3m2fn`).
-    F6E3M2FN, width 6, |v| E3M2FN.from_f32(v), |c| E3M2FN.to_f32(c), FLOAT6_E3M2FN,
+    F6E3M2FN, width 6, |v| E3M2FN.encode(v), |c| E3M2FN.decode(c), FLOAT6_E3M2FN,
     example -0.0625 => 0x21
 }
 minifloat! {
     /// OCP MX FP4 E2M1: 2 exponent bits, 1 mantissa bit, bias 1, no infinity or NaN, stored in
     /// the low 4 bits of a byte (`float4_e2m1fn`).
-    F4E2M1FN, width 4, |v| E2M1FN.from_f32(v), |c| E2M1FN.to_f32(c), FLOAT4_E2M1FN,
+    F4E2M1FN, width 4, |v| E2M1FN.encode(v), |c| E2M1FN.decode(c), FLOAT4_E2M1FN,
     example 1.5 => 0x3
 }
 

@@ -204,9 +204,13 @@ mod tests {
         lanes_fit::<[F6E2M3FN; 2]>();
     }
 
+    fn padded<T: DlElement>() -> bool {
+        T::Storage::IS_SUBBYTE_PADDED
+    }
+
     #[test]
     fn storage_of_sub_byte_vectors_is_padded() {
-        assert!(<<[F4E2M1FN; 4] as DlElement>::Storage as ElementStorage>::IS_SUBBYTE_PADDED);
-        assert!(!<<[F8E5M2; 4] as DlElement>::Storage as ElementStorage>::IS_SUBBYTE_PADDED);
+        assert!(padded::<[F4E2M1FN; 4]>());
+        assert!(!padded::<[F8E5M2; 4]>());
     }
 }

@@ -1,0 +1,16 @@
+//! Compile-fail tests: each file under `ui/` documents one misuse dlmd refuses, with the
+//! compiler's message beside it in a `.stderr` file.
+//!
+//! The messages are those of rustc 1.95; other compilers word them differently, so there the
+//! test is reported as ignored rather than run. Regenerate with `TRYBUILD=overwrite` and review
+//! the diff.
+
+#[rustversion::attr(not(stable(1.95)), ignore = "UI messages are pinned to rustc 1.95")]
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    // A passing case makes trybuild `cargo build` the set, so post-monomorphisation and
+    // `const` checks run as they would for a user.
+    t.pass("ui/pass/*.rs");
+    t.compile_fail("ui/derive/*.rs");
+}
