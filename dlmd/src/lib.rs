@@ -39,6 +39,10 @@
 
 pub mod dlpack;
 pub mod dtype;
+pub mod extents;
+pub mod layout;
+pub mod space;
+pub mod view;
 
 /// The `half` crate dlmd's `f16` and `bf16` elements come from.
 pub use half;
@@ -48,6 +52,13 @@ pub use num_complex;
 pub use dtype::{
     ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
     SubbytePadded, dtype_of,
+};
+pub use extents::{Const, Dims, Dyn, Extents};
+pub use layout::{LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
+pub use space::{Device, Host, Managed};
+pub use view::{
+    DeviceMdspan, DeviceMdspanMut, HostMdspan, HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, Shared, Unique,
+    ViewError,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

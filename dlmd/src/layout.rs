@@ -1,0 +1,698 @@
+//! Layouts: how an index maps to an element offset, as in C++ `mdspan`.
+//!
+//! | layout | strides | offset | unique |
+//! |---|---|---|---|
+//! | [`LayoutRight`] | row-major (C order), implied by the extents | 0 | always |
+//! | [`LayoutLeft`] | column-major (Fortran order), implied by the extents | 0 | always |
+//! | [`LayoutStride`] | any, each `> 0` | 0 | checked where it matters |
+//! | [`LayoutStrideRelaxed`] | any, zero and negative too | ≥ 0, covers the negative strides | checked where it matters |
+//!
+//! Every mapping is built through a constructor that checks it: the span it needs fits in
+//! `isize`, and every index inside the extents maps inside that span. Uniqueness (no two indices
+//! share an element) is checked by [`Mapping::is_unique`] with a sufficient test: strides sorted
+//! by size must each step over everything the smaller ones reach. Every layout numpy, PyTorch or
+//! a slicing of a compact array produces passes it.
+//!
+//! ```
+//! use dlmd::extents::Dims;
+//! use dlmd::layout::{LayoutRight, Mapping, RightMapping, StrideMapping};
+//!
+//! let right = RightMapping::new(Dims::new([2, 3])).unwrap();
+//! assert_eq!(right.stride(0), 3);
+//! assert_eq!(right.offset_of(&[1, 2]), 5);
+//! let columns = StrideMapping::new(Dims::new([2, 3]), [1, 2]).unwrap();
+//! assert_eq!(columns.offset_of(&[1, 2]), 5);
+//! assert!(columns.is_exhaustive());
+//! ```
+
+use crate::extents::{Extents, IndexArray};
+use core::fmt::Debug;
+use core::hash::Hash;
+
+/// Why extents and strides do not make a mapping of some layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// A stride differs from the one the layout implies.
+    #[error("stride {stride} of dimension {dim} does not match {layout}, which needs {expected}")]
+    StrideMismatch {
+        /// The dimension.
+        dim: usize,
+        /// The stride given.
+        stride: i64,
+        /// The stride the layout implies.
+        expected: i64,
+        /// The layout's name.
+        layout: &'static str,
+    },
+    /// A stride of `layout_stride` is zero or negative.
+    #[error("stride {stride} of dimension {dim} is not positive, as layout_stride needs")]
+    NonPositiveStride {
+        /// The dimension.
+        dim: usize,
+        /// The stride given.
+        stride: i64,
+    },
+    /// The offset does not reach back as far as the negative strides go.
+    #[error("offset {offset} does not cover the negative strides, which reach {needed} elements back")]
+    OffsetTooSmall {
+        /// The offset given.
+        offset: usize,
+        /// How far back the negative strides reach.
+        needed: usize,
+    },
+    /// A layout without an offset was given one.
+    #[error("{layout} has no offset, but offset {offset} was given")]
+    UnexpectedOffset {
+        /// The offset given.
+        offset: usize,
+        /// The layout's name.
+        layout: &'static str,
+    },
+    /// The number of elements or the span overflows `isize`.
+    #[error("the extents and strides span more elements than isize can count")]
+    SpanOverflow,
+    /// Several indices map to one element where a view must not alias.
+    #[error("the strides map several indices to one element, which a mutable view must not do")]
+    Overlapping,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A layout policy: a family of [`Mapping`]s, one per extents type.
+pub trait Layout: Copy + Debug + Default + Eq + Hash + Send + Sync + 'static + sealed::Sealed {
+    /// The mapping of extents `E` under this layout.
+    type Mapping<E: Extents>: Mapping<Extents = E, Layout = Self>;
+    /// The name in C++ `mdspan` words, for messages.
+    const NAME: &'static str;
+    /// Whether every mapping of this layout is unique.
+    const ALWAYS_UNIQUE: bool;
+}
+
+/// Maps each index inside the extents to an element offset.
+///
+/// Every value of a mapping type upholds, by construction: each index inside the extents maps to
+/// an offset below [`required_span_size`](Self::required_span_size), and that span, counted in
+/// elements, fits in `isize`. Views rely on this to stay in bounds.
+pub trait Mapping: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Sealed {
+    /// The extents type.
+    type Extents: Extents;
+    /// The layout this is a mapping of.
+    type Layout: Layout;
+
+    /// Builds the mapping from strides (counted in elements) and the offset of index 0, checking
+    /// them against the layout. Strides of dimensions with extent 0 or 1 are not checked and
+    /// replaced by the layout's own, as numpy and PyTorch emit arbitrary ones there.
+    fn from_strides(
+        extents: Self::Extents,
+        strides: &<<Self::Extents as Extents>::Index as IndexArray>::Isize,
+        offset: usize,
+    ) -> Result<Self, LayoutError>;
+
+    /// The extents.
+    fn extents(&self) -> &Self::Extents;
+    /// The stride of dimension `dim`, in elements.
+    ///
+    /// # Panics
+    ///
+    /// If `dim` is not below the rank.
+    fn stride(&self, dim: usize) -> isize;
+    /// Every stride, in elements.
+    fn strides(&self) -> <<Self::Extents as Extents>::Index as IndexArray>::Isize;
+    /// The offset of index `[0, …]`: 0 except for [`LayoutStrideRelaxed`] with negative strides.
+    fn offset(&self) -> usize;
+    /// The number of elements from the start of the span to one past its last element: every
+    /// index maps below it. 0 for an empty view.
+    fn required_span_size(&self) -> usize;
+    /// Whether no two indices map to the same element (sufficient test; see the module docs).
+    fn is_unique(&self) -> bool;
+    /// Whether every element of the span is reached by an index.
+    fn is_exhaustive(&self) -> bool;
+    /// Whether the mapping is described by one stride per dimension (true for every layout here).
+    fn is_strided(&self) -> bool {
+        true
+    }
+    /// The offset of `index`, which must be inside the extents (otherwise the result is
+    /// meaningless, though never undefined behaviour by itself).
+    fn offset_of(&self, index: &<Self::Extents as Extents>::Index) -> usize;
+
+    /// Whether `index` is inside the extents.
+    #[inline]
+    fn contains(&self, index: &<Self::Extents as Extents>::Index) -> bool {
+        let extents = self.extents().to_array();
+        index.as_ref().iter().zip(extents.as_ref()).all(|(i, e)| i < e)
+    }
+
+    /// The number of elements the extents hold.
+    #[inline]
+    fn size(&self) -> usize {
+        // Cannot overflow: construction checked it fits in isize.
+        self.extents().to_array().as_ref().iter().product()
+    }
+}
+
+/// Row-major (C order): the last index varies fastest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LayoutRight;
+/// Column-major (Fortran order): the first index varies fastest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LayoutLeft;
+/// Any positive stride per dimension.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LayoutStride;
+/// Any stride per dimension, zero and negative included, with the offset of index 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LayoutStrideRelaxed;
+
+impl sealed::Sealed for LayoutRight {}
+impl sealed::Sealed for LayoutLeft {}
+impl sealed::Sealed for LayoutStride {}
+impl sealed::Sealed for LayoutStrideRelaxed {}
+
+impl Layout for LayoutRight {
+    type Mapping<E: Extents> = RightMapping<E>;
+    const NAME: &'static str = "layout_right";
+    const ALWAYS_UNIQUE: bool = true;
+}
+impl Layout for LayoutLeft {
+    type Mapping<E: Extents> = LeftMapping<E>;
+    const NAME: &'static str = "layout_left";
+    const ALWAYS_UNIQUE: bool = true;
+}
+impl Layout for LayoutStride {
+    type Mapping<E: Extents> = StrideMapping<E>;
+    const NAME: &'static str = "layout_stride";
+    const ALWAYS_UNIQUE: bool = false;
+}
+impl Layout for LayoutStrideRelaxed {
+    type Mapping<E: Extents> = RelaxedMapping<E>;
+    const NAME: &'static str = "layout_stride_relaxed";
+    const ALWAYS_UNIQUE: bool = false;
+}
+
+/// A layout whose mapping follows from the extents alone.
+pub trait CompactLayout: Layout {
+    /// The mapping of `extents`, or [`LayoutError::SpanOverflow`] when they hold more elements
+    /// than `isize` can count.
+    fn mapping<E: Extents>(extents: E) -> Result<Self::Mapping<E>, LayoutError>;
+}
+
+impl CompactLayout for LayoutRight {
+    #[inline]
+    fn mapping<E: Extents>(extents: E) -> Result<RightMapping<E>, LayoutError> {
+        RightMapping::new(extents)
+    }
+}
+
+impl CompactLayout for LayoutLeft {
+    #[inline]
+    fn mapping<E: Extents>(extents: E) -> Result<LeftMapping<E>, LayoutError> {
+        LeftMapping::new(extents)
+    }
+}
+
+/// The element count of `extents`, if it fits in `isize`.
+#[inline]
+fn checked_count<E: Extents>(extents: &E) -> Result<usize, LayoutError> {
+    match extents.checked_size() {
+        Some(n) if n <= isize::MAX as usize => Ok(n),
+        _ => Err(LayoutError::SpanOverflow),
+    }
+}
+
+/// Row-major strides of `extents`.
+#[inline]
+fn right_strides<I: IndexArray>(extents: &I) -> I::Isize {
+    let mut strides = I::isize_zeros();
+    let mut stride = 1isize;
+    for (s, &e) in strides.as_mut().iter_mut().zip(extents.as_ref()).rev() {
+        *s = stride;
+        stride = stride.wrapping_mul(e as isize);
+    }
+    strides
+}
+
+/// Column-major strides of `extents`.
+#[inline]
+fn left_strides<I: IndexArray>(extents: &I) -> I::Isize {
+    let mut strides = I::isize_zeros();
+    let mut stride = 1isize;
+    for (s, &e) in strides.as_mut().iter_mut().zip(extents.as_ref()) {
+        *s = stride;
+        stride = stride.wrapping_mul(e as isize);
+    }
+    strides
+}
+
+/// Checks `given` against the compact strides `expected`, skipping dimensions of extent ≤ 1.
+fn check_compact<I: IndexArray>(
+    extents: &I,
+    given: &I::Isize,
+    expected: &I::Isize,
+    offset: usize,
+    layout: &'static str,
+) -> Result<(), LayoutError> {
+    if offset != 0 {
+        return Err(LayoutError::UnexpectedOffset { offset, layout });
+    }
+    for (dim, ((&e, &s), &want)) in extents
+        .as_ref()
+        .iter()
+        .zip(given.as_ref())
+        .zip(expected.as_ref())
+        .enumerate()
+    {
+        if e > 1 && s != want {
+            return Err(LayoutError::StrideMismatch {
+                dim,
+                stride: s as i64,
+                expected: want as i64,
+                layout,
+            });
+        }
+    }
+    Ok(())
+}
+
+macro_rules! compact_mapping {
+    ($(#[$meta:meta])* $name:ident, $layout:ident, $strides:ident, |$m:ident, $index:ident| $offset:expr) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name<E: Extents> {
+            extents: E,
+        }
+
+        impl<E: Extents> sealed::Sealed for $name<E> {}
+
+        impl<E: Extents> $name<E> {
+            /// The mapping of `extents`, or [`LayoutError::SpanOverflow`] when they hold more
+            /// elements than `isize` can count.
+            #[inline]
+            pub fn new(extents: E) -> Result<Self, LayoutError> {
+                checked_count(&extents)?;
+                Ok(Self { extents })
+            }
+        }
+
+        impl<E: Extents> Mapping for $name<E> {
+            type Extents = E;
+            type Layout = $layout;
+
+            fn from_strides(
+                extents: E,
+                strides: &<E::Index as IndexArray>::Isize,
+                offset: usize,
+            ) -> Result<Self, LayoutError> {
+                let mapping = Self::new(extents)?;
+                let e = extents.to_array();
+                check_compact(&e, strides, &$strides(&e), offset, $layout::NAME)?;
+                Ok(mapping)
+            }
+
+            #[inline(always)]
+            fn extents(&self) -> &E {
+                &self.extents
+            }
+            #[inline]
+            fn stride(&self, dim: usize) -> isize {
+                self.strides().as_ref()[dim]
+            }
+            #[inline]
+            fn strides(&self) -> <E::Index as IndexArray>::Isize {
+                $strides(&self.extents.to_array())
+            }
+            #[inline(always)]
+            fn offset(&self) -> usize {
+                0
+            }
+            #[inline]
+            fn required_span_size(&self) -> usize {
+                self.size()
+            }
+            #[inline(always)]
+            fn is_unique(&self) -> bool {
+                true
+            }
+            #[inline(always)]
+            fn is_exhaustive(&self) -> bool {
+                true
+            }
+            #[inline(always)]
+            fn offset_of(&self, $index: &E::Index) -> usize {
+                let $m = self;
+                $offset
+            }
+        }
+    };
+}
+
+compact_mapping!(
+    /// The mapping of [`LayoutRight`]: stores only the extents.
+    RightMapping, LayoutRight, right_strides,
+    |m, index| {
+        let extents = m.extents.to_array();
+        let mut offset = 0usize;
+        for (&i, &e) in index.as_ref().iter().zip(extents.as_ref()) {
+            offset = offset * e + i;
+        }
+        offset
+    }
+);
+
+compact_mapping!(
+    /// The mapping of [`LayoutLeft`]: stores only the extents.
+    LeftMapping, LayoutLeft, left_strides,
+    |m, index| {
+        let extents = m.extents.to_array();
+        let mut offset = 0usize;
+        for (&i, &e) in index.as_ref().iter().zip(extents.as_ref()).rev() {
+            offset = offset * e + i;
+        }
+        offset
+    }
+);
+
+/// The extents, each paired with the magnitude of its stride, for the uniqueness test.
+/// Dimensions of extent 1 never step and are left out; any extent 0 makes the view empty.
+fn is_unique_strided(extents: &[usize], strides: impl Iterator<Item = usize>) -> bool {
+    if extents.contains(&0) {
+        return true;
+    }
+    // Insertion sort over at most a few dozen dimensions, without allocating.
+    let mut dims = [(0usize, 0usize); 64];
+    let mut n = 0;
+    for (&e, s) in extents.iter().zip(strides) {
+        if e > 1 {
+            if n == dims.len() {
+                return false;
+            }
+            let mut k = n;
+            while k > 0 && dims[k - 1].1 > s {
+                dims[k] = dims[k - 1];
+                k -= 1;
+            }
+            dims[k] = (e, s);
+            n += 1;
+        }
+    }
+    // Each stride must step past everything the smaller strides reach.
+    let mut reach = 0usize;
+    for &(e, s) in &dims[..n] {
+        if s <= reach {
+            return false;
+        }
+        // Cannot overflow: the span was checked to fit in isize.
+        reach += (e - 1) * s;
+    }
+    true
+}
+
+/// The span `1 + Σ (e - 1)·|s|` and how far the negative strides reach back, checked.
+fn strided_span(extents: &[usize], strides: &[isize]) -> Result<(usize, usize), LayoutError> {
+    if extents.contains(&0) {
+        return Ok((0, 0));
+    }
+    let mut forward = 0usize;
+    let mut back = 0usize;
+    for (&e, &s) in extents.iter().zip(strides) {
+        let reach = (e - 1).checked_mul(s.unsigned_abs()).ok_or(LayoutError::SpanOverflow)?;
+        let side = if s < 0 { &mut back } else { &mut forward };
+        *side = side.checked_add(reach).ok_or(LayoutError::SpanOverflow)?;
+    }
+    let span = forward
+        .checked_add(back)
+        .and_then(|x| x.checked_add(1))
+        .ok_or(LayoutError::SpanOverflow)?;
+    if span > isize::MAX as usize {
+        return Err(LayoutError::SpanOverflow);
+    }
+    Ok((span, back))
+}
+
+/// The mapping of [`LayoutStride`]: extents and a positive stride per dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StrideMapping<E: Extents> {
+    extents: E,
+    strides: E::Index,
+    span: usize,
+}
+
+impl<E: Extents> sealed::Sealed for StrideMapping<E> {}
+
+impl<E: Extents> StrideMapping<E> {
+    /// The mapping of `extents` with `strides`, each positive; the span must fit in `isize`.
+    pub fn new(extents: E, strides: E::Index) -> Result<Self, LayoutError> {
+        let e = extents.to_array();
+        let mut signed = <E::Index as IndexArray>::isize_zeros();
+        for (dim, (s, &given)) in signed.as_mut().iter_mut().zip(strides.as_ref()).enumerate() {
+            if given == 0 || given > isize::MAX as usize {
+                return Err(LayoutError::NonPositiveStride {
+                    dim,
+                    stride: given as i64,
+                });
+            }
+            *s = given as isize;
+        }
+        checked_count(&extents)?;
+        let (span, _) = strided_span(e.as_ref(), signed.as_ref())?;
+        Ok(Self { extents, strides, span })
+    }
+}
+
+impl<E: Extents> Mapping for StrideMapping<E> {
+    type Extents = E;
+    type Layout = LayoutStride;
+
+    fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
+        if offset != 0 {
+            return Err(LayoutError::UnexpectedOffset {
+                offset,
+                layout: LayoutStride::NAME,
+            });
+        }
+        let e = extents.to_array();
+        let mut positive = E::Index::zeros();
+        for (dim, ((p, &s), &n)) in positive
+            .as_mut()
+            .iter_mut()
+            .zip(strides.as_ref())
+            .zip(e.as_ref())
+            .enumerate()
+        {
+            *p = match s {
+                s if s > 0 => s as usize,
+                // Never stepped along: any positive stride describes it.
+                _ if n <= 1 => 1,
+                s => return Err(LayoutError::NonPositiveStride { dim, stride: s as i64 }),
+            };
+        }
+        Self::new(extents, positive)
+    }
+
+    #[inline(always)]
+    fn extents(&self) -> &E {
+        &self.extents
+    }
+    #[inline]
+    fn stride(&self, dim: usize) -> isize {
+        self.strides.as_ref()[dim] as isize
+    }
+    #[inline]
+    fn strides(&self) -> <E::Index as IndexArray>::Isize {
+        let mut out = <E::Index as IndexArray>::isize_zeros();
+        for (o, &s) in out.as_mut().iter_mut().zip(self.strides.as_ref()) {
+            *o = s as isize;
+        }
+        out
+    }
+    #[inline(always)]
+    fn offset(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn required_span_size(&self) -> usize {
+        self.span
+    }
+    fn is_unique(&self) -> bool {
+        is_unique_strided(self.extents.to_array().as_ref(), self.strides.as_ref().iter().copied())
+    }
+    fn is_exhaustive(&self) -> bool {
+        self.span == self.size() && self.is_unique()
+    }
+    #[inline(always)]
+    fn offset_of(&self, index: &E::Index) -> usize {
+        let mut offset = 0usize;
+        for (&i, &s) in index.as_ref().iter().zip(self.strides.as_ref()) {
+            offset += i * s;
+        }
+        offset
+    }
+}
+
+/// The mapping of [`LayoutStrideRelaxed`]: extents, any stride per dimension, and the offset of
+/// index 0, which covers the negative strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RelaxedMapping<E: Extents> {
+    extents: E,
+    strides: <E::Index as IndexArray>::Isize,
+    offset: usize,
+    span: usize,
+}
+
+impl<E: Extents> sealed::Sealed for RelaxedMapping<E> {}
+
+impl<E: Extents> RelaxedMapping<E> {
+    /// The mapping of `extents` with `strides` and index 0 at `offset`; `offset` must reach back
+    /// as far as the negative strides do, and the span must fit in `isize`.
+    pub fn new(extents: E, strides: <E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
+        let e = extents.to_array();
+        checked_count(&extents)?;
+        let (reach, back) = strided_span(e.as_ref(), strides.as_ref())?;
+        if offset < back {
+            return Err(LayoutError::OffsetTooSmall { offset, needed: back });
+        }
+        let span = if reach == 0 {
+            0
+        } else {
+            match (offset - back).checked_add(reach) {
+                Some(span) if span <= isize::MAX as usize => span,
+                _ => return Err(LayoutError::SpanOverflow),
+            }
+        };
+        Ok(Self {
+            extents,
+            strides,
+            offset,
+            span,
+        })
+    }
+}
+
+impl<E: Extents> Mapping for RelaxedMapping<E> {
+    type Extents = E;
+    type Layout = LayoutStrideRelaxed;
+
+    #[inline]
+    fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
+        Self::new(extents, *strides, offset)
+    }
+
+    #[inline(always)]
+    fn extents(&self) -> &E {
+        &self.extents
+    }
+    #[inline]
+    fn stride(&self, dim: usize) -> isize {
+        self.strides.as_ref()[dim]
+    }
+    #[inline(always)]
+    fn strides(&self) -> <E::Index as IndexArray>::Isize {
+        self.strides
+    }
+    #[inline(always)]
+    fn offset(&self) -> usize {
+        self.offset
+    }
+    #[inline(always)]
+    fn required_span_size(&self) -> usize {
+        self.span
+    }
+    fn is_unique(&self) -> bool {
+        let e = self.extents.to_array();
+        // A zero stride along a dimension that steps maps its indices to one element.
+        let zero_step = e
+            .as_ref()
+            .iter()
+            .zip(self.strides.as_ref())
+            .any(|(&n, &s)| n > 1 && s == 0);
+        !zero_step && is_unique_strided(e.as_ref(), self.strides.as_ref().iter().map(|s| s.unsigned_abs()))
+    }
+    fn is_exhaustive(&self) -> bool {
+        self.span == self.size() && self.is_unique()
+    }
+    #[inline(always)]
+    fn offset_of(&self, index: &E::Index) -> usize {
+        let mut offset = self.offset as isize;
+        for (&i, &s) in index.as_ref().iter().zip(self.strides.as_ref()) {
+            offset += i as isize * s;
+        }
+        offset as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extents::{Const, Dims};
+
+    #[test]
+    fn compact_strides() {
+        let right = RightMapping::new(Dims::new([2, 3, 4])).unwrap();
+        assert_eq!(right.strides(), [12, 4, 1]);
+        assert_eq!(right.offset_of(&[1, 2, 3]), 23);
+        let left = LeftMapping::new((Const::<2>, Const::<3>, Const::<4>)).unwrap();
+        assert_eq!(left.strides(), [1, 2, 6]);
+        assert_eq!(left.offset_of(&[1, 2, 3]), 1 + 4 + 18);
+        assert_eq!(left.required_span_size(), 24);
+    }
+
+    #[test]
+    fn compact_from_strides_ignores_unit_dimensions() {
+        let e = Dims::new([2, 1, 3]);
+        assert!(RightMapping::from_strides(e, &[3, 99, 1], 0).is_ok());
+        assert_eq!(
+            RightMapping::from_strides(e, &[1, 1, 2], 0),
+            Err(LayoutError::StrideMismatch {
+                dim: 0,
+                stride: 1,
+                expected: 3,
+                layout: "layout_right"
+            })
+        );
+        assert!(LeftMapping::from_strides(e, &[1, 0, 2], 0).is_ok());
+    }
+
+    #[test]
+    fn uniqueness() {
+        let e = Dims::new([2, 3]);
+        assert!(StrideMapping::new(e, [3, 1]).unwrap().is_unique());
+        assert!(StrideMapping::new(e, [6, 2]).unwrap().is_unique());
+        assert!(!StrideMapping::new(e, [1, 1]).unwrap().is_unique());
+        assert!(!StrideMapping::new(e, [2, 1]).unwrap().is_unique());
+        assert!(!RelaxedMapping::new(e, [0, 1], 0).unwrap().is_unique());
+        assert!(RelaxedMapping::new(e, [-3, 1], 3).unwrap().is_unique());
+        assert!(StrideMapping::new(Dims::new([0, 3]), [1, 1]).unwrap().is_unique());
+    }
+
+    #[test]
+    fn relaxed_offsets_cover_negative_strides() {
+        let e = Dims::new([2, 3]);
+        assert_eq!(
+            RelaxedMapping::new(e, [-3, 1], 2),
+            Err(LayoutError::OffsetTooSmall { offset: 2, needed: 3 })
+        );
+        let m = RelaxedMapping::new(e, [-3, -1], 5).unwrap();
+        assert_eq!(m.offset_of(&[0, 0]), 5);
+        assert_eq!(m.offset_of(&[1, 2]), 0);
+        assert_eq!(m.required_span_size(), 6);
+        let broadcast = RelaxedMapping::new(e, [0, 0], 0).unwrap();
+        assert_eq!(broadcast.required_span_size(), 1);
+    }
+
+    #[test]
+    fn overflow_is_an_error() {
+        assert_eq!(
+            RightMapping::new(Dims::new([usize::MAX / 2, 3])),
+            Err(LayoutError::SpanOverflow)
+        );
+        assert_eq!(
+            StrideMapping::new(Dims::new([3, 2]), [isize::MAX as usize, 1]),
+            Err(LayoutError::SpanOverflow)
+        );
+        assert_eq!(
+            StrideMapping::new(Dims::new([3]), [0]),
+            Err(LayoutError::NonPositiveStride { dim: 0, stride: 0 })
+        );
+    }
+}

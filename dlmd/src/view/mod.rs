@@ -1,0 +1,577 @@
+//! Views: a pointer, a layout mapping and a memory space, with the element type, rank, static
+//! extents, layout, memory space and mutability all in the type.
+//!
+//! ```
+//! use dlmd::{Dyn, HostMdspan, HostMdspanMut, LayoutLeft, Const};
+//!
+//! let data = [1, 2, 3, 4, 5, 6];
+//! let md = HostMdspan::<i32, (Const<2>, Dyn)>::from_slice(&data, (Const, Dyn(3))).unwrap();
+//! assert_eq!(md[[1, 0]], 4);
+//! assert_eq!(md.get([2, 0]), None);
+//!
+//! let mut buf = [0.0f32; 6];
+//! let mut out = HostMdspanMut::<f32, (Const<2>, Const<3>), LayoutLeft>::from_slice_mut(&mut buf, (Const, Const)).unwrap();
+//! out[[1, 0]] = 7.0;
+//! assert_eq!(buf[1], 7.0);
+//! ```
+
+mod sub;
+
+pub use sub::{SliceError, SliceSpec, SliceSpecs, SubLayout, Submdspan};
+
+use crate::dtype::DlElement;
+use crate::extents::{Extents, ExtentsError, IndexArray};
+use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
+use crate::space::{Device, Host, HostAccessible, IntoSpace, Managed, MemorySpace};
+use core::fmt;
+use core::marker::PhantomData;
+use core::ops::{Index, IndexMut};
+use core::ptr::NonNull;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Whether a view may write: [`Shared`] or [`Unique`].
+pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
+    /// Whether the view may write through its pointer.
+    const MUTABLE: bool;
+}
+
+/// Read-only access: the view is `Copy`, and many may alias.
+#[derive(Clone, Copy, Debug)]
+pub enum Shared {}
+
+/// Read-write access: the view is the only way to its elements while it lives, and no two of its
+/// indices reach the same element.
+#[derive(Clone, Copy, Debug)]
+pub enum Unique {}
+
+impl sealed::Sealed for Shared {}
+impl sealed::Sealed for Unique {}
+impl Access for Shared {
+    const MUTABLE: bool = false;
+}
+impl Access for Unique {
+    const MUTABLE: bool = true;
+}
+
+/// Why a view cannot be made over some memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    /// The slice is shorter than the span the mapping needs.
+    #[error("the mapping needs {needed} elements but the slice holds {len}")]
+    SliceTooShort {
+        /// Elements the mapping reaches.
+        needed: usize,
+        /// Elements in the slice.
+        len: usize,
+    },
+    /// The mapping is invalid, or aliases where a mutable view must not.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The extents do not fit the static extents of the target type.
+    #[error(transparent)]
+    Extents(#[from] ExtentsError),
+    /// The span in bytes does not fit in `isize`.
+    #[error("the view spans more bytes than isize can count")]
+    ByteSpanOverflow,
+}
+
+/// An n-dimensional view of elements `T`, borrowed for `'a`.
+///
+/// - `E`: the [extents](crate::extents), for example `(Const<2>, Dyn)` or `Dims<3>`;
+/// - `L`: the [layout](crate::layout), [`LayoutRight`] by default;
+/// - `S`: the [memory space](crate::space), [`Host`] by default;
+/// - `A`: [`Shared`] (read-only, `Copy`) or [`Unique`] (read-write).
+///
+/// The usual names are the aliases [`HostMdspan`], [`HostMdspanMut`], [`DeviceMdspan`],
+/// [`DeviceMdspanMut`], [`ManagedMdspan`] and [`ManagedMdspanMut`].
+///
+/// Elements are reachable from the host (`md[[i, j]]`, [`get`](Self::get), [`iter`](Self::iter))
+/// only for host-accessible spaces; on a device view, indexing does not compile.
+pub struct Mdspan<'a, T, E: Extents, L: Layout = LayoutRight, S: MemorySpace = Host, A: Access = Shared> {
+    /// Start of the span: every index maps to `ptr + mapping.offset_of(index)`. Dangling when
+    /// the span is empty.
+    ptr: NonNull<T>,
+    mapping: L::Mapping<E>,
+    space: S,
+    _marker: PhantomData<(&'a T, A)>,
+}
+
+/// A read-only view of host memory.
+pub type HostMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Host, Shared>;
+/// A read-write view of host memory.
+pub type HostMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Host, Unique>;
+/// A read-only view of CUDA device memory.
+pub type DeviceMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Shared>;
+/// A read-write view of CUDA device memory.
+pub type DeviceMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Unique>;
+/// A read-only view of CUDA managed memory.
+pub type ManagedMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Shared>;
+/// A read-write view of CUDA managed memory.
+pub type ManagedMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Unique>;
+
+// SAFETY: a view is a borrow of `T`s (shared or unique); `DlElement` types are `Send + Sync`, so
+// moving or sharing the borrow across threads is as safe as for `&T` / `&mut T`.
+unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Send for Mdspan<'_, T, E, L, S, A> {}
+// SAFETY: as for `Send`; `&Mdspan` only reads (a `Unique` view writes through `&mut self` only).
+unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Sync for Mdspan<'_, T, E, L, S, A> {}
+
+impl<T, E: Extents, L: Layout, S: MemorySpace> Clone for Mdspan<'_, T, E, L, S, Shared> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, E: Extents, L: Layout, S: MemorySpace> Copy for Mdspan<'_, T, E, L, S, Shared> {}
+
+impl<T, E: Extents, L: Layout, S: MemorySpace, A: Access> fmt::Debug for Mdspan<'_, T, E, L, S, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mdspan")
+            .field("ptr", &self.ptr)
+            .field("mapping", &self.mapping)
+            .field("space", &self.space)
+            .field("mutable", &A::MUTABLE)
+            .finish()
+    }
+}
+
+/// Checks that the span of `mapping` fits in `isize` bytes of `T`.
+fn check_byte_span<T, M: Mapping>(mapping: &M) -> Result<(), ViewError> {
+    match mapping.required_span_size().checked_mul(size_of::<T>()) {
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
+        _ => Err(ViewError::ByteSpanOverflow),
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout> Mdspan<'a, T, E, L, Host, Shared> {
+    /// A read-only view of `data` through `mapping`.
+    ///
+    /// Fails when the slice is shorter than the mapping's span.
+    pub fn from_slice_mapping(data: &'a [T], mapping: L::Mapping<E>) -> Result<Self, ViewError> {
+        let needed = mapping.required_span_size();
+        if needed > data.len() {
+            return Err(ViewError::SliceTooShort {
+                needed,
+                len: data.len(),
+            });
+        }
+        // SAFETY: `data` is valid for reads of `data.len() >= needed` initialised, aligned `T`s
+        // for `'a` and is not written while borrowed; the mapping keeps every index below
+        // `needed`.
+        Ok(unsafe { Self::from_raw_parts(data.as_ptr().cast_mut(), mapping, Host) })
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: CompactLayout> Mdspan<'a, T, E, L, Host, Shared> {
+    /// A read-only view of `data` with `extents` in this compact layout.
+    pub fn from_slice(data: &'a [T], extents: E) -> Result<Self, ViewError> {
+        Self::from_slice_mapping(data, L::mapping(extents)?)
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout> Mdspan<'a, T, E, L, Host, Unique> {
+    /// A read-write view of `data` through `mapping`.
+    ///
+    /// Fails when the slice is shorter than the mapping's span, or when the mapping reaches an
+    /// element through two indices.
+    pub fn from_slice_mapping_mut(data: &'a mut [T], mapping: L::Mapping<E>) -> Result<Self, ViewError> {
+        let needed = mapping.required_span_size();
+        if needed > data.len() {
+            return Err(ViewError::SliceTooShort {
+                needed,
+                len: data.len(),
+            });
+        }
+        if !L::ALWAYS_UNIQUE && !mapping.is_unique() {
+            return Err(LayoutError::Overlapping.into());
+        }
+        // SAFETY: `data` is valid for reads and writes of `needed` aligned `T`s for `'a`, and
+        // borrowed exclusively for `'a`; the mapping is unique and keeps indices below `needed`.
+        Ok(unsafe { Self::from_raw_parts(data.as_mut_ptr(), mapping, Host) })
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: CompactLayout> Mdspan<'a, T, E, L, Host, Unique> {
+    /// A read-write view of `data` with `extents` in this compact layout.
+    pub fn from_slice_mut(data: &'a mut [T], extents: E) -> Result<Self, ViewError> {
+        Self::from_slice_mapping_mut(data, L::mapping(extents)?)
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A> {
+    /// A view of the elements at `ptr` through `mapping`, in `space`.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr` is aligned for `T`, and when `mapping.required_span_size()` is not 0, it points
+    ///   into one allocation of `space` holding at least that many initialised `T`s from `ptr`
+    ///   on, valid for the span's bytes (which must fit in `isize`);
+    /// - for `'a`, nothing writes those elements except through this view, and for [`Unique`]
+    ///   access nothing reads them either except through this view;
+    /// - for [`Unique`] access, `mapping.is_unique()` holds (no two indices reach one element);
+    /// - where `T`'s scalar is `bool`, every byte of every element reached is 0 or 1;
+    /// - `ptr` may be null or dangling only when the span is empty.
+    #[inline]
+    pub unsafe fn from_raw_parts(ptr: *mut T, mapping: L::Mapping<E>, space: S) -> Self {
+        Self {
+            ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+            mapping,
+            space,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The layout mapping.
+    #[inline(always)]
+    pub fn mapping(&self) -> &L::Mapping<E> {
+        &self.mapping
+    }
+    /// The extents.
+    #[inline(always)]
+    pub fn extents(&self) -> &E {
+        self.mapping.extents()
+    }
+    /// The extent of dimension `dim`.
+    ///
+    /// # Panics
+    ///
+    /// If `dim` is not below the rank.
+    #[inline]
+    pub fn extent(&self, dim: usize) -> usize {
+        self.extents().extent(dim)
+    }
+    /// The stride of dimension `dim`, in elements.
+    ///
+    /// # Panics
+    ///
+    /// If `dim` is not below the rank.
+    #[inline]
+    pub fn stride(&self, dim: usize) -> isize {
+        self.mapping.stride(dim)
+    }
+    /// The number of dimensions.
+    #[inline(always)]
+    pub const fn rank(&self) -> usize {
+        E::RANK
+    }
+    /// The number of elements.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.mapping.size()
+    }
+    /// Whether the view has no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+    /// The memory space.
+    #[inline(always)]
+    pub fn space(&self) -> S {
+        self.space
+    }
+    /// The start of the span (index `[0, …]` is at `as_ptr() + mapping().offset()`). Dangling
+    /// when the view is empty.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+    /// The data handle of C++ `mdspan`: the start of the span, as a mutable pointer.
+    ///
+    /// Writing through it from a [`Shared`] view is undefined behaviour.
+    #[inline(always)]
+    pub fn data_handle(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// A read-only view of the same elements, borrowing this one.
+    #[inline]
+    pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, Shared> {
+        Mdspan {
+            ptr: self.ptr,
+            mapping: self.mapping,
+            space: self.space,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The same view in another memory space: managed memory becomes host or device memory.
+    /// Host and device views do not convert into each other, and nothing becomes managed.
+    ///
+    /// ```
+    /// # use dlmd::{Const, ManagedMdspan, space::{Device, Managed}, layout::LayoutRight, layout::RightMapping};
+    /// # let data = [0u8; 4];
+    /// # // SAFETY: a stand-in for managed memory; only shapes are looked at.
+    /// # let managed: ManagedMdspan<u8, (Const<4>,)> = unsafe {
+    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed) };
+    /// let on_gpu = managed.into_space(Device::new(0));
+    /// assert_eq!(on_gpu.space().ordinal(), 0);
+    /// ```
+    #[inline]
+    pub fn into_space<S2: MemorySpace>(self, to: S2) -> Mdspan<'a, T, E, L, S2, A>
+    where
+        S: IntoSpace<S2>,
+    {
+        Mdspan {
+            ptr: self.ptr,
+            mapping: self.mapping,
+            space: to,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The same view with extents of another type of the same rank, such as static extents for
+    /// dynamic ones, checked.
+    ///
+    /// ```
+    /// use dlmd::{Const, Dims, HostMdspan};
+    /// let data = [0u16; 6];
+    /// let dynamic = HostMdspan::<u16, Dims<2>>::from_slice(&data, Dims::new([2, 3])).unwrap();
+    /// let fixed = dynamic.try_into_extents::<(Const<2>, Const<3>)>().unwrap();
+    /// assert_eq!(fixed.extent(1), 3);
+    /// assert!(dynamic.try_into_extents::<(Const<3>, Const<2>)>().is_err());
+    /// ```
+    pub fn try_into_extents<E2>(self) -> Result<Mdspan<'a, T, E2, L, S, A>, ViewError>
+    where
+        E2: Extents<Index = E::Index>,
+    {
+        let extents = E2::from_array(self.extents().to_array())?;
+        let mapping =
+            <L::Mapping<E2> as Mapping>::from_strides(extents, &self.mapping.strides(), self.mapping.offset())?;
+        Ok(Mdspan {
+            ptr: self.ptr,
+            mapping,
+            space: self.space,
+            _marker: PhantomData,
+        })
+    }
+
+    /// The offset of `index`, if it is inside the extents.
+    #[inline(always)]
+    fn checked_offset(&self, index: &E::Index) -> Option<usize> {
+        self.mapping.contains(index).then(|| self.mapping.offset_of(index))
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdspan<'a, T, E, L, S, A> {
+    /// The element at `index`, or `None` outside the extents.
+    #[inline]
+    pub fn get(&self, index: E::Index) -> Option<&T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: `index` is inside the extents, so `offset` is inside the span, which holds
+        // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow.
+        Some(unsafe { &*self.ptr.as_ptr().add(offset) })
+    }
+
+    /// The element at `index`, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, index: E::Index) -> &T {
+        // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
+        unsafe { &*self.ptr.as_ptr().add(self.mapping.offset_of(&index)) }
+    }
+
+    /// The elements in row-major index order, whatever the layout.
+    pub fn iter(&self) -> Iter<'_, T, E, L, S, A> {
+        Iter {
+            view: self,
+            next: first_index(self.extents()),
+        }
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E, L, S, Unique> {
+    /// The element at `index` for writing, or `None` outside the extents.
+    #[inline]
+    pub fn get_mut(&mut self, index: E::Index) -> Option<&mut T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: as in `get`; the view is unique, so `&mut self` is the only access to the
+        // element for the returned borrow.
+        Some(unsafe { &mut *self.ptr.as_ptr().add(offset) })
+    }
+
+    /// The element at `index` for writing, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, index: E::Index) -> &mut T {
+        // SAFETY: the caller promises `index` is inside the extents; the view is unique.
+        unsafe { &mut *self.ptr.as_ptr().add(self.mapping.offset_of(&index)) }
+    }
+
+    /// Calls `f` with each index, in row-major order, and a mutable reference to its element.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(E::Index, &mut T)) {
+        let mut next = first_index(self.extents());
+        while let Some(index) = next {
+            next = next_index(self.extents(), index);
+            // SAFETY: `index` comes from walking the extents, so it is inside them; the
+            // reference ends before the next iteration.
+            f(index, unsafe { self.get_unchecked_mut(index) });
+        }
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&mut self, value: T) {
+        self.for_each_mut(|_, x| *x = value);
+    }
+}
+
+#[cold]
+#[track_caller]
+fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
+    panic!("index {index:?} is out of bounds for extents {extents:?}")
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Index<E::Index> for Mdspan<'_, T, E, L, S, A> {
+    type Output = T;
+
+    #[inline]
+    #[track_caller]
+    fn index(&self, index: E::Index) -> &T {
+        match self.get(index) {
+            Some(x) => x,
+            None => index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
+        }
+    }
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible> IndexMut<E::Index> for Mdspan<'_, T, E, L, S, Unique> {
+    #[inline]
+    #[track_caller]
+    fn index_mut(&mut self, index: E::Index) -> &mut T {
+        let extents = self.extents().to_array();
+        match self.get_mut(index) {
+            Some(x) => x,
+            None => index_out_of_bounds(index.as_ref(), extents.as_ref()),
+        }
+    }
+}
+
+/// The first index of a row-major walk, `None` when the extents hold no element.
+#[inline]
+fn first_index<E: Extents>(extents: &E) -> Option<E::Index> {
+    let e = extents.to_array();
+    (!e.as_ref().contains(&0)).then(E::Index::zeros)
+}
+
+/// The index after `index` in row-major order.
+#[inline]
+fn next_index<E: Extents>(extents: &E, mut index: E::Index) -> Option<E::Index> {
+    let e = extents.to_array();
+    for (i, &n) in index.as_mut().iter_mut().zip(e.as_ref()).rev() {
+        *i += 1;
+        if *i < n {
+            return Some(index);
+        }
+        *i = 0;
+    }
+    None
+}
+
+/// Iterator over a host-accessible view's elements in row-major index order.
+pub struct Iter<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
+    view: &'v Mdspan<'v, T, E, L, S, A>,
+    next: Option<E::Index>,
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Iterator for Iter<'v, T, E, L, S, A> {
+    type Item = &'v T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'v T> {
+        let index = self.next?;
+        self.next = next_index(self.view.extents(), index);
+        // SAFETY: `index` comes from walking the extents, so it is inside them.
+        Some(unsafe { self.view.get_unchecked(index) })
+    }
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> IntoIterator
+    for &'v Mdspan<'v, T, E, L, S, A>
+{
+    type Item = &'v T;
+    type IntoIter = Iter<'v, T, E, L, S, A>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'_, T, E, L, S, A> {
+    /// Checks the byte span of a mapping about to back a view of `T`.
+    #[inline]
+    pub(crate) fn check_mapping(mapping: &L::Mapping<E>) -> Result<(), ViewError> {
+        check_byte_span::<T, _>(mapping)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extents::{Const, Dims, Dyn};
+    use crate::layout::{LayoutLeft, LayoutStride, StrideMapping};
+
+    #[test]
+    fn row_and_column_major() {
+        let data: Vec<i32> = (0..6).collect();
+        let right = HostMdspan::<i32, Dims<2>>::from_slice(&data, Dims::new([2, 3])).unwrap();
+        let left = HostMdspan::<i32, Dims<2>, LayoutLeft>::from_slice(&data, Dims::new([2, 3])).unwrap();
+        assert_eq!(right[[1, 2]], 5);
+        assert_eq!(left[[1, 2]], 5);
+        assert_eq!(right[[0, 1]], 1);
+        assert_eq!(left[[0, 1]], 2);
+        assert_eq!(right.iter().copied().collect::<Vec<_>>(), data);
+        assert_eq!(left.iter().copied().collect::<Vec<_>>(), [0, 2, 4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn short_slices_and_aliasing_are_refused() {
+        let mut data = [0u8; 5];
+        assert_eq!(
+            HostMdspan::<u8, (Const<2>, Const<3>)>::from_slice(&data, (Const, Const)).unwrap_err(),
+            ViewError::SliceTooShort { needed: 6, len: 5 }
+        );
+        let aliasing = StrideMapping::new(Dims::new([2, 2]), [1, 1]).unwrap();
+        assert!(HostMdspan::<u8, Dims<2>, LayoutStride>::from_slice_mapping(&data, aliasing).is_ok());
+        assert_eq!(
+            HostMdspanMut::<u8, Dims<2>, LayoutStride>::from_slice_mapping_mut(&mut data, aliasing).unwrap_err(),
+            ViewError::Layout(LayoutError::Overlapping)
+        );
+    }
+
+    #[test]
+    fn writes_land_where_indexing_says() {
+        let mut data = [0u32; 12];
+        let mut md = HostMdspanMut::<u32, (Dyn, Const<4>)>::from_slice_mut(&mut data, (Dyn(3), Const)).unwrap();
+        md.for_each_mut(|[i, j], x| *x = (10 * i + j) as u32);
+        md[[2, 3]] += 100;
+        assert_eq!(md.get_mut([3, 0]), None);
+        assert_eq!(data[11], 123);
+        assert_eq!(data[4], 10);
+    }
+
+    #[test]
+    fn empty_and_rank_zero() {
+        let none: [f64; 0] = [];
+        let empty = HostMdspan::<f64, Dims<2>>::from_slice(&none, Dims::new([0, 5])).unwrap();
+        assert!(empty.is_empty());
+        assert_eq!(empty.iter().count(), 0);
+        let one = [4.5f64];
+        let scalar = HostMdspan::<f64, ()>::from_slice(&one, ()).unwrap();
+        assert_eq!(scalar[[]], 4.5);
+        assert_eq!(scalar.iter().count(), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "index [2, 0] is out of bounds for extents [2, 3]")]
+    fn indexing_checks_bounds() {
+        let data = [0u8; 6];
+        let md = HostMdspan::<u8, Dims<2>>::from_slice(&data, Dims::new([2, 3])).unwrap();
+        let _ = md[[2, 0]];
+    }
+}
