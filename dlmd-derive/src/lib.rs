@@ -1,4 +1,4 @@
-//! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]`.
+//! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]` and `dlmd!`.
 //!
 //! Use them through the `dlmd` crate, which re-exports them; this crate's version is pinned by
 //! `dlmd` and the two are released together.
@@ -14,6 +14,7 @@ mod attr;
 mod expand;
 mod repr;
 mod valid;
+mod view;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -23,4 +24,10 @@ use syn::{DeriveInput, parse_macro_input};
 pub fn derive_dl_element(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input).into()
+}
+
+/// Builds a host view; documented on the re-export in `dlmd`.
+#[proc_macro]
+pub fn dlmd(input: TokenStream) -> TokenStream {
+    view::expand(input.into()).into()
 }

@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use dlmd::extents::Dims;
-//! use dlmd::layout::{LayoutRight, Mapping, RightMapping, StrideMapping};
+//! use dlmd::layout::{Mapping, RightMapping, StrideMapping};
 //!
 //! let right = RightMapping::new(Dims::new([2, 3])).unwrap();
 //! assert_eq!(right.stride(0), 3);
@@ -88,6 +88,8 @@ pub trait Layout: Copy + Debug + Default + Eq + Hash + Send + Sync + 'static + s
     const NAME: &'static str;
     /// Whether every mapping of this layout is unique.
     const ALWAYS_UNIQUE: bool;
+    /// Whether mappings carry an offset of index 0 (for negative strides).
+    const HAS_OFFSET: bool;
 }
 
 /// Maps each index inside the extents to an element offset.
@@ -174,21 +176,25 @@ impl Layout for LayoutRight {
     type Mapping<E: Extents> = RightMapping<E>;
     const NAME: &'static str = "layout_right";
     const ALWAYS_UNIQUE: bool = true;
+    const HAS_OFFSET: bool = false;
 }
 impl Layout for LayoutLeft {
     type Mapping<E: Extents> = LeftMapping<E>;
     const NAME: &'static str = "layout_left";
     const ALWAYS_UNIQUE: bool = true;
+    const HAS_OFFSET: bool = false;
 }
 impl Layout for LayoutStride {
     type Mapping<E: Extents> = StrideMapping<E>;
     const NAME: &'static str = "layout_stride";
     const ALWAYS_UNIQUE: bool = false;
+    const HAS_OFFSET: bool = false;
 }
 impl Layout for LayoutStrideRelaxed {
     type Mapping<E: Extents> = RelaxedMapping<E>;
     const NAME: &'static str = "layout_stride_relaxed";
     const ALWAYS_UNIQUE: bool = false;
+    const HAS_OFFSET: bool = true;
 }
 
 /// A layout whose mapping follows from the extents alone.

@@ -137,14 +137,6 @@ impl<T, E: Extents, L: Layout, S: MemorySpace, A: Access> fmt::Debug for Mdspan<
     }
 }
 
-/// Checks that the span of `mapping` fits in `isize` bytes of `T`.
-fn check_byte_span<T, M: Mapping>(mapping: &M) -> Result<(), ViewError> {
-    match mapping.required_span_size().checked_mul(size_of::<T>()) {
-        Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
-        _ => Err(ViewError::ByteSpanOverflow),
-    }
-}
-
 impl<'a, T: DlElement, E: Extents, L: Layout> Mdspan<'a, T, E, L, Host, Shared> {
     /// A read-only view of `data` through `mapping`.
     ///
@@ -300,7 +292,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// Host and device views do not convert into each other, and nothing becomes managed.
     ///
     /// ```
-    /// # use dlmd::{Const, ManagedMdspan, space::{Device, Managed}, layout::LayoutRight, layout::RightMapping};
+    /// # use dlmd::{Const, ManagedMdspan, space::{Device, Managed}, layout::RightMapping};
     /// # let data = [0u8; 4];
     /// # // SAFETY: a stand-in for managed memory; only shapes are looked at.
     /// # let managed: ManagedMdspan<u8, (Const<4>,)> = unsafe {
@@ -499,14 +491,6 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Into
     type IntoIter = Iter<'v, T, E, L, S, A>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
-    }
-}
-
-impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'_, T, E, L, S, A> {
-    /// Checks the byte span of a mapping about to back a view of `T`.
-    #[inline]
-    pub(crate) fn check_mapping(mapping: &L::Mapping<E>) -> Result<(), ViewError> {
-        check_byte_span::<T, _>(mapping)
     }
 }
 

@@ -8,7 +8,7 @@
 //! decided from the types of the slices, so the result's layout is known at compile time.
 //!
 //! ```
-//! use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, Mdspan};
+//! use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride};
 //!
 //! let data: Vec<i32> = (0..24).collect();
 //! let md = HostMdspan::<i32, Dims<3>>::from_slice(&data, Dims::new([2, 3, 4])).unwrap();

@@ -1,0 +1,463 @@
+//! `DLTensor` → view: [`to_host_mdspan`], [`to_device_mdspan`], [`to_managed_mdspan`] and their
+//! `_mut` twins, as CCCL's `cuda::to_{host,device,managed}_mdspan`.
+//!
+//! The functions are `unsafe` only because a `DLTensor` cannot prove its pointers valid. Every
+//! other property is checked, and each failure is its own [`ImportError`]:
+//!
+//! - the device type (and for device views, a non-negative ordinal);
+//! - `ndim` against the view's rank, the data type against the element type;
+//! - NULL `shape` (rank > 0), negative extents, static extents;
+//! - NULL `data` with elements (NULL `data` with no elements is accepted);
+//! - `byte_offset` a multiple of the element size, and `data + byte_offset` aligned;
+//! - NULL `strides`: compact row-major for a tensor older than DLPack 1.2 or of unknown version,
+//!   refused for 1.2 and later;
+//! - strides against the layout (strides of dimensions of extent ≤ 1 are ignored, as numpy and
+//!   PyTorch emit arbitrary ones there), positive strides for `layout_stride`, no overlap for a
+//!   mutable view, negative strides that would reach below address 0;
+//! - element counts and byte spans that overflow `isize`;
+//! - `bool` elements of host-readable memory that are not 0 or 1.
+//!
+//! ```
+//! use dlmd::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLTensor};
+//! use dlmd::{LayoutRight, import::to_host_mdspan};
+//!
+//! let mut data = [1i32, 2, 3, 4, 5, 6];
+//! let mut shape = [2i64, 3];
+//! let mut strides = [3i64, 1];
+//! let t = DLTensor {
+//!     data: data.as_mut_ptr().cast(),
+//!     device: DLDevice::CPU,
+//!     ndim: 2,
+//!     dtype: DLDataType::new(DLDataTypeCode::INT, 32, 1),
+//!     shape: shape.as_mut_ptr(),
+//!     strides: strides.as_mut_ptr(),
+//!     byte_offset: 0,
+//! };
+//! // SAFETY: `t` describes `data`, which outlives the view and is not written meanwhile.
+//! let md = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+//! assert_eq!(md[[1, 2]], 6);
+//! ```
+
+use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLPackVersion, DLTensor};
+use crate::dtype::DlElement;
+use crate::export::PlainStorage;
+use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
+use crate::layout::{Layout, LayoutError, Mapping};
+use crate::space::{Device, Host, Managed, MemorySpace};
+use crate::view::{Access, Mdspan, Shared, Unique};
+
+/// Why a `DLTensor` cannot be viewed as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// The tensor lives on a device this kind of view cannot reach.
+    #[error("device type {found} cannot back a {expected} view")]
+    DeviceType {
+        /// The view's memory space.
+        expected: &'static str,
+        /// The tensor's device type.
+        found: DLDeviceType,
+    },
+    /// A device ordinal is negative.
+    #[error("device ordinal {ordinal} is negative")]
+    DeviceOrdinal {
+        /// The tensor's `device_id`.
+        ordinal: i32,
+    },
+    /// `ndim` differs from the view's rank.
+    #[error("ndim {found} does not match the view's rank {expected}")]
+    Rank {
+        /// The view's rank.
+        expected: usize,
+        /// The tensor's `ndim`.
+        found: i32,
+    },
+    /// The data type differs from the element type's.
+    #[error("data type {found} ({found:?}) does not match the element type's {expected}")]
+    DataType {
+        /// The element type's data type.
+        expected: DLDataType,
+        /// The tensor's data type.
+        found: DLDataType,
+    },
+    /// `data` is NULL but the tensor has elements.
+    #[error("data is NULL but the tensor has {elements} elements")]
+    NullData {
+        /// The number of elements.
+        elements: usize,
+    },
+    /// `shape` is NULL for a tensor of rank > 0.
+    #[error("shape is NULL for a tensor of ndim {ndim}")]
+    NullShape {
+        /// The tensor's `ndim`.
+        ndim: i32,
+    },
+    /// An extent is negative.
+    #[error("extent {extent} of dimension {dim} is negative")]
+    NegativeExtent {
+        /// The dimension.
+        dim: usize,
+        /// The extent.
+        extent: i64,
+    },
+    /// An extent differs from the view type's static extent.
+    #[error(transparent)]
+    StaticExtent(#[from] ExtentsError),
+    /// `byte_offset` is not a multiple of the element size.
+    #[error("byte_offset {byte_offset} is not a multiple of the element size {element_size}")]
+    ByteOffset {
+        /// The tensor's `byte_offset`.
+        byte_offset: u64,
+        /// The element size in bytes.
+        element_size: usize,
+    },
+    /// `data + byte_offset` is not aligned for the element type.
+    #[error("element 0 at address {address:#x} is not aligned to {alignment} bytes")]
+    Misaligned {
+        /// The address of element 0.
+        address: usize,
+        /// The element type's alignment.
+        alignment: usize,
+    },
+    /// `strides` is NULL in a tensor of DLPack 1.2 or later, which must always set it.
+    #[error("strides is NULL, which DLPack {}.{} does not allow for ndim > 0", version.major, version.minor)]
+    NullStrides {
+        /// The tensor's DLPack version.
+        version: DLPackVersion,
+    },
+    /// The strides do not fit the layout, the span overflows, or the view would alias.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The elements the tensor describes would lie below address 0 or past the end of the address
+    /// space.
+    #[error("the tensor's elements would wrap around the address space")]
+    AddressOverflow,
+    /// A `bool` element's byte is neither 0 nor 1.
+    #[error("bool element at offset {offset} holds {value}, not 0 or 1")]
+    InvalidBool {
+        /// The element offset from the span's start.
+        offset: usize,
+        /// The byte found.
+        value: u8,
+    },
+}
+
+/// The first DLPack version in which `strides` may not be NULL.
+const STRIDES_REQUIRED_SINCE: DLPackVersion = DLPackVersion { major: 1, minor: 2 };
+
+/// How a memory space accepts a tensor's device.
+pub trait ImportSpace: MemorySpace {
+    /// The space for `tensor`'s device, or the error.
+    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError>;
+    /// Whether the host may read the memory (to validate `bool` elements).
+    const HOST_READABLE: bool;
+}
+
+impl ImportSpace for Host {
+    const HOST_READABLE: bool = true;
+    #[inline]
+    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
+        // Pinned and managed memory are host memory too.
+        match tensor.device.device_type {
+            DLDeviceType::CPU | DLDeviceType::CUDA_HOST | DLDeviceType::CUDA_MANAGED => Ok(Host),
+            found => Err(ImportError::DeviceType {
+                expected: "host",
+                found,
+            }),
+        }
+    }
+}
+
+impl ImportSpace for Device {
+    const HOST_READABLE: bool = false;
+    #[inline]
+    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
+        match tensor.device.device_type {
+            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED if tensor.device.device_id >= 0 => {
+                Ok(Device::new(tensor.device.device_id))
+            }
+            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => Err(ImportError::DeviceOrdinal {
+                ordinal: tensor.device.device_id,
+            }),
+            found => Err(ImportError::DeviceType {
+                expected: "CUDA device",
+                found,
+            }),
+        }
+    }
+}
+
+impl ImportSpace for Managed {
+    const HOST_READABLE: bool = true;
+    #[inline]
+    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
+        match tensor.device.device_type {
+            DLDeviceType::CUDA_MANAGED => Ok(Managed),
+            found => Err(ImportError::DeviceType {
+                expected: "CUDA managed",
+                found,
+            }),
+        }
+    }
+}
+
+/// Reads `n` `i64`s from a foreign pointer, which need not be aligned.
+///
+/// # Safety
+///
+/// `ptr` is valid for reads of `n` `i64`s.
+#[inline(always)]
+unsafe fn read_i64s<I: IndexArray>(ptr: *const i64) -> I::I64 {
+    let mut out = I::i64_zeros();
+    for (r, o) in out.as_mut().iter_mut().enumerate() {
+        // SAFETY: the caller promises `n = RANK` readable values; unaligned reads are allowed.
+        *o = unsafe { ptr.add(r).read_unaligned() };
+    }
+    out
+}
+
+impl<'a, T, E, L, S, A> Mdspan<'a, T, E, L, S, A>
+where
+    T: DlElement,
+    T::Storage: PlainStorage,
+    E: Extents,
+    L: Layout,
+    S: ImportSpace,
+    A: Access,
+{
+    /// Views `tensor`, a tensor of unknown DLPack version, checking everything that can be
+    /// checked (see the [module docs](crate::import)). Static extents in `E` are checked too.
+    ///
+    /// # Safety
+    ///
+    /// - `tensor.shape` and `tensor.strides` (unless NULL) point to `tensor.ndim` readable
+    ///   `int64_t`s;
+    /// - the elements `tensor` describes lie in one allocation of its device, hold initialised
+    ///   values of `T`'s data type, and stay valid for `'a`;
+    /// - for `'a`, nothing writes them except through this view; for a mutable view, nothing
+    ///   reads them either except through this view.
+    #[inline]
+    pub unsafe fn from_dlpack(tensor: &'a DLTensor) -> Result<Self, ImportError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::from_dlpack_versioned(tensor, None) }
+    }
+
+    /// As [`from_dlpack`](Self::from_dlpack), for a tensor produced against DLPack `version`
+    /// (`None` when unknown), which decides whether NULL `strides` are allowed.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_dlpack`](Self::from_dlpack).
+    pub unsafe fn from_dlpack_versioned(
+        tensor: &'a DLTensor,
+        version: Option<DLPackVersion>,
+    ) -> Result<Self, ImportError> {
+        let space = S::from_tensor(tensor)?;
+        if tensor.ndim < 0 || tensor.ndim as usize != E::RANK {
+            return Err(ImportError::Rank {
+                expected: E::RANK,
+                found: tensor.ndim,
+            });
+        }
+        if tensor.dtype != T::DTYPE {
+            return Err(ImportError::DataType {
+                expected: T::DTYPE,
+                found: tensor.dtype,
+            });
+        }
+        let rank = E::RANK;
+        if rank > 0 && tensor.shape.is_null() {
+            return Err(ImportError::NullShape { ndim: tensor.ndim });
+        }
+        // SAFETY: `shape` is not NULL (or the rank is 0 and nothing is read), and the caller
+        // promises `ndim == RANK` readable values.
+        let shape = unsafe { read_i64s::<E::Index>(tensor.shape) };
+        let mut extents = E::Index::zeros();
+        let mut elements = 1usize;
+        for (dim, (e, &n)) in extents.as_mut().iter_mut().zip(shape.as_ref()).enumerate() {
+            if n < 0 {
+                return Err(ImportError::NegativeExtent { dim, extent: n });
+            }
+            *e = n as usize;
+            elements = elements.saturating_mul(n as usize);
+        }
+        let extents = E::from_array(extents)?;
+
+        let mut strides = <E::Index as IndexArray>::isize_zeros();
+        if rank > 0 {
+            if tensor.strides.is_null() {
+                if let Some(version) = version.filter(|v| *v >= STRIDES_REQUIRED_SINCE) {
+                    return Err(ImportError::NullStrides { version });
+                }
+                // Compact row-major, as DLPack before 1.2 defines NULL strides.
+                let mut stride = 1isize;
+                for (s, &n) in strides.as_mut().iter_mut().zip(extents.to_array().as_ref()).rev() {
+                    *s = stride;
+                    stride = stride.saturating_mul(n as isize);
+                }
+            } else {
+                // SAFETY: not NULL, and the caller promises `ndim == RANK` readable values.
+                let given = unsafe { read_i64s::<E::Index>(tensor.strides) };
+                for (s, &g) in strides.as_mut().iter_mut().zip(given.as_ref()) {
+                    *s = isize::try_from(g).map_err(|_| LayoutError::SpanOverflow)?;
+                }
+            }
+        }
+
+        let size = size_of::<T>();
+        if tensor.byte_offset % size as u64 != 0 {
+            return Err(ImportError::ByteOffset {
+                byte_offset: tensor.byte_offset,
+                element_size: size,
+            });
+        }
+        let empty = elements == 0;
+        if tensor.data.is_null() && !empty {
+            return Err(ImportError::NullData { elements });
+        }
+
+        // A relaxed mapping's offset reaches back over the negative strides from element 0.
+        let back = if L::HAS_OFFSET && !empty {
+            let e = extents.to_array();
+            let mut back = 0usize;
+            for (&n, &s) in e.as_ref().iter().zip(strides.as_ref()) {
+                if s < 0 {
+                    let reach = (n - 1).checked_mul(s.unsigned_abs()).ok_or(LayoutError::SpanOverflow)?;
+                    back = back.checked_add(reach).ok_or(LayoutError::SpanOverflow)?;
+                }
+            }
+            back
+        } else {
+            0
+        };
+        let mapping = L::Mapping::<E>::from_strides(extents, &strides, back)?;
+        if A::MUTABLE && !L::ALWAYS_UNIQUE && !mapping.is_unique() {
+            return Err(LayoutError::Overlapping.into());
+        }
+        let span_bytes = mapping
+            .required_span_size()
+            .checked_mul(size)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or(LayoutError::SpanOverflow)?;
+
+        if empty {
+            // SAFETY: an empty view never dereferences its pointer.
+            return Ok(unsafe { Self::from_raw_parts(core::ptr::null_mut(), mapping, space) });
+        }
+        let element0 = (tensor.data as usize)
+            .checked_add(usize::try_from(tensor.byte_offset).map_err(|_| ImportError::AddressOverflow)?)
+            .ok_or(ImportError::AddressOverflow)?;
+        if element0 % align_of::<T>() != 0 {
+            return Err(ImportError::Misaligned {
+                address: element0,
+                alignment: align_of::<T>(),
+            });
+        }
+        let start = element0.checked_sub(back * size).ok_or(ImportError::AddressOverflow)?;
+        start.checked_add(span_bytes).ok_or(ImportError::AddressOverflow)?;
+        // Keep the producer's pointer provenance: step from `data` rather than forging an
+        // address.
+        let ptr = tensor
+            .data
+            .cast::<u8>()
+            .wrapping_add(start.wrapping_sub(tensor.data as usize))
+            .cast::<T>();
+
+        if S::HOST_READABLE && T::DTYPE.code == DLDataTypeCode::BOOL.0 {
+            // SAFETY: the caller promises the span holds the tensor's bytes, readable from the
+            // host here; the view is built only after every byte is checked.
+            unsafe { check_bools::<T, E, L>(ptr, &mapping)? };
+        }
+        // SAFETY: `ptr` is aligned, not NULL, and the caller promises the span (checked to fit
+        // in isize and in the address space) is valid for `'a` and not aliased beyond what the
+        // access allows; a mutable mapping was checked unique; bools were checked above.
+        Ok(unsafe { Self::from_raw_parts(ptr, mapping, space) })
+    }
+}
+
+/// Checks every byte of every `bool` lane an index reaches.
+///
+/// # Safety
+///
+/// Every element `mapping` reaches from `ptr` is readable.
+unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
+    ptr: *const T,
+    mapping: &L::Mapping<E>,
+) -> Result<(), ImportError> {
+    let extents = mapping.extents().to_array();
+    if extents.as_ref().contains(&0) {
+        return Ok(());
+    }
+    let mut index = E::Index::zeros();
+    loop {
+        let offset = mapping.offset_of(&index);
+        // SAFETY: `index` is inside the extents, so the element is inside the readable span;
+        // its bytes are read as `u8`, which every byte pattern is.
+        let bytes = unsafe { core::slice::from_raw_parts(ptr.add(offset).cast::<u8>(), size_of::<T>()) };
+        if let Some(&value) = bytes.iter().find(|&&b| b > 1) {
+            return Err(ImportError::InvalidBool { offset, value });
+        }
+        // Next index, row-major.
+        let mut done = true;
+        for (i, &n) in index.as_mut().iter_mut().zip(extents.as_ref()).rev() {
+            *i += 1;
+            if *i < n {
+                done = false;
+                break;
+            }
+            *i = 0;
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+macro_rules! import_fn {
+    ($(#[$meta:meta])* $name:ident, $space:ty, $access:ty) => {
+        $(#[$meta])*
+        ///
+        /// # Safety
+        ///
+        /// As for [`Mdspan::from_dlpack`].
+        #[inline]
+        pub unsafe fn $name<'a, T, const R: usize, L: Layout>(
+            tensor: &'a DLTensor,
+        ) -> Result<Mdspan<'a, T, Dims<R>, L, $space, $access>, ImportError>
+        where
+            T: DlElement,
+            T::Storage: PlainStorage,
+        {
+            // SAFETY: forwarded from the caller.
+            unsafe { Mdspan::from_dlpack(tensor) }
+        }
+    };
+}
+
+import_fn!(
+    /// A read-only host view of `tensor` (`kDLCPU`, `kDLCUDAHost` or `kDLCUDAManaged`), rank
+    /// `R`, layout `L` (CCCL's `cuda::to_host_mdspan`; use [`LayoutStride`](crate::LayoutStride)
+    /// where CCCL's default applies).
+    to_host_mdspan, Host, Shared
+);
+import_fn!(
+    /// A read-write host view of `tensor`; refused when its strides overlap.
+    to_host_mdspan_mut, Host, Unique
+);
+import_fn!(
+    /// A read-only device view of `tensor` (`kDLCUDA`, or `kDLCUDAManaged` on its device)
+    /// (CCCL's `cuda::to_device_mdspan`).
+    to_device_mdspan, Device, Shared
+);
+import_fn!(
+    /// A read-write device view of `tensor`; refused when its strides overlap.
+    to_device_mdspan_mut, Device, Unique
+);
+import_fn!(
+    /// A read-only managed view of `tensor` (`kDLCUDAManaged`) (CCCL's
+    /// `cuda::to_managed_mdspan`).
+    to_managed_mdspan, Managed, Shared
+);
+import_fn!(
+    /// A read-write managed view of `tensor`; refused when its strides overlap.
+    to_managed_mdspan_mut, Managed, Unique
+);
