@@ -17,7 +17,7 @@
 
 mod sub;
 
-pub use sub::{SliceError, SliceSpec, SliceSpecs, SubLayout, Submdspan};
+pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayoutOf, Submdspan};
 
 use crate::dtype::DlElement;
 use crate::extents::{Extents, ExtentsError, IndexArray};

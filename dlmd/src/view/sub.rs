@@ -297,28 +297,24 @@ slice_specs!(6; A 0, B 1, C 2, D 3, E 4, F 5; rev F, E, D, C, B, A);
 slice_specs!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6; rev G, F, E, D, C, B, A);
 slice_specs!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7; rev H, G, F, E, D, C, B, A);
 
+/// The layout of a slice of a view in layout `L` by `Sp`.
+pub type SubLayoutOf<L, Sp, I> = <L as SubLayout>::Out<<Sp as SliceSpecs<I>>::RightOk, <Sp as SliceSpecs<I>>::LeftOk>;
+
+/// The mapping of a slice of a view in layout `L` by `Sp`.
+type SubMapping<L, Sp, I> = <SubLayoutOf<L, Sp, I> as Layout>::Mapping<<Sp as SliceSpecs<I>>::Extents>;
+
+/// The span start and mapping of a slice.
+type SliceParts<T, L, Sp, I> = Result<(*mut T, SubMapping<L, Sp, I>), SliceError>;
+
 /// The view `submdspan` returns.
-pub type Submdspan<'v, T, Sp, I, L, S, A> = Mdspan<
-    'v,
-    T,
-    <Sp as SliceSpecs<I>>::Extents,
-    <L as SubLayout>::Out<<Sp as SliceSpecs<I>>::RightOk, <Sp as SliceSpecs<I>>::LeftOk>,
-    S,
-    A,
->;
+pub type Submdspan<'v, T, Sp, I, L, S, A> = Mdspan<'v, T, <Sp as SliceSpecs<I>>::Extents, SubLayoutOf<L, Sp, I>, S, A>;
+
+/// What `submdspan` returns.
+pub type SliceResult<'v, T, Sp, I, L, S, A> = Result<Submdspan<'v, T, Sp, I, L, S, A>, SliceError>;
 
 impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A> {
     /// The pointer and mapping of a slice.
-    fn slice_parts<Sp: SliceSpecs<E::Index>>(
-        &self,
-        specs: Sp,
-    ) -> Result<
-        (
-            *mut T,
-            <<L as SubLayout>::Out<Sp::RightOk, Sp::LeftOk> as Layout>::Mapping<Sp::Extents>,
-        ),
-        SliceError,
-    > {
+    fn slice_parts<Sp: SliceSpecs<E::Index>>(&self, specs: Sp) -> SliceParts<T, L, Sp, E::Index> {
         let extents = self.extents().to_array();
         let (starts, kept) = specs.resolve(&extents)?;
         let strides = self.mapping().strides();
@@ -357,10 +353,7 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
 
     /// A read-only slice, borrowing this view. See the [module docs](self) for the slices each
     /// dimension takes and the layout of the result.
-    pub fn submdspan<Sp: SliceSpecs<E::Index>>(
-        &self,
-        specs: Sp,
-    ) -> Result<Submdspan<'_, T, Sp, E::Index, L, S, Shared>, SliceError> {
+    pub fn submdspan<Sp: SliceSpecs<E::Index>>(&self, specs: Sp) -> SliceResult<'_, T, Sp, E::Index, L, S, Shared> {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: the slice's mapping reaches a subset of this view's elements (checked by the
         // bounds of every dimension above), and it is read-only for the borrow of `self`.
@@ -370,10 +363,7 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
 
 impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace> Mdspan<'a, T, E, L, S, Shared> {
     /// A read-only slice keeping the data lifetime `'a` (a shared view is `Copy`).
-    pub fn into_submdspan<Sp: SliceSpecs<E::Index>>(
-        self,
-        specs: Sp,
-    ) -> Result<Submdspan<'a, T, Sp, E::Index, L, S, Shared>, SliceError> {
+    pub fn into_submdspan<Sp: SliceSpecs<E::Index>>(self, specs: Sp) -> SliceResult<'a, T, Sp, E::Index, L, S, Shared> {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: as in `submdspan`; the data is borrowed read-only for `'a`.
         Ok(unsafe { Mdspan::from_raw_parts(ptr, mapping, self.space()) })
@@ -385,7 +375,7 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace> Mdspan<'a, T, E
     pub fn submdspan_mut<Sp: SliceSpecs<E::Index>>(
         &mut self,
         specs: Sp,
-    ) -> Result<Submdspan<'_, T, Sp, E::Index, L, S, Unique>, SliceError> {
+    ) -> SliceResult<'_, T, Sp, E::Index, L, S, Unique> {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: a subset of a unique view's elements selected by distinct indices is unique;
         // `&mut self` is borrowed for the slice's lifetime, so nothing else reaches them.
