@@ -72,7 +72,10 @@ pub enum ImportError {
         found: i32,
     },
     /// The data type differs from the element type's.
-    #[error("data type {found} ({found:?}) does not match the element type's {expected}")]
+    #[error(
+        "data type {found} (code {}, bits {}, lanes {}) does not match the element type's {expected}",
+        found.code, found.bits, found.lanes
+    )]
     DataType {
         /// The element type's data type.
         expected: DLDataType,

@@ -1,0 +1,511 @@
+//! CCCL's documented DLPack examples and every error case of its `dlpack_to_mdspan` exception
+//! tests, with dlmd's answers, plus the cases where dlmd deliberately differs.
+
+use dlmd::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLPackVersion, DLTensor};
+use dlmd::layout::LayoutError;
+use dlmd::{
+    Const, DlElement, HostMdspan, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, dlmd,
+    to_device_mdspan, to_dlpack_tensor, to_host_mdspan, to_host_mdspan_mut, to_managed_mdspan,
+};
+use std::ptr;
+
+/// A tensor over `data` with the given shape and strides; the arrays must outlive its use.
+fn tensor<T: DlElement>(data: &mut [T], shape: &mut [i64], strides: Option<&mut [i64]>) -> DLTensor {
+    DLTensor {
+        data: data.as_mut_ptr().cast(),
+        device: DLDevice::CPU,
+        ndim: shape.len() as i32,
+        dtype: T::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.map_or(ptr::null_mut(), |s| s.as_mut_ptr()),
+        byte_offset: 0,
+    }
+}
+
+/// Seed 000: a 2×3 `int` host view exported as a `DLTensor`.
+#[test]
+fn seed_000_export_2x3_int() {
+    let data = [0, 1, 2, 3, 4, 5];
+    let md: HostMdspan<'_, i32, (Const<2>, Const<3>)> = dlmd!(&data, [2, 3]);
+    let dl = to_dlpack_tensor(&md);
+    let t = dl.get();
+    assert_eq!(t.ndim, 2);
+    assert_eq!(t.shape(), &[2, 3]);
+    assert_eq!(t.strides(), Some(&[3, 1][..]));
+    assert_eq!(t.dtype, DLDataType::new(DLDataTypeCode::INT, 32, 1));
+    assert_eq!(
+        t.device,
+        DLDevice {
+            device_type: DLDeviceType::CPU,
+            device_id: 0
+        }
+    );
+    assert_eq!(t.byte_offset, 0);
+    assert_eq!(t.data.cast_const(), data.as_ptr().cast());
+}
+
+/// Seed 001: the same tensor imported back and indexed.
+#[test]
+fn seed_001_import_2x3_int() {
+    let mut data = [0, 1, 2, 3, 4, 5];
+    let (mut shape, mut strides) = ([2, 3], [3, 1]);
+    let t = tensor(&mut data, &mut shape, Some(&mut strides));
+    // SAFETY: `t` describes `data`, alive and unwritten for the view's use.
+    let md = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap();
+    assert_eq!((md.extent(0), md.extent(1)), (2, 3));
+    assert_eq!((md.stride(0), md.stride(1)), (3, 1));
+    for i in 0..2 {
+        for j in 0..3 {
+            assert_eq!(md[[i, j]], (i * 3 + j) as i32);
+        }
+    }
+    // SAFETY: as above.
+    let right = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+    assert_eq!(right[[1, 2]], 5);
+}
+
+#[test]
+fn rank_0() {
+    let mut data = [42.0f32];
+    let t = tensor(&mut data, &mut [], None);
+    // SAFETY: `t` describes `data`.
+    let md = unsafe { to_host_mdspan::<f32, 0, LayoutRight>(&t) }.unwrap();
+    assert_eq!(md.size(), 1);
+    assert_eq!(md[[]], 42.0);
+    assert_eq!(md.as_ptr(), data.as_ptr());
+}
+
+#[test]
+fn wrong_rank() {
+    let mut data = [0i32; 6];
+    let t = tensor(&mut data, &mut [2, 3], Some(&mut [3, 1]));
+    // SAFETY: `t` describes `data`.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::Rank { expected: 1, found: 2 });
+}
+
+#[test]
+fn wrong_dtype() {
+    let mut data = [0i32; 4];
+    let t = tensor(&mut data, &mut [4], Some(&mut [1]));
+    // SAFETY: `t` describes `data`.
+    let err = unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::DataType {
+            expected: f32::DTYPE,
+            found: i32::DTYPE
+        }
+    );
+}
+
+#[test]
+fn wrong_lanes_and_bits() {
+    let mut data = [0f32; 4];
+    let mut t = tensor(&mut data, &mut [4], Some(&mut [1]));
+    // SAFETY (every call below): `t` describes `data`.
+    assert!(matches!(
+        unsafe { to_host_mdspan::<[f32; 2], 1, LayoutStride>(&t) },
+        Err(ImportError::DataType { .. })
+    ));
+    t.dtype.bits = 64;
+    assert!(matches!(
+        unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) },
+        Err(ImportError::DataType { .. })
+    ));
+}
+
+#[test]
+fn null_data() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    t.data = ptr::null_mut();
+    // SAFETY: `shape` and `strides` are valid; `data` is never read.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::NullData { elements: 4 });
+}
+
+/// CCCL refuses NULL data even with no elements (NVIDIA/cccl#11605); producers emit it for
+/// empty tensors, and dlmd accepts it.
+#[test]
+fn null_data_with_zero_elements_is_accepted() {
+    let (mut shape, mut strides) = ([0i64, 3], [3i64, 1]);
+    let mut t = tensor(&mut [0i32; 0], &mut shape, Some(&mut strides));
+    t.data = ptr::null_mut();
+    // SAFETY: `shape` and `strides` are valid; there are no elements.
+    let md = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+    assert!(md.is_empty());
+    assert_eq!(md.iter().count(), 0);
+}
+
+#[test]
+fn null_shape() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], None);
+    t.shape = ptr::null_mut();
+    // SAFETY: nothing behind NULL is read.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::NullShape { ndim: 1 });
+}
+
+#[test]
+fn negative_shape() {
+    let t = tensor(&mut [0i32; 4], &mut [-3], Some(&mut [1]));
+    // SAFETY: `t` describes its arrays.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::NegativeExtent { dim: 0, extent: -3 });
+}
+
+#[test]
+fn wrong_device_type_host() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    t.device = DLDevice::cuda(0);
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::DeviceType {
+            expected: "host",
+            found: DLDeviceType::CUDA
+        }
+    );
+}
+
+#[test]
+fn wrong_device_type_device() {
+    let t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::DeviceType {
+            expected: "CUDA device",
+            found: DLDeviceType::CPU
+        }
+    );
+}
+
+#[test]
+fn wrong_device_type_managed() {
+    let t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_managed_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::DeviceType {
+            expected: "CUDA managed",
+            found: DLDeviceType::CPU
+        }
+    );
+}
+
+#[test]
+fn negative_device_ordinal() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    t.device = DLDevice::cuda(-1);
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::DeviceOrdinal { ordinal: -1 });
+}
+
+#[test]
+fn device_views_keep_the_ordinal() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    t.device = DLDevice::cuda(3);
+    // SAFETY: a device view never dereferences on the host; the pointer only travels.
+    let md = unsafe { to_device_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
+    assert_eq!(md.space().ordinal(), 3);
+    assert_eq!(to_dlpack_tensor(&md).get().device, DLDevice::cuda(3));
+}
+
+#[test]
+fn stride_mismatch_layout_right() {
+    let t = tensor(&mut [0f32; 6], &mut [2, 3], Some(&mut [1, 2]));
+    // SAFETY: `t` describes its arrays.
+    let err = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::Layout(LayoutError::StrideMismatch {
+            dim: 0,
+            stride: 1,
+            expected: 3,
+            layout: "layout_right"
+        })
+    );
+    assert_eq!(
+        err.to_string(),
+        "stride 1 of dimension 0 does not match layout_right, which needs 3"
+    );
+}
+
+#[test]
+fn stride_mismatch_layout_left() {
+    let t = tensor(&mut [0f32; 6], &mut [2, 3], Some(&mut [3, 1]));
+    // SAFETY: `t` describes its arrays.
+    let err = unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::Layout(LayoutError::StrideMismatch {
+            dim: 0,
+            stride: 3,
+            expected: 1,
+            layout: "layout_left"
+        })
+    );
+}
+
+/// Strides of dimensions of extent 1 carry no information; numpy and PyTorch emit any value.
+#[test]
+fn strides_of_unit_dimensions_are_ignored() {
+    let mut data = [0f32, 1., 2.];
+    let t = tensor(&mut data, &mut [1, 3], Some(&mut [77, 1]));
+    // SAFETY (both): `t` describes `data`.
+    assert_eq!(
+        unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap()[[0, 2]],
+        2.
+    );
+    assert_eq!(
+        unsafe { to_host_mdspan::<f32, 2, LayoutStride>(&t) }.unwrap()[[0, 1]],
+        1.
+    );
+}
+
+#[test]
+fn zero_stride_layout_stride() {
+    let t = tensor(&mut [0i32; 6], &mut [2, 3], Some(&mut [0, 1]));
+    // SAFETY: `t` describes its arrays.
+    let err = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::Layout(LayoutError::NonPositiveStride { dim: 0, stride: 0 })
+    );
+}
+
+#[test]
+fn null_strides_of_dlpack_1_2_are_refused() {
+    let mut data = [0f32; 6];
+    let mut shape = [2, 3];
+    let t = tensor(&mut data, &mut shape, None);
+    let v12 = DLPackVersion { major: 1, minor: 2 };
+    // SAFETY: `t` describes `data`.
+    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_versioned(&t, Some(v12)) }.unwrap_err();
+    assert_eq!(err, ImportError::NullStrides { version: v12 });
+    // SAFETY: as above.
+    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_versioned(&t, Some(DLPackVersion::CURRENT)) };
+    assert!(matches!(err, Err(ImportError::NullStrides { .. })));
+}
+
+#[test]
+fn null_strides_of_older_or_unknown_versions_are_row_major() {
+    let mut data = [0f32, 1., 2., 3., 4., 5.];
+    let mut shape = [2, 3];
+    let t = tensor(&mut data, &mut shape, None);
+    // SAFETY (all): `t` describes `data`.
+    let md = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap();
+    assert_eq!(md[[1, 0]], 3.);
+    let v11 = Some(DLPackVersion { major: 1, minor: 1 });
+    let md = unsafe { HostMdspan::<f32, dlmd::Dims<2>, LayoutStride>::from_dlpack_versioned(&t, v11) }.unwrap();
+    assert_eq!(md.stride(0), 3);
+    assert!(matches!(
+        unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) },
+        Err(ImportError::Layout(LayoutError::StrideMismatch { .. }))
+    ));
+}
+
+#[test]
+fn misaligned_data() {
+    #[repr(align(16))]
+    struct Buffer([u8; 20]);
+    let mut buffer = Buffer([0; 20]);
+    let (mut shape, mut strides) = ([3i64], [1i64]);
+    let t = DLTensor {
+        data: buffer.0.as_mut_ptr().wrapping_add(1).cast(),
+        device: DLDevice::CPU,
+        ndim: 1,
+        dtype: i32::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert!(matches!(err, ImportError::Misaligned { alignment: 4, .. }), "{err:?}");
+}
+
+#[test]
+fn byte_offset_not_a_multiple_of_the_element_size() {
+    let mut t = tensor(&mut [0i32; 4], &mut [3], Some(&mut [1]));
+    t.byte_offset = 2;
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::ByteOffset {
+            byte_offset: 2,
+            element_size: 4
+        }
+    );
+}
+
+#[test]
+fn byte_offset_moves_element_zero() {
+    let mut data = [10i32, 11, 12, 13];
+    let mut t = tensor(&mut data, &mut [3], Some(&mut [1]));
+    t.byte_offset = 4;
+    // SAFETY: elements 1..4 of `data`.
+    let md = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
+    assert_eq!(md[[0]], 11);
+    assert_eq!(md[[2]], 13);
+}
+
+#[test]
+fn overlapping_strides_refused_for_mutable_views_only() {
+    let mut data = [0i32; 4];
+    let t = tensor(&mut data, &mut [3, 2], Some(&mut [1, 1]));
+    // SAFETY (both): `t` describes `data`.
+    assert!(unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.is_ok());
+    let err = unsafe { to_host_mdspan_mut::<i32, 2, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::Layout(LayoutError::Overlapping));
+}
+
+#[test]
+fn negative_strides_need_the_relaxed_layout() {
+    let mut data = [0i32, 1, 2, 3, 4, 5];
+    let mut t = tensor(&mut data, &mut [2, 3], Some(&mut [-3, 1]));
+    t.byte_offset = 12;
+    // SAFETY (all): `t` describes `data` from element 3, rows going backwards.
+    assert_eq!(
+        unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err(),
+        ImportError::Layout(LayoutError::NonPositiveStride { dim: 0, stride: -3 })
+    );
+    let md = unsafe { to_host_mdspan::<i32, 2, LayoutStrideRelaxed>(&t) }.unwrap();
+    assert_eq!(md[[0, 0]], 3);
+    assert_eq!(md[[1, 2]], 2);
+    // Exported again, the offset to element 0 is kept.
+    let dl = to_dlpack_tensor(&md);
+    let back = dl.get();
+    assert_eq!(back.data.cast_const(), data.as_ptr().cast());
+    assert_eq!(back.byte_offset, 12);
+}
+
+/// Negative strides reaching below address 0 are refused without forming the pointer.
+#[test]
+fn negative_strides_whose_offset_does_not_cover_them() {
+    let (mut shape, mut strides) = ([4i64], [-1i64]);
+    let t = DLTensor {
+        data: 8 as *mut _,
+        device: DLDevice::CPU,
+        ndim: 1,
+        dtype: i32::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStrideRelaxed>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::AddressOverflow);
+}
+
+#[test]
+fn element_count_overflowing_isize() {
+    let mut t = tensor(&mut [0u8; 4], &mut [1 << 40, 1 << 40], Some(&mut [1 << 40, 1]));
+    t.dtype = u8::DTYPE;
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<u8, 2, LayoutStride>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::Layout(LayoutError::SpanOverflow));
+}
+
+#[test]
+fn byte_span_overflowing_isize() {
+    let t = tensor(&mut [0u64; 4], &mut [1 << 61], Some(&mut [1]));
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<u64, 1, LayoutRight>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::Layout(LayoutError::SpanOverflow));
+}
+
+#[test]
+fn static_extents_are_checked_on_import() {
+    let mut data = [0i32; 6];
+    let t = tensor(&mut data, &mut [2, 3], Some(&mut [3, 1]));
+    // SAFETY (both): `t` describes `data`.
+    let md = unsafe { HostMdspan::<i32, (Const<2>, Const<3>)>::from_dlpack(&t) }.unwrap();
+    assert_eq!(md.extents(), &(Const, Const));
+    let err = unsafe { HostMdspan::<i32, (Const<3>, Const<2>)>::from_dlpack(&t) }.unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::StaticExtent(dlmd::extents::ExtentsError::StaticMismatch {
+            dim: 0,
+            expected: 3,
+            found: 2
+        })
+    );
+}
+
+#[test]
+fn bool_bytes_must_be_zero_or_one() {
+    let mut data = [1u8, 0, 2, 1];
+    let (mut shape, mut strides) = ([4i64], [1i64]);
+    let t = DLTensor {
+        data: data.as_mut_ptr().cast(),
+        device: DLDevice::CPU,
+        ndim: 1,
+        dtype: bool::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: `t` describes `data`; its bytes are checked before any is read as `bool`.
+    let err = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap_err();
+    assert_eq!(err, ImportError::InvalidBool { offset: 2, value: 2 });
+    // SAFETY: `t.data` points at `data`'s 4 bytes; writing through it keeps `t` valid.
+    unsafe { t.data.cast::<u8>().add(2).write(1) };
+    // SAFETY: as above.
+    let md = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap();
+    assert_eq!(md.iter().filter(|&&b| b).count(), 3);
+}
+
+#[test]
+fn unknown_device_types_are_reported_by_number() {
+    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    t.device.device_type = DLDeviceType(77);
+    // SAFETY: refused before any data access.
+    let err = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap_err();
+    assert_eq!(err.to_string(), "device type DLDeviceType(77) cannot back a host view");
+}
+
+#[test]
+fn every_error_reads_as_a_sentence() {
+    let errors = [
+        ImportError::Rank { expected: 1, found: -2 },
+        ImportError::NullData { elements: 4 },
+        ImportError::NullShape { ndim: 3 },
+        ImportError::NegativeExtent { dim: 1, extent: -1 },
+        ImportError::ByteOffset {
+            byte_offset: 2,
+            element_size: 4,
+        },
+        ImportError::Misaligned {
+            address: 0x1001,
+            alignment: 4,
+        },
+        ImportError::NullStrides {
+            version: DLPackVersion::CURRENT,
+        },
+        ImportError::AddressOverflow,
+        ImportError::InvalidBool { offset: 0, value: 9 },
+        ImportError::DataType {
+            expected: f32::DTYPE,
+            found: i32::DTYPE,
+        },
+    ];
+    for e in errors {
+        let text = e.to_string();
+        assert!(text.len() > 20 && !text.contains("{"), "{text}");
+    }
+    assert_eq!(
+        ImportError::DataType {
+            expected: f32::DTYPE,
+            found: i32::DTYPE
+        }
+        .to_string(),
+        "data type int32 (code 0, bits 32, lanes 1) does not match the element type's float32"
+    );
+}
