@@ -93,15 +93,15 @@ impl MemorySpace for Managed {
 impl HostAccessible for Host {}
 impl HostAccessible for Managed {}
 
-/// Spaces a view of `Self` may be converted to, keeping its data.
+/// Spaces a view of `From` may be converted to, keeping its data.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` view cannot become a `{To}` view",
-    label = "no conversion from `{Self}` memory to `{To}` memory",
+    message = "a `{From}` view cannot become a `{Self}` view",
+    label = "no conversion from `{From}` memory to `{Self}` memory",
     note = "only managed memory converts: managed -> host and managed -> device; \
             host and device memory need a copy, and nothing becomes managed"
 )]
-pub trait IntoSpace<To: MemorySpace>: MemorySpace {}
+pub trait SpaceFrom<From: MemorySpace>: MemorySpace {}
 
-impl<S: MemorySpace> IntoSpace<S> for S {}
-impl IntoSpace<Host> for Managed {}
-impl IntoSpace<Device> for Managed {}
+impl<S: MemorySpace> SpaceFrom<S> for S {}
+impl SpaceFrom<Managed> for Host {}
+impl SpaceFrom<Managed> for Device {}

@@ -13,4 +13,5 @@ fn ui() {
     // `const` checks run as they would for a user.
     t.pass("ui/pass/*.rs");
     t.compile_fail("ui/derive/*.rs");
+    t.compile_fail("ui/view/*.rs");
 }

@@ -22,7 +22,7 @@ pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayo
 use crate::dtype::DlElement;
 use crate::extents::{Extents, ExtentsError, IndexArray};
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::{Device, Host, HostAccessible, IntoSpace, Managed, MemorySpace};
+use crate::space::{Device, Host, HostAccessible, Managed, MemorySpace, SpaceFrom};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
@@ -301,10 +301,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// assert_eq!(on_gpu.space().ordinal(), 0);
     /// ```
     #[inline]
-    pub fn into_space<S2: MemorySpace>(self, to: S2) -> Mdspan<'a, T, E, L, S2, A>
-    where
-        S: IntoSpace<S2>,
-    {
+    pub fn into_space<S2: SpaceFrom<S>>(self, to: S2) -> Mdspan<'a, T, E, L, S2, A> {
         Mdspan {
             ptr: self.ptr,
             mapping: self.mapping,

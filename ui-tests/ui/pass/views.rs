@@ -1,0 +1,13 @@
+// The view API used as intended: builds with `cargo build`, so the checks above are real.
+use dlmd::{dlmd, to_dlpack_tensor, to_host_mdspan, LayoutRight};
+
+fn main() {
+    let data = [1, 2, 3, 4, 5, 6];
+    let md = dlmd!(&data, [2, 3]);
+    let dl = to_dlpack_tensor(&md);
+    let t = dl.get();
+    let back = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+    assert_eq!(back[[1, 2]], 6);
+    let row = md.submdspan((1, ..)).unwrap();
+    assert_eq!(row[[0]], 4);
+}
