@@ -134,22 +134,15 @@ fn vector_and_complex_elements() {
 #[test]
 fn mutable_views_import_and_write() {
     let mut data = [0i16; 6];
-    {
-        let md = HostMdspan::<i16, Dims<2>>::from_slice(&data, Dims::new([3, 2])).unwrap();
-        let dl = to_dlpack_tensor(&md);
-        let t = *dl.get();
-        drop(dl);
-        assert_eq!(t.ndim, 2);
-    }
     let mut md = dlmd::HostMdspanMut::<i16, Dims<2>>::from_slice_mut(&mut data, Dims::new([3, 2])).unwrap();
-    let dl = to_dlpack_tensor(&md);
-    let t = dl.get();
-    // SAFETY: `t` describes `md`'s elements; `md` is not used while `out` lives.
-    let mut out: Mdspan<'_, i16, Dims<2>, LayoutRight, dlmd::Host, dlmd::Unique> =
-        unsafe { dlmd::to_host_mdspan_mut(&t) }.unwrap();
-    out[[2, 1]] = 9;
-    drop(out);
-    drop(dl);
+    {
+        let dl = to_dlpack_tensor(&md);
+        let t = dl.get();
+        // SAFETY: `t` describes `md`'s elements; `md` is not used while `out` lives.
+        let mut out: Mdspan<'_, i16, Dims<2>, LayoutRight, dlmd::Host, dlmd::Unique> =
+            unsafe { dlmd::to_host_mdspan_mut(&t) }.unwrap();
+        out[[2, 1]] = 9;
+    }
     assert_eq!(md[[2, 1]], 9);
     md[[0, 0]] = 1;
     assert_eq!(data, [1, 0, 0, 0, 0, 9]);
