@@ -105,11 +105,13 @@ fn wrong_lanes_and_bits() {
     let mut t = tensor(&mut data, &mut [4], Some(&mut [1]));
     // SAFETY (every call below): `t` describes `data`.
     assert!(matches!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<[f32; 2], 1, LayoutStride>(&t) },
         Err(ImportError::DataType { .. })
     ));
     t.dtype.bits = 64;
     assert!(matches!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) },
         Err(ImportError::DataType { .. })
     ));
@@ -259,10 +261,12 @@ fn strides_of_unit_dimensions_are_ignored() {
     let t = tensor(&mut data, &mut [1, 3], Some(&mut [77, 1]));
     // SAFETY (both): `t` describes `data`.
     assert_eq!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap()[[0, 2]],
         2.
     );
     assert_eq!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<f32, 2, LayoutStride>(&t) }.unwrap()[[0, 1]],
         1.
     );
@@ -299,12 +303,15 @@ fn null_strides_of_older_or_unknown_versions_are_row_major() {
     let mut shape = [2, 3];
     let t = tensor(&mut data, &mut shape, None);
     // SAFETY (all): `t` describes `data`.
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap();
     assert_eq!(md[[1, 0]], 3.);
     let v11 = Some(DLPackVersion { major: 1, minor: 1 });
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { HostMdspan::<f32, dlmd::Dims<2>, LayoutStride>::from_dlpack_versioned(&t, v11) }.unwrap();
     assert_eq!(md.stride(0), 3);
     assert!(matches!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) },
         Err(ImportError::Layout(LayoutError::StrideMismatch { .. }))
     ));
@@ -361,7 +368,9 @@ fn overlapping_strides_refused_for_mutable_views_only() {
     let mut data = [0i32; 4];
     let t = tensor(&mut data, &mut [3, 2], Some(&mut [1, 1]));
     // SAFETY (both): `t` describes `data`.
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     assert!(unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.is_ok());
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let err = unsafe { to_host_mdspan_mut::<i32, 2, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Layout(LayoutError::Overlapping));
 }
@@ -373,9 +382,11 @@ fn negative_strides_need_the_relaxed_layout() {
     t.byte_offset = 12;
     // SAFETY (all): `t` describes `data` from element 3, rows going backwards.
     assert_eq!(
+        // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
         unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err(),
         ImportError::Layout(LayoutError::NonPositiveStride { dim: 0, stride: -3 })
     );
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { to_host_mdspan::<i32, 2, LayoutStrideRelaxed>(&t) }.unwrap();
     assert_eq!(md[[0, 0]], 3);
     assert_eq!(md[[1, 2]], 2);
@@ -426,8 +437,10 @@ fn static_extents_are_checked_on_import() {
     let mut data = [0i32; 6];
     let t = tensor(&mut data, &mut [2, 3], Some(&mut [3, 1]));
     // SAFETY (both): `t` describes `data`.
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { HostMdspan::<i32, (Const<2>, Const<3>)>::from_dlpack(&t) }.unwrap();
     assert_eq!(md.extents(), &(Const, Const));
+    // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let err = unsafe { HostMdspan::<i32, (Const<3>, Const<2>)>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
