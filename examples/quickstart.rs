@@ -1,10 +1,16 @@
-//! A tour of dlmd: the DLPack data type of every built-in element type and of a derived vector.
+//! A tour of dlmd: the DLPack data type of every built-in element type and of a derived vector,
+//! then a 2×3 view exported as a `DLTensor`, imported back and indexed.
 //!
 //! Run with `cargo run --example quickstart`.
 
 use dlmd::half::{bf16, f16};
 use dlmd::num_complex::Complex;
-use dlmd::{DlElement, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU};
+use dlmd::{
+    DlElement, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU, LayoutRight, dlmd, to_dlpack_tensor,
+    to_host_mdspan,
+};
+use std::error::Error;
+use std::process::ExitCode;
 
 /// CUDA's `float4`, as a Rust type DLPack can describe: `{FLOAT, 32, 4}`.
 #[derive(Clone, Copy, Debug, DlElement)]
@@ -33,7 +39,51 @@ fn row<T: DlElement>(name: &str) {
     );
 }
 
-fn main() {
+fn main() -> ExitCode {
+    dtypes();
+    match round_trip() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quickstart: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The seed example: a 2×3 `i32` view built with `dlmd!`, exported, printed, imported, indexed.
+fn round_trip() -> Result<(), Box<dyn Error>> {
+    let data = [0, 1, 2, 3, 4, 5];
+    let md = dlmd!(&data, [2, 3]);
+
+    let dl = to_dlpack_tensor(&md);
+    let t = dl.get();
+    println!();
+    println!("DLTensor of a 2x3 i32 view:");
+    println!("  data        {:p}", t.data);
+    println!("  device      {:?} {}", t.device.device_type, t.device.device_id);
+    println!("  ndim        {}", t.ndim);
+    println!("  dtype       {} {:?}", t.dtype, t.dtype);
+    println!("  shape       {:?}", t.shape());
+    println!("  strides     {:?}", t.strides().unwrap_or_default());
+    println!("  byte_offset {}", t.byte_offset);
+
+    // SAFETY: `t` describes `data`, which outlives `back` and is not written meanwhile.
+    let back = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }?;
+    println!(
+        "imported back: extents {:?}, back[[1, 2]] = {}",
+        back.extents().0,
+        back[[1, 2]]
+    );
+    for i in 0..back.extent(0) {
+        let row: Vec<i32> = (0..back.extent(1)).map(|j| back[[i, j]]).collect();
+        println!("  row {i}: {row:?}");
+    }
+    let column = back.submdspan((.., 1))?;
+    println!("column 1 (a strided subview): {:?}", column.iter().collect::<Vec<_>>());
+    Ok(())
+}
+
+fn dtypes() {
     println!("element type     DLPack dtype");
     row::<bool>("bool");
     row::<i8>("i8");

@@ -203,6 +203,12 @@ impl ImportSpace for Managed {
     }
 }
 
+/// A stride as `isize`: the identity on 64-bit targets.
+#[inline(always)]
+fn to_isize(value: i64) -> Result<isize, LayoutError> {
+    isize::try_from(value).map_err(|_| LayoutError::SpanOverflow)
+}
+
 /// Reads `n` `i64`s from a foreign pointer, which need not be aligned.
 ///
 /// # Safety
@@ -250,6 +256,7 @@ where
     /// # Safety
     ///
     /// As for [`from_dlpack`](Self::from_dlpack).
+    #[inline]
     pub unsafe fn from_dlpack_versioned(
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
@@ -275,13 +282,13 @@ where
         // promises `ndim == RANK` readable values.
         let shape = unsafe { read_i64s::<E::Index>(tensor.shape) };
         let mut extents = E::Index::zeros();
-        let mut elements = 1usize;
+        let mut empty = false;
         for (dim, (e, &n)) in extents.as_mut().iter_mut().zip(shape.as_ref()).enumerate() {
             if n < 0 {
                 return Err(ImportError::NegativeExtent { dim, extent: n });
             }
             *e = n as usize;
-            elements = elements.saturating_mul(n as usize);
+            empty |= n == 0;
         }
         let extents = E::from_array(extents)?;
 
@@ -301,7 +308,7 @@ where
                 // SAFETY: not NULL, and the caller promises `ndim == RANK` readable values.
                 let given = unsafe { read_i64s::<E::Index>(tensor.strides) };
                 for (s, &g) in strides.as_mut().iter_mut().zip(given.as_ref()) {
-                    *s = isize::try_from(g).map_err(|_| LayoutError::SpanOverflow)?;
+                    *s = to_isize(g)?;
                 }
             }
         }
@@ -313,8 +320,12 @@ where
                 element_size: size,
             });
         }
-        let empty = elements == 0;
         if tensor.data.is_null() && !empty {
+            let elements = extents
+                .to_array()
+                .as_ref()
+                .iter()
+                .fold(1usize, |a, &n| a.saturating_mul(n));
             return Err(ImportError::NullData { elements });
         }
 

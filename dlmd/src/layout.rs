@@ -149,8 +149,15 @@ pub trait Mapping: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     /// The number of elements the extents hold.
     #[inline]
     fn size(&self) -> usize {
-        // Cannot overflow: construction checked it fits in isize.
-        self.extents().to_array().as_ref().iter().product()
+        let extents = self.extents().to_array();
+        let extents = extents.as_ref();
+        // Cannot overflow: construction checked that the count fits in isize, and a product with
+        // a zero extent is not formed.
+        if extents.contains(&0) {
+            0
+        } else {
+            extents.iter().product()
+        }
     }
 }
 
@@ -218,12 +225,18 @@ impl CompactLayout for LayoutLeft {
     }
 }
 
-/// The element count of `extents`, if it fits in `isize`.
-#[inline]
-fn checked_count<E: Extents>(extents: &E) -> Result<usize, LayoutError> {
-    match extents.checked_size() {
-        Some(n) if n <= isize::MAX as usize => Ok(n),
-        _ => Err(LayoutError::SpanOverflow),
+/// The element count of `extents`, if it fits in `isize`. Zero when any extent is zero, however
+/// large the others.
+#[inline(always)]
+fn checked_count(extents: &[usize]) -> Result<usize, LayoutError> {
+    let mut count: u128 = 1;
+    for &n in extents {
+        count = count.saturating_mul(n as u128);
+    }
+    if count > isize::MAX as u128 {
+        Err(LayoutError::SpanOverflow)
+    } else {
+        Ok(count as usize)
     }
 }
 
@@ -251,38 +264,57 @@ fn left_strides<I: IndexArray>(extents: &I) -> I::Isize {
     strides
 }
 
-/// Checks `given` against the compact strides `expected`, skipping dimensions of extent ≤ 1.
+/// Checks `given` against the compact strides of `extents` (row-major when `right`), skipping
+/// dimensions of extent ≤ 1, and that the element count fits in `isize`: one pass.
+#[inline(always)]
 fn check_compact<I: IndexArray>(
     extents: &I,
     given: &I::Isize,
-    expected: &I::Isize,
     offset: usize,
+    right: bool,
     layout: &'static str,
 ) -> Result<(), LayoutError> {
     if offset != 0 {
         return Err(LayoutError::UnexpectedOffset { offset, layout });
     }
-    for (dim, ((&e, &s), &want)) in extents
-        .as_ref()
-        .iter()
-        .zip(given.as_ref())
-        .zip(expected.as_ref())
-        .enumerate()
-    {
-        if e > 1 && s != want {
+    let (e, g) = (extents.as_ref(), given.as_ref());
+    // Once the running product overflows, later comparisons may fail spuriously; the overflow is
+    // reported instead unless an extent of 0 makes the tensor empty.
+    let mut expected = 1usize;
+    let mut overflow = false;
+    let mut empty = false;
+    for k in 0..e.len() {
+        let dim = if right { e.len() - 1 - k } else { k };
+        let (n, s) = (e[dim], g[dim]);
+        if n > 1 && (overflow || s as usize != expected) {
+            if overflow {
+                break;
+            }
             return Err(LayoutError::StrideMismatch {
                 dim,
                 stride: s as i64,
-                expected: want as i64,
+                expected: expected as i64,
                 layout,
             });
         }
+        let (product, o) = expected.overflowing_mul(n);
+        expected = product;
+        overflow |= o;
+        empty |= n == 0;
     }
-    Ok(())
+    if empty || (!overflow && expected <= isize::MAX as usize) {
+        return Ok(());
+    }
+    // An empty dimension later in the scan order still makes the tensor empty.
+    if e.contains(&0) {
+        Ok(())
+    } else {
+        Err(LayoutError::SpanOverflow)
+    }
 }
 
 macro_rules! compact_mapping {
-    ($(#[$meta:meta])* $name:ident, $layout:ident, $strides:ident, |$m:ident, $index:ident| $offset:expr) => {
+    ($(#[$meta:meta])* $name:ident, $layout:ident, $strides:ident, $right:literal, |$m:ident, $index:ident| $offset:expr) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub struct $name<E: Extents> {
@@ -296,7 +328,7 @@ macro_rules! compact_mapping {
             /// elements than `isize` can count.
             #[inline]
             pub fn new(extents: E) -> Result<Self, LayoutError> {
-                checked_count(&extents)?;
+                checked_count(extents.to_array().as_ref())?;
                 Ok(Self { extents })
             }
         }
@@ -305,15 +337,14 @@ macro_rules! compact_mapping {
             type Extents = E;
             type Layout = $layout;
 
+            #[inline(always)]
             fn from_strides(
                 extents: E,
                 strides: &<E::Index as IndexArray>::Isize,
                 offset: usize,
             ) -> Result<Self, LayoutError> {
-                let mapping = Self::new(extents)?;
-                let e = extents.to_array();
-                check_compact(&e, strides, &$strides(&e), offset, $layout::NAME)?;
-                Ok(mapping)
+                check_compact(&extents.to_array(), strides, offset, $right, $layout::NAME)?;
+                Ok(Self { extents })
             }
 
             #[inline(always)]
@@ -355,7 +386,7 @@ macro_rules! compact_mapping {
 
 compact_mapping!(
     /// The mapping of [`LayoutRight`]: stores only the extents.
-    RightMapping, LayoutRight, right_strides,
+    RightMapping, LayoutRight, right_strides, true,
     |m, index| {
         let extents = m.extents.to_array();
         let mut offset = 0usize;
@@ -368,7 +399,7 @@ compact_mapping!(
 
 compact_mapping!(
     /// The mapping of [`LayoutLeft`]: stores only the extents.
-    LeftMapping, LayoutLeft, left_strides,
+    LeftMapping, LayoutLeft, left_strides, false,
     |m, index| {
         let extents = m.extents.to_array();
         let mut offset = 0usize;
@@ -414,26 +445,33 @@ fn is_unique_strided(extents: &[usize], strides: impl Iterator<Item = usize>) ->
     true
 }
 
-/// The span `1 + Σ (e - 1)·|s|` and how far the negative strides reach back, checked.
+/// The span `1 + Σ (e - 1)·|s|` (0 when empty) and how far the negative strides reach back, with
+/// the element count and the span checked to fit in `isize`: one pass.
+#[inline(always)]
 fn strided_span(extents: &[usize], strides: &[isize]) -> Result<(usize, usize), LayoutError> {
-    if extents.contains(&0) {
-        return Ok((0, 0));
-    }
+    let mut count = 1usize;
     let mut forward = 0usize;
     let mut back = 0usize;
-    for (&e, &s) in extents.iter().zip(strides) {
-        let reach = (e - 1).checked_mul(s.unsigned_abs()).ok_or(LayoutError::SpanOverflow)?;
+    let mut overflow = false;
+    let mut empty = false;
+    for (&n, &s) in extents.iter().zip(strides) {
+        let (c, o1) = count.overflowing_mul(n);
+        let (reach, o2) = n.wrapping_sub(1).overflowing_mul(s.unsigned_abs());
         let side = if s < 0 { &mut back } else { &mut forward };
-        *side = side.checked_add(reach).ok_or(LayoutError::SpanOverflow)?;
+        let (sum, o3) = side.overflowing_add(reach);
+        *side = sum;
+        count = c;
+        empty |= n == 0;
+        overflow |= o1 | o2 | o3;
     }
-    let span = forward
-        .checked_add(back)
-        .and_then(|x| x.checked_add(1))
-        .ok_or(LayoutError::SpanOverflow)?;
-    if span > isize::MAX as usize {
+    if empty {
+        return Ok((0, 0));
+    }
+    let (span, o) = forward.overflowing_add(back);
+    if overflow || o || count > isize::MAX as usize || span >= isize::MAX as usize {
         return Err(LayoutError::SpanOverflow);
     }
-    Ok((span, back))
+    Ok((span + 1, back))
 }
 
 /// The mapping of [`LayoutStride`]: extents and a positive stride per dimension.
@@ -460,7 +498,6 @@ impl<E: Extents> StrideMapping<E> {
             }
             *s = given as isize;
         }
-        checked_count(&extents)?;
         let (span, _) = strided_span(e.as_ref(), signed.as_ref())?;
         Ok(Self { extents, strides, span })
     }
@@ -470,6 +507,7 @@ impl<E: Extents> Mapping for StrideMapping<E> {
     type Extents = E;
     type Layout = LayoutStride;
 
+    #[inline(always)]
     fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
         if offset != 0 {
             return Err(LayoutError::UnexpectedOffset {
@@ -479,21 +517,24 @@ impl<E: Extents> Mapping for StrideMapping<E> {
         }
         let e = extents.to_array();
         let mut positive = E::Index::zeros();
-        for (dim, ((p, &s), &n)) in positive
-            .as_mut()
-            .iter_mut()
-            .zip(strides.as_ref())
-            .zip(e.as_ref())
-            .enumerate()
-        {
-            *p = match s {
-                s if s > 0 => s as usize,
+        let mut signed = *strides;
+        for dim in 0..E::RANK {
+            let (n, s) = (e.as_ref()[dim], strides.as_ref()[dim]);
+            let s = match s {
+                s if s > 0 => s,
                 // Never stepped along: any positive stride describes it.
                 _ if n <= 1 => 1,
                 s => return Err(LayoutError::NonPositiveStride { dim, stride: s as i64 }),
             };
+            positive.as_mut()[dim] = s as usize;
+            signed.as_mut()[dim] = s;
         }
-        Self::new(extents, positive)
+        let (span, _) = strided_span(e.as_ref(), signed.as_ref())?;
+        Ok(Self {
+            extents,
+            strides: positive,
+            span,
+        })
     }
 
     #[inline(always)]
@@ -551,9 +592,9 @@ impl<E: Extents> sealed::Sealed for RelaxedMapping<E> {}
 impl<E: Extents> RelaxedMapping<E> {
     /// The mapping of `extents` with `strides` and index 0 at `offset`; `offset` must reach back
     /// as far as the negative strides do, and the span must fit in `isize`.
+    #[inline(always)]
     pub fn new(extents: E, strides: <E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
         let e = extents.to_array();
-        checked_count(&extents)?;
         let (reach, back) = strided_span(e.as_ref(), strides.as_ref())?;
         if offset < back {
             return Err(LayoutError::OffsetTooSmall { offset, needed: back });
@@ -579,7 +620,7 @@ impl<E: Extents> Mapping for RelaxedMapping<E> {
     type Extents = E;
     type Layout = LayoutStrideRelaxed;
 
-    #[inline]
+    #[inline(always)]
     fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
         Self::new(extents, *strides, offset)
     }
@@ -650,9 +691,9 @@ mod tests {
         assert_eq!(
             RightMapping::from_strides(e, &[1, 1, 2], 0),
             Err(LayoutError::StrideMismatch {
-                dim: 0,
-                stride: 1,
-                expected: 3,
+                dim: 2,
+                stride: 2,
+                expected: 1,
                 layout: "layout_right"
             })
         );
@@ -684,6 +725,20 @@ mod tests {
         assert_eq!(m.required_span_size(), 6);
         let broadcast = RelaxedMapping::new(e, [0, 0], 0).unwrap();
         assert_eq!(broadcast.required_span_size(), 1);
+    }
+
+    #[test]
+    fn empty_extents_never_overflow() {
+        let huge = usize::MAX / 2;
+        assert_eq!(
+            RightMapping::new(Dims::new([huge, huge, 0]))
+                .unwrap()
+                .required_span_size(),
+            0
+        );
+        assert!(RightMapping::from_strides(Dims::new([0, huge, huge]), &[7, huge as isize, 1], 0).is_ok());
+        assert!(StrideMapping::new(Dims::new([huge, 0, huge]), [huge, 1, huge]).is_ok());
+        assert!(RelaxedMapping::new(Dims::new([huge, 0]), [-(huge as isize), 1], 0).is_ok());
     }
 
     #[test]
