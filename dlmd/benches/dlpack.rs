@@ -45,8 +45,8 @@ fn import(c: &mut Criterion) {
     let (d2, d4, ds4) = (to_dlpack_tensor(&r2), to_dlpack_tensor(&r4), to_dlpack_tensor(&s4));
     let (t2, t4, ts4) = (d2.get(), d4.get(), ds4.get());
     let mut group = c.benchmark_group("import");
-    // SAFETY (all three): each tensor describes `data`, alive and unwritten during the benchmark.
     group.bench_function("rank2 layout_right", |b| {
+        // SAFETY: each tensor describes `data`, alive and unwritten during the benchmark.
         b.iter(|| unsafe { to_host_mdspan::<f32, 2, LayoutRight>(black_box(&t2)) }.map(|v| v.as_ptr()))
     });
     group.bench_function("rank4 layout_right", |b| {
