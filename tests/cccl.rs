@@ -226,15 +226,15 @@ fn stride_mismatch_layout_right() {
     assert_eq!(
         err,
         ImportError::Layout(LayoutError::StrideMismatch {
-            dim: 0,
-            stride: 1,
-            expected: 3,
+            dim: 1,
+            stride: 2,
+            expected: 1,
             layout: "layout_right"
         })
     );
     assert_eq!(
         err.to_string(),
-        "stride 1 of dimension 0 does not match layout_right, which needs 3"
+        "stride 2 of dimension 1 does not match layout_right, which needs 1"
     );
 }
 
