@@ -22,6 +22,22 @@ fn tensor<T: DlElement>(data: &mut [T], shape: &mut [i64], strides: Option<&mut 
     }
 }
 
+/// Binds `t` to a tensor over `data` with `shape` and `strides` (an `Option` of an array), keeping
+/// the arrays alive for the rest of the enclosing block.
+macro_rules! tensor {
+    (let $($t:ident)+ = $data:expr, $shape:expr, None) => {
+        let data = $data;
+        let mut shape = $shape;
+        let $($t)+ = tensor(data, &mut shape, None);
+    };
+    (let $($t:ident)+ = $data:expr, $shape:expr, Some($strides:expr)) => {
+        let data = $data;
+        let mut shape = $shape;
+        let mut strides = $strides;
+        let $($t)+ = tensor(data, &mut shape, Some(&mut strides));
+    };
+}
+
 /// Seed 000: a 2×3 `int` host view exported as a `DLTensor`.
 #[test]
 fn seed_000_export_2x3_int() {
@@ -49,7 +65,7 @@ fn seed_000_export_2x3_int() {
 fn seed_001_import_2x3_int() {
     let mut data = [0, 1, 2, 3, 4, 5];
     let (mut shape, mut strides) = ([2, 3], [3, 1]);
-    let t = tensor(&mut data, &mut shape, Some(&mut strides));
+    tensor!(let t = &mut data, shape, Some(strides));
     // SAFETY: `t` describes `data`, alive and unwritten for the view's use.
     let md = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap();
     assert_eq!((md.extent(0), md.extent(1)), (2, 3));
@@ -67,7 +83,7 @@ fn seed_001_import_2x3_int() {
 #[test]
 fn rank_0() {
     let mut data = [42.0f32];
-    let t = tensor(&mut data, &mut [], None);
+    tensor!(let t = &mut data, [], None);
     // SAFETY: `t` describes `data`.
     let md = unsafe { to_host_mdspan::<f32, 0, LayoutRight>(&t) }.unwrap();
     assert_eq!(md.size(), 1);
@@ -78,7 +94,7 @@ fn rank_0() {
 #[test]
 fn wrong_rank() {
     let mut data = [0i32; 6];
-    let t = tensor(&mut data, &mut [2, 3], Some(&mut [3, 1]));
+    tensor!(let t = &mut data, [2, 3], Some([3, 1]));
     // SAFETY: `t` describes `data`.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Rank { expected: 1, found: 2 });
@@ -87,7 +103,7 @@ fn wrong_rank() {
 #[test]
 fn wrong_dtype() {
     let mut data = [0i32; 4];
-    let t = tensor(&mut data, &mut [4], Some(&mut [1]));
+    tensor!(let t = &mut data, [4], Some([1]));
     // SAFETY: `t` describes `data`.
     let err = unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
@@ -102,7 +118,7 @@ fn wrong_dtype() {
 #[test]
 fn wrong_lanes_and_bits() {
     let mut data = [0f32; 4];
-    let mut t = tensor(&mut data, &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut data, [4], Some([1]));
     // SAFETY (every call below): `t` describes `data`.
     assert!(matches!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
@@ -119,7 +135,7 @@ fn wrong_lanes_and_bits() {
 
 #[test]
 fn null_data() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.data = ptr::null_mut();
     // SAFETY: `shape` and `strides` are valid; `data` is never read.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
@@ -131,7 +147,7 @@ fn null_data() {
 #[test]
 fn null_data_with_zero_elements_is_accepted() {
     let (mut shape, mut strides) = ([0i64, 3], [3i64, 1]);
-    let mut t = tensor(&mut [0i32; 0], &mut shape, Some(&mut strides));
+    tensor!(let mut t = &mut [0i32; 0], shape, Some(strides));
     t.data = ptr::null_mut();
     // SAFETY: `shape` and `strides` are valid; there are no elements.
     let md = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
@@ -141,7 +157,7 @@ fn null_data_with_zero_elements_is_accepted() {
 
 #[test]
 fn null_shape() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], None);
+    tensor!(let mut t = &mut [0i32; 4], [4], None);
     t.shape = ptr::null_mut();
     // SAFETY: nothing behind NULL is read.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
@@ -150,7 +166,7 @@ fn null_shape() {
 
 #[test]
 fn negative_shape() {
-    let t = tensor(&mut [0i32; 4], &mut [-3], Some(&mut [1]));
+    tensor!(let t = &mut [0i32; 4], [-3], Some([1]));
     // SAFETY: `t` describes its arrays.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::NegativeExtent { dim: 0, extent: -3 });
@@ -158,7 +174,7 @@ fn negative_shape() {
 
 #[test]
 fn wrong_device_type_host() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(0);
     // SAFETY: refused before any data access.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
@@ -173,7 +189,7 @@ fn wrong_device_type_host() {
 
 #[test]
 fn wrong_device_type_device() {
-    let t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let t = &mut [0i32; 4], [4], Some([1]));
     // SAFETY: refused before any data access.
     let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
@@ -187,7 +203,7 @@ fn wrong_device_type_device() {
 
 #[test]
 fn wrong_device_type_managed() {
-    let t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let t = &mut [0i32; 4], [4], Some([1]));
     // SAFETY: refused before any data access.
     let err = unsafe { to_managed_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
@@ -201,7 +217,7 @@ fn wrong_device_type_managed() {
 
 #[test]
 fn negative_device_ordinal() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(-1);
     // SAFETY: refused before any data access.
     let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
@@ -210,7 +226,7 @@ fn negative_device_ordinal() {
 
 #[test]
 fn device_views_keep_the_ordinal() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(3);
     // SAFETY: a device view never dereferences on the host; the pointer only travels.
     let md = unsafe { to_device_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
@@ -220,7 +236,7 @@ fn device_views_keep_the_ordinal() {
 
 #[test]
 fn stride_mismatch_layout_right() {
-    let t = tensor(&mut [0f32; 6], &mut [2, 3], Some(&mut [1, 2]));
+    tensor!(let t = &mut [0f32; 6], [2, 3], Some([1, 2]));
     // SAFETY: `t` describes its arrays.
     let err = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap_err();
     assert_eq!(
@@ -240,7 +256,7 @@ fn stride_mismatch_layout_right() {
 
 #[test]
 fn stride_mismatch_layout_left() {
-    let t = tensor(&mut [0f32; 6], &mut [2, 3], Some(&mut [3, 1]));
+    tensor!(let t = &mut [0f32; 6], [2, 3], Some([3, 1]));
     // SAFETY: `t` describes its arrays.
     let err = unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) }.unwrap_err();
     assert_eq!(
@@ -258,7 +274,7 @@ fn stride_mismatch_layout_left() {
 #[test]
 fn strides_of_unit_dimensions_are_ignored() {
     let mut data = [0f32, 1., 2.];
-    let t = tensor(&mut data, &mut [1, 3], Some(&mut [77, 1]));
+    tensor!(let t = &mut data, [1, 3], Some([77, 1]));
     // SAFETY (both): `t` describes `data`.
     assert_eq!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
@@ -274,7 +290,7 @@ fn strides_of_unit_dimensions_are_ignored() {
 
 #[test]
 fn zero_stride_layout_stride() {
-    let t = tensor(&mut [0i32; 6], &mut [2, 3], Some(&mut [0, 1]));
+    tensor!(let t = &mut [0i32; 6], [2, 3], Some([0, 1]));
     // SAFETY: `t` describes its arrays.
     let err = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
@@ -287,7 +303,7 @@ fn zero_stride_layout_stride() {
 fn null_strides_of_dlpack_1_2_are_refused() {
     let mut data = [0f32; 6];
     let mut shape = [2, 3];
-    let t = tensor(&mut data, &mut shape, None);
+    tensor!(let t = &mut data, shape, None);
     let v12 = DLPackVersion { major: 1, minor: 2 };
     // SAFETY: `t` describes `data`.
     let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_versioned(&t, Some(v12)) }.unwrap_err();
@@ -301,7 +317,7 @@ fn null_strides_of_dlpack_1_2_are_refused() {
 fn null_strides_of_older_or_unknown_versions_are_row_major() {
     let mut data = [0f32, 1., 2., 3., 4., 5.];
     let mut shape = [2, 3];
-    let t = tensor(&mut data, &mut shape, None);
+    tensor!(let t = &mut data, shape, None);
     // SAFETY (all): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap();
@@ -339,7 +355,7 @@ fn misaligned_data() {
 
 #[test]
 fn byte_offset_not_a_multiple_of_the_element_size() {
-    let mut t = tensor(&mut [0i32; 4], &mut [3], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [3], Some([1]));
     t.byte_offset = 2;
     // SAFETY: refused before any data access.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
@@ -355,7 +371,7 @@ fn byte_offset_not_a_multiple_of_the_element_size() {
 #[test]
 fn byte_offset_moves_element_zero() {
     let mut data = [10i32, 11, 12, 13];
-    let mut t = tensor(&mut data, &mut [3], Some(&mut [1]));
+    tensor!(let mut t = &mut data, [3], Some([1]));
     t.byte_offset = 4;
     // SAFETY: elements 1..4 of `data`.
     let md = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
@@ -366,7 +382,7 @@ fn byte_offset_moves_element_zero() {
 #[test]
 fn overlapping_strides_refused_for_mutable_views_only() {
     let mut data = [0i32; 4];
-    let t = tensor(&mut data, &mut [3, 2], Some(&mut [1, 1]));
+    tensor!(let t = &mut data, [3, 2], Some([1, 1]));
     // SAFETY (both): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     assert!(unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.is_ok());
@@ -378,7 +394,7 @@ fn overlapping_strides_refused_for_mutable_views_only() {
 #[test]
 fn negative_strides_need_the_relaxed_layout() {
     let mut data = [0i32, 1, 2, 3, 4, 5];
-    let mut t = tensor(&mut data, &mut [2, 3], Some(&mut [-3, 1]));
+    tensor!(let mut t = &mut data, [2, 3], Some([-3, 1]));
     t.byte_offset = 12;
     // SAFETY (all): `t` describes `data` from element 3, rows going backwards.
     assert_eq!(
@@ -417,7 +433,7 @@ fn negative_strides_whose_offset_does_not_cover_them() {
 
 #[test]
 fn element_count_overflowing_isize() {
-    let mut t = tensor(&mut [0u8; 4], &mut [1 << 40, 1 << 40], Some(&mut [1 << 40, 1]));
+    tensor!(let mut t = &mut [0u8; 4], [1 << 40, 1 << 40], Some([1 << 40, 1]));
     t.dtype = u8::DTYPE;
     // SAFETY: refused before any data access.
     let err = unsafe { to_host_mdspan::<u8, 2, LayoutStride>(&t) }.unwrap_err();
@@ -426,7 +442,7 @@ fn element_count_overflowing_isize() {
 
 #[test]
 fn byte_span_overflowing_isize() {
-    let t = tensor(&mut [0u64; 4], &mut [1 << 61], Some(&mut [1]));
+    tensor!(let t = &mut [0u64; 4], [1 << 61], Some([1]));
     // SAFETY: refused before any data access.
     let err = unsafe { to_host_mdspan::<u64, 1, LayoutRight>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Layout(LayoutError::SpanOverflow));
@@ -435,7 +451,7 @@ fn byte_span_overflowing_isize() {
 #[test]
 fn static_extents_are_checked_on_import() {
     let mut data = [0i32; 6];
-    let t = tensor(&mut data, &mut [2, 3], Some(&mut [3, 1]));
+    tensor!(let t = &mut data, [2, 3], Some([3, 1]));
     // SAFETY (both): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
     let md = unsafe { HostMdspan::<i32, (Const<2>, Const<3>)>::from_dlpack(&t) }.unwrap();
@@ -477,7 +493,7 @@ fn bool_bytes_must_be_zero_or_one() {
 
 #[test]
 fn unknown_device_types_are_reported_by_number() {
-    let mut t = tensor(&mut [0i32; 4], &mut [4], Some(&mut [1]));
+    tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device.device_type = DLDeviceType(77);
     // SAFETY: refused before any data access.
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap_err();
