@@ -236,7 +236,7 @@ impl DLDevice {
 /// assert_eq!(float4.to_string(), "float32x4");
 /// ```
 #[repr(C)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Eq, Hash)]
 pub struct DLDataType {
     /// A [`DLDataTypeCode`] value. Kept as the raw byte, as in the header: a foreign tensor can
     /// hold any value here.
@@ -260,6 +260,21 @@ impl DLDataType {
     /// The code as a [`DLDataTypeCode`], which may be a value DLPack does not define.
     pub const fn type_code(self) -> DLDataTypeCode {
         DLDataTypeCode(self.code)
+    }
+}
+
+impl DLDataType {
+    /// The three fields packed into one word, for a single comparison.
+    #[inline(always)]
+    const fn to_word(self) -> u32 {
+        self.code as u32 | (self.bits as u32) << 8 | (self.lanes as u32) << 16
+    }
+}
+
+impl PartialEq for DLDataType {
+    #[inline(always)]
+    fn eq(&self, other: &Self) -> bool {
+        self.to_word() == other.to_word()
     }
 }
 

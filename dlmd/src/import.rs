@@ -209,21 +209,6 @@ fn to_isize(value: i64) -> Result<isize, LayoutError> {
     isize::try_from(value).map_err(|_| LayoutError::SpanOverflow)
 }
 
-/// Reads `n` `i64`s from a foreign pointer, which need not be aligned.
-///
-/// # Safety
-///
-/// `ptr` is valid for reads of `n` `i64`s.
-#[inline(always)]
-unsafe fn read_i64s<I: IndexArray>(ptr: *const i64) -> I::I64 {
-    let mut out = I::i64_zeros();
-    for (r, o) in out.as_mut().iter_mut().enumerate() {
-        // SAFETY: the caller promises `n = RANK` readable values; unaligned reads are allowed.
-        *o = unsafe { ptr.add(r).read_unaligned() };
-    }
-    out
-}
-
 impl<'a, T, E, L, S, A> Mdspan<'a, T, E, L, S, A>
 where
     T: DlElement,
@@ -278,40 +263,38 @@ where
         if rank > 0 && tensor.shape.is_null() {
             return Err(ImportError::NullShape { ndim: tensor.ndim });
         }
-        // SAFETY: `shape` is not NULL (or the rank is 0 and nothing is read), and the caller
-        // promises `ndim == RANK` readable values.
-        let shape = unsafe { read_i64s::<E::Index>(tensor.shape) };
+        let null_strides = tensor.strides.is_null();
+        if rank > 0 && null_strides {
+            if let Some(version) = version.filter(|v| *v >= STRIDES_REQUIRED_SINCE) {
+                return Err(ImportError::NullStrides { version });
+            }
+        }
         let mut extents = E::Index::zeros();
+        let mut strides = <E::Index as IndexArray>::isize_zeros();
         let mut empty = false;
-        for (dim, (e, &n)) in extents.as_mut().iter_mut().zip(shape.as_ref()).enumerate() {
+        for dim in 0..rank {
+            // SAFETY: `shape` is not NULL (checked above, as the rank is > 0 here) and the
+            // caller promises `ndim == RANK` readable values; unaligned reads are allowed.
+            let n = unsafe { tensor.shape.add(dim).read_unaligned() };
             if n < 0 {
                 return Err(ImportError::NegativeExtent { dim, extent: n });
             }
-            *e = n as usize;
+            extents.as_mut()[dim] = n as usize;
             empty |= n == 0;
-        }
-        let extents = E::from_array(extents)?;
-
-        let mut strides = <E::Index as IndexArray>::isize_zeros();
-        if rank > 0 {
-            if tensor.strides.is_null() {
-                if let Some(version) = version.filter(|v| *v >= STRIDES_REQUIRED_SINCE) {
-                    return Err(ImportError::NullStrides { version });
-                }
-                // Compact row-major, as DLPack before 1.2 defines NULL strides.
-                let mut stride = 1isize;
-                for (s, &n) in strides.as_mut().iter_mut().zip(extents.to_array().as_ref()).rev() {
-                    *s = stride;
-                    stride = stride.saturating_mul(n as isize);
-                }
-            } else {
-                // SAFETY: not NULL, and the caller promises `ndim == RANK` readable values.
-                let given = unsafe { read_i64s::<E::Index>(tensor.strides) };
-                for (s, &g) in strides.as_mut().iter_mut().zip(given.as_ref()) {
-                    *s = to_isize(g)?;
-                }
+            if !null_strides {
+                // SAFETY: as for `shape`: not NULL, `ndim` readable values.
+                strides.as_mut()[dim] = to_isize(unsafe { tensor.strides.add(dim).read_unaligned() })?;
             }
         }
+        if rank > 0 && null_strides {
+            // Compact row-major, as DLPack before 1.2 defines NULL strides.
+            let mut stride = 1isize;
+            for (s, &n) in strides.as_mut().iter_mut().zip(extents.as_ref()).rev() {
+                *s = stride;
+                stride = stride.saturating_mul(n as isize);
+            }
+        }
+        let extents = E::from_array(extents)?;
 
         let size = size_of::<T>();
         if tensor.byte_offset % size as u64 != 0 {

@@ -264,6 +264,12 @@ fn left_strides<I: IndexArray>(extents: &I) -> I::Isize {
     strides
 }
 
+/// Bits needed to write `x`: 0 for 0.
+#[inline(always)]
+fn bit_length(x: usize) -> u32 {
+    usize::BITS - x.leading_zeros()
+}
+
 /// Checks `given` against the compact strides of `extents` (row-major when `right`), skipping
 /// dimensions of extent ≤ 1, and that the element count fits in `isize`: one pass.
 #[inline(always)]
@@ -277,7 +283,38 @@ fn check_compact<I: IndexArray>(
     if offset != 0 {
         return Err(LayoutError::UnexpectedOffset { offset, layout });
     }
+    // While the extents' bit lengths add up to at most 62 the running product cannot overflow;
+    // past that, the exact computation decides.
     let (e, g) = (extents.as_ref(), given.as_ref());
+    let mut expected = 1usize;
+    let mut budget = 0u32;
+    for k in 0..e.len() {
+        let dim = if right { e.len() - 1 - k } else { k };
+        let (n, s) = (e[dim], g[dim]);
+        if budget > 62 {
+            break;
+        }
+        if n > 1 && s as usize != expected {
+            return Err(LayoutError::StrideMismatch {
+                dim,
+                stride: s as i64,
+                expected: expected as i64,
+                layout,
+            });
+        }
+        budget += bit_length(n);
+        expected = expected.wrapping_mul(n);
+    }
+    if budget <= 62 {
+        Ok(())
+    } else {
+        check_compact_exact(e, g, right, layout)
+    }
+}
+
+/// [`check_compact`] with every product checked for overflow.
+#[cold]
+fn check_compact_exact(e: &[usize], g: &[isize], right: bool, layout: &'static str) -> Result<(), LayoutError> {
     // Once the running product overflows, later comparisons may fail spuriously; the overflow is
     // reported instead unless an extent of 0 makes the tensor empty.
     let mut expected = 1usize;
@@ -515,21 +552,34 @@ impl<E: Extents> Mapping for StrideMapping<E> {
                 layout: LayoutStride::NAME,
             });
         }
+        // One pass: positivity, element count and forward reach. While the bit lengths of all
+        // extents and strides add up to at most 62, no product or sum can reach 2^63, so the
+        // arithmetic runs unchecked; beyond that the exact, checked computation decides.
         let e = extents.to_array();
         let mut positive = E::Index::zeros();
-        let mut signed = *strides;
+        let (mut count, mut reach, mut budget) = (1usize, 0usize, 0u32);
         for dim in 0..E::RANK {
             let (n, s) = (e.as_ref()[dim], strides.as_ref()[dim]);
             let s = match s {
-                s if s > 0 => s,
+                s if s > 0 => s as usize,
                 // Never stepped along: any positive stride describes it.
                 _ if n <= 1 => 1,
                 s => return Err(LayoutError::NonPositiveStride { dim, stride: s as i64 }),
             };
-            positive.as_mut()[dim] = s as usize;
-            signed.as_mut()[dim] = s;
+            positive.as_mut()[dim] = s;
+            budget += bit_length(n) + bit_length(s);
+            count = count.wrapping_mul(n);
+            reach = reach.wrapping_add(n.wrapping_sub(1).wrapping_mul(s));
         }
-        let (span, _) = strided_span(e.as_ref(), signed.as_ref())?;
+        let span = if budget <= 62 {
+            if count == 0 { 0 } else { reach + 1 }
+        } else {
+            let mut signed = <E::Index as IndexArray>::isize_zeros();
+            for (t, &s) in signed.as_mut().iter_mut().zip(positive.as_ref()) {
+                *t = s as isize;
+            }
+            strided_span(e.as_ref(), signed.as_ref())?.0
+        };
         Ok(Self {
             extents,
             strides: positive,
