@@ -236,7 +236,7 @@ impl DLDevice {
 /// assert_eq!(float4.to_string(), "float32x4");
 /// ```
 #[repr(C)]
-#[derive(Clone, Copy, Eq, Hash)]
+#[derive(Clone, Copy, Eq)]
 pub struct DLDataType {
     /// A [`DLDataTypeCode`] value. Kept as the raw byte, as in the header: a foreign tensor can
     /// hold any value here.
@@ -275,6 +275,12 @@ impl PartialEq for DLDataType {
     #[inline(always)]
     fn eq(&self, other: &Self) -> bool {
         self.to_word() == other.to_word()
+    }
+}
+
+impl core::hash::Hash for DLDataType {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.to_word().hash(state);
     }
 }
 
