@@ -64,7 +64,7 @@ fn seed_000_export_2x3_int() {
 #[test]
 fn seed_001_import_2x3_int() {
     let mut data = [0, 1, 2, 3, 4, 5];
-    let (mut shape, mut strides) = ([2, 3], [3, 1]);
+    let (shape, strides) = ([2, 3], [3, 1]);
     tensor!(let t = &mut data, shape, Some(strides));
     // SAFETY: `t` describes `data`, alive and unwritten for the view's use.
     let md = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap();
@@ -146,7 +146,7 @@ fn null_data() {
 /// empty tensors, and dlmd accepts it.
 #[test]
 fn null_data_with_zero_elements_is_accepted() {
-    let (mut shape, mut strides) = ([0i64, 3], [3i64, 1]);
+    let (shape, strides) = ([0i64, 3], [3i64, 1]);
     tensor!(let mut t = &mut [0i32; 0], shape, Some(strides));
     t.data = ptr::null_mut();
     // SAFETY: `shape` and `strides` are valid; there are no elements.
@@ -302,7 +302,7 @@ fn zero_stride_layout_stride() {
 #[test]
 fn null_strides_of_dlpack_1_2_are_refused() {
     let mut data = [0f32; 6];
-    let mut shape = [2, 3];
+    let shape = [2, 3];
     tensor!(let t = &mut data, shape, None);
     let v12 = DLPackVersion { major: 1, minor: 2 };
     // SAFETY: `t` describes `data`.
@@ -316,7 +316,7 @@ fn null_strides_of_dlpack_1_2_are_refused() {
 #[test]
 fn null_strides_of_older_or_unknown_versions_are_row_major() {
     let mut data = [0f32, 1., 2., 3., 4., 5.];
-    let mut shape = [2, 3];
+    let shape = [2, 3];
     tensor!(let t = &mut data, shape, None);
     // SAFETY (all): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
