@@ -134,6 +134,15 @@ pub enum ImportError {
     /// space.
     #[error("the tensor's elements would wrap around the address space")]
     AddressOverflow,
+    /// The producer forbids writes (`READ_ONLY`), and a mutable view was asked for.
+    #[error("the tensor is read-only (DLPack flag READ_ONLY); ask for a read-only view")]
+    ReadOnly,
+    /// Sub-byte elements in a tensor that does not declare them padded one per byte.
+    #[error("{dtype} elements are packed unless IS_SUBBYTE_TYPE_PADDED is set; dlmd views them one per byte")]
+    PackedSubbyte {
+        /// The tensor's data type.
+        dtype: DLDataType,
+    },
     /// A `bool` element's byte is neither 0 nor 1.
     #[error("bool element at offset {offset} holds {value}, not 0 or 1")]
     InvalidBool {
@@ -246,6 +255,28 @@ where
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
     ) -> Result<Self, ImportError> {
+        // SAFETY: forwarded from the caller; `PlainStorage` means the data type describes the
+        // bytes exactly.
+        unsafe { Self::import(tensor, version) }
+    }
+}
+
+impl<'a, T, E, L, S, A> Mdspan<'a, T, E, L, S, A>
+where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    S: ImportSpace,
+    A: Access,
+{
+    /// The importer behind every public import, for any element storage.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_dlpack`](Self::from_dlpack); for sub-byte padded elements, in addition,
+    /// the producer says the elements are stored one per byte.
+    #[inline]
+    pub(crate) unsafe fn import(tensor: &'a DLTensor, version: Option<DLPackVersion>) -> Result<Self, ImportError> {
         let space = S::from_tensor(tensor)?;
         if tensor.ndim < 0 || tensor.ndim as usize != E::RANK {
             return Err(ImportError::Rank {

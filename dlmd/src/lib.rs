@@ -43,6 +43,8 @@ pub mod export;
 pub mod extents;
 pub mod import;
 pub mod layout;
+#[cfg(feature = "std")]
+pub mod managed;
 pub mod space;
 pub mod view;
 

@@ -1,0 +1,266 @@
+//! Owned exchange: managed tensors exported from owned buffers and imported back, deleters
+//! called exactly once, flags honoured.
+
+use dlmd::dlpack::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED, READ_ONLY,
+};
+use dlmd::managed::{
+    Array, ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy, export_versioned,
+    export_versioned_with_flags,
+};
+use dlmd::{Const, Dims, DlElement, Dyn, F4E2M1FN, ImportError, LayoutRight, LayoutStride};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A `Vec` that counts its drops.
+struct Counted {
+    data: Vec<i32>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: the `Vec`'s buffer does not move with `Counted` and nothing else writes it.
+unsafe impl TensorOwner for Counted {
+    type Elem = i32;
+    const READ_ONLY: bool = false;
+    fn data_ptr(&mut self) -> *mut i32 {
+        self.data.as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+fn counted(n: i32) -> (Counted, Arc<AtomicUsize>) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    (
+        Counted {
+            data: (0..n).collect(),
+            drops: drops.clone(),
+        },
+        drops,
+    )
+}
+
+#[test]
+fn versioned_round_trip_frees_once() {
+    let (owner, drops) = counted(6);
+    let raw = export_versioned(owner, Dims::new([2, 3])).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert_eq!(tensor.version(), Some(DLPackVersion::CURRENT));
+    assert_eq!(tensor.flags(), 0);
+    let md = tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap();
+    assert_eq!(md[[1, 2]], 5);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(tensor);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn legacy_round_trip_frees_once() {
+    let (owner, drops) = counted(4);
+    let raw = export_legacy(owner, (Const::<4>,)).unwrap();
+    // SAFETY: produced by dlmd above.
+    let mut tensor = unsafe { ManagedTensor::from_raw_legacy(raw) }.unwrap();
+    assert_eq!(tensor.version(), None);
+    tensor.as_host_mdspan_mut::<i32, 1, LayoutStride>().unwrap()[[0]] = 40;
+    assert_eq!(tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap()[[0]], 40);
+    drop(tensor);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_deleter_runs_on_another_thread() {
+    let (owner, drops) = counted(3);
+    let raw = export_versioned(owner, Dims::new([3])).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    std::thread::spawn(move || drop(tensor)).join().unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn into_raw_gives_ownership_back() {
+    let (owner, drops) = counted(2);
+    let raw = export_versioned(owner, Dims::new([2])).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let dlmd::managed::RawManaged::Versioned(back) = tensor.into_raw() else {
+        panic!("versioned")
+    };
+    assert_eq!(back, raw);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // SAFETY: `back` is the tensor given back; taking it again releases it once.
+    drop(unsafe { ManagedTensor::from_raw_versioned(back) }.unwrap());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+static FOREIGN_DELETES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn count_delete(_: *mut DLManagedTensorVersioned) {
+    FOREIGN_DELETES.fetch_add(1, Ordering::SeqCst);
+}
+
+#[test]
+fn unknown_major_versions_are_released_and_refused() {
+    let mut managed = DLManagedTensorVersioned {
+        version: DLPackVersion { major: 2, minor: 0 },
+        manager_ctx: std::ptr::null_mut(),
+        deleter: Some(count_delete),
+        flags: 0,
+        dl_tensor: DLTensor {
+            data: std::ptr::null_mut(),
+            device: dlmd::dlpack::DLDevice::CPU,
+            ndim: 0,
+            dtype: f32::DTYPE,
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        },
+    };
+    let before = FOREIGN_DELETES.load(Ordering::SeqCst);
+    // SAFETY: `managed` is a valid versioned header whose deleter only counts.
+    let err = unsafe { ManagedTensor::from_raw_versioned(&mut managed) }.unwrap_err();
+    assert_eq!(err, ManagedError::Version { major: 2 });
+    assert_eq!(FOREIGN_DELETES.load(Ordering::SeqCst), before + 1);
+}
+
+#[test]
+fn null_pointers_and_null_deleters() {
+    // SAFETY: NULL is refused before anything is read.
+    assert_eq!(
+        unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) }.unwrap_err(),
+        ManagedError::Null
+    );
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) }.unwrap_err(),
+        ManagedError::Null
+    );
+    let mut data = [1.5f32, 2.5];
+    let mut shape = [2i64];
+    let mut strides = [1i64];
+    let mut managed = DLManagedTensor {
+        dl_tensor: DLTensor {
+            data: data.as_mut_ptr().cast(),
+            device: dlmd::dlpack::DLDevice::CPU,
+            ndim: 1,
+            dtype: f32::DTYPE,
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            byte_offset: 0,
+        },
+        manager_ctx: std::ptr::null_mut(),
+        deleter: None,
+    };
+    // SAFETY: `managed` describes `data`, both alive beyond the wrapper; there is no deleter.
+    let tensor = unsafe { ManagedTensor::from_raw_legacy(&mut managed) }.unwrap();
+    assert_eq!(tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap()[[1]], 2.5);
+}
+
+#[test]
+fn shared_buffers_are_read_only() {
+    let shared: Arc<[u8]> = Arc::from(vec![1u8, 2, 3]);
+    let raw = export_versioned(shared.clone(), Dims::new([3])).unwrap();
+    // SAFETY: produced by dlmd above.
+    let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert!(tensor.is_read_only());
+    assert_eq!(tensor.flags() & READ_ONLY, READ_ONLY);
+    assert_eq!(
+        tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err(),
+        ImportError::ReadOnly
+    );
+    assert_eq!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().unwrap()[[2]], 3);
+    assert_eq!(Arc::strong_count(&shared), 2);
+    drop(tensor);
+    assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+#[test]
+fn sub_byte_elements_are_flagged_padded() {
+    let data: Box<[F4E2M1FN]> = [0.5f32, 1.0, 6.0].map(F4E2M1FN::from_f32).into();
+    let raw = export_versioned(data, Dims::new([3])).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert_eq!(tensor.flags() & IS_SUBBYTE_TYPE_PADDED, IS_SUBBYTE_TYPE_PADDED);
+    let md = tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>().unwrap();
+    assert_eq!(md[[2]].to_f32(), 6.0);
+    assert_eq!(
+        export_legacy(vec![F4E2M1FN::from_f32(1.0)], Dims::new([1])).unwrap_err(),
+        ExportError::SubbyteInLegacy
+    );
+}
+
+#[test]
+fn packed_sub_byte_tensors_are_refused() {
+    let raw = export_versioned(vec![0u8; 4], Dims::new([4])).unwrap();
+    // A producer describing the bytes as FP4 without the padded flag means packed FP4.
+    // SAFETY: `raw` is a live tensor from dlmd; only its dtype is changed, to a same-size type.
+    unsafe { (*raw).dl_tensor.dtype = F4E2M1FN::DTYPE };
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert!(matches!(
+        tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>(),
+        Err(ImportError::PackedSubbyte { .. })
+    ));
+}
+
+#[test]
+fn copied_flag_and_static_extents() {
+    let raw = export_versioned_with_flags(vec![7u16; 6], (Const::<2>, Dyn(3)), IS_COPIED).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert!(tensor.is_copied());
+    let md = tensor
+        .as_host_mdspan_extents::<u16, (Const<2>, Const<3>), LayoutRight>()
+        .unwrap();
+    assert_eq!(md[[1, 2]], 7);
+    assert!(
+        tensor
+            .as_host_mdspan_extents::<u16, (Const<3>, Dyn), LayoutRight>()
+            .is_err()
+    );
+}
+
+#[test]
+fn short_buffers_are_refused() {
+    assert_eq!(
+        export_versioned(vec![0u8; 5], Dims::new([2, 3])).unwrap_err(),
+        ExportError::TooShort { needed: 6, len: 5 }
+    );
+}
+
+#[test]
+fn arrays_export_with_their_shape() {
+    let mut a = Array::<f64, (Const<2>, Dyn)>::zeros((Const, Dyn(2))).unwrap();
+    a.view_mut()[[1, 1]] = 3.0;
+    let raw = a.into_dlpack_versioned().unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let t = tensor.dl_tensor();
+    assert_eq!(t.ndim, 2);
+    assert_eq!(tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap()[[1, 1]], 3.0);
+    let empty = Array::<f64, Dims<2>>::zeros(Dims::new([0, 4]))
+        .unwrap()
+        .into_dlpack_legacy()
+        .unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_legacy(empty) }.unwrap();
+    assert!(tensor.dl_tensor().data.is_null());
+    assert!(tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap().is_empty());
+}
+
+#[test]
+fn rank_zero_exports() {
+    let raw = export_versioned(vec![9i8], ()).unwrap();
+    // SAFETY: produced by dlmd above.
+    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert!(tensor.dl_tensor().shape.is_null());
+    assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap()[[]], 9);
+}
