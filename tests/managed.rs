@@ -133,16 +133,17 @@ fn unknown_major_versions_are_released_and_refused() {
 
 #[test]
 fn null_pointers_and_null_deleters() {
+    let versioned = std::ptr::null_mut();
+    let legacy = std::ptr::null_mut();
     // SAFETY: NULL is refused before anything is read.
-    assert_eq!(
-        unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) }.unwrap_err(),
-        ManagedError::Null
-    );
-    // SAFETY: as above.
-    assert_eq!(
-        unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) }.unwrap_err(),
-        ManagedError::Null
-    );
+    let (a, b) = unsafe {
+        (
+            ManagedTensor::from_raw_versioned(versioned),
+            ManagedTensor::from_raw_legacy(legacy),
+        )
+    };
+    assert_eq!(a.unwrap_err(), ManagedError::Null);
+    assert_eq!(b.unwrap_err(), ManagedError::Null);
     let mut data = [1.5f32, 2.5];
     let mut shape = [2i64];
     let mut strides = [1i64];
