@@ -45,6 +45,8 @@ pub mod import;
 pub mod layout;
 #[cfg(feature = "std")]
 pub mod managed;
+#[cfg(feature = "python")]
+pub mod python;
 pub mod space;
 pub mod view;
 

@@ -1,0 +1,364 @@
+//! DLPack for Python through pyo3: a producer helper for `__dlpack__` and a consumer,
+//! [`from_dlpack`], following the Python array API standard.
+//!
+//! Producer: a `#[pyclass]` forwards its `__dlpack__` arguments to [`DlpackRequest::parse`] and
+//! hands its data to [`export_cpu`], which picks the capsule kind (`"dltensor"` for consumers
+//! that ask for no version or version 0, `"dltensor_versioned"` 1.3 for version 1), copies only
+//! for `copy=True` (setting `IS_COPIED`), refuses a copy it would need with `copy=False`, and
+//! refuses devices and streams CPU data cannot honour with `BufferError`.
+//!
+//! The capsule's destructor calls the tensor's deleter only while no consumer took the tensor
+//! (renamed the capsule `used_…`), keeps any exception in flight, and does nothing once the
+//! interpreter is finalized.
+//!
+//! Consumer: [`from_dlpack`] asks `__dlpack_device__`, calls
+//! `__dlpack__(max_version=(1, 3))` (again without arguments on `TypeError`, for producers that
+//! predate it), checks the capsule's name and version, renames it `used_…` and returns the
+//! owning [`ManagedTensor`], whose views check everything else.
+
+use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, IS_COPIED};
+use crate::extents::Extents;
+use crate::managed::{
+    ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy, export_versioned_with_flags,
+};
+use core::ffi::CStr;
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
+use pyo3::{IntoPyObjectExt, ffi};
+
+/// Name of an unconsumed versioned capsule.
+pub const VERSIONED_CAPSULE: &CStr = c"dltensor_versioned";
+/// Name of an unconsumed legacy capsule.
+pub const LEGACY_CAPSULE: &CStr = c"dltensor";
+/// Name of a versioned capsule a consumer took.
+pub const USED_VERSIONED_CAPSULE: &CStr = c"used_dltensor_versioned";
+/// Name of a legacy capsule a consumer took.
+pub const USED_LEGACY_CAPSULE: &CStr = c"used_dltensor";
+
+/// The arguments of `__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)`,
+/// checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DlpackRequest {
+    /// The stream, as the consumer passed it (`None` when not given).
+    pub stream: Option<isize>,
+    /// Whether the consumer reads versioned capsules (`max_version` with major ≥ 1).
+    pub versioned: bool,
+    /// The device the consumer wants the data on, if it said.
+    pub dl_device: Option<DLDevice>,
+    /// `Some(true)`: copy; `Some(false)`: never copy; `None`: copy only if needed.
+    pub copy: Option<bool>,
+}
+
+impl DlpackRequest {
+    /// Reads the keyword arguments of `__dlpack__`.
+    pub fn parse(
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Self> {
+        let stream = match stream {
+            Some(s) if !s.is_none() => Some(
+                s.extract::<isize>()
+                    .map_err(|_| PyTypeError::new_err("stream must be None or an integer"))?,
+            ),
+            _ => None,
+        };
+        let versioned = match max_version {
+            Some(v) if !v.is_none() => {
+                let (major, _minor): (u32, u32) = v
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("max_version must be None or a tuple (major, minor)"))?;
+                major >= 1
+            }
+            _ => false,
+        };
+        let dl_device = match dl_device {
+            Some(d) if !d.is_none() => {
+                let (device_type, device_id): (i32, i32) = d
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("dl_device must be None or a tuple (device_type, device_id)"))?;
+                Some(DLDevice {
+                    device_type: DLDeviceType(device_type),
+                    device_id,
+                })
+            }
+            _ => None,
+        };
+        Ok(Self {
+            stream,
+            versioned,
+            dl_device,
+            copy,
+        })
+    }
+
+    /// Checks the request against data on the CPU: only `stream=None`, and no other device
+    /// (a copy to another device is not something CPU code can make).
+    pub fn check_cpu(&self) -> PyResult<()> {
+        if let Some(stream) = self.stream {
+            return Err(PyBufferError::new_err(format!(
+                "stream must be None for CPU data, got {stream}"
+            )));
+        }
+        if let Some(device) = self.dl_device {
+            if device.device_type != DLDeviceType::CPU {
+                let how = if self.copy == Some(false) {
+                    "without a copy (copy=False)"
+                } else {
+                    "by this producer"
+                };
+                return Err(PyBufferError::new_err(format!(
+                    "the data is on the CPU and cannot be exported to device ({}, {}) {how}",
+                    device.device_type.0, device.device_id
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn export_error(e: ExportError) -> PyErr {
+    PyBufferError::new_err(e.to_string())
+}
+
+/// Exports CPU data for `__dlpack__`: `share()` gives an owner of the data itself (kept alive,
+/// and the exporter's data unchanged, until the consumer releases the tensor); `copy()` gives a
+/// private copy, used only for `copy=True`.
+pub fn export_cpu<'py, S, C, E>(
+    py: Python<'py>,
+    request: &DlpackRequest,
+    extents: E,
+    share: impl FnOnce() -> PyResult<S>,
+    copy: impl FnOnce() -> PyResult<C>,
+) -> PyResult<Bound<'py, PyCapsule>>
+where
+    S: TensorOwner,
+    C: TensorOwner<Elem = S::Elem>,
+    E: Extents,
+{
+    request.check_cpu()?;
+    if request.copy == Some(true) {
+        let owner = copy()?;
+        if request.versioned {
+            let raw = export_versioned_with_flags(owner, extents, IS_COPIED).map_err(export_error)?;
+            // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
+            unsafe { versioned_capsule(py, raw) }
+        } else {
+            let raw = export_legacy(owner, extents).map_err(export_error)?;
+            // SAFETY: as above.
+            unsafe { legacy_capsule(py, raw) }
+        }
+    } else {
+        let owner = share()?;
+        if request.versioned {
+            let raw = export_versioned_with_flags(owner, extents, 0).map_err(export_error)?;
+            // SAFETY: as above.
+            unsafe { versioned_capsule(py, raw) }
+        } else {
+            let raw = export_legacy(owner, extents).map_err(export_error)?;
+            // SAFETY: as above.
+            unsafe { legacy_capsule(py, raw) }
+        }
+    }
+}
+
+/// Wraps a versioned managed tensor in a `"dltensor_versioned"` capsule.
+///
+/// # Safety
+///
+/// `raw` is a valid managed tensor owned by the caller, who hands it over.
+pub unsafe fn versioned_capsule(py: Python<'_>, raw: *mut DLManagedTensorVersioned) -> PyResult<Bound<'_, PyCapsule>> {
+    // SAFETY: `raw` is valid (caller); the destructor handles exactly this capsule name.
+    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), VERSIONED_CAPSULE.as_ptr(), Some(destroy_versioned)) };
+    if capsule.is_null() {
+        // SAFETY: the capsule was not made, so the tensor is still ours to release, once.
+        unsafe {
+            if let Some(deleter) = (*raw).deleter {
+                deleter(raw);
+            }
+        }
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `capsule` is a new, owned reference to a capsule object.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+}
+
+/// Wraps a legacy managed tensor in a `"dltensor"` capsule.
+///
+/// # Safety
+///
+/// As for [`versioned_capsule`].
+pub unsafe fn legacy_capsule(py: Python<'_>, raw: *mut DLManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
+    // SAFETY: as in `versioned_capsule`.
+    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), LEGACY_CAPSULE.as_ptr(), Some(destroy_legacy)) };
+    if capsule.is_null() {
+        // SAFETY: as in `versioned_capsule`.
+        unsafe {
+            if let Some(deleter) = (*raw).deleter {
+                deleter(raw);
+            }
+        }
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: as in `versioned_capsule`.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+}
+
+/// Runs `release` on the capsule's tensor if no consumer took it, keeping any exception in
+/// flight. Does nothing once the interpreter is finalized.
+///
+/// # Safety
+///
+/// Called by Python as the destructor of a capsule made by this module, with the GIL held.
+unsafe fn destroy(capsule: *mut ffi::PyObject, name: &CStr, release: impl FnOnce(*mut core::ffi::c_void)) {
+    // SAFETY: Python calls capsule destructors with the GIL held, on a live capsule.
+    unsafe {
+        if ffi::Py_IsInitialized() == 0 || ffi::PyCapsule_IsValid(capsule, name.as_ptr()) != 1 {
+            // Consumed (renamed `used_…`), or too late to run foreign code: leave it.
+            return;
+        }
+        let (mut kind, mut value, mut traceback) =
+            (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        #[allow(deprecated)]
+        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
+        let pointer = ffi::PyCapsule_GetPointer(capsule, name.as_ptr());
+        if !pointer.is_null() {
+            release(pointer);
+        }
+        #[allow(deprecated)]
+        ffi::PyErr_Restore(kind, value, traceback);
+    }
+}
+
+unsafe extern "C" fn destroy_versioned(capsule: *mut ffi::PyObject) {
+    // SAFETY: installed only on "dltensor_versioned" capsules made by `versioned_capsule`.
+    unsafe {
+        destroy(capsule, VERSIONED_CAPSULE, |p| {
+            let managed = p.cast::<DLManagedTensorVersioned>();
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        })
+    }
+}
+
+unsafe extern "C" fn destroy_legacy(capsule: *mut ffi::PyObject) {
+    // SAFETY: installed only on "dltensor" capsules made by `legacy_capsule`.
+    unsafe {
+        destroy(capsule, LEGACY_CAPSULE, |p| {
+            let managed = p.cast::<DLManagedTensor>();
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        })
+    }
+}
+
+/// Takes the tensor out of a DLPack capsule, renaming it `used_…` so that no one else takes it
+/// and its destructor leaves it alone.
+///
+/// # Safety
+///
+/// The capsule's producer keeps the DLPack contract for what the capsule holds: a managed
+/// tensor of its name's kind, handed to whoever renames the capsule.
+pub unsafe fn take_capsule(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
+    let ptr = capsule.as_ptr();
+    // SAFETY: `ptr` is a live capsule; the name is a NUL-terminated string it owns, or NULL.
+    let name = unsafe { ffi::PyCapsule_GetName(ptr) };
+    if name.is_null() {
+        return Err(PyValueError::new_err(
+            "the capsule has no name, so it is not a DLPack capsule",
+        ));
+    }
+    // SAFETY: not NULL, NUL-terminated by the capsule API.
+    let name = unsafe { CStr::from_ptr(name) };
+    let (used, versioned) = if name == VERSIONED_CAPSULE {
+        (USED_VERSIONED_CAPSULE, true)
+    } else if name == LEGACY_CAPSULE {
+        (USED_LEGACY_CAPSULE, false)
+    } else if name == USED_VERSIONED_CAPSULE || name == USED_LEGACY_CAPSULE {
+        return Err(PyValueError::new_err(
+            "the DLPack capsule was already consumed; call __dlpack__() again for a new one",
+        ));
+    } else {
+        return Err(PyValueError::new_err(format!(
+            "a capsule named {name:?} is not a DLPack capsule (expected \"dltensor_versioned\" or \"dltensor\")"
+        )));
+    };
+    // SAFETY: the name checked above is the capsule's.
+    let pointer = unsafe { ffi::PyCapsule_GetPointer(ptr, name.as_ptr()) };
+    if pointer.is_null() {
+        return Err(PyErr::take(capsule.py())
+            .unwrap_or_else(|| PyValueError::new_err("the DLPack capsule holds a NULL pointer")));
+    }
+    // SAFETY: renaming to a static name marks the tensor as ours.
+    if unsafe { ffi::PyCapsule_SetName(ptr, used.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(capsule.py()));
+    }
+    let taken = if versioned {
+        // SAFETY: the producer handed this tensor over under the capsule's contract.
+        unsafe { ManagedTensor::from_raw_versioned(pointer.cast()) }
+    } else {
+        // SAFETY: as above.
+        unsafe { ManagedTensor::from_raw_legacy(pointer.cast()) }
+    };
+    taken.map_err(|e| match e {
+        ManagedError::Version { .. } => PyBufferError::new_err(e.to_string()),
+        ManagedError::Null => PyValueError::new_err(e.to_string()),
+    })
+}
+
+/// Imports any object with `__dlpack__` (a numpy array, a torch tensor, a dlmd export…) as an
+/// owning [`ManagedTensor`], without copying.
+///
+/// The object's `__dlpack_device__` must agree with the tensor it exports. The tensor's data
+/// stays valid until the returned value is dropped.
+pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
+    let py = obj.py();
+    if obj.is_instance_of::<PyCapsule>() {
+        return Err(PyTypeError::new_err(
+            "from_dlpack takes an object with __dlpack__, not a bare capsule (its lifetime and device are unknown)",
+        ));
+    }
+    if !obj.hasattr("__dlpack__")? {
+        return Err(PyTypeError::new_err(format!(
+            "{} has no __dlpack__ method",
+            obj.get_type().name()?
+        )));
+    }
+    let device: (i32, i32) = obj
+        .call_method0("__dlpack_device__")?
+        .extract()
+        .map_err(|_| PyTypeError::new_err("__dlpack_device__ must return a tuple (device_type, device_id)"))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("max_version", PyTuple::new(py, [1u32, 3u32])?)?;
+    let exported = match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+        Ok(capsule) => capsule,
+        // Producers from before DLPack 1.0 do not know `max_version`.
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => obj.call_method0("__dlpack__")?,
+        Err(e) => return Err(e),
+    };
+    let capsule = exported.cast::<PyCapsule>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "__dlpack__ returned {}, not a DLPack capsule",
+            exported.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    // SAFETY: the object is a DLPack producer; its capsule follows the DLPack contract.
+    let tensor = unsafe { take_capsule(capsule) }?;
+    let actual = tensor.dl_tensor().device;
+    if (actual.device_type.0, actual.device_id) != device {
+        return Err(PyBufferError::new_err(format!(
+            "__dlpack_device__ said ({}, {}) but the tensor is on ({}, {})",
+            device.0, device.1, actual.device_type.0, actual.device_id
+        )));
+    }
+    Ok(tensor)
+}
+
+/// `(device_type, device_id)` of CPU data, for `__dlpack_device__`.
+pub fn cpu_device(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    (DLDeviceType::CPU.0, 0i32).into_py_any(py)
+}

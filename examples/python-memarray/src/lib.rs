@@ -1,0 +1,468 @@
+//! `dlmd_memarray`: the AMSO MemArray in Rust, built on dlmd.
+//!
+//! A `MemArray(shape, dtype)` owns a host buffer of any numpy dtype except strings and objects,
+//! rank 0 to 4, and exchanges it with every DLPack consumer (`np.from_dlpack(m)`) and producer
+//! (`MemArray.from_dlpack(x)`, `m.read_numpy(x)`) without copies where DLPack allows.
+//! `add_index` is the seed's test kernel: each element gains the sum of its indices.
+//!
+//! While a consumer holds an exported tensor, the MemArray cannot be changed from Rust (its
+//! `&mut` methods raise `BufferError`), and it stays alive however many Python references go.
+
+use dlmd::dlpack::DLDataType;
+use dlmd::half::f16;
+use dlmd::managed::{ManagedTensor, TensorOwner};
+use dlmd::num_complex::Complex;
+use dlmd::python::{DlpackRequest, export_cpu, from_dlpack as import};
+use dlmd::view::Unique;
+use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, LayoutStrideRelaxed, Mdspan};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The largest rank a MemArray has.
+const MAX_RANK: usize = 4;
+
+/// The seed's kernel on one element: add the sum of its indices.
+trait AddIndex: DlElement {
+    fn add_index(&mut self, sum: usize);
+}
+
+macro_rules! add_index_int {
+    ($($t:ty),*) => {$(
+        impl AddIndex for $t {
+            fn add_index(&mut self, sum: usize) {
+                *self = self.wrapping_add(sum as $t);
+            }
+        }
+    )*};
+}
+add_index_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl AddIndex for bool {
+    /// `bool` has no addition: the element becomes true where the index sum is not zero.
+    fn add_index(&mut self, sum: usize) {
+        *self |= sum != 0;
+    }
+}
+impl AddIndex for f16 {
+    fn add_index(&mut self, sum: usize) {
+        *self = f16::from_f32(self.to_f32() + sum as f32);
+    }
+}
+impl AddIndex for f32 {
+    fn add_index(&mut self, sum: usize) {
+        *self += sum as f32;
+    }
+}
+impl AddIndex for f64 {
+    fn add_index(&mut self, sum: usize) {
+        *self += sum as f64;
+    }
+}
+impl AddIndex for Complex<f32> {
+    fn add_index(&mut self, sum: usize) {
+        self.re += sum as f32;
+    }
+}
+impl AddIndex for Complex<f64> {
+    fn add_index(&mut self, sum: usize) {
+        self.re += sum as f64;
+    }
+}
+
+macro_rules! buffers {
+    ($($variant:ident($t:ty) = $name:literal),* $(,)?) => {
+        /// The elements of a MemArray, row-major.
+        enum Buffer {
+            $($variant(Vec<$t>),)*
+        }
+
+        impl Buffer {
+            fn zeros(dtype: &str, len: usize) -> PyResult<Self> {
+                Ok(match dtype {
+                    $($name => Buffer::$variant(vec![<$t>::default(); len]),)*
+                    other => return Err(PyTypeError::new_err(format!(
+                        "unsupported dtype {other:?}; MemArray holds {}",
+                        [$($name),*].join(", ")
+                    ))),
+                })
+            }
+
+            fn dtype_name(&self) -> &'static str {
+                match self {
+                    $(Buffer::$variant(_) => $name,)*
+                }
+            }
+
+            fn dtype_of(dtype: DLDataType) -> Option<&'static str> {
+                $(if dtype == <$t as DlElement>::DTYPE { return Some($name); })*
+                None
+            }
+        }
+
+        /// Runs `$body` with `$v` bound to the buffer's `Vec<T>` (by `$how` reference).
+        macro_rules! with_buffer {
+            ($buffer:expr, |$v:ident| $body:expr) => {
+                match $buffer {
+                    $(Buffer::$variant($v) => $body,)*
+                }
+            };
+        }
+
+        /// Runs `$body` with the type `$T` named by the data type `$dtype`.
+        macro_rules! with_dtype {
+            ($dtype:expr, $T:ident => $body:expr, else $other:expr) => {{
+                let dtype = $dtype;
+                $(if dtype == <$t as DlElement>::DTYPE { type $T = $t; $body } else)* { $other }
+            }};
+        }
+    };
+}
+
+buffers! {
+    Bool(bool) = "bool",
+    I8(i8) = "int8",
+    I16(i16) = "int16",
+    I32(i32) = "int32",
+    I64(i64) = "int64",
+    U8(u8) = "uint8",
+    U16(u16) = "uint16",
+    U32(u32) = "uint32",
+    U64(u64) = "uint64",
+    F16(f16) = "float16",
+    F32(f32) = "float32",
+    F64(f64) = "float64",
+    C64(Complex<f32>) = "complex64",
+    C128(Complex<f64>) = "complex128",
+}
+
+/// Runs `$body` with `$R` the const rank `$rank` (0 to 4).
+macro_rules! with_rank {
+    ($rank:expr, $R:ident => $body:expr) => {
+        match $rank {
+            0 => {
+                const $R: usize = 0;
+                $body
+            }
+            1 => {
+                const $R: usize = 1;
+                $body
+            }
+            2 => {
+                const $R: usize = 2;
+                $body
+            }
+            3 => {
+                const $R: usize = 3;
+                $body
+            }
+            4 => {
+                const $R: usize = 4;
+                $body
+            }
+            r => Err(PyValueError::new_err(format!(
+                "rank {r} is not supported; MemArray holds rank 0 to {MAX_RANK}"
+            ))),
+        }
+    };
+}
+
+fn import_error(e: ImportError) -> PyErr {
+    match e {
+        ImportError::ReadOnly | ImportError::Layout(_) => PyBufferError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// The dtype name of a numpy dtype, a numpy scalar type or a string.
+fn dtype_name(dtype: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(name) = dtype.extract::<String>() {
+        return Ok(name);
+    }
+    for attr in ["name", "__name__"] {
+        if let Ok(name) = dtype.getattr(attr).and_then(|n| n.extract::<String>()) {
+            return Ok(name);
+        }
+    }
+    Err(PyTypeError::new_err(
+        "dtype must be a string, a numpy dtype or a numpy scalar type",
+    ))
+}
+
+/// Counts the tensors exported from one MemArray that consumers still hold.
+struct ExportGuard(Arc<AtomicUsize>);
+
+impl ExportGuard {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for ExportGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The owner of an exported MemArray tensor: keeps the MemArray alive and unchangeable from Rust
+/// until the consumer releases it.
+struct Exported<T> {
+    ptr: *mut T,
+    len: usize,
+    _array: Py<MemArray>,
+    _guard: ExportGuard,
+}
+
+// SAFETY: the pointer is into the MemArray's buffer, which `_array` keeps alive and `_guard`
+// keeps from being reallocated or written from Rust; `Py` may be dropped on any thread.
+unsafe impl<T: DlElement> Send for Exported<T> {}
+
+// SAFETY: `ptr` stays valid for `len` elements for as long as this owner lives (see `Send`), and
+// its address does not depend on where the owner moves.
+unsafe impl<T: DlElement> TensorOwner for Exported<T> {
+    type Elem = T;
+    const READ_ONLY: bool = false;
+    fn data_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// An n-dimensional array in host memory, exchanged through DLPack.
+#[pyclass(module = "dlmd_memarray")]
+struct MemArray {
+    shape: Vec<usize>,
+    buffer: Buffer,
+    exports: Arc<AtomicUsize>,
+}
+
+impl MemArray {
+    fn new_checked(shape: Vec<usize>, dtype: &str) -> PyResult<Self> {
+        if shape.len() > MAX_RANK {
+            return Err(PyValueError::new_err(format!(
+                "rank {} is more than {MAX_RANK}",
+                shape.len()
+            )));
+        }
+        let len = shape
+            .iter()
+            .try_fold(1usize, |a, &n| a.checked_mul(n))
+            .ok_or_else(|| PyValueError::new_err("the shape holds more elements than memory can"))?;
+        Ok(Self {
+            shape,
+            buffer: Buffer::zeros(dtype, len)?,
+            exports: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// Refuses changes while consumers hold exported tensors.
+    fn check_unshared(&self) -> PyResult<()> {
+        match self.exports.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => Err(PyBufferError::new_err(format!(
+                "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
+            ))),
+        }
+    }
+
+    /// Copies the elements of `tensor` into this array, which has its shape and dtype.
+    fn fill_from(&mut self, tensor: &ManagedTensor) -> PyResult<()> {
+        let t = tensor.dl_tensor();
+        if t.ndim < 0 || t.ndim as usize != self.shape.len() {
+            return Err(PyValueError::new_err(format!(
+                "rank {} does not match {}",
+                t.ndim,
+                self.shape.len()
+            )));
+        }
+        let shape = self.shape.clone();
+        with_buffer!(&mut self.buffer, |dst| copy_into(tensor, &shape, dst))
+    }
+}
+
+/// Copies `tensor`'s elements, row-major, into `dst` (of the same shape and element type).
+fn copy_into<T: DlElement>(tensor: &ManagedTensor, shape: &[usize], dst: &mut [T]) -> PyResult<()> {
+    with_rank!(shape.len(), R => {
+        let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+        if view.extents().to_array().as_slice() != shape {
+            return Err(PyValueError::new_err(format!(
+                "shape {:?} does not match {:?}", view.extents().to_array(), shape
+            )));
+        }
+        for (d, s) in dst.iter_mut().zip(view.iter()) {
+            *d = *s;
+        }
+        Ok(())
+    })
+}
+
+/// Adds the index sum to each element of a mutable view.
+fn add_index_view<T: AddIndex, E: Extents, L: dlmd::layout::Layout>(
+    view: &mut Mdspan<'_, T, E, L, dlmd::Host, Unique>,
+) {
+    view.for_each_mut(|index, x| x.add_index(index.as_ref().iter().sum()));
+}
+
+#[pymethods]
+impl MemArray {
+    /// A zero-filled array of `shape` (a sequence of up to 4 sizes) and `dtype`.
+    #[new]
+    fn py_new(shape: Vec<usize>, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::new_checked(shape, &dtype_name(dtype)?)
+    }
+
+    /// The shape.
+    #[getter]
+    fn shape(&self) -> Vec<usize> {
+        self.shape.clone()
+    }
+
+    /// The numpy name of the element type.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.buffer.dtype_name()
+    }
+
+    /// The number of exported tensors consumers still hold.
+    #[getter]
+    fn exports(&self) -> usize {
+        self.exports.load(Ordering::SeqCst)
+    }
+
+    /// DLPack export (the Python array API's `__dlpack__`).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let request = DlpackRequest::parse(stream, max_version, dl_device, copy)?;
+        let py = slf.py();
+        let mut this = slf.borrow_mut();
+        let shape = this.shape.clone();
+        let exports = this.exports.clone();
+        let array = slf.clone().unbind();
+        with_buffer!(&mut this.buffer, |v| {
+            let (ptr, len) = (v.as_mut_ptr(), v.len());
+            with_rank!(shape.len(), R => {
+                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+                export_cpu(
+                    py,
+                    &request,
+                    Dims::new(dims),
+                    || Ok(Exported { ptr, len, _array: array, _guard: ExportGuard::new(&exports) }),
+                    || Ok(v.clone()),
+                )
+            })
+        })
+    }
+
+    /// `(device_type, device_id)`: `(1, 0)`, the CPU.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+
+    /// Adds to each element the sum of its indices (the seed's test kernel).
+    fn add_index(&mut self) -> PyResult<()> {
+        self.check_unshared()?;
+        let shape = self.shape.clone();
+        with_buffer!(&mut self.buffer, |v| with_rank!(shape.len(), R => {
+            let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+            let mut view = HostMdspanMut::<_, Dims<R>, LayoutRight>::from_slice_mut(v, Dims::new(dims))
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            add_index_view(&mut view);
+            Ok(())
+        }))
+    }
+
+    /// Fills this array from any DLPack producer of the same shape and dtype (a copy).
+    fn read_numpy(&mut self, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_unshared()?;
+        let tensor = import(source)?;
+        let dtype = tensor.dl_tensor().dtype;
+        if Buffer::dtype_of(dtype) != Some(self.buffer.dtype_name()) {
+            return Err(PyTypeError::new_err(format!(
+                "dtype {dtype} does not match {}",
+                self.buffer.dtype_name()
+            )));
+        }
+        self.fill_from(&tensor)
+    }
+
+    /// A new MemArray holding a copy of any DLPack producer's data.
+    #[staticmethod]
+    fn from_dlpack(source: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let tensor = import(source)?;
+        let t = tensor.dl_tensor();
+        let dtype = Buffer::dtype_of(t.dtype)
+            .ok_or_else(|| PyTypeError::new_err(format!("dtype {} is not one MemArray holds", t.dtype)))?;
+        if t.ndim < 0 || t.ndim as usize > MAX_RANK {
+            return Err(PyValueError::new_err(format!(
+                "rank {} is not supported (0 to {MAX_RANK})",
+                t.ndim
+            )));
+        }
+        let shape = with_rank!(t.ndim as usize, R => {
+            // Read the shape through a checked view: the tensor's fields are foreign.
+            with_dtype!(t.dtype, T => {
+                let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+                Ok(view.extents().to_array().to_vec())
+            }, else Err(PyTypeError::new_err("unsupported dtype")))
+        })?;
+        let mut array = Self::new_checked(shape, dtype)?;
+        array.fill_from(&tensor)?;
+        Ok(array)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MemArray(shape={:?}, dtype={:?})", self.shape, self.buffer.dtype_name())
+    }
+}
+
+/// Adds the index sum to each element of any DLPack producer's data, in place and without a
+/// copy: numpy arrays (C or Fortran order, sliced, transposed, negatively strided), MemArrays,
+/// torch tensors on the CPU.
+#[pyfunction]
+fn add_index(source: &Bound<'_, PyAny>) -> PyResult<()> {
+    let mut tensor = import(source)?;
+    let t = tensor.dl_tensor();
+    let (dtype, ndim) = (t.dtype, t.ndim);
+    if ndim < 0 {
+        return Err(PyValueError::new_err(format!("ndim {ndim} is negative")));
+    }
+    with_dtype!(dtype, T => with_rank!(ndim as usize, R => {
+        let mut view = tensor
+            .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, dlmd::Host>()
+            .map_err(import_error)?;
+        add_index_view(&mut view);
+        Ok(())
+    }), else Err(PyTypeError::new_err(format!("dtype {dtype} is not supported"))))
+}
+
+/// The DLPack data type a dtype name maps to, as `(code, bits, lanes)`.
+#[pyfunction]
+fn dlpack_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<(u8, u8, u16)> {
+    let name = dtype_name(dtype)?;
+    let buffer = Buffer::zeros(&name, 0)?;
+    let d = with_buffer!(&buffer, |v| dtype_of_vec(v));
+    Ok((d.code, d.bits, d.lanes))
+}
+
+fn dtype_of_vec<T: DlElement>(_: &[T]) -> DLDataType {
+    T::DTYPE
+}
+
+#[pymodule]
+fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MemArray>()?;
+    m.add_function(wrap_pyfunction!(add_index, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
+    Ok(())
+}
