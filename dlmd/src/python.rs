@@ -24,8 +24,9 @@ use crate::managed::{
 use core::ffi::CStr;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
-use pyo3::{IntoPyObjectExt, ffi};
+use pyo3::{IntoPyObjectExt, ffi, intern};
 
 /// Name of an unconsumed versioned capsule.
 pub const VERSIONED_CAPSULE: &CStr = c"dltensor_versioned";
@@ -67,9 +68,13 @@ impl DlpackRequest {
         };
         let versioned = match max_version {
             Some(v) if !v.is_none() => {
-                let (major, _minor): (u32, u32) = v
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err("max_version must be None or a tuple (major, minor)"))?;
+                let bad = || PyTypeError::new_err("max_version must be None or a tuple (major, minor)");
+                let tuple = v.cast::<PyTuple>().map_err(|_| bad())?;
+                if tuple.len() != 2 {
+                    return Err(bad());
+                }
+                let major: u32 = tuple.get_item(0)?.extract().map_err(|_| bad())?;
+                tuple.get_item(1)?.extract::<u32>().map_err(|_| bad())?;
                 major >= 1
             }
             _ => false,
@@ -225,7 +230,9 @@ unsafe fn destroy(capsule: *mut ffi::PyObject, name: &CStr, release: impl FnOnce
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
         let pointer = ffi::PyCapsule_GetPointer(capsule, name.as_ptr());
         if !pointer.is_null() {
-            release(pointer);
+            // Attached, Python references the tensor's owner drops are released at once
+            // rather than queued.
+            Python::attach(|_| release(pointer));
         }
         #[allow(deprecated)]
         ffi::PyErr_Restore(kind, value, traceback);
@@ -322,22 +329,27 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
             "from_dlpack takes an object with __dlpack__, not a bare capsule (its lifetime and device are unknown)",
         ));
     }
-    if !obj.hasattr("__dlpack__")? {
+    let Ok(dlpack) = obj.getattr(intern!(py, "__dlpack__")) else {
         return Err(PyTypeError::new_err(format!(
             "{} has no __dlpack__ method",
             obj.get_type().name()?
         )));
-    }
+    };
     let device: (i32, i32) = obj
-        .call_method0("__dlpack_device__")?
+        .call_method0(intern!(py, "__dlpack_device__"))?
         .extract()
         .map_err(|_| PyTypeError::new_err("__dlpack_device__ must return a tuple (device_type, device_id)"))?;
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("max_version", PyTuple::new(py, [1u32, 3u32])?)?;
-    let exported = match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+    // `{"max_version": (1, 3)}`, made once: callees receive their own copy of keyword arguments.
+    static KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let kwargs = KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("max_version", PyTuple::new(py, [1u32, 3u32])?)?;
+        Ok(kwargs.unbind())
+    })?;
+    let exported = match dlpack.call((), Some(kwargs.bind(py))) {
         Ok(capsule) => capsule,
         // Producers from before DLPack 1.0 do not know `max_version`.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => obj.call_method0("__dlpack__")?,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => dlpack.call0()?,
         Err(e) => return Err(e),
     };
     let capsule = exported.cast::<PyCapsule>().map_err(|_| {

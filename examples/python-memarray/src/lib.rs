@@ -446,6 +446,13 @@ fn add_index(source: &Bound<'_, PyAny>) -> PyResult<()> {
     }), else Err(PyTypeError::new_err(format!("dtype {dtype} is not supported"))))
 }
 
+/// Imports any DLPack producer and releases it at once, returning its rank: the consumer path
+/// alone, for benchmarks.
+#[pyfunction]
+fn import_tensor(source: &Bound<'_, PyAny>) -> PyResult<i32> {
+    Ok(import(source)?.dl_tensor().ndim)
+}
+
 /// The DLPack data type a dtype name maps to, as `(code, bits, lanes)`.
 #[pyfunction]
 fn dlpack_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<(u8, u8, u16)> {
@@ -464,5 +471,6 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MemArray>()?;
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
     Ok(())
 }

@@ -1,0 +1,433 @@
+"""dlmd's MemArray against numpy, a DLPack implementation no one here wrote.
+
+Each test exchanges data both ways through DLPack and checks values, sharing (writes seen on
+the other side), lifetimes, and that malformed producers raise Python exceptions, never crash.
+"""
+
+import ctypes
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import dlmd_memarray as dm
+
+DTYPES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]
+SHAPES = [(), (5,), (2, 3), (2, 3, 4), (2, 1, 3, 2)]
+
+
+def sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return np.asarray(rng.integers(0, 2, size=shape).astype(bool))
+    values = rng.integers(0, 100, size=shape)
+    if dtype.startswith("complex"):
+        values = values + 1j * rng.integers(0, 100, size=shape)
+    # Rank 0 arithmetic gives numpy scalars, which are not arrays.
+    return np.asarray(values).astype(dtype)
+
+
+def index_sum(shape):
+    if shape == ():
+        return np.array(0)
+    return np.indices(shape).sum(axis=0)
+
+
+def expected_after_add_index(a):
+    sums = index_sum(a.shape)
+    if a.dtype == bool:
+        return a | (sums != 0)
+    if a.dtype.kind == "c":
+        return a + sums.astype(a.real.dtype)
+    return (a + sums.astype(a.dtype)).astype(a.dtype)
+
+
+# ---------------------------------------------------------------------------- both directions
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_numpy_to_memarray_and_back(dtype, shape):
+    a = sample(shape, dtype)
+    m = dm.MemArray.from_dlpack(a)
+    assert m.shape == list(shape)
+    assert m.dtype == dtype
+    back = np.from_dlpack(m)
+    assert back.dtype == a.dtype
+    assert back.shape == a.shape
+    np.testing.assert_array_equal(back, a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_memarray_zeros_and_add_index(dtype):
+    m = dm.MemArray((2, 3, 4), dtype)
+    m.add_index()
+    got = np.from_dlpack(m)
+    np.testing.assert_array_equal(got, expected_after_add_index(np.zeros((2, 3, 4), dtype)))
+
+
+def test_dtype_objects_are_accepted():
+    assert dm.MemArray((2,), np.float32).dtype == "float32"
+    assert dm.MemArray((2,), np.dtype("int16")).dtype == "int16"
+    with pytest.raises(TypeError):
+        dm.MemArray((2,), "float128")
+    assert dm.dlpack_dtype("complex64") == (5, 64, 1)
+    assert dm.dlpack_dtype("bool") == (6, 8, 1)
+
+
+# ------------------------------------------------------------------------ numpy's layouts
+
+
+def layouts():
+    base = np.arange(6 * 8, dtype=np.int32).reshape(6, 8)
+    return {
+        "c_order": base.copy(),
+        "fortran_order": np.asfortranarray(base),
+        "stepped": base[::2, 1::3],
+        "transposed": base.T,
+        "negative_rows": base[::-1],
+        "negative_both": base[::-2, ::-3],
+        "zero_size": base[:0],
+        "zero_size_columns": base[:, 3:3],
+        "rank0": np.array(7, dtype=np.int32),
+        "rank4": np.arange(2 * 3 * 2 * 2, dtype=np.int32).reshape(2, 3, 2, 2).transpose(3, 1, 0, 2),
+    }
+
+
+@pytest.mark.parametrize("name", list(layouts()))
+def test_import_copies_every_layout(name):
+    a = layouts()[name]
+    m = dm.MemArray.from_dlpack(a)
+    np.testing.assert_array_equal(np.from_dlpack(m), a)
+
+
+@pytest.mark.parametrize("name", list(layouts()))
+def test_rust_writes_show_up_in_numpy(name):
+    a = layouts()[name]
+    before = a.copy()
+    dm.add_index(a)
+    np.testing.assert_array_equal(a, expected_after_add_index(before))
+
+
+def test_rust_writes_reach_the_base_array_through_a_view():
+    base = np.zeros((4, 6), dtype=np.float64)
+    dm.add_index(base[1::2, ::-2])
+    assert base[1, 5] == 0 + 0 and base[1, 3] == 1 and base[3, 1] == 1 + 2
+    assert base[0].sum() == 0 and base[2].sum() == 0
+
+
+def test_numpy_writes_show_up_in_the_memarray():
+    m = dm.MemArray((3, 4), "int64")
+    view = np.from_dlpack(m)
+    view[2, 3] = 99
+    view[0, :] = 5
+    again = dm.MemArray.from_dlpack(m)
+    np.testing.assert_array_equal(np.from_dlpack(again)[2, 3], 99)
+    np.testing.assert_array_equal(np.from_dlpack(m)[0], [5, 5, 5, 5])
+
+
+def test_read_numpy_fills_an_existing_array():
+    m = dm.MemArray((2, 3), "float32")
+    src = np.arange(6, dtype=np.float32).reshape(3, 2).T
+    m.read_numpy(src)
+    np.testing.assert_array_equal(np.from_dlpack(m), src)
+    with pytest.raises(ValueError):
+        m.read_numpy(np.zeros((3, 2), np.float32))
+    with pytest.raises(TypeError):
+        m.read_numpy(np.zeros((2, 3), np.float64))
+
+
+# ------------------------------------------------------------------ read-only and aliasing
+
+
+def test_read_only_arrays_import_but_refuse_writes():
+    a = np.arange(6, dtype=np.int32)
+    a.flags.writeable = False
+    np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(a)), a)
+    with pytest.raises(BufferError, match="read-only"):
+        dm.add_index(a)
+
+
+def test_broadcast_arrays_refuse_writes():
+    a = np.broadcast_to(np.arange(3, dtype=np.float32), (4, 3))
+    np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(a)), a)
+    with pytest.raises(BufferError):
+        dm.add_index(a)
+
+
+def test_memarray_cannot_change_from_rust_while_exported():
+    m = dm.MemArray((2, 2), "int32")
+    view = np.from_dlpack(m)
+    assert m.exports == 1
+    with pytest.raises(BufferError, match="exported"):
+        m.add_index()
+    with pytest.raises(BufferError):
+        m.read_numpy(np.ones((2, 2), np.int32))
+    del view
+    gc.collect()
+    assert m.exports == 0
+    m.add_index()
+    np.testing.assert_array_equal(np.from_dlpack(m), [[0, 1], [1, 2]])
+
+
+# -------------------------------------------------------------------- capsules and versions
+
+
+def capsule_name(capsule):
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    return get_name(capsule).decode()
+
+
+def test_versioned_and_legacy_capsules():
+    m = dm.MemArray((3,), "float64")
+    assert capsule_name(m.__dlpack__()) == "dltensor"
+    assert capsule_name(m.__dlpack__(max_version=None)) == "dltensor"
+    assert capsule_name(m.__dlpack__(max_version=(0, 8))) == "dltensor"
+    assert capsule_name(m.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    assert capsule_name(m.__dlpack__(max_version=(1, 3))) == "dltensor_versioned"
+    gc.collect()
+    assert m.exports == 0, "unconsumed capsules release their tensors"
+
+
+class LegacyProducer:
+    """A producer from before DLPack 1.0: `__dlpack__` takes no keyword arguments."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_consumer_retries_without_max_version():
+    a = np.arange(4, dtype=np.uint16)
+    np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(LegacyProducer(a))), a)
+    dm.add_index(LegacyProducer(a))
+    np.testing.assert_array_equal(a, [0, 2, 4, 6])
+
+
+def test_numpy_versioned_and_legacy_exports_import():
+    a = np.arange(5, dtype=np.int8)
+    assert capsule_name(a.__dlpack__()) == "dltensor"
+    assert capsule_name(a.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    assert dm.import_tensor(a) == 1
+    assert dm.import_tensor(LegacyProducer(a)) == 1
+
+
+def test_copy_true_copies_and_copy_false_shares():
+    m = dm.MemArray((3,), "int32")
+    copied = np.from_dlpack(m, copy=True)
+    copied[0] = 7
+    assert np.from_dlpack(m)[0] == 0
+    shared = np.from_dlpack(m, copy=False)
+    shared[1] = 8
+    assert np.from_dlpack(m)[1] == 8
+
+
+def test_cpu_exports_refuse_streams_and_other_devices():
+    m = dm.MemArray((3,), "int32")
+    with pytest.raises(BufferError, match="stream"):
+        m.__dlpack__(stream=1)
+    with pytest.raises(BufferError):
+        m.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError, match="copy=False"):
+        m.__dlpack__(dl_device=(2, 0), copy=False)
+    assert capsule_name(m.__dlpack__(dl_device=(1, 0))) == "dltensor"
+    assert m.__dlpack_device__() == (1, 0)
+
+
+# ------------------------------------------------------------------------------- lifetimes
+
+
+def test_data_outlives_the_memarray_while_numpy_holds_it():
+    m = dm.MemArray((1000,), "float64")
+    m.add_index()
+    view = np.from_dlpack(m)
+    del m
+    gc.collect()
+    np.testing.assert_array_equal(view, np.arange(1000.0))
+    view[:] = -1.0
+    assert view.sum() == -1000.0
+
+
+class SameCapsule:
+    """A producer that hands out one capsule twice."""
+
+    def __init__(self, array):
+        self.capsule = array.__dlpack__(max_version=(1, 3))
+        self.device = array.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_a_capsule_is_consumed_once():
+    a = np.arange(3, dtype=np.float32)
+    producer = SameCapsule(a)
+    assert dm.import_tensor(producer) == 1
+    with pytest.raises(ValueError, match="already consumed"):
+        dm.import_tensor(producer)
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc to read RSS")
+def test_round_trips_do_not_leak():
+    m = dm.MemArray((64,), "float32")
+    a = np.arange(64, dtype=np.float32)
+    for _ in range(20_000):
+        np.from_dlpack(m)
+        dm.import_tensor(a)
+    gc.collect()
+    before = rss_bytes()
+    for _ in range(100_000):
+        np.from_dlpack(m)
+        dm.import_tensor(a)
+        m.__dlpack__(max_version=(1, 3))
+    gc.collect()
+    grown = rss_bytes() - before
+    assert grown < 4 * 1024 * 1024, f"RSS grew by {grown} bytes over 100 000 round trips"
+    assert m.exports == 0
+
+
+# -------------------------------------------------------------------------- bad producers
+
+
+class Producer:
+    def __init__(self, result, device=(1, 0)):
+        self.result = result
+        self.device = device
+
+    def __dlpack__(self, **kwargs):
+        return self.result
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_returning_a_non_capsule():
+    with pytest.raises(TypeError, match="not a DLPack capsule"):
+        dm.import_tensor(Producer(42))
+
+
+def test_capsule_with_a_wrong_name():
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    buffer = ctypes.create_string_buffer(80)
+    capsule = new(ctypes.addressof(buffer), b"not_a_tensor", None)
+    with pytest.raises(ValueError, match="not a DLPack capsule"):
+        dm.import_tensor(Producer(capsule))
+
+
+def test_bare_capsules_and_objects_without_dlpack():
+    a = np.arange(3.0)
+    with pytest.raises(TypeError, match="bare capsule"):
+        dm.import_tensor(a.__dlpack__())
+    with pytest.raises(TypeError, match="no __dlpack__"):
+        dm.import_tensor([1, 2, 3])
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+def handmade_capsule(keep, ndim=1, shape=(4,), strides=None, major=1, data=True):
+    """A versioned capsule built by hand; `keep` holds every buffer it points into."""
+    values = (ctypes.c_float * 4)(1, 2, 3, 4)
+    shape_array = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    managed = DLManagedTensorVersioned()
+    managed.major, managed.minor = major, 3
+    managed.dl_tensor.data = ctypes.addressof(values) if data else None
+    managed.dl_tensor.device = DLDevice(1, 0)
+    managed.dl_tensor.ndim = ndim
+    managed.dl_tensor.dtype = DLDataType(2, 32, 1)
+    managed.dl_tensor.shape = ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64)) if shape else None
+    if strides is not None:
+        strides_array = (ctypes.c_int64 * len(strides))(*strides)
+        managed.dl_tensor.strides = ctypes.cast(strides_array, ctypes.POINTER(ctypes.c_int64))
+        keep.append(strides_array)
+    keep.extend([values, shape_array, managed])
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new(ctypes.addressof(managed), b"dltensor_versioned", None)
+
+
+def test_handmade_capsule_imports():
+    keep = []
+    m = dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, strides=(1,))))
+    np.testing.assert_array_equal(np.from_dlpack(m), [1, 2, 3, 4])
+
+
+def test_null_shape():
+    keep = []
+    with pytest.raises(ValueError, match="shape is NULL"):
+        dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, ndim=2, shape=())))
+
+
+def test_huge_ndim():
+    keep = []
+    with pytest.raises(ValueError, match="rank"):
+        dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, ndim=1_000_000)))
+    with pytest.raises(ValueError):
+        dm.add_index(Producer(handmade_capsule(keep, ndim=-5)))
+
+
+def test_null_data_with_elements():
+    keep = []
+    with pytest.raises(ValueError, match="data is NULL"):
+        dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, data=False, strides=(1,))))
+
+
+def test_unknown_major_version():
+    keep = []
+    with pytest.raises(BufferError, match="major version 2"):
+        dm.import_tensor(Producer(handmade_capsule(keep, major=2)))
+
+
+def test_lying_dlpack_device():
+    with pytest.raises(BufferError, match="__dlpack_device__ said"):
+        dm.import_tensor(Producer(np.arange(3.0).__dlpack__(max_version=(1, 3)), device=(2, 0)))
