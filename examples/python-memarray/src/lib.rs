@@ -18,6 +18,7 @@ use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, La
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -212,8 +213,19 @@ impl Drop for ExportGuard {
 struct Exported<T> {
     ptr: *mut T,
     len: usize,
-    _array: Py<MemArray>,
+    array: ManuallyDrop<Py<MemArray>>,
     _guard: ExportGuard,
+}
+
+impl<T> Drop for Exported<T> {
+    fn drop(&mut self) {
+        // SAFETY: `array` is not used again after this.
+        let array = unsafe { ManuallyDrop::take(&mut self.array) };
+        // Consumers release tensors from anywhere, numpy with the GIL held but outside any
+        // pyo3 call: attaching releases the reference at once rather than through pyo3's
+        // deferred pool, and takes the GIL where the consumer does not hold it.
+        Python::attach(|_| drop(array));
+    }
 }
 
 // SAFETY: the pointer is into the MemArray's buffer, which `_array` keeps alive and `_guard`
@@ -357,7 +369,14 @@ impl MemArray {
                     py,
                     &request,
                     Dims::new(dims),
-                    || Ok(Exported { ptr, len, _array: array, _guard: ExportGuard::new(&exports) }),
+                    || {
+                        Ok(Exported {
+                            ptr,
+                            len,
+                            array: ManuallyDrop::new(array),
+                            _guard: ExportGuard::new(&exports),
+                        })
+                    },
                     || Ok(v.clone()),
                 )
             })
