@@ -145,28 +145,81 @@ where
 {
     request.check_cpu()?;
     if request.copy == Some(true) {
-        let owner = copy()?;
-        if request.versioned {
-            let raw = export_versioned_with_flags(owner, extents, IS_COPIED).map_err(export_error)?;
-            // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
-            unsafe { versioned_capsule(py, raw) }
-        } else {
-            let raw = export_legacy(owner, extents).map_err(export_error)?;
-            // SAFETY: as above.
-            unsafe { legacy_capsule(py, raw) }
-        }
+        capsule_of(py, copy()?, extents, request.versioned, IS_COPIED)
     } else {
-        let owner = share()?;
-        if request.versioned {
-            let raw = export_versioned_with_flags(owner, extents, 0).map_err(export_error)?;
-            // SAFETY: as above.
-            unsafe { versioned_capsule(py, raw) }
-        } else {
-            let raw = export_legacy(owner, extents).map_err(export_error)?;
-            // SAFETY: as above.
-            unsafe { legacy_capsule(py, raw) }
+        capsule_of(py, share()?, extents, request.versioned, 0)
+    }
+}
+
+/// Exports `owner` as a versioned (with `flags`) or legacy managed tensor in its capsule.
+fn capsule_of<'py, O: TensorOwner, E: Extents>(
+    py: Python<'py>,
+    owner: O,
+    extents: E,
+    versioned: bool,
+    flags: u64,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    if versioned {
+        let raw = export_versioned_with_flags(owner, extents, flags).map_err(export_error)?;
+        // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
+        unsafe { versioned_capsule(py, raw) }
+    } else {
+        let raw = export_legacy(owner, extents).map_err(export_error)?;
+        // SAFETY: as above.
+        unsafe { legacy_capsule(py, raw) }
+    }
+}
+
+/// A managed tensor struct: the two capsule kinds differ only in these.
+trait Managed {
+    const NAME: &'static CStr;
+    /// Calls the deleter, if any.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a valid managed tensor owned by the caller; it is released.
+    unsafe fn release(this: *mut Self);
+}
+
+impl Managed for DLManagedTensorVersioned {
+    const NAME: &'static CStr = VERSIONED_CAPSULE;
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: `this` is valid and owned (caller); the deleter is called once.
+        unsafe {
+            if let Some(deleter) = (*this).deleter {
+                deleter(this);
+            }
         }
     }
+}
+
+impl Managed for DLManagedTensor {
+    const NAME: &'static CStr = LEGACY_CAPSULE;
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as for the versioned struct.
+        unsafe {
+            if let Some(deleter) = (*this).deleter {
+                deleter(this);
+            }
+        }
+    }
+}
+
+/// Wraps a managed tensor in a capsule of its kind, releasing the tensor if that fails.
+///
+/// # Safety
+///
+/// `raw` is a valid managed tensor owned by the caller, who hands it over.
+unsafe fn capsule<M: Managed>(py: Python<'_>, raw: *mut M) -> PyResult<Bound<'_, PyCapsule>> {
+    // SAFETY: `raw` is valid (caller); the destructor handles exactly this capsule name.
+    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), M::NAME.as_ptr(), Some(destroy::<M>)) };
+    if capsule.is_null() {
+        // SAFETY: the capsule was not made, so the tensor is still ours to release, once.
+        unsafe { M::release(raw) };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `capsule` is a new, owned reference to a capsule object.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
 }
 
 /// Wraps a versioned managed tensor in a `"dltensor_versioned"` capsule.
@@ -175,19 +228,8 @@ where
 ///
 /// `raw` is a valid managed tensor owned by the caller, who hands it over.
 pub unsafe fn versioned_capsule(py: Python<'_>, raw: *mut DLManagedTensorVersioned) -> PyResult<Bound<'_, PyCapsule>> {
-    // SAFETY: `raw` is valid (caller); the destructor handles exactly this capsule name.
-    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), VERSIONED_CAPSULE.as_ptr(), Some(destroy_versioned)) };
-    if capsule.is_null() {
-        // SAFETY: the capsule was not made, so the tensor is still ours to release, once.
-        unsafe {
-            if let Some(deleter) = (*raw).deleter {
-                deleter(raw);
-            }
-        }
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: `capsule` is a new, owned reference to a capsule object.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+    // SAFETY: forwarded from the caller.
+    unsafe { capsule(py, raw) }
 }
 
 /// Wraps a legacy managed tensor in a `"dltensor"` capsule.
@@ -196,31 +238,21 @@ pub unsafe fn versioned_capsule(py: Python<'_>, raw: *mut DLManagedTensorVersion
 ///
 /// As for [`versioned_capsule`].
 pub unsafe fn legacy_capsule(py: Python<'_>, raw: *mut DLManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
-    // SAFETY: as in `versioned_capsule`.
-    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), LEGACY_CAPSULE.as_ptr(), Some(destroy_legacy)) };
-    if capsule.is_null() {
-        // SAFETY: as in `versioned_capsule`.
-        unsafe {
-            if let Some(deleter) = (*raw).deleter {
-                deleter(raw);
-            }
-        }
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: as in `versioned_capsule`.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+    // SAFETY: forwarded from the caller.
+    unsafe { capsule(py, raw) }
 }
 
-/// Runs `release` on the capsule's tensor if no consumer took it, keeping any exception in
-/// flight. Does nothing once the interpreter is finalized.
+/// The destructor of capsules of kind `M`: releases the tensor if no consumer took it (renamed
+/// the capsule `used_…`), keeping any exception in flight. Does nothing once the interpreter is
+/// finalized.
 ///
 /// # Safety
 ///
-/// Called by Python as the destructor of a capsule made by this module, with the GIL held.
-unsafe fn destroy(capsule: *mut ffi::PyObject, name: &CStr, release: impl FnOnce(*mut core::ffi::c_void)) {
+/// Called by Python as the destructor of a capsule made by [`capsule`], with the GIL held.
+unsafe extern "C" fn destroy<M: Managed>(capsule: *mut ffi::PyObject) {
     // SAFETY: Python calls capsule destructors with the GIL held, on a live capsule.
     unsafe {
-        if ffi::Py_IsInitialized() == 0 || ffi::PyCapsule_IsValid(capsule, name.as_ptr()) != 1 {
+        if ffi::Py_IsInitialized() == 0 || ffi::PyCapsule_IsValid(capsule, M::NAME.as_ptr()) != 1 {
             // Consumed (renamed `used_…`), or too late to run foreign code: leave it.
             return;
         }
@@ -228,38 +260,14 @@ unsafe fn destroy(capsule: *mut ffi::PyObject, name: &CStr, release: impl FnOnce
             (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
         #[allow(deprecated)]
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
-        let pointer = ffi::PyCapsule_GetPointer(capsule, name.as_ptr());
+        let pointer = ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr());
         if !pointer.is_null() {
             // Attached, Python references the tensor's owner drops are released at once
             // rather than queued.
-            Python::attach(|_| release(pointer));
+            Python::attach(|_| M::release(pointer.cast()));
         }
         #[allow(deprecated)]
         ffi::PyErr_Restore(kind, value, traceback);
-    }
-}
-
-unsafe extern "C" fn destroy_versioned(capsule: *mut ffi::PyObject) {
-    // SAFETY: installed only on "dltensor_versioned" capsules made by `versioned_capsule`.
-    unsafe {
-        destroy(capsule, VERSIONED_CAPSULE, |p| {
-            let managed = p.cast::<DLManagedTensorVersioned>();
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
-            }
-        })
-    }
-}
-
-unsafe extern "C" fn destroy_legacy(capsule: *mut ffi::PyObject) {
-    // SAFETY: installed only on "dltensor" capsules made by `legacy_capsule`.
-    unsafe {
-        destroy(capsule, LEGACY_CAPSULE, |p| {
-            let managed = p.cast::<DLManagedTensor>();
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
-            }
-        })
     }
 }
 
