@@ -37,6 +37,8 @@
 )]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dlpack;
 pub mod dtype;
 pub mod export;

@@ -1,0 +1,192 @@
+//! CUDA through cudarc: device views over cudarc allocations, and views passed to kernels.
+//!
+//! The crate builds without a CUDA toolkit: cudarc loads the driver and NVRTC at run time.
+//! Where there is no driver, [`context`] returns [`CudaError::NoDriver`] instead of the panic
+//! cudarc would raise.
+//!
+//! A device view goes to a kernel by value as a [`KernelView`], whose `#[repr(C)]` layout (the
+//! pointer to element `[0, …]`, then the extents, then the strides, as 64-bit integers) is the
+//! `dlmd::view<T, R>` of the header [`HEADER`] (`include/dlmd/view.cuh`), usable from NVRTC and
+//! nvcc. Indexing there matches the Rust view exactly.
+
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::layout::{CompactLayout, Layout, Mapping};
+use crate::space::Device;
+use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, Mdspan, ViewError};
+use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
+use std::sync::Arc;
+
+/// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
+/// files: pass it as a header source, or write it next to the kernel.
+pub const HEADER: &str = include_str!("../include/dlmd/view.cuh");
+
+/// The directory holding `dlmd/view.cuh`, for nvcc's or NVRTC's include path.
+pub const INCLUDE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
+
+/// Why CUDA work could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    /// No CUDA driver library could be loaded on this machine.
+    #[error("no CUDA driver library could be loaded (libcuda.so); is there an NVIDIA GPU and driver?")]
+    NoDriver,
+    /// The driver reported an error.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// The device ordinal is not a valid `i32`.
+    #[error("device ordinal {0} does not fit a DLPack device id")]
+    Ordinal(usize),
+    /// The allocation does not fit the view.
+    #[error(transparent)]
+    View(#[from] ViewError),
+}
+
+/// Whether the CUDA driver library can be loaded here.
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to open the shared library by name; no symbol is used.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// The primary context of device `ordinal`, or an error (never a panic) where there is no
+/// driver or device.
+pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, CudaError> {
+    if !driver_available() {
+        return Err(CudaError::NoDriver);
+    }
+    // cudarc panics when a symbol is missing from an old driver: keep that inside.
+    match std::panic::catch_unwind(|| CudaContext::new(ordinal)) {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(CudaError::NoDriver),
+    }
+}
+
+fn device_of<T>(slice: &CudaSlice<T>) -> Result<Device, CudaError> {
+    let ordinal = slice.ordinal();
+    i32::try_from(ordinal)
+        .map(Device::new)
+        .map_err(|_| CudaError::Ordinal(ordinal))
+}
+
+/// A read-only device view of a cudarc allocation with `extents` in a compact layout.
+///
+/// The view carries the raw device pointer; cudarc's stream-ordering events are not recorded
+/// for kernels launched with it, so launch them on the allocation's own stream (or synchronise).
+pub fn device_view<T, E, L>(slice: &CudaSlice<T>, extents: E) -> Result<DeviceMdspan<'_, T, E, L>, CudaError>
+where
+    T: DlElement + DeviceRepr,
+    E: Extents,
+    L: CompactLayout,
+{
+    let mapping = L::mapping(extents).map_err(ViewError::from)?;
+    let needed = mapping.required_span_size();
+    if needed > slice.len() {
+        return Err(ViewError::SliceTooShort {
+            needed,
+            len: slice.len(),
+        }
+        .into());
+    }
+    let space = device_of(slice)?;
+    let (ptr, _read) = slice.device_ptr(slice.stream());
+    // SAFETY: `ptr` is the start of an allocation of `slice.len() >= needed` elements of `T` on
+    // `space`'s device, alive and not freed while `slice` is borrowed; the view is read-only.
+    Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
+}
+
+/// A read-write device view of a cudarc allocation with `extents` in a compact layout.
+pub fn device_view_mut<T, E, L>(slice: &mut CudaSlice<T>, extents: E) -> Result<DeviceMdspanMut<'_, T, E, L>, CudaError>
+where
+    T: DlElement + DeviceRepr,
+    E: Extents,
+    L: CompactLayout,
+{
+    let mapping = L::mapping(extents).map_err(ViewError::from)?;
+    let needed = mapping.required_span_size();
+    if needed > slice.len() {
+        return Err(ViewError::SliceTooShort {
+            needed,
+            len: slice.len(),
+        }
+        .into());
+    }
+    let space = device_of(slice)?;
+    let stream = slice.stream().clone();
+    let (ptr, _write) = slice.device_ptr_mut(&stream);
+    // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
+    // compact mappings are unique.
+    Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
+}
+
+/// A device view as a kernel receives it: `dlmd::view<T, R>` of `view.cuh`.
+///
+/// `data` points at element `[0, …]` (a relaxed layout's offset is folded in); extents and
+/// strides are in elements.
+#[repr(C)]
+#[derive(Debug)]
+pub struct KernelView<T, const R: usize> {
+    /// Element `[0, …]`.
+    pub data: *mut T,
+    /// The extents.
+    pub extents: [i64; R],
+    /// The strides, in elements.
+    pub strides: [i64; R],
+}
+
+impl<T, const R: usize> Clone for KernelView<T, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize> Copy for KernelView<T, R> {}
+
+// SAFETY: `#[repr(C)]` of a pointer and `i64` arrays, the layout of `dlmd::view<T, R>` in
+// `view.cuh` (checked on a GPU by the GPU tests); a kernel receives it by value.
+unsafe impl<T, const R: usize> DeviceRepr for KernelView<T, R> {}
+
+impl<'a, T, E, L, A, const R: usize> Mdspan<'a, T, E, L, Device, A>
+where
+    T: DlElement,
+    E: Extents<Index = [usize; R]>,
+    L: Layout,
+    A: Access,
+{
+    /// The view for a kernel argument (`.arg(&view.kernel_view())`). Pass it only to kernels
+    /// on this view's device, and keep the view (and its allocation) borrowed until they finish.
+    pub fn kernel_view(&self) -> KernelView<T, R> {
+        let mapping = self.mapping();
+        let extents = mapping.extents().to_array();
+        let strides = mapping.strides();
+        KernelView {
+            data: self.data_handle().wrapping_add(mapping.offset()),
+            extents: std::array::from_fn(|r| extents[r] as i64),
+            strides: std::array::from_fn(|r| strides.as_ref()[r] as i64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_views_are_pointer_then_extents_then_strides() {
+        assert_eq!(size_of::<KernelView<f32, 3>>(), 8 + 3 * 8 + 3 * 8);
+        assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, extents), 8);
+        assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, strides), 32);
+        assert_eq!(size_of::<KernelView<f64, 0>>(), 8);
+    }
+
+    #[test]
+    fn the_header_is_shipped() {
+        assert!(HEADER.contains("struct view"));
+        assert!(std::path::Path::new(INCLUDE_DIR).join("dlmd/view.cuh").exists());
+    }
+
+    #[test]
+    fn no_driver_is_an_error_not_a_panic() {
+        if driver_available() {
+            return;
+        }
+        assert!(matches!(context(0), Err(CudaError::NoDriver)));
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds every GPU test and example binary here (no CUDA needed: cudarc loads the driver at run
+# time) and gathers them in one folder for a machine with an NVIDIA GPU and no Rust toolchain.
+# Usage: scripts/gpu-build.sh [OUT_DIR]   (default: target/gpu-bundle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/gpu-bundle}
+mkdir -p "$out"
+cargo build --release -p dlmd-examples --features cuda --example add_index
+cp target/release/examples/add_index "$out/"
+test_bin=$(cargo test --release -p dlmd-tests --test gpu --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+        print(m["executable"])')
+cp "$test_bin" "$out/gpu-tests"
+cp scripts/gpu-run.sh "$out/"
+ls -la "$out"

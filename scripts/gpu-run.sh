@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the binaries scripts/gpu-build.sh gathered, on a machine with an NVIDIA GPU, and prints a
+# table of what passed. GPU tests run with DLMD_REQUIRE_GPU=1: a missing GPU fails.
+# Usage: gpu-run.sh [BUNDLE_DIR]   (default: the folder of this script)
+set -uo pipefail
+dir=${1:-$(dirname "$0")}
+export DLMD_REQUIRE_GPU=1
+status=0
+declare -a rows
+run() {
+    local name=$1; shift
+    local log
+    log=$("$@" 2>&1); local rc=$?
+    echo "$log"
+    [ $rc -eq 0 ] || status=1
+    rows+=("$(printf '%-34s %s' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)")")")
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
+run "add_index example + benchmark" "$dir/add_index" --bench
+echo
+echo "== summary"
+printf '%s\n' "${rows[@]}"
+exit $status

@@ -1,0 +1,133 @@
+//! GPU tests: the kernel-side header against the Rust views, on a real device.
+//!
+//! Without a GPU each test prints one line saying it was skipped and passes; with
+//! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
+
+use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::compile_ptx;
+use dlmd::cuda::{self, CudaError, HEADER, KernelView};
+use dlmd::layout::{Layout, Mapping, RelaxedMapping, StrideMapping};
+use dlmd::{Device, Dims, LayoutLeft, LayoutRight, Mdspan};
+use std::io::Write;
+use std::sync::Arc;
+
+const KERNELS: &str = r#"
+
+extern "C" __global__ void layout(long long* out) {
+    out[0] = sizeof(dlmd::view<float, 3>);
+    out[1] = (long long)((char*)&((dlmd::view<float, 3>*)0)->extents - (char*)0);
+    out[2] = (long long)((char*)&((dlmd::view<float, 3>*)0)->strides - (char*)0);
+    out[3] = alignof(dlmd::view<float, 3>);
+    out[4] = sizeof(dlmd::view<double, 0>);
+}
+
+extern "C" __global__ void offsets(dlmd::view<float, 3> v, long long* out) {
+    long long n = v.size();
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+        long long idx[3];
+        v.unravel(t, idx);
+        out[t] = &v(idx[0], idx[1], idx[2]) - v.data;
+    }
+}
+"#;
+
+/// The context, or `None` after printing why the test is skipped.
+fn gpu() -> Option<Arc<CudaContext>> {
+    match cuda::context(0) {
+        Ok(ctx) => Some(ctx),
+        Err(e @ (CudaError::NoDriver | CudaError::Driver(_))) => {
+            if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            // Straight to stderr, past the test harness's capture, so the skip is seen.
+            let _ = writeln!(std::io::stderr(), "SKIPPED (no GPU: {e})");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn function(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
+    let ptx = compile_ptx(format!("{HEADER}\n{KERNELS}")).expect("NVRTC compiles the header");
+    ctx.load_module(ptx).unwrap().load_function(name).unwrap()
+}
+
+#[test]
+fn header_layout_matches_rust() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let mut out = stream.alloc_zeros::<i64>(5).unwrap();
+    let func = function(&ctx, "layout");
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(&mut out);
+    // SAFETY: the kernel writes 5 values into `out`, which holds 5.
+    unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }.unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    assert_eq!(
+        got,
+        [
+            size_of::<KernelView<f32, 3>>() as i64,
+            std::mem::offset_of!(KernelView<f32, 3>, extents) as i64,
+            std::mem::offset_of!(KernelView<f32, 3>, strides) as i64,
+            align_of::<KernelView<f32, 3>>() as i64,
+            size_of::<KernelView<f64, 0>>() as i64,
+        ]
+    );
+}
+
+/// Checks that the header maps every index of `view` to the offset the Rust mapping gives.
+fn same_offsets<L: Layout>(ctx: &Arc<CudaContext>, view: &Mdspan<'_, f32, Dims<3>, L, Device>) {
+    let stream = ctx.default_stream();
+    let n = view.size();
+    let mut out = stream.alloc_zeros::<i64>(n.max(1)).unwrap();
+    let kv = view.kernel_view();
+    let func = function(ctx, "offsets");
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(&kv).arg(&mut out);
+    // SAFETY: the kernel only computes addresses from the view and writes `n` values to `out`.
+    unsafe { launch.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    let e = view.extents().0;
+    let mut t = 0;
+    for i in 0..e[0] {
+        for j in 0..e[1] {
+            for k in 0..e[2] {
+                let expected = view.mapping().offset_of(&[i, j, k]) as i64 - view.mapping().offset() as i64;
+                assert_eq!(got[t], expected, "{} index [{i}, {j}, {k}]", L::NAME);
+                t += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn header_indexing_matches_every_layout() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let extents = Dims::new([3, 4, 5]);
+    let mut buffer = stream.alloc_zeros::<f32>(200).unwrap();
+    let right = cuda::device_view::<f32, _, LayoutRight>(&buffer, extents).unwrap();
+    same_offsets(&ctx, &right);
+    let left = cuda::device_view::<f32, _, LayoutLeft>(&buffer, extents).unwrap();
+    same_offsets(&ctx, &left);
+    let base = cuda::device_view_mut::<f32, _, LayoutRight>(&mut buffer, Dims::new([200])).unwrap();
+    let ptr = base.data_handle();
+    // SAFETY: the mapping stays inside the 200 elements of `buffer`, borrowed by `base`.
+    let strided = unsafe {
+        Mdspan::<f32, Dims<3>, dlmd::LayoutStride, Device>::from_raw_parts(
+            ptr,
+            StrideMapping::new(extents, [1, 3 * 5 * 2, 3]).unwrap(),
+            base.space(),
+        )
+    };
+    same_offsets(&ctx, &strided);
+    // SAFETY: as above; the offset 44 covers the negative strides (2·20 + 4·1).
+    let relaxed = unsafe {
+        Mdspan::<f32, Dims<3>, dlmd::LayoutStrideRelaxed, Device>::from_raw_parts(
+            ptr,
+            RelaxedMapping::new(extents, [-20, 5, -1], 44).unwrap(),
+            base.space(),
+        )
+    };
+    same_offsets(&ctx, &relaxed);
+}
