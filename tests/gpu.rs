@@ -4,8 +4,7 @@
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
 use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::compile_ptx;
-use dlmd::cuda::{self, CudaError, HEADER, KernelView};
+use dlmd::cuda::{self, CudaError, KernelView};
 use dlmd::layout::{Layout, Mapping, RelaxedMapping, StrideMapping};
 use dlmd::{Device, Dims, LayoutLeft, LayoutRight, Mdspan};
 use std::io::Write;
@@ -48,7 +47,7 @@ fn gpu() -> Option<Arc<CudaContext>> {
 }
 
 fn function(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
-    let ptx = compile_ptx(format!("{HEADER}\n{KERNELS}")).expect("NVRTC compiles the header");
+    let ptx = cuda::compile_ptx(KERNELS, Default::default()).expect("NVRTC compiles the header");
     ctx.load_module(ptx).unwrap().load_function(name).unwrap()
 }
 
@@ -130,4 +129,81 @@ fn header_indexing_matches_every_layout() {
         )
     };
     same_offsets(&ctx, &relaxed);
+}
+
+#[test]
+fn pinned_and_managed_memory_views() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    // SAFETY: the pinned buffer is written below before it is read.
+    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(6) }.unwrap();
+    pinned
+        .as_mut_slice()
+        .unwrap()
+        .copy_from_slice(&[0., 1., 2., 3., 4., 5.]);
+    let host = cuda::pinned_view::<f32, _, LayoutRight>(&pinned, Dims::new([2, 3])).unwrap();
+    assert_eq!(host[[1, 2]], 5.0);
+
+    // SAFETY: the unified buffer is written below before it is read.
+    let mut unified = unsafe { ctx.alloc_unified::<i32>(4, true) }.unwrap();
+    unified.as_mut_slice().unwrap().copy_from_slice(&[7, 8, 9, 10]);
+    let managed = cuda::managed_view::<i32, _, LayoutRight>(&unified, Dims::new([4])).unwrap();
+    assert_eq!(managed[[3]], 10);
+    let on_host = managed.into_space(dlmd::Host);
+    assert_eq!(on_host[[0]], 7);
+    let on_device = managed.into_space(Device::new(0));
+    assert_eq!(on_device.kernel_view().data.cast_const(), managed.as_ptr());
+    drop(stream);
+}
+
+#[test]
+fn cuda_imports_check_the_pointer() {
+    use dlmd::DlElement;
+    use dlmd::dlpack::{DLDevice, DLDeviceType, DLTensor};
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let slice = stream.alloc_zeros::<f32>(8).unwrap();
+    let view = cuda::device_view::<f32, _, LayoutRight>(&slice, Dims::new([8])).unwrap();
+    let (mut shape, mut strides) = ([8i64], [1i64]);
+    let mut t = DLTensor {
+        data: view.data_handle().cast(),
+        device: DLDevice::cuda(0),
+        ndim: 1,
+        dtype: f32::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: `t` describes the live allocation `slice`.
+    let right = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) };
+    assert!(matches!(right, Ok(cuda::CudaImport::Device(_))));
+    t.device.device_id = 1;
+    // SAFETY: as above.
+    let wrong = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) };
+    assert!(
+        matches!(wrong, Err(CudaError::WrongDevice { labelled: 1, actual: 0 })),
+        "{wrong:?}"
+    );
+
+    // SAFETY: written before read.
+    let mut unified = unsafe { ctx.alloc_unified::<f32>(8, true) }.unwrap();
+    unified.as_mut_slice().unwrap().fill(2.5);
+    let managed = cuda::managed_view::<f32, _, LayoutRight>(&unified, Dims::new([8])).unwrap();
+    t.data = managed.data_handle().cast();
+    t.device = DLDevice {
+        device_type: DLDeviceType::CUDA,
+        device_id: 0,
+    };
+    // SAFETY: as above.
+    match unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap() {
+        cuda::CudaImport::Managed(m) => assert_eq!(m.into_space(dlmd::Host)[[7]], 2.5),
+        other => panic!("managed memory labelled kDLCUDA imported as {other:?}"),
+    }
+}
+
+#[test]
+fn nvrtc_wrapper_reports_errors() {
+    let Some(_ctx) = gpu() else { return };
+    let err = cuda::compile_ptx("extern \"C\" __global__ void broken( {", Default::default()).unwrap_err();
+    assert!(matches!(err, CudaError::Compile(_)), "{err}");
 }

@@ -9,12 +9,18 @@
 //! `dlmd::view<T, R>` of the header [`HEADER`] (`include/dlmd/view.cuh`), usable from NVRTC and
 //! nvcc. Indexing there matches the Rust view exactly.
 
+use crate::dlpack::{DLDeviceType, DLTensor};
 use crate::dtype::DlElement;
-use crate::extents::Extents;
+use crate::export::PlainStorage;
+use crate::extents::{Dims, Extents};
+use crate::import::ImportError;
 use crate::layout::{CompactLayout, Layout, Mapping};
-use crate::space::Device;
-use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, Mdspan, ViewError};
-use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
+use crate::space::{Device, Managed};
+use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, HostMdspan, ManagedMdspan, Mdspan, ViewError};
+use cudarc::driver::{
+    CudaContext, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PinnedHostSlice, UnifiedSlice, ValidAsZeroBits, sys,
+};
+use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
@@ -39,6 +45,43 @@ pub enum CudaError {
     /// The allocation does not fit the view.
     #[error(transparent)]
     View(#[from] ViewError),
+    /// NVRTC could not be loaded.
+    #[error("NVRTC (libnvrtc.so) could not be loaded; install the CUDA runtime compiler")]
+    NoNvrtc,
+    /// NVRTC refused the program.
+    #[error("NVRTC: {0}")]
+    Compile(String),
+    /// A tensor does not fit the view asked for.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// A tensor's device label disagrees with where its pointer really is.
+    #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
+    WrongDevice {
+        /// The `device_id` the tensor carries.
+        labelled: i32,
+        /// The device the driver reports for the pointer.
+        actual: i32,
+    },
+}
+
+/// Whether NVRTC can be loaded here.
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only tries to open the shared library by name.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Compiles a CUDA C++ program to PTX with NVRTC, with `dlmd/view.cuh` prepended (so kernels
+/// take `dlmd::view<T, R>` without an include path). Errors, never panics, without NVRTC.
+pub fn compile_ptx(source: &str, options: CompileOptions) -> Result<Ptx, CudaError> {
+    if !nvrtc_available() {
+        return Err(CudaError::NoNvrtc);
+    }
+    let program = format!("{HEADER}\n{source}");
+    match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(program, options)) {
+        Ok(Ok(ptx)) => Ok(ptx),
+        Ok(Err(e)) => Err(CudaError::Compile(format!("{e:?}"))),
+        Err(_) => Err(CudaError::NoNvrtc),
+    }
 }
 
 /// Whether the CUDA driver library can be loaded here.
@@ -115,6 +158,114 @@ where
     // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
     // compact mappings are unique.
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
+}
+
+/// A host view of pinned (page-locked) host memory from cudarc, in a compact layout: the memory
+/// asynchronous copies read and write at full speed.
+pub fn pinned_view<T, E, L>(slice: &PinnedHostSlice<T>, extents: E) -> Result<HostMdspan<'_, T, E, L>, CudaError>
+where
+    T: DlElement + ValidAsZeroBits,
+    E: Extents,
+    L: CompactLayout,
+{
+    // `as_slice` waits for the copies in flight into the buffer.
+    Ok(HostMdspan::from_slice(slice.as_slice()?, extents)?)
+}
+
+/// A managed view of cudarc's unified (managed) memory, in a compact layout. It can become a
+/// host view or a device view with [`Mdspan::into_space`].
+pub fn managed_view<T, E, L>(slice: &UnifiedSlice<T>, extents: E) -> Result<ManagedMdspan<'_, T, E, L>, CudaError>
+where
+    T: DlElement + ValidAsZeroBits,
+    E: Extents,
+    L: CompactLayout,
+{
+    // `as_slice` waits for the kernels in flight that use the memory.
+    let host = HostMdspan::<T, E, L>::from_slice(slice.as_slice()?, extents)?;
+    // SAFETY: the memory is managed (allocated by `cuMemAllocManaged`), so the same pointer is
+    // valid in the managed space; the borrow of `slice` bounds the view.
+    Ok(unsafe { Mdspan::from_raw_parts(host.data_handle(), *host.mapping(), Managed) })
+}
+
+/// Where the driver says a device pointer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// The device ordinal of the allocation.
+    pub ordinal: i32,
+    /// Whether it is managed memory.
+    pub managed: bool,
+}
+
+/// Asks the driver about `ptr` (`CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`, `_IS_MANAGED`).
+pub fn pointer_info(ptr: *const core::ffi::c_void) -> Result<PointerInfo, CudaError> {
+    if !driver_available() {
+        return Err(CudaError::NoDriver);
+    }
+    let mut ordinal: i32 = -1;
+    let mut managed: u32 = 0;
+    // SAFETY: each call writes one value of the attribute's documented type (`int` for the
+    // ordinal, `unsigned int` for the managed flag) through a valid pointer; `ptr` is only
+    // looked up, never dereferenced.
+    unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            ptr as sys::CUdeviceptr,
+        )
+        .result()?;
+        sys::cuPointerGetAttribute(
+            (&mut managed as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            ptr as sys::CUdeviceptr,
+        )
+        .result()?;
+    }
+    Ok(PointerInfo {
+        ordinal,
+        managed: managed != 0,
+    })
+}
+
+/// A `kDLCUDA` (or `kDLCUDAManaged`) tensor viewed where its pointer really is.
+#[derive(Debug)]
+pub enum CudaImport<'a, T, const R: usize, L: Layout> {
+    /// Device memory of the labelled device.
+    Device(DeviceMdspan<'a, T, Dims<R>, L>),
+    /// Managed memory, even where the producer labelled it `kDLCUDA` (as PyTorch must: it
+    /// refuses `kDLCUDAManaged`).
+    Managed(ManagedMdspan<'a, T, Dims<R>, L>),
+}
+
+/// Imports a CUDA tensor, checking with the driver that its pointer belongs to the labelled
+/// device, and viewing managed memory as managed whatever the label.
+///
+/// # Safety
+///
+/// As for [`Mdspan::from_dlpack`].
+pub unsafe fn import_cuda<'a, T, const R: usize, L>(tensor: &'a DLTensor) -> Result<CudaImport<'a, T, R, L>, CudaError>
+where
+    T: DlElement,
+    T::Storage: PlainStorage,
+    L: Layout,
+{
+    // SAFETY: forwarded from the caller; every field is checked by the importer.
+    let device = unsafe { DeviceMdspan::<'a, T, Dims<R>, L>::from_dlpack(tensor) }?;
+    if device.is_empty() {
+        return Ok(CudaImport::Device(device));
+    }
+    let info = pointer_info(device.as_ptr().cast())?;
+    if info.managed {
+        // SAFETY: the driver reports managed memory, valid in the managed space.
+        let managed = unsafe { Mdspan::from_raw_parts(device.data_handle(), *device.mapping(), Managed) };
+        return Ok(CudaImport::Managed(managed));
+    }
+    if tensor.device.device_type == DLDeviceType::CUDA && info.ordinal != tensor.device.device_id {
+        return Err(CudaError::WrongDevice {
+            labelled: tensor.device.device_id,
+            actual: info.ordinal,
+        });
+    }
+    Ok(CudaImport::Device(device))
 }
 
 /// A device view as a kernel receives it: `dlmd::view<T, R>` of `view.cuh`.
