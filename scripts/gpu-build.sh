@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/gpu-bundle}
 mkdir -p "$out"
-cargo build --release -p dlmd-examples --features cuda --example add_index
-cp target/release/examples/add_index "$out/"
+cargo build --release -p dlmd-examples --features cuda --example add_index --example mirrored
+cp target/release/examples/add_index target/release/examples/mirrored "$out/"
+cp scripts/bench_torch_copies.py "$out/"
 test_bin=$(cargo test --release -p dlmd-tests --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:

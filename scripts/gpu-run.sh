@@ -18,6 +18,10 @@ run() {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "add_index example + benchmark" "$dir/add_index" --bench
+run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
+fi
 echo
 echo "== summary"
 printf '%s\n' "${rows[@]}"

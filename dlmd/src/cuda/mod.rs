@@ -23,9 +23,13 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod mirrored;
+
+pub use mirrored::{Current, MirroredArray};
+
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
 /// files: pass it as a header source, or write it next to the kernel.
-pub const HEADER: &str = include_str!("../include/dlmd/view.cuh");
+pub const HEADER: &str = include_str!("../../include/dlmd/view.cuh");
 
 /// The directory holding `dlmd/view.cuh`, for nvcc's or NVRTC's include path.
 pub const INCLUDE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
@@ -54,6 +58,14 @@ pub enum CudaError {
     /// A tensor does not fit the view asked for.
     #[error(transparent)]
     Import(#[from] ImportError),
+    /// A copy of a [`MirroredArray`] was asked for while the other one holds newer values.
+    #[error("the {want} copy is stale (current: {current:?}); move the data first (to_host / to_device)")]
+    Stale {
+        /// The copy asked for.
+        want: &'static str,
+        /// Which copy is current.
+        current: Current,
+    },
     /// A tensor's device label disagrees with where its pointer really is.
     #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
     WrongDevice {
