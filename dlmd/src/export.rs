@@ -88,6 +88,26 @@ impl<'a, const R: usize> DlpackTensor<'a, R> {
         }
     }
 
+    /// Labels a managed view's tensor `{kDLCUDA, ordinal}`, for consumers that refuse
+    /// `kDLCUDAManaged` (PyTorch does): managed memory is valid device memory too. `None` for a
+    /// tensor that is not managed.
+    ///
+    /// ```
+    /// # use dlmd::{Const, ManagedMdspan, space::Managed, layout::RightMapping, to_dlpack_tensor, dlpack::DLDevice};
+    /// # let data = [0u8; 4];
+    /// # // SAFETY: a stand-in for managed memory; only the description is looked at.
+    /// # let managed: ManagedMdspan<u8, (Const<4>,)> = unsafe {
+    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed) };
+    /// let dl = to_dlpack_tensor(&managed).with_cuda_label(0).unwrap();
+    /// assert_eq!(dl.get().device, DLDevice::cuda(0));
+    /// ```
+    pub fn with_cuda_label(mut self, ordinal: i32) -> Option<Self> {
+        (self.device.device_type == crate::dlpack::DLDeviceType::CUDA_MANAGED).then(|| {
+            self.device = DLDevice::cuda(ordinal);
+            self
+        })
+    }
+
     /// The extents, as DLPack writes them.
     pub fn shape(&self) -> &[i64; R] {
         &self.shape
