@@ -23,7 +23,8 @@
 
 use crate::Dims;
 use crate::dlpack::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED, READ_ONLY,
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED,
+    READ_ONLY,
 };
 use crate::dtype::{DlElement, ElementStorage};
 use crate::extents::{Extents, IndexArray};
@@ -480,11 +481,11 @@ fn finish<M, I: IndexArray, O: TensorOwner>(
     raw.cast()
 }
 
-/// A tensor of `T` on the CPU whose pointers [`finish`] fills in.
-fn blank<T: DlElement>(rank: usize) -> DLTensor {
+/// A tensor of `T` on `device` whose pointers [`finish`] fills in.
+fn blank<T: DlElement>(rank: usize, device: DLDevice) -> DLTensor {
     DLTensor {
         data: core::ptr::null_mut(),
-        device: crate::dlpack::DLDevice::CPU,
+        device,
         ndim: rank as i32,
         dtype: T::DTYPE,
         shape: core::ptr::null_mut(),
@@ -527,6 +528,18 @@ pub fn export_versioned_with_flags<O: TensorOwner, E: Extents>(
     extents: E,
     flags: u64,
 ) -> Result<*mut DLManagedTensorVersioned, ExportError> {
+    export_versioned_on(owner, extents, flags, DLDevice::CPU)
+}
+
+/// As [`export_versioned_with_flags`], for an owner of memory on `device` (its
+/// [`data_ptr`](TensorOwner::data_ptr) is then a pointer on that device, such as a CUDA device
+/// pointer).
+pub fn export_versioned_on<O: TensorOwner, E: Extents>(
+    owner: O,
+    extents: E,
+    flags: u64,
+    device: DLDevice,
+) -> Result<*mut DLManagedTensorVersioned, ExportError> {
     let (shape, strides) = shape_of(&extents, owner.len())?;
     let mut flags = flags;
     if O::READ_ONLY {
@@ -541,7 +554,7 @@ pub fn export_versioned_with_flags<O: TensorOwner, E: Extents>(
             manager_ctx: core::ptr::null_mut(),
             deleter: Some(delete_versioned::<E::Index, O>),
             flags,
-            dl_tensor: blank::<O::Elem>(E::RANK),
+            dl_tensor: blank::<O::Elem>(E::RANK, device),
         },
         shape,
         strides,
@@ -554,13 +567,22 @@ pub fn export_versioned_with_flags<O: TensorOwner, E: Extents>(
 /// not know versioned ones. It cannot say read-only: shared owners such as `Arc<[T]>` are
 /// exported all the same, and consumers must not write. Sub-byte padded elements are refused.
 pub fn export_legacy<O: TensorOwner, E: Extents>(owner: O, extents: E) -> Result<*mut DLManagedTensor, ExportError> {
+    export_legacy_on(owner, extents, DLDevice::CPU)
+}
+
+/// As [`export_legacy`], for an owner of memory on `device`.
+pub fn export_legacy_on<O: TensorOwner, E: Extents>(
+    owner: O,
+    extents: E,
+    device: DLDevice,
+) -> Result<*mut DLManagedTensor, ExportError> {
     if <<O::Elem as DlElement>::Storage as ElementStorage>::IS_SUBBYTE_PADDED {
         return Err(ExportError::SubbyteInLegacy);
     }
     let (shape, strides) = shape_of(&extents, owner.len())?;
     let block = Box::new(Exported::<_, E::Index, O> {
         managed: DLManagedTensor {
-            dl_tensor: blank::<O::Elem>(E::RANK),
+            dl_tensor: blank::<O::Elem>(E::RANK, device),
             manager_ctx: core::ptr::null_mut(),
             deleter: Some(delete_legacy::<E::Index, O>),
         },

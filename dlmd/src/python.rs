@@ -151,6 +151,82 @@ where
     }
 }
 
+/// Exports CUDA device memory for `__dlpack__`, following the array API's stream rules: the
+/// data is made ready on the consumer's stream with an event (`stream=None` or `1`: the legacy
+/// default stream; `2`: the per-thread default stream; `-1`: no synchronisation; another value:
+/// that stream's handle; `0` is refused as ambiguous), never with a device-wide synchronisation.
+/// `dl_device` must be this device; `copy=True` is refused (this producer does not copy device
+/// data).
+#[cfg(feature = "cuda")]
+pub fn export_cuda<'py, S, E>(
+    py: Python<'py>,
+    request: &DlpackRequest,
+    extents: E,
+    stream: &cudarc::driver::CudaStream,
+    share: impl FnOnce() -> PyResult<S>,
+) -> PyResult<Bound<'py, PyCapsule>>
+where
+    S: TensorOwner,
+    E: Extents,
+{
+    let ordinal = stream.context().ordinal() as i32;
+    let device = DLDevice::cuda(ordinal);
+    if let Some(wanted) = request.dl_device {
+        if wanted != device {
+            return Err(PyBufferError::new_err(format!(
+                "the data is on CUDA device {ordinal} and cannot be exported to device ({}, {})",
+                wanted.device_type.0, wanted.device_id
+            )));
+        }
+    }
+    if request.copy == Some(true) {
+        return Err(PyBufferError::new_err(
+            "copy=True: this producer does not copy device data",
+        ));
+    }
+    sync_consumer_stream(stream, request.stream)?;
+    let owner = share()?;
+    if request.versioned {
+        let raw = crate::managed::export_versioned_on(owner, extents, 0, device).map_err(export_error)?;
+        // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
+        unsafe { versioned_capsule(py, raw) }
+    } else {
+        let raw = crate::managed::export_legacy_on(owner, extents, device).map_err(export_error)?;
+        // SAFETY: as above.
+        unsafe { legacy_capsule(py, raw) }
+    }
+}
+
+/// Makes work queued on `producer` visible to the consumer's `stream` (DLPack stream rules).
+#[cfg(feature = "cuda")]
+fn sync_consumer_stream(producer: &cudarc::driver::CudaStream, stream: Option<isize>) -> PyResult<()> {
+    use cudarc::driver::sys;
+    let handle = match stream {
+        None | Some(1) => 0x1 as sys::CUstream, // CU_STREAM_LEGACY
+        Some(2) => 0x2 as sys::CUstream,        // CU_STREAM_PER_THREAD
+        Some(-1) => return Ok(()),
+        Some(0) => {
+            return Err(PyBufferError::new_err(
+                "stream=0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread default)",
+            ));
+        }
+        Some(s) if s > 2 => s as sys::CUstream,
+        Some(s) => return Err(PyBufferError::new_err(format!("stream {s} is not a CUDA stream"))),
+    };
+    // The null stream of a context is the legacy default stream: nothing to wait for there.
+    if producer.cu_stream().is_null() && handle == 0x1 as sys::CUstream {
+        return Ok(());
+    }
+    let cuda_error = |e: cudarc::driver::DriverError| PyBufferError::new_err(format!("CUDA: {e}"));
+    let event = producer.record_event(None).map_err(cuda_error)?;
+    // SAFETY: `handle` is a stream of this context by the consumer's promise (or a special
+    // handle); the event is live, and its destruction after the wait is queued is allowed.
+    unsafe { sys::cuStreamWaitEvent(handle, event.cu_event(), 0) }
+        .result()
+        .map_err(cuda_error)?;
+    Ok(())
+}
+
 /// Exports `owner` as a versioned (with `flags`) or legacy managed tensor in its capsule.
 fn capsule_of<'py, O: TensorOwner, E: Extents>(
     py: Python<'py>,
@@ -331,6 +407,13 @@ pub unsafe fn take_capsule(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTe
 /// The object's `__dlpack_device__` must agree with the tensor it exports. The tensor's data
 /// stays valid until the returned value is dropped.
 pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
+    from_dlpack_on_stream(obj, None)
+}
+
+/// As [`from_dlpack`], asking a CUDA producer to make the data ready on `stream` (a DLPack
+/// stream value: `1` for the legacy default stream, `2` for the per-thread one, or a handle).
+/// `None` asks nothing of the producer, which then makes it ready on the legacy default stream.
+pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<ManagedTensor> {
     let py = obj.py();
     if obj.is_instance_of::<PyCapsule>() {
         return Err(PyTypeError::new_err(
@@ -354,7 +437,16 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
         kwargs.set_item("max_version", PyTuple::new(py, [1u32, 3u32])?)?;
         Ok(kwargs.unbind())
     })?;
-    let exported = match dlpack.call((), Some(kwargs.bind(py))) {
+    let with_stream;
+    let kwargs = match stream {
+        Some(stream) if device.0 != DLDeviceType::CPU.0 => {
+            with_stream = kwargs.bind(py).copy()?;
+            with_stream.set_item(intern!(py, "stream"), stream)?;
+            with_stream
+        }
+        _ => kwargs.bind(py).clone(),
+    };
+    let exported = match dlpack.call((), Some(&kwargs)) {
         Ok(capsule) => capsule,
         // Producers from before DLPack 1.0 do not know `max_version`.
         Err(e) if e.is_instance_of::<PyTypeError>(py) => dlpack.call0()?,

@@ -8,19 +8,21 @@
 //! While a consumer holds an exported tensor, the MemArray cannot be changed from Rust (its
 //! `&mut` methods raise `BufferError`), and it stays alive however many Python references go.
 
+use cudarc::driver::{CudaModule, CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PushKernelArg};
+use dlmd::cuda::KernelView;
 use dlmd::dlpack::DLDataType;
 use dlmd::half::f16;
 use dlmd::managed::{ManagedTensor, TensorOwner};
 use dlmd::num_complex::Complex;
-use dlmd::python::{DlpackRequest, export_cpu, from_dlpack as import};
+use dlmd::python::{DlpackRequest, export_cpu, export_cuda, from_dlpack as import, from_dlpack_on_stream};
 use dlmd::view::Unique;
 use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, LayoutStrideRelaxed, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The largest rank a MemArray has.
 const MAX_RANK: usize = 4;
@@ -245,12 +247,129 @@ unsafe impl<T: DlElement> TensorOwner for Exported<T> {
     }
 }
 
+/// Element types the GPU `add_index` kernels handle: dtype name and C type.
+const GPU_TYPES: [(&str, &str); 11] = [
+    ("bool", "bool"),
+    ("int8", "signed char"),
+    ("int16", "short"),
+    ("int32", "int"),
+    ("int64", "long long"),
+    ("uint8", "unsigned char"),
+    ("uint16", "unsigned short"),
+    ("uint32", "unsigned int"),
+    ("uint64", "unsigned long long"),
+    ("float32", "float"),
+    ("float64", "double"),
+];
+
+/// The GPU kernels: `add_index_<dtype>_<rank>` for every type above and ranks 1 to 4.
+fn kernel_source() -> String {
+    let mut src = String::from(
+        r#"
+template <typename T> __device__ T add_sum(T x, long long s) { return x + (T)s; }
+template <> __device__ bool add_sum<bool>(bool x, long long s) { return x || s != 0; }
+template <typename T, int R> __device__ void add_index_impl(dlmd::view<T, R> v) {
+    long long n = v.size();
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+        long long idx[R];
+        v.unravel(t, idx);
+        long long s = 0, offset = 0;
+        for (int r = 0; r < R; ++r) { s += idx[r]; offset += idx[r] * v.strides[r]; }
+        v.data[offset] = add_sum(v.data[offset], s);
+    }
+}
+"#,
+    );
+    for (name, c) in GPU_TYPES {
+        for r in 1..=MAX_RANK {
+            src += &format!(
+                "extern \"C\" __global__ void add_index_{name}_{r}(dlmd::view<{c}, {r}> v) {{ add_index_impl(v); }}\n"
+            );
+        }
+    }
+    src
+}
+
+/// The device, its stream (the legacy default stream) and the compiled kernels, made once.
+struct Gpu {
+    stream: Arc<CudaStream>,
+    kernels: OnceLock<Result<Arc<CudaModule>, String>>,
+}
+
+fn gpu() -> PyResult<&'static Gpu> {
+    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let ctx = dlmd::cuda::context(0).map_err(|e| e.to_string())?;
+        Ok(Gpu {
+            stream: ctx.default_stream(),
+            kernels: OnceLock::new(),
+        })
+    })
+    .as_ref()
+    .map_err(|e| PyBufferError::new_err(format!("no GPU: {e}")))
+}
+
+fn cuda_error(e: impl std::fmt::Display) -> PyErr {
+    PyBufferError::new_err(format!("CUDA: {e}"))
+}
+
+/// Runs `add_index_<dtype>_<R>` over a device view on the GPU's stream.
+fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout>(
+    view: &Mdspan<'_, T, Dims<R>, L, dlmd::Device, Unique>,
+) -> PyResult<()> {
+    let gpu = gpu()?;
+    let dtype = Buffer::dtype_of(T::DTYPE).unwrap_or("?");
+    if R == 0 || !GPU_TYPES.iter().any(|(n, _)| *n == dtype) {
+        return Err(PyTypeError::new_err(format!(
+            "add_index on the GPU handles rank 1 to 4 of {}, not rank {R} {dtype}",
+            GPU_TYPES.map(|t| t.0).join(", ")
+        )));
+    }
+    let module = gpu
+        .kernels
+        .get_or_init(|| {
+            let ptx = dlmd::cuda::compile_ptx(&kernel_source(), Default::default()).map_err(|e| e.to_string())?;
+            gpu.stream.context().load_module(ptx).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(cuda_error)?;
+    let func = module
+        .load_function(&format!("add_index_{dtype}_{R}"))
+        .map_err(cuda_error)?;
+    let kv: KernelView<T, R> = view.kernel_view();
+    let n = view.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let blocks = n.div_ceil(256).min(65_535) as u32;
+    let mut launch = gpu.stream.launch_builder(&func);
+    launch.arg(&kv);
+    // SAFETY: the kernel reads and writes exactly the view's elements, which the view's owner
+    // keeps alive and unaliased (the view is `Unique`) until the stream is synchronised below.
+    unsafe {
+        launch.launch(LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .map_err(cuda_error)?;
+    gpu.stream.synchronize().map_err(cuda_error)
+}
+
+/// The owner of an exported device copy: as [`Exported`], for the device allocation.
+type DeviceExported<T> = Exported<T>;
+
 /// An n-dimensional array in host memory, exchanged through DLPack.
 #[pyclass(module = "dlmd_memarray")]
 struct MemArray {
     shape: Vec<usize>,
     buffer: Buffer,
     exports: Arc<AtomicUsize>,
+    /// The device copy, as bytes, once `to_device` made one.
+    device: Option<CudaSlice<u8>>,
+    /// Whether the device copy is the current one.
+    on_device: bool,
 }
 
 impl MemArray {
@@ -269,6 +388,8 @@ impl MemArray {
             shape,
             buffer: Buffer::zeros(dtype, len)?,
             exports: Arc::new(AtomicUsize::new(0)),
+            device: None,
+            on_device: false,
         })
     }
 
@@ -280,6 +401,24 @@ impl MemArray {
                 "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
             ))),
         }
+    }
+
+    /// Refuses host access while the device copy is current.
+    fn check_host(&self) -> PyResult<()> {
+        if self.on_device {
+            return Err(PyBufferError::new_err("the data is on the GPU; call to_host() first"));
+        }
+        Ok(())
+    }
+
+    /// The host copy's bytes.
+    fn host_bytes(&mut self) -> &mut [u8] {
+        with_buffer!(&mut self.buffer, |v| {
+            let bytes = std::mem::size_of_val(v.as_slice());
+            // SAFETY: DLPack element types are plain data without padding; the bytes written
+            // here come from the device copy of the same elements (valid values of the type).
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), bytes) }
+        })
     }
 
     /// Copies the elements of `tensor` into this array, which has its shape and dtype.
@@ -361,6 +500,28 @@ impl MemArray {
         let shape = this.shape.clone();
         let exports = this.exports.clone();
         let array = slf.clone().unbind();
+        if this.on_device {
+            let gpu = gpu()?;
+            let dtype = this.buffer.dtype_name();
+            let len = shape.iter().product::<usize>();
+            let device = this
+                .device
+                .as_mut()
+                .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
+            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
+            let ptr = ptr as usize;
+            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
+                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+                export_cuda(py, &request, Dims::new(dims), &gpu.stream, || {
+                    Ok(DeviceExported::<T> {
+                        ptr: ptr as *mut T,
+                        len,
+                        array: ManuallyDrop::new(array),
+                        _guard: ExportGuard::new(&exports),
+                    })
+                })
+            }), else Err(PyTypeError::new_err("unsupported dtype")));
+        }
         with_buffer!(&mut this.buffer, |v| {
             let (ptr, len) = (v.as_mut_ptr(), v.len());
             with_rank!(shape.len(), R => {
@@ -383,14 +544,75 @@ impl MemArray {
         })
     }
 
-    /// `(device_type, device_id)`: `(1, 0)`, the CPU.
+    /// `(device_type, device_id)`: `(1, 0)` for the CPU, `(2, 0)` once on the GPU.
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (1, 0)
+        if self.on_device { (2, 0) } else { (1, 0) }
     }
 
-    /// Adds to each element the sum of its indices (the seed's test kernel).
+    /// Where the current copy is: `"cpu"` or `"cuda:0"`.
+    #[getter]
+    fn device(&self) -> &'static str {
+        if self.on_device { "cuda:0" } else { "cpu" }
+    }
+
+    /// Moves the data to the GPU (a host-to-device copy); later work and exports use it there.
+    fn to_device(&mut self) -> PyResult<()> {
+        self.check_unshared()?;
+        if self.on_device {
+            return Ok(());
+        }
+        let gpu = gpu()?;
+        let bytes = self.host_bytes().len();
+        if self.device.is_none() {
+            self.device = Some(gpu.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda_error)?);
+        }
+        let host: Vec<u8> = self.host_bytes().to_vec();
+        let device = self.device.as_mut().expect("allocated above");
+        gpu.stream
+            .memcpy_htod(&host, &mut device.slice_mut(..bytes))
+            .map_err(cuda_error)?;
+        self.on_device = true;
+        Ok(())
+    }
+
+    /// Moves the data back to the host (a device-to-host copy).
+    fn to_host(&mut self) -> PyResult<()> {
+        self.check_unshared()?;
+        if !self.on_device {
+            return Ok(());
+        }
+        let gpu = gpu()?;
+        let bytes = self.host_bytes().len();
+        let device = self.device.take().expect("on_device implies a device copy");
+        let host = self.host_bytes();
+        gpu.stream
+            .memcpy_dtoh(&device.slice(..bytes), host)
+            .map_err(cuda_error)?;
+        self.device = Some(device);
+        self.on_device = false;
+        Ok(())
+    }
+
+    /// Adds to each element the sum of its indices (the seed's test kernel), on the GPU when the
+    /// data is there.
     fn add_index(&mut self) -> PyResult<()> {
         self.check_unshared()?;
+        if self.on_device {
+            let gpu = gpu()?;
+            let shape = self.shape.clone();
+            let dtype = self.buffer.dtype_name();
+            let device = self.device.as_mut().expect("on_device implies a device copy");
+            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
+            let ptr = ptr as usize;
+            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
+                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+                let mapping = dlmd::layout::RightMapping::new(Dims::new(dims)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+                // SAFETY: the device copy holds the array's elements of type `T`, borrowed
+                // exclusively through `&mut self` for the kernel, which finishes before return.
+                let view = unsafe { Mdspan::<T, Dims<R>, LayoutRight, dlmd::Device, Unique>::from_raw_parts(ptr as *mut T, mapping, dlmd::Device::new(0)) };
+                add_index_device(&view)
+            }), else Err(PyTypeError::new_err("unsupported dtype")));
+        }
         let shape = self.shape.clone();
         with_buffer!(&mut self.buffer, |v| with_rank!(shape.len(), R => {
             let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
@@ -404,6 +626,7 @@ impl MemArray {
     /// Fills this array from any DLPack producer of the same shape and dtype (a copy).
     fn read_numpy(&mut self, source: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_unshared()?;
+        self.check_host()?;
         let tensor = import(source)?;
         let dtype = tensor.dl_tensor().dtype;
         if Buffer::dtype_of(dtype) != Some(self.buffer.dtype_name()) {
@@ -450,11 +673,20 @@ impl MemArray {
 /// torch tensors on the CPU.
 #[pyfunction]
 fn add_index(source: &Bound<'_, PyAny>) -> PyResult<()> {
-    let mut tensor = import(source)?;
+    // CUDA producers make the data ready on the legacy default stream (1), where the kernel runs.
+    let mut tensor = from_dlpack_on_stream(source, Some(1))?;
     let t = tensor.dl_tensor();
     let (dtype, ndim) = (t.dtype, t.ndim);
     if ndim < 0 {
         return Err(PyValueError::new_err(format!("ndim {ndim} is negative")));
+    }
+    if t.device.device_type != dlmd::dlpack::DLDeviceType::CPU {
+        return with_dtype!(dtype, T => with_rank!(ndim as usize, R => {
+            let view = tensor
+                .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, dlmd::Device>()
+                .map_err(import_error)?;
+            add_index_device(&view)
+        }), else Err(PyTypeError::new_err(format!("dtype {dtype} is not supported"))));
     }
     with_dtype!(dtype, T => with_rank!(ndim as usize, R => {
         let mut view = tensor
@@ -483,6 +715,18 @@ fn dlpack_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<(u8, u8, u16)> {
 
 fn dtype_of_vec<T: DlElement>(_: &[T]) -> DLDataType {
     T::DTYPE
+}
+
+/// The DLPack data type of a dtype name MemArray holds.
+fn dlmd_dtype(name: &str) -> DLDataType {
+    Buffer::zeros(name, 0).map_or(
+        DLDataType {
+            code: 255,
+            bits: 0,
+            lanes: 0,
+        },
+        |b| with_buffer!(&b, |v| dtype_of_vec(v)),
+    )
 }
 
 #[pymodule]

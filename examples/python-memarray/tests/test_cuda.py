@@ -1,0 +1,148 @@
+"""MemArray on a GPU against PyTorch, CuPy and JAX: exchanges both ways on CUDA, writes seen on
+both sides, every dtype each framework has, producer stream rules, a tensor made on a
+non-default stream. Skipped, with the reason, where there is no CUDA device or framework.
+"""
+
+import gc
+
+import numpy as np
+import pytest
+
+import dlmd_memarray as dm
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+try:
+    dm.MemArray((1,), "float32").to_device()
+except BufferError as e:  # pragma: no cover - only without a driver
+    pytest.skip(f"dlmd sees no GPU: {e}", allow_module_level=True)
+
+GPU_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+
+
+def index_sum(shape):
+    return np.indices(shape).sum(axis=0)
+
+
+def expected(a):
+    s = index_sum(a.shape)
+    if a.dtype == bool:
+        return a | (s != 0)
+    return (a + s.astype(a.dtype)).astype(a.dtype)
+
+
+def released(m):
+    gc.collect()
+    torch.cuda.synchronize()
+    return m.exports == 0
+
+
+@pytest.mark.parametrize("dtype", GPU_DTYPES)
+def test_memarray_to_torch_on_cuda(dtype):
+    m = dm.MemArray((3, 4, 5), dtype)
+    m.to_device()
+    assert m.__dlpack_device__() == (2, 0)
+    m.add_index()
+    t = torch.from_dlpack(m)
+    assert t.is_cuda
+    np.testing.assert_array_equal(t.cpu().numpy(), expected(np.zeros((3, 4, 5), dtype)))
+
+
+def test_torch_writes_show_up_in_the_memarray():
+    m = dm.MemArray((4, 4), "float32")
+    m.to_device()
+    t = torch.from_dlpack(m)
+    t += 2.0
+    del t
+    assert released(m)
+    m.to_host()
+    np.testing.assert_array_equal(np.from_dlpack(m), np.full((4, 4), 2.0, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
+                                   torch.float32, torch.float64, torch.bool])
+def test_rust_writes_into_torch_cuda_tensors(dtype):
+    x = torch.zeros((5, 6), dtype=dtype, device="cuda")
+    dm.add_index(x)
+    np.testing.assert_array_equal(x.cpu().numpy(), expected(np.zeros((5, 6), x.cpu().numpy().dtype)))
+
+
+def test_rust_writes_into_strided_torch_views():
+    base = torch.zeros((6, 8), dtype=torch.float32, device="cuda")
+    view = base.t()[::2]
+    dm.add_index(view)
+    np.testing.assert_array_equal(view.cpu().numpy(), index_sum((4, 6)).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2,
+                                   torch.complex64, torch.complex128, torch.uint16, torch.uint32, torch.uint64])
+def test_every_torch_dtype_imports(dtype):
+    x = torch.zeros((2, 3), device="cuda").to(dtype)
+    assert dm.import_tensor(x) == 2
+
+
+def test_tensor_made_on_a_non_default_stream():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.arange(4096, dtype=torch.float32, device="cuda") * 2
+    dm.add_index(x)
+    np.testing.assert_array_equal(x.cpu().numpy(), np.arange(4096, dtype=np.float32) * 3)
+
+
+def test_producer_stream_rules():
+    m = dm.MemArray((8,), "float32")
+    m.to_device()
+    with pytest.raises(BufferError, match="stream=0"):
+        m.__dlpack__(stream=0)
+    # A stream handle of the consumer's own (torch's default stream has handle 0, which the
+    # array API reserves; torch itself passes 1 for it).
+    other = torch.cuda.Stream()
+    for stream in (None, 1, 2, -1, other.cuda_stream):
+        m.__dlpack__(stream=stream, max_version=(1, 3))
+    with pytest.raises(BufferError):
+        m.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(BufferError, match="copy=True"):
+        m.__dlpack__(copy=True)
+    assert released(m)
+
+
+def test_memarray_stays_alive_for_torch():
+    m = dm.MemArray((1000,), "float64")
+    m.to_device()
+    m.add_index()
+    t = torch.from_dlpack(m)
+    del m
+    gc.collect()
+    np.testing.assert_array_equal(t.cpu().numpy(), np.arange(1000.0))
+
+
+def test_cupy_both_ways():
+    cupy = pytest.importorskip("cupy")
+    m = dm.MemArray((3, 5), "int32")
+    m.to_device()
+    m.add_index()
+    c = cupy.from_dlpack(m)
+    np.testing.assert_array_equal(cupy.asnumpy(c), index_sum((3, 5)).astype(np.int32))
+    c += 1
+    del c
+    assert released(m)
+    m.to_host()
+    np.testing.assert_array_equal(np.from_dlpack(m), index_sum((3, 5)).astype(np.int32) + 1)
+    z = cupy.zeros((4, 4), dtype=cupy.float32)
+    dm.add_index(z)
+    np.testing.assert_array_equal(cupy.asnumpy(z), index_sum((4, 4)).astype(np.float32))
+
+
+def test_jax_reads_a_memarray():
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    m = dm.MemArray((2, 3), "float32")
+    m.to_device()
+    m.add_index()
+    j = jax.dlpack.from_dlpack(m)
+    np.testing.assert_array_equal(np.asarray(j), index_sum((2, 3)).astype(np.float32))
+    y = jax.numpy.zeros((3, 3), dtype=jax.numpy.float32) + 1
+    assert dm.import_tensor(y) == 2
