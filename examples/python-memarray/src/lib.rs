@@ -556,6 +556,8 @@ impl MemArray {
     }
 
     /// Moves the data to the GPU (a host-to-device copy); later work and exports use it there.
+    // The seed's Python names; they move the data in place.
+    #[allow(clippy::wrong_self_convention)]
     fn to_device(&mut self) -> PyResult<()> {
         self.check_unshared()?;
         if self.on_device {
@@ -576,6 +578,7 @@ impl MemArray {
     }
 
     /// Moves the data back to the host (a device-to-host copy).
+    #[allow(clippy::wrong_self_convention)]
     fn to_host(&mut self) -> PyResult<()> {
         self.check_unshared()?;
         if !self.on_device {
