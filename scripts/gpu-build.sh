@@ -17,4 +17,13 @@ for line in sys.stdin:
         print(m["executable"])')
 cp "$test_bin" "$out/gpu-tests"
 cp scripts/gpu-run.sh "$out/"
+# The Python module (abi3, Python >= 3.10) and its tests and benchmarks.
+venv=${DLMD_VENV:-.venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q -r scripts/requirements-test.txt
+rm -f "$out"/*.whl
+PATH="$PWD/$venv/bin:$PATH" maturin build --release -m examples/python-memarray/Cargo.toml -o "$out"
+rm -rf "$out/python"
+mkdir -p "$out/python"
+cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py "$out/python/"
 ls -la "$out"

@@ -22,6 +22,16 @@ run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
 fi
+site=$(mktemp -d)
+if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl; then
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    run "pytest: numpy, torch, cupy, jax" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests"
+    run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
+    run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
+else
+    rows+=("$(printf '%-34s %s' "python module install" "FAIL")")
+    status=1
+fi
 echo
 echo "== summary"
 printf '%s\n' "${rows[@]}"
