@@ -207,3 +207,50 @@ fn nvrtc_wrapper_reports_errors() {
     let err = cuda::compile_ptx("extern \"C\" __global__ void broken( {", Default::default()).unwrap_err();
     assert!(matches!(err, CudaError::Compile(_)), "{err}");
 }
+
+#[test]
+fn header_converts_to_cuda_std_mdspan() {
+    let Some(ctx) = gpu() else { return };
+    let source = r#"
+extern "C" __global__ void mdspan_offsets(dlmd::view<float, 3> v, long long* out) {
+    auto md = v.to_mdspan();
+    long long t = 0;
+    for (long long i = 0; i < v.extent(0); ++i)
+        for (long long j = 0; j < v.extent(1); ++j)
+            for (long long k = 0; k < v.extent(2); ++k)
+                out[t++] = (&md(i, j, k) - v.data) - (&v(i, j, k) - v.data);
+    out[t] = md.extent(0) * 10000 + md.extent(1) * 100 + md.extent(2);
+}
+"#;
+    let options = cudarc::nvrtc::CompileOptions {
+        include_paths: vec!["/usr/local/cuda/include/cccl".into(), "/usr/local/cuda/include".into()],
+        options: vec!["-DDLMD_WITH_MDSPAN".into(), "--std=c++17".into()],
+        ..Default::default()
+    };
+    let ptx = match cuda::compile_ptx(source, options) {
+        Ok(ptx) => ptx,
+        Err(e) => panic!("NVRTC with <cuda/std/mdspan>: {e}"),
+    };
+    let func = ctx.load_module(ptx).unwrap().load_function("mdspan_offsets").unwrap();
+    let stream = ctx.default_stream();
+    let buffer = stream.alloc_zeros::<f32>(200).unwrap();
+    let base = cuda::device_view::<f32, _, LayoutRight>(&buffer, Dims::new([200])).unwrap();
+    // SAFETY: the mapping stays inside the 200 elements of `buffer`, borrowed by `base`; the
+    // kernel only compares addresses.
+    let view = unsafe {
+        Mdspan::<f32, Dims<3>, dlmd::LayoutStride, Device>::from_raw_parts(
+            base.data_handle(),
+            StrideMapping::new(Dims::new([3, 4, 5]), [1, 30, 3]).unwrap(),
+            base.space(),
+        )
+    };
+    let mut out = stream.alloc_zeros::<i64>(61).unwrap();
+    let kv = view.kernel_view();
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(&kv).arg(&mut out);
+    // SAFETY: one thread writes 61 values into `out`, which holds 61.
+    unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }.unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    assert!(got[..60].iter().all(|&d| d == 0), "mdspan and view disagree: {got:?}");
+    assert_eq!(got[60], 30405);
+}

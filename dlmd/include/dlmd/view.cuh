@@ -6,6 +6,11 @@
 // where offset is folded into `data` before launch.
 #pragma once
 
+#ifdef DLMD_WITH_MDSPAN
+#include <cuda/std/array>
+#include <cuda/std/mdspan>
+#endif
+
 namespace dlmd {
 
 template <typename T, int R>
@@ -57,7 +62,8 @@ struct view {
   }
 
 #ifdef DLMD_WITH_MDSPAN
-  // The same view as a cuda::std::mdspan with layout_stride (include <cuda/std/mdspan> first).
+  // The same view as a cuda::std::mdspan with layout_stride (define DLMD_WITH_MDSPAN, and give
+  // the CCCL include path, to have it).
   __host__ __device__ cuda::std::mdspan<T, cuda::std::dextents<long long, R>, cuda::std::layout_stride>
   to_mdspan() const {
     cuda::std::array<long long, R> e{}, s{};

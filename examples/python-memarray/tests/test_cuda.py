@@ -146,3 +146,33 @@ def test_jax_reads_a_memarray():
     np.testing.assert_array_equal(np.asarray(j), index_sum((2, 3)).astype(np.float32))
     y = jax.numpy.zeros((3, 3), dtype=jax.numpy.float32) + 1
     assert dm.import_tensor(y) == 2
+
+
+def test_managed_memory_from_cupy():
+    cupy = pytest.importorskip("cupy")
+    pool = cupy.cuda.MemoryPool(cupy.cuda.malloc_managed)
+    previous = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(pool.malloc)
+    try:
+        z = cupy.zeros((3, 4), dtype=cupy.float64)
+        dm.add_index(z)
+        np.testing.assert_array_equal(cupy.asnumpy(z), index_sum((3, 4)).astype(np.float64))
+    finally:
+        cupy.cuda.set_allocator(previous)
+
+
+def test_every_cupy_dtype_imports():
+    cupy = pytest.importorskip("cupy")
+    for dtype in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "float16", "float32", "float64", "complex64", "complex128"]:
+        assert dm.import_tensor(cupy.zeros((2, 2), dtype=dtype)) == 2, dtype
+
+
+def test_every_jax_dtype_imports():
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    for dtype in [jnp.bool_, jnp.int8, jnp.int16, jnp.int32, jnp.uint8, jnp.uint16, jnp.uint32,
+                  jnp.float16, jnp.bfloat16, jnp.float32, jnp.complex64]:
+        assert dm.import_tensor(jnp.zeros((2, 3), dtype=dtype)) == 2, dtype
