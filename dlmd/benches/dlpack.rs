@@ -11,15 +11,24 @@ use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, to_dlpack_tensor, to_hos
 use std::hint::black_box;
 use std::time::Duration;
 
+type Views<'a> = (
+    HostMdspan<'a, f32, Dims<2>>,
+    HostMdspan<'a, f32, Dims<4>>,
+    HostMdspan<'a, f32, Dims<4>, LayoutStride>,
+);
+
+/// The three views measured: rank 2 and 4 row-major, and rank 4 strided (every other column).
+fn views(data: &[f32]) -> Views<'_> {
+    let r2 = HostMdspan::from_slice(data, Dims::new([64, 256])).unwrap();
+    let r4 = HostMdspan::from_slice(data, Dims::new([4, 8, 16, 32])).unwrap();
+    let stride = StrideMapping::new(Dims::new([4, 8, 16, 16]), [4096, 512, 32, 2]).unwrap();
+    let s4 = HostMdspan::from_slice_mapping(data, stride).unwrap();
+    (r2, r4, s4)
+}
+
 fn export(c: &mut Criterion) {
     let data = vec![0f32; 4 * 8 * 16 * 32];
-    let r2 = HostMdspan::<f32, Dims<2>>::from_slice(&data, Dims::new([64, 256])).unwrap();
-    let r4 = HostMdspan::<f32, Dims<4>>::from_slice(&data, Dims::new([4, 8, 16, 32])).unwrap();
-    let s4 = HostMdspan::<f32, Dims<4>, LayoutStride>::from_slice_mapping(
-        &data,
-        StrideMapping::new(Dims::new([4, 8, 16, 16]), [4096, 512, 32, 2]).unwrap(),
-    )
-    .unwrap();
+    let (r2, r4, s4) = views(&data);
     let mut group = c.benchmark_group("export+get");
     group.bench_function("rank2 layout_right", |b| {
         b.iter(|| *to_dlpack_tensor(black_box(&r2)).get())
@@ -35,13 +44,7 @@ fn export(c: &mut Criterion) {
 
 fn import(c: &mut Criterion) {
     let data = vec![0f32; 4 * 8 * 16 * 32];
-    let r2 = HostMdspan::<f32, Dims<2>>::from_slice(&data, Dims::new([64, 256])).unwrap();
-    let r4 = HostMdspan::<f32, Dims<4>>::from_slice(&data, Dims::new([4, 8, 16, 32])).unwrap();
-    let s4 = HostMdspan::<f32, Dims<4>, LayoutStride>::from_slice_mapping(
-        &data,
-        StrideMapping::new(Dims::new([4, 8, 16, 16]), [4096, 512, 32, 2]).unwrap(),
-    )
-    .unwrap();
+    let (r2, r4, s4) = views(&data);
     let (d2, d4, ds4) = (to_dlpack_tensor(&r2), to_dlpack_tensor(&r4), to_dlpack_tensor(&s4));
     let (t2, t4, ts4) = (d2.get(), d4.get(), ds4.get());
     let mut group = c.benchmark_group("import");

@@ -208,24 +208,24 @@ where
         self.current = Current::Host;
     }
 
+    /// Checks a pageable buffer's length and makes the two pinned staging chunks.
+    fn staging(&self, len: usize) -> Result<(usize, [PinnedHostSlice<T>; 2]), CudaError> {
+        let needed = self.device.len();
+        if len != needed {
+            return Err(crate::view::ViewError::SliceTooShort { needed, len }.into());
+        }
+        let chunk = (STAGE_BYTES / size_of::<T>()).max(1);
+        let ctx = self.stream.context();
+        // SAFETY: each staging chunk is written (by the CPU or by a copy) before it is read.
+        let stages = unsafe { [ctx.alloc_pinned::<T>(chunk)?, ctx.alloc_pinned::<T>(chunk)?] };
+        Ok((chunk, stages))
+    }
+
     /// Fills the device copy from a pageable host buffer, staged through pinned chunks so the
     /// CPU copies one chunk while the DMA engine moves the previous one. The device copy becomes
     /// the only current one.
     pub fn upload_pageable(&mut self, src: &[T]) -> Result<(), CudaError> {
-        let len = self.device.len();
-        if src.len() != len {
-            return Err(crate::view::ViewError::SliceTooShort {
-                needed: len,
-                len: src.len(),
-            }
-            .into());
-        }
-        let chunk = (STAGE_BYTES / size_of::<T>()).max(1);
-        let ctx = self.stream.context().clone();
-        // SAFETY: each staging buffer is written before it is read by a copy.
-        let mut stages = [unsafe { ctx.alloc_pinned::<T>(chunk) }?, unsafe {
-            ctx.alloc_pinned::<T>(chunk)
-        }?];
+        let (chunk, mut stages) = self.staging(src.len())?;
         let mut done: [Option<CudaEvent>; 2] = [None, None];
         let (base, _write) = self.device.device_ptr_mut(&self.stream);
         for (i, part) in src.chunks(chunk).enumerate() {
@@ -250,20 +250,8 @@ where
 
     /// Copies the device copy into a pageable host buffer, staged through pinned chunks.
     pub fn download_pageable(&mut self, dst: &mut [T]) -> Result<(), CudaError> {
-        let len = self.device.len();
-        if dst.len() != len {
-            return Err(crate::view::ViewError::SliceTooShort {
-                needed: len,
-                len: dst.len(),
-            }
-            .into());
-        }
-        let chunk = (STAGE_BYTES / size_of::<T>()).max(1);
-        let ctx = self.stream.context().clone();
-        // SAFETY: each staging buffer is written by a copy before it is read.
-        let mut stages = [unsafe { ctx.alloc_pinned::<T>(chunk) }?, unsafe {
-            ctx.alloc_pinned::<T>(chunk)
-        }?];
+        let (chunk, mut stages) = self.staging(dst.len())?;
+        let len = dst.len();
         let (base, _read) = self.device.device_ptr(&self.stream);
         let parts: Vec<(usize, usize)> = (0..len).step_by(chunk).map(|s| (s, (len - s).min(chunk))).collect();
         let mut issued: [Option<(CudaEvent, usize)>; 2] = [None, None];

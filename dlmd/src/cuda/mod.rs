@@ -122,6 +122,23 @@ fn device_of<T>(slice: &CudaSlice<T>) -> Result<Device, CudaError> {
         .map_err(|_| CudaError::Ordinal(ordinal))
 }
 
+/// The mapping of `extents` in layout `L`, checked to fit `slice`, and the slice's device.
+fn fit<T, E: Extents, L: CompactLayout>(
+    slice: &CudaSlice<T>,
+    extents: E,
+) -> Result<(L::Mapping<E>, Device), CudaError> {
+    let mapping = L::mapping(extents).map_err(ViewError::from)?;
+    let needed = mapping.required_span_size();
+    if needed > slice.len() {
+        return Err(ViewError::SliceTooShort {
+            needed,
+            len: slice.len(),
+        }
+        .into());
+    }
+    Ok((mapping, device_of(slice)?))
+}
+
 /// A read-only device view of a cudarc allocation with `extents` in a compact layout.
 ///
 /// The view carries the raw device pointer; cudarc's stream-ordering events are not recorded
@@ -132,16 +149,7 @@ where
     E: Extents,
     L: CompactLayout,
 {
-    let mapping = L::mapping(extents).map_err(ViewError::from)?;
-    let needed = mapping.required_span_size();
-    if needed > slice.len() {
-        return Err(ViewError::SliceTooShort {
-            needed,
-            len: slice.len(),
-        }
-        .into());
-    }
-    let space = device_of(slice)?;
+    let (mapping, space) = fit::<T, E, L>(slice, extents)?;
     let (ptr, _read) = slice.device_ptr(slice.stream());
     // SAFETY: `ptr` is the start of an allocation of `slice.len() >= needed` elements of `T` on
     // `space`'s device, alive and not freed while `slice` is borrowed; the view is read-only.
@@ -155,16 +163,7 @@ where
     E: Extents,
     L: CompactLayout,
 {
-    let mapping = L::mapping(extents).map_err(ViewError::from)?;
-    let needed = mapping.required_span_size();
-    if needed > slice.len() {
-        return Err(ViewError::SliceTooShort {
-            needed,
-            len: slice.len(),
-        }
-        .into());
-    }
-    let space = device_of(slice)?;
+    let (mapping, space) = fit::<T, E, L>(slice, extents)?;
     let stream = slice.stream().clone();
     let (ptr, _write) = slice.device_ptr_mut(&stream);
     // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
