@@ -2,12 +2,13 @@
 # Runs the DLPack conversion benchmark of dlmd and its C++ reference, CCCL's
 # cuda::to_dlpack_tensor / cuda::to_host_mdspan, on one machine in one run, and prints both.
 #
+# Output goes to $BENCH_OUT (a temporary folder by default).
 # Needs: nvcc (the C++ side includes <cuda/mdspan>, which needs the CUDA headers), CCCL >= 3.2
 # headers (CCCL_INCLUDE, default the toolkit's), and the dlmd benchmark binary (DLMD_BENCH,
 # built with `cargo bench -p dlmd --bench dlpack --no-run`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-$(mktemp -d)}
+out=${BENCH_OUT:-$(mktemp -d)}
 cccl=${CCCL_INCLUDE:-/usr/local/cuda/include/cccl}
 bench=${DLMD_BENCH:?set DLMD_BENCH to the dlmd dlpack benchmark binary}
 
