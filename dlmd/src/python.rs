@@ -18,9 +18,7 @@
 
 use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, IS_COPIED};
 use crate::extents::Extents;
-use crate::managed::{
-    ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy, export_versioned_with_flags,
-};
+use crate::managed::{ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy_on, export_versioned_on};
 use core::ffi::CStr;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -145,9 +143,9 @@ where
 {
     request.check_cpu()?;
     if request.copy == Some(true) {
-        capsule_of(py, copy()?, extents, request.versioned, IS_COPIED)
+        capsule_of(py, copy()?, extents, request.versioned, IS_COPIED, DLDevice::CPU)
     } else {
-        capsule_of(py, share()?, extents, request.versioned, 0)
+        capsule_of(py, share()?, extents, request.versioned, 0, DLDevice::CPU)
     }
 }
 
@@ -185,16 +183,7 @@ where
         ));
     }
     sync_consumer_stream(stream, request.stream)?;
-    let owner = share()?;
-    if request.versioned {
-        let raw = crate::managed::export_versioned_on(owner, extents, 0, device).map_err(export_error)?;
-        // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
-        unsafe { versioned_capsule(py, raw) }
-    } else {
-        let raw = crate::managed::export_legacy_on(owner, extents, device).map_err(export_error)?;
-        // SAFETY: as above.
-        unsafe { legacy_capsule(py, raw) }
-    }
+    capsule_of(py, share()?, extents, request.versioned, 0, device)
 }
 
 /// Makes work queued on `producer` visible to the consumer's `stream` (DLPack stream rules).
@@ -227,20 +216,22 @@ fn sync_consumer_stream(producer: &cudarc::driver::CudaStream, stream: Option<is
     Ok(())
 }
 
-/// Exports `owner` as a versioned (with `flags`) or legacy managed tensor in its capsule.
+/// Exports `owner`, memory on `device`, as a versioned (with `flags`) or legacy managed tensor
+/// in its capsule.
 fn capsule_of<'py, O: TensorOwner, E: Extents>(
     py: Python<'py>,
     owner: O,
     extents: E,
     versioned: bool,
     flags: u64,
+    device: DLDevice,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     if versioned {
-        let raw = export_versioned_with_flags(owner, extents, flags).map_err(export_error)?;
+        let raw = export_versioned_on(owner, extents, flags, device).map_err(export_error)?;
         // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
         unsafe { versioned_capsule(py, raw) }
     } else {
-        let raw = export_legacy(owner, extents).map_err(export_error)?;
+        let raw = export_legacy_on(owner, extents, device).map_err(export_error)?;
         // SAFETY: as above.
         unsafe { legacy_capsule(py, raw) }
     }
