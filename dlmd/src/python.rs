@@ -20,11 +20,12 @@ use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVers
 use crate::extents::Extents;
 use crate::managed::{ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy_on, export_versioned_on};
 use core::ffi::CStr;
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use core::ptr::NonNull;
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyTuple};
-use pyo3::{IntoPyObjectExt, ffi, intern};
+use pyo3::types::{PyCapsule, PyString, PyTuple};
+use pyo3::{IntoPyObjectExt, ffi};
 
 /// Name of an unconsumed versioned capsule.
 pub const VERSIONED_CAPSULE: &CStr = c"dltensor_versioned";
@@ -65,16 +66,7 @@ impl DlpackRequest {
             _ => None,
         };
         let versioned = match max_version {
-            Some(v) if !v.is_none() => {
-                let bad = || PyTypeError::new_err("max_version must be None or a tuple (major, minor)");
-                let tuple = v.cast::<PyTuple>().map_err(|_| bad())?;
-                if tuple.len() != 2 {
-                    return Err(bad());
-                }
-                let major: u32 = tuple.get_item(0)?.extract().map_err(|_| bad())?;
-                tuple.get_item(1)?.extract::<u32>().map_err(|_| bad())?;
-                major >= 1
-            }
+            Some(v) if !v.is_none() => max_version_major(v)? >= 1,
             _ => false,
         };
         let dl_device = match dl_device {
@@ -122,6 +114,78 @@ impl DlpackRequest {
     }
 }
 
+/// The major version of a `max_version` argument, which must be a tuple of two integers that fit
+/// `u32`. Read through the C API: this runs on every export.
+fn max_version_major(v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let bad = || PyTypeError::new_err("max_version must be None or a tuple (major, minor)");
+    let tuple = v.cast::<PyTuple>().map_err(|_| bad())?;
+    let ptr = tuple.as_ptr();
+    // SAFETY: `ptr` is a live tuple; the size and the borrowed items are read with the GIL
+    // held, and the items stay alive while the tuple does.
+    unsafe {
+        if ffi::PyTuple_Size(ptr) != 2 {
+            return Err(bad());
+        }
+        let mut parts = [0u32; 2];
+        for (i, part) in parts.iter_mut().enumerate() {
+            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
+            // `PyLong_AsLong` takes any integer (through `__index__`) and fails on the rest.
+            let value = if item.is_null() { -1 } else { ffi::PyLong_AsLong(item) };
+            match u32::try_from(value) {
+                Ok(value) => *part = value,
+                Err(_) => {
+                    ffi::PyErr_Clear();
+                    return Err(bad());
+                }
+            }
+        }
+        Ok(parts[0])
+    }
+}
+
+/// A strong reference to a Python object that any thread may drop, with or without the GIL: it
+/// is released at once, taking the GIL for that as `PyGILState_Ensure` does, never queued for
+/// later, and left alone once the interpreter is finalized. The owner of an exported tensor
+/// holds one to keep its exporter alive until the consumer, on whatever thread, releases it.
+#[derive(Debug)]
+pub struct PyKeepAlive(NonNull<ffi::PyObject>);
+
+impl PyKeepAlive {
+    /// Keeps `obj` alive until this is dropped.
+    pub fn new(obj: Bound<'_, PyAny>) -> Self {
+        // `into_ptr` hands over the strong reference, which is never NULL.
+        Self(NonNull::new(obj.into_ptr()).expect("a Bound is never NULL"))
+    }
+
+    /// A new reference to the object.
+    pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: `self.0` is a live object (this value owns a reference to it) and the GIL is
+        // held (`py`).
+        unsafe { Bound::from_borrowed_ptr(py, self.0.as_ptr()) }
+    }
+}
+
+impl Drop for PyKeepAlive {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is a strong reference this value owns; it is released once, by a
+        // thread that holds the GIL for it (`PyGILState_Ensure` is reentrant: a thread that
+        // already holds it keeps it). After finalization nothing may run, so it is leaked.
+        unsafe {
+            if ffi::Py_IsInitialized() == 0 {
+                return;
+            }
+            let state = ffi::PyGILState_Ensure();
+            ffi::Py_DecRef(self.0.as_ptr());
+            ffi::PyGILState_Release(state);
+        }
+    }
+}
+
+// SAFETY: the reference is only released (in `drop`), and that takes the GIL itself.
+unsafe impl Send for PyKeepAlive {}
+// SAFETY: `&PyKeepAlive` gives access to the object only through `bind`, which needs the GIL.
+unsafe impl Sync for PyKeepAlive {}
+
 fn export_error(e: ExportError) -> PyErr {
     PyBufferError::new_err(e.to_string())
 }
@@ -129,6 +193,10 @@ fn export_error(e: ExportError) -> PyErr {
 /// Exports CPU data for `__dlpack__`: `share()` gives an owner of the data itself (kept alive,
 /// and the exporter's data unchanged, until the consumer releases the tensor); `copy()` gives a
 /// private copy, used only for `copy=True`.
+///
+/// Consumers release tensors from any thread, with or without the GIL: an owner that holds
+/// Python references (such as the exporting object, to keep it alive) drops them inside
+/// [`Python::attach`], or pyo3 queues them until some thread next attaches.
 pub fn export_cpu<'py, S, C, E>(
     py: Python<'py>,
     request: &DlpackRequest,
@@ -329,9 +397,9 @@ unsafe extern "C" fn destroy<M: Managed>(capsule: *mut ffi::PyObject) {
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
         let pointer = ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr());
         if !pointer.is_null() {
-            // Attached, Python references the tensor's owner drops are released at once
-            // rather than queued.
-            Python::attach(|_| M::release(pointer.cast()));
+            // Owners that hold Python references release them attached themselves (see
+            // `export_cpu`); most hold none, so this path leaves the thread state alone.
+            M::release(pointer.cast());
         }
         #[allow(deprecated)]
         ffi::PyErr_Restore(kind, value, traceback);
@@ -406,42 +474,39 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
 /// `None` asks nothing of the producer, which then makes it ready on the legacy default stream.
 pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<ManagedTensor> {
     let py = obj.py();
-    if obj.is_instance_of::<PyCapsule>() {
+    if obj.is_exact_instance_of::<PyCapsule>() {
         return Err(PyTypeError::new_err(
             "from_dlpack takes an object with __dlpack__, not a bare capsule (its lifetime and device are unknown)",
         ));
     }
-    let Ok(dlpack) = obj.getattr(intern!(py, "__dlpack__")) else {
-        return Err(PyTypeError::new_err(format!(
-            "{} has no __dlpack__ method",
-            obj.get_type().name()?
-        )));
+    let names = ConsumerArgs::get(py)?;
+    let device = match call_method(obj, names.dlpack_device.bind(py), &[], None) {
+        Ok(device) => device_of(&device)?,
+        Err(e) => return Err(missing_dlpack(obj, names, e)),
     };
-    let device: (i32, i32) = obj
-        .call_method0(intern!(py, "__dlpack_device__"))?
-        .extract()
-        .map_err(|_| PyTypeError::new_err("__dlpack_device__ must return a tuple (device_type, device_id)"))?;
-    // `{"max_version": (1, 3)}`, made once: callees receive their own copy of keyword arguments.
-    static KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    let kwargs = KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("max_version", PyTuple::new(py, [1u32, 3u32])?)?;
-        Ok(kwargs.unbind())
-    })?;
-    let with_stream;
-    let kwargs = match stream {
-        Some(stream) if device.0 != DLDeviceType::CPU.0 => {
-            with_stream = kwargs.bind(py).copy()?;
-            with_stream.set_item(intern!(py, "stream"), stream)?;
-            with_stream
-        }
-        _ => kwargs.bind(py).clone(),
+    let stream = match stream {
+        Some(stream) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?),
+        _ => None,
     };
-    let exported = match dlpack.call((), Some(&kwargs)) {
+    let exported = match &stream {
+        Some(stream) => call_method(
+            obj,
+            names.dlpack.bind(py),
+            &[names.max_version.bind(py), stream.as_any()],
+            Some(names.max_version_stream_kw.bind(py)),
+        ),
+        None => call_method(
+            obj,
+            names.dlpack.bind(py),
+            &[names.max_version.bind(py)],
+            Some(names.max_version_kw.bind(py)),
+        ),
+    };
+    let exported = match exported {
         Ok(capsule) => capsule,
         // Producers from before DLPack 1.0 do not know `max_version`.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => dlpack.call0()?,
-        Err(e) => return Err(e),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => call_method(obj, names.dlpack.bind(py), &[], None)?,
+        Err(e) => return Err(missing_dlpack(obj, names, e)),
     };
     let capsule = exported.cast::<PyCapsule>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -452,13 +517,158 @@ pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> P
     // SAFETY: the object is a DLPack producer; its capsule follows the DLPack contract.
     let tensor = unsafe { take_capsule(capsule) }?;
     let actual = tensor.dl_tensor().device;
-    if (actual.device_type.0, actual.device_id) != device {
+    if actual != device {
         return Err(PyBufferError::new_err(format!(
             "__dlpack_device__ said ({}, {}) but the tensor is on ({}, {})",
-            device.0, device.1, actual.device_type.0, actual.device_id
+            device.device_type.0, device.device_id, actual.device_type.0, actual.device_id
         )));
     }
     Ok(tensor)
+}
+
+/// The names and arguments the consumer passes on every import, made once per interpreter.
+struct ConsumerArgs {
+    dlpack: Py<PyString>,
+    dlpack_device: Py<PyString>,
+    /// `(1, 3)`.
+    max_version: Py<PyTuple>,
+    /// `("max_version",)`.
+    max_version_kw: Py<PyTuple>,
+    /// `("max_version", "stream")`.
+    max_version_stream_kw: Py<PyTuple>,
+}
+
+impl ConsumerArgs {
+    fn get(py: Python<'_>) -> PyResult<&Self> {
+        static ARGS: PyOnceLock<ConsumerArgs> = PyOnceLock::new();
+        ARGS.get_or_try_init(py, || {
+            Ok(Self {
+                dlpack: PyString::intern(py, "__dlpack__").unbind(),
+                dlpack_device: PyString::intern(py, "__dlpack_device__").unbind(),
+                max_version: PyTuple::new(py, [1u32, 3u32])?.unbind(),
+                max_version_kw: PyTuple::new(py, [PyString::intern(py, "max_version")])?.unbind(),
+                max_version_stream_kw: PyTuple::new(
+                    py,
+                    [PyString::intern(py, "max_version"), PyString::intern(py, "stream")],
+                )?
+                .unbind(),
+            })
+        })
+    }
+}
+
+/// `error`, from calling a DLPack method of `obj`, or a `TypeError` saying that `obj` is no
+/// DLPack producer at all.
+fn missing_dlpack(obj: &Bound<'_, PyAny>, names: &ConsumerArgs, error: PyErr) -> PyErr {
+    let py = obj.py();
+    if error.is_instance_of::<PyAttributeError>(py) && !obj.hasattr(names.dlpack.bind(py)).unwrap_or(false) {
+        let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return PyTypeError::new_err(format!("{name} has no __dlpack__ method"));
+    }
+    error
+}
+
+/// The `(device_type, device_id)` a `__dlpack_device__` returned.
+fn device_of(value: &Bound<'_, PyAny>) -> PyResult<DLDevice> {
+    let bad = || PyTypeError::new_err("__dlpack_device__ must return a tuple (device_type, device_id)");
+    let tuple = value.cast::<PyTuple>().map_err(|_| bad())?;
+    let ptr = tuple.as_ptr();
+    // SAFETY: `ptr` is a live tuple; its items are borrowed while it lives, with the GIL held.
+    unsafe {
+        if ffi::PyTuple_Size(ptr) != 2 {
+            return Err(bad());
+        }
+        let mut parts = [0i32; 2];
+        for (i, part) in parts.iter_mut().enumerate() {
+            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
+            let value = if item.is_null() { -1 } else { ffi::PyLong_AsLong(item) };
+            match i32::try_from(value) {
+                Ok(value) if value != -1 || ffi::PyErr_Occurred().is_null() => *part = value,
+                _ => {
+                    ffi::PyErr_Clear();
+                    return Err(bad());
+                }
+            }
+        }
+        Ok(DLDevice {
+            device_type: DLDeviceType(parts[0]),
+            device_id: parts[1],
+        })
+    }
+}
+
+/// Calls `obj.name(*args[..n], **dict(zip(kwnames, args[n..])))`, where `n` is `args.len()`
+/// less the keyword names, without making a bound method, an argument tuple or a keyword
+/// dictionary.
+#[cfg(not(windows))]
+fn call_method<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+    args: &[&Bound<'py, PyAny>],
+    kwnames: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // `PyObject_VectorcallMethod`: part of the stable ABI from Python 3.12, and exported with
+    // the same signature by every CPython since 3.9, so abi3 extensions for 3.10 and 3.11 find
+    // it too. (Windows' `python3.dll` exports only the stable ABI; there the call goes through
+    // `call_method_dict`.)
+    unsafe extern "C" {
+        fn PyObject_VectorcallMethod(
+            name: *mut ffi::PyObject,
+            args: *const *mut ffi::PyObject,
+            nargsf: usize,
+            kwnames: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject;
+    }
+    /// The callee may use the slot before the first argument.
+    const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+    const MAX_ARGS: usize = 4;
+    let kw = kwnames.map_or(0, |k| k.len());
+    if args.len() > MAX_ARGS || kw > args.len() {
+        return call_method_dict(obj, name, args, kwnames);
+    }
+    // Slot 0 is left free for the callee, slot 1 is `self`.
+    let mut stack = [core::ptr::null_mut(); MAX_ARGS + 2];
+    stack[1] = obj.as_ptr();
+    for (slot, arg) in stack[2..].iter_mut().zip(args) {
+        *slot = arg.as_ptr();
+    }
+    let positional = 1 + args.len() - kw;
+    // SAFETY: `stack[1..]` holds `self` and the arguments, alive for the call (borrowed from
+    // the caller), with the GIL held; slot 0 is ours for the callee to use, as the offset flag
+    // says; `kwnames` is a tuple of strings naming the last `kw` arguments.
+    let result = unsafe {
+        PyObject_VectorcallMethod(
+            name.as_ptr(),
+            stack.as_ptr().add(1),
+            positional | ARGUMENTS_OFFSET,
+            kwnames.map_or(core::ptr::null_mut(), |k| k.as_ptr()),
+        )
+    };
+    // SAFETY: a new reference, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(obj.py(), result) }
+}
+
+#[cfg(windows)]
+use call_method_dict as call_method;
+
+/// [`call_method`] through a bound method and a keyword dictionary.
+#[cfg_attr(not(windows), allow(dead_code))]
+fn call_method_dict<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+    args: &[&Bound<'py, PyAny>],
+    kwnames: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let kw = kwnames.map_or(0, |k| k.len()).min(args.len());
+    let (positional, keywords) = args.split_at(args.len() - kw);
+    let kwargs = pyo3::types::PyDict::new(py);
+    if let Some(kwnames) = kwnames {
+        for (key, value) in kwnames.iter().zip(keywords) {
+            kwargs.set_item(key, value)?;
+        }
+    }
+    obj.getattr(name)?.call(PyTuple::new(py, positional)?, Some(&kwargs))
 }
 
 /// `(device_type, device_id)` of CPU data, for `__dlpack_device__`.

@@ -14,13 +14,14 @@ use dlmd::dlpack::DLDataType;
 use dlmd::half::f16;
 use dlmd::managed::{ManagedTensor, TensorOwner};
 use dlmd::num_complex::Complex;
-use dlmd::python::{DlpackRequest, export_cpu, export_cuda, from_dlpack as import, from_dlpack_on_stream};
+use dlmd::python::{DlpackRequest, PyKeepAlive, export_cpu, export_cuda, from_dlpack as import, from_dlpack_on_stream};
 use dlmd::view::Unique;
 use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, LayoutStrideRelaxed, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -194,44 +195,45 @@ fn dtype_name(dtype: &Bound<'_, PyAny>) -> PyResult<String> {
     ))
 }
 
-/// Counts the tensors exported from one MemArray that consumers still hold.
-struct ExportGuard(Arc<AtomicUsize>);
-
-impl ExportGuard {
-    fn new(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Self(count.clone())
-    }
-}
-
-impl Drop for ExportGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// The owner of an exported MemArray tensor: keeps the MemArray alive and unchangeable from Rust
 /// until the consumer releases it.
 struct Exported<T> {
     ptr: *mut T,
     len: usize,
-    array: ManuallyDrop<Py<MemArray>>,
-    _guard: ExportGuard,
+    /// The MemArray's count of exports held by consumers, counting this one. It points into the
+    /// MemArray's `Arc` rather than sharing it: `array` keeps the MemArray, and so the counter,
+    /// alive, and one atomic operation each way is all an export costs.
+    exports: NonNull<AtomicUsize>,
+    /// Released on any thread, at once (consumers release tensors from anywhere).
+    array: ManuallyDrop<PyKeepAlive>,
+}
+
+impl<T> Exported<T> {
+    /// An owner of `len` elements at `ptr` in `array`, whose export counter is `exports`.
+    fn new(ptr: *mut T, len: usize, array: Bound<'_, MemArray>, exports: &Arc<AtomicUsize>) -> Self {
+        exports.fetch_add(1, Ordering::AcqRel);
+        Self {
+            ptr,
+            len,
+            exports: NonNull::from(&**exports),
+            array: ManuallyDrop::new(PyKeepAlive::new(array.into_any())),
+        }
+    }
 }
 
 impl<T> Drop for Exported<T> {
     fn drop(&mut self) {
-        // SAFETY: `array` is not used again after this.
-        let array = unsafe { ManuallyDrop::take(&mut self.array) };
-        // Consumers release tensors from anywhere, numpy with the GIL held but outside any
-        // pyo3 call: attaching releases the reference at once rather than through pyo3's
-        // deferred pool, and takes the GIL where the consumer does not hold it.
-        Python::attach(|_| drop(array));
+        // SAFETY: the counter is alive while `array` is (see the field), and only shared
+        // references reach it.
+        unsafe { self.exports.as_ref() }.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: `array` is not used again after this; dropped after the counter's last use.
+        unsafe { ManuallyDrop::drop(&mut self.array) };
     }
 }
 
-// SAFETY: the pointer is into the MemArray's buffer, which `_array` keeps alive and `_guard`
-// keeps from being reallocated or written from Rust; `Py` may be dropped on any thread.
+// SAFETY: the pointer is into the MemArray's buffer, which `array` keeps alive and the count of
+// exports keeps from being reallocated or written from Rust; the counter is atomic, reached only
+// through shared references; `PyKeepAlive` may be dropped on any thread.
 unsafe impl<T: DlElement> Send for Exported<T> {}
 
 // SAFETY: `ptr` stays valid for `len` elements for as long as this owner lives (see `Send`), and
@@ -395,7 +397,7 @@ impl MemArray {
 
     /// Refuses changes while consumers hold exported tensors.
     fn check_unshared(&self) -> PyResult<()> {
-        match self.exports.load(Ordering::SeqCst) {
+        match self.exports.load(Ordering::Acquire) {
             0 => Ok(()),
             n => Err(PyBufferError::new_err(format!(
                 "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
@@ -482,7 +484,7 @@ impl MemArray {
     /// The number of exported tensors consumers still hold.
     #[getter]
     fn exports(&self) -> usize {
-        self.exports.load(Ordering::SeqCst)
+        self.exports.load(Ordering::Acquire)
     }
 
     /// DLPack export (the Python array API's `__dlpack__`).
@@ -496,16 +498,20 @@ impl MemArray {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let request = DlpackRequest::parse(stream, max_version, dl_device, copy)?;
         let py = slf.py();
-        let mut this = slf.borrow_mut();
-        let shape = this.shape.clone();
-        let exports = this.exports.clone();
-        let array = slf.clone().unbind();
-        if this.on_device {
+        let mut guard = slf.borrow_mut();
+        let MemArray {
+            shape,
+            buffer,
+            exports,
+            device,
+            on_device,
+        } = &mut *guard;
+        let array = slf.clone();
+        if *on_device {
             let gpu = gpu()?;
-            let dtype = this.buffer.dtype_name();
+            let dtype = buffer.dtype_name();
             let len = shape.iter().product::<usize>();
-            let device = this
-                .device
+            let device = device
                 .as_mut()
                 .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
             let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
@@ -513,16 +519,11 @@ impl MemArray {
             return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
                 export_cuda(py, &request, Dims::new(dims), &gpu.stream, || {
-                    Ok(DeviceExported::<T> {
-                        ptr: ptr as *mut T,
-                        len,
-                        array: ManuallyDrop::new(array),
-                        _guard: ExportGuard::new(&exports),
-                    })
+                    Ok(DeviceExported::<T>::new(ptr as *mut T, len, array, exports))
                 })
             }), else Err(PyTypeError::new_err("unsupported dtype")));
         }
-        with_buffer!(&mut this.buffer, |v| {
+        with_buffer!(buffer, |v| {
             let (ptr, len) = (v.as_mut_ptr(), v.len());
             with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
@@ -530,14 +531,7 @@ impl MemArray {
                     py,
                     &request,
                     Dims::new(dims),
-                    || {
-                        Ok(Exported {
-                            ptr,
-                            len,
-                            array: ManuallyDrop::new(array),
-                            _guard: ExportGuard::new(&exports),
-                        })
-                    },
+                    || Ok(Exported::new(ptr, len, array, exports)),
                     || Ok(v.clone()),
                 )
             })
