@@ -25,7 +25,7 @@ use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueErro
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
-use pyo3::{IntoPyObjectExt, ffi};
+use pyo3::{IntoPyObjectExt, PyClass, ffi};
 
 /// Name of an unconsumed versioned capsule.
 pub const VERSIONED_CAPSULE: &CStr = c"dltensor_versioned";
@@ -66,19 +66,27 @@ impl DlpackRequest {
             _ => None,
         };
         let versioned = match max_version {
-            Some(v) if !v.is_none() => max_version_major(v)? >= 1,
+            Some(v) if !v.is_none() => match int_pair(v) {
+                Some((major, minor)) if u32::try_from(major).is_ok() && u32::try_from(minor).is_ok() => major >= 1,
+                _ => {
+                    return Err(PyTypeError::new_err(
+                        "max_version must be None or a tuple (major, minor)",
+                    ));
+                }
+            },
             _ => false,
         };
         let dl_device = match dl_device {
-            Some(d) if !d.is_none() => {
-                let (device_type, device_id): (i32, i32) = d
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err("dl_device must be None or a tuple (device_type, device_id)"))?;
-                Some(DLDevice {
-                    device_type: DLDeviceType(device_type),
-                    device_id,
-                })
-            }
+            Some(d) if !d.is_none() => match int_pair(d) {
+                Some((device_type, device_id)) => match (i32::try_from(device_type), i32::try_from(device_id)) {
+                    (Ok(device_type), Ok(device_id)) => Some(DLDevice {
+                        device_type: DLDeviceType(device_type),
+                        device_id,
+                    }),
+                    _ => return Err(bad_device()),
+                },
+                None => return Err(bad_device()),
+            },
             _ => None,
         };
         Ok(Self {
@@ -114,32 +122,186 @@ impl DlpackRequest {
     }
 }
 
-/// The major version of a `max_version` argument, which must be a tuple of two integers that fit
-/// `u32`. Read through the C API: this runs on every export.
-fn max_version_major(v: &Bound<'_, PyAny>) -> PyResult<u32> {
-    let bad = || PyTypeError::new_err("max_version must be None or a tuple (major, minor)");
-    let tuple = v.cast::<PyTuple>().map_err(|_| bad())?;
-    let ptr = tuple.as_ptr();
-    // SAFETY: `ptr` is a live tuple; the size and the borrowed items are read with the GIL
-    // held, and the items stay alive while the tuple does.
-    unsafe {
-        if ffi::PyTuple_Size(ptr) != 2 {
-            return Err(bad());
+fn bad_device() -> PyErr {
+    PyTypeError::new_err("dl_device must be None or a tuple (device_type, device_id)")
+}
+
+/// A `#[pyclass]` that exports its data through DLPack: [`add_dlpack_method`] gives the class a
+/// `__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)` that reads its
+/// keyword arguments without pyo3's general argument handling (names are matched by identity
+/// first, as CPython interns them) and calls [`DlpackExporter::dlpack`] with the checked
+/// request. Exports are the hottest path of an array type; this one costs no more than
+/// numpy's own `ndarray.__dlpack__`.
+///
+/// `__dlpack_device__` stays an ordinary `#[pymethods]` method.
+///
+/// ```ignore
+/// impl DlpackExporter for MyArray {
+///     fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
+///         let this = slf.borrow();
+///         export_cpu(slf.py(), request, Dims::new([this.len()]), || /* an owner */, || /* a copy */)
+///     }
+/// }
+///
+/// #[pymodule]
+/// fn my_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+///     m.add_class::<MyArray>()?;
+///     add_dlpack_method::<MyArray>(m.py())
+/// }
+/// ```
+pub trait DlpackExporter: PyClass {
+    /// The body of `__dlpack__`: exports `slf` for `request` (see [`export_cpu`]).
+    ///
+    /// It runs with the GIL held but outside pyo3's call bookkeeping: a `Py` dropped here is
+    /// released by pyo3 at its next call rather than at once (a `Bound` is released at once).
+    fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>>;
+}
+
+/// Adds the `__dlpack__` method of [`DlpackExporter`] to the Python class of `T` (replacing
+/// any `__dlpack__` defined before). Call it once the class exists, after
+/// `PyModule::add_class`.
+pub fn add_dlpack_method<T: DlpackExporter>(py: Python<'_>) -> PyResult<()> {
+    // Python keeps a pointer to the definition for good: one small leak per call.
+    let def: &'static mut ffi::PyMethodDef = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"__dlpack__".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: dlpack_method::<T>,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: DLPACK_DOC.as_ptr(),
+    }));
+    let ty = py.get_type::<T>();
+    // SAFETY: `ty` is a live type object; `def` lives for good; the descriptor made is a new
+    // reference, handed to `Bound` (or NULL with an exception set).
+    let descriptor = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_ptr().cast(), def)) }?;
+    ty.setattr("__dlpack__", descriptor)
+}
+
+/// The docstring of `__dlpack__`, with the signature `inspect` reads.
+const DLPACK_DOC: &CStr = c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)
+--
+
+Exports the data as a DLPack capsule (the Python array API's __dlpack__).";
+
+/// `__dlpack__`'s keywords, in the order of [`DlpackRequest::parse`].
+const DLPACK_KEYWORDS: [&str; 4] = ["stream", "max_version", "dl_device", "copy"];
+
+/// [`DLPACK_KEYWORDS`], interned.
+fn dlpack_keywords(py: Python<'_>) -> &[Py<PyString>; 4] {
+    static NAMES: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+    NAMES.get_or_init(py, || DLPACK_KEYWORDS.map(|name| PyString::intern(py, name).unbind()))
+}
+
+/// The slot in [`dlpack_keywords`] of a keyword name that is not one of those objects.
+fn keyword_slot(name: Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
+    let unexpected = || PyTypeError::new_err(format!("__dlpack__() got an unexpected keyword argument {}", *name));
+    let name = name.cast::<PyString>().map_err(|_| unexpected())?;
+    let text = name.to_str()?;
+    DLPACK_KEYWORDS.iter().position(|k| *k == text).ok_or_else(unexpected)
+}
+
+/// `__dlpack__` of a [`DlpackExporter`], in CPython's fast calling convention.
+///
+/// # Safety
+///
+/// Called by Python, with the GIL held, as a method of `T`'s class: `slf` is the instance,
+/// `args` holds `nargsf` positional arguments (with the offset flag maybe set) followed by one
+/// per name in `kwnames` (a tuple of strings, or NULL).
+unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: Python calls methods with the GIL held; the token does not outlive this call.
+    let py = unsafe { Python::assume_attached() };
+    let call = || -> PyResult<Bound<'_, PyCapsule>> {
+        // SAFETY: `slf` is a live object, borrowed for this call, of class `T`: the method
+        // descriptor checks the type of `self` before it calls this function.
+        let slf = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<T>() };
+        let positional = (nargsf as usize) & !(1usize << (usize::BITS - 1));
+        if positional != 0 {
+            return Err(PyTypeError::new_err(
+                "__dlpack__() takes only keyword arguments (stream, max_version, dl_device, copy)",
+            ));
         }
-        let mut parts = [0u32; 2];
-        for (i, part) in parts.iter_mut().enumerate() {
-            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
-            // `PyLong_AsLong` takes any integer (through `__index__`) and fails on the rest.
-            let value = if item.is_null() { -1 } else { ffi::PyLong_AsLong(item) };
-            match u32::try_from(value) {
-                Ok(value) => *part = value,
-                Err(_) => {
-                    ffi::PyErr_Clear();
-                    return Err(bad());
+        // Borrowed values of the keywords, in the order of `dlpack_keywords`; NULL: not given.
+        let mut values = [core::ptr::null_mut(); 4];
+        if !kwnames.is_null() {
+            let keywords = dlpack_keywords(py);
+            // SAFETY: `kwnames` is a tuple of strings, and `args` holds one value per name after
+            // the positional ones, all alive for this call (the caller's).
+            unsafe {
+                for i in 0..ffi::PyTuple_Size(kwnames) {
+                    let name = ffi::PyTuple_GetItem(kwnames, i);
+                    let slot = match keywords.iter().position(|k| k.as_ptr() == name) {
+                        Some(slot) => slot,
+                        // Not interned (made at run time): compare the text.
+                        None => keyword_slot(Borrowed::from_ptr(py, name))?,
+                    };
+                    values[slot] = *args.add(positional + i as usize);
                 }
             }
         }
-        Ok(parts[0])
+        // SAFETY: each value is NULL or a live object borrowed for this call.
+        let [stream, max_version, dl_device, copy] = values.map(|v| unsafe { Borrowed::from_ptr_or_opt(py, v) });
+        let copy = match copy {
+            Some(c) if !c.is_none() => Some(
+                c.extract::<bool>()
+                    .map_err(|_| PyTypeError::new_err("copy must be None or a bool"))?,
+            ),
+            _ => None,
+        };
+        let request = DlpackRequest::parse(stream.as_deref(), max_version.as_deref(), dl_device.as_deref(), copy)?;
+        T::dlpack(&slf, &request)
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(Ok(capsule)) => capsule.into_ptr(),
+        Ok(Err(e)) => {
+            e.restore(py);
+            core::ptr::null_mut()
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with no message".into());
+            pyo3::panic::PanicException::new_err(format!("__dlpack__ panicked: {message}")).restore(py);
+            core::ptr::null_mut()
+        }
+    }
+}
+
+/// The two integers of a tuple `(a, b)`, read through the C API (this runs on every exchange);
+/// `None` for anything else.
+fn int_pair(value: &Bound<'_, PyAny>) -> Option<(i64, i64)> {
+    let ptr = value.as_ptr();
+    // SAFETY: `ptr` is a live object; the exact check reads only its type pointer.
+    if unsafe { ffi::PyTuple_CheckExact(ptr) } == 0 {
+        value.cast::<PyTuple>().ok()?;
+    }
+    // SAFETY: `ptr` is a live tuple; its size and its items, borrowed while it lives, are read
+    // with the GIL held. `PyLong_AsLongLong` takes any integer (through `__index__`) and sets
+    // an exception for the rest, cleared here.
+    unsafe {
+        if ffi::PyTuple_Size(ptr) != 2 {
+            return None;
+        }
+        let mut pair = [0i64; 2];
+        for (i, part) in pair.iter_mut().enumerate() {
+            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
+            if item.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            *part = ffi::PyLong_AsLongLong(item);
+            if *part == -1 && !ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+        }
+        Some((pair[0], pair[1]))
     }
 }
 
@@ -570,30 +732,14 @@ fn missing_dlpack(obj: &Bound<'_, PyAny>, names: &ConsumerArgs, error: PyErr) ->
 
 /// The `(device_type, device_id)` a `__dlpack_device__` returned.
 fn device_of(value: &Bound<'_, PyAny>) -> PyResult<DLDevice> {
-    let bad = || PyTypeError::new_err("__dlpack_device__ must return a tuple (device_type, device_id)");
-    let tuple = value.cast::<PyTuple>().map_err(|_| bad())?;
-    let ptr = tuple.as_ptr();
-    // SAFETY: `ptr` is a live tuple; its items are borrowed while it lives, with the GIL held.
-    unsafe {
-        if ffi::PyTuple_Size(ptr) != 2 {
-            return Err(bad());
-        }
-        let mut parts = [0i32; 2];
-        for (i, part) in parts.iter_mut().enumerate() {
-            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
-            let value = if item.is_null() { -1 } else { ffi::PyLong_AsLong(item) };
-            match i32::try_from(value) {
-                Ok(value) if value != -1 || ffi::PyErr_Occurred().is_null() => *part = value,
-                _ => {
-                    ffi::PyErr_Clear();
-                    return Err(bad());
-                }
-            }
-        }
-        Ok(DLDevice {
-            device_type: DLDeviceType(parts[0]),
-            device_id: parts[1],
-        })
+    match int_pair(value).map(|(t, id)| (i32::try_from(t), i32::try_from(id))) {
+        Some((Ok(device_type), Ok(device_id))) => Ok(DLDevice {
+            device_type: DLDeviceType(device_type),
+            device_id,
+        }),
+        _ => Err(PyTypeError::new_err(
+            "__dlpack_device__ must return a tuple (device_type, device_id)",
+        )),
     }
 }
 

@@ -4,7 +4,8 @@
     consumer:  np.from_dlpack(MemArray)         vs  np.from_dlpack(ndarray)
     into Rust: dlmd_memarray.import_tensor(nd)  vs  np.from_dlpack(ndarray)
 
-Medians of 15 repeats of 20 000 calls. Run: python bench.py (after installing the module).
+Each pair is timed in alternation, 21 runs of 20 000 calls each; the ratio is the median of
+the 21 ratios. Run: python bench.py (after installing the module).
 """
 
 import statistics
@@ -16,28 +17,33 @@ import numpy as np
 import dlmd_memarray as dm
 
 
-def median_us(stmt, number=20_000, repeat=15):
-    times = timeit.repeat(stmt, number=number, repeat=repeat)
-    return statistics.median(times) / number * 1e6
+def pair_us(ours, theirs, number=20_000, repeat=21):
+    """Medians, in µs per call, of `ours` and `theirs` timed in alternation, and the median of
+    the ratios of each pair of runs (robust to the machine's speed drifting during the run)."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(timeit.timeit(ours, number=number) / number * 1e6)
+        b.append(timeit.timeit(theirs, number=number) / number * 1e6)
+    ratio = statistics.median(x / y for x, y in zip(a, b))
+    return statistics.median(a), statistics.median(b), ratio
 
 
 def main():
     m = dm.MemArray((64, 64), "float32")
     a = np.zeros((64, 64), dtype=np.float32)
     rows = [
-        ("producer  __dlpack__()", median_us(lambda: m.__dlpack__()), median_us(lambda: a.__dlpack__())),
+        ("producer  __dlpack__()", pair_us(lambda: m.__dlpack__(), lambda: a.__dlpack__())),
         (
             "producer  __dlpack__(max_version=(1, 3))",
-            median_us(lambda: m.__dlpack__(max_version=(1, 3))),
-            median_us(lambda: a.__dlpack__(max_version=(1, 3))),
+            pair_us(lambda: m.__dlpack__(max_version=(1, 3)), lambda: a.__dlpack__(max_version=(1, 3))),
         ),
-        ("consumer  np.from_dlpack(x)", median_us(lambda: np.from_dlpack(m)), median_us(lambda: np.from_dlpack(a))),
-        ("into Rust import_tensor(ndarray)", median_us(lambda: dm.import_tensor(a)), median_us(lambda: np.from_dlpack(a))),
+        ("consumer  np.from_dlpack(x)", pair_us(lambda: np.from_dlpack(m), lambda: np.from_dlpack(a))),
+        ("into Rust import_tensor(ndarray)", pair_us(lambda: dm.import_tensor(a), lambda: np.from_dlpack(a))),
     ]
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}")
     print(f"{'path':<42} {'dlmd µs':>9} {'numpy µs':>9} {'ratio':>6}")
-    for name, ours, theirs in rows:
-        print(f"{name:<42} {ours:9.3f} {theirs:9.3f} {ours / theirs:6.2f}")
+    for name, (ours, theirs, ratio) in rows:
+        print(f"{name:<42} {ours:9.3f} {theirs:9.3f} {ratio:6.2f}")
 
 
 if __name__ == "__main__":

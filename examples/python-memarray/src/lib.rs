@@ -14,7 +14,10 @@ use dlmd::dlpack::DLDataType;
 use dlmd::half::f16;
 use dlmd::managed::{ManagedTensor, TensorOwner};
 use dlmd::num_complex::Complex;
-use dlmd::python::{DlpackRequest, PyKeepAlive, export_cpu, export_cuda, from_dlpack as import, from_dlpack_on_stream};
+use dlmd::python::{
+    DlpackExporter, DlpackRequest, PyKeepAlive, add_dlpack_method, export_cpu, export_cuda, from_dlpack as import,
+    from_dlpack_on_stream,
+};
 use dlmd::view::Unique;
 use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, LayoutStrideRelaxed, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -487,57 +490,6 @@ impl MemArray {
         self.exports.load(Ordering::Acquire)
     }
 
-    /// DLPack export (the Python array API's `__dlpack__`).
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__<'py>(
-        slf: &Bound<'py, Self>,
-        stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let request = DlpackRequest::parse(stream, max_version, dl_device, copy)?;
-        let py = slf.py();
-        let mut guard = slf.borrow_mut();
-        let MemArray {
-            shape,
-            buffer,
-            exports,
-            device,
-            on_device,
-        } = &mut *guard;
-        let array = slf.clone();
-        if *on_device {
-            let gpu = gpu()?;
-            let dtype = buffer.dtype_name();
-            let len = shape.iter().product::<usize>();
-            let device = device
-                .as_mut()
-                .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
-            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
-            let ptr = ptr as usize;
-            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
-                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
-                export_cuda(py, &request, Dims::new(dims), &gpu.stream, || {
-                    Ok(DeviceExported::<T>::new(ptr as *mut T, len, array, exports))
-                })
-            }), else Err(PyTypeError::new_err("unsupported dtype")));
-        }
-        with_buffer!(buffer, |v| {
-            let (ptr, len) = (v.as_mut_ptr(), v.len());
-            with_rank!(shape.len(), R => {
-                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
-                export_cpu(
-                    py,
-                    &request,
-                    Dims::new(dims),
-                    || Ok(Exported::new(ptr, len, array, exports)),
-                    || Ok(v.clone()),
-                )
-            })
-        })
-    }
-
     /// `(device_type, device_id)`: `(1, 0)` for the CPU, `(2, 0)` once on the GPU.
     fn __dlpack_device__(&self) -> (i32, i32) {
         if self.on_device { (2, 0) } else { (1, 0) }
@@ -665,6 +617,51 @@ impl MemArray {
     }
 }
 
+/// `__dlpack__`, added to the class by `add_dlpack_method` (see the module function).
+impl DlpackExporter for MemArray {
+    fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
+        let py = slf.py();
+        let mut guard = slf.borrow_mut();
+        let MemArray {
+            shape,
+            buffer,
+            exports,
+            device,
+            on_device,
+        } = &mut *guard;
+        let array = slf.clone();
+        if *on_device {
+            let gpu = gpu()?;
+            let dtype = buffer.dtype_name();
+            let len = shape.iter().product::<usize>();
+            let device = device
+                .as_mut()
+                .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
+            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
+            let ptr = ptr as usize;
+            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
+                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+                export_cuda(py, request, Dims::new(dims), &gpu.stream, || {
+                    Ok(DeviceExported::<T>::new(ptr as *mut T, len, array, exports))
+                })
+            }), else Err(PyTypeError::new_err("unsupported dtype")));
+        }
+        with_buffer!(buffer, |v| {
+            let (ptr, len) = (v.as_mut_ptr(), v.len());
+            with_rank!(shape.len(), R => {
+                let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
+                export_cpu(
+                    py,
+                    request,
+                    Dims::new(dims),
+                    || Ok(Exported::new(ptr, len, array, exports)),
+                    || Ok(v.clone()),
+                )
+            })
+        })
+    }
+}
+
 /// Adds the index sum to each element of any DLPack producer's data, in place and without a
 /// copy: numpy arrays (C or Fortran order, sliced, transposed, negatively strided), MemArrays,
 /// torch tensors on the CPU.
@@ -729,6 +726,7 @@ fn dlmd_dtype(name: &str) -> DLDataType {
 #[pymodule]
 fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MemArray>()?;
+    add_dlpack_method::<MemArray>(m.py())?;
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
