@@ -26,6 +26,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 use pyo3::{IntoPyObjectExt, PyClass, ffi};
+use std::sync::OnceLock;
 
 /// Name of an unconsumed versioned capsule.
 pub const VERSIONED_CAPSULE: &CStr = c"dltensor_versioned";
@@ -66,13 +67,9 @@ impl DlpackRequest {
             _ => None,
         };
         let versioned = match max_version {
-            Some(v) if !v.is_none() => match int_pair(v) {
-                Some((major, minor)) if u32::try_from(major).is_ok() && u32::try_from(minor).is_ok() => major >= 1,
-                _ => {
-                    return Err(PyTypeError::new_err(
-                        "max_version must be None or a tuple (major, minor)",
-                    ));
-                }
+            Some(v) if !v.is_none() => match MAX_VERSIONS.find(v.as_ptr()) {
+                Some(versioned) => versioned,
+                None => max_version_versioned(v)?,
             },
             _ => false,
         };
@@ -119,6 +116,27 @@ impl DlpackRequest {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a `max_version` asks for versioned tensors (major version 1 or more).
+fn max_version_versioned(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match int_pair(v) {
+        Some((major, minor)) if u32::try_from(major).is_ok() && u32::try_from(minor).is_ok() => {
+            let versioned = major >= 1;
+            // SAFETY: `v` is a live object; the checks read only type pointers.
+            let constant = unsafe {
+                ffi::PyTuple_CheckExact(v.as_ptr()) != 0
+                    && (0..2).all(|i| ffi::PyLong_CheckExact(ffi::PyTuple_GetItem(v.as_ptr(), i)) != 0)
+            };
+            if constant {
+                MAX_VERSIONS.remember(v, versioned);
+            }
+            Ok(versioned)
+        }
+        _ => Err(PyTypeError::new_err(
+            "max_version must be None or a tuple (major, minor)",
+        )),
     }
 }
 
@@ -192,12 +210,61 @@ fn dlpack_keywords(py: Python<'_>) -> &[Py<PyString>; 4] {
     NAMES.get_or_init(py, || DLPACK_KEYWORDS.map(|name| PyString::intern(py, name).unbind()))
 }
 
-/// The slot in [`dlpack_keywords`] of a keyword name that is not one of those objects.
+/// The slot in [`dlpack_keywords`] of a keyword name that is not one of those objects; the
+/// name is remembered in [`KEYWORD_ALIASES`].
 fn keyword_slot(name: Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
     let unexpected = || PyTypeError::new_err(format!("__dlpack__() got an unexpected keyword argument {}", *name));
-    let name = name.cast::<PyString>().map_err(|_| unexpected())?;
-    let text = name.to_str()?;
-    DLPACK_KEYWORDS.iter().position(|k| *k == text).ok_or_else(unexpected)
+    let string = name.cast::<PyString>().map_err(|_| unexpected())?;
+    let text = string.to_str()?;
+    let slot = DLPACK_KEYWORDS.iter().position(|k| *k == text).ok_or_else(unexpected)?;
+    KEYWORD_ALIASES.remember(&string, slot);
+    Ok(slot)
+}
+
+/// Keyword-name objects, other than the interned names, that spelled a keyword of `__dlpack__`
+/// before, with the keyword's slot: consumers written in C make their own names (numpy's
+/// `from_dlpack` passes the same non-interned strings on every call), and comparing their
+/// text costs more than the rest of an export.
+static KEYWORD_ALIASES: Remembered<usize, 16> = Remembered::new();
+
+/// `max_version` tuples seen before, with whether they ask for versioned tensors: consumers
+/// pass the same constant tuple on every call.
+static MAX_VERSIONS: Remembered<bool, 8> = Remembered::new();
+
+/// Objects seen before, recognised by address, each with a value worked out from it once.
+///
+/// Every object remembered keeps a reference for good, so its address is never another
+/// object's, and only objects whose value cannot change are remembered (strings, tuples of
+/// `int`s): the same address means the same value. First come, first kept: at most `N`.
+struct Remembered<T, const N: usize>([OnceLock<(usize, T)>; N]);
+
+impl<T: Copy, const N: usize> Remembered<T, N> {
+    const fn new() -> Self {
+        Self([const { OnceLock::new() }; N])
+    }
+
+    /// The value remembered for the object at `obj`.
+    fn find(&self, obj: *mut ffi::PyObject) -> Option<T> {
+        for entry in &self.0 {
+            match entry.get() {
+                Some(&(address, value)) if address == obj as usize => return Some(value),
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// Remembers `value` for `obj`, an immutable object, if there is room.
+    fn remember(&self, obj: &Bound<'_, PyAny>, value: T) {
+        for entry in &self.0 {
+            if entry.get().is_none() && entry.set((obj.as_ptr() as usize, value)).is_ok() {
+                // The reference that keeps the address this object's, never released.
+                core::mem::forget(obj.clone());
+                return;
+            }
+        }
+    }
 }
 
 /// `__dlpack__` of a [`DlpackExporter`], in CPython's fast calling convention.
@@ -236,8 +303,11 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
                     let name = ffi::PyTuple_GetItem(kwnames, i);
                     let slot = match keywords.iter().position(|k| k.as_ptr() == name) {
                         Some(slot) => slot,
-                        // Not interned (made at run time): compare the text.
-                        None => keyword_slot(Borrowed::from_ptr(py, name))?,
+                        None => match KEYWORD_ALIASES.find(name) {
+                            Some(slot) => slot,
+                            // Made at run time and not seen before: compare the text.
+                            None => keyword_slot(Borrowed::from_ptr(py, name))?,
+                        },
                     };
                     values[slot] = *args.add(positional + i as usize);
                 }
@@ -317,6 +387,24 @@ impl PyKeepAlive {
     pub fn new(obj: Bound<'_, PyAny>) -> Self {
         // `into_ptr` hands over the strong reference, which is never NULL.
         Self(NonNull::new(obj.into_ptr()).expect("a Bound is never NULL"))
+    }
+
+    /// Releases the reference, running `f` first in the same hold of the GIL: state that only
+    /// code holding the GIL touches can be updated there without atomics. Once the interpreter
+    /// is finalized neither happens.
+    pub fn release_with(self, f: impl FnOnce(Python<'_>)) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: as in `drop`, which does not run for `this`; `f` runs with the GIL held, for
+        // no longer than this hold of it.
+        unsafe {
+            if ffi::Py_IsInitialized() == 0 {
+                return;
+            }
+            let state = ffi::PyGILState_Ensure();
+            f(Python::assume_attached());
+            ffi::Py_DecRef(this.0.as_ptr());
+            ffi::PyGILState_Release(state);
+        }
     }
 
     /// A new reference to the object.

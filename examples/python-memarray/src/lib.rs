@@ -23,9 +23,9 @@ use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, La
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The largest rank a MemArray has.
@@ -198,6 +198,23 @@ fn dtype_name(dtype: &Bound<'_, PyAny>) -> PyResult<String> {
     ))
 }
 
+/// The number of a MemArray's exports that consumers hold, touched only with the GIL held: in
+/// `__dlpack__`, in the methods that check it, and when an export is released
+/// (`PyKeepAlive::release_with`). This module is built for the stable ABI, which loads only
+/// into interpreters with a GIL (checked when the module is imported), so the GIL orders
+/// every access and a plain cell does.
+#[derive(Default)]
+struct ExportCount(Cell<usize>);
+
+// SAFETY: every access holds the GIL (see the type), which orders them.
+unsafe impl Sync for ExportCount {}
+
+impl ExportCount {
+    fn get(&self) -> usize {
+        self.0.get()
+    }
+}
+
 /// The owner of an exported MemArray tensor: keeps the MemArray alive and unchangeable from Rust
 /// until the consumer releases it.
 struct Exported<T> {
@@ -205,16 +222,17 @@ struct Exported<T> {
     len: usize,
     /// The MemArray's count of exports held by consumers, counting this one. It points into the
     /// MemArray's `Arc` rather than sharing it: `array` keeps the MemArray, and so the counter,
-    /// alive, and one atomic operation each way is all an export costs.
-    exports: NonNull<AtomicUsize>,
+    /// alive.
+    exports: NonNull<ExportCount>,
     /// Released on any thread, at once (consumers release tensors from anywhere).
     array: ManuallyDrop<PyKeepAlive>,
 }
 
 impl<T> Exported<T> {
     /// An owner of `len` elements at `ptr` in `array`, whose export counter is `exports`.
-    fn new(ptr: *mut T, len: usize, array: Bound<'_, MemArray>, exports: &Arc<AtomicUsize>) -> Self {
-        exports.fetch_add(1, Ordering::AcqRel);
+    fn new(ptr: *mut T, len: usize, array: Bound<'_, MemArray>, exports: &Arc<ExportCount>) -> Self {
+        // The GIL is held: `array` is bound.
+        exports.0.set(exports.get() + 1);
         Self {
             ptr,
             len,
@@ -226,17 +244,21 @@ impl<T> Exported<T> {
 
 impl<T> Drop for Exported<T> {
     fn drop(&mut self) {
-        // SAFETY: the counter is alive while `array` is (see the field), and only shared
-        // references reach it.
-        unsafe { self.exports.as_ref() }.fetch_sub(1, Ordering::AcqRel);
-        // SAFETY: `array` is not used again after this; dropped after the counter's last use.
-        unsafe { ManuallyDrop::drop(&mut self.array) };
+        let exports = self.exports;
+        // SAFETY: `array` is not used again after this.
+        let array = unsafe { ManuallyDrop::take(&mut self.array) };
+        array.release_with(|_| {
+            // SAFETY: the counter is alive until the reference `array` holds is released,
+            // after this; the GIL is held.
+            let exports = unsafe { exports.as_ref() };
+            exports.0.set(exports.get() - 1);
+        });
     }
 }
 
 // SAFETY: the pointer is into the MemArray's buffer, which `array` keeps alive and the count of
-// exports keeps from being reallocated or written from Rust; the counter is atomic, reached only
-// through shared references; `PyKeepAlive` may be dropped on any thread.
+// exports keeps from being reallocated or written from Rust; the counter is changed only with
+// the GIL held; `PyKeepAlive` may be released on any thread.
 unsafe impl<T: DlElement> Send for Exported<T> {}
 
 // SAFETY: `ptr` stays valid for `len` elements for as long as this owner lives (see `Send`), and
@@ -370,7 +392,7 @@ type DeviceExported<T> = Exported<T>;
 struct MemArray {
     shape: Vec<usize>,
     buffer: Buffer,
-    exports: Arc<AtomicUsize>,
+    exports: Arc<ExportCount>,
     /// The device copy, as bytes, once `to_device` made one.
     device: Option<CudaSlice<u8>>,
     /// Whether the device copy is the current one.
@@ -392,7 +414,7 @@ impl MemArray {
         Ok(Self {
             shape,
             buffer: Buffer::zeros(dtype, len)?,
-            exports: Arc::new(AtomicUsize::new(0)),
+            exports: Arc::default(),
             device: None,
             on_device: false,
         })
@@ -400,7 +422,7 @@ impl MemArray {
 
     /// Refuses changes while consumers hold exported tensors.
     fn check_unshared(&self) -> PyResult<()> {
-        match self.exports.load(Ordering::Acquire) {
+        match self.exports.get() {
             0 => Ok(()),
             n => Err(PyBufferError::new_err(format!(
                 "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
@@ -487,7 +509,7 @@ impl MemArray {
     /// The number of exported tensors consumers still hold.
     #[getter]
     fn exports(&self) -> usize {
-        self.exports.load(Ordering::Acquire)
+        self.exports.get()
     }
 
     /// `(device_type, device_id)`: `(1, 0)` for the CPU, `(2, 0)` once on the GPU.
@@ -725,6 +747,14 @@ fn dlmd_dtype(name: &str) -> DLDataType {
 
 #[pymodule]
 fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Free-threaded interpreters do not load stable-ABI modules, but `ExportCount` relies on
+    // the GIL: say so plainly should one ever try.
+    let sys = m.py().import("sys")?;
+    if sys.hasattr("_is_gil_enabled")? && !sys.call_method0("_is_gil_enabled")?.extract::<bool>()? {
+        return Err(pyo3::exceptions::PyImportError::new_err(
+            "dlmd_memarray needs an interpreter with the GIL enabled",
+        ));
+    }
     m.add_class::<MemArray>()?;
     add_dlpack_method::<MemArray>(m.py())?;
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
