@@ -22,7 +22,7 @@ venv=${DLMD_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q -r scripts/requirements-test.txt
 rm -f "$out"/*.whl
-PATH="$PWD/$venv/bin:$PATH" maturin build --release -m examples/python-memarray/Cargo.toml -o "$out"
+PATH="$(cd "$venv" && pwd)/bin:$PATH" maturin build --release -m examples/python-memarray/Cargo.toml -o "$out"
 rm -rf "$out/python"
 mkdir -p "$out/python"
 cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py "$out/python/"

@@ -431,3 +431,105 @@ def test_unknown_major_version():
 def test_lying_dlpack_device():
     with pytest.raises(BufferError, match="__dlpack_device__ said"):
         dm.import_tensor(Producer(np.arange(3.0).__dlpack__(max_version=(1, 3)), device=(2, 0)))
+
+
+# -------------------------------------------------------------------------- __dlpack__'s arguments
+
+
+def test_dlpack_signature_and_argument_errors():
+    import inspect
+
+    m = dm.MemArray((2,), "int8")
+    assert str(inspect.signature(m.__dlpack__)) == "(*, stream=None, max_version=None, dl_device=None, copy=None)"
+    with pytest.raises(TypeError, match="only keyword arguments"):
+        m.__dlpack__(None)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        m.__dlpack__(version=(1, 3))
+    with pytest.raises(TypeError, match="copy must be None or a bool"):
+        m.__dlpack__(copy="yes")
+    with pytest.raises(TypeError, match="doesn't apply"):
+        dm.MemArray.__dlpack__(np.arange(3))
+    for bad in [(1,), (1, 2, 3), [1, 0], "1.0", (1.0, 0), (-1, 0), (1, 2**40)]:
+        with pytest.raises(TypeError, match="max_version"):
+            m.__dlpack__(max_version=bad)
+    for bad in [(1,), "cpu", (1, "0")]:
+        with pytest.raises(TypeError, match="dl_device"):
+            m.__dlpack__(dl_device=bad)
+    assert m.exports == 0
+
+
+def test_keywords_made_at_run_time_and_repeated():
+    """Keyword names that are not interned (as C consumers make them), and the same names and
+    max_version tuples again and again, give the same answers as literal ones."""
+    m = dm.MemArray((2, 3), "float32")
+    for _ in range(3):
+        for major, name in [(0, "dltensor"), (1, "dltensor_versioned"), (2, "dltensor_versioned")]:
+            kwargs = {"".join(["max_", "version"]): (major, 0), "".join(["co", "py"]): None}
+            assert capsule_name(m.__dlpack__(**kwargs)) == name
+        assert capsule_name(m.__dlpack__(**{"".join(["dl_", "device"]): (1, 0)})) == "dltensor"
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            m.__dlpack__(**{"".join(["stre", "am2"]): None})
+    assert m.exports == 0
+
+
+def test_max_version_of_integer_like_objects():
+    class Major:
+        """An integer through __index__ that changes: never taken for a constant."""
+
+        def __init__(self):
+            self.value = 0
+
+        def __index__(self):
+            self.value += 1
+            return self.value - 1
+
+    m = dm.MemArray((2,), "int8")
+    version = (Major(), 0)
+    assert capsule_name(m.__dlpack__(max_version=version)) == "dltensor"
+    assert capsule_name(m.__dlpack__(max_version=version)) == "dltensor_versioned"
+    assert capsule_name(m.__dlpack__(max_version=(np.int64(1), np.int32(3)))) == "dltensor_versioned"
+
+
+def test_consumer_passes_errors_of_the_producer_through():
+    class Failing:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            raise AttributeError("inside __dlpack__")
+
+    class DeviceOnly:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(AttributeError, match="inside __dlpack__"):
+        dm.import_tensor(Failing())
+    with pytest.raises(TypeError, match="no __dlpack__"):
+        dm.import_tensor(DeviceOnly())
+    for device in [None, (1,), ("cpu", 0), (1, 2**40)]:
+        with pytest.raises(TypeError, match="__dlpack_device__ must return"):
+            dm.import_tensor(Producer(np.arange(3.0).__dlpack__(), device=device))
+
+
+def test_exports_released_on_other_threads():
+    """Consumers release tensors from any thread; the MemArray counts them back."""
+    import threading
+
+    m = dm.MemArray((4, 4), "float64")
+    views = [np.from_dlpack(m) for _ in range(8)]
+    assert m.exports == 8
+
+    def release(chunk):
+        for v in chunk:
+            v[0, 0] += 1
+        chunk.clear()
+
+    threads = [threading.Thread(target=release, args=([views.pop() for _ in range(2)],)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    gc.collect()
+    assert m.exports == 0
+    m.add_index()
+    assert np.from_dlpack(m)[0, 0] == 8
