@@ -302,20 +302,29 @@ where
         }
         let mut extents = E::Index::zeros();
         let mut strides = <E::Index as IndexArray>::isize_zeros();
-        let mut empty = false;
+        // Sign bits of all extents, and whether any is 0: one branch after the loop rather
+        // than one per dimension.
+        let (mut signs, mut empty) = (0i64, false);
         for dim in 0..rank {
             // SAFETY: `shape` is not NULL (checked above, as the rank is > 0 here) and the
             // caller promises `ndim == RANK` readable values; unaligned reads are allowed.
             let n = unsafe { tensor.shape.add(dim).read_unaligned() };
-            if n < 0 {
-                return Err(ImportError::NegativeExtent { dim, extent: n });
-            }
+            signs |= n;
             extents.as_mut()[dim] = n as usize;
             empty |= n == 0;
-            if !null_strides {
+        }
+        if !null_strides {
+            for dim in 0..rank {
                 // SAFETY: as for `shape`: not NULL, `ndim` readable values.
                 strides.as_mut()[dim] = to_isize(unsafe { tensor.strides.add(dim).read_unaligned() })?;
             }
+        }
+        if signs < 0 {
+            let dim = extents.as_ref().iter().position(|&n| (n as i64) < 0).unwrap_or(0);
+            return Err(ImportError::NegativeExtent {
+                dim,
+                extent: extents.as_ref()[dim] as i64,
+            });
         }
         if rank > 0 && null_strides {
             // Compact row-major, as DLPack before 1.2 defines NULL strides.

@@ -264,10 +264,17 @@ fn left_strides<I: IndexArray>(extents: &I) -> I::Isize {
     strides
 }
 
-/// Bits needed to write `x`: 0 for 0.
-#[inline(always)]
-fn bit_length(x: usize) -> u32 {
-    usize::BITS - x.leading_zeros()
+/// Bit widths `(e, s)` under which the unchecked arithmetic of a rank-`rank` strided mapping
+/// cannot overflow: `rank` extents below 2^e multiply to below 2^62 (`e ≤ 62 / rank`), and
+/// `rank` steps `(n - 1) × stride`, each below 2^(e + s), add up to below 2^62
+/// (`e + s + ⌈log2 rank⌉ ≤ 62`). Extents are capped at 2^40 so that strides keep a useful range.
+const fn unchecked_bits(rank: usize) -> (u32, u32) {
+    if rank == 0 {
+        return (62, 62);
+    }
+    let extent = if 62 / rank > 40 { 40 } else { (62 / rank) as u32 };
+    let log2_rank = rank.next_power_of_two().trailing_zeros();
+    (extent, 62 - extent - log2_rank)
 }
 
 /// Checks `given` against the compact strides of `extents` (row-major when `right`), skipping
@@ -283,32 +290,35 @@ fn check_compact<I: IndexArray>(
     if offset != 0 {
         return Err(LayoutError::UnexpectedOffset { offset, layout });
     }
-    // While the extents' bit lengths add up to at most 62 the running product cannot overflow;
-    // past that, the exact computation decides.
+    // While every extent is small enough for the rank (`unchecked_bits`) the running product
+    // cannot overflow, and a mismatch found is a mismatch; past that, the exact computation
+    // decides.
     let (e, g) = (extents.as_ref(), given.as_ref());
+    let extent_bits = const { unchecked_bits(I::RANK).0 };
     let mut expected = 1usize;
-    let mut budget = 0u32;
+    let mut all_n = 0usize;
+    let mut mismatch = None;
     for k in 0..e.len() {
         let dim = if right { e.len() - 1 - k } else { k };
         let (n, s) = (e[dim], g[dim]);
-        if budget > 62 {
+        if n > 1 && s as usize != expected {
+            mismatch = Some((dim, s, expected));
             break;
         }
-        if n > 1 && s as usize != expected {
-            return Err(LayoutError::StrideMismatch {
-                dim,
-                stride: s as i64,
-                expected: expected as i64,
-                layout,
-            });
-        }
-        budget += bit_length(n);
+        all_n |= n;
         expected = expected.wrapping_mul(n);
     }
-    if budget <= 62 {
-        Ok(())
-    } else {
-        check_compact_exact(e, g, right, layout)
+    if all_n >> extent_bits != 0 {
+        return check_compact_exact(e, g, right, layout);
+    }
+    match mismatch {
+        None => Ok(()),
+        Some((dim, stride, expected)) => Err(LayoutError::StrideMismatch {
+            dim,
+            stride: stride as i64,
+            expected: expected as i64,
+            layout,
+        }),
     }
 }
 
@@ -552,12 +562,12 @@ impl<E: Extents> Mapping for StrideMapping<E> {
                 layout: LayoutStride::NAME,
             });
         }
-        // One pass: positivity, element count and forward reach. While the bit lengths of all
-        // extents and strides add up to at most 62, no product or sum can reach 2^63, so the
-        // arithmetic runs unchecked; beyond that the exact, checked computation decides.
+        // One pass: positivity, element count and forward reach, unchecked. While every extent
+        // and stride is small enough for the rank (`unchecked_bits`), no product or sum can
+        // reach 2^62; beyond that the exact, checked computation decides.
         let e = extents.to_array();
         let mut positive = E::Index::zeros();
-        let (mut count, mut reach, mut budget) = (1usize, 0usize, 0u32);
+        let (mut count, mut reach, mut all_n, mut all_s) = (1usize, 0usize, 0usize, 0usize);
         for dim in 0..E::RANK {
             let (n, s) = (e.as_ref()[dim], strides.as_ref()[dim]);
             let s = match s {
@@ -567,11 +577,12 @@ impl<E: Extents> Mapping for StrideMapping<E> {
                 s => return Err(LayoutError::NonPositiveStride { dim, stride: s as i64 }),
             };
             positive.as_mut()[dim] = s;
-            budget += bit_length(n) + bit_length(s);
+            (all_n, all_s) = (all_n | n, all_s | s);
             count = count.wrapping_mul(n);
             reach = reach.wrapping_add(n.wrapping_sub(1).wrapping_mul(s));
         }
-        let span = if budget <= 62 {
+        let (extent_bits, stride_bits) = const { unchecked_bits(E::RANK) };
+        let span = if all_n >> extent_bits == 0 && all_s >> stride_bits == 0 {
             if count == 0 { 0 } else { reach + 1 }
         } else {
             let mut signed = <E::Index as IndexArray>::isize_zeros();
@@ -789,6 +800,49 @@ mod tests {
         assert!(RightMapping::from_strides(Dims::new([0, huge, huge]), &[7, huge as isize, 1], 0).is_ok());
         assert!(StrideMapping::new(Dims::new([huge, 0, huge]), [huge, 1, huge]).is_ok());
         assert!(RelaxedMapping::new(Dims::new([huge, 0]), [-(huge as isize), 1], 0).is_ok());
+    }
+
+    #[test]
+    fn unchecked_bits_keep_products_and_sums_below_2_62() {
+        for rank in 0..=70usize {
+            let (e, s) = unchecked_bits(rank);
+            let (max_n, max_s) = ((1u128 << e) - 1, (1u128 << s) - 1);
+            let count = (0..rank).fold(1u128, |c, _| c.saturating_mul(max_n));
+            let reach = rank as u128 * max_n.saturating_sub(1) * max_s;
+            assert!(count < 1 << 62 && reach < 1 << 62, "rank {rank}: bits ({e}, {s})");
+        }
+        assert_eq!(unchecked_bits(4), (15, 45));
+    }
+
+    #[test]
+    fn fast_and_exact_spans_agree_at_the_bounds() {
+        let (e, s) = unchecked_bits(4);
+        for n in [(1usize << e) - 1, 1 << e, (1 << e) + 1] {
+            for stride in [(1usize << s) - 1, 1 << s, (1 << s) + 1] {
+                let extents = [3, n, 2, n];
+                let strides = [stride, 1, n, 2 * n];
+                let signed = strides.map(|x| x as isize);
+                let exact = strided_span(&extents, &signed).map(|(span, _)| span);
+                let fast = StrideMapping::from_strides(Dims::new(extents), &signed, 0).map(|m| m.required_span_size());
+                assert_eq!(fast, exact, "extent {n}, stride {stride}");
+            }
+        }
+        // Compact layouts: past the bound the exact check decides, with the same answers.
+        let big = 1usize << unchecked_bits(2).0;
+        assert!(RightMapping::from_strides(Dims::new([big, 3]), &[3, 1], 0).is_ok());
+        assert_eq!(
+            RightMapping::from_strides(Dims::new([big, 3]), &[4, 1], 0),
+            Err(LayoutError::StrideMismatch {
+                dim: 0,
+                stride: 4,
+                expected: 3,
+                layout: "layout_right"
+            })
+        );
+        assert_eq!(
+            RightMapping::from_strides(Dims::new([1 << 40, 1 << 40]), &[1 << 40, 1], 0),
+            Err(LayoutError::SpanOverflow)
+        );
     }
 
     #[test]
