@@ -212,6 +212,37 @@ fn keyword_slot(name: Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
     Ok(slot)
 }
 
+/// The slot in [`dlpack_keywords`] of each name of a call's keyword names, and how many there
+/// are (no more than four: the names of one call are distinct).
+fn keyword_slots(kwnames: Borrowed<'_, '_, PyAny>) -> PyResult<([u8; 4], u8)> {
+    let py = kwnames.py();
+    let kwnames = kwnames
+        .cast::<PyTuple>()
+        .map_err(|_| PyTypeError::new_err("keyword names must be a tuple"))?;
+    let keywords = dlpack_keywords(py);
+    let mut slots = [0u8; 4];
+    for (i, name) in kwnames.iter_borrowed().enumerate() {
+        let slot = match keywords.iter().position(|k| k.as_ptr() == name.as_ptr()) {
+            Some(slot) => slot,
+            None => match KEYWORD_ALIASES.find(name.as_ptr()) {
+                Some(slot) => slot,
+                // Made at run time and not seen before: compare the text.
+                None => keyword_slot(name)?,
+            },
+        };
+        match slots.get_mut(i) {
+            Some(s) => *s = slot as u8,
+            None => return Err(PyTypeError::new_err("__dlpack__() takes at most 4 keyword arguments")),
+        }
+    }
+    Ok((slots, kwnames.len() as u8))
+}
+
+/// The keyword-name tuples of calls seen before, with their slots ([`keyword_slots`]): a call
+/// site passes the same tuple every time (a constant of the calling code, or a C consumer's
+/// static tuple), so most calls find their names here without looking at them.
+static KWNAMES: Remembered<([u8; 4], u8), 16> = Remembered::new();
+
 /// Keyword-name objects, other than the interned names, that spelled a keyword of `__dlpack__`
 /// before, with the keyword's slot: consumers written in C make their own names (numpy's
 /// `from_dlpack` passes the same non-interned strings on every call), and comparing their
@@ -226,7 +257,8 @@ static MAX_VERSIONS: Remembered<bool, 8> = Remembered::new();
 ///
 /// Every object remembered keeps a reference for good, so its address is never another
 /// object's, and only objects whose value cannot change are remembered (strings, tuples of
-/// `int`s): the same address means the same value. First come, first kept: at most `N`.
+/// `int`s, tuples of strings): the same address means the same value. First come, first kept:
+/// at most `N`.
 struct Remembered<T, const N: usize>([OnceLock<(usize, T)>; N]);
 
 impl<T: Copy, const N: usize> Remembered<T, N> {
@@ -286,22 +318,20 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
         // Borrowed values of the keywords, in the order of `dlpack_keywords`; NULL: not given.
         let mut values = [core::ptr::null_mut(); 4];
         if !kwnames.is_null() {
-            let keywords = dlpack_keywords(py);
-            // SAFETY: `kwnames` is a tuple of strings, and `args` holds one value per name after
-            // the positional ones, all alive for this call (the caller's).
-            unsafe {
-                for i in 0..ffi::PyTuple_Size(kwnames) {
-                    let name = ffi::PyTuple_GetItem(kwnames, i);
-                    let slot = match keywords.iter().position(|k| k.as_ptr() == name) {
-                        Some(slot) => slot,
-                        None => match KEYWORD_ALIASES.find(name) {
-                            Some(slot) => slot,
-                            // Made at run time and not seen before: compare the text.
-                            None => keyword_slot(Borrowed::from_ptr(py, name))?,
-                        },
-                    };
-                    values[slot] = *args.add(positional + i as usize);
+            let (slots, given) = match KWNAMES.find(kwnames) {
+                Some(known) => known,
+                None => {
+                    // SAFETY: `kwnames` is a live tuple of strings (the caller's).
+                    let kwnames = unsafe { Borrowed::from_ptr(py, kwnames) };
+                    let known = keyword_slots(kwnames)?;
+                    KWNAMES.remember(&kwnames, known);
+                    known
                 }
+            };
+            for (i, &slot) in slots[..given as usize].iter().enumerate() {
+                // SAFETY: `args` holds one value per keyword name after the positional ones,
+                // alive for this call (the caller's).
+                values[slot as usize] = unsafe { *args.add(positional + i) };
             }
         }
         // SAFETY: each value is NULL or a live object borrowed for this call.
