@@ -23,7 +23,7 @@ use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, La
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use std::cell::Cell;
+use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
@@ -199,9 +199,9 @@ fn dtype_name(dtype: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// The number of a MemArray's exports that consumers hold, touched only with the GIL held: in
-/// `__dlpack__`, in the methods that check it, and when an export is released
-/// (`PyKeepAlive::release_with`). This module is built for the stable ABI, which loads only
-/// into interpreters with a GIL (checked when the module is imported), so the GIL orders
+/// `__dlpack__`, in `MemArray::data_mut` and the `exports` getter, and when an export is
+/// released (`PyKeepAlive::release_with`). This module is built for the stable ABI, which loads
+/// only into interpreters with a GIL (checked when the module is imported), so the GIL orders
 /// every access and a plain cell does.
 #[derive(Default)]
 struct ExportCount(Cell<usize>);
@@ -387,12 +387,49 @@ fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout>(
 /// The owner of an exported device copy: as [`Exported`], for the device allocation.
 type DeviceExported<T> = Exported<T>;
 
+/// Data that only code holding the GIL touches, borrowed like a `RefCell` (a second mutable
+/// borrow, say from a producer's Python code that calls back into the array while it is being
+/// filled, is a `BufferError`, not undefined behaviour). Every access needs a `Python` token;
+/// this module loads only into interpreters with a GIL (checked when it is imported), so the
+/// GIL orders all of them, and a plain `RefCell` needs no atomic operations.
+struct GilCell<T>(RefCell<T>);
+
+// SAFETY: the value is reached only through `borrow`/`borrow_mut`, which take a `Python` token:
+// the calling thread holds the GIL, and the GIL orders every access (see the type).
+unsafe impl<T: Send> Sync for GilCell<T> {}
+
+impl<T> GilCell<T> {
+    fn new(value: T) -> Self {
+        Self(RefCell::new(value))
+    }
+
+    fn borrow<'a>(&'a self, _py: Python<'a>) -> PyResult<Ref<'a, T>> {
+        self.0
+            .try_borrow()
+            .map_err(|_| PyBufferError::new_err("the MemArray is being changed"))
+    }
+
+    fn borrow_mut<'a>(&'a self, _py: Python<'a>) -> PyResult<RefMut<'a, T>> {
+        self.0
+            .try_borrow_mut()
+            .map_err(|_| PyBufferError::new_err("the MemArray is in use"))
+    }
+}
+
 /// An n-dimensional array in host memory, exchanged through DLPack.
-#[pyclass(module = "dlmd_memarray")]
+///
+/// The class is `frozen`: its data lives in a [`GilCell`], which exports borrow without the
+/// atomic operations of pyo3's own borrow flag.
+#[pyclass(module = "dlmd_memarray", frozen)]
 struct MemArray {
+    data: GilCell<Data>,
+    exports: Arc<ExportCount>,
+}
+
+/// What a MemArray holds.
+struct Data {
     shape: Vec<usize>,
     buffer: Buffer,
-    exports: Arc<ExportCount>,
     /// The device copy, as bytes, once `to_device` made one.
     device: Option<CudaSlice<u8>>,
     /// Whether the device copy is the current one.
@@ -400,6 +437,29 @@ struct MemArray {
 }
 
 impl MemArray {
+    fn new_checked(shape: Vec<usize>, dtype: &str) -> PyResult<Self> {
+        Ok(Self::of(Data::new_checked(shape, dtype)?))
+    }
+
+    fn of(data: Data) -> Self {
+        Self {
+            data: GilCell::new(data),
+            exports: Arc::default(),
+        }
+    }
+
+    /// The data, to change: refused while consumers hold exported tensors.
+    fn data_mut<'a>(&'a self, py: Python<'a>) -> PyResult<RefMut<'a, Data>> {
+        match self.exports.get() {
+            0 => self.data.borrow_mut(py),
+            n => Err(PyBufferError::new_err(format!(
+                "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
+            ))),
+        }
+    }
+}
+
+impl Data {
     fn new_checked(shape: Vec<usize>, dtype: &str) -> PyResult<Self> {
         if shape.len() > MAX_RANK {
             return Err(PyValueError::new_err(format!(
@@ -414,20 +474,9 @@ impl MemArray {
         Ok(Self {
             shape,
             buffer: Buffer::zeros(dtype, len)?,
-            exports: Arc::default(),
             device: None,
             on_device: false,
         })
-    }
-
-    /// Refuses changes while consumers hold exported tensors.
-    fn check_unshared(&self) -> PyResult<()> {
-        match self.exports.get() {
-            0 => Ok(()),
-            n => Err(PyBufferError::new_err(format!(
-                "{n} exported tensor(s) of this MemArray are alive; release them before changing it from Rust"
-            ))),
-        }
     }
 
     /// Refuses host access while the device copy is current.
@@ -458,8 +507,8 @@ impl MemArray {
                 self.shape.len()
             )));
         }
-        let shape = self.shape.clone();
-        with_buffer!(&mut self.buffer, |dst| copy_into(tensor, &shape, dst))
+        let Data { shape, buffer, .. } = self;
+        with_buffer!(buffer, |dst| copy_into(tensor, shape, dst))
     }
 }
 
@@ -496,14 +545,14 @@ impl MemArray {
 
     /// The shape.
     #[getter]
-    fn shape(&self) -> Vec<usize> {
-        self.shape.clone()
+    fn shape(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        Ok(self.data.borrow(py)?.shape.clone())
     }
 
     /// The numpy name of the element type.
     #[getter]
-    fn dtype(&self) -> &'static str {
-        self.buffer.dtype_name()
+    fn dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.data.borrow(py)?.buffer.dtype_name())
     }
 
     /// The number of exported tensors consumers still hold.
@@ -513,79 +562,91 @@ impl MemArray {
     }
 
     /// `(device_type, device_id)`: `(1, 0)` for the CPU, `(2, 0)` once on the GPU.
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        if self.on_device { (2, 0) } else { (1, 0) }
+    fn __dlpack_device__(&self, py: Python<'_>) -> PyResult<(i32, i32)> {
+        Ok(if self.data.borrow(py)?.on_device {
+            (2, 0)
+        } else {
+            (1, 0)
+        })
     }
 
     /// Where the current copy is: `"cpu"` or `"cuda:0"`.
     #[getter]
-    fn device(&self) -> &'static str {
-        if self.on_device { "cuda:0" } else { "cpu" }
+    fn device(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(if self.data.borrow(py)?.on_device {
+            "cuda:0"
+        } else {
+            "cpu"
+        })
     }
 
     /// Moves the data to the GPU (a host-to-device copy); later work and exports use it there.
     // The seed's Python names; they move the data in place.
     #[allow(clippy::wrong_self_convention)]
-    fn to_device(&mut self) -> PyResult<()> {
-        self.check_unshared()?;
-        if self.on_device {
+    fn to_device(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        if data.on_device {
             return Ok(());
         }
         let gpu = gpu()?;
-        let bytes = self.host_bytes().len();
-        if self.device.is_none() {
-            self.device = Some(gpu.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda_error)?);
+        let bytes = data.host_bytes().len();
+        if data.device.is_none() {
+            data.device = Some(gpu.stream.alloc_zeros::<u8>(bytes.max(1)).map_err(cuda_error)?);
         }
-        let host: Vec<u8> = self.host_bytes().to_vec();
-        let device = self.device.as_mut().expect("allocated above");
+        let host: Vec<u8> = data.host_bytes().to_vec();
+        let device = data.device.as_mut().expect("allocated above");
         gpu.stream
             .memcpy_htod(&host, &mut device.slice_mut(..bytes))
             .map_err(cuda_error)?;
-        self.on_device = true;
+        data.on_device = true;
         Ok(())
     }
 
     /// Moves the data back to the host (a device-to-host copy).
     #[allow(clippy::wrong_self_convention)]
-    fn to_host(&mut self) -> PyResult<()> {
-        self.check_unshared()?;
-        if !self.on_device {
+    fn to_host(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        if !data.on_device {
             return Ok(());
         }
         let gpu = gpu()?;
-        let bytes = self.host_bytes().len();
-        let device = self.device.take().expect("on_device implies a device copy");
-        let host = self.host_bytes();
+        let bytes = data.host_bytes().len();
+        let device = data.device.take().expect("on_device implies a device copy");
+        let host = data.host_bytes();
         gpu.stream
             .memcpy_dtoh(&device.slice(..bytes), host)
             .map_err(cuda_error)?;
-        self.device = Some(device);
-        self.on_device = false;
+        data.device = Some(device);
+        data.on_device = false;
         Ok(())
     }
 
     /// Adds to each element the sum of its indices (the seed's test kernel), on the GPU when the
     /// data is there.
-    fn add_index(&mut self) -> PyResult<()> {
-        self.check_unshared()?;
-        if self.on_device {
+    fn add_index(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        let Data {
+            shape,
+            buffer,
+            device,
+            on_device,
+        } = &mut *data;
+        if *on_device {
             let gpu = gpu()?;
-            let shape = self.shape.clone();
-            let dtype = self.buffer.dtype_name();
-            let device = self.device.as_mut().expect("on_device implies a device copy");
+            let dtype = buffer.dtype_name();
+            let device = device.as_mut().expect("on_device implies a device copy");
             let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
             let ptr = ptr as usize;
             return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
                 let mapping = dlmd::layout::RightMapping::new(Dims::new(dims)).map_err(|e| PyValueError::new_err(e.to_string()))?;
                 // SAFETY: the device copy holds the array's elements of type `T`, borrowed
-                // exclusively through `&mut self` for the kernel, which finishes before return.
+                // exclusively (`data_mut`) for the kernel, which finishes before return.
                 let view = unsafe { Mdspan::<T, Dims<R>, LayoutRight, dlmd::Device, Unique>::from_raw_parts(ptr as *mut T, mapping, dlmd::Device::new(0)) };
                 add_index_device(&view)
             }), else Err(PyTypeError::new_err("unsupported dtype")));
         }
-        let shape = self.shape.clone();
-        with_buffer!(&mut self.buffer, |v| with_rank!(shape.len(), R => {
+        with_buffer!(buffer, |v| with_rank!(shape.len(), R => {
             let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
             let mut view = HostMdspanMut::<_, Dims<R>, LayoutRight>::from_slice_mut(v, Dims::new(dims))
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -595,18 +656,21 @@ impl MemArray {
     }
 
     /// Fills this array from any DLPack producer of the same shape and dtype (a copy).
-    fn read_numpy(&mut self, source: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.check_unshared()?;
-        self.check_host()?;
+    fn read_numpy(&self, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = source.py();
+        // Checked before the producer runs, and again after: its Python code may call back.
+        self.data_mut(py)?.check_host()?;
         let tensor = import(source)?;
+        let mut data = self.data_mut(py)?;
+        data.check_host()?;
         let dtype = tensor.dl_tensor().dtype;
-        if Buffer::dtype_of(dtype) != Some(self.buffer.dtype_name()) {
+        if Buffer::dtype_of(dtype) != Some(data.buffer.dtype_name()) {
             return Err(PyTypeError::new_err(format!(
                 "dtype {dtype} does not match {}",
-                self.buffer.dtype_name()
+                data.buffer.dtype_name()
             )));
         }
-        self.fill_from(&tensor)
+        data.fill_from(&tensor)
     }
 
     /// A new MemArray holding a copy of any DLPack producer's data.
@@ -629,13 +693,18 @@ impl MemArray {
                 Ok(view.extents().to_array().to_vec())
             }, else Err(PyTypeError::new_err("unsupported dtype")))
         })?;
-        let mut array = Self::new_checked(shape, dtype)?;
-        array.fill_from(&tensor)?;
-        Ok(array)
+        let mut data = Data::new_checked(shape, dtype)?;
+        data.fill_from(&tensor)?;
+        Ok(Self::of(data))
     }
 
-    fn __repr__(&self) -> String {
-        format!("MemArray(shape={:?}, dtype={:?})", self.shape, self.buffer.dtype_name())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let data = self.data.borrow(py)?;
+        Ok(format!(
+            "MemArray(shape={:?}, dtype={:?})",
+            data.shape,
+            data.buffer.dtype_name()
+        ))
     }
 }
 
@@ -643,14 +712,15 @@ impl MemArray {
 impl DlpackExporter for MemArray {
     fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
         let py = slf.py();
-        let mut guard = slf.borrow_mut();
-        let MemArray {
+        let this = slf.get();
+        let mut data = this.data.borrow_mut(py)?;
+        let Data {
             shape,
             buffer,
-            exports,
             device,
             on_device,
-        } = &mut *guard;
+        } = &mut *data;
+        let exports = &this.exports;
         let array = slf.clone();
         if *on_device {
             let gpu = gpu()?;
