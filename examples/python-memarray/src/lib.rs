@@ -479,6 +479,20 @@ impl Data {
         })
     }
 
+    /// Runs `f` with the dtype, the device address of the device copy and the shape; cudarc
+    /// counts the copy as being written until `f` returns.
+    fn with_device_copy<R>(&mut self, f: impl FnOnce(&'static str, usize, &[usize]) -> PyResult<R>) -> PyResult<R> {
+        let gpu = gpu()?;
+        let Data {
+            shape, buffer, device, ..
+        } = self;
+        let device = device
+            .as_mut()
+            .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
+        let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
+        f(buffer.dtype_name(), ptr as usize, shape)
+    }
+
     /// Refuses host access while the device copy is current.
     fn check_host(&self) -> PyResult<()> {
         if self.on_device {
@@ -625,27 +639,17 @@ impl MemArray {
     /// data is there.
     fn add_index(&self, py: Python<'_>) -> PyResult<()> {
         let mut data = self.data_mut(py)?;
-        let Data {
-            shape,
-            buffer,
-            device,
-            on_device,
-        } = &mut *data;
-        if *on_device {
-            let gpu = gpu()?;
-            let dtype = buffer.dtype_name();
-            let device = device.as_mut().expect("on_device implies a device copy");
-            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
-            let ptr = ptr as usize;
-            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
+        if data.on_device {
+            return data.with_device_copy(|dtype, ptr, shape| with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
                 let mapping = dlmd::layout::RightMapping::new(Dims::new(dims)).map_err(|e| PyValueError::new_err(e.to_string()))?;
                 // SAFETY: the device copy holds the array's elements of type `T`, borrowed
                 // exclusively (`data_mut`) for the kernel, which finishes before return.
                 let view = unsafe { Mdspan::<T, Dims<R>, LayoutRight, dlmd::Device, Unique>::from_raw_parts(ptr as *mut T, mapping, dlmd::Device::new(0)) };
                 add_index_device(&view)
-            }), else Err(PyTypeError::new_err("unsupported dtype")));
+            }), else Err(PyTypeError::new_err("unsupported dtype"))));
         }
+        let Data { shape, buffer, .. } = &mut *data;
         with_buffer!(buffer, |v| with_rank!(shape.len(), R => {
             let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
             let mut view = HostMdspanMut::<_, Dims<R>, LayoutRight>::from_slice_mut(v, Dims::new(dims))
@@ -714,30 +718,21 @@ impl DlpackExporter for MemArray {
         let py = slf.py();
         let this = slf.get();
         let mut data = this.data.borrow_mut(py)?;
-        let Data {
-            shape,
-            buffer,
-            device,
-            on_device,
-        } = &mut *data;
         let exports = &this.exports;
         let array = slf.clone();
-        if *on_device {
+        if data.on_device {
             let gpu = gpu()?;
-            let dtype = buffer.dtype_name();
-            let len = shape.iter().product::<usize>();
-            let device = device
-                .as_mut()
-                .ok_or_else(|| PyBufferError::new_err("no device copy"))?;
-            let (ptr, _write) = device.device_ptr_mut(&gpu.stream);
-            let ptr = ptr as usize;
-            return with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
+            return data.with_device_copy(|dtype, ptr, shape| {
+                let len = shape.iter().product::<usize>();
+                with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
                 export_cuda(py, request, Dims::new(dims), &gpu.stream, || {
                     Ok(DeviceExported::<T>::new(ptr as *mut T, len, array, exports))
                 })
-            }), else Err(PyTypeError::new_err("unsupported dtype")));
+            }), else Err(PyTypeError::new_err("unsupported dtype")))
+            });
         }
+        let Data { shape, buffer, .. } = &mut *data;
         with_buffer!(buffer, |v| {
             let (ptr, len) = (v.as_mut_ptr(), v.len());
             with_rank!(shape.len(), R => {
