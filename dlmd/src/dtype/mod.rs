@@ -23,6 +23,29 @@
 //! vectors of 2 and 4 lanes only; dlmd allows any lane count from 2 to 16, which covers every
 //! vector width of CUDA, SIMD and DLPack consumers in use. `isize`, `usize` and `char` have no
 //! DLPack type and are not elements.
+//!
+//! ## FP8, FP6 and FP4
+//!
+//! Each type is one byte, `#[repr(transparent)]` over `u8`, so a slice of them is exactly the
+//! buffer a framework exchanges. FP6 and FP4 values use the low 6 or 4 bits of their byte: they
+//! are stored *padded*, one element per byte, never packed.
+//!
+//! Conversions from `f32` round to nearest, ties to even, and treat values the format cannot hold
+//! as the OCP 8-bit floating point and MX specifications (and the `ml_dtypes` package, against
+//! which every encoding and a large random sample are tested bit for bit) do:
+//!
+//! | type | largest finite | overflow and ±∞ give | NaN gives |
+//! |---|---|---|---|
+//! | [`F8E4M3FN`] | 448 | NaN (`S.1111.111`) | NaN |
+//! | [`F8E5M2`] | 57344 | ±∞ | NaN (`S.11111.10`) |
+//! | [`F8E8M0FNU`] | 2¹²⁷ | NaN (`0xFF`); zero and negatives are NaN too | NaN |
+//! | [`F6E2M3FN`] | 7.5 | ±7.5 (saturate) | `0b1_00_000`, sign flipped by the NaN's sign |
+//! | [`F6E3M2FN`] | 28 | ±28 (saturate) | `0b1_000_00`, sign flipped by the NaN's sign |
+//! | [`F4E2M1FN`] | 6 | ±6 (saturate) | `0b1_00_0`, sign flipped by the NaN's sign |
+//!
+//! The MX element formats have no NaN: the MX specification leaves the conversion of NaN to the
+//! implementation, and dlmd follows `ml_dtypes`. [`F8E8M0FNU`], a scale with no mantissa, rounds
+//! ties away from zero, as `ml_dtypes` does.
 
 mod minifloat;
 

@@ -351,8 +351,9 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
         Ok((ptr, mapping))
     }
 
-    /// A read-only slice, borrowing this view. See the [module docs](self) for the slices each
-    /// dimension takes and the layout of the result.
+    /// A read-only slice, borrowing this view. Each dimension takes a [`SliceSpec`]: an index
+    /// (the dimension is dropped) or a range (it is kept); [`SubLayout`] gives the layout of the
+    /// result, known at compile time.
     pub fn submdspan<Sp: SliceSpecs<E::Index>>(&self, specs: Sp) -> SliceResult<'_, T, Sp, E::Index, L, S, Shared> {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: the slice's mapping reaches a subset of this view's elements (checked by the
