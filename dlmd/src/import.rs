@@ -44,7 +44,7 @@ use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping};
 use crate::space::{Device, Host, Managed, MemorySpace};
-use crate::view::{Access, Mdspan, Shared, Unique};
+use crate::view::{Access, Mdspan, Shared, Unique, first_index, next_index};
 
 /// Why a `DLTensor` cannot be viewed as asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -420,12 +420,8 @@ unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
     ptr: *const T,
     mapping: &L::Mapping<E>,
 ) -> Result<(), ImportError> {
-    let extents = mapping.extents().to_array();
-    if extents.as_ref().contains(&0) {
-        return Ok(());
-    }
-    let mut index = E::Index::zeros();
-    loop {
+    let mut next = first_index(mapping.extents());
+    while let Some(index) = next {
         let offset = mapping.offset_of(&index);
         // SAFETY: `index` is inside the extents, so the element is inside the readable span;
         // its bytes are read as `u8`, which every byte pattern is.
@@ -433,20 +429,9 @@ unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
         if let Some(&value) = bytes.iter().find(|&&b| b > 1) {
             return Err(ImportError::InvalidBool { offset, value });
         }
-        // Next index, row-major.
-        let mut done = true;
-        for (i, &n) in index.as_mut().iter_mut().zip(extents.as_ref()).rev() {
-            *i += 1;
-            if *i < n {
-                done = false;
-                break;
-            }
-            *i = 0;
-        }
-        if done {
-            return Ok(());
-        }
+        next = next_index(mapping.extents(), index);
     }
+    Ok(())
 }
 
 macro_rules! import_fn {

@@ -444,14 +444,14 @@ impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible> IndexMut<E::Index> 
 
 /// The first index of a row-major walk, `None` when the extents hold no element.
 #[inline]
-fn first_index<E: Extents>(extents: &E) -> Option<E::Index> {
+pub(crate) fn first_index<E: Extents>(extents: &E) -> Option<E::Index> {
     let e = extents.to_array();
     (!e.as_ref().contains(&0)).then(E::Index::zeros)
 }
 
 /// The index after `index` in row-major order.
 #[inline]
-fn next_index<E: Extents>(extents: &E, mut index: E::Index) -> Option<E::Index> {
+pub(crate) fn next_index<E: Extents>(extents: &E, mut index: E::Index) -> Option<E::Index> {
     let e = extents.to_array();
     for (i, &n) in index.as_mut().iter_mut().zip(e.as_ref()).rev() {
         *i += 1;
