@@ -54,6 +54,39 @@ pub enum ManagedError {
     },
 }
 
+/// A managed tensor struct, versioned or legacy, as far as releasing it goes.
+pub(crate) trait Release {
+    /// Calls the tensor's deleter, if it has one.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a valid managed tensor owned by the caller, whose deleter (when not NULL) may
+    /// be called from this thread; the tensor is released and not used again.
+    unsafe fn release(this: *mut Self);
+}
+
+impl Release for DLManagedTensorVersioned {
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: `this` is valid and owned (caller); its deleter is called once.
+        unsafe {
+            if let Some(deleter) = (*this).deleter {
+                deleter(this);
+            }
+        }
+    }
+}
+
+impl Release for DLManagedTensor {
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as for the versioned struct.
+        unsafe {
+            if let Some(deleter) = (*this).deleter {
+                deleter(this);
+            }
+        }
+    }
+}
+
 /// The producer's struct, versioned or legacy.
 enum Raw {
     Versioned(NonNull<DLManagedTensorVersioned>),
@@ -103,11 +136,7 @@ impl ManagedTensor {
         if major != 1 {
             // SAFETY: the deleter's position is fixed by the ABI for every major version; the
             // caller hands over ownership, so calling it once is ours to do.
-            unsafe {
-                if let Some(deleter) = (*ptr.as_ptr()).deleter {
-                    deleter(ptr.as_ptr());
-                }
-            }
+            unsafe { DLManagedTensorVersioned::release(ptr.as_ptr()) };
             return Err(ManagedError::Version { major });
         }
         Ok(Self {
@@ -252,16 +281,8 @@ impl Drop for ManagedTensor {
         // from any thread (`from_raw_*`).
         unsafe {
             match self.raw {
-                Raw::Versioned(p) => {
-                    if let Some(deleter) = (*p.as_ptr()).deleter {
-                        deleter(p.as_ptr());
-                    }
-                }
-                Raw::Legacy(p) => {
-                    if let Some(deleter) = (*p.as_ptr()).deleter {
-                        deleter(p.as_ptr());
-                    }
-                }
+                Raw::Versioned(p) => DLManagedTensorVersioned::release(p.as_ptr()),
+                Raw::Legacy(p) => DLManagedTensor::release(p.as_ptr()),
             }
         }
     }

@@ -19,7 +19,9 @@
 
 use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, IS_COPIED};
 use crate::extents::Extents;
-use crate::managed::{ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy_on, export_versioned_on};
+use crate::managed::{
+    ExportError, ManagedError, ManagedTensor, Release, TensorOwner, export_legacy_on, export_versioned_on,
+};
 use core::ffi::CStr;
 use core::ptr::NonNull;
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
@@ -585,39 +587,17 @@ fn capsule_of<'py, O: TensorOwner, E: Extents>(
     }
 }
 
-/// A managed tensor struct: the two capsule kinds differ only in these.
-trait Managed {
+/// A managed tensor struct: the two capsule kinds differ only in their names.
+trait Managed: Release {
     const NAME: &'static CStr;
-    /// Calls the deleter, if any.
-    ///
-    /// # Safety
-    ///
-    /// `this` is a valid managed tensor owned by the caller; it is released.
-    unsafe fn release(this: *mut Self);
 }
 
 impl Managed for DLManagedTensorVersioned {
     const NAME: &'static CStr = VERSIONED_CAPSULE;
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: `this` is valid and owned (caller); the deleter is called once.
-        unsafe {
-            if let Some(deleter) = (*this).deleter {
-                deleter(this);
-            }
-        }
-    }
 }
 
 impl Managed for DLManagedTensor {
     const NAME: &'static CStr = LEGACY_CAPSULE;
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: as for the versioned struct.
-        unsafe {
-            if let Some(deleter) = (*this).deleter {
-                deleter(this);
-            }
-        }
-    }
 }
 
 /// Wraps a managed tensor in a capsule of its kind, releasing the tensor if that fails.
