@@ -426,17 +426,8 @@ impl PyKeepAlive {
     /// is finalized neither happens.
     pub fn release_with(self, f: impl FnOnce(Python<'_>)) {
         let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: as in `drop`, which does not run for `this`; `f` runs with the GIL held, for
-        // no longer than this hold of it.
-        unsafe {
-            if ffi::Py_IsInitialized() == 0 {
-                return;
-            }
-            let state = ffi::PyGILState_Ensure();
-            f(Python::assume_attached());
-            ffi::Py_DecRef(this.0.as_ptr());
-            ffi::PyGILState_Release(state);
-        }
+        // SAFETY: `drop` does not run for `this`, so the reference is released only here.
+        unsafe { release_reference(this.0, f) }
     }
 
     /// A new reference to the object.
@@ -449,21 +440,33 @@ impl PyKeepAlive {
 
 impl Drop for PyKeepAlive {
     fn drop(&mut self) {
-        // SAFETY: `self.0` is a strong reference this value owns; it is released once, by a
-        // thread that holds the GIL for it (`PyGILState_Ensure` is reentrant: a thread that
-        // already holds it keeps it). After finalization nothing may run, so it is leaked.
-        unsafe {
-            if ffi::Py_IsInitialized() == 0 {
-                return;
-            }
-            let state = ffi::PyGILState_Ensure();
-            ffi::Py_DecRef(self.0.as_ptr());
-            ffi::PyGILState_Release(state);
-        }
+        // SAFETY: `self.0` is a strong reference this value owns, released once, here.
+        unsafe { release_reference(self.0, |_| {}) }
     }
 }
 
-// SAFETY: the reference is only released (in `drop`), and that takes the GIL itself.
+/// Releases `obj`, running `f` first in the same hold of the GIL; once the interpreter is
+/// finalized nothing may run, so neither happens and the reference is leaked.
+///
+/// # Safety
+///
+/// `obj` is a strong reference the caller owns and hands over.
+unsafe fn release_reference(obj: NonNull<ffi::PyObject>, f: impl FnOnce(Python<'_>)) {
+    // SAFETY: the reference is released once, by a thread that holds the GIL for it
+    // (`PyGILState_Ensure` is reentrant: a thread that already holds it keeps it); `f` runs
+    // with the GIL held, for no longer than this hold of it.
+    unsafe {
+        if ffi::Py_IsInitialized() == 0 {
+            return;
+        }
+        let state = ffi::PyGILState_Ensure();
+        f(Python::assume_attached());
+        ffi::Py_DecRef(obj.as_ptr());
+        ffi::PyGILState_Release(state);
+    }
+}
+
+// SAFETY: the reference is only released (`release_reference`), and that takes the GIL itself.
 unsafe impl Send for PyKeepAlive {}
 // SAFETY: `&PyKeepAlive` gives access to the object only through `bind`, which needs the GIL.
 unsafe impl Sync for PyKeepAlive {}
