@@ -215,8 +215,8 @@ impl ExportCount {
     }
 }
 
-/// The owner of an exported MemArray tensor: keeps the MemArray alive and unchangeable from Rust
-/// until the consumer releases it.
+/// The owner of an exported MemArray tensor, of the host buffer or of the device copy: keeps the
+/// MemArray alive and unchangeable from Rust until the consumer releases it.
 struct Exported<T> {
     ptr: *mut T,
     len: usize,
@@ -383,9 +383,6 @@ fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout>(
     .map_err(cuda_error)?;
     gpu.stream.synchronize().map_err(cuda_error)
 }
-
-/// The owner of an exported device copy: as [`Exported`], for the device allocation.
-type DeviceExported<T> = Exported<T>;
 
 /// Data that only code holding the GIL touches, borrowed like a `RefCell` (a second mutable
 /// borrow, say from a producer's Python code that calls back into the array while it is being
@@ -727,7 +724,7 @@ impl DlpackExporter for MemArray {
                 with_dtype!(dlmd_dtype(dtype), T => with_rank!(shape.len(), R => {
                 let dims: [usize; R] = std::array::from_fn(|d| shape[d]);
                 export_cuda(py, request, Dims::new(dims), &gpu.stream, || {
-                    Ok(DeviceExported::<T>::new(ptr as *mut T, len, array, exports))
+                    Ok(Exported::<T>::new(ptr as *mut T, len, array, exports))
                 })
             }), else Err(PyTypeError::new_err("unsupported dtype")))
             });
