@@ -127,21 +127,8 @@ where
         }
         return;
     }
-    let mut index = [0usize; R];
-    loop {
+    for index in dlmd_tests::indices(extents) {
         assert_eq!(actual(&index), described(&index), "index {index:?}");
-        let mut done = true;
-        for d in (0..R).rev() {
-            index[d] += 1;
-            if index[d] < extents[d] {
-                done = false;
-                break;
-            }
-            index[d] = 0;
-        }
-        if done {
-            break;
-        }
     }
 }
 

@@ -8,30 +8,6 @@ use dlmd::{
     Mdspan, to_dlpack_tensor,
 };
 
-/// Every index of `extents`, row-major.
-fn indices<const R: usize>(extents: [usize; R]) -> Vec<[usize; R]> {
-    let mut out = Vec::new();
-    if extents.contains(&0) {
-        return out;
-    }
-    let mut index = [0; R];
-    loop {
-        out.push(index);
-        let mut carried = true;
-        for d in (0..R).rev() {
-            index[d] += 1;
-            if index[d] < extents[d] {
-                carried = false;
-                break;
-            }
-            index[d] = 0;
-        }
-        if carried {
-            return out;
-        }
-    }
-}
-
 /// Exports `view`, imports it as `Dims<R>` in layout `L`, and checks every element's address.
 fn round_trip<T, E, L, const R: usize>(view: &HostMdspan<'_, T, E, L>)
 where
@@ -47,7 +23,7 @@ where
     let back = unsafe { HostMdspan::<T, Dims<R>, L>::from_dlpack(&t) }.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(back.extents().to_array(), view.extents().to_array());
     assert_eq!(back.size(), view.size());
-    for index in indices(view.extents().to_array()) {
+    for index in dlmd_tests::indices(view.extents().to_array()) {
         assert!(std::ptr::eq(&back[index], &view[index]), "{index:?}");
     }
     // SAFETY: as above; static extents are checked against the shape.
