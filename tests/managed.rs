@@ -56,7 +56,7 @@ fn versioned_round_trip_frees_once() {
     assert_eq!(tensor.version(), Some(DLPackVersion::CURRENT));
     assert_eq!(tensor.flags(), 0);
     let md = tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap();
-    assert_eq!(md[[1, 2]], 5);
+    assert_eq!(md.load([1, 2]), 5);
     assert_eq!(drops.load(Ordering::SeqCst), 0);
     drop(tensor);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -69,8 +69,11 @@ fn legacy_round_trip_frees_once() {
     // SAFETY: produced by dlmd above.
     let mut tensor = unsafe { ManagedTensor::from_raw_legacy(raw) }.unwrap();
     assert_eq!(tensor.version(), None);
-    tensor.as_host_mdspan_mut::<i32, 1, LayoutStride>().unwrap()[[0]] = 40;
-    assert_eq!(tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap()[[0]], 40);
+    tensor
+        .as_host_mdspan_mut::<i32, 1, LayoutStride>()
+        .unwrap()
+        .store([0], 40);
+    assert_eq!(tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap().load([0]), 40);
     drop(tensor);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
@@ -162,7 +165,7 @@ fn null_pointers_and_null_deleters() {
     };
     // SAFETY: `managed` describes `data`, both alive beyond the wrapper; there is no deleter.
     let tensor = unsafe { ManagedTensor::from_raw_legacy(&mut managed) }.unwrap();
-    assert_eq!(tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap()[[1]], 2.5);
+    assert_eq!(tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap().load([1]), 2.5);
 }
 
 #[test]
@@ -177,7 +180,7 @@ fn shared_buffers_are_read_only() {
         tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err(),
         ImportError::ReadOnly
     );
-    assert_eq!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().unwrap()[[2]], 3);
+    assert_eq!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().unwrap().load([2]), 3);
     assert_eq!(Arc::strong_count(&shared), 2);
     drop(tensor);
     assert_eq!(Arc::strong_count(&shared), 1);
@@ -191,7 +194,7 @@ fn sub_byte_elements_are_flagged_padded() {
     let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
     assert_eq!(tensor.flags() & IS_SUBBYTE_TYPE_PADDED, IS_SUBBYTE_TYPE_PADDED);
     let md = tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>().unwrap();
-    assert_eq!(md[[2]].to_f32(), 6.0);
+    assert_eq!(md.load([2]).to_f32(), 6.0);
     assert_eq!(
         export_legacy(vec![F4E2M1FN::from_f32(1.0)], Dims::new([1])).unwrap_err(),
         ExportError::SubbyteInLegacy
@@ -221,7 +224,7 @@ fn copied_flag_and_static_extents() {
     let md = tensor
         .as_host_mdspan_extents::<u16, (Const<2>, Const<3>), LayoutRight>()
         .unwrap();
-    assert_eq!(md[[1, 2]], 7);
+    assert_eq!(md.load([1, 2]), 7);
     assert!(
         tensor
             .as_host_mdspan_extents::<u16, (Const<3>, Dyn), LayoutRight>()
@@ -246,7 +249,10 @@ fn arrays_export_with_their_shape() {
     let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
     let t = tensor.dl_tensor();
     assert_eq!(t.ndim, 2);
-    assert_eq!(tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap()[[1, 1]], 3.0);
+    assert_eq!(
+        tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap().load([1, 1]),
+        3.0
+    );
     let empty = Array::<f64, Dims<2>>::zeros(Dims::new([0, 4]))
         .unwrap()
         .into_dlpack_legacy()
@@ -263,5 +269,5 @@ fn rank_zero_exports() {
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
     assert!(tensor.dl_tensor().shape.is_null());
-    assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap()[[]], 9);
+    assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap().load([]), 9);
 }

@@ -15,7 +15,7 @@ fn dlmd_round_trip(data: Vec<f32>) -> f32 {
     // SAFETY: `raw` was just produced by dlmd and is handed over.
     let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
     let view = tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap();
-    view[[1023]]
+    view.load([1023])
 }
 
 fn dlpark_round_trip(mut data: Vec<f32>) -> f32 {

@@ -32,7 +32,7 @@ use crate::dtype::{ByteExact, DlElement, ElementStorage};
 use crate::extents::Extents;
 use crate::layout::{Layout, Mapping};
 use crate::space::MemorySpace;
-use crate::view::{Mdspan, Shared, Unique};
+use crate::view::{CopyAccess, Mdspan, Unique};
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ops::Deref;
@@ -210,10 +210,11 @@ pub trait AsDlpackTensor<'a, const R: usize> {
     fn to_dlpack_tensor(self) -> DlpackTensor<'a, R>;
 }
 
-/// A shared view's description borrows its data for the view's whole lifetime `'a`: views are
-/// `Copy`, so the description may outlive the view value itself.
-impl<'a, T, E, L, S, const R: usize> AsDlpackTensor<'a, R> for &Mdspan<'a, T, E, L, S, Shared>
+/// A shared or aliased view's description borrows its data for the view's whole lifetime `'a`:
+/// such views are `Copy`, so the description may outlive the view value itself.
+impl<'a, T, E, L, S, A, const R: usize> AsDlpackTensor<'a, R> for &Mdspan<'a, T, E, L, S, A>
 where
+    A: CopyAccess,
     T: DlElement,
     T::Storage: PlainStorage,
     E: Extents<Index = [usize; R]>,

@@ -70,8 +70,8 @@ pub use import::{
 pub use layout::{LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
 pub use space::{Device, Host, Managed};
 pub use view::{
-    DeviceMdspan, DeviceMdspanMut, HostMdspan, HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, Shared, Unique,
-    ViewError,
+    Aliased, AliasedMut, DeviceMdspan, DeviceMdspanMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut,
+    HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, Shared, Unique, ViewError,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

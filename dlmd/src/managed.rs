@@ -3,7 +3,12 @@
 //!
 //! - Import: [`ManagedTensor`] owns a producer's managed tensor and calls its deleter exactly once
 //!   when dropped. Views of it are safe: the producer's promise was made once, in
-//!   [`ManagedTensor::from_raw_versioned`] / [`ManagedTensor::from_raw_legacy`].
+//!   [`ManagedTensor::from_raw_versioned`] / [`ManagedTensor::from_raw_legacy`]. DLPack shares
+//!   the memory: the producer and other consumers (another import of the same array among them)
+//!   may read and write it while the tensor lives, so the views are
+//!   [aliased](crate::view::Aliased): elements are copied in and out by value, and `&T` / `&mut T`
+//!   views come only from [`assume_unaliased`](crate::Mdspan::assume_unaliased) /
+//!   [`assume_unique`](crate::Mdspan::assume_unique), whose contract states exclusivity.
 //! - Export: [`export_versioned`] and [`export_legacy`] turn an owned buffer (`Vec<T>`,
 //!   `Box<[T]>`, `Arc<[T]>`, or dlmd's [`Array`]) into a managed tensor whose deleter frees it
 //!   exactly once, from any thread. Versioned tensors carry `READ_ONLY` for shared buffers
@@ -17,7 +22,7 @@
 //! // SAFETY: `raw` was just produced by dlmd and is handed over here.
 //! let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
 //! let md = tensor.as_host_mdspan::<f32, 2, LayoutRight>().unwrap();
-//! assert_eq!(md[[1, 2]], 6.0);
+//! assert_eq!(md.load([1, 2]), 6.0);
 //! // Dropping `tensor` calls the deleter, which frees the `Vec`.
 //! ```
 
@@ -31,7 +36,9 @@ use crate::extents::{Extents, IndexArray};
 use crate::import::{ImportError, ImportSpace};
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
 use crate::space::Host;
-use crate::view::{HostMdspan, HostMdspanMut, Mdspan, Shared, Unique, ViewError};
+use crate::view::{
+    Aliased, AliasedMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut, HostMdspanMut, Mdspan, ViewError,
+};
 use core::ffi::c_void;
 use core::fmt;
 use core::ptr::NonNull;
@@ -213,42 +220,44 @@ impl ManagedTensor {
         unsafe { Mdspan::import(self.dl_tensor(), self.version()) }
     }
 
-    /// A read-only host view with rank `R` and layout `L`.
+    /// A read-only host view with rank `R` and layout `L`, by value: others may write the
+    /// memory meanwhile (see [`Aliased`]).
     pub fn as_host_mdspan<T: DlElement, const R: usize, L: Layout>(
         &self,
-    ) -> Result<HostMdspan<'_, T, Dims<R>, L>, ImportError> {
+    ) -> Result<HostMdspanAliased<'_, T, Dims<R>, L>, ImportError> {
         self.view()
     }
 
-    /// A read-only host view with static or mixed extents `E`.
+    /// A read-only host view with static or mixed extents `E`, by value.
     pub fn as_host_mdspan_extents<T: DlElement, E: Extents, L: Layout>(
         &self,
-    ) -> Result<HostMdspan<'_, T, E, L>, ImportError> {
+    ) -> Result<HostMdspanAliased<'_, T, E, L>, ImportError> {
         self.view()
     }
 
-    /// A read-write host view; refused when the producer set `READ_ONLY`, and for overlapping
-    /// strides.
+    /// A read-write host view, by value (see [`AliasedMut`]); refused when the producer set
+    /// `READ_ONLY`, and for overlapping strides.
     pub fn as_host_mdspan_mut<T: DlElement, const R: usize, L: Layout>(
         &mut self,
-    ) -> Result<HostMdspanMut<'_, T, Dims<R>, L>, ImportError> {
+    ) -> Result<HostMdspanAliasedMut<'_, T, Dims<R>, L>, ImportError> {
         if self.is_read_only() {
             return Err(ImportError::ReadOnly);
         }
         self.view()
     }
 
-    /// Any view: device or managed memory, shared or unique access (unique requires `&mut`).
+    /// Any read-only view: host, device or managed memory.
     pub fn as_mdspan<T: DlElement, E: Extents, L: Layout, S: ImportSpace>(
         &self,
-    ) -> Result<Mdspan<'_, T, E, L, S, Shared>, ImportError> {
+    ) -> Result<Mdspan<'_, T, E, L, S, Aliased>, ImportError> {
         self.view()
     }
 
-    /// Any read-write view; refused when the producer set `READ_ONLY`.
+    /// Any read-write view; refused when the producer set `READ_ONLY`, and for overlapping
+    /// strides.
     pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: ImportSpace>(
         &mut self,
-    ) -> Result<Mdspan<'_, T, E, L, S, Unique>, ImportError> {
+    ) -> Result<Mdspan<'_, T, E, L, S, AliasedMut>, ImportError> {
         if self.is_read_only() {
             return Err(ImportError::ReadOnly);
         }

@@ -15,8 +15,10 @@
 //! assert_eq!(buf[1], 7.0);
 //! ```
 
+mod aliased;
 mod sub;
 
+pub use aliased::{Aliased, AliasedAccess, AliasedMut, HostMdspanAliased, HostMdspanAliasedMut, Values};
 pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayoutOf, Submdspan};
 
 use crate::dtype::DlElement;
@@ -32,11 +34,28 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Whether a view may write: [`Shared`] or [`Unique`].
+/// How a view reaches its elements: [`Shared`] and [`Unique`] lend references (`&T`,
+/// `&mut T`), [`Aliased`] and [`AliasedMut`] copy values in and out, for memory others may
+/// write meanwhile.
 pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
     /// Whether the view may write through its pointer.
     const MUTABLE: bool;
+    /// The access of a read-only view borrowed from this one: [`Shared`] for reference views,
+    /// [`Aliased`] for aliased ones (a borrow never promises more than its source).
+    type ReadOnly: CopyAccess;
 }
+
+/// Access whose views lend references to their elements: [`Shared`] and [`Unique`]. Such a
+/// view promises that nothing else writes its elements while it lives, so `&T` stays valid.
+#[diagnostic::on_unimplemented(
+    message = "a view with `{Self}` access lends no references to its elements",
+    label = "others may write this memory while the view lives",
+    note = "copy elements in and out with `load`/`store`, or, where nothing else can reach the memory, call the `unsafe` `assume_unaliased`/`assume_unique`"
+)]
+pub trait RefAccess: Access {}
+
+/// Access whose views are `Copy`: [`Shared`], [`Aliased`] and [`AliasedMut`].
+pub trait CopyAccess: Access {}
 
 /// Read-only access: the view is `Copy`, and many may alias.
 #[derive(Clone, Copy, Debug)]
@@ -51,10 +70,15 @@ impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
 impl Access for Shared {
     const MUTABLE: bool = false;
+    type ReadOnly = Shared;
 }
 impl Access for Unique {
     const MUTABLE: bool = true;
+    type ReadOnly = Shared;
 }
+impl RefAccess for Shared {}
+impl RefAccess for Unique {}
+impl CopyAccess for Shared {}
 
 /// Why a view cannot be made over some memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -112,19 +136,20 @@ pub type ManagedMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed,
 /// A read-write view of CUDA managed memory.
 pub type ManagedMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Unique>;
 
-// SAFETY: a view is a borrow of `T`s (shared or unique); `DlElement` types are `Send + Sync`, so
-// moving or sharing the borrow across threads is as safe as for `&T` / `&mut T`.
-unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Send for Mdspan<'_, T, E, L, S, A> {}
+// SAFETY: a reference view is a borrow of `T`s (shared or unique); `DlElement` types are
+// `Send + Sync`, so moving or sharing the borrow across threads is as safe as for `&T` / `&mut T`.
+// Aliased views are neither `Send` nor `Sync`, like `&Cell<T>`: their stores take `&self`.
+unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: RefAccess> Send for Mdspan<'_, T, E, L, S, A> {}
 // SAFETY: as for `Send`; `&Mdspan` only reads (a `Unique` view writes through `&mut self` only).
-unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Sync for Mdspan<'_, T, E, L, S, A> {}
+unsafe impl<T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: RefAccess> Sync for Mdspan<'_, T, E, L, S, A> {}
 
-impl<T, E: Extents, L: Layout, S: MemorySpace> Clone for Mdspan<'_, T, E, L, S, Shared> {
+impl<T, E: Extents, L: Layout, S: MemorySpace, A: CopyAccess> Clone for Mdspan<'_, T, E, L, S, A> {
     #[inline]
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T, E: Extents, L: Layout, S: MemorySpace> Copy for Mdspan<'_, T, E, L, S, Shared> {}
+impl<T, E: Extents, L: Layout, S: MemorySpace, A: CopyAccess> Copy for Mdspan<'_, T, E, L, S, A> {}
 
 impl<T, E: Extents, L: Layout, S: MemorySpace, A: Access> fmt::Debug for Mdspan<'_, T, E, L, S, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -277,9 +302,10 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
         self.ptr.as_ptr()
     }
 
-    /// A read-only view of the same elements, borrowing this one.
+    /// A read-only view of the same elements, borrowing this one ([`Shared`] from a reference
+    /// view, [`Aliased`] from an aliased one).
     #[inline]
-    pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, Shared> {
+    pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, A::ReadOnly> {
         Mdspan {
             ptr: self.ptr,
             mapping: self.mapping,
@@ -343,7 +369,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     }
 }
 
-impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdspan<'a, T, E, L, S, A> {
+impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
     /// The element at `index`, or `None` outside the extents.
     #[inline]
     pub fn get(&self, index: E::Index) -> Option<&T> {
@@ -413,11 +439,13 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
 
 #[cold]
 #[track_caller]
-fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
+pub(crate) fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
     panic!("index {index:?} is out of bounds for extents {extents:?}")
 }
 
-impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Index<E::Index> for Mdspan<'_, T, E, L, S, A> {
+impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Index<E::Index>
+    for Mdspan<'_, T, E, L, S, A>
+{
     type Output = T;
 
     #[inline]
@@ -469,7 +497,7 @@ pub struct Iter<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
     next: Option<E::Index>,
 }
 
-impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Iterator for Iter<'v, T, E, L, S, A> {
+impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Iterator for Iter<'v, T, E, L, S, A> {
     type Item = &'v T;
 
     #[inline]
@@ -481,7 +509,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Iter
     }
 }
 
-impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> IntoIterator
+impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> IntoIterator
     for &'v Mdspan<'v, T, E, L, S, A>
 {
     type Item = &'v T;

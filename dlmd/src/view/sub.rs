@@ -22,7 +22,7 @@
 //! assert_eq!(cols[[1, 2]], 11);
 //! ```
 
-use super::{Access, Mdspan, Shared, Unique};
+use super::{Access, CopyAccess, Mdspan, Unique};
 use crate::dtype::DlElement;
 use crate::extents::{Dims, Extents, IndexArray};
 use crate::layout::{Layout, LayoutError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
@@ -354,19 +354,27 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
     /// A read-only slice, borrowing this view. Each dimension takes a [`SliceSpec`]: an index
     /// (the dimension is dropped) or a range (it is kept); [`SubLayout`] gives the layout of the
     /// result, known at compile time.
-    pub fn submdspan<Sp: SliceSpecs<E::Index>>(&self, specs: Sp) -> SliceResult<'_, T, Sp, E::Index, L, S, Shared> {
+    ///
+    /// The slice is [`Shared`](super::Shared) for a reference view and
+    /// [`Aliased`](super::Aliased) for an aliased one.
+    pub fn submdspan<Sp: SliceSpecs<E::Index>>(
+        &self,
+        specs: Sp,
+    ) -> SliceResult<'_, T, Sp, E::Index, L, S, A::ReadOnly> {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: the slice's mapping reaches a subset of this view's elements (checked by the
-        // bounds of every dimension above), and it is read-only for the borrow of `self`.
+        // bounds of every dimension above), and it is read-only for the borrow of `self`, with
+        // the read-only form of this view's access (never more than it promises).
         Ok(unsafe { Mdspan::from_raw_parts(ptr, mapping, self.space()) })
     }
 }
 
-impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace> Mdspan<'a, T, E, L, S, Shared> {
-    /// A read-only slice keeping the data lifetime `'a` (a shared view is `Copy`).
-    pub fn into_submdspan<Sp: SliceSpecs<E::Index>>(self, specs: Sp) -> SliceResult<'a, T, Sp, E::Index, L, S, Shared> {
+impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: CopyAccess> Mdspan<'a, T, E, L, S, A> {
+    /// A slice of the same access keeping the data lifetime `'a` (such a view is `Copy`).
+    pub fn into_submdspan<Sp: SliceSpecs<E::Index>>(self, specs: Sp) -> SliceResult<'a, T, Sp, E::Index, L, S, A> {
         let (ptr, mapping) = self.slice_parts(specs)?;
-        // SAFETY: as in `submdspan`; the data is borrowed read-only for `'a`.
+        // SAFETY: as in `submdspan`; a `Copy` view's access holds for any copy of it, so it
+        // holds for a subset of its elements, for `'a`.
         Ok(unsafe { Mdspan::from_raw_parts(ptr, mapping, self.space()) })
     }
 }

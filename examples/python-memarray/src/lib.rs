@@ -18,7 +18,7 @@ use dlmd::python::{
     DlpackExporter, DlpackRequest, PyKeepAlive, add_dlpack_method, export_cpu, export_cuda, from_dlpack as import,
     from_dlpack_on_stream,
 };
-use dlmd::view::Unique;
+use dlmd::view::{Access, AliasedMut, Unique};
 use dlmd::{Dims, DlElement, Extents, HostMdspanMut, ImportError, LayoutRight, LayoutStrideRelaxed, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -341,9 +341,10 @@ fn cuda_error(e: impl std::fmt::Display) -> PyErr {
 }
 
 /// Runs `add_index_<dtype>_<R>` over a device view on the GPU's stream.
-fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout>(
-    view: &Mdspan<'_, T, Dims<R>, L, dlmd::Device, Unique>,
+fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout, A: Access>(
+    view: &Mdspan<'_, T, Dims<R>, L, dlmd::Device, A>,
 ) -> PyResult<()> {
+    const { assert!(A::MUTABLE, "add_index writes: pass a Unique or AliasedMut view") };
     let gpu = gpu()?;
     let dtype = Buffer::dtype_of(T::DTYPE).unwrap_or("?");
     if R == 0 || !GPU_TYPES.iter().any(|(n, _)| *n == dtype) {
@@ -371,8 +372,9 @@ fn add_index_device<T: DlElement, const R: usize, L: dlmd::layout::Layout>(
     let blocks = n.div_ceil(256).min(65_535) as u32;
     let mut launch = gpu.stream.launch_builder(&func);
     launch.arg(&kv);
-    // SAFETY: the kernel reads and writes exactly the view's elements, which the view's owner
-    // keeps alive and unaliased (the view is `Unique`) until the stream is synchronised below.
+    // SAFETY: the kernel reads and writes exactly the view's elements (a writable view, checked
+    // unique by its importer), which the view's owner keeps alive until the stream is
+    // synchronised below; the producer made them ready on this stream.
     unsafe {
         launch.launch(LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -532,8 +534,8 @@ fn copy_into<T: DlElement>(tensor: &ManagedTensor, shape: &[usize], dst: &mut [T
                 "shape {:?} does not match {:?}", view.extents().to_array(), shape
             )));
         }
-        for (d, s) in dst.iter_mut().zip(view.iter()) {
-            *d = *s;
+        for (d, s) in dst.iter_mut().zip(view.values()) {
+            *d = s;
         }
         Ok(())
     })
@@ -544,6 +546,16 @@ fn add_index_view<T: AddIndex, E: Extents, L: dlmd::layout::Layout>(
     view: &mut Mdspan<'_, T, E, L, dlmd::Host, Unique>,
 ) {
     view.for_each_mut(|index, x| x.add_index(index.as_ref().iter().sum()));
+}
+
+/// Adds the index sum to each element of a view of memory others share, by value.
+fn add_index_aliased<T: AddIndex, E: Extents, L: dlmd::layout::Layout>(
+    view: &Mdspan<'_, T, E, L, dlmd::Host, AliasedMut>,
+) {
+    view.update(|index, mut x| {
+        x.add_index(index.as_ref().iter().sum());
+        x
+    });
 }
 
 #[pymethods]
@@ -767,10 +779,10 @@ fn add_index(source: &Bound<'_, PyAny>) -> PyResult<()> {
         }), else Err(PyTypeError::new_err(format!("dtype {dtype} is not supported"))));
     }
     with_dtype!(dtype, T => with_rank!(ndim as usize, R => {
-        let mut view = tensor
+        let view = tensor
             .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, dlmd::Host>()
             .map_err(import_error)?;
-        add_index_view(&mut view);
+        add_index_aliased(&view);
         Ok(())
     }), else Err(PyTypeError::new_err(format!("dtype {dtype} is not supported"))))
 }

@@ -1,0 +1,274 @@
+//! Aliased access: views of memory that others may read and write while the view lives, such as
+//! a tensor imported from Python or C. Elements are copied in and out by value, as through
+//! [`Cell`](core::cell::Cell), so no Rust reference ever points at memory someone else may
+//! change, and two views of one buffer never hold two `&mut T` to one element.
+//!
+//! ```
+//! use dlmd::managed::{ManagedTensor, export_versioned};
+//! use dlmd::{Dims, LayoutRight};
+//!
+//! let raw = export_versioned(vec![1.0f64, 2.0, 3.0], Dims::new([3])).unwrap();
+//! // SAFETY: `raw` is a fresh dlmd export, handed over.
+//! let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+//! let md = tensor.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
+//! md.store([1], 20.0);
+//! assert_eq!(md.load([1]), 20.0);
+//! assert_eq!(md.values().collect::<Vec<_>>(), [1.0, 20.0, 3.0]);
+//! ```
+
+use super::{
+    Access, CopyAccess, Mdspan, RefAccess, Shared, Unique, first_index, index_out_of_bounds, next_index, sealed,
+};
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::layout::{Layout, Mapping};
+use crate::space::{HostAccessible, MemorySpace};
+use core::marker::PhantomData;
+
+/// Read-only access by value to memory others may write: loads copy elements out, and no
+/// reference to an element is ever lent. The view is `Copy` but neither `Send` nor `Sync`.
+#[derive(Clone, Copy, Debug)]
+pub enum Aliased {}
+
+/// Read-write access by value to memory others may read and write, like `&[Cell<T>]`: loads and
+/// stores take `&self`, the view is `Copy` but neither `Send` nor `Sync`.
+#[derive(Clone, Copy, Debug)]
+pub enum AliasedMut {}
+
+impl sealed::Sealed for Aliased {}
+impl sealed::Sealed for AliasedMut {}
+impl Access for Aliased {
+    const MUTABLE: bool = false;
+    type ReadOnly = Aliased;
+}
+impl Access for AliasedMut {
+    const MUTABLE: bool = true;
+    type ReadOnly = Aliased;
+}
+impl CopyAccess for Aliased {}
+impl CopyAccess for AliasedMut {}
+
+/// A read-only view of host memory that others may write meanwhile.
+pub type HostMdspanAliased<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, Aliased>;
+/// A read-write view of host memory that others may read and write meanwhile.
+pub type HostMdspanAliasedMut<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, AliasedMut>;
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdspan<'a, T, E, L, S, A> {
+    /// A copy of the element at `index`, or `None` outside the extents.
+    #[inline]
+    pub fn try_load(&self, index: E::Index) -> Option<T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: `index` is inside the extents, so `offset` is inside the span, which holds
+        // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow;
+        // the read forms no reference, so a write by another holder between loads is no
+        // aliasing violation.
+        Some(unsafe { self.ptr.as_ptr().add(offset).read() })
+    }
+
+    /// A copy of the element at `index`.
+    ///
+    /// # Panics
+    ///
+    /// If `index` is outside the extents.
+    #[inline]
+    #[track_caller]
+    pub fn load(&self, index: E::Index) -> T {
+        match self.try_load(index) {
+            Some(x) => x,
+            None => index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
+        }
+    }
+
+    /// A copy of the element at `index`, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn load_unchecked(&self, index: E::Index) -> T {
+        // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
+        unsafe { self.ptr.as_ptr().add(self.mapping.offset_of(&index)).read() }
+    }
+
+    /// Copies of the elements in row-major index order, whatever the layout.
+    pub fn values(&self) -> Values<'_, T, E, L, S, A> {
+        Values {
+            view: self,
+            next: first_index(self.extents()),
+        }
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E, L, S, AliasedMut> {
+    /// Writes `value` at `index` and returns the element it replaced, or `None` (writing
+    /// nothing) outside the extents.
+    #[inline]
+    pub fn replace(&self, index: E::Index, value: T) -> Option<T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: as in `try_load`; the view is writable (`AliasedMut` views are made only over
+        // memory the producer lets consumers write), and the write forms no reference.
+        unsafe {
+            let p = self.ptr.as_ptr().add(offset);
+            let old = p.read();
+            p.write(value);
+            Some(old)
+        }
+    }
+
+    /// Writes `value` at `index`.
+    ///
+    /// # Panics
+    ///
+    /// If `index` is outside the extents.
+    #[inline]
+    #[track_caller]
+    pub fn store(&self, index: E::Index, value: T) {
+        let Some(offset) = self.checked_offset(&index) else {
+            index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref())
+        };
+        // SAFETY: as in `replace`.
+        unsafe { self.ptr.as_ptr().add(offset).write(value) }
+    }
+
+    /// Writes `value` at `index`, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn store_unchecked(&self, index: E::Index, value: T) {
+        // SAFETY: the caller promises `index` is inside the extents; as in `replace`.
+        unsafe { self.ptr.as_ptr().add(self.mapping.offset_of(&index)).write(value) }
+    }
+
+    /// Replaces each element, in row-major index order, with `f(index, element)`.
+    pub fn update(&self, mut f: impl FnMut(E::Index, T) -> T) {
+        let mut next = first_index(self.extents());
+        while let Some(index) = next {
+            next = next_index(self.extents(), index);
+            // SAFETY: `index` comes from walking the extents, so it is inside them.
+            unsafe { self.store_unchecked(index, f(index, self.load_unchecked(index))) };
+        }
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&self, value: T) {
+        self.update(|_, _| value);
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A>
+where
+    A: AliasedAccess,
+{
+    /// This view as a reference view ([`Shared`]), whose elements can be borrowed as `&T`.
+    ///
+    /// # Safety
+    ///
+    /// For `'a`, nothing writes the elements: no other holder of the memory (the producer, other
+    /// consumers, another import of the same tensor) and no other view.
+    #[inline]
+    pub unsafe fn assume_unaliased(self) -> Mdspan<'a, T, E, L, S, Shared> {
+        self.with_access()
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace> Mdspan<'a, T, E, L, S, AliasedMut> {
+    /// This view as a unique reference view ([`Unique`]), whose elements can be borrowed as
+    /// `&mut T`.
+    ///
+    /// # Safety
+    ///
+    /// For `'a`, nothing reads or writes the elements except through the returned view: no other
+    /// holder of the memory (the producer, other consumers, another import of the same tensor)
+    /// and no copy of this view.
+    #[inline]
+    pub unsafe fn assume_unique(self) -> Mdspan<'a, T, E, L, S, Unique> {
+        self.with_access()
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
+    /// A read-only aliased view of the same elements, borrowing this one: values in and out,
+    /// for code written against aliased views.
+    #[inline]
+    pub fn as_aliased(&self) -> Mdspan<'_, T, E, L, S, Aliased> {
+        self.as_view().with_access()
+    }
+}
+
+/// [`Aliased`] and [`AliasedMut`]: access that lends no references.
+pub trait AliasedAccess: CopyAccess {}
+impl AliasedAccess for Aliased {}
+impl AliasedAccess for AliasedMut {}
+
+impl<'a, T, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A> {
+    /// The same pointer, mapping and space under another access; callers prove the new access
+    /// holds.
+    #[inline(always)]
+    fn with_access<B: Access>(self) -> Mdspan<'a, T, E, L, S, B> {
+        Mdspan {
+            ptr: self.ptr,
+            mapping: self.mapping,
+            space: self.space,
+            _marker: PhantomData,
+        }
+    }
+}
+
+/// Iterator over copies of a host-accessible view's elements in row-major index order.
+pub struct Values<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
+    view: &'v Mdspan<'v, T, E, L, S, A>,
+    next: Option<E::Index>,
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Iterator for Values<'_, T, E, L, S, A> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        let index = self.next?;
+        self.next = next_index(self.view.extents(), index);
+        // SAFETY: `index` comes from walking the extents, so it is inside them.
+        Some(unsafe { self.view.load_unchecked(index) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extents::Dims;
+    use crate::layout::{LayoutRight, RightMapping};
+    use crate::space::Host;
+
+    /// Two aliased views of one buffer, as two imports of one foreign tensor give.
+    #[test]
+    fn two_writable_views_of_one_buffer_stay_sound() {
+        let mut data = [1.0f64, 2.0, 3.0];
+        let ptr = data.as_mut_ptr();
+        let mapping = RightMapping::new(Dims::new([3])).unwrap();
+        // SAFETY: `data` outlives both views and is reached only through raw pointers
+        // meanwhile; aliased views lend no references.
+        let (a, b) = unsafe {
+            (
+                Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host),
+                Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host),
+            )
+        };
+        a.store([0], 10.0);
+        assert_eq!(b.load([0]), 10.0);
+        b.update(|[i], x| x + i as f64);
+        assert_eq!(a.values().collect::<std::vec::Vec<_>>(), [10.0, 3.0, 5.0]);
+        // Another holder writes between loads.
+        // SAFETY: in bounds; no reference to the element is live.
+        unsafe { ptr.add(2).write(99.0) };
+        assert_eq!(a.load([2]), 99.0);
+        assert_eq!(a.replace([1], 7.0), Some(3.0));
+        assert_eq!(a.replace([3], 7.0), None);
+        let read = b.as_view();
+        assert_eq!(read.try_load([1]), Some(7.0));
+        assert_eq!(read.try_load([5]), None);
+        b.fill(0.5);
+        assert_eq!(data, [0.5; 3]);
+    }
+}
