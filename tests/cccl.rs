@@ -9,18 +9,7 @@ use dlmd::{
 };
 use std::ptr;
 
-/// A tensor over `data` with the given shape and strides; the arrays must outlive its use.
-fn tensor<T: DlElement>(data: &mut [T], shape: &mut [i64], strides: Option<&mut [i64]>) -> DLTensor {
-    DLTensor {
-        data: data.as_mut_ptr().cast(),
-        device: DLDevice::CPU,
-        ndim: shape.len() as i32,
-        dtype: T::DTYPE,
-        shape: shape.as_mut_ptr(),
-        strides: strides.map_or(ptr::null_mut(), |s| s.as_mut_ptr()),
-        byte_offset: 0,
-    }
-}
+use dlmd_tests::tensor;
 
 /// Binds `t` to a tensor over `data` with `shape` and `strides` (an `Option` of an array), keeping
 /// the arrays alive for the rest of the enclosing block.

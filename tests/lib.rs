@@ -1,5 +1,22 @@
 //! Integration tests of dlmd; the tests are the `[[test]]` targets beside this file.
 
+use dlmd::DlElement;
+use dlmd::dlpack::{DLDevice, DLTensor};
+
+/// A CPU tensor over `data` with the given shape and strides (NULL when `None`); the arrays must
+/// outlive its use.
+pub fn tensor<T: DlElement>(data: &mut [T], shape: &mut [i64], strides: Option<&mut [i64]>) -> DLTensor {
+    DLTensor {
+        data: data.as_mut_ptr().cast(),
+        device: DLDevice::CPU,
+        ndim: shape.len() as i32,
+        dtype: T::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.map_or(core::ptr::null_mut(), |s| s.as_mut_ptr()),
+        byte_offset: 0,
+    }
+}
+
 /// Every index of `extents`, row-major.
 pub fn indices<const R: usize>(extents: [usize; R]) -> Vec<[usize; R]> {
     let mut out = Vec::new();

@@ -271,3 +271,58 @@ fn rank_zero_exports() {
     assert!(tensor.dl_tensor().shape.is_null());
     assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap().load([]), 9);
 }
+
+#[test]
+fn a_panic_while_a_view_is_borrowed_still_releases_once() {
+    let (owner, drops) = counted(4);
+    let raw = export_versioned(owner, Dims::new([4])).unwrap();
+    let caught = std::panic::catch_unwind(move || {
+        // SAFETY: produced by dlmd above.
+        let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+        let md = tensor.as_host_mdspan_mut::<i32, 1, LayoutRight>().unwrap();
+        md.update(|[i], x| {
+            assert!(i < 2, "a closure that panics half-way");
+            x + 1
+        });
+    });
+    assert!(caught.is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+static UNINIT_DELETES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn count_uninit_delete(_: *mut DLManagedTensorVersioned) {
+    UNINIT_DELETES.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The spec for a major version the consumer does not know: call the deleter, touch nothing
+/// else. Only `version`, `manager_ctx` and `deleter` are initialised here; reading `flags` or
+/// `dl_tensor` would be a read of uninitialised memory, which Miri reports.
+#[test]
+fn a_foreign_major_version_is_released_without_reading_the_tensor() {
+    let mut slot = std::mem::MaybeUninit::<DLManagedTensorVersioned>::uninit();
+    let ptr = slot.as_mut_ptr();
+    // SAFETY: writes to fields of an allocation of the struct's size and alignment.
+    unsafe {
+        (&raw mut (*ptr).version).write(DLPackVersion { major: 7, minor: 1 });
+        (&raw mut (*ptr).manager_ctx).write(std::ptr::null_mut());
+        (&raw mut (*ptr).deleter).write(Some(count_uninit_delete));
+    }
+    // SAFETY: the header fields every major version keeps are initialised.
+    let err = unsafe { ManagedTensor::from_raw_versioned(ptr) }.unwrap_err();
+    assert_eq!(err, ManagedError::Version { major: 7 });
+    assert_eq!(UNINIT_DELETES.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn refused_exports_drop_their_owner_once() {
+    let (owner, drops) = counted(5);
+    assert_eq!(
+        export_versioned(owner, Dims::new([2, 3])).unwrap_err(),
+        ExportError::TooShort { needed: 6, len: 5 }
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let (owner, drops) = counted(5);
+    assert!(export_legacy(owner, Dims::new([usize::MAX, 2])).is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}

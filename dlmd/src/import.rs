@@ -13,7 +13,8 @@
 //!   refused for 1.2 and later;
 //! - strides against the layout (strides of dimensions of extent ≤ 1 are ignored, as numpy and
 //!   PyTorch emit arbitrary ones there), positive strides for `layout_stride`, no overlap for a
-//!   mutable view, negative strides that would reach below address 0;
+//!   mutable view, negative strides that would reach address 0 or below; strides of a tensor
+//!   without elements are not checked (they describe nothing);
 //! - element counts and byte spans that overflow `isize`;
 //! - `bool` elements of host-readable memory that are not 0 or 1.
 //!
@@ -42,9 +43,9 @@ use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLPackVersion, DLT
 use crate::dtype::DlElement;
 use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
-use crate::layout::{Layout, LayoutError, Mapping};
+use crate::layout::{Layout, LayoutError, Mapping, for_each_reached};
 use crate::space::{Device, Host, Managed, MemorySpace};
-use crate::view::{Access, Mdspan, Shared, Unique, first_index, next_index};
+use crate::view::{Access, Mdspan, Shared, Unique};
 
 /// Why a `DLTensor` cannot be viewed as asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -134,6 +135,17 @@ pub enum ImportError {
     /// space.
     #[error("the tensor's elements would wrap around the address space")]
     AddressOverflow,
+    /// The negative strides reach back from element 0 to address 0 exactly, where no allocation
+    /// lies.
+    #[error(
+        "element 0 at address {address:#x} with negative strides reaching {back} bytes back puts an element at address 0"
+    )]
+    SpanAtNull {
+        /// The address of element 0.
+        address: usize,
+        /// How many bytes the negative strides reach back.
+        back: usize,
+    },
     /// The producer forbids writes (`READ_ONLY`), and a mutable view was asked for.
     #[error("the tensor is read-only (DLPack flag READ_ONLY); ask for a read-only view")]
     ReadOnly,
@@ -390,6 +402,12 @@ where
             });
         }
         let start = element0.checked_sub(back * size).ok_or(ImportError::AddressOverflow)?;
+        if start == 0 {
+            return Err(ImportError::SpanAtNull {
+                address: element0,
+                back: back * size,
+            });
+        }
         start.checked_add(span_bytes).ok_or(ImportError::AddressOverflow)?;
         // Keep the producer's pointer provenance: step from `data` rather than forging an
         // address.
@@ -399,7 +417,7 @@ where
             .wrapping_add(start.wrapping_sub(tensor.data as usize))
             .cast::<T>();
 
-        if S::HOST_READABLE && T::DTYPE.code == DLDataTypeCode::BOOL.0 {
+        if S::HOST_READABLE {
             // SAFETY: the caller promises the span holds the tensor's bytes, readable from the
             // host here; the view is built only after every byte is checked.
             unsafe { check_bools::<T, E, L>(ptr, &mapping)? };
@@ -411,27 +429,28 @@ where
     }
 }
 
-/// Checks every byte of every `bool` lane an index reaches.
+/// Checks every byte of every `bool` element the mapping reaches, each element once: the work
+/// is bounded by the span, not by the number of indices (a broadcast tensor is one element).
 ///
 /// # Safety
 ///
 /// Every element `mapping` reaches from `ptr` is readable.
-unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
+pub(crate) unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
     ptr: *const T,
     mapping: &L::Mapping<E>,
 ) -> Result<(), ImportError> {
-    let mut next = first_index(mapping.extents());
-    while let Some(index) = next {
-        let offset = mapping.offset_of(&index);
-        // SAFETY: `index` is inside the extents, so the element is inside the readable span;
-        // its bytes are read as `u8`, which every byte pattern is.
-        let bytes = unsafe { core::slice::from_raw_parts(ptr.add(offset).cast::<u8>(), size_of::<T>()) };
-        if let Some(&value) = bytes.iter().find(|&&b| b > 1) {
-            return Err(ImportError::InvalidBool { offset, value });
-        }
-        next = next_index(mapping.extents(), index);
+    if T::DTYPE.code != DLDataTypeCode::BOOL.0 {
+        return Ok(());
     }
-    Ok(())
+    for_each_reached(mapping, |offset| {
+        // SAFETY: `offset` is an element the mapping reaches, inside the readable span; its
+        // bytes are read as `u8`, which every byte pattern is.
+        let bytes = unsafe { core::slice::from_raw_parts(ptr.add(offset).cast::<u8>(), size_of::<T>()) };
+        match bytes.iter().find(|&&b| b > 1) {
+            Some(&value) => Err(ImportError::InvalidBool { offset, value }),
+            None => Ok(()),
+        }
+    })
 }
 
 macro_rules! import_fn {

@@ -313,6 +313,9 @@ fn check_compact<I: IndexArray>(
     }
     match mismatch {
         None => Ok(()),
+        // The strides of a tensor without elements describe nothing (numpy gives
+        // `np.zeros((2, 0, 5))` strides (0, 0, 0)).
+        Some(_) if e.contains(&0) => Ok(()),
         Some((dim, stride, expected)) => Err(LayoutError::StrideMismatch {
             dim,
             stride: stride as i64,
@@ -325,6 +328,9 @@ fn check_compact<I: IndexArray>(
 /// [`check_compact`] with every product checked for overflow.
 #[cold]
 fn check_compact_exact(e: &[usize], g: &[isize], right: bool, layout: &'static str) -> Result<(), LayoutError> {
+    if e.contains(&0) {
+        return Ok(());
+    }
     // Once the running product overflows, later comparisons may fail spuriously; the overflow is
     // reported instead unless an extent of 0 makes the tensor empty.
     let mut expected = 1usize;
@@ -492,6 +498,121 @@ fn is_unique_strided(extents: &[usize], strides: impl Iterator<Item = usize>) ->
     true
 }
 
+/// Calls `f` with the offset, from the start of the span, of every element `mapping` reaches (in
+/// no particular order; an element several indices reach may come more than once, but there are
+/// never more calls than elements in the span), stopping at the first error.
+///
+/// The work is bounded by the span, not by the number of indices: dimensions that never step
+/// (extent 1, stride 0) are dropped, dimensions whose strides tile one another (a contiguous
+/// tensor, a sliding window) merge into one, and what still overlaps is marked in a bitmap of
+/// the span (with `std`; without it, the remaining indices are walked). A broadcast tensor of
+/// 2^61 indices over one element is one call.
+pub(crate) fn for_each_reached<M: Mapping, X>(mapping: &M, mut f: impl FnMut(usize) -> Result<(), X>) -> Result<(), X> {
+    let extents = mapping.extents().to_array();
+    let strides = mapping.strides();
+    if extents.as_ref().contains(&0) {
+        return Ok(());
+    }
+    // (extent, |stride|) of the dimensions that step, sorted by stride. Offsets from the span's
+    // start are `Σ j·|s|` with `0 ≤ j < n` whatever the signs: negative strides only shift the
+    // start, which the mapping's offset already covers.
+    let mut dims = [(0usize, 0usize); 64];
+    let mut count = 0;
+    for (&n, &s) in extents.as_ref().iter().zip(strides.as_ref()) {
+        let s = s.unsigned_abs();
+        if n > 1 && s > 0 {
+            // More than 62 stepping dimensions would hold over 2^62 indices, which no mapping
+            // allows.
+            let Some(slot) = dims.get_mut(count) else { break };
+            *slot = (n, s);
+            count += 1;
+        }
+    }
+    let dims = &mut dims[..count];
+    dims.sort_unstable_by_key(|&(_, s)| s);
+    // Merge each dimension into the previous one where its stride is a multiple `q` of it with
+    // `q ≤ n`: `{a·s + b·q·s}` is then `{k·s : k ≤ (n - 1) + (m - 1)·q}`, with no gap.
+    let mut merged = 0;
+    for k in 0..dims.len() {
+        let (m, t) = dims[k];
+        if merged > 0 {
+            let (n, s) = dims[merged - 1];
+            if t % s == 0 && t / s <= n {
+                dims[merged - 1].0 = n + (m - 1) * (t / s);
+                continue;
+            }
+        }
+        dims[merged] = (m, t);
+        merged += 1;
+    }
+    let dims = &dims[..merged];
+    // The indices of the merged dimensions are no more than the span unless they overlap.
+    #[cfg(feature = "std")]
+    {
+        let span = mapping.required_span_size();
+        if dims.iter().fold(1usize, |c, &(n, _)| c.saturating_mul(n)) > span {
+            return for_each_marked(dims, span, f);
+        }
+    }
+    let mut index = [0usize; 64];
+    let index = &mut index[..dims.len()];
+    let mut offset = 0usize;
+    loop {
+        f(offset)?;
+        // Odometer over the merged dimensions, keeping the offset as a running sum.
+        let mut d = 0;
+        loop {
+            let Some(&(n, s)) = dims.get(d) else {
+                return Ok(());
+            };
+            if index[d] + 1 < n {
+                index[d] += 1;
+                offset += s;
+                break;
+            }
+            offset -= (n - 1) * s;
+            index[d] = 0;
+            d += 1;
+        }
+    }
+}
+
+/// [`for_each_reached`] for dimensions that overlap: each dimension widens a bitmap of the
+/// reachable offsets along chains of its stride, in one pass over the span.
+#[cfg(feature = "std")]
+#[cold]
+fn for_each_marked<X>(
+    dims: &[(usize, usize)],
+    span: usize,
+    mut f: impl FnMut(usize) -> Result<(), X>,
+) -> Result<(), X> {
+    let mut bits = std::vec![0u64; span.div_ceil(64)];
+    let get = |bits: &[u64], x: usize| bits[x / 64] >> (x % 64) & 1 != 0;
+    bits[0] = 1;
+    for &(n, s) in dims {
+        // An offset x is reached after this dimension if some x - j·s (j < n) was reached
+        // before it: walk each residue class of s upwards, remembering the last one reached.
+        for r in 0..s.min(span) {
+            let mut last: Option<usize> = None;
+            let mut x = r;
+            while x < span {
+                if get(&bits, x) {
+                    last = Some(x);
+                } else if last.is_some_and(|l| (x - l) / s < n) {
+                    bits[x / 64] |= 1 << (x % 64);
+                }
+                x += s;
+            }
+        }
+    }
+    for x in 0..span {
+        if get(&bits, x) {
+            f(x)?;
+        }
+    }
+    Ok(())
+}
+
 /// The span `1 + Σ (e - 1)·|s|` (0 when empty) and how far the negative strides reach back, with
 /// the element count and the span checked to fit in `isize`: one pass.
 #[inline(always)]
@@ -532,9 +653,15 @@ pub struct StrideMapping<E: Extents> {
 impl<E: Extents> sealed::Sealed for StrideMapping<E> {}
 
 impl<E: Extents> StrideMapping<E> {
-    /// The mapping of `extents` with `strides`, each positive; the span must fit in `isize`.
-    pub fn new(extents: E, strides: E::Index) -> Result<Self, LayoutError> {
+    /// The mapping of `extents` with `strides`, each positive (any stride for extents without
+    /// elements, where 0 becomes 1); the span must fit in `isize`.
+    pub fn new(extents: E, mut strides: E::Index) -> Result<Self, LayoutError> {
         let e = extents.to_array();
+        if e.as_ref().contains(&0) {
+            for s in strides.as_mut().iter_mut().filter(|s| **s == 0) {
+                *s = 1;
+            }
+        }
         let mut signed = <E::Index as IndexArray>::isize_zeros();
         for (dim, (s, &given)) in signed.as_mut().iter_mut().zip(strides.as_ref()).enumerate() {
             if given == 0 || given > isize::MAX as usize {
@@ -572,8 +699,8 @@ impl<E: Extents> Mapping for StrideMapping<E> {
             let (n, s) = (e.as_ref()[dim], strides.as_ref()[dim]);
             let s = match s {
                 s if s > 0 => s as usize,
-                // Never stepped along: any positive stride describes it.
-                _ if n <= 1 => 1,
+                // Never stepped along, or no element at all: any positive stride describes it.
+                _ if n <= 1 || e.as_ref().contains(&0) => 1,
                 s => return Err(LayoutError::NonPositiveStride { dim, stride: s as i64 }),
             };
             positive.as_mut()[dim] = s;
@@ -843,6 +970,72 @@ mod tests {
             RightMapping::from_strides(Dims::new([1 << 40, 1 << 40]), &[1 << 40, 1], 0),
             Err(LayoutError::SpanOverflow)
         );
+    }
+
+    /// The elements `for_each_reached` visits are exactly those the indices reach, for every
+    /// rank-1 to rank-3 mapping of small extents and strides, signs and zeros included.
+    #[test]
+    fn reached_offsets_are_exactly_the_indexed_ones() {
+        use std::collections::BTreeSet;
+        // Miri interprets every step: a smaller set of strides there.
+        let strides: &[isize] = if cfg!(miri) {
+            &[-2, 0, 1, 3]
+        } else {
+            &[-6, -3, -2, -1, 0, 1, 2, 3, 4, 6]
+        };
+        let mut checked = 0;
+        for e0 in 0..4usize {
+            for e1 in 1..4usize {
+                for e2 in 1..5usize {
+                    for &s0 in strides {
+                        for &s1 in strides {
+                            for &s2 in strides {
+                                let e = Dims::new([e0, e1, e2]);
+                                let back = [(e0, s0), (e1, s1), (e2, s2)]
+                                    .iter()
+                                    .filter(|(n, s)| *s < 0 && *n > 0)
+                                    .map(|&(n, s)| (n - 1) * s.unsigned_abs())
+                                    .sum();
+                                let m = RelaxedMapping::new(e, [s0, s1, s2], back).unwrap();
+                                let start = m.offset() as isize - back as isize;
+                                let mut want = BTreeSet::new();
+                                for i in 0..e0 {
+                                    for j in 0..e1 {
+                                        for k in 0..e2 {
+                                            want.insert(m.offset_of(&[i, j, k]) as isize - start);
+                                        }
+                                    }
+                                }
+                                let mut got = BTreeSet::new();
+                                let mut calls = 0;
+                                for_each_reached::<_, ()>(&m, |x| {
+                                    got.insert(x as isize);
+                                    calls += 1;
+                                    Ok(())
+                                })
+                                .unwrap();
+                                assert_eq!(got, want, "extents {e:?} strides {:?}", [s0, s1, s2]);
+                                assert!(calls <= m.required_span_size().max(1));
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 4 * 3 * 4 * strides.len().pow(3));
+    }
+
+    #[test]
+    fn reached_offsets_stop_at_the_first_error() {
+        let m = RightMapping::new(Dims::new([3, 4])).unwrap();
+        let mut seen = 0;
+        let r = for_each_reached(&m, |x| {
+            seen += 1;
+            if x == 5 { Err(x) } else { Ok(()) }
+        });
+        assert_eq!(r, Err(5));
+        assert!(seen <= 12);
     }
 
     #[test]

@@ -459,6 +459,10 @@ pub enum ExportError {
     /// Sub-byte padded elements cannot travel in a legacy tensor, which has no flag for it.
     #[error("FP6/FP4 elements stored one per byte need a versioned tensor with IS_SUBBYTE_TYPE_PADDED")]
     SubbyteInLegacy,
+    /// Read-only data (a shared owner such as `Arc<[T]>`) cannot travel in a legacy tensor,
+    /// which has no flag for it: its consumers may write.
+    #[error("read-only data needs a versioned tensor with READ_ONLY; a legacy tensor's consumers may write")]
+    ReadOnlyInLegacy,
 }
 
 /// `[i64; RANK]` of extents `E`.
@@ -594,8 +598,9 @@ pub fn export_versioned_on<O: TensorOwner, E: Extents>(
 }
 
 /// Exports `owner` with row-major `extents` as a legacy managed tensor, for consumers that do
-/// not know versioned ones. It cannot say read-only: shared owners such as `Arc<[T]>` are
-/// exported all the same, and consumers must not write. Sub-byte padded elements are refused.
+/// not know versioned ones. A legacy tensor cannot say read-only, and its consumers may write:
+/// shared owners such as `Arc<[T]>` are refused ([`ExportError::ReadOnlyInLegacy`], as numpy
+/// refuses read-only arrays there), and so are sub-byte padded elements.
 pub fn export_legacy<O: TensorOwner, E: Extents>(owner: O, extents: E) -> Result<*mut DLManagedTensor, ExportError> {
     export_legacy_on(owner, extents, DLDevice::CPU)
 }
@@ -608,6 +613,9 @@ pub fn export_legacy_on<O: TensorOwner, E: Extents>(
 ) -> Result<*mut DLManagedTensor, ExportError> {
     if <<O::Elem as DlElement>::Storage as ElementStorage>::IS_SUBBYTE_PADDED {
         return Err(ExportError::SubbyteInLegacy);
+    }
+    if O::READ_ONLY {
+        return Err(ExportError::ReadOnlyInLegacy);
     }
     let (shape, strides) = shape_of(&extents, owner.len())?;
     let block = Box::new(Exported::<_, E::Index, O> {

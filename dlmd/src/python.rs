@@ -17,7 +17,7 @@
 //! predate it), checks the capsule's name and version, renames it `used_…` and returns the
 //! owning [`ManagedTensor`], whose views check everything else.
 
-use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, IS_COPIED};
+use crate::dlpack::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, IS_COPIED, READ_ONLY};
 use crate::extents::Extents;
 use crate::managed::{
     ExportError, ManagedError, ManagedTensor, Release, TensorOwner, export_legacy_on, export_versioned_on,
@@ -27,7 +27,7 @@ use core::ptr::NonNull;
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyString, PyTuple};
+use pyo3::types::{PyBool, PyCapsule, PyString, PyTuple};
 use pyo3::{IntoPyObjectExt, PyClass, ffi};
 use std::sync::OnceLock;
 
@@ -63,6 +63,10 @@ impl DlpackRequest {
         copy: Option<bool>,
     ) -> PyResult<Self> {
         let stream = match stream {
+            // `bool` is an `int` to Python, but `stream=True` names no stream.
+            Some(s) if s.is_instance_of::<PyBool>() => {
+                return Err(PyTypeError::new_err("stream must be None or an integer, not a bool"));
+            }
             Some(s) if !s.is_none() => Some(
                 s.extract::<isize>()
                     .map_err(|_| PyTypeError::new_err("stream must be None or an integer"))?,
@@ -100,7 +104,8 @@ impl DlpackRequest {
             )));
         }
         if let Some(device) = self.dl_device {
-            if device.device_type != DLDeviceType::CPU {
+            // The CPU is device 0; any other ordinal names no device.
+            if device.device_type != DLDeviceType::CPU || device.device_id != 0 {
                 let how = if self.copy == Some(false) {
                     "without a copy (copy=False)"
                 } else {
@@ -552,7 +557,8 @@ fn sync_consumer_stream(producer: &cudarc::driver::CudaStream, stream: Option<is
                 "stream=0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread default)",
             ));
         }
-        Some(s) if s > 2 => s as sys::CUstream,
+        Some(s) if s > 2 => crate::cuda::check_stream(s as usize, producer.context())
+            .map_err(|e| PyBufferError::new_err(e.to_string()))?,
         Some(s) => return Err(PyBufferError::new_err(format!("stream {s} is not a CUDA stream"))),
     };
     // The null stream of a context is the legacy default stream: nothing to wait for there.
@@ -561,8 +567,9 @@ fn sync_consumer_stream(producer: &cudarc::driver::CudaStream, stream: Option<is
     }
     let cuda_error = |e: cudarc::driver::DriverError| PyBufferError::new_err(format!("CUDA: {e}"));
     let event = producer.record_event(None).map_err(cuda_error)?;
-    // SAFETY: `handle` is a stream of this context by the consumer's promise (or a special
-    // handle); the event is live, and its destruction after the wait is queued is allowed.
+    // SAFETY: `handle` is a special handle or a stream of this context (`check_stream` asked the
+    // driver, after refusing integers that cannot be handles); the event is live, and its
+    // destruction after the wait is queued is allowed.
     unsafe { sys::cuStreamWaitEvent(handle, event.cu_event(), 0) }
         .result()
         .map_err(cuda_error)?;
@@ -584,6 +591,9 @@ fn capsule_of<'py, O: TensorOwner, E: Extents>(
         // SAFETY: `raw` was just made by dlmd and is handed to the capsule.
         unsafe { versioned_capsule(py, raw) }
     } else {
+        if flags & READ_ONLY != 0 {
+            return Err(export_error(ExportError::ReadOnlyInLegacy));
+        }
         let raw = export_legacy_on(owner, extents, device).map_err(export_error)?;
         // SAFETY: as above.
         unsafe { legacy_capsule(py, raw) }

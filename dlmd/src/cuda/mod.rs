@@ -13,7 +13,7 @@ use crate::dlpack::{DLDeviceType, DLTensor};
 use crate::dtype::DlElement;
 use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents};
-use crate::import::ImportError;
+use crate::import::{ImportError, check_bools};
 use crate::layout::{CompactLayout, Layout, Mapping};
 use crate::space::{Device, Managed};
 use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, HostMdspan, ManagedMdspan, Mdspan, ViewError};
@@ -65,6 +65,14 @@ pub enum CudaError {
         want: &'static str,
         /// Which copy is current.
         current: Current,
+    },
+    /// A stream value from a consumer names no stream of this context.
+    #[error("stream {value:#x} is not a CUDA stream of this context: {why}")]
+    NotAStream {
+        /// The value given.
+        value: usize,
+        /// What is wrong with it.
+        why: &'static str,
     },
     /// A tensor's device label disagrees with where its pointer really is.
     #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
@@ -266,7 +274,11 @@ where
     }
     let info = pointer_info(device.as_ptr().cast())?;
     if info.managed {
-        // SAFETY: the driver reports managed memory, valid in the managed space.
+        // Managed memory is host-readable: its `bool` bytes are checked as a host import's are.
+        // SAFETY: the driver reports managed memory, readable from the host, and the caller
+        // promises the span holds the tensor's elements.
+        unsafe { check_bools::<T, Dims<R>, L>(device.as_ptr(), device.mapping()) }?;
+        // SAFETY: the driver reports managed memory, valid in the managed space; bools checked.
         let managed = unsafe { Mdspan::from_raw_parts(device.data_handle(), *device.mapping(), Managed) };
         return Ok(CudaImport::Managed(managed));
     }
@@ -277,6 +289,46 @@ where
         });
     }
     Ok(CudaImport::Device(device))
+}
+
+/// Checks that `value`, a stream handle a consumer passed as an integer (DLPack's `stream`
+/// above 2), is a stream of `context`, without handing the driver a pointer that cannot be one.
+///
+/// A handle is an address in user space, aligned for the driver's stream object and above the
+/// first page; `cuStreamGetCtx` must then name `context`. An integer that fails these checks is
+/// refused rather than cast and dereferenced by the driver.
+pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
+    const PAGE: usize = 4096;
+    // x86-64 and AArch64 Linux keep user space below 2^47 and 2^48.
+    const USER_SPACE_END: usize = 1 << 48;
+    let why = if value < PAGE {
+        Some("a small integer, not a handle")
+    } else if value % align_of::<u64>() != 0 {
+        Some("not aligned like a driver object")
+    } else if value >= USER_SPACE_END {
+        Some("not an address in user space")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(CudaError::NotAStream { value, why });
+    }
+    if !driver_available() {
+        return Err(CudaError::NoDriver);
+    }
+    let handle = value as sys::CUstream;
+    let mut owner: sys::CUcontext = core::ptr::null_mut();
+    // SAFETY: the driver reads the stream object behind `handle`, a plausible user-space address
+    // (checked above; the consumer promises it is a stream) and writes one `CUcontext` through a
+    // valid pointer.
+    unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
+    if owner != context.cu_ctx() {
+        return Err(CudaError::NotAStream {
+            value,
+            why: "it belongs to another context",
+        });
+    }
+    Ok(handle)
 }
 
 /// A device view as a kernel receives it: `dlmd::view<T, R>` of `view.cuh`.
