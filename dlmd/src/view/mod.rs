@@ -48,7 +48,7 @@ pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
 /// Access whose views lend references to their elements: [`Shared`] and [`Unique`]. Such a
 /// view promises that nothing else writes its elements while it lives, so `&T` stays valid.
 #[diagnostic::on_unimplemented(
-    message = "a view with `{Self}` access lends no references to its elements",
+    message = "a view with `{Self}` access lends no references to its elements and stays on its thread",
     label = "others may write this memory while the view lives",
     note = "copy elements in and out with `load`/`store`, or, where nothing else can reach the memory, call the `unsafe` `assume_unaliased`/`assume_unique`"
 )]
