@@ -109,6 +109,11 @@ fn empty_tensors_take_any_strides() {
             assert!(to_host_mdspan::<f64, 3, LayoutStride>(&t).unwrap().is_empty());
             assert!(to_host_mdspan::<f64, 3, LayoutStrideRelaxed>(&t).unwrap().is_empty());
             assert!(to_host_mdspan_mut::<f64, 3, LayoutStride>(&t).unwrap().is_empty());
+            assert!(
+                to_host_mdspan_mut::<f64, 3, LayoutStrideRelaxed>(&t)
+                    .unwrap()
+                    .is_empty()
+            );
         }
     }
 }

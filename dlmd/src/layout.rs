@@ -835,6 +835,10 @@ impl<E: Extents> Mapping for RelaxedMapping<E> {
     }
     fn is_unique(&self) -> bool {
         let e = self.extents.to_array();
+        if e.as_ref().contains(&0) {
+            // No element, so none reached twice, whatever the strides.
+            return true;
+        }
         // A zero stride along a dimension that steps maps its indices to one element.
         let zero_step = e
             .as_ref()
@@ -898,6 +902,11 @@ mod tests {
         assert!(!RelaxedMapping::new(e, [0, 1], 0).unwrap().is_unique());
         assert!(RelaxedMapping::new(e, [-3, 1], 3).unwrap().is_unique());
         assert!(StrideMapping::new(Dims::new([0, 3]), [1, 1]).unwrap().is_unique());
+        assert!(
+            RelaxedMapping::new(Dims::new([2, 0, 5]), [0, 0, 0], 0)
+                .unwrap()
+                .is_unique()
+        );
     }
 
     #[test]

@@ -195,7 +195,8 @@ macro_rules! range_spec {
                 let $r = self;
                 let $e = extent;
                 let (start, end): (usize, usize) = $bounds;
-                (start <= end && end <= extent).then_some((start, end - start))
+                // Lazily: `end - start` underflows for a reversed range.
+                (start <= end && end <= extent).then(|| (start, end - start))
             }
             fn bounds(&self) -> (usize, usize) {
                 let $r = self;
@@ -321,18 +322,19 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
         let mut out_extents = <<Sp::Extents as Extents>::Index as IndexArray>::zeros();
         let mut out_strides = <<Sp::Extents as Extents>::Index as IndexArray>::isize_zeros();
         // The offset of the first selected element, and how far the kept negative strides
-        // reach back from it.
+        // reach back from it. Wrapping: a view without elements may carry any strides, and
+        // these are used only for a slice with elements, where every term lies in the span.
         let mut first = self.mapping().offset() as isize;
         let mut back = 0usize;
         let mut k = 0;
         for dim in 0..E::RANK {
             let stride = strides.as_ref()[dim];
-            first += starts[dim] as isize * stride;
+            first = first.wrapping_add((starts[dim] as isize).wrapping_mul(stride));
             if let Some(len) = kept[dim] {
                 out_extents.as_mut()[k] = len;
                 out_strides.as_mut()[k] = stride;
                 if stride < 0 && len > 0 {
-                    back += (len - 1) * stride.unsigned_abs();
+                    back = back.wrapping_add((len - 1).wrapping_mul(stride.unsigned_abs()));
                 }
                 k += 1;
             }
@@ -449,6 +451,38 @@ mod tests {
         );
         assert!(md.submdspan((0, 2..5, ..)).is_err());
         assert!(md.submdspan((0, 3..3, ..)).unwrap().is_empty());
+    }
+
+    /// Slicing a view without elements whose strides are huge (any strides describe it) neither
+    /// overflows nor fails (found by the `view_index` fuzz target).
+    #[test]
+    fn empty_views_with_huge_strides_slice() {
+        use crate::layout::{LayoutStrideRelaxed, RelaxedMapping};
+        let none: [u8; 0] = [];
+        let big = isize::MAX / 2;
+        let m = RelaxedMapping::new(Dims::new([0, 5, 3]), [1, big, -big], 0).unwrap();
+        let md = HostMdspan::<u8, Dims<3>, LayoutStrideRelaxed>::from_slice_mapping(&none, m).unwrap();
+        let sub = md.submdspan((.., 4, 1..3)).unwrap();
+        assert!(sub.is_empty());
+        assert_eq!(sub.extents().to_array(), [0, 2]);
+    }
+
+    /// A reversed range is an error, not an underflow (found by the `view_index` fuzz target).
+    #[test]
+    #[allow(clippy::reversed_empty_ranges)]
+    fn reversed_ranges_are_an_error() {
+        let data: Vec<i32> = (0..24).collect();
+        let md = cube(&data);
+        assert_eq!(
+            md.submdspan((0, 2..1, ..)).unwrap_err(),
+            SliceError::OutOfBounds {
+                dim: 1,
+                start: 2,
+                end: 1,
+                extent: 3
+            }
+        );
+        assert!(md.submdspan((1, .., 3..=1)).is_err());
     }
 
     #[test]
