@@ -243,6 +243,13 @@ def test_cpu_exports_refuse_streams_and_other_devices():
         m.__dlpack__(dl_device=(2, 0), copy=False)
     assert capsule_name(m.__dlpack__(dl_device=(1, 0))) == "dltensor"
     assert m.__dlpack_device__() == (1, 0)
+    with pytest.raises(BufferError, match=r"device \(1, 7\)"):
+        m.__dlpack__(dl_device=(1, 7))
+    with pytest.raises(TypeError, match="not a bool"):
+        m.__dlpack__(stream=True)
+    with pytest.raises(TypeError, match="not a bool"):
+        m.__dlpack__(stream=False)
+    assert m.exports == 0
 
 
 # ------------------------------------------------------------------------------- lifetimes
@@ -374,12 +381,28 @@ class DLManagedTensorVersioned(ctypes.Structure):
     ]
 
 
-def handmade_capsule(keep, ndim=1, shape=(4,), strides=None, major=1, data=True):
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DeleterCount:
+    """A C deleter that counts its calls, for "deleter exactly once" from Python."""
+
+    def __init__(self):
+        self.calls = 0
+        self.callback = DELETER(self._delete)
+
+    def _delete(self, _managed):
+        self.calls += 1
+
+
+def handmade_capsule(keep, ndim=1, shape=(4,), strides=None, major=1, data=True, deleter=None):
     """A versioned capsule built by hand; `keep` holds every buffer it points into."""
     values = (ctypes.c_float * 4)(1, 2, 3, 4)
     shape_array = (ctypes.c_int64 * max(len(shape), 1))(*shape)
     managed = DLManagedTensorVersioned()
     managed.major, managed.minor = major, 3
+    if deleter is not None:
+        managed.deleter = ctypes.cast(deleter.callback, ctypes.c_void_p).value
     managed.dl_tensor.data = ctypes.addressof(values) if data else None
     managed.dl_tensor.device = DLDevice(1, 0)
     managed.dl_tensor.ndim = ndim
@@ -426,6 +449,55 @@ def test_unknown_major_version():
     keep = []
     with pytest.raises(BufferError, match="major version 2"):
         dm.import_tensor(Producer(handmade_capsule(keep, major=2)))
+
+
+def test_handmade_deleters_run_exactly_once():
+    keep = []
+    imported = DeleterCount()
+    m = dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, strides=(1,), deleter=imported)))
+    np.testing.assert_array_equal(np.from_dlpack(m), [1, 2, 3, 4])
+    assert imported.calls == 1, "a copy made, the producer's tensor released once"
+
+    refused = DeleterCount()
+    with pytest.raises(ValueError, match="shape is NULL"):
+        dm.MemArray.from_dlpack(Producer(handmade_capsule(keep, ndim=2, shape=(), deleter=refused)))
+    assert refused.calls == 1, "a tensor taken then refused is released once"
+
+    foreign = DeleterCount()
+    with pytest.raises(BufferError, match="major version 9"):
+        dm.import_tensor(Producer(handmade_capsule(keep, major=9, deleter=foreign)))
+    assert foreign.calls == 1, "a foreign major version is released, nothing else read"
+
+    written = DeleterCount()
+    dm.add_index(Producer(handmade_capsule(keep, strides=(1,), deleter=written)))
+    assert written.calls == 1
+    np.testing.assert_array_equal(np.ctypeslib.as_array(keep[-3]), [1, 3, 5, 7])
+
+    twice = DeleterCount()
+    capsule = handmade_capsule(keep, strides=(1,), deleter=twice)
+    dm.import_tensor(Producer(capsule))
+    with pytest.raises(ValueError, match="already consumed"):
+        dm.import_tensor(Producer(capsule))
+    assert twice.calls == 1, "a capsule consumed twice releases once"
+
+
+def test_empty_numpy_arrays_import_whatever_their_strides():
+    a = np.zeros((2, 0, 5))
+    assert a.__dlpack__ and a.strides == (0, 0, 0)
+    m = dm.MemArray.from_dlpack(a)
+    assert m.shape == [2, 0, 5]
+    dm.add_index(a)
+    for layout in [np.zeros((0, 3), order="F"), np.zeros((4, 0))[::-1], np.zeros((3, 4))[:, 2:2]]:
+        assert dm.MemArray.from_dlpack(layout).shape == list(layout.shape)
+        dm.add_index(layout)
+    assert np.from_dlpack(dm.MemArray((2, 0, 5), "float64")).shape == (2, 0, 5)
+
+
+def test_two_imports_of_one_array_write_in_turn():
+    a = np.zeros(4, dtype=np.int64)
+    dm.add_index(a)
+    dm.add_index(a[::1])
+    np.testing.assert_array_equal(a, [0, 2, 4, 6])
 
 
 def test_lying_dlpack_device():

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs dlmd's fuzz targets (fuzz/fuzz_targets) with cargo fuzz on the nightly toolchain.
+#
+#   scripts/fuzz.sh [--time SECONDS | --runs N] [--jobs J] [TARGET...]   fuzz each target
+#   scripts/fuzz.sh --replay [TARGET...]                                 run the seed corpus once
+#   scripts/fuzz.sh --merge [TARGET...]                                  fold new finds into the seeds
+#
+# New inputs go to fuzz/corpus/TARGET (not committed); fuzz/seeds/TARGET is the committed seed
+# corpus, minimised by --merge. A crash stops the script with the input under
+# fuzz/artifacts/TARGET. The closing table gives the executions of each target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=fuzz time=600 runs= jobs=1 targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --replay) mode=replay ;;
+        --merge) mode=merge ;;
+        --time) time=$2; shift ;;
+        --runs) runs=$2; shift ;;
+        --jobs) jobs=$2; shift ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) targets+=("$1") ;;
+    esac
+    shift
+done
+[ ${#targets[@]} -gt 0 ] || targets=(import_dltensor import_managed view_index)
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "fuzz.sh: cargo fuzz needs the nightly toolchain (rustup toolchain install nightly)" >&2
+    exit 1
+fi
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
+
+# Inputs past this many bytes add nothing the structure-aware targets need.
+max_len=512
+summary=()
+for t in "${targets[@]}"; do
+    mkdir -p "fuzz/corpus/$t" "fuzz/seeds/$t"
+    case "$mode" in
+        replay)
+            (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" -- -runs=0 -max_len=$max_len)
+            summary+=("$t: $(ls "fuzz/seeds/$t" | wc -l) seed inputs replayed, no crash")
+            ;;
+        merge)
+            (cd fuzz && cargo +nightly fuzz cmin "$t" "corpus/$t" -- -max_len=$max_len)
+            (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" "corpus/$t" -- -merge=1 -max_len=$max_len)
+            summary+=("$t: $(ls "fuzz/seeds/$t" | wc -l) seed inputs")
+            ;;
+        fuzz)
+            logs=$(mktemp -d)
+            limit=(-max_total_time="$time")
+            [ -n "$runs" ] && limit=(-runs="$runs")
+            # With --jobs J, J processes fuzz the target at once, sharing the corpus; each logs
+            # its final statistics.
+            (cd fuzz && cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
+                "${limit[@]}" -max_len=$max_len -print_final_stats=1 \
+                -jobs="$jobs" -workers="$jobs" $( [ "$jobs" -gt 1 ] && echo "-close_fd_mask=1" ) \
+                ) >"$logs/main.log" 2>&1 || { cat "$logs/main.log" fuzz/fuzz-*.log 2>/dev/null | tail -60; exit 1; }
+            cat "$logs/main.log" fuzz/fuzz-*.log 2>/dev/null > "$logs/all.log" || true
+            rm -f fuzz/fuzz-*.log
+            execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$logs/all.log" | awk '{s += $2} END {print s + 0}')
+            crashes=$(grep -c 'ERROR: libFuzzer\|panicked at' "$logs/all.log" || true)
+            summary+=("$t: $execs executions, $crashes crashes")
+            rm -rf "$logs"
+            ;;
+    esac
+done
+printf '\n'
+printf '%s\n' "${summary[@]}"
