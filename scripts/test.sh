@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace
+# The core alone (no std, no allocator): the paths taken without `std` too.
+cargo test -p dlmd --lib --no-default-features
 
 venv=${DLMD_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

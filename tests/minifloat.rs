@@ -82,7 +82,8 @@ fn conversions_from_f32_match_ml_dtypes_bit_for_bit() {
         );
         let mut wrong = Vec::new();
         let total = records.len();
-        for record in records {
+        // Miri interprets every conversion: a spread-out sample of the vectors there.
+        for record in records.step_by(if cfg!(miri) { 401 } else { 1 }) {
             let input = f32::from_bits(u32::from_le_bytes(record[..4].try_into().unwrap()));
             let want = record[4];
             let got = (format.from_f32)(input);

@@ -499,8 +499,8 @@ fn is_unique_strided(extents: &[usize], strides: impl Iterator<Item = usize>) ->
 }
 
 /// Calls `f` with the offset, from the start of the span, of every element `mapping` reaches (in
-/// no particular order; an element several indices reach may come more than once, but there are
-/// never more calls than elements in the span), stopping at the first error.
+/// no particular order; an element several indices reach may come more than once, but with
+/// `std` there are never more calls than elements in the span), stopping at the first error.
 ///
 /// The work is bounded by the span, not by the number of indices: dimensions that never step
 /// (extent 1, stride 0) are dropped, dimensions whose strides tile one another (a contiguous
@@ -1024,7 +1024,9 @@ mod tests {
                                 })
                                 .unwrap();
                                 assert_eq!(got, want, "extents {e:?} strides {:?}", [s0, s1, s2]);
-                                assert!(calls <= m.required_span_size().max(1));
+                                if cfg!(feature = "std") {
+                                    assert!(calls <= m.required_span_size().max(1));
+                                }
                                 checked += 1;
                             }
                         }

@@ -391,12 +391,14 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads a file, which Miri's isolation forbids")]
     fn the_header_is_shipped() {
         assert!(HEADER.contains("struct view"));
         assert!(std::path::Path::new(INCLUDE_DIR).join("dlmd/view.cuh").exists());
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads the CUDA driver, a foreign library Miri cannot run")]
     fn no_driver_is_an_error_not_a_panic() {
         if driver_available() {
             return;
