@@ -9,8 +9,8 @@
 //! refuses devices and streams CPU data cannot honour with `BufferError`.
 //!
 //! The capsule's destructor calls the tensor's deleter only while no consumer took the tensor
-//! (renamed the capsule `used_…`), keeps any exception in flight, and does nothing once the
-//! interpreter is finalized.
+//! (renamed the capsule `used_…`), keeps any exception in flight, and frees unconsumed exports
+//! while the interpreter shuts down too.
 //!
 //! Consumer: [`from_dlpack`] asks `__dlpack_device__`, calls
 //! `__dlpack__(max_version=(1, 3))` (again without arguments on `TypeError`, for producers that
@@ -450,8 +450,14 @@ impl Drop for PyKeepAlive {
     }
 }
 
-/// Releases `obj`, running `f` first in the same hold of the GIL; once the interpreter is
-/// finalized nothing may run, so neither happens and the reference is leaked.
+std::thread_local! {
+    /// Whether this thread is inside [`destroy`], where Python holds the GIL for it.
+    static IN_CAPSULE_DESTRUCTOR: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Releases `obj`, running `f` first in the same hold of the GIL. Once the interpreter is
+/// finalizing, a thread that does not hold the GIL may not take it, so neither happens there and
+/// the reference is leaked; inside a capsule destructor the GIL is held and both happen.
 ///
 /// # Safety
 ///
@@ -461,6 +467,14 @@ unsafe fn release_reference(obj: NonNull<ffi::PyObject>, f: impl FnOnce(Python<'
     // (`PyGILState_Ensure` is reentrant: a thread that already holds it keeps it); `f` runs
     // with the GIL held, for no longer than this hold of it.
     unsafe {
+        if IN_CAPSULE_DESTRUCTOR.get() {
+            // Python is destroying one of dlmd's capsules on this thread, which holds the GIL
+            // for it, even while the interpreter shuts down (when `Py_IsInitialized` is 0 but
+            // objects are still freed): release directly.
+            f(Python::assume_attached());
+            ffi::Py_DecRef(obj.as_ptr());
+            return;
+        }
         if ffi::Py_IsInitialized() == 0 {
             return;
         }
@@ -651,8 +665,8 @@ pub unsafe fn legacy_capsule(py: Python<'_>, raw: *mut DLManagedTensor) -> PyRes
 }
 
 /// The destructor of capsules of kind `M`: releases the tensor if no consumer took it (renamed
-/// the capsule `used_…`), keeping any exception in flight. Does nothing once the interpreter is
-/// finalized.
+/// the capsule `used_…`), keeping any exception in flight, also while the interpreter shuts
+/// down (Python holds the GIL for every destructor it runs).
 ///
 /// # Safety
 ///
@@ -660,8 +674,8 @@ pub unsafe fn legacy_capsule(py: Python<'_>, raw: *mut DLManagedTensor) -> PyRes
 unsafe extern "C" fn destroy<M: Managed>(capsule: *mut ffi::PyObject) {
     // SAFETY: Python calls capsule destructors with the GIL held, on a live capsule.
     unsafe {
-        if ffi::Py_IsInitialized() == 0 || ffi::PyCapsule_IsValid(capsule, M::NAME.as_ptr()) != 1 {
-            // Consumed (renamed `used_…`), or too late to run foreign code: leave it.
+        if ffi::PyCapsule_IsValid(capsule, M::NAME.as_ptr()) != 1 {
+            // Consumed (renamed `used_…`): the consumer releases it.
             return;
         }
         let (mut kind, mut value, mut traceback) =
@@ -670,9 +684,12 @@ unsafe extern "C" fn destroy<M: Managed>(capsule: *mut ffi::PyObject) {
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
         let pointer = ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr());
         if !pointer.is_null() {
-            // Owners that hold Python references release them attached themselves (see
-            // `export_cpu`); most hold none, so this path leaves the thread state alone.
+            // Owners that hold Python references release them through `PyKeepAlive`, which
+            // sees the GIL held here, also while the interpreter shuts down (exports still
+            // alive then are freed, not leaked).
+            IN_CAPSULE_DESTRUCTOR.set(true);
             M::release(pointer.cast());
+            IN_CAPSULE_DESTRUCTOR.set(false);
         }
         #[allow(deprecated)]
         ffi::PyErr_Restore(kind, value, traceback);
