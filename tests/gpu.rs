@@ -254,3 +254,55 @@ extern "C" __global__ void mdspan_offsets(dlmd::view<float, 3> v, long long* out
     assert!(got[..60].iter().all(|&d| d == 0), "mdspan and view disagree: {got:?}");
     assert_eq!(got[60], 30405);
 }
+
+/// A `kDLCUDA` bool tensor whose pointer the driver reports as managed is host-readable, so its
+/// bytes are checked as a host import's are (it came back unchecked before).
+#[test]
+fn managed_bools_labelled_cuda_are_checked() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    // SAFETY: managed memory of 3 bytes, written from the host below before any read.
+    let mut managed = unsafe { ctx.alloc_unified::<u8>(3, true) }.unwrap();
+    stream.synchronize().unwrap();
+    managed.as_mut_slice().unwrap().copy_from_slice(&[1, 0, 2]);
+    let ptr = managed.as_slice().unwrap().as_ptr();
+    let mut shape = [3i64];
+    let mut strides = [1i64];
+    let t = dlmd::dlpack::DLTensor {
+        data: ptr.cast_mut().cast(),
+        device: dlmd::dlpack::DLDevice::cuda(0),
+        ndim: 1,
+        dtype: <bool as dlmd::DlElement>::DTYPE,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: `t` describes the 3 managed bytes, alive and unwritten while the view lives.
+    let err = unsafe { cuda::import_cuda::<bool, 1, LayoutRight>(&t) }.unwrap_err();
+    assert!(
+        matches!(err, CudaError::Import(dlmd::ImportError::InvalidBool { offset: 2, value: 2 })),
+        "{err}"
+    );
+    managed.as_mut_slice().unwrap()[2] = 1;
+    // SAFETY: as above.
+    match unsafe { cuda::import_cuda::<bool, 1, LayoutRight>(&t) }.unwrap() {
+        cuda::CudaImport::Managed(view) => assert!(view[[2]] && !view[[1]]),
+        cuda::CudaImport::Device(_) => panic!("managed memory viewed as device memory"),
+    }
+}
+
+/// Integers a consumer passes as `stream` are checked before the driver sees them: small,
+/// unaligned or non-user-space values are refused by value, a real stream is accepted.
+#[test]
+fn stream_integers_are_checked() {
+    let Some(ctx) = gpu() else { return };
+    for bad in [3usize, 4097, 1 << 60] {
+        assert!(
+            matches!(cuda::check_stream(bad, &ctx), Err(CudaError::NotAStream { .. })),
+            "{bad:#x}"
+        );
+    }
+    let stream = ctx.new_stream().unwrap();
+    let handle = stream.cu_stream() as usize;
+    assert_eq!(cuda::check_stream(handle, &ctx).unwrap() as usize, handle);
+}

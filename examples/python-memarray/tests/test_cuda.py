@@ -176,3 +176,34 @@ def test_every_jax_dtype_imports():
     for dtype in [jnp.bool_, jnp.int8, jnp.int16, jnp.int32, jnp.uint8, jnp.uint16, jnp.uint32,
                   jnp.float16, jnp.bfloat16, jnp.float32, jnp.complex64]:
         assert dm.import_tensor(jnp.zeros((2, 3), dtype=dtype)) == 2, dtype
+
+
+def test_stream_integers_that_are_not_streams_are_errors():
+    """An integer that is no stream must be an error, not a crash: run in a child process so
+    that a crash fails this test instead of ending the run."""
+    import subprocess
+    import sys
+
+    code = """
+import dlmd_memarray as dm
+m = dm.MemArray((4,), "float32"); m.to_device()
+for bad in (3, 4097, 1 << 60, 0x10000, 0x7f0000000000):
+    try:
+        m.__dlpack__(stream=bad, max_version=(1, 3))
+    except BufferError as e:
+        print("refused", hex(bad), e)
+    else:
+        print("ACCEPTED", hex(bad))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    print(run.stdout, run.stderr)
+    assert run.returncode == 0, f"the producer crashed (exit {run.returncode}): {run.stderr[-2000:]}"
+    assert "ACCEPTED" not in run.stdout
+    assert run.stdout.count("refused") == 5
+
+
+def test_stream_true_is_refused_on_cuda():
+    m = dm.MemArray((4,), "float32")
+    m.to_device()
+    with pytest.raises(TypeError, match="not a bool"):
+        m.__dlpack__(stream=True)
