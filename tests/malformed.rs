@@ -233,3 +233,23 @@ fn reference_views_lend_aliased_ones() {
     assert_eq!(aliased.try_load([2, 0]), None);
     assert_eq!(aliased.values().sum::<i8>(), md.iter().sum::<i8>());
 }
+
+/// The C importers have aliased twins: two views of one `DLTensor`, both writing by value.
+#[test]
+fn aliased_c_imports_share_one_tensor() {
+    let mut data = [1u32, 2, 3, 4];
+    let mut shape = [2i64, 2];
+    let mut strides = [2i64, 1];
+    let t = tensor(&mut data, &mut shape, Some(&mut strides));
+    // SAFETY: `t` describes `data`, alive and reached only through these aliased views while
+    // they live, from this thread.
+    let (a, b) = unsafe {
+        (
+            dlmd::to_host_mdspan_aliased_mut::<u32, 2, LayoutRight>(&t).unwrap(),
+            dlmd::to_host_mdspan_aliased::<u32, 2, LayoutStride>(&t).unwrap(),
+        )
+    };
+    a.store([1, 0], 30);
+    assert_eq!(b.load([1, 0]), 30);
+    assert_eq!(b.values().collect::<Vec<_>>(), [1, 2, 30, 4]);
+}

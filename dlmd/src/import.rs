@@ -45,7 +45,7 @@ use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping, for_each_reached};
 use crate::space::{Device, Host, Managed, MemorySpace};
-use crate::view::{Access, Mdspan, Shared, Unique};
+use crate::view::{Access, Aliased, AliasedMut, Mdspan, Shared, Unique};
 
 /// Why a `DLTensor` cannot be viewed as asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -248,8 +248,13 @@ where
     ///   `int64_t`s;
     /// - the elements `tensor` describes lie in one allocation of its device, hold initialised
     ///   values of `T`'s data type, and stay valid for `'a`;
-    /// - for `'a`, nothing writes them except through this view; for a mutable view, nothing
-    ///   reads them either except through this view.
+    /// - for a reference view ([`Shared`], [`Unique`]): for `'a`, nothing writes them except
+    ///   through this view, and for [`Unique`] nothing reads them either except through it;
+    /// - for an aliased view ([`Aliased`](crate::view::Aliased),
+    ///   [`AliasedMut`](crate::view::AliasedMut)): others may read and write them for `'a`, but
+    ///   not at the same time as this view's loads and stores (on another thread without
+    ///   synchronisation), and an `AliasedMut` view is made only over memory its producer lets
+    ///   consumers write.
     #[inline]
     pub unsafe fn from_dlpack(tensor: &'a DLTensor) -> Result<Self, ImportError> {
         // SAFETY: forwarded from the caller.
@@ -501,4 +506,14 @@ import_fn!(
 import_fn!(
     /// A read-write managed view of `tensor`; refused when its strides overlap.
     to_managed_mdspan_mut, Managed, Unique
+);
+import_fn!(
+    /// A read-only host view of `tensor` by value, for memory others may write meanwhile
+    /// (see [`Aliased`]).
+    to_host_mdspan_aliased, Host, Aliased
+);
+import_fn!(
+    /// A read-write host view of `tensor` by value, for memory others may read and write
+    /// meanwhile (see [`AliasedMut`]); refused when its strides overlap.
+    to_host_mdspan_aliased_mut, Host, AliasedMut
 );
