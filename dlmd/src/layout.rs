@@ -988,7 +988,7 @@ mod tests {
         use std::collections::BTreeSet;
         // Miri interprets every step: a smaller set of strides there.
         let strides: &[isize] = if cfg!(miri) {
-            &[-2, 0, 1, 3]
+            &[-2, 0, 3]
         } else {
             &[-6, -3, -2, -1, 0, 1, 2, 3, 4, 6]
         };
