@@ -250,8 +250,7 @@ where
     ///   values of `T`'s data type, and stay valid for `'a`;
     /// - for a reference view ([`Shared`], [`Unique`]): for `'a`, nothing writes them except
     ///   through this view, and for [`Unique`] nothing reads them either except through it;
-    /// - for an aliased view ([`Aliased`](crate::view::Aliased),
-    ///   [`AliasedMut`](crate::view::AliasedMut)): others may read and write them for `'a`, but
+    /// - for an aliased view ([`Aliased`], [`AliasedMut`]): others may read and write them for `'a`, but
     ///   not at the same time as this view's loads and stores (on another thread without
     ///   synchronisation), and an `AliasedMut` view is made only over memory its producer lets
     ///   consumers write.

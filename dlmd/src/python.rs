@@ -754,7 +754,9 @@ pub unsafe fn take_capsule(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTe
 /// owning [`ManagedTensor`], without copying.
 ///
 /// The object's `__dlpack_device__` must agree with the tensor it exports. The tensor's data
-/// stays valid until the returned value is dropped.
+/// stays valid until the returned value is dropped. The object and any other consumer still
+/// reach the data meanwhile (two calls on one array give two tensors over one buffer), so the
+/// tensor's views are [aliased](crate::view::Aliased): elements by value, no references.
 pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
     from_dlpack_on_stream(obj, None)
 }
