@@ -280,7 +280,10 @@ fn managed_bools_labelled_cuda_are_checked() {
     // SAFETY: `t` describes the 3 managed bytes, alive and unwritten while the view lives.
     let err = unsafe { cuda::import_cuda::<bool, 1, LayoutRight>(&t) }.unwrap_err();
     assert!(
-        matches!(err, CudaError::Import(dlmd::ImportError::InvalidBool { offset: 2, value: 2 })),
+        matches!(
+            err,
+            CudaError::Import(dlmd::ImportError::InvalidBool { offset: 2, value: 2 })
+        ),
         "{err}"
     );
     managed.as_mut_slice().unwrap()[2] = 1;
