@@ -58,10 +58,11 @@ for t in "${targets[@]}"; do
                 "${limit[@]}" -max_len=$max_len -print_final_stats=1 \
                 -jobs="$jobs" -workers="$jobs" $( [ "$jobs" -gt 1 ] && echo "-close_fd_mask=1" ) \
                 ) >"$logs/main.log" 2>&1 || { cat "$logs/main.log" fuzz/fuzz-*.log 2>/dev/null | tail -60; exit 1; }
-            cat "$logs/main.log" fuzz/fuzz-*.log 2>/dev/null > "$logs/all.log" || true
+            # With several jobs libFuzzer copies each worker's log into its own output when the
+            # worker ends, so the main log holds every worker's statistics exactly once.
             rm -f fuzz/fuzz-*.log
-            execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$logs/all.log" | awk '{s += $2} END {print s + 0}')
-            crashes=$(grep -c 'ERROR: libFuzzer\|panicked at' "$logs/all.log" || true)
+            execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$logs/main.log" | awk '{s += $2} END {print s + 0}')
+            crashes=$(grep -c 'ERROR: libFuzzer\|panicked at' "$logs/main.log" || true)
             summary+=("$t: $execs executions, $crashes crashes")
             rm -rf "$logs"
             ;;
