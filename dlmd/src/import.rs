@@ -405,11 +405,13 @@ where
                 alignment: align_of::<T>(),
             });
         }
-        let start = element0.checked_sub(back * size).ok_or(ImportError::AddressOverflow)?;
+        // Cannot overflow: `back` is inside the span, whose bytes were checked to fit in isize.
+        let back_bytes = back * size;
+        let start = element0.checked_sub(back_bytes).ok_or(ImportError::AddressOverflow)?;
         if start == 0 {
             return Err(ImportError::SpanAtNull {
                 address: element0,
-                back: back * size,
+                back: back_bytes,
             });
         }
         start.checked_add(span_bytes).ok_or(ImportError::AddressOverflow)?;

@@ -62,7 +62,8 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
         // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow;
         // the read forms no reference, so a write by another holder between loads is no
         // aliasing violation.
-        Some(unsafe { self.ptr.as_ptr().add(offset).read() })
+        let value = unsafe { self.ptr.as_ptr().add(offset).read() };
+        Some(value)
     }
 
     /// A copy of the element at `index`.
@@ -157,10 +158,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
     }
 }
 
-impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A>
-where
-    A: AliasedAccess,
-{
+impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: AliasedAccess> Mdspan<'a, T, E, L, S, A> {
     /// This view as a reference view ([`Shared`]), whose elements can be borrowed as `&T`.
     ///
     /// # Safety
