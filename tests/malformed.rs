@@ -11,6 +11,14 @@ use dlmd::{
 use dlmd_tests::tensor;
 use std::sync::Arc;
 
+/// A `bool` tensor over `bytes` (which may hold any byte values), for the byte check.
+fn bools(bytes: &mut [u8], shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
+    DLTensor {
+        dtype: bool::DTYPE,
+        ..tensor(bytes, shape, Some(strides))
+    }
+}
+
 /// A broadcast `bool` tensor of 2^61 indices over one byte: the byte check looks at the one
 /// element the indices reach instead of walking every index (which never finished).
 #[test]
@@ -18,8 +26,7 @@ fn broadcast_bools_are_checked_by_element_not_by_index() {
     let mut one = [1u8];
     let mut shape = [1i64 << 61];
     let mut strides = [0i64];
-    let mut t = tensor(&mut one, &mut shape, Some(&mut strides));
-    t.dtype = bool::DTYPE;
+    let t = bools(&mut one, &mut shape, &mut strides);
     // SAFETY: every index of `t` reaches `one`, alive and unwritten while the view lives.
     let md = unsafe { to_host_mdspan::<bool, 1, LayoutStrideRelaxed>(&t) }.unwrap();
     assert!(md[[(1 << 61) - 1]]);
@@ -27,8 +34,7 @@ fn broadcast_bools_are_checked_by_element_not_by_index() {
     let mut two = [2u8];
     let mut shape = [1i64 << 30, 1 << 30];
     let mut strides = [0i64, 0];
-    let mut t = tensor(&mut two, &mut shape, Some(&mut strides));
-    t.dtype = bool::DTYPE;
+    let t = bools(&mut two, &mut shape, &mut strides);
     // SAFETY: as above.
     let err = unsafe { to_host_mdspan::<bool, 2, LayoutStrideRelaxed>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 0, value: 2 });
@@ -43,16 +49,14 @@ fn overlapping_bool_strides_check_exactly_the_reached_bytes() {
     bytes[1] = 7;
     let mut shape = [1000i64, 1000];
     let mut strides = [2i64, 3];
-    let mut t = tensor(&mut bytes, &mut shape, Some(&mut strides));
-    t.dtype = bool::DTYPE;
+    let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: the span is `bytes`, alive and unwritten while the view lives.
     let md = unsafe { to_host_mdspan::<bool, 2, LayoutStride>(&t) }.unwrap();
     assert!(md[[999, 999]]);
 
     let last = bytes.len() - 1;
     bytes[last] = 9;
-    let mut t = tensor(&mut bytes, &mut shape, Some(&mut strides));
-    t.dtype = bool::DTYPE;
+    let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: as above.
     let err = unsafe { to_host_mdspan::<bool, 2, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: last, value: 9 });
@@ -65,8 +69,7 @@ fn sliding_window_bools() {
     bytes[4095] = 3;
     let mut shape = [4096 - 63i64, 64];
     let mut strides = [1i64, 1];
-    let mut t = tensor(&mut bytes, &mut shape, Some(&mut strides));
-    t.dtype = bool::DTYPE;
+    let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: the span is `bytes`, alive and unwritten while the view lives.
     let err = unsafe { to_host_mdspan::<bool, 2, LayoutStrideRelaxed>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 4095, value: 3 });
