@@ -3,6 +3,7 @@
 
 use dlmd::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLPackVersion, DLTensor};
 use dlmd::layout::LayoutError;
+use dlmd::space::SpaceError;
 use dlmd::{
     Const, DlElement, HostMdspan, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, dlmd,
     to_device_mdspan, to_dlpack_tensor, to_host_mdspan, to_host_mdspan_mut, to_managed_mdspan,
@@ -169,10 +170,10 @@ fn wrong_device_type_host() {
     let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
         err,
-        ImportError::DeviceType {
+        ImportError::Space(SpaceError::DeviceType {
             expected: "host",
             found: DLDeviceType::CUDA
-        }
+        })
     );
 }
 
@@ -183,10 +184,10 @@ fn wrong_device_type_device() {
     let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
         err,
-        ImportError::DeviceType {
+        ImportError::Space(SpaceError::DeviceType {
             expected: "CUDA device",
             found: DLDeviceType::CPU
-        }
+        })
     );
 }
 
@@ -197,10 +198,10 @@ fn wrong_device_type_managed() {
     let err = unsafe { to_managed_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
     assert_eq!(
         err,
-        ImportError::DeviceType {
+        ImportError::Space(SpaceError::DeviceType {
             expected: "CUDA managed",
             found: DLDeviceType::CPU
-        }
+        })
     );
 }
 
@@ -210,7 +211,7 @@ fn negative_device_ordinal() {
     t.device = DLDevice::cuda(-1);
     // SAFETY: refused before any data access.
     let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
-    assert_eq!(err, ImportError::DeviceOrdinal { ordinal: -1 });
+    assert_eq!(err, ImportError::Space(SpaceError::DeviceOrdinal { ordinal: -1 }));
 }
 
 #[test]

@@ -30,7 +30,7 @@
 use crate::dlpack::{DLDataType, DLDevice, DLTensor};
 use crate::dtype::{ByteExact, DlElement, ElementStorage};
 use crate::extents::Extents;
-use crate::layout::{Layout, Mapping};
+use crate::layout::{Layout, Mapping, to_i64};
 use crate::space::MemorySpace;
 use crate::view::{CopyAccess, Mdspan, Unique};
 use core::ffi::c_void;
@@ -175,16 +175,8 @@ where
     A: crate::view::Access,
 {
     let mapping = view.mapping();
-    let extents = mapping.extents().to_array();
-    let strides = mapping.strides();
-    let mut shape = [0i64; R];
-    let mut out_strides = [0i64; R];
-    let mut empty = false;
-    for r in 0..R {
-        shape[r] = extents[r] as i64;
-        out_strides[r] = strides[r] as i64;
-        empty |= extents[r] == 0;
-    }
+    let (shape, out_strides) = to_i64(mapping);
+    let empty = shape.contains(&0);
     let (data, byte_offset) = if empty {
         (core::ptr::null_mut(), 0)
     } else {

@@ -43,27 +43,17 @@ use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLPackVersion, DLT
 use crate::dtype::DlElement;
 use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
-use crate::layout::{Layout, LayoutError, Mapping, for_each_reached};
-use crate::space::{Device, Host, Managed, MemorySpace};
+use crate::layout::{Layout, LayoutError, Mapping, compact_strides, for_each_reached, negative_reach};
+use crate::space::{Device, Host, Managed, MemorySpace, SpaceError};
 use crate::view::{Access, Aliased, AliasedMut, Mdspan, Shared, Unique};
+use core::ptr::NonNull;
 
 /// Why a `DLTensor` cannot be viewed as asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
-    /// The tensor lives on a device this kind of view cannot reach.
-    #[error("device type {found} cannot back a {expected} view")]
-    DeviceType {
-        /// The view's memory space.
-        expected: &'static str,
-        /// The tensor's device type.
-        found: DLDeviceType,
-    },
-    /// A device ordinal is negative.
-    #[error("device ordinal {ordinal} is negative")]
-    DeviceOrdinal {
-        /// The tensor's `device_id`.
-        ordinal: i32,
-    },
+    /// The tensor lives on a device this kind of view cannot reach, or on a negative ordinal.
+    #[error(transparent)]
+    Space(#[from] SpaceError),
     /// `ndim` differs from the view's rank.
     #[error("ndim {found} does not match the view's rank {expected}")]
     Rank {
@@ -168,62 +158,6 @@ pub enum ImportError {
 /// The first DLPack version in which `strides` may not be NULL.
 const STRIDES_REQUIRED_SINCE: DLPackVersion = DLPackVersion { major: 1, minor: 2 };
 
-/// How a memory space accepts a tensor's device.
-pub trait ImportSpace: MemorySpace {
-    /// The space for `tensor`'s device, or the error.
-    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError>;
-    /// Whether the host may read the memory (to validate `bool` elements).
-    const HOST_READABLE: bool;
-}
-
-impl ImportSpace for Host {
-    const HOST_READABLE: bool = true;
-    #[inline]
-    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
-        // Pinned and managed memory are host memory too.
-        match tensor.device.device_type {
-            DLDeviceType::CPU | DLDeviceType::CUDA_HOST | DLDeviceType::CUDA_MANAGED => Ok(Host),
-            found => Err(ImportError::DeviceType {
-                expected: "host",
-                found,
-            }),
-        }
-    }
-}
-
-impl ImportSpace for Device {
-    const HOST_READABLE: bool = false;
-    #[inline]
-    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
-        match tensor.device.device_type {
-            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED if tensor.device.device_id >= 0 => {
-                Ok(Device::new(tensor.device.device_id))
-            }
-            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => Err(ImportError::DeviceOrdinal {
-                ordinal: tensor.device.device_id,
-            }),
-            found => Err(ImportError::DeviceType {
-                expected: "CUDA device",
-                found,
-            }),
-        }
-    }
-}
-
-impl ImportSpace for Managed {
-    const HOST_READABLE: bool = true;
-    #[inline]
-    fn from_tensor(tensor: &DLTensor) -> Result<Self, ImportError> {
-        match tensor.device.device_type {
-            DLDeviceType::CUDA_MANAGED => Ok(Managed),
-            found => Err(ImportError::DeviceType {
-                expected: "CUDA managed",
-                found,
-            }),
-        }
-    }
-}
-
 /// A stride as `isize`: the identity on 64-bit targets.
 #[inline(always)]
 fn to_isize(value: i64) -> Result<isize, LayoutError> {
@@ -236,7 +170,7 @@ where
     T::Storage: PlainStorage,
     E: Extents,
     L: Layout,
-    S: ImportSpace,
+    S: MemorySpace,
     A: Access,
 {
     /// Views `tensor`, a tensor of unknown DLPack version, checking everything that can be
@@ -282,7 +216,7 @@ where
     T: DlElement,
     E: Extents,
     L: Layout,
-    S: ImportSpace,
+    S: MemorySpace,
     A: Access,
 {
     /// The importer behind every public import, for any element storage.
@@ -293,7 +227,106 @@ where
     /// the producer says the elements are stored one per byte.
     #[inline]
     pub(crate) unsafe fn import(tensor: &'a DLTensor, version: Option<DLPackVersion>) -> Result<Self, ImportError> {
-        let space = S::from_tensor(tensor)?;
+        // SAFETY: forwarded from the caller.
+        if let Some(view) = unsafe { Self::import_common(tensor) } {
+            return Ok(view);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::import_checked(tensor, version) }
+    }
+
+    /// The common case in one pass with few branches: a tensor with elements, strides given,
+    /// values small enough to add up unchecked, and every check passed. `None` for anything
+    /// else, which [`import_checked`](Self::import_checked) then decides and reports; for the
+    /// tensors this accepts, it would build the same view.
+    ///
+    /// # Safety
+    ///
+    /// As for [`import`](Self::import).
+    #[inline(always)]
+    unsafe fn import_common(tensor: &'a DLTensor) -> Option<Self> {
+        // `bool` bytes need a look at every element: the checked path does it.
+        if T::DTYPE.code == DLDataTypeCode::BOOL.0 {
+            return None;
+        }
+        let space = S::from_device(tensor.device).ok()?;
+        let rank = E::RANK;
+        // `ndim` and `dtype` lie side by side: compared as one 64-bit key.
+        let key = |ndim: i32, dtype: DLDataType| {
+            u64::from(ndim as u32)
+                | u64::from(dtype.code) << 32
+                | u64::from(dtype.bits) << 40
+                | u64::from(dtype.lanes) << 48
+        };
+        // Either array NULL: one test.
+        let arrays_null = (tensor.shape as usize).min(tensor.strides as usize) == 0;
+        let header_bad = (key(tensor.ndim, tensor.dtype) != key(E::RANK as i32, T::DTYPE)) | ((rank > 0) & arrays_null);
+        if header_bad {
+            return None;
+        }
+        // SAFETY: for rank > 0 both arrays are not NULL (checked above) and the caller
+        // promises `ndim == RANK` readable values in each; for rank 0 nothing is read.
+        let (mapping, span) = unsafe { L::read_i64::<E>(tensor.shape, tensor.strides) }?;
+        // Element 0 and the end of the span, computed wide so that nothing wraps: both must lie
+        // in the address space, element 0 aligned and not NULL, the span within isize.
+        let (size, data) = (size_of::<T>(), tensor.data as usize);
+        let span_bytes = span as u128 * size as u128;
+        let element0 = data as u128 + u128::from(tensor.byte_offset);
+        // Each term is nonzero exactly when its check fails; one test for all of them.
+        let misplaced = (element0 as usize % align_of::<T>()) | (tensor.byte_offset % size as u64) as usize;
+        let placement = misplaced
+            | usize::from(data == 0)
+            | (span_bytes >> (usize::BITS - 1)) as usize
+            | ((element0 + span_bytes) >> usize::BITS) as usize;
+        if placement != 0 || (A::MUTABLE && !L::ALWAYS_UNIQUE && !mapping.is_unique()) {
+            return None;
+        }
+        // Keep the producer's pointer provenance: step from `data` rather than forging an
+        // address.
+        let ptr = tensor
+            .data
+            .cast::<u8>()
+            .wrapping_add(tensor.byte_offset as usize)
+            .cast::<T>();
+        // SAFETY: `data` is not NULL and `data + byte_offset` does not wrap (both checked above).
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        // SAFETY: `ptr` (element 0, where the span starts as no stride is negative) is aligned,
+        // the span fits in isize and in the address space, and the caller promises it is valid
+        // for `'a` and not aliased beyond what the access allows; a mutable mapping is unique.
+        Some(unsafe { Self::from_non_null(ptr, mapping, space) })
+    }
+
+    /// `byte_offset` must be a multiple of the element size.
+    #[inline(always)]
+    fn check_offset(tensor: &DLTensor) -> Result<(), ImportError> {
+        let size = size_of::<T>();
+        if tensor.byte_offset % size as u64 != 0 {
+            return Err(ImportError::ByteOffset {
+                byte_offset: tensor.byte_offset,
+                element_size: size,
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of a span of `span` elements, if they fit in `isize`.
+    #[inline(always)]
+    fn span_bytes(span: usize) -> Result<usize, ImportError> {
+        Ok(span
+            .checked_mul(size_of::<T>())
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or(LayoutError::SpanOverflow)?)
+    }
+
+    /// Every check in order, each failure its own error: the path of empty tensors, NULL strides,
+    /// negative strides, very large values, `bool` elements, and every error.
+    ///
+    /// # Safety
+    ///
+    /// As for [`import`](Self::import).
+    #[cold]
+    unsafe fn import_checked(tensor: &'a DLTensor, version: Option<DLPackVersion>) -> Result<Self, ImportError> {
+        let space = S::from_device(tensor.device)?;
         if tensor.ndim < 0 || tensor.ndim as usize != E::RANK {
             return Err(ImportError::Rank {
                 expected: E::RANK,
@@ -318,67 +351,36 @@ where
         }
         let mut extents = E::Index::zeros();
         let mut strides = <E::Index as IndexArray>::isize_zeros();
-        // Sign bits of all extents, and whether any is 0: one branch after the loop rather
-        // than one per dimension.
-        let (mut signs, mut empty) = (0i64, false);
+        let mut empty = false;
         for dim in 0..rank {
             // SAFETY: `shape` is not NULL (checked above, as the rank is > 0 here) and the
             // caller promises `ndim == RANK` readable values; unaligned reads are allowed.
             let n = unsafe { tensor.shape.add(dim).read_unaligned() };
-            signs |= n;
+            if n < 0 {
+                return Err(ImportError::NegativeExtent { dim, extent: n });
+            }
             extents.as_mut()[dim] = n as usize;
             empty |= n == 0;
         }
-        if !null_strides {
+        if null_strides {
+            // Compact row-major, as DLPack before 1.2 defines NULL strides.
+            strides = compact_strides(&extents, true);
+        } else {
             for dim in 0..rank {
                 // SAFETY: as for `shape`: not NULL, `ndim` readable values.
                 strides.as_mut()[dim] = to_isize(unsafe { tensor.strides.add(dim).read_unaligned() })?;
             }
         }
-        if signs < 0 {
-            let dim = extents.as_ref().iter().position(|&n| (n as i64) < 0).unwrap_or(0);
-            return Err(ImportError::NegativeExtent {
-                dim,
-                extent: extents.as_ref()[dim] as i64,
-            });
-        }
-        if rank > 0 && null_strides {
-            // Compact row-major, as DLPack before 1.2 defines NULL strides.
-            let mut stride = 1isize;
-            for (s, &n) in strides.as_mut().iter_mut().zip(extents.as_ref()).rev() {
-                *s = stride;
-                stride = stride.saturating_mul(n as isize);
-            }
-        }
+        let e = extents;
         let extents = E::from_array(extents)?;
-
-        let size = size_of::<T>();
-        if tensor.byte_offset % size as u64 != 0 {
-            return Err(ImportError::ByteOffset {
-                byte_offset: tensor.byte_offset,
-                element_size: size,
-            });
-        }
+        Self::check_offset(tensor)?;
         if tensor.data.is_null() && !empty {
-            let elements = extents
-                .to_array()
-                .as_ref()
-                .iter()
-                .fold(1usize, |a, &n| a.saturating_mul(n));
+            let elements = e.as_ref().iter().fold(1usize, |a, &n| a.saturating_mul(n));
             return Err(ImportError::NullData { elements });
         }
-
         // A relaxed mapping's offset reaches back over the negative strides from element 0.
-        let back = if L::HAS_OFFSET && !empty {
-            let e = extents.to_array();
-            let mut back = 0usize;
-            for (&n, &s) in e.as_ref().iter().zip(strides.as_ref()) {
-                if s < 0 {
-                    let reach = (n - 1).checked_mul(s.unsigned_abs()).ok_or(LayoutError::SpanOverflow)?;
-                    back = back.checked_add(reach).ok_or(LayoutError::SpanOverflow)?;
-                }
-            }
-            back
+        let back = if L::HAS_OFFSET {
+            negative_reach(e.as_ref(), strides.as_ref())?
         } else {
             0
         };
@@ -386,16 +388,33 @@ where
         if A::MUTABLE && !L::ALWAYS_UNIQUE && !mapping.is_unique() {
             return Err(LayoutError::Overlapping.into());
         }
-        let span_bytes = mapping
-            .required_span_size()
-            .checked_mul(size)
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or(LayoutError::SpanOverflow)?;
-
+        let span_bytes = Self::span_bytes(mapping.required_span_size())?;
         if empty {
             // SAFETY: an empty view never dereferences its pointer.
             return Ok(unsafe { Self::from_raw_parts(core::ptr::null_mut(), mapping, space) });
         }
+        // SAFETY: forwarded from the caller; the mapping has elements, `back` is how far its
+        // negative strides reach before element 0, and `span_bytes` its span.
+        unsafe { Self::place(tensor, mapping, back, span_bytes, space) }
+    }
+
+    /// Places a mapping with elements at the tensor's data: element 0 at `data + byte_offset`,
+    /// `back` elements after the span's start. Checks the alignment and that the span lies
+    /// inside the address space, above address 0, and the `bool` bytes.
+    ///
+    /// # Safety
+    ///
+    /// As for [`import`](Self::import); `mapping` has elements, reaches `back` elements before
+    /// element 0, and spans `span_bytes` bytes (which fit in `isize`); `data` is not NULL and
+    /// `byte_offset` a multiple of the element size.
+    #[inline(always)]
+    unsafe fn place(
+        tensor: &'a DLTensor,
+        mapping: L::Mapping<E>,
+        back: usize,
+        span_bytes: usize,
+        space: S,
+    ) -> Result<Self, ImportError> {
         let element0 = (tensor.data as usize)
             .checked_add(usize::try_from(tensor.byte_offset).map_err(|_| ImportError::AddressOverflow)?)
             .ok_or(ImportError::AddressOverflow)?;
@@ -405,8 +424,8 @@ where
                 alignment: align_of::<T>(),
             });
         }
-        // Cannot overflow: `back` is inside the span, whose bytes were checked to fit in isize.
-        let back_bytes = back * size;
+        // Cannot overflow: `back` is inside the span, whose bytes fit in isize.
+        let back_bytes = back * size_of::<T>();
         let start = element0.checked_sub(back_bytes).ok_or(ImportError::AddressOverflow)?;
         if start == 0 {
             return Err(ImportError::SpanAtNull {
@@ -518,3 +537,78 @@ import_fn!(
     /// meanwhile (see [`AliasedMut`]); refused when its strides overlap.
     to_host_mdspan_aliased_mut, Host, AliasedMut
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LayoutStrideRelaxed;
+    use crate::dlpack::DLDevice;
+    use crate::layout::{LayoutLeft, LayoutRight, LayoutStride};
+
+    /// Values at the edges of what the one-pass reading accepts: zero, one, small, negative,
+    /// and the bounds of its unchecked arithmetic.
+    const VALUES: [i64; 10] = [0, 1, 2, 3, -1, -3, 1 << 20, (1 << 31) - 1, 1 << 31, i64::MAX];
+
+    /// Every view the one-pass path builds is the one the checked path builds, for rank-2
+    /// tensors over every pair of extents and strides from `VALUES`, with aligned, misaligned,
+    /// NULL and overflowing data.
+    fn agree<L: Layout, A: Access>() {
+        let datas: [usize; 4] = [0x1000, 0x1002, 0, usize::MAX - 7];
+        // Miri runs the same comparisons over fewer values.
+        let (extents, strides) = if cfg!(miri) {
+            (&VALUES[..4], &VALUES[..5])
+        } else {
+            (&VALUES[..8], &VALUES[..])
+        };
+        let (mut common, mut checked) = (0, 0);
+        for &n0 in extents {
+            for &n1 in extents {
+                for &s0 in strides {
+                    for &s1 in strides {
+                        for &data in &datas {
+                            for byte_offset in [0u64, 4, 6] {
+                                let mut shape = [n0, n1];
+                                let mut strides = [s0, s1];
+                                let t = DLTensor {
+                                    data: core::ptr::without_provenance_mut(data),
+                                    device: DLDevice::CPU,
+                                    ndim: 2,
+                                    dtype: f32::DTYPE,
+                                    shape: shape.as_mut_ptr(),
+                                    strides: strides.as_mut_ptr(),
+                                    byte_offset,
+                                };
+                                // SAFETY: the arrays are alive; no view is dereferenced (only
+                                // their pointers and mappings are compared).
+                                let fast = unsafe { Mdspan::<f32, Dims<2>, L, Host, A>::import_common(&t) };
+                                // SAFETY: as above.
+                                let slow = unsafe { Mdspan::<f32, Dims<2>, L, Host, A>::import_checked(&t, None) };
+                                checked += 1;
+                                if let Some(fast) = fast {
+                                    common += 1;
+                                    let slow = slow.expect("the checked path refuses what the one-pass path took");
+                                    assert_eq!(fast.data_handle(), slow.data_handle());
+                                    assert_eq!(fast.mapping(), slow.mapping());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            common > 0 && common < checked,
+            "{common} of {checked} took the one-pass path"
+        );
+    }
+
+    #[test]
+    fn one_pass_and_checked_imports_agree() {
+        agree::<LayoutRight, Shared>();
+        agree::<LayoutLeft, Shared>();
+        agree::<LayoutStride, Shared>();
+        agree::<LayoutStride, Unique>();
+        agree::<LayoutStrideRelaxed, Shared>();
+        agree::<LayoutStrideRelaxed, AliasedMut>();
+    }
+}

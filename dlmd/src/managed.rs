@@ -33,9 +33,9 @@ use crate::dlpack::{
 };
 use crate::dtype::{DlElement, ElementStorage};
 use crate::extents::{Extents, IndexArray};
-use crate::import::{ImportError, ImportSpace};
-use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::Host;
+use crate::import::ImportError;
+use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping, to_i64};
+use crate::space::{Host, MemorySpace};
 use crate::view::{
     Aliased, AliasedMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut, HostMdspanMut, Mdspan, ViewError,
 };
@@ -207,7 +207,7 @@ impl ManagedTensor {
         T: DlElement,
         E: Extents,
         L: Layout,
-        S: ImportSpace,
+        S: MemorySpace,
         A: crate::view::Access,
     {
         if <T::Storage as ElementStorage>::IS_SUBBYTE_PADDED && self.flags() & IS_SUBBYTE_TYPE_PADDED == 0 {
@@ -247,7 +247,7 @@ impl ManagedTensor {
     }
 
     /// Any read-only view: host, device or managed memory.
-    pub fn as_mdspan<T: DlElement, E: Extents, L: Layout, S: ImportSpace>(
+    pub fn as_mdspan<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
         &self,
     ) -> Result<Mdspan<'_, T, E, L, S, Aliased>, ImportError> {
         self.view()
@@ -255,7 +255,7 @@ impl ManagedTensor {
 
     /// Any read-write view; refused when the producer set `READ_ONLY`, and for overlapping
     /// strides.
-    pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: ImportSpace>(
+    pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
         &mut self,
     ) -> Result<Mdspan<'_, T, E, L, S, AliasedMut>, ImportError> {
         if self.is_read_only() {
@@ -475,14 +475,7 @@ fn shape_of<E: Extents>(extents: &E, len: usize) -> Result<(I64s<E>, I64s<E>), E
     if len < needed {
         return Err(ExportError::TooShort { needed, len });
     }
-    let (e, s) = (extents.to_array(), mapping.strides());
-    let mut shape = <E::Index as IndexArray>::i64_zeros();
-    let mut strides = <E::Index as IndexArray>::i64_zeros();
-    for d in 0..E::RANK {
-        shape.as_mut()[d] = e.as_ref()[d] as i64;
-        strides.as_mut()[d] = s.as_ref()[d] as i64;
-    }
-    Ok((shape, strides))
+    Ok(to_i64(&mapping))
 }
 
 /// Leaks `block` and points its tensor at its own shape and strides and at the owner's data.

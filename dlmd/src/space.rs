@@ -1,10 +1,17 @@
 //! Memory spaces as types: where a view's elements live, and so what may touch them.
 //!
-//! | space | DLPack device | host element access | converts to |
-//! |---|---|---|---|
-//! | [`Host`] | `kDLCPU` | yes | — |
-//! | [`Device`] (carries its ordinal) | `kDLCUDA` | no: indexing does not compile | — |
-//! | [`Managed`] | `kDLCUDAManaged` | yes | [`Host`], [`Device`] |
+//! This module owns the table of which DLPack devices back which space: exports write a
+//! space's own device, and imports accept every device of its row
+//! ([`MemorySpace::from_device`]).
+//!
+//! | space | exported as | imported from | host element access | converts to |
+//! |---|---|---|---|---|
+//! | [`Host`] | `kDLCPU` | `kDLCPU`, `kDLCUDAHost`, `kDLCUDAManaged` | yes | — |
+//! | [`Device`] (carries its ordinal) | `kDLCUDA` | `kDLCUDA`, `kDLCUDAManaged` (ordinal ≥ 0) | no: indexing does not compile | — |
+//! | [`Managed`] | `kDLCUDAManaged` | `kDLCUDAManaged` | yes | [`Host`], [`Device`] |
+//!
+//! Pinned (`kDLCUDAHost`) and managed memory are host memory too, and managed memory is device
+//! memory too, so views of those spaces accept them.
 //!
 //! As in CCCL, managed memory can be viewed from the host or from a device, but host and device
 //! views never convert into each other, and nothing converts into managed memory.
@@ -17,12 +24,47 @@ mod sealed {
     pub trait Sealed {}
 }
 
+/// Why memory on a DLPack device cannot be viewed in a memory space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpaceError {
+    /// The device type is not one of the space's (see the [module table](self)).
+    #[error("device type {found} cannot back a {expected} view")]
+    DeviceType {
+        /// The space's name.
+        expected: &'static str,
+        /// The device type found.
+        found: DLDeviceType,
+    },
+    /// A device ordinal is negative.
+    #[error("device ordinal {ordinal} is negative")]
+    DeviceOrdinal {
+        /// The `device_id` found.
+        ordinal: i32,
+    },
+}
+
 /// A memory space.
 pub trait MemorySpace: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Sealed {
-    /// The DLPack device type of memory in this space.
+    /// The DLPack device type of memory in this space, as exported.
     const DEVICE_TYPE: DLDeviceType;
+    /// The space's name, for messages.
+    const NAME: &'static str;
+    /// Whether the host may read the memory (so that an importer can check `bool` bytes).
+    const HOST_READABLE: bool;
     /// The DLPack device of memory in this space.
     fn device(&self) -> DLDevice;
+    /// The space of memory on `device`, where its row of the [module table](self) allows it.
+    ///
+    /// ```
+    /// use dlmd::dlpack::{DLDevice, DLDeviceType};
+    /// use dlmd::space::{Device, Host, MemorySpace};
+    ///
+    /// let pinned = DLDevice { device_type: DLDeviceType::CUDA_HOST, device_id: 0 };
+    /// assert_eq!(Host::from_device(pinned), Ok(Host));
+    /// assert!(Device::from_device(pinned).is_err());
+    /// assert_eq!(Device::from_device(DLDevice::cuda(1)), Ok(Device::new(1)));
+    /// ```
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError>;
 }
 
 /// A memory space whose elements the host CPU may read and write through references.
@@ -65,27 +107,68 @@ impl sealed::Sealed for Managed {}
 
 impl MemorySpace for Host {
     const DEVICE_TYPE: DLDeviceType = DLDeviceType::CPU;
+    const NAME: &'static str = "host";
+    const HOST_READABLE: bool = true;
     #[inline]
     fn device(&self) -> DLDevice {
         DLDevice::CPU
+    }
+    #[inline]
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
+        match device.device_type {
+            DLDeviceType::CPU | DLDeviceType::CUDA_HOST | DLDeviceType::CUDA_MANAGED => Ok(Host),
+            found => Err(SpaceError::DeviceType {
+                expected: Self::NAME,
+                found,
+            }),
+        }
     }
 }
 
 impl MemorySpace for Device {
     const DEVICE_TYPE: DLDeviceType = DLDeviceType::CUDA;
+    const NAME: &'static str = "CUDA device";
+    const HOST_READABLE: bool = false;
     #[inline]
     fn device(&self) -> DLDevice {
         DLDevice::cuda(self.ordinal)
+    }
+    #[inline]
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
+        match device.device_type {
+            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED if device.device_id >= 0 => {
+                Ok(Device::new(device.device_id))
+            }
+            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => Err(SpaceError::DeviceOrdinal {
+                ordinal: device.device_id,
+            }),
+            found => Err(SpaceError::DeviceType {
+                expected: Self::NAME,
+                found,
+            }),
+        }
     }
 }
 
 impl MemorySpace for Managed {
     const DEVICE_TYPE: DLDeviceType = DLDeviceType::CUDA_MANAGED;
+    const NAME: &'static str = "CUDA managed";
+    const HOST_READABLE: bool = true;
     #[inline]
     fn device(&self) -> DLDevice {
         DLDevice {
             device_type: DLDeviceType::CUDA_MANAGED,
             device_id: 0,
+        }
+    }
+    #[inline]
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
+        match device.device_type {
+            DLDeviceType::CUDA_MANAGED => Ok(Managed),
+            found => Err(SpaceError::DeviceType {
+                expected: Self::NAME,
+                found,
+            }),
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLDataTypeCode, DLDeviceType};
-use dlmd::import::ImportSpace;
+use dlmd::space::MemorySpace;
 use dlmd::layout::Layout;
 use dlmd::view::Access;
 use dlmd::{
@@ -33,7 +33,7 @@ where
     T: DlElement,
     T::Storage: dlmd::export::PlainStorage,
     L: Layout,
-    S: ImportSpace,
+    S: MemorySpace,
     A: Access,
 {
     let built: Box<Built> = input.fields.build::<T>(R, device_type);
@@ -94,7 +94,7 @@ where
     T: DlElement,
     T::Storage: dlmd::export::PlainStorage,
     L: Layout,
-    S: ImportSpace,
+    S: MemorySpace,
 {
     if input.mutable {
         run::<T, R, L, S, Unique>(input, device_type)

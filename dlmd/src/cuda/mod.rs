@@ -14,7 +14,7 @@ use crate::dtype::DlElement;
 use crate::export::PlainStorage;
 use crate::extents::{Dims, Extents};
 use crate::import::{ImportError, check_bools};
-use crate::layout::{CompactLayout, Layout, Mapping};
+use crate::layout::{CompactLayout, Layout, Mapping, to_i64};
 use crate::space::{Device, Managed};
 use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, HostMdspan, ManagedMdspan, Mdspan, ViewError};
 use cudarc::driver::{
@@ -429,12 +429,11 @@ where
     /// on this view's device, and keep the view (and its allocation) borrowed until they finish.
     pub fn kernel_view(&self) -> KernelView<T, R> {
         let mapping = self.mapping();
-        let extents = mapping.extents().to_array();
-        let strides = mapping.strides();
+        let (extents, strides) = to_i64(mapping);
         KernelView {
             data: self.data_handle().wrapping_add(mapping.offset()),
-            extents: std::array::from_fn(|r| extents[r] as i64),
-            strides: std::array::from_fn(|r| strides.as_ref()[r] as i64),
+            extents,
+            strides,
         }
     }
 }

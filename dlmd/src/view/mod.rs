@@ -232,8 +232,20 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// - `ptr` may be null or dangling only when the span is empty.
     #[inline]
     pub unsafe fn from_raw_parts(ptr: *mut T, mapping: L::Mapping<E>, space: S) -> Self {
+        // SAFETY: forwarded from the caller; a NULL pointer only for an empty span, where the
+        // dangling one is never dereferenced either.
+        unsafe { Self::from_non_null(NonNull::new(ptr).unwrap_or(NonNull::dangling()), mapping, space) }
+    }
+
+    /// [`from_raw_parts`](Self::from_raw_parts) for a pointer known not to be NULL.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_raw_parts`](Self::from_raw_parts).
+    #[inline(always)]
+    pub(crate) unsafe fn from_non_null(ptr: NonNull<T>, mapping: L::Mapping<E>, space: S) -> Self {
         Self {
-            ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+            ptr,
             mapping,
             space,
             _marker: PhantomData,

@@ -25,7 +25,9 @@
 use super::{Access, CopyAccess, Mdspan, Unique};
 use crate::dtype::DlElement;
 use crate::extents::{Dims, Extents, IndexArray};
-use crate::layout::{Layout, LayoutError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
+use crate::layout::{
+    Layout, LayoutError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping, negative_reach,
+};
 use crate::space::MemorySpace;
 use core::marker::PhantomData;
 use core::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
@@ -321,11 +323,10 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
         let strides = self.mapping().strides();
         let mut out_extents = <<Sp::Extents as Extents>::Index as IndexArray>::zeros();
         let mut out_strides = <<Sp::Extents as Extents>::Index as IndexArray>::isize_zeros();
-        // The offset of the first selected element, and how far the kept negative strides
-        // reach back from it. Wrapping: a view without elements may carry any strides, and
-        // these are used only for a slice with elements, where every term lies in the span.
+        // The offset of the first selected element. Wrapping: a view without elements may
+        // carry any strides, and this is used only for a slice with elements, where every term
+        // lies in the span.
         let mut first = self.mapping().offset() as isize;
-        let mut back = 0usize;
         let mut k = 0;
         for dim in 0..E::RANK {
             let stride = strides.as_ref()[dim];
@@ -333,22 +334,22 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
             if let Some(len) = kept[dim] {
                 out_extents.as_mut()[k] = len;
                 out_strides.as_mut()[k] = stride;
-                if stride < 0 && len > 0 {
-                    back = back.wrapping_add((len - 1).wrapping_mul(stride.unsigned_abs()));
-                }
                 k += 1;
             }
         }
-        let out_extents = <Sp::Extents as Extents>::from_array(out_extents).map_err(|_| LayoutError::SpanOverflow)?;
-        let empty = out_extents.to_array().as_ref().contains(&0) || extents.as_ref().contains(&0);
+        let empty = out_extents.as_ref().contains(&0) || extents.as_ref().contains(&0);
         let (ptr, offset) = if empty {
             (self.data_handle(), 0)
         } else {
+            // How far the kept negative strides reach back from the first selected element:
+            // inside this view's span, so it cannot overflow.
+            let back = negative_reach(out_extents.as_ref(), out_strides.as_ref())?;
             // SAFETY: every selected index is inside the extents, so the first selected element
             // and everything the kept strides reach from it lie inside this view's span; the
             // slice's span starts `back` elements before the first selected one.
             (unsafe { self.data_handle().offset(first - back as isize) }, back)
         };
+        let out_extents = <Sp::Extents as Extents>::from_array(out_extents).map_err(|_| LayoutError::SpanOverflow)?;
         let mapping = Mapping::from_strides(out_extents, &out_strides, offset)?;
         Ok((ptr, mapping))
     }
