@@ -1,8 +1,9 @@
 //! Regressions for tensors that are malformed, adversarial or merely unusual: each test failed
 //! (hung, accepted a bad tensor, refused a good one, or let safe code alias) before its fix.
 
-use dlmd::dlpack::{DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor};
-use dlmd::managed::{ExportError, ManagedTensor, export_legacy, export_versioned};
+use dlmd::dlpack::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use dlmd::export::ExportError;
+use dlmd::managed::{ManagedTensor, export};
 use dlmd::view::Aliased;
 use dlmd::{
     Dims, DlElement, Extents, HostMdspan, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed,
@@ -145,7 +146,7 @@ fn dlmd_empty_views_reimport_and_slice() {
 fn legacy_exports_refuse_read_only_owners() {
     let shared: Arc<[f32]> = Arc::from(vec![1.0f32, 2.0]);
     assert_eq!(
-        export_legacy(shared.clone(), Dims::new([2])).unwrap_err(),
+        export::<DLManagedTensor>(shared.clone(), Dims::new([2])).unwrap_err(),
         ExportError::ReadOnlyInLegacy
     );
     // The refused owner was dropped, not leaked.
@@ -188,8 +189,8 @@ fn two_imports_of_one_buffer_never_alias() {
     // others (the other wrapper, the "producer" below) may write, as DLPack allows.
     let (mut a, mut b) = unsafe {
         (
-            ManagedTensor::from_raw_versioned(&mut m1).unwrap(),
-            ManagedTensor::from_raw_versioned(&mut m2).unwrap(),
+            ManagedTensor::from_raw(&mut m1).unwrap(),
+            ManagedTensor::from_raw(&mut m2).unwrap(),
         )
     };
     let va = a.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
@@ -211,9 +212,9 @@ fn two_imports_of_one_buffer_never_alias() {
 /// `assume_unaliased` is the one way to `&T` from an import, behind `unsafe`.
 #[test]
 fn references_from_imports_take_an_unsafe_promise() {
-    let raw = export_versioned(vec![1u16, 2, 3, 4], Dims::new([2, 2])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(vec![1u16, 2, 3, 4], Dims::new([2, 2])).unwrap();
     // SAFETY: a fresh dlmd export, handed over.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     let aliased = tensor.as_host_mdspan::<u16, 2, LayoutRight>().unwrap();
     // SAFETY: the export above is this tensor's only holder; nothing writes it while `md` lives.
     let md = unsafe { aliased.assume_unaliased() };

@@ -1,13 +1,13 @@
 //! Owned exchange: managed tensors exported from owned buffers and imported back, deleters
 //! called exactly once, flags honoured.
 
+use dlmd::Array;
 use dlmd::dlpack::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED, READ_ONLY,
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED,
+    READ_ONLY,
 };
-use dlmd::managed::{
-    Array, ExportError, ManagedError, ManagedTensor, TensorOwner, export_legacy, export_versioned,
-    export_versioned_with_flags,
-};
+use dlmd::export::ExportError;
+use dlmd::managed::{ManagedError, ManagedTensor, TensorOwner, export, export_with};
 use dlmd::{Const, Dims, DlElement, Dyn, F4E2M1FN, ImportError, LayoutRight, LayoutStride};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,9 +50,9 @@ fn counted(n: i32) -> (Counted, Arc<AtomicUsize>) {
 #[test]
 fn versioned_round_trip_frees_once() {
     let (owner, drops) = counted(6);
-    let raw = export_versioned(owner, Dims::new([2, 3])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(owner, Dims::new([2, 3])).unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.version(), Some(DLPackVersion::CURRENT));
     assert_eq!(tensor.flags(), 0);
     let md = tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap();
@@ -65,9 +65,9 @@ fn versioned_round_trip_frees_once() {
 #[test]
 fn legacy_round_trip_frees_once() {
     let (owner, drops) = counted(4);
-    let raw = export_legacy(owner, (Const::<4>,)).unwrap();
+    let raw = export::<DLManagedTensor>(owner, (Const::<4>,)).unwrap();
     // SAFETY: produced by dlmd above.
-    let mut tensor = unsafe { ManagedTensor::from_raw_legacy(raw) }.unwrap();
+    let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.version(), None);
     tensor
         .as_host_mdspan_mut::<i32, 1, LayoutStride>()
@@ -81,9 +81,9 @@ fn legacy_round_trip_frees_once() {
 #[test]
 fn the_deleter_runs_on_another_thread() {
     let (owner, drops) = counted(3);
-    let raw = export_versioned(owner, Dims::new([3])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(owner, Dims::new([3])).unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     std::thread::spawn(move || drop(tensor)).join().unwrap();
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
@@ -91,16 +91,16 @@ fn the_deleter_runs_on_another_thread() {
 #[test]
 fn into_raw_gives_ownership_back() {
     let (owner, drops) = counted(2);
-    let raw = export_versioned(owner, Dims::new([2])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(owner, Dims::new([2])).unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
-    let dlmd::managed::RawManaged::Versioned(back) = tensor.into_raw() else {
-        panic!("versioned")
-    };
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    // A legacy pointer is not what it holds: the tensor comes back.
+    let tensor = tensor.into_raw::<DLManagedTensor>().unwrap_err();
+    let back = tensor.into_raw::<DLManagedTensorVersioned>().unwrap();
     assert_eq!(back, raw);
     assert_eq!(drops.load(Ordering::SeqCst), 0);
     // SAFETY: `back` is the tensor given back; taking it again releases it once.
-    drop(unsafe { ManagedTensor::from_raw_versioned(back) }.unwrap());
+    drop(unsafe { ManagedTensor::from_raw(back) }.unwrap());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
@@ -129,22 +129,17 @@ fn unknown_major_versions_are_released_and_refused() {
     };
     let before = FOREIGN_DELETES.load(Ordering::SeqCst);
     // SAFETY: `managed` is a valid versioned header whose deleter only counts.
-    let err = unsafe { ManagedTensor::from_raw_versioned(&mut managed) }.unwrap_err();
+    let err = unsafe { ManagedTensor::from_raw(&mut managed) }.unwrap_err();
     assert_eq!(err, ManagedError::Version { major: 2 });
     assert_eq!(FOREIGN_DELETES.load(Ordering::SeqCst), before + 1);
 }
 
 #[test]
 fn null_pointers_and_null_deleters() {
-    let versioned = std::ptr::null_mut();
-    let legacy = std::ptr::null_mut();
+    let versioned: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+    let legacy: *mut DLManagedTensor = std::ptr::null_mut();
     // SAFETY: NULL is refused before anything is read.
-    let (a, b) = unsafe {
-        (
-            ManagedTensor::from_raw_versioned(versioned),
-            ManagedTensor::from_raw_legacy(legacy),
-        )
-    };
+    let (a, b) = unsafe { (ManagedTensor::from_raw(versioned), ManagedTensor::from_raw(legacy)) };
     assert_eq!(a.unwrap_err(), ManagedError::Null);
     assert_eq!(b.unwrap_err(), ManagedError::Null);
     let mut data = [1.5f32, 2.5];
@@ -164,16 +159,16 @@ fn null_pointers_and_null_deleters() {
         deleter: None,
     };
     // SAFETY: `managed` describes `data`, both alive beyond the wrapper; there is no deleter.
-    let tensor = unsafe { ManagedTensor::from_raw_legacy(&mut managed) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(&mut managed) }.unwrap();
     assert_eq!(tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap().load([1]), 2.5);
 }
 
 #[test]
 fn shared_buffers_are_read_only() {
     let shared: Arc<[u8]> = Arc::from(vec![1u8, 2, 3]);
-    let raw = export_versioned(shared.clone(), Dims::new([3])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(shared.clone(), Dims::new([3])).unwrap();
     // SAFETY: produced by dlmd above.
-    let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.is_read_only());
     assert_eq!(tensor.flags() & READ_ONLY, READ_ONLY);
     assert_eq!(
@@ -189,26 +184,26 @@ fn shared_buffers_are_read_only() {
 #[test]
 fn sub_byte_elements_are_flagged_padded() {
     let data: Box<[F4E2M1FN]> = [0.5f32, 1.0, 6.0].map(F4E2M1FN::from_f32).into();
-    let raw = export_versioned(data, Dims::new([3])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(data, Dims::new([3])).unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.flags() & IS_SUBBYTE_TYPE_PADDED, IS_SUBBYTE_TYPE_PADDED);
     let md = tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>().unwrap();
     assert_eq!(md.load([2]).to_f32(), 6.0);
     assert_eq!(
-        export_legacy(vec![F4E2M1FN::from_f32(1.0)], Dims::new([1])).unwrap_err(),
+        export::<DLManagedTensor>(vec![F4E2M1FN::from_f32(1.0)], Dims::new([1])).unwrap_err(),
         ExportError::SubbyteInLegacy
     );
 }
 
 #[test]
 fn packed_sub_byte_tensors_are_refused() {
-    let raw = export_versioned(vec![0u8; 4], Dims::new([4])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(vec![0u8; 4], Dims::new([4])).unwrap();
     // A producer describing the bytes as FP4 without the padded flag means packed FP4.
     // SAFETY: `raw` is a live tensor from dlmd; only its dtype is changed, to a same-size type.
     unsafe { (*raw).dl_tensor.dtype = F4E2M1FN::DTYPE };
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(matches!(
         tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>(),
         Err(ImportError::PackedSubbyte { .. })
@@ -217,9 +212,11 @@ fn packed_sub_byte_tensors_are_refused() {
 
 #[test]
 fn copied_flag_and_static_extents() {
-    let raw = export_versioned_with_flags(vec![7u16; 6], (Const::<2>, Dyn(3)), IS_COPIED).unwrap();
+    let raw =
+        export_with::<DLManagedTensorVersioned, _, _>(vec![7u16; 6], (Const::<2>, Dyn(3)), IS_COPIED, DLDevice::CPU)
+            .unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.is_copied());
     let md = tensor
         .as_host_mdspan_extents::<u16, (Const<2>, Const<3>), LayoutRight>()
@@ -235,7 +232,7 @@ fn copied_flag_and_static_extents() {
 #[test]
 fn short_buffers_are_refused() {
     assert_eq!(
-        export_versioned(vec![0u8; 5], Dims::new([2, 3])).unwrap_err(),
+        export::<DLManagedTensorVersioned>(vec![0u8; 5], Dims::new([2, 3])).unwrap_err(),
         ExportError::TooShort { needed: 6, len: 5 }
     );
 }
@@ -244,9 +241,9 @@ fn short_buffers_are_refused() {
 fn arrays_export_with_their_shape() {
     let mut a = Array::<f64, (Const<2>, Dyn)>::zeros((Const, Dyn(2))).unwrap();
     a.view_mut()[[1, 1]] = 3.0;
-    let raw = a.into_dlpack_versioned().unwrap();
+    let raw = a.into_dlpack::<DLManagedTensorVersioned>().unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     let t = tensor.dl_tensor();
     assert_eq!(t.ndim, 2);
     assert_eq!(
@@ -255,19 +252,19 @@ fn arrays_export_with_their_shape() {
     );
     let empty = Array::<f64, Dims<2>>::zeros(Dims::new([0, 4]))
         .unwrap()
-        .into_dlpack_legacy()
+        .into_dlpack::<DLManagedTensor>()
         .unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_legacy(empty) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(empty) }.unwrap();
     assert!(tensor.dl_tensor().data.is_null());
     assert!(tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap().is_empty());
 }
 
 #[test]
 fn rank_zero_exports() {
-    let raw = export_versioned(vec![9i8], ()).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(vec![9i8], ()).unwrap();
     // SAFETY: produced by dlmd above.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.dl_tensor().shape.is_null());
     assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap().load([]), 9);
 }
@@ -275,10 +272,10 @@ fn rank_zero_exports() {
 #[test]
 fn a_panic_while_a_view_is_borrowed_still_releases_once() {
     let (owner, drops) = counted(4);
-    let raw = export_versioned(owner, Dims::new([4])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(owner, Dims::new([4])).unwrap();
     let caught = std::panic::catch_unwind(move || {
         // SAFETY: produced by dlmd above.
-        let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+        let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
         let md = tensor.as_host_mdspan_mut::<i32, 1, LayoutRight>().unwrap();
         md.update(|[i], x| {
             assert!(i < 2, "a closure that panics half-way");
@@ -309,7 +306,7 @@ fn a_foreign_major_version_is_released_without_reading_the_tensor() {
         (&raw mut (*ptr).deleter).write(Some(count_uninit_delete));
     }
     // SAFETY: the header fields every major version keeps are initialised.
-    let err = unsafe { ManagedTensor::from_raw_versioned(ptr) }.unwrap_err();
+    let err = unsafe { ManagedTensor::from_raw(ptr) }.unwrap_err();
     assert_eq!(err, ManagedError::Version { major: 7 });
     assert_eq!(UNINIT_DELETES.load(Ordering::SeqCst), 1);
 }
@@ -318,11 +315,11 @@ fn a_foreign_major_version_is_released_without_reading_the_tensor() {
 fn refused_exports_drop_their_owner_once() {
     let (owner, drops) = counted(5);
     assert_eq!(
-        export_versioned(owner, Dims::new([2, 3])).unwrap_err(),
+        export::<DLManagedTensorVersioned>(owner, Dims::new([2, 3])).unwrap_err(),
         ExportError::TooShort { needed: 6, len: 5 }
     );
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     let (owner, drops) = counted(5);
-    assert!(export_legacy(owner, Dims::new([usize::MAX, 2])).is_err());
+    assert!(export::<DLManagedTensor>(owner, Dims::new([usize::MAX, 2])).is_err());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }

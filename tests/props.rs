@@ -56,7 +56,7 @@ fn spec() -> impl Strategy<Value = Spec> {
 /// Imports `spec` as rank `R`, layout `L`, shared or mutable; checks what is accepted.
 fn check<T: DlElement, const R: usize, L: Layout>(spec: &Spec, buffer: &mut [u64])
 where
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
 {
     let mut shape = spec.shape.clone();
     let mut strides = spec.strides.clone();
@@ -160,7 +160,7 @@ fn bytes_of(buffer: &[u64]) -> &[u8] {
 
 fn all_layouts<T: DlElement, const R: usize>(spec: &Spec, buffer: &mut [u64])
 where
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
 {
     check::<T, R, LayoutRight>(spec, buffer);
     check::<T, R, LayoutLeft>(spec, buffer);

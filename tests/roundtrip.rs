@@ -12,7 +12,7 @@ use dlmd::{
 fn round_trip<T, E, L, const R: usize>(view: &HostMdspan<'_, T, E, L>)
 where
     T: DlElement + PartialEq + std::fmt::Debug,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
     E: Extents<Index = [usize; R]>,
     L: Layout,
 {

@@ -5,15 +5,16 @@
 //! Run with `cargo bench -p dlmd --bench managed`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dlmd::managed::{ManagedTensor, export_versioned};
+use dlmd::dlpack::DLManagedTensorVersioned;
+use dlmd::managed::{ManagedTensor, export};
 use dlmd::{Dims, LayoutRight};
 use std::hint::black_box;
 use std::time::Duration;
 
 fn dlmd_round_trip(data: Vec<f32>) -> f32 {
-    let raw = export_versioned(data, Dims::new([1024])).unwrap();
+    let raw = export::<DLManagedTensorVersioned>(data, Dims::new([1024])).unwrap();
     // SAFETY: `raw` was just produced by dlmd and is handed over.
-    let tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     let view = tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap();
     view.load([1023])
 }

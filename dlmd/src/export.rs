@@ -28,24 +28,38 @@
 //! them does not compile.
 
 use crate::dlpack::{DLDataType, DLDevice, DLTensor};
-use crate::dtype::{ByteExact, DlElement, ElementStorage};
+use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::Extents;
-use crate::layout::{Layout, Mapping, to_i64};
+use crate::layout::{Layout, LayoutError, Mapping, to_i64};
 use crate::space::MemorySpace;
 use crate::view::{CopyAccess, Mdspan, Unique};
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ops::Deref;
 
-/// Element storage a plain `DLTensor` can describe: whole bytes per lane.
-#[diagnostic::on_unimplemented(
-    message = "sub-byte elements stored one per byte cannot travel in a plain `DLTensor`",
-    label = "a plain DLTensor would describe these FP6/FP4 elements as packed",
-    note = "DLPack reads 4- and 6-bit elements as packed unless a versioned managed tensor sets \
-            IS_SUBBYTE_TYPE_PADDED; export them as a managed tensor, or convert them to a byte type"
-)]
-pub trait PlainStorage: ElementStorage {}
-impl PlainStorage for ByteExact {}
+/// Why an owned buffer cannot be exported as a managed tensor (borrowed exports, of views,
+/// cannot fail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    /// The buffer is shorter than the span of the extents.
+    #[error("the extents need {needed} elements but the buffer holds {len}")]
+    TooShort {
+        /// Elements the extents span.
+        needed: usize,
+        /// Elements in the buffer.
+        len: usize,
+    },
+    /// The extents are invalid.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// Sub-byte padded elements cannot travel in a legacy tensor, which has no flag for it.
+    #[error("FP6/FP4 elements stored one per byte need a versioned tensor with IS_SUBBYTE_TYPE_PADDED")]
+    SubbyteInLegacy,
+    /// Read-only data (a shared owner such as `Arc<[T]>`) cannot travel in a legacy tensor,
+    /// which has no flag for it: its consumers may write.
+    #[error("read-only data needs a versioned tensor with READ_ONLY; a legacy tensor's consumers may write")]
+    ReadOnlyInLegacy,
+}
 
 /// A view's DLPack description: shape and strides inline, data borrowed for `'a`.
 #[derive(Debug)]

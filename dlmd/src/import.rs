@@ -39,9 +39,8 @@
 //! assert_eq!(md[[1, 2]], 6);
 //! ```
 
-use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLPackVersion, DLTensor};
-use crate::dtype::DlElement;
-use crate::export::PlainStorage;
+use crate::dlpack::{DLDataType, DLDataTypeCode, DLPackVersion, DLTensor};
+use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping, compact_strides, for_each_reached, negative_reach};
 use crate::space::{Device, Host, Managed, MemorySpace, SpaceError};

@@ -37,6 +37,8 @@
 )]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "std")]
+pub mod array;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod dlpack;
@@ -57,9 +59,11 @@ pub use half;
 /// The `num-complex` crate dlmd's complex elements come from.
 pub use num_complex;
 
+#[cfg(feature = "std")]
+pub use array::Array;
 pub use dtype::{
     ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
-    SubbytePadded, dtype_of,
+    PlainStorage, SubbytePadded, dtype_of,
 };
 pub use export::{DLTensorRef, DlpackTensor, to_dlpack_tensor};
 pub use extents::{Const, Dims, Dyn, Extents};
@@ -155,129 +159,5 @@ pub use dlmd_derive::dlmd;
 
 /// Items the macros expand to. Not part of the public API.
 #[doc(hidden)]
-pub mod __private {
-    pub use core;
-
-    use crate::DlElement;
-    use crate::extents::Extents;
-    use crate::layout::{CompactLayout, LayoutStride, StrideMapping};
-    use crate::view::{HostMdspan, HostMdspanMut};
-
-    /// Holds when an array's length is `P`; slices and `Vec`s are checked at run time.
-    #[diagnostic::on_unimplemented(
-        message = "`dlmd!` extents hold {P} elements, but the data is `{Self}`",
-        label = "the product of the static extents must equal the array length",
-        note = "change the extents, or use `_` for one extent to infer it from the length"
-    )]
-    pub trait StaticLen<const P: usize> {}
-    impl<T, const P: usize> StaticLen<P> for [T; P] {}
-    impl<T, const P: usize> StaticLen<P> for [T] {}
-    #[cfg(feature = "std")]
-    impl<T, const P: usize> StaticLen<P> for std::vec::Vec<T> {}
-
-    /// Compiles only when `data` can hold `P` elements.
-    #[inline(always)]
-    pub fn check_len<S: ?Sized + StaticLen<P>, const P: usize>(_: &S) {}
-
-    #[cold]
-    #[track_caller]
-    fn misfit(error: impl core::fmt::Display) -> ! {
-        panic!("dlmd!: {error}")
-    }
-
-    /// The extents, with dimension `infer` taken from `len`.
-    #[track_caller]
-    fn extents<E: Extents>(mut dims: E::Index, infer: Option<usize>, len: usize) -> E {
-        if let Some(dim) = infer {
-            let others: usize = dims
-                .as_ref()
-                .iter()
-                .enumerate()
-                .filter(|&(d, _)| d != dim)
-                .map(|(_, &n)| n)
-                .product();
-            if others == 0 || len % others != 0 {
-                misfit(format_args!(
-                    "cannot infer extent {dim}: {len} elements do not divide into rows of {others}"
-                ));
-            }
-            dims.as_mut()[dim] = len / others;
-        }
-        E::from_array(dims).unwrap_or_else(|e| misfit(e))
-    }
-
-    #[track_caller]
-    pub fn compact_view<'a, T: DlElement, E: Extents, L: CompactLayout>(
-        data: &'a [T],
-        dims: E::Index,
-        infer: Option<usize>,
-    ) -> HostMdspan<'a, T, E, L> {
-        let extents = extents::<E>(dims, infer, data.len());
-        HostMdspan::from_slice(data, extents).unwrap_or_else(|e| misfit(e))
-    }
-
-    #[track_caller]
-    pub fn compact_view_mut<'a, T: DlElement, E: Extents, L: CompactLayout>(
-        data: &'a mut [T],
-        dims: E::Index,
-        infer: Option<usize>,
-    ) -> HostMdspanMut<'a, T, E, L> {
-        let extents = extents::<E>(dims, infer, data.len());
-        HostMdspanMut::from_slice_mut(data, extents).unwrap_or_else(|e| misfit(e))
-    }
-
-    #[track_caller]
-    fn stride_mapping<E: Extents>(extents: E, strides: E::Index) -> StrideMapping<E> {
-        StrideMapping::new(extents, strides).unwrap_or_else(|e| misfit(e))
-    }
-
-    #[track_caller]
-    pub fn strided_view<'a, T: DlElement, E: Extents>(
-        data: &'a [T],
-        dims: E::Index,
-        infer: Option<usize>,
-        strides: E::Index,
-    ) -> HostMdspan<'a, T, E, LayoutStride> {
-        let mapping = stride_mapping(extents::<E>(dims, infer, data.len()), strides);
-        HostMdspan::from_slice_mapping(data, mapping).unwrap_or_else(|e| misfit(e))
-    }
-
-    #[track_caller]
-    pub fn strided_view_mut<'a, T: DlElement, E: Extents>(
-        data: &'a mut [T],
-        dims: E::Index,
-        infer: Option<usize>,
-        strides: E::Index,
-    ) -> HostMdspanMut<'a, T, E, LayoutStride> {
-        let mapping = stride_mapping(extents::<E>(dims, infer, data.len()), strides);
-        HostMdspanMut::from_slice_mapping_mut(data, mapping).unwrap_or_else(|e| misfit(e))
-    }
-
-    /// A rank-0 view of one element.
-    pub fn scalar_view<T: DlElement>(x: &T) -> HostMdspan<'_, T, ()> {
-        HostMdspan::from_slice(core::slice::from_ref(x), ()).unwrap_or_else(|e| misfit(e))
-    }
-
-    /// A rank-0 read-write view of one element.
-    pub fn scalar_view_mut<T: DlElement>(x: &mut T) -> HostMdspanMut<'_, T, ()> {
-        HostMdspanMut::from_slice_mut(core::slice::from_mut(x), ()).unwrap_or_else(|e| misfit(e))
-    }
-
-    /// Implemented for `T` alone: `A: SameType<B>` holds exactly when `A` and `B` are one type.
-    #[diagnostic::on_unimplemented(
-        message = "every field of a vector `DlElement` must have the same type, but `{Self}` is not `{T}`",
-        label = "expected `{T}`, like the first field",
-        note = "a `#[repr(C)]` struct is a vector element only when its fields are lanes of one scalar type"
-    )]
-    pub trait SameType<T: ?Sized> {}
-    impl<T: ?Sized> SameType<T> for T {}
-
-    /// Compiles only when `A` and `B` are the same type.
-    pub const fn assert_same_type<A: ?Sized + SameType<B>, B: ?Sized>() {}
-
-    /// Compiles only when `T` is a scalar element.
-    pub const fn assert_scalar<T: crate::DlScalar>() {}
-
-    /// Compiles only when `T` is an element.
-    pub const fn assert_element<T: crate::DlElement>() {}
-}
+#[path = "macro_runtime.rs"]
+pub mod __private;

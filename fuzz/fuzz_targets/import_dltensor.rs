@@ -31,7 +31,7 @@ struct Input {
 fn run<T, const R: usize, L, S, A>(input: &Input, device_type: DLDeviceType)
 where
     T: DlElement,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
     L: Layout,
     S: MemorySpace,
     A: Access,
@@ -92,7 +92,7 @@ where
 fn with_access<T, const R: usize, L, S>(input: &Input, device_type: DLDeviceType)
 where
     T: DlElement,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
     L: Layout,
     S: MemorySpace,
 {
@@ -106,7 +106,7 @@ where
 fn with_space<T, const R: usize, L>(input: &Input)
 where
     T: DlElement,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
     L: Layout,
 {
     match input.space % 4 {
@@ -120,7 +120,7 @@ where
 fn with_layout<T, const R: usize>(input: &Input)
 where
     T: DlElement,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
 {
     match input.layout % 4 {
         0 => with_space::<T, R, LayoutRight>(input),
@@ -133,7 +133,7 @@ where
 fn with_rank<T>(input: &Input)
 where
     T: DlElement,
-    T::Storage: dlmd::export::PlainStorage,
+    T::Storage: dlmd::dtype::PlainStorage,
 {
     match input.rank % 9 {
         0 => with_layout::<T, 0>(input),

@@ -110,7 +110,7 @@ fn run<T: DlElement, const R: usize, L: Layout>(input: &Input) {
         let major = managed.version.major;
         // SAFETY: `managed` and what it points into live until the end of this function; the
         // deleter only counts.
-        let result = unsafe { ManagedTensor::from_raw_versioned(&mut *managed) };
+        let result = unsafe { ManagedTensor::from_raw(&mut *managed) };
         if major != 1 {
             assert!(matches!(result, Err(ManagedError::Version { .. })));
             assert_eq!(DELETES.with(Cell::get), usize::from(input.deleter));
@@ -124,7 +124,7 @@ fn run<T: DlElement, const R: usize, L: Layout>(input: &Input) {
             deleter: input.deleter.then_some(delete_legacy as _),
         });
         // SAFETY: as above.
-        unsafe { ManagedTensor::from_raw_legacy(&mut *managed) }.map(|t| (t, None, Some(managed)))
+        unsafe { ManagedTensor::from_raw(&mut *managed) }.map(|t| (t, None, Some(managed)))
     };
     let (mut tensor, versioned, legacy) = result.expect("a non-NULL tensor of major version 1 is taken");
     views::<T, R, L>(&mut tensor, input, &built);

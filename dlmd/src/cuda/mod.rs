@@ -10,8 +10,7 @@
 //! nvcc. Indexing there matches the Rust view exactly.
 
 use crate::dlpack::{DLDeviceType, DLTensor};
-use crate::dtype::DlElement;
-use crate::export::PlainStorage;
+use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents};
 use crate::import::{ImportError, check_bools};
 use crate::layout::{CompactLayout, Layout, Mapping, to_i64};
@@ -24,8 +23,10 @@ use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
 mod mirrored;
+mod stream;
 
 pub use mirrored::{Current, MirroredArray};
+pub use stream::{check_stream, sync_consumer_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
 /// files: pass it as a header source, or write it next to the kernel.
@@ -65,6 +66,14 @@ pub enum CudaError {
         want: &'static str,
         /// Which copy is current.
         current: Current,
+    },
+    /// A consumer's `stream` argument is not one DLPack defines for CUDA.
+    #[error("stream {value}: {why}")]
+    StreamValue {
+        /// The value given.
+        value: isize,
+        /// Why it is refused.
+        why: &'static str,
     },
     /// A stream value from a consumer names no stream of this context.
     #[error("stream {value:#x} is not a CUDA stream of this context: {why}")]
@@ -291,107 +300,6 @@ where
     Ok(CudaImport::Device(device))
 }
 
-/// Checks that `value`, a stream handle a consumer passed as an integer (DLPack's `stream`
-/// above 2), is a stream of `context`, without handing the driver a pointer that cannot be one.
-///
-/// A handle is an address in user space, aligned for the driver's stream object and above the
-/// first page, and (on Linux) the kernel must find memory mapped there; `cuStreamGetCtx` must
-/// then name `context`. An integer that fails these checks is refused rather than cast and
-/// dereferenced by the driver, which crashes the process on an unmapped address. Memory that is
-/// mapped but holds no stream is the one case left to the driver.
-pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
-    const PAGE: usize = 4096;
-    // x86-64 and AArch64 Linux keep user space below 2^47 and 2^48.
-    const USER_SPACE_END: usize = 1 << 48;
-    let why = if value < PAGE {
-        Some("a small integer, not a handle")
-    } else if value % align_of::<u64>() != 0 {
-        Some("not aligned like a driver object")
-    } else if value >= USER_SPACE_END {
-        Some("not an address in user space")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        return Err(CudaError::NotAStream { value, why });
-    }
-    #[cfg(target_os = "linux")]
-    if !mapped(value, STREAM_PROBE) {
-        return Err(CudaError::NotAStream {
-            value,
-            why: "no memory is mapped there",
-        });
-    }
-    if !driver_available() {
-        return Err(CudaError::NoDriver);
-    }
-    let handle = value as sys::CUstream;
-    let mut owner: sys::CUcontext = core::ptr::null_mut();
-    // SAFETY: the driver reads the stream object behind `handle`, a plausible user-space address
-    // (checked above; the consumer promises it is a stream) and writes one `CUcontext` through a
-    // valid pointer.
-    unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
-    if owner != context.cu_ctx() {
-        return Err(CudaError::NotAStream {
-            value,
-            why: "it belongs to another context",
-        });
-    }
-    Ok(handle)
-}
-
-/// Bytes at a stream handle that must be mapped: the start of the driver's stream object.
-#[cfg(target_os = "linux")]
-const STREAM_PROBE: usize = 64;
-
-/// Whether `len` bytes at `addr` are mapped readable in this process. The kernel copies them
-/// with `process_vm_readv` (failing with `EFAULT`, not a fault, where they are not); where that
-/// call is not allowed (some sandboxes), `/proc/self/maps` decides.
-#[cfg(target_os = "linux")]
-fn mapped(addr: usize, len: usize) -> bool {
-    let mut buf = [0u8; STREAM_PROBE];
-    let len = len.min(buf.len());
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut core::ffi::c_void,
-        iov_len: len,
-    };
-    // SAFETY: the kernel writes at most `len` bytes into `buf`, which holds them, and reads the
-    // remote range through its own checked copy: an unmapped address is an error, not a fault.
-    let copied = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if copied >= 0 {
-        return copied as usize == len;
-    }
-    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT) {
-        return false;
-    }
-    mapped_in_proc_maps(addr, len)
-}
-
-/// [`mapped`] from `/proc/self/maps`: one readable mapping holds the whole range.
-#[cfg(target_os = "linux")]
-fn mapped_in_proc_maps(addr: usize, len: usize) -> bool {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return false;
-    };
-    maps.lines().any(|line| {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            return false;
-        };
-        let Some((start, end)) = range.split_once('-') else {
-            return false;
-        };
-        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
-            return false;
-        };
-        perms.starts_with('r') && start <= addr && addr.saturating_add(len) <= end
-    })
-}
-
 /// A device view as a kernel receives it: `dlmd::view<T, R>` of `view.cuh`.
 ///
 /// `data` points at element `[0, …]` (a relaxed layout's offset is folded in); extents and
@@ -448,20 +356,6 @@ mod tests {
         assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, extents), 8);
         assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, strides), 32);
         assert_eq!(size_of::<KernelView<f64, 0>>(), 8);
-    }
-
-    #[test]
-    #[cfg(target_os = "linux")]
-    #[cfg_attr(miri, ignore = "asks the kernel about this process's memory, which Miri cannot")]
-    fn mapped_memory_is_told_from_unmapped() {
-        let on_stack = [7u8; 128];
-        let addr = on_stack.as_ptr() as usize;
-        assert!(mapped(addr, 64));
-        assert!(mapped_in_proc_maps(addr, 64));
-        for unmapped in [0x1000usize, 0x10000, 0x1000_0000_0000] {
-            assert!(!mapped(unmapped, 64), "{unmapped:#x}");
-            assert!(!mapped_in_proc_maps(unmapped, 64), "{unmapped:#x}");
-        }
     }
 
     #[test]

@@ -131,6 +131,17 @@ impl ElementStorage for SubbytePadded {
     const IS_SUBBYTE_PADDED: bool = true;
 }
 
+/// Element storage a plain `DLTensor` can describe: whole bytes per lane. Borrowed exports and
+/// imports of a plain `DLTensor` need it; managed tensors carry padded storage in their flags.
+#[diagnostic::on_unimplemented(
+    message = "sub-byte elements stored one per byte cannot travel in a plain `DLTensor`",
+    label = "a plain DLTensor would describe these FP6/FP4 elements as packed",
+    note = "DLPack reads 4- and 6-bit elements as packed unless a versioned managed tensor sets \
+            IS_SUBBYTE_TYPE_PADDED; export them as a managed tensor, or convert them to a byte type"
+)]
+pub trait PlainStorage: ElementStorage {}
+impl PlainStorage for ByteExact {}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::ByteExact {}

@@ -4,12 +4,13 @@
 //! change, and two views of one buffer never hold two `&mut T` to one element.
 //!
 //! ```
-//! use dlmd::managed::{ManagedTensor, export_versioned};
+//! use dlmd::dlpack::DLManagedTensorVersioned;
+//! use dlmd::managed::{ManagedTensor, export};
 //! use dlmd::{Dims, LayoutRight};
 //!
-//! let raw = export_versioned(vec![1.0f64, 2.0, 3.0], Dims::new([3])).unwrap();
+//! let raw = export::<DLManagedTensorVersioned>(vec![1.0f64, 2.0, 3.0], Dims::new([3])).unwrap();
 //! // SAFETY: `raw` is a fresh dlmd export, handed over.
-//! let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+//! let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
 //! let md = tensor.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
 //! md.store([1], 20.0);
 //! assert_eq!(md.load([1]), 20.0);

@@ -8,6 +8,10 @@
 //! can send any integer, and a Rust `enum` holding a value it does not list is undefined behaviour.
 //! Code that reads a foreign [`DLTensor`] therefore matches on constants and keeps a fallback arm.
 
+mod managed;
+
+pub use managed::ManagedTensorAbi;
+
 use core::ffi::c_void;
 use core::fmt;
 

@@ -1,0 +1,162 @@
+//! CUDA streams passed across DLPack: checking a consumer's stream handle before the driver
+//! dereferences it, and ordering a producer's work before a consumer's.
+
+use super::{CudaError, driver_available};
+use cudarc::driver::{CudaContext, CudaStream, sys};
+
+/// Makes work queued on `producer` visible to a consumer's `stream`, by DLPack's stream rules
+/// for CUDA: `None` or `1` is the legacy default stream, `2` the per-thread default stream,
+/// `-1` asks for no synchronisation, a value above 2 is a stream handle (checked by
+/// [`check_stream`]), and `0` (ambiguous) and other negative values are refused. The ordering is
+/// an event recorded on `producer` that the consumer's stream waits for, never a device-wide
+/// synchronisation.
+pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Result<(), CudaError> {
+    let handle = match stream {
+        None | Some(1) => 0x1 as sys::CUstream, // CU_STREAM_LEGACY
+        Some(2) => 0x2 as sys::CUstream,        // CU_STREAM_PER_THREAD
+        Some(-1) => return Ok(()),
+        Some(0) => {
+            return Err(CudaError::StreamValue {
+                value: 0,
+                why: "ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread default)",
+            });
+        }
+        Some(s) if s > 2 => check_stream(s as usize, producer.context())?,
+        Some(value) => {
+            return Err(CudaError::StreamValue {
+                value,
+                why: "not a CUDA stream (DLPack allows -1, 1, 2 or a stream handle)",
+            });
+        }
+    };
+    // The null stream of a context is the legacy default stream: nothing to wait for there.
+    if producer.cu_stream().is_null() && handle == 0x1 as sys::CUstream {
+        return Ok(());
+    }
+    let event = producer.record_event(None)?;
+    // SAFETY: `handle` is a special handle or a stream of this context (`check_stream` asked the
+    // driver, after refusing integers that cannot be handles); the event is live, and its
+    // destruction after the wait is queued is allowed.
+    unsafe { sys::cuStreamWaitEvent(handle, event.cu_event(), 0) }.result()?;
+    Ok(())
+}
+
+/// Checks that `value`, a stream handle a consumer passed as an integer (DLPack's `stream`
+/// above 2), is a stream of `context`, without handing the driver a pointer that cannot be one.
+///
+/// A handle is an address in user space, aligned for the driver's stream object and above the
+/// first page, and (on Linux) the kernel must find memory mapped there; `cuStreamGetCtx` must
+/// then name `context`. An integer that fails these checks is refused rather than cast and
+/// dereferenced by the driver, which crashes the process on an unmapped address. Memory that is
+/// mapped but holds no stream is the one case left to the driver.
+pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
+    const PAGE: usize = 4096;
+    // x86-64 and AArch64 Linux keep user space below 2^47 and 2^48.
+    const USER_SPACE_END: usize = 1 << 48;
+    let why = if value < PAGE {
+        Some("a small integer, not a handle")
+    } else if value % align_of::<u64>() != 0 {
+        Some("not aligned like a driver object")
+    } else if value >= USER_SPACE_END {
+        Some("not an address in user space")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(CudaError::NotAStream { value, why });
+    }
+    #[cfg(target_os = "linux")]
+    if !mapped(value, STREAM_PROBE) {
+        return Err(CudaError::NotAStream {
+            value,
+            why: "no memory is mapped there",
+        });
+    }
+    if !driver_available() {
+        return Err(CudaError::NoDriver);
+    }
+    let handle = value as sys::CUstream;
+    let mut owner: sys::CUcontext = core::ptr::null_mut();
+    // SAFETY: the driver reads the stream object behind `handle`, a plausible user-space address
+    // (checked above; the consumer promises it is a stream) and writes one `CUcontext` through a
+    // valid pointer.
+    unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
+    if owner != context.cu_ctx() {
+        return Err(CudaError::NotAStream {
+            value,
+            why: "it belongs to another context",
+        });
+    }
+    Ok(handle)
+}
+
+/// Bytes at a stream handle that must be mapped: the start of the driver's stream object.
+#[cfg(target_os = "linux")]
+const STREAM_PROBE: usize = 64;
+
+/// Whether `len` bytes at `addr` are mapped readable in this process. The kernel copies them
+/// with `process_vm_readv` (failing with `EFAULT`, not a fault, where they are not); where that
+/// call is not allowed (some sandboxes), `/proc/self/maps` decides.
+#[cfg(target_os = "linux")]
+fn mapped(addr: usize, len: usize) -> bool {
+    let mut buf = [0u8; STREAM_PROBE];
+    let len = len.min(buf.len());
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut core::ffi::c_void,
+        iov_len: len,
+    };
+    // SAFETY: the kernel writes at most `len` bytes into `buf`, which holds them, and reads the
+    // remote range through its own checked copy: an unmapped address is an error, not a fault.
+    let copied = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if copied >= 0 {
+        return copied as usize == len;
+    }
+    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT) {
+        return false;
+    }
+    mapped_in_proc_maps(addr, len)
+}
+
+/// [`mapped`] from `/proc/self/maps`: one readable mapping holds the whole range.
+#[cfg(target_os = "linux")]
+fn mapped_in_proc_maps(addr: usize, len: usize) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        let Some((start, end)) = range.split_once('-') else {
+            return false;
+        };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            return false;
+        };
+        perms.starts_with('r') && start <= addr && addr.saturating_add(len) <= end
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "asks the kernel about this process's memory, which Miri cannot")]
+    fn mapped_memory_is_told_from_unmapped() {
+        let on_stack = [7u8; 128];
+        let addr = on_stack.as_ptr() as usize;
+        assert!(mapped(addr, 64));
+        assert!(mapped_in_proc_maps(addr, 64));
+        for unmapped in [0x1000usize, 0x10000, 0x1000_0000_0000] {
+            assert!(!mapped(unmapped, 64), "{unmapped:#x}");
+            assert!(!mapped_in_proc_maps(unmapped, 64), "{unmapped:#x}");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Owned export: an owned buffer handed over as a managed tensor whose deleter frees it.
+
+use super::TensorOwner;
+use crate::dlpack::{DLDevice, DLTensor, IS_SUBBYTE_TYPE_PADDED, ManagedTensorAbi, READ_ONLY};
+use crate::dtype::{DlElement, ElementStorage};
+use crate::export::ExportError;
+use crate::extents::{Extents, IndexArray};
+use crate::layout::{CompactLayout, LayoutRight, Mapping, to_i64};
+use core::ffi::c_void;
+use std::boxed::Box;
+
+/// The heap block behind an exported tensor, one allocation: the managed struct first, so that
+/// its address is the block's, then the shape and strides it points into, then the owner.
+#[repr(C)]
+struct Exported<M, I: IndexArray, O> {
+    managed: M,
+    shape: I::I64,
+    strides: I::I64,
+    owner: O,
+}
+
+/// The deleter of every tensor [`export_with`] makes: frees the block, and so the owner.
+///
+/// # Safety
+///
+/// Called once (the DLPack contract), on a tensor made by [`export_with`] with these `M`, `I`,
+/// `O`, or with NULL.
+unsafe extern "C" fn delete<M: ManagedTensorAbi, I: IndexArray, O: TensorOwner>(managed: *mut M) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: dlmd made `managed` as the first field of a leaked `Box<Exported<M, I, O>>`
+    // (`#[repr(C)]`), and the DLPack contract calls the deleter once.
+    drop(unsafe { Box::from_raw(managed.cast::<Exported<M, I, O>>()) });
+}
+
+/// Exports `owner` with row-major `extents` as a managed tensor of kind `M` on the CPU: a
+/// [`DLManagedTensorVersioned`](crate::dlpack::DLManagedTensorVersioned) (DLPack 1.3) or a
+/// legacy [`DLManagedTensor`](crate::dlpack::DLManagedTensor) for consumers that know no
+/// other. Its deleter frees the owner exactly once, from any thread.
+///
+/// A versioned tensor is flagged `READ_ONLY` for shared owners such as `Arc<[T]>` and
+/// `IS_SUBBYTE_TYPE_PADDED` for FP6/FP4 elements. A legacy tensor cannot say either, and its
+/// consumers may write, so such owners are refused there ([`ExportError::ReadOnlyInLegacy`], as
+/// numpy refuses read-only arrays; [`ExportError::SubbyteInLegacy`]).
+///
+/// ```
+/// use dlmd::dlpack::{DLManagedTensor, DLManagedTensorVersioned, READ_ONLY};
+/// use dlmd::export::ExportError;
+/// use dlmd::managed::{ManagedTensor, export};
+/// use dlmd::Dims;
+/// use std::sync::Arc;
+///
+/// let shared: Arc<[f32]> = Arc::from(vec![1.0, 2.0]);
+/// let raw = export::<DLManagedTensorVersioned>(shared.clone(), Dims::new([2])).unwrap();
+/// // SAFETY: `raw` was just produced by dlmd and is handed over.
+/// let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+/// assert_eq!(tensor.flags() & READ_ONLY, READ_ONLY);
+/// assert_eq!(
+///     export::<DLManagedTensor>(shared, Dims::new([2])).unwrap_err(),
+///     ExportError::ReadOnlyInLegacy
+/// );
+/// ```
+pub fn export<M: ManagedTensorAbi>(owner: impl TensorOwner, extents: impl Extents) -> Result<*mut M, ExportError> {
+    export_with(owner, extents, 0, DLDevice::CPU)
+}
+
+/// As [`export`], adding `flags` (such as [`IS_COPIED`](crate::dlpack::IS_COPIED) for a copy
+/// made for this exchange, which a legacy tensor drops) for an owner of memory on `device` (its
+/// [`data_ptr`](TensorOwner::data_ptr) is then a pointer on that device, such as a CUDA device
+/// pointer).
+pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
+    owner: O,
+    extents: E,
+    flags: u64,
+    device: DLDevice,
+) -> Result<*mut M, ExportError> {
+    let mut flags = flags;
+    if O::READ_ONLY {
+        flags |= READ_ONLY;
+    }
+    if <<O::Elem as DlElement>::Storage as ElementStorage>::IS_SUBBYTE_PADDED {
+        flags |= IS_SUBBYTE_TYPE_PADDED;
+    }
+    // What the struct cannot carry: a copy may drop `IS_COPIED`, but not the other two.
+    let lost = flags & !M::FLAGS;
+    if lost & IS_SUBBYTE_TYPE_PADDED != 0 {
+        return Err(ExportError::SubbyteInLegacy);
+    }
+    if lost & READ_ONLY != 0 {
+        return Err(ExportError::ReadOnlyInLegacy);
+    }
+    let mapping = LayoutRight::mapping(extents)?;
+    let (needed, len) = (mapping.required_span_size(), owner.len());
+    if len < needed {
+        return Err(ExportError::TooShort { needed, len });
+    }
+    let (shape, strides) = to_i64(&mapping);
+    let tensor = DLTensor {
+        data: core::ptr::null_mut(),
+        device,
+        ndim: E::RANK as i32,
+        dtype: O::Elem::DTYPE,
+        shape: core::ptr::null_mut(),
+        strides: core::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let block = Box::new(Exported::<M, E::Index, O> {
+        managed: M::new(
+            tensor,
+            flags & M::FLAGS,
+            core::ptr::null_mut(),
+            Some(delete::<M, E::Index, O>),
+        ),
+        shape,
+        strides,
+        owner,
+    });
+    let raw = Box::into_raw(block);
+    // SAFETY: `raw` is a valid, leaked box that nothing else references yet; the pointers
+    // stored point into it, and stay valid until the deleter frees it.
+    let block = unsafe { &mut *raw };
+    let data = if needed == 0 {
+        core::ptr::null_mut()
+    } else {
+        block.owner.data_ptr().cast::<c_void>()
+    };
+    let (shape, strides) = if E::RANK == 0 {
+        (core::ptr::null_mut(), core::ptr::null_mut())
+    } else {
+        (block.shape.as_mut().as_mut_ptr(), block.strides.as_mut().as_mut_ptr())
+    };
+    let t = block.managed.dl_tensor_mut();
+    t.data = data;
+    t.shape = shape;
+    t.strides = strides;
+    Ok(raw.cast())
+}

@@ -1,0 +1,217 @@
+//! Owned import: [`ManagedTensor`] owns a producer's managed tensor and releases it once.
+
+use crate::Dims;
+use crate::dlpack::{DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED, ManagedTensorAbi, READ_ONLY};
+use crate::dtype::{DlElement, ElementStorage};
+use crate::extents::Extents;
+use crate::import::ImportError;
+use crate::layout::Layout;
+use crate::space::MemorySpace;
+use crate::view::{Aliased, AliasedMut, HostMdspanAliased, HostMdspanAliasedMut, Mdspan};
+use core::ffi::c_void;
+use core::fmt;
+use core::ptr::NonNull;
+
+/// Why a managed tensor was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ManagedError {
+    /// The pointer is NULL.
+    #[error("the managed tensor pointer is NULL")]
+    Null,
+    /// The major version is not 1; the tensor was released through its deleter, untouched
+    /// otherwise.
+    #[error("DLPack major version {major} is not supported (dlmd reads major version 1)")]
+    Version {
+        /// The tensor's major version.
+        major: u32,
+    },
+}
+
+/// A tensor owned from another producer, released through its deleter exactly once on drop.
+///
+/// Either managed-tensor struct ([`ManagedTensorAbi`]) is held the same way: what is read once
+/// (the tensor, version and flags) is kept, and the struct's kind only decides how it is
+/// released.
+pub struct ManagedTensor {
+    ptr: NonNull<c_void>,
+    tensor: NonNull<DLTensor>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+    versioned: bool,
+    release: unsafe fn(NonNull<c_void>),
+}
+
+// SAFETY: `from_raw` requires the deleter to be callable from any thread and the data not to be
+// tied to the creating thread; the wrapper only reads the struct through `&self`.
+unsafe impl Send for ManagedTensor {}
+// SAFETY: shared access only reads the struct and hands out read-only views.
+unsafe impl Sync for ManagedTensor {}
+
+impl fmt::Debug for ManagedTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagedTensor")
+            .field("version", &self.version())
+            .field("flags", &self.flags())
+            .field("dl_tensor", self.dl_tensor())
+            .finish()
+    }
+}
+
+/// Releases a managed tensor of kind `M` held as an untyped pointer.
+///
+/// # Safety
+///
+/// As for [`ManagedTensorAbi::release`], for a pointer to an `M`.
+unsafe fn release<M: ManagedTensorAbi>(ptr: NonNull<c_void>) {
+    // SAFETY: forwarded from the caller.
+    unsafe { M::release(ptr.cast::<M>().as_ptr()) }
+}
+
+impl ManagedTensor {
+    /// Takes ownership of a managed tensor, versioned or legacy.
+    ///
+    /// A versioned tensor whose major version is not 1 is released at once through its deleter
+    /// (the only field whose place every version keeps) and refused; nothing else of it is read.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr` is NULL or points to a managed tensor handed over to the caller, who owns it from
+    ///   now on (for a versioned one, at least its `version`, `manager_ctx` and `deleter`);
+    /// - for major version 1 (or a legacy tensor), `dl_tensor`'s `shape` and `strides` (unless
+    ///   NULL) hold `ndim` values, and the data it describes stays valid until the deleter runs;
+    ///   others may read and write the data meanwhile, except that nobody writes it while
+    ///   `READ_ONLY` is set;
+    /// - the deleter, when not NULL, may be called once, from any thread.
+    pub unsafe fn from_raw<M: ManagedTensorAbi>(ptr: *mut M) -> Result<Self, ManagedError> {
+        let ptr = NonNull::new(ptr).ok_or(ManagedError::Null)?;
+        // SAFETY: the caller promises `ptr` points to a managed tensor whose version (if it has
+        // one) is readable.
+        if let Some(major) = unsafe { M::major(ptr.as_ptr()) } {
+            if major != 1 {
+                // SAFETY: the deleter's place is fixed by the ABI for every major version; the
+                // caller hands over ownership, so calling it once is ours to do.
+                unsafe { M::release(ptr.as_ptr()) };
+                return Err(ManagedError::Version { major });
+            }
+        }
+        // SAFETY: a struct of major version 1 (or legacy) is readable whole (caller).
+        let managed = unsafe { ptr.as_ref() };
+        Ok(Self {
+            tensor: NonNull::from(managed.dl_tensor()),
+            version: managed.version(),
+            flags: managed.flags(),
+            versioned: M::VERSIONED,
+            ptr: ptr.cast(),
+            release: release::<M>,
+        })
+    }
+
+    /// The tensor.
+    pub fn dl_tensor(&self) -> &DLTensor {
+        // SAFETY: the struct (and so its tensor) is owned and valid until drop (`from_raw`).
+        unsafe { self.tensor.as_ref() }
+    }
+
+    /// The producer's DLPack version, `None` for a legacy tensor.
+    pub fn version(&self) -> Option<DLPackVersion> {
+        self.version
+    }
+
+    /// The flags (0 for a legacy tensor).
+    pub fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// Whether the producer forbids writes.
+    pub fn is_read_only(&self) -> bool {
+        self.flags() & READ_ONLY != 0
+    }
+
+    /// Whether the producer copied the data for this exchange.
+    pub fn is_copied(&self) -> bool {
+        self.flags() & IS_COPIED != 0
+    }
+
+    /// Views the tensor in any space this view type accepts, checking everything the importers
+    /// check and that sub-byte elements are declared padded.
+    fn view<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        S: MemorySpace,
+        A: crate::view::Access,
+    {
+        if <T::Storage as ElementStorage>::IS_SUBBYTE_PADDED && self.flags() & IS_SUBBYTE_TYPE_PADDED == 0 {
+            return Err(ImportError::PackedSubbyte {
+                dtype: self.dl_tensor().dtype,
+            });
+        }
+        // SAFETY: `from_raw` promised the tensor's arrays and data valid until drop, which
+        // the returned borrow of `self` cannot outlive; padded storage was checked above.
+        unsafe { Mdspan::import(self.dl_tensor(), self.version()) }
+    }
+
+    /// A read-only host view with rank `R` and layout `L`, by value: others may write the
+    /// memory meanwhile (see [`Aliased`]).
+    pub fn as_host_mdspan<T: DlElement, const R: usize, L: Layout>(
+        &self,
+    ) -> Result<HostMdspanAliased<'_, T, Dims<R>, L>, ImportError> {
+        self.view()
+    }
+
+    /// A read-only host view with static or mixed extents `E`, by value.
+    pub fn as_host_mdspan_extents<T: DlElement, E: Extents, L: Layout>(
+        &self,
+    ) -> Result<HostMdspanAliased<'_, T, E, L>, ImportError> {
+        self.view()
+    }
+
+    /// A read-write host view, by value (see [`AliasedMut`]); refused when the producer set
+    /// `READ_ONLY`, and for overlapping strides.
+    pub fn as_host_mdspan_mut<T: DlElement, const R: usize, L: Layout>(
+        &mut self,
+    ) -> Result<HostMdspanAliasedMut<'_, T, Dims<R>, L>, ImportError> {
+        if self.is_read_only() {
+            return Err(ImportError::ReadOnly);
+        }
+        self.view()
+    }
+
+    /// Any read-only view: host, device or managed memory.
+    pub fn as_mdspan<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
+        &self,
+    ) -> Result<Mdspan<'_, T, E, L, S, Aliased>, ImportError> {
+        self.view()
+    }
+
+    /// Any read-write view; refused when the producer set `READ_ONLY`, and for overlapping
+    /// strides.
+    pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
+        &mut self,
+    ) -> Result<Mdspan<'_, T, E, L, S, AliasedMut>, ImportError> {
+        if self.is_read_only() {
+            return Err(ImportError::ReadOnly);
+        }
+        self.view()
+    }
+
+    /// Gives the pointer back without calling the deleter, if the tensor is of kind `M`
+    /// (otherwise gives the tensor back).
+    pub fn into_raw<M: ManagedTensorAbi>(self) -> Result<*mut M, Self> {
+        if self.versioned != M::VERSIONED {
+            return Err(self);
+        }
+        let ptr = self.ptr.cast::<M>().as_ptr();
+        core::mem::forget(self);
+        Ok(ptr)
+    }
+}
+
+impl Drop for ManagedTensor {
+    fn drop(&mut self) {
+        // SAFETY: the wrapper owns the tensor and drops once; `release` was made for its kind,
+        // and the deleter may be called once, from any thread (`from_raw`).
+        unsafe { (self.release)(self.ptr) }
+    }
+}
