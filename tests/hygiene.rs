@@ -1,4 +1,4 @@
-//! The derive's output names everything by absolute path: it compiles without the prelude and
+//! The macros' output names everything by absolute path: it compiles without the prelude and
 //! next to items that shadow the names it uses.
 #![no_implicit_prelude]
 #![allow(dead_code, non_camel_case_types)]
@@ -10,6 +10,9 @@ struct usize;
 struct bool;
 trait DlElement {}
 type Result = ();
+struct Option;
+struct Some;
+struct None;
 
 #[derive(::core::clone::Clone, ::core::marker::Copy, ::dlmd::DlElement)]
 #[repr(C)]
@@ -40,4 +43,18 @@ fn derives_without_the_prelude() {
         ::std::string::ToString::to_string(&<Wrap<i32> as ::dlmd::DlElement>::DTYPE),
         "int32"
     );
+}
+
+#[test]
+fn views_without_the_prelude() {
+    let data = [1i32, 2, 3, 4, 5, 6];
+    let fixed = ::dlmd::dlmd!(&data, [2, 3]);
+    ::std::assert_eq!(fixed[[1, 2]], 6);
+    let rows = 3;
+    let inferred = ::dlmd::dlmd!(&data, [rows, _], layout_left);
+    ::std::assert_eq!(inferred[[2, 1]], 6);
+    let strided = ::dlmd::dlmd!(&data, [rows - 1, 2], layout_stride, strides = [3, 1]);
+    ::std::assert_eq!(strided[[1, 1]], 5);
+    let x = 7u8;
+    ::std::assert_eq!(::dlmd::dlmd!(&x, [])[[]], 7);
 }

@@ -182,9 +182,9 @@ fn placeholder(input: &Input<'_>, krate: &TokenStream) -> TokenStream {
         #[automatically_derived]
         const _: () = {
             unsafe impl #krate::DlElement for #ident {
-                const DTYPE: #krate::dlpack::DLDataType = <u8 as #krate::DlElement>::DTYPE;
+                const DTYPE: #krate::dlpack::DLDataType = <::core::primitive::u8 as #krate::DlElement>::DTYPE;
                 const LANES: ::core::primitive::u16 = 1;
-                type Scalar = u8;
+                type Scalar = ::core::primitive::u8;
                 type Storage = #krate::ByteExact;
             }
         };

@@ -13,6 +13,8 @@ mod ast;
 mod attr;
 mod expand;
 mod repr;
+#[cfg(test)]
+mod tests;
 mod valid;
 mod view;
 

@@ -56,6 +56,8 @@ enum LayoutKind {
 }
 
 struct Input {
+    /// The path of the dlmd crate: `$crate` when called through `dlmd::dlmd!`.
+    krate: TokenStream,
     data: Expr,
     mutable: bool,
     extents: Vec<Extent>,
@@ -63,10 +65,28 @@ struct Input {
     layout: LayoutKind,
     layout_span: Span,
     strides: Option<(Vec<Stride>, Span)>,
+    /// Problems found while parsing that do not stop it (an unknown layout), reported with the
+    /// others.
+    errors: Vec<Error>,
 }
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        // `dlmd::dlmd!` passes its `$crate` first, as `@crate <path>;`, so that the expansion
+        // reaches the crate under whatever name it was imported; a direct call uses `::dlmd`.
+        let krate = if input.peek(Token![@]) {
+            input.parse::<Token![@]>()?;
+            input.parse::<Token![crate]>()?;
+            let mut path = TokenStream::new();
+            while !input.peek(Token![;]) {
+                path.extend([input.parse::<proc_macro2::TokenTree>()?]);
+            }
+            input.parse::<Token![;]>()?;
+            path
+        } else {
+            quote!(::dlmd)
+        };
+        let mut errors = Vec::new();
         let data: Expr = input.parse()?;
         let mutable = matches!(&data, Expr::Reference(r) if r.mutability.is_some());
         input.parse::<Token![,]>()?;
@@ -96,17 +116,20 @@ impl Parse for Input {
                 "layout_left" => LayoutKind::Left,
                 "layout_stride" => LayoutKind::Stride,
                 other => {
-                    return Err(Error::new(
+                    errors.push(Error::new(
                         ident.span(),
                         format_args!(
                             "unknown layout `{other}`: `dlmd!` takes `layout_right` (the default), \
                              `layout_left` or `layout_stride` (with `strides = [..]`)"
                         ),
                     ));
+                    // Checked as the default layout, so that the other mistakes show too.
+                    LayoutKind::Right
                 }
             };
         }
         Ok(Input {
+            krate,
             data,
             mutable,
             extents: extents.into_iter().collect(),
@@ -114,14 +137,28 @@ impl Parse for Input {
             layout,
             layout_span,
             strides,
+            errors,
         })
     }
 }
 
 pub fn expand(tokens: TokenStream) -> TokenStream {
-    syn::parse2::<Input>(tokens)
-        .and_then(|input| generate(&input))
-        .unwrap_or_else(Error::into_compile_error)
+    match syn::parse2::<Input>(tokens) {
+        Ok(input) => generate(&input),
+        Err(error) => error.into_compile_error(),
+    }
+}
+
+/// Every error at once, then an expression of type `!` in place of the view, so that the
+/// mistakes do not cascade into type errors where the view is used.
+fn report(errors: Vec<Error>, krate: &TokenStream) -> TokenStream {
+    let errors = errors.into_iter().map(Error::into_compile_error);
+    quote! {
+        {
+            #(#errors)*
+            #krate::__private::core::unreachable!()
+        }
+    }
 }
 
 /// Row-major or column-major strides of static extents.
@@ -140,7 +177,9 @@ fn compact_strides(extents: &[u64], left: bool) -> Vec<u64> {
     strides
 }
 
-fn generate(input: &Input) -> syn::Result<TokenStream> {
+fn generate(input: &Input) -> TokenStream {
+    let mut errors = input.errors.clone();
+    let krate = &input.krate;
     let data = &input.data;
     let rank = input.extents.len();
     let infer: Vec<usize> = input
@@ -150,11 +189,11 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
         .filter(|(_, e)| matches!(e, Extent::Infer(_)))
         .map(|(i, _)| i)
         .collect();
-    if let [_, second, ..] = infer.as_slice() {
-        let Extent::Infer(span) = input.extents[*second] else {
-            unreachable!()
+    for &extra in infer.iter().skip(1) {
+        let Extent::Infer(span) = input.extents[extra] else {
+            unreachable!("`infer` lists the `_` extents")
         };
-        return Err(Error::new(
+        errors.push(Error::new(
             span,
             "only one extent can be inferred with `_`; give the others",
         ));
@@ -167,48 +206,50 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
 
     // Strides: required for layout_stride; for the compact layouts, only literals that agree.
     if input.layout == LayoutKind::Stride && input.strides.is_none() {
-        return Err(Error::new(
+        errors.push(Error::new(
             input.layout_span,
             "`layout_stride` needs `strides = [..]`, one per dimension",
         ));
     }
     if let Some((strides, span)) = &input.strides {
         if strides.len() != rank {
-            return Err(Error::new(
+            errors.push(Error::new(
                 *span,
                 format_args!(
                     "{} strides given for {rank} extents; give one stride per dimension",
                     strides.len()
                 ),
             ));
-        }
-        if input.layout != LayoutKind::Stride {
+        } else if input.layout != LayoutKind::Stride {
             let name = if input.layout == LayoutKind::Left {
                 "layout_left"
             } else {
                 "layout_right"
             };
-            let (Some(extents), Some(given)) =
-                (&statics, strides.iter().map(|s| s.value).collect::<Option<Vec<i64>>>())
-            else {
-                return Err(Error::new(
+            match (&statics, strides.iter().map(|s| s.value).collect::<Option<Vec<i64>>>()) {
+                (Some(extents), Some(given)) => {
+                    let expected = compact_strides(extents, input.layout == LayoutKind::Left);
+                    for (dim, (g, e)) in given.iter().zip(&expected).enumerate() {
+                        if extents[dim] > 1 && *g as u64 != *e {
+                            errors.push(Error::new(
+                                strides[dim].expr.span(),
+                                format_args!("stride {g} of dimension {dim} contradicts {name}, which needs {e}"),
+                            ));
+                        }
+                    }
+                }
+                _ => errors.push(Error::new(
                     *span,
                     format_args!(
                         "strides given with {name} must be literals over static extents, so they can \
                          be checked here; use `layout_stride` for strides known at run time"
                     ),
-                ));
-            };
-            let expected = compact_strides(extents, input.layout == LayoutKind::Left);
-            for (dim, (g, e)) in given.iter().zip(&expected).enumerate() {
-                if extents[dim] > 1 && *g as u64 != *e {
-                    return Err(Error::new(
-                        strides[dim].expr.span(),
-                        format_args!("stride {g} of dimension {dim} contradicts {name}, which needs {e}"),
-                    ));
-                }
+                )),
             }
         }
+    }
+    if !errors.is_empty() {
+        return report(errors, krate);
     }
 
     if rank == 0 {
@@ -217,16 +258,16 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
         } else {
             quote!(scalar_view)
         };
-        return Ok(quote!(::dlmd::__private::#ctor(#data)));
+        return quote!(#krate::__private::#ctor(#data));
     }
 
     let extent_types = input.extents.iter().map(|e| match e {
         Extent::Static(n, span) => {
             let n = *n as usize;
-            quote_spanned!(*span=> ::dlmd::extents::Const<#n>)
+            quote_spanned!(*span=> #krate::extents::Const<#n>)
         }
-        Extent::Infer(span) => quote_spanned!(*span=> ::dlmd::extents::Dyn),
-        Extent::Dynamic(expr) => quote_spanned!(expr.span()=> ::dlmd::extents::Dyn),
+        Extent::Infer(span) => quote_spanned!(*span=> #krate::extents::Dyn),
+        Extent::Dynamic(expr) => quote_spanned!(expr.span()=> #krate::extents::Dyn),
     });
     let extents_ty = quote!((#(#extent_types,)*));
     let extent_values = input.extents.iter().map(|e| match e {
@@ -238,23 +279,26 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
         Extent::Dynamic(expr) => quote!(#expr),
     });
     let infer = match infer.first() {
-        Some(dim) => quote!(::core::option::Option::Some(#dim)),
-        None => quote!(::core::option::Option::None),
+        Some(dim) => quote!(#krate::__private::core::option::Option::Some(#dim)),
+        None => quote!(#krate::__private::core::option::Option::None),
     };
 
+    // One name for the data, with one span: the length check is spanned at the extents for its
+    // message, and must still see the binding.
+    let binding = Ident::new("__dlmd_data", Span::call_site());
     let len_check = match &statics {
         Some(extents) => {
             let product: u64 = extents.iter().product();
             let product = product as usize;
-            quote_spanned!(input.extents_span=> ::dlmd::__private::check_len::<_, #product>(&*__dlmd_data);)
+            quote_spanned!(input.extents_span=> #krate::__private::check_len::<_, #product>(&*#binding);)
         }
         None => quote!(),
     };
 
     let layout = match input.layout {
-        LayoutKind::Right => quote!(::dlmd::layout::LayoutRight),
-        LayoutKind::Left => quote!(::dlmd::layout::LayoutLeft),
-        LayoutKind::Stride => quote!(::dlmd::layout::LayoutStride),
+        LayoutKind::Right => quote!(#krate::layout::LayoutRight),
+        LayoutKind::Left => quote!(#krate::layout::LayoutLeft),
+        LayoutKind::Stride => quote!(#krate::layout::LayoutStride),
     };
     let build = match (&input.strides, input.layout) {
         (Some((strides, _)), LayoutKind::Stride) => {
@@ -264,7 +308,7 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
             } else {
                 quote!(strided_view)
             };
-            quote!(::dlmd::__private::#ctor::<_, #extents_ty>(__dlmd_data, [#(#extent_values),*], #infer, [#(#strides),*]))
+            quote!(#krate::__private::#ctor::<_, #extents_ty>(#binding, [#(#extent_values),*], #infer, [#(#strides),*]))
         }
         _ => {
             let ctor = if input.mutable {
@@ -272,14 +316,14 @@ fn generate(input: &Input) -> syn::Result<TokenStream> {
             } else {
                 quote!(compact_view)
             };
-            quote!(::dlmd::__private::#ctor::<_, #extents_ty, #layout>(__dlmd_data, [#(#extent_values),*], #infer))
+            quote!(#krate::__private::#ctor::<_, #extents_ty, #layout>(#binding, [#(#extent_values),*], #infer))
         }
     };
-    Ok(quote! {
+    quote! {
         {
-            let __dlmd_data = #data;
+            let #binding = #data;
             #len_check
             #build
         }
-    })
+    }
 }

@@ -154,8 +154,17 @@ pub use dlmd_derive::DlElement;
 ///
 /// When a run-time extent does not fit the data (an array whose length is known at compile time
 /// with static extents never panics). Use [`Mdspan::from_slice`] for a `Result`.
+///
+/// Every mistake the macro sees is reported at once, each at the tokens that caused it. The
+/// expansion names dlmd through `$crate`, so it works with the crate renamed in `Cargo.toml`
+/// and under `#![no_implicit_prelude]`.
 #[cfg(feature = "derive")]
-pub use dlmd_derive::dlmd;
+#[macro_export]
+macro_rules! dlmd {
+    ($($input:tt)*) => {
+        $crate::__private::view! { @crate $crate; $($input)* }
+    };
+}
 
 /// Items the macros expand to. Not part of the public API.
 #[doc(hidden)]

@@ -3,6 +3,9 @@
 //! compile errors name the fix. Not part of the public API.
 
 pub use core;
+/// The proc macro behind `dlmd!`, which passes it `$crate`.
+#[cfg(feature = "derive")]
+pub use dlmd_derive::dlmd as view;
 
 use crate::DlElement;
 use crate::extents::Extents;
