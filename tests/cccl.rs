@@ -475,7 +475,7 @@ fn bool_bytes_must_be_zero_or_one() {
     let err = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 2, value: 2 });
     // SAFETY: `t.data` points at `data`'s 4 bytes; writing through it keeps `t` valid.
-    unsafe { t.data.cast::<u8>().add(2).write(1) };
+    unsafe { t.data.cast::<u8>().wrapping_add(2).write(1) };
     // SAFETY: as above.
     let md = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap();
     assert_eq!(md.iter().filter(|&&b| b).count(), 3);

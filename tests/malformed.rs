@@ -106,19 +106,29 @@ fn empty_tensors_take_any_strides() {
         let mut strides = strides;
         let mut none: [f64; 0] = [];
         let t = tensor(&mut none, &mut shape, Some(&mut strides));
-        // SAFETY: the tensor has no elements; nothing is read.
-        unsafe {
-            assert!(to_host_mdspan::<f64, 3, LayoutRight>(&t).unwrap().is_empty());
-            assert!(to_host_mdspan::<f64, 3, LayoutLeft>(&t).unwrap().is_empty());
-            assert!(to_host_mdspan::<f64, 3, LayoutStride>(&t).unwrap().is_empty());
-            assert!(to_host_mdspan::<f64, 3, LayoutStrideRelaxed>(&t).unwrap().is_empty());
-            assert!(to_host_mdspan_mut::<f64, 3, LayoutStride>(&t).unwrap().is_empty());
-            assert!(
-                to_host_mdspan_mut::<f64, 3, LayoutStrideRelaxed>(&t)
-                    .unwrap()
-                    .is_empty()
-            );
-        }
+        let empty = [
+            // SAFETY: the tensor has no elements; nothing is read.
+            unsafe { to_host_mdspan::<f64, 3, LayoutRight>(&t) }.unwrap().is_empty(),
+            // SAFETY: as above.
+            unsafe { to_host_mdspan::<f64, 3, LayoutLeft>(&t) }.unwrap().is_empty(),
+            // SAFETY: as above.
+            unsafe { to_host_mdspan::<f64, 3, LayoutStride>(&t) }
+                .unwrap()
+                .is_empty(),
+            // SAFETY: as above.
+            unsafe { to_host_mdspan::<f64, 3, LayoutStrideRelaxed>(&t) }
+                .unwrap()
+                .is_empty(),
+            // SAFETY: as above.
+            unsafe { to_host_mdspan_mut::<f64, 3, LayoutStride>(&t) }
+                .unwrap()
+                .is_empty(),
+            // SAFETY: as above.
+            unsafe { to_host_mdspan_mut::<f64, 3, LayoutStrideRelaxed>(&t) }
+                .unwrap()
+                .is_empty(),
+        ];
+        assert_eq!(empty, [true; 6]);
     }
 }
 
@@ -187,12 +197,9 @@ fn two_imports_of_one_buffer_never_alias() {
     let mut m2 = borrowed(base, &mut s2, &mut st2);
     // SAFETY: each struct describes `data`, alive beyond both wrappers, and has no deleter;
     // others (the other wrapper, the "producer" below) may write, as DLPack allows.
-    let (mut a, mut b) = unsafe {
-        (
-            ManagedTensor::from_raw(&mut m1).unwrap(),
-            ManagedTensor::from_raw(&mut m2).unwrap(),
-        )
-    };
+    let mut a = unsafe { ManagedTensor::from_raw(&mut m1) }.unwrap();
+    // SAFETY: as above.
+    let mut b = unsafe { ManagedTensor::from_raw(&mut m2) }.unwrap();
     let va = a.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
     let vb = b.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
     va.store([0], 10.0);
@@ -200,7 +207,7 @@ fn two_imports_of_one_buffer_never_alias() {
     assert_eq!(va.load([0]), 11.0);
     // The producer writes while both views live.
     // SAFETY: in bounds of `data`; no reference into it is live.
-    unsafe { base.add(2).write(99.0) };
+    unsafe { base.wrapping_add(2).write(99.0) };
     assert_eq!(vb.load([2]), 99.0);
     let read: Mdspan<'_, f64, Dims<1>, LayoutRight, dlmd::Host, Aliased> = vb.as_view();
     va.update(|[i], x| x + i as f64);
@@ -247,12 +254,9 @@ fn aliased_c_imports_share_one_tensor() {
     let t = tensor(&mut data, &mut shape, Some(&mut strides));
     // SAFETY: `t` describes `data`, alive and reached only through these aliased views while
     // they live, from this thread.
-    let (a, b) = unsafe {
-        (
-            dlmd::to_host_mdspan_aliased_mut::<u32, 2, LayoutRight>(&t).unwrap(),
-            dlmd::to_host_mdspan_aliased::<u32, 2, LayoutStride>(&t).unwrap(),
-        )
-    };
+    let a = unsafe { dlmd::to_host_mdspan_aliased_mut::<u32, 2, LayoutRight>(&t) }.unwrap();
+    // SAFETY: as above.
+    let b = unsafe { dlmd::to_host_mdspan_aliased::<u32, 2, LayoutStride>(&t) }.unwrap();
     a.store([1, 0], 30);
     assert_eq!(b.load([1, 0]), 30);
     assert_eq!(b.values().collect::<Vec<_>>(), [1, 2, 30, 4]);

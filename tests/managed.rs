@@ -139,7 +139,9 @@ fn null_pointers_and_null_deleters() {
     let versioned: *mut DLManagedTensorVersioned = std::ptr::null_mut();
     let legacy: *mut DLManagedTensor = std::ptr::null_mut();
     // SAFETY: NULL is refused before anything is read.
-    let (a, b) = unsafe { (ManagedTensor::from_raw(versioned), ManagedTensor::from_raw(legacy)) };
+    let a = unsafe { ManagedTensor::from_raw(versioned) };
+    // SAFETY: as above.
+    let b = unsafe { ManagedTensor::from_raw(legacy) };
     assert_eq!(a.unwrap_err(), ManagedError::Null);
     assert_eq!(b.unwrap_err(), ManagedError::Null);
     let mut data = [1.5f32, 2.5];
@@ -299,12 +301,23 @@ unsafe extern "C" fn count_uninit_delete(_: *mut DLManagedTensorVersioned) {
 fn a_foreign_major_version_is_released_without_reading_the_tensor() {
     let mut slot = std::mem::MaybeUninit::<DLManagedTensorVersioned>::uninit();
     let ptr = slot.as_mut_ptr();
-    // SAFETY: writes to fields of an allocation of the struct's size and alignment.
-    unsafe {
-        (&raw mut (*ptr).version).write(DLPackVersion { major: 7, minor: 1 });
-        (&raw mut (*ptr).manager_ctx).write(std::ptr::null_mut());
-        (&raw mut (*ptr).deleter).write(Some(count_uninit_delete));
+    // The field at `offset` of the struct at `ptr`, reached without forming a reference to the
+    // uninitialised struct.
+    fn field<F>(ptr: *mut DLManagedTensorVersioned, offset: usize) -> *mut F {
+        ptr.cast::<u8>().wrapping_add(offset).cast()
     }
+    type Deleter = Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>;
+    let version = DLPackVersion { major: 7, minor: 1 };
+    // SAFETY: a field of an allocation of the struct's size and alignment.
+    unsafe { field::<DLPackVersion>(ptr, std::mem::offset_of!(DLManagedTensorVersioned, version)).write(version) };
+    let null: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: as above.
+    unsafe {
+        field::<*mut std::ffi::c_void>(ptr, std::mem::offset_of!(DLManagedTensorVersioned, manager_ctx)).write(null)
+    };
+    let deleter: Deleter = Some(count_uninit_delete);
+    // SAFETY: as above.
+    unsafe { field::<Deleter>(ptr, std::mem::offset_of!(DLManagedTensorVersioned, deleter)).write(deleter) };
     // SAFETY: the header fields every major version keeps are initialised.
     let err = unsafe { ManagedTensor::from_raw(ptr) }.unwrap_err();
     assert_eq!(err, ManagedError::Version { major: 7 });

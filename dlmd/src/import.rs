@@ -354,7 +354,7 @@ where
         for dim in 0..rank {
             // SAFETY: `shape` is not NULL (checked above, as the rank is > 0 here) and the
             // caller promises `ndim == RANK` readable values; unaligned reads are allowed.
-            let n = unsafe { tensor.shape.add(dim).read_unaligned() };
+            let n = unsafe { tensor.shape.wrapping_add(dim).read_unaligned() };
             if n < 0 {
                 return Err(ImportError::NegativeExtent { dim, extent: n });
             }
@@ -367,7 +367,7 @@ where
         } else {
             for dim in 0..rank {
                 // SAFETY: as for `shape`: not NULL, `ndim` readable values.
-                strides.as_mut()[dim] = to_isize(unsafe { tensor.strides.add(dim).read_unaligned() })?;
+                strides.as_mut()[dim] = to_isize(unsafe { tensor.strides.wrapping_add(dim).read_unaligned() })?;
             }
         }
         let e = extents;
@@ -469,7 +469,7 @@ pub(crate) unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
     for_each_reached(mapping, |offset| {
         // SAFETY: `offset` is an element the mapping reaches, inside the readable span; its
         // bytes are read as `u8`, which every byte pattern is.
-        let bytes = unsafe { core::slice::from_raw_parts(ptr.add(offset).cast::<u8>(), size_of::<T>()) };
+        let bytes = unsafe { core::slice::from_raw_parts(ptr.wrapping_add(offset).cast::<u8>(), size_of::<T>()) };
         match bytes.iter().find(|&&b| b > 1) {
             Some(&value) => Err(ImportError::InvalidBool { offset, value }),
             None => Ok(()),

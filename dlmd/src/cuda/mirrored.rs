@@ -217,7 +217,10 @@ where
         let chunk = (STAGE_BYTES / size_of::<T>()).max(1);
         let ctx = self.stream.context();
         // SAFETY: each staging chunk is written (by the CPU or by a copy) before it is read.
-        let stages = unsafe { [ctx.alloc_pinned::<T>(chunk)?, ctx.alloc_pinned::<T>(chunk)?] };
+        let first = unsafe { ctx.alloc_pinned::<T>(chunk)? };
+        // SAFETY: as above.
+        let second = unsafe { ctx.alloc_pinned::<T>(chunk)? };
+        let stages = [first, second];
         Ok((chunk, stages))
     }
 

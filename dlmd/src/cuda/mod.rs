@@ -240,14 +240,17 @@ pub fn pointer_info(ptr: *const core::ffi::c_void) -> Result<PointerInfo, CudaEr
             sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
             ptr as sys::CUdeviceptr,
         )
-        .result()?;
+    }
+    .result()?;
+    // SAFETY: as above.
+    unsafe {
         sys::cuPointerGetAttribute(
             (&mut managed as *mut u32).cast(),
             sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
             ptr as sys::CUdeviceptr,
         )
-        .result()?;
     }
+    .result()?;
     Ok(PointerInfo {
         ordinal,
         managed: managed != 0,

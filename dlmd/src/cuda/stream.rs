@@ -111,7 +111,10 @@ fn mapped(addr: usize, len: usize) -> bool {
     };
     // SAFETY: the kernel writes at most `len` bytes into `buf`, which holds them, and reads the
     // remote range through its own checked copy: an unmapped address is an error, not a fault.
-    let copied = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    // SAFETY: `getpid` has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: as above.
+    let copied = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
     if copied >= 0 {
         return copied as usize == len;
     }

@@ -53,9 +53,9 @@ pub trait ReadI64: Sized {
 #[inline(always)]
 unsafe fn dim(shape: *const i64, strides: *const i64, dim: usize) -> (i64, i64) {
     // SAFETY: the caller promises `RANK` readable values in each array and `dim < RANK`.
-    let n = unsafe { shape.add(dim).read_unaligned() };
+    let n = unsafe { shape.wrapping_add(dim).read_unaligned() };
     // SAFETY: as above.
-    let s = unsafe { strides.add(dim).read_unaligned() };
+    let s = unsafe { strides.wrapping_add(dim).read_unaligned() };
     (n, s)
 }
 

@@ -24,8 +24,10 @@ pub unsafe fn capsule<M: ManagedTensorAbi>(py: Python<'_>, raw: *mut M) -> PyRes
         unsafe { M::release(raw) };
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: `capsule` is a new, owned reference to a capsule object.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+    // SAFETY: `capsule` is a new, owned reference.
+    let capsule = unsafe { Bound::from_owned_ptr(py, capsule) };
+    // SAFETY: it is a capsule object.
+    Ok(unsafe { capsule.cast_into_unchecked() })
 }
 
 /// The destructor of capsules of kind `M`: releases the tensor if no consumer took it (renamed
@@ -36,28 +38,36 @@ pub unsafe fn capsule<M: ManagedTensorAbi>(py: Python<'_>, raw: *mut M) -> PyRes
 ///
 /// Called by Python as the destructor of a capsule made by [`capsule`], with the GIL held.
 unsafe extern "C" fn destroy<M: ManagedTensorAbi>(capsule: *mut ffi::PyObject) {
-    // SAFETY: Python calls capsule destructors with the GIL held, on a live capsule.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, M::CAPSULE.as_ptr()) != 1 {
-            // Consumed (renamed `used_…`): the consumer releases it.
-            return;
-        }
-        let (mut kind, mut value, mut traceback) =
-            (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
-        #[allow(deprecated)]
-        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
-        let pointer = ffi::PyCapsule_GetPointer(capsule, M::CAPSULE.as_ptr());
-        if !pointer.is_null() {
-            // Owners that hold Python references release them through `PyKeepAlive`, which
-            // sees the GIL held here, also while the interpreter shuts down (exports still
-            // alive then are freed, not leaked).
-            IN_CAPSULE_DESTRUCTOR.set(true);
-            M::release(pointer.cast());
-            IN_CAPSULE_DESTRUCTOR.set(false);
-        }
-        #[allow(deprecated)]
-        ffi::PyErr_Restore(kind, value, traceback);
+    // SAFETY (every call below): Python calls capsule destructors with the GIL held, on a live
+    // capsule.
+    // SAFETY: see above.
+    if unsafe { ffi::PyCapsule_IsValid(capsule, M::CAPSULE.as_ptr()) } != 1 {
+        // Consumed (renamed `used_…`): the consumer releases it.
+        return;
     }
+    let (mut kind, mut value, mut traceback) = (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+    // SAFETY: see above; the three out-pointers are valid.
+    #[allow(deprecated)]
+    unsafe {
+        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
+    };
+    // SAFETY: the capsule is valid under this name (checked above).
+    let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule, M::CAPSULE.as_ptr()) };
+    if !pointer.is_null() {
+        // Owners that hold Python references release them through `PyKeepAlive`, which sees
+        // the GIL held here, also while the interpreter shuts down (exports still alive then
+        // are freed, not leaked).
+        IN_CAPSULE_DESTRUCTOR.set(true);
+        // SAFETY: the capsule still owns the tensor (nobody renamed it), which is released once,
+        // here, as it goes away.
+        unsafe { M::release(pointer.cast()) };
+        IN_CAPSULE_DESTRUCTOR.set(false);
+    }
+    // SAFETY: restores what was fetched above, handing its references back.
+    #[allow(deprecated)]
+    unsafe {
+        ffi::PyErr_Restore(kind, value, traceback)
+    };
 }
 
 /// Takes the tensor out of a DLPack capsule, renaming it `used_…` so that no one else takes it

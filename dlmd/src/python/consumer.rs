@@ -168,7 +168,7 @@ fn call_method<'py>(
     let result = unsafe {
         PyObject_VectorcallMethod(
             name.as_ptr(),
-            stack.as_ptr().add(1),
+            stack.as_ptr().wrapping_add(1),
             positional | ARGUMENTS_OFFSET,
             kwnames.map_or(core::ptr::null_mut(), |k| k.as_ptr()),
         )

@@ -55,25 +55,32 @@ std::thread_local! {
 ///
 /// `obj` is a strong reference the caller owns and hands over.
 unsafe fn release_reference(obj: NonNull<ffi::PyObject>, f: impl FnOnce(Python<'_>)) {
-    // SAFETY: the reference is released once, by a thread that holds the GIL for it
-    // (`PyGILState_Ensure` is reentrant: a thread that already holds it keeps it); `f` runs
-    // with the GIL held, for no longer than this hold of it.
-    unsafe {
-        if IN_CAPSULE_DESTRUCTOR.get() {
-            // Python is destroying one of dlmd's capsules on this thread, which holds the GIL
-            // for it, even while the interpreter shuts down (when `Py_IsInitialized` is 0 but
-            // objects are still freed): release directly.
-            f(Python::assume_attached());
-            ffi::Py_DecRef(obj.as_ptr());
-            return;
-        }
-        if ffi::Py_IsInitialized() == 0 {
-            return;
-        }
-        let state = ffi::PyGILState_Ensure();
-        f(Python::assume_attached());
-        ffi::Py_DecRef(obj.as_ptr());
-        ffi::PyGILState_Release(state);
+    // The reference is released once, by a thread that holds the GIL for it
+    // (`PyGILState_Ensure` is reentrant: a thread that already holds it keeps it); `f` runs with
+    // the GIL held, for no longer than this hold of it.
+    if IN_CAPSULE_DESTRUCTOR.get() {
+        // Python is destroying one of dlmd's capsules on this thread, which holds the GIL for it,
+        // even while the interpreter shuts down (when `Py_IsInitialized` is 0 but objects are
+        // still freed): release directly.
+        // SAFETY: the GIL is held (above), for the token's whole use in `f`.
+        f(unsafe { Python::assume_attached() });
+        // SAFETY: the reference is the caller's, handed over, released once with the GIL held.
+        unsafe { ffi::Py_DecRef(obj.as_ptr()) };
+        return;
+    }
+    // SAFETY: may be called from any thread at any time.
+    if unsafe { ffi::Py_IsInitialized() } == 0 {
+        return;
+    }
+    {
+        // SAFETY: the interpreter is initialized; the state is released below, on this thread.
+        let state = unsafe { ffi::PyGILState_Ensure() };
+        // SAFETY: the GIL is held from here to the release below.
+        f(unsafe { Python::assume_attached() });
+        // SAFETY: as in the destructor case.
+        unsafe { ffi::Py_DecRef(obj.as_ptr()) };
+        // SAFETY: releases the state taken above, on the same thread.
+        unsafe { ffi::PyGILState_Release(state) };
     }
 }
 

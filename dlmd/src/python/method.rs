@@ -56,7 +56,9 @@ pub fn add_dlpack_method<T: DlpackExporter>(py: Python<'_>) -> PyResult<()> {
     let ty = py.get_type::<T>();
     // SAFETY: `ty` is a live type object; `def` lives for good; the descriptor made is a new
     // reference, handed to `Bound` (or NULL with an exception set).
-    let descriptor = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_ptr().cast(), def)) }?;
+    let descriptor = unsafe { ffi::PyDescr_NewMethod(ty.as_ptr().cast(), def) };
+    // SAFETY: a new reference, or NULL with an exception set.
+    let descriptor = unsafe { Bound::from_owned_ptr_or_err(py, descriptor) }?;
     ty.setattr("__dlpack__", descriptor)
 }
 
@@ -141,7 +143,9 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
     let call = || -> PyResult<Bound<'_, PyCapsule>> {
         // SAFETY: `slf` is a live object, borrowed for this call, of class `T`: the method
         // descriptor checks the type of `self` before it calls this function.
-        let slf = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<T>() };
+        let slf = unsafe { Borrowed::from_ptr(py, slf) };
+        // SAFETY: as above: the object is a `T`.
+        let slf = unsafe { slf.cast_unchecked::<T>() };
         let positional = (nargsf as usize) & !(1usize << (usize::BITS - 1));
         if positional != 0 {
             return Err(PyTypeError::new_err(
@@ -164,7 +168,7 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
             for (i, &slot) in slots[..given as usize].iter().enumerate() {
                 // SAFETY: `args` holds one value per keyword name after the positional ones,
                 // alive for this call (the caller's).
-                values[slot as usize] = unsafe { *args.add(positional + i) };
+                values[slot as usize] = unsafe { *args.wrapping_add(positional + i) };
             }
         }
         // SAFETY: each value is NULL or a live object borrowed for this call.

@@ -93,11 +93,15 @@ pub(super) fn max_version_versioned(v: &Bound<'_, PyAny>) -> PyResult<bool> {
     match int_pair(v) {
         Some((major, minor)) if u32::try_from(major).is_ok() && u32::try_from(minor).is_ok() => {
             let versioned = major >= 1;
-            // SAFETY: `v` is a live object; the checks read only type pointers.
-            let constant = unsafe {
-                ffi::PyTuple_CheckExact(v.as_ptr()) != 0
-                    && (0..2).all(|i| ffi::PyLong_CheckExact(ffi::PyTuple_GetItem(v.as_ptr(), i)) != 0)
+            let item_is_int = |i| {
+                // SAFETY: `v` is a live tuple of two items (`int_pair` read them); the item is
+                // borrowed while `v` lives.
+                let item = unsafe { ffi::PyTuple_GetItem(v.as_ptr(), i) };
+                // SAFETY: `item` is a live object; the check reads only its type pointer.
+                unsafe { ffi::PyLong_CheckExact(item) != 0 }
             };
+            // SAFETY: `v` is a live object; the check reads only its type pointer.
+            let constant = unsafe { ffi::PyTuple_CheckExact(v.as_ptr()) } != 0 && (0..2).all(item_is_int);
             if constant {
                 MAX_VERSIONS.remember(v, versioned);
             }
@@ -129,25 +133,28 @@ fn int_pair(value: &Bound<'_, PyAny>) -> Option<(i64, i64)> {
     // SAFETY: `ptr` is a live tuple; its size and its items, borrowed while it lives, are read
     // with the GIL held. `PyLong_AsLongLong` takes any integer (through `__index__`) and sets
     // an exception for the rest, cleared here.
-    unsafe {
-        if ffi::PyTuple_Size(ptr) != 2 {
+    if unsafe { ffi::PyTuple_Size(ptr) } != 2 {
+        return None;
+    }
+    let mut pair = [0i64; 2];
+    for (i, part) in pair.iter_mut().enumerate() {
+        // SAFETY: as above.
+        let item = unsafe { ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t) };
+        if item.is_null() {
+            // SAFETY: as above.
+            unsafe { ffi::PyErr_Clear() };
             return None;
         }
-        let mut pair = [0i64; 2];
-        for (i, part) in pair.iter_mut().enumerate() {
-            let item = ffi::PyTuple_GetItem(ptr, i as ffi::Py_ssize_t);
-            if item.is_null() {
-                ffi::PyErr_Clear();
-                return None;
-            }
-            *part = ffi::PyLong_AsLongLong(item);
-            if *part == -1 && !ffi::PyErr_Occurred().is_null() {
-                ffi::PyErr_Clear();
-                return None;
-            }
+        // SAFETY: as above; `item` is a live object.
+        *part = unsafe { ffi::PyLong_AsLongLong(item) };
+        // SAFETY: as above.
+        if *part == -1 && !unsafe { ffi::PyErr_Occurred() }.is_null() {
+            // SAFETY: as above.
+            unsafe { ffi::PyErr_Clear() };
+            return None;
         }
-        Some((pair[0], pair[1]))
     }
+    Some((pair[0], pair[1]))
 }
 
 /// `max_version` tuples seen before, with whether they ask for versioned tensors: consumers

@@ -63,7 +63,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
         // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow;
         // the read forms no reference, so a write by another holder between loads is no
         // aliasing violation.
-        let value = unsafe { self.ptr.as_ptr().add(offset).read() };
+        let value = unsafe { self.ptr.as_ptr().wrapping_add(offset).read() };
         Some(value)
     }
 
@@ -88,8 +88,9 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
     /// `index` is inside the extents.
     #[inline(always)]
     pub unsafe fn load_unchecked(&self, index: E::Index) -> T {
-        // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
-        unsafe { self.ptr.as_ptr().add(self.mapping.offset_of(&index)).read() }
+        let p = self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index));
+        // SAFETY: the caller promises `index` is inside the extents, so `p` is in the span.
+        unsafe { p.read() }
     }
 
     /// Copies of the elements in row-major index order, whatever the layout.
@@ -109,12 +110,12 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
         let offset = self.checked_offset(&index)?;
         // SAFETY: as in `try_load`; the view is writable (`AliasedMut` views are made only over
         // memory the producer lets consumers write), and the write forms no reference.
-        unsafe {
-            let p = self.ptr.as_ptr().add(offset);
-            let old = p.read();
-            p.write(value);
-            Some(old)
-        }
+        let p = self.ptr.as_ptr().wrapping_add(offset);
+        // SAFETY: as above.
+        let old = unsafe { p.read() };
+        // SAFETY: as above.
+        unsafe { p.write(value) };
+        Some(old)
     }
 
     /// Writes `value` at `index`.
@@ -129,7 +130,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
             index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref())
         };
         // SAFETY: as in `replace`.
-        unsafe { self.ptr.as_ptr().add(offset).write(value) }
+        unsafe { self.ptr.as_ptr().wrapping_add(offset).write(value) }
     }
 
     /// Writes `value` at `index`, without checking it.
@@ -139,8 +140,9 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
     /// `index` is inside the extents.
     #[inline(always)]
     pub unsafe fn store_unchecked(&self, index: E::Index, value: T) {
+        let p = self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index));
         // SAFETY: the caller promises `index` is inside the extents; as in `replace`.
-        unsafe { self.ptr.as_ptr().add(self.mapping.offset_of(&index)).write(value) }
+        unsafe { p.write(value) }
     }
 
     /// Replaces each element, in row-major index order, with `f(index, element)`.
@@ -149,7 +151,9 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
         while let Some(index) = next {
             next = next_index(self.extents(), index);
             // SAFETY: `index` comes from walking the extents, so it is inside them.
-            unsafe { self.store_unchecked(index, f(index, self.load_unchecked(index))) };
+            let old = unsafe { self.load_unchecked(index) };
+            // SAFETY: as above.
+            unsafe { self.store_unchecked(index, f(index, old)) };
         }
     }
 
@@ -248,19 +252,16 @@ mod tests {
         let mapping = RightMapping::new(Dims::new([3])).unwrap();
         // SAFETY: `data` outlives both views and is reached only through raw pointers
         // meanwhile; aliased views lend no references.
-        let (a, b) = unsafe {
-            (
-                Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host),
-                Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host),
-            )
-        };
+        let a = unsafe { Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host) };
+        // SAFETY: as above.
+        let b = unsafe { Mdspan::<f64, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(ptr, mapping, Host) };
         a.store([0], 10.0);
         assert_eq!(b.load([0]), 10.0);
         b.update(|[i], x| x + i as f64);
         assert_eq!(a.values().collect::<std::vec::Vec<_>>(), [10.0, 3.0, 5.0]);
         // Another holder writes between loads.
         // SAFETY: in bounds; no reference to the element is live.
-        unsafe { ptr.add(2).write(99.0) };
+        unsafe { ptr.wrapping_add(2).write(99.0) };
         assert_eq!(a.load([2]), 99.0);
         assert_eq!(a.replace([1], 7.0), Some(3.0));
         assert_eq!(a.replace([3], 7.0), None);

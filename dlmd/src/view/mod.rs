@@ -388,7 +388,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> M
         let offset = self.checked_offset(&index)?;
         // SAFETY: `index` is inside the extents, so `offset` is inside the span, which holds
         // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow.
-        Some(unsafe { &*self.ptr.as_ptr().add(offset) })
+        Some(unsafe { &*self.ptr.as_ptr().wrapping_add(offset) })
     }
 
     /// The element at `index`, without checking it.
@@ -399,7 +399,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> M
     #[inline(always)]
     pub unsafe fn get_unchecked(&self, index: E::Index) -> &T {
         // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
-        unsafe { &*self.ptr.as_ptr().add(self.mapping.offset_of(&index)) }
+        unsafe { &*self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
     }
 
     /// The elements in row-major index order, whatever the layout.
@@ -418,7 +418,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
         let offset = self.checked_offset(&index)?;
         // SAFETY: as in `get`; the view is unique, so `&mut self` is the only access to the
         // element for the returned borrow.
-        Some(unsafe { &mut *self.ptr.as_ptr().add(offset) })
+        Some(unsafe { &mut *self.ptr.as_ptr().wrapping_add(offset) })
     }
 
     /// The element at `index` for writing, without checking it.
@@ -429,7 +429,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: E::Index) -> &mut T {
         // SAFETY: the caller promises `index` is inside the extents; the view is unique.
-        unsafe { &mut *self.ptr.as_ptr().add(self.mapping.offset_of(&index)) }
+        unsafe { &mut *self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
     }
 
     /// Calls `f` with each index, in row-major order, and a mutable reference to its element.
