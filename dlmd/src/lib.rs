@@ -22,10 +22,26 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` for the error types.
-//! - `derive` (default): `#[derive(DlElement)]`.
+//! - `std` (default): `std::error::Error` for the error types, and what needs an allocator:
+//!   owned exchange of managed tensors ([`managed`]), [`Array`], the bitmap that checks
+//!   overlapping `bool` tensors.
+//! - `derive` (default): `#[derive(DlElement)]` and [`dlmd!`], from `dlmd-derive`.
+//! - `python`: DLPack for Python through pyo3 ([`python`]: `__dlpack__`
+//!   producers, `from_dlpack` consumers). Implies `std`.
+//! - `cuda`: CUDA through cudarc ([`cuda`]: device and managed views over cudarc
+//!   allocations, kernel arguments, stream ordering for DLPack). Builds without a CUDA toolkit;
+//!   the driver and NVRTC are loaded at run time. Implies `std`.
 //!
-//! Without default features the crate is `#![no_std]` and needs no allocator.
+//! Without default features the crate is `#![no_std]` and needs no allocator: the C ABI, element
+//! types, extents, layouts, views, and conversion of views to and from `DLTensor`.
+//!
+//! # Modules
+//!
+//! [`dlpack`] is the C ABI (with one trait over both managed-tensor structs), [`dtype`] maps
+//! element types to data types, [`extents`], [`layout`] (all index arithmetic) and [`space`]
+//! (memory spaces and the DLPack devices behind them) make up a view's type, [`view`] is the
+//! view, [`export`] and [`import`] convert views to and from `DLTensor`, [`managed`] exchanges
+//! owned tensors, and [`cuda`] and [`python`] talk to those runtimes.
 //!
 //! [DLPack]: https://dmlc.github.io/dlpack/latest/
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
@@ -36,10 +52,13 @@
     clippy::missing_safety_doc
 )]
 #![doc(test(attr(deny(warnings))))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod array;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 pub mod dlpack;
 pub mod dtype;
@@ -48,8 +67,10 @@ pub mod extents;
 pub mod import;
 pub mod layout;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod managed;
 #[cfg(feature = "python")]
+#[cfg_attr(docsrs, doc(cfg(feature = "python")))]
 pub mod python;
 pub mod space;
 pub mod view;
@@ -60,6 +81,7 @@ pub use half;
 pub use num_complex;
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use array::Array;
 pub use dtype::{
     ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
@@ -112,6 +134,7 @@ pub use view::{
 /// assert_eq!(Half2::DTYPE.to_string(), "float16x2");
 /// ```
 #[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use dlmd_derive::DlElement;
 
 /// Builds a host view over an array, a slice or a `Vec` in one line, checking at compile time
@@ -159,6 +182,7 @@ pub use dlmd_derive::DlElement;
 /// expansion names dlmd through `$crate`, so it works with the crate renamed in `Cargo.toml`
 /// and under `#![no_implicit_prelude]`.
 #[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 #[macro_export]
 macro_rules! dlmd {
     ($($input:tt)*) => {

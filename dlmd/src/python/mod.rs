@@ -35,5 +35,6 @@ pub use keep_alive::PyKeepAlive;
 pub use method::{DlpackExporter, add_dlpack_method};
 pub use producer::export_cpu;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use producer::export_cuda;
 pub use request::DlpackRequest;

@@ -48,6 +48,7 @@ where
 /// `dl_device` must be this device; `copy=True` is refused (this producer does not copy device
 /// data).
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub fn export_cuda<'py, S, E>(
     py: Python<'py>,
     request: &DlpackRequest,
