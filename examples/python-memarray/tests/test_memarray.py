@@ -6,6 +6,7 @@ the other side), lifetimes, and that malformed producers raise Python exceptions
 
 import ctypes
 import gc
+import inspect
 import os
 
 import numpy as np
@@ -605,3 +606,22 @@ def test_exports_released_on_other_threads():
     assert m.exports == 0
     m.add_index()
     assert np.from_dlpack(m)[0, 0] == 8
+
+
+def test_every_public_name_has_a_user_facing_docstring():
+    """help(dlmd_memarray) reads as Python documentation: the module, the class, every method
+    and function say what they do, and none leaks Rust internals."""
+    documented = [dm, dm.MemArray, dm.add_index, dm.import_tensor, dm.dlpack_dtype]
+    documented += [
+        getattr(dm.MemArray, name)
+        for name in dir(dm.MemArray)
+        if not name.startswith("_") or name in ("__dlpack__", "__dlpack_device__")
+    ]
+    for obj in documented:
+        doc = obj.__doc__ or ""
+        assert len(doc.strip()) > 20, f"{obj!r} has no docstring"
+        for internal in ("GilCell", "frozen", "RefCell", "Rust", "pyo3", "unsafe"):
+            assert internal not in doc, f"{obj!r} mentions {internal}: {doc!r}"
+    assert str(inspect.signature(dm.MemArray)) == "(shape, dtype)"
+    assert str(inspect.signature(dm.add_index)) == "(x, /)"
+    assert str(inspect.signature(dm.MemArray.__dlpack__)) == "(self, /, *, stream=None, max_version=None, dl_device=None, copy=None)"

@@ -1,0 +1,351 @@
+//! The `MemArray` class.
+
+use crate::cell::GilCell;
+use crate::dtype::{AddIndex, Buffer, DType, DeviceBuffer, dtype_arg};
+use crate::exported::{ExportCount, Exported};
+use crate::gpu::{add_index_device, cuda_error, gpu};
+use crate::{MAX_RANK, import_error};
+use dlmd::managed::ManagedTensor;
+use dlmd::python::{DlpackExporter, DlpackRequest, export_cpu, export_cuda, from_dlpack as import};
+use dlmd::view::Unique;
+use dlmd::{Dims, DlElement, Extents, Host, HostMdspanMut, LayoutRight, LayoutStrideRelaxed, Mdspan};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::cell::RefMut;
+use std::sync::Arc;
+
+// Internals: the class is `frozen`, its data in a `GilCell` that exports borrow without the
+// atomic operations of pyo3's own borrow flag; `exports` counts the tensors consumers hold.
+
+/// An n-dimensional array (rank 0 to 4) of a numpy dtype (bool, integers, float16/32/64,
+/// complex64/128), zero-filled, that any DLPack consumer reads and writes in place:
+/// `numpy.from_dlpack(m)`, `torch.from_dlpack(m)`, `cupy.from_dlpack(m)`. It moves to the GPU
+/// with `to_device()` and back with `to_host()`.
+///
+/// While a consumer holds one of its tensors (`exports` > 0), the array stays alive and its
+/// methods that change it raise `BufferError`.
+#[pyclass(module = "dlmd_memarray", frozen)]
+pub struct MemArray {
+    data: GilCell<Data>,
+    exports: Arc<ExportCount>,
+}
+
+/// What a MemArray holds.
+struct Data {
+    shape: Vec<usize>,
+    buffer: Buffer,
+    /// The copy on the GPU, once `to_device` made one.
+    device: Option<DeviceBuffer>,
+    /// Whether the copy on the GPU is the current one.
+    on_device: bool,
+}
+
+impl MemArray {
+    fn of(data: Data) -> Self {
+        Self {
+            data: GilCell::new(data),
+            exports: Arc::default(),
+        }
+    }
+
+    /// The data, to change: refused while consumers hold exported tensors.
+    fn data_mut<'a>(&'a self, py: Python<'a>) -> PyResult<RefMut<'a, Data>> {
+        match self.exports.get() {
+            0 => self.data.borrow_mut(py),
+            n => Err(PyBufferError::new_err(format!(
+                "{n} exported tensor(s) of this MemArray are alive; release them before changing it"
+            ))),
+        }
+    }
+}
+
+impl Data {
+    fn new(shape: Vec<usize>, dtype: DType) -> PyResult<Self> {
+        if shape.len() > MAX_RANK {
+            return Err(PyValueError::new_err(format!(
+                "rank {} is more than {MAX_RANK}",
+                shape.len()
+            )));
+        }
+        let len = shape
+            .iter()
+            .try_fold(1usize, |a, &n| a.checked_mul(n))
+            .ok_or_else(|| PyValueError::new_err("the shape holds more elements than memory can"))?;
+        Ok(Self {
+            shape,
+            buffer: Buffer::zeros(dtype, len),
+            device: None,
+            on_device: false,
+        })
+    }
+
+    /// Refuses host access while the copy on the GPU is current.
+    fn check_host(&self) -> PyResult<()> {
+        if self.on_device {
+            return Err(PyBufferError::new_err("the data is on the GPU; call to_host() first"));
+        }
+        Ok(())
+    }
+
+    /// Copies the elements of `tensor` into this array, which has its shape and dtype.
+    fn fill_from(&mut self, tensor: &ManagedTensor) -> PyResult<()> {
+        let Data { shape, buffer, .. } = self;
+        with_buffer!(buffer, |dst| copy_into(tensor, shape, dst))
+    }
+}
+
+/// The extents of `shape` as `Dims<R>`.
+fn dims<const R: usize>(shape: &[usize]) -> Dims<R> {
+    Dims::new(std::array::from_fn(|d| shape[d]))
+}
+
+/// Copies `tensor`'s elements, row-major, into `dst` (of the same shape and element type).
+fn copy_into<T: DlElement>(tensor: &ManagedTensor, shape: &[usize], dst: &mut [T]) -> PyResult<()> {
+    with_rank!(shape.len(), R => {
+        let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+        if view.extents().to_array().as_slice() != shape {
+            return Err(PyValueError::new_err(format!(
+                "shape {:?} does not match {:?}", view.extents().to_array(), shape
+            )));
+        }
+        for (d, s) in dst.iter_mut().zip(view.values()) {
+            *d = s;
+        }
+        Ok(())
+    })
+}
+
+/// Adds the index sum to each element of a view the array owns.
+fn add_index_view<T: AddIndex, E: Extents>(view: &mut Mdspan<'_, T, E, LayoutRight, Host, Unique>) {
+    view.for_each_mut(|index, x| x.add_index(index.as_ref().iter().sum()));
+}
+
+#[pymethods]
+impl MemArray {
+    #[new]
+    fn py_new(shape: Vec<usize>, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Self::of(Data::new(shape, dtype_arg(dtype)?)?))
+    }
+
+    /// The shape, a list of sizes.
+    #[getter]
+    fn shape(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        Ok(self.data.borrow(py)?.shape.clone())
+    }
+
+    /// The numpy name of the element type, such as "float32".
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.data.borrow(py)?.buffer.dtype().name())
+    }
+
+    /// How many tensors exported from this array consumers still hold.
+    #[getter]
+    fn exports(&self) -> usize {
+        self.exports.get()
+    }
+
+    /// The DLPack device of the data, `(device_type, device_id)`: `(1, 0)` on the CPU,
+    /// `(2, 0)` on the GPU.
+    fn __dlpack_device__(&self, py: Python<'_>) -> PyResult<(i32, i32)> {
+        Ok(if self.data.borrow(py)?.on_device {
+            (2, 0)
+        } else {
+            (1, 0)
+        })
+    }
+
+    /// Where the data is: "cpu" or "cuda:0".
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(if self.data.borrow(py)?.on_device {
+            "cuda:0"
+        } else {
+            "cpu"
+        })
+    }
+
+    /// Moves the data to the GPU (one host-to-device copy); exports and `add_index` then use
+    /// it there. Raises `BufferError` without a GPU or while tensors are exported.
+    // The seed's Python names; they move the data in place.
+    #[allow(clippy::wrong_self_convention)]
+    fn to_device(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        if data.on_device {
+            return Ok(());
+        }
+        let gpu = gpu()?;
+        let Data { buffer, device, .. } = &mut *data;
+        let fresh = with_buffers!(buffer, device.as_mut(), |v, d, wrap| {
+            match d {
+                // Copied straight from the host buffer into the allocation made before.
+                Some(d) if d.len() >= v.len() => {
+                    gpu.stream
+                        .memcpy_htod(v.as_slice(), &mut d.slice_mut(..v.len()))
+                        .map_err(cuda_error)?;
+                    None
+                }
+                _ => {
+                    // SAFETY: the first `v.len()` elements are written by the copy below before
+                    // anything reads them; the one more allocated for an empty array is never
+                    // read.
+                    let mut d = unsafe { gpu.stream.alloc(v.len().max(1)) }.map_err(cuda_error)?;
+                    gpu.stream
+                        .memcpy_htod(v.as_slice(), &mut d.slice_mut(..v.len()))
+                        .map_err(cuda_error)?;
+                    Some(wrap(d))
+                }
+            }
+        });
+        if let Some(fresh) = fresh {
+            *device = Some(fresh);
+        }
+        data.on_device = true;
+        Ok(())
+    }
+
+    /// Moves the data back to the host (one device-to-host copy).
+    #[allow(clippy::wrong_self_convention)]
+    fn to_host(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        if !data.on_device {
+            return Ok(());
+        }
+        let gpu = gpu()?;
+        let Data { buffer, device, .. } = &mut *data;
+        with_buffers!(buffer, device.as_mut(), |v, d, _wrap| {
+            let d = d.expect("the data is on the GPU, so a copy of its type is there");
+            gpu.stream
+                .memcpy_dtoh(&d.slice(..v.len()), v.as_mut_slice())
+                .map_err(cuda_error)
+        })?;
+        data.on_device = false;
+        Ok(())
+    }
+
+    /// Adds to each element the sum of its indices (for `m[i, j]`, `i + j`), in place, on the
+    /// GPU when the data is there. `bool` elements become true where the sum is not zero.
+    fn add_index(&self, py: Python<'_>) -> PyResult<()> {
+        let mut data = self.data_mut(py)?;
+        let Data {
+            shape,
+            buffer,
+            device,
+            on_device,
+        } = &mut *data;
+        if *on_device {
+            return with_buffers!(buffer, device.as_mut(), |_v, d, _wrap| with_rank!(shape.len(), R => {
+                let d = d.expect("the data is on the GPU, so a copy of its type is there");
+                let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
+                    .map_err(cuda_error)?;
+                add_index_device(&view)
+            }));
+        }
+        with_buffer!(buffer, |v| with_rank!(shape.len(), R => {
+            let mut view = HostMdspanMut::<_, Dims<R>, LayoutRight>::from_slice_mut(v, dims::<R>(shape))
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            add_index_view(&mut view);
+            Ok(())
+        }))
+    }
+
+    /// Copies the data of `x`, any DLPack producer of the same shape and dtype (a numpy array,
+    /// a torch tensor, another MemArray), into this array.
+    #[pyo3(signature = (x, /))]
+    fn read_numpy(&self, x: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = x.py();
+        // Checked before the producer runs, and again after: its Python code may call back.
+        self.data_mut(py)?.check_host()?;
+        let tensor = import(x)?;
+        let mut data = self.data_mut(py)?;
+        data.check_host()?;
+        let dtype = tensor.dl_tensor().dtype;
+        let ours = data.buffer.dtype();
+        if DType::from_dlpack(dtype) != Some(ours) {
+            return Err(PyTypeError::new_err(format!(
+                "dtype {dtype} does not match {}",
+                ours.name()
+            )));
+        }
+        let ndim = tensor.dl_tensor().ndim;
+        if usize::try_from(ndim).ok() != Some(data.shape.len()) {
+            return Err(PyValueError::new_err(format!(
+                "rank {ndim} does not match {}",
+                data.shape.len()
+            )));
+        }
+        data.fill_from(&tensor)
+    }
+
+    /// A new MemArray holding a copy of the data of `x`, any DLPack producer on the CPU.
+    #[staticmethod]
+    #[pyo3(signature = (x, /))]
+    fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let tensor = import(x)?;
+        let t = tensor.dl_tensor();
+        let dtype = DType::from_dlpack(t.dtype)
+            .ok_or_else(|| PyTypeError::new_err(format!("dtype {} is not one MemArray holds", t.dtype)))?;
+        let rank = usize::try_from(t.ndim)
+            .ok()
+            .filter(|&r| r <= MAX_RANK)
+            .ok_or_else(|| PyValueError::new_err(format!("rank {} is not supported (0 to {MAX_RANK})", t.ndim)))?;
+        // The shape, read through a checked view: the tensor's fields are foreign.
+        let shape = with_dtype!(dtype, T => with_rank!(rank, R => {
+            let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+            Ok(view.extents().to_array().to_vec())
+        }))?;
+        let mut data = Data::new(shape, dtype)?;
+        data.fill_from(&tensor)?;
+        Ok(Self::of(data))
+    }
+
+    /// `MemArray(shape=[...], dtype='...')`.
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let data = self.data.borrow(py)?;
+        Ok(format!(
+            "MemArray(shape={:?}, dtype={:?})",
+            data.shape,
+            data.buffer.dtype().name()
+        ))
+    }
+}
+
+/// `__dlpack__`, added to the class by `add_dlpack_method` when the module loads.
+impl DlpackExporter for MemArray {
+    fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
+        let py = slf.py();
+        let this = slf.get();
+        let mut data = this.data.borrow_mut(py)?;
+        let exports = &this.exports;
+        let array = slf.clone();
+        let Data {
+            shape,
+            buffer,
+            device,
+            on_device,
+        } = &mut *data;
+        if *on_device {
+            let gpu = gpu()?;
+            return with_buffers!(buffer, device.as_mut(), |_v, d, _wrap| with_rank!(shape.len(), R => {
+                let d = d.expect("the data is on the GPU, so a copy of its type is there");
+                let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
+                    .map_err(cuda_error)?;
+                let (ptr, len) = (view.data_handle(), view.size());
+                export_cuda(py, request, dims::<R>(shape), &gpu.stream, || {
+                    Ok(Exported::new(ptr, len, array, exports))
+                })
+            }));
+        }
+        with_buffer!(buffer, |v| {
+            let (ptr, len) = (v.as_mut_ptr(), v.len());
+            with_rank!(shape.len(), R => export_cpu(
+                py,
+                request,
+                dims::<R>(shape),
+                || Ok(Exported::new(ptr, len, array, exports)),
+                || Ok(v.clone()),
+            ))
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! The GPU: its stream and the `add_index` kernels, compiled once with NVRTC.
+
+use crate::MAX_RANK;
+use crate::dtype::{AddIndex, DType};
+use cudarc::driver::{CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use dlmd::cuda::KernelView;
+use dlmd::layout::Layout;
+use dlmd::view::Access;
+use dlmd::{Device, Dims, Mdspan};
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::prelude::*;
+use std::sync::{Arc, OnceLock};
+
+/// The device, its stream (the legacy default stream) and the compiled kernels, made once.
+pub struct Gpu {
+    pub stream: Arc<CudaStream>,
+    kernels: OnceLock<Result<Arc<CudaModule>, String>>,
+}
+
+/// The GPU, or `BufferError` where there is none.
+pub fn gpu() -> PyResult<&'static Gpu> {
+    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let ctx = dlmd::cuda::context(0).map_err(|e| e.to_string())?;
+        Ok(Gpu {
+            stream: ctx.default_stream(),
+            kernels: OnceLock::new(),
+        })
+    })
+    .as_ref()
+    .map_err(|e| PyBufferError::new_err(format!("no GPU: {e}")))
+}
+
+pub fn cuda_error(e: impl std::fmt::Display) -> PyErr {
+    PyBufferError::new_err(format!("CUDA: {e}"))
+}
+
+/// The kernels: `add_index_<dtype>_<rank>` for every type with a C name and ranks 1 to 4.
+fn kernel_source() -> String {
+    let mut src = String::from(
+        r#"
+template <typename T> __device__ T add_sum(T x, long long s) { return x + (T)s; }
+template <> __device__ bool add_sum<bool>(bool x, long long s) { return x || s != 0; }
+template <typename T, int R> __device__ void add_index_impl(dlmd::view<T, R> v) {
+    long long n = v.size();
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+        long long idx[R];
+        v.unravel(t, idx);
+        long long s = 0, offset = 0;
+        for (int r = 0; r < R; ++r) { s += idx[r]; offset += idx[r] * v.strides[r]; }
+        v.data[offset] = add_sum(v.data[offset], s);
+    }
+}
+"#,
+    );
+    for dtype in DType::ALL {
+        let Some(c) = dtype.c_type() else { continue };
+        let name = dtype.name();
+        for r in 1..=MAX_RANK {
+            src += &format!(
+                "extern \"C\" __global__ void add_index_{name}_{r}(dlmd::view<{c}, {r}> v) {{ add_index_impl(v); }}\n"
+            );
+        }
+    }
+    src
+}
+
+/// Runs `add_index_<dtype>_<R>` over a writable device view on the GPU's stream, and waits.
+pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
+    view: &Mdspan<'_, T, Dims<R>, L, Device, A>,
+) -> PyResult<()> {
+    const { assert!(A::MUTABLE, "add_index writes: pass a Unique or AliasedMut view") };
+    let gpu = gpu()?;
+    let dtype = DType::from_dlpack(T::DTYPE).expect("every AddIndex type is a DType");
+    if R == 0 || dtype.c_type().is_none() {
+        let names: Vec<&str> = DType::ALL
+            .iter()
+            .filter(|d| d.c_type().is_some())
+            .map(|d| d.name())
+            .collect();
+        return Err(PyTypeError::new_err(format!(
+            "add_index on the GPU handles rank 1 to {MAX_RANK} of {}, not rank {R} {}",
+            names.join(", "),
+            dtype.name()
+        )));
+    }
+    let module = gpu
+        .kernels
+        .get_or_init(|| {
+            let ptx = dlmd::cuda::compile_ptx(&kernel_source(), Default::default()).map_err(|e| e.to_string())?;
+            gpu.stream.context().load_module(ptx).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(cuda_error)?;
+    let func = module
+        .load_function(&format!("add_index_{}_{R}", dtype.name()))
+        .map_err(cuda_error)?;
+    let kv: KernelView<T, R> = view.kernel_view();
+    let n = view.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let blocks = n.div_ceil(256).min(65_535) as u32;
+    let mut launch = gpu.stream.launch_builder(&func);
+    launch.arg(&kv);
+    // SAFETY: the kernel reads and writes exactly the view's elements (a writable view, checked
+    // unique by its importer or made over an allocation borrowed exclusively), which the view's
+    // owner keeps alive until the stream is synchronised below; the producer made them ready on
+    // this stream.
+    unsafe {
+        launch.launch(LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .map_err(cuda_error)?;
+    gpu.stream.synchronize().map_err(cuda_error)
+}
