@@ -68,7 +68,7 @@ pub enum CudaError {
         current: Current,
     },
     /// A consumer's `stream` argument is not one DLPack defines for CUDA.
-    #[error("stream {value}: {why}")]
+    #[error("stream={value}: {why}")]
     StreamValue {
         /// The value given.
         value: isize,
