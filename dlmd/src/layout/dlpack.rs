@@ -124,15 +124,19 @@ unsafe fn read_strided<E: Extents, const POSITIVE: bool>(
 ) -> Option<(E, E::Index, usize)> {
     let mut extents = E::Index::zeros();
     let mut steps = E::Index::zeros();
-    let (mut count, mut reach, mut all_n, mut all_s, mut refused) = (1usize, 0usize, 0usize, 0usize, false);
+    // A refused stride sets the top bit of `all_s`, which the bound below then catches with the
+    // rest, in one test.
+    let (mut count, mut reach, mut all_n, mut all_s) = (1usize, 0usize, 0usize, 0usize);
     for d in 0..E::RANK {
         // SAFETY: `d < RANK`; forwarded from the caller.
         let (n, s) = unsafe { dim(shape, strides, d) };
         let s = if POSITIVE {
-            refused |= (s <= 0) & (n > 1);
+            // Not positive: replaced by 1 where the extent is 0 or 1, refused elsewhere.
+            let refused = usize::from(s <= 0) & usize::from(n > 1);
+            all_s |= refused << (usize::BITS - 1);
             if s > 0 { s as usize } else { 1 }
         } else {
-            refused |= s < 0;
+            // A negative stride is refused by its own top bit.
             s as usize
         };
         let n = n as usize;
@@ -145,7 +149,7 @@ unsafe fn read_strided<E: Extents, const POSITIVE: bool>(
     // Below `unchecked_bits` no product or sum reaches 2^62 (and a negative extent or stride
     // sets a top bit); 0 elements is the general path's case.
     let (extent_bits, stride_bits) = const { unchecked_bits(E::RANK) };
-    if refused | (all_n >> extent_bits != 0) | (all_s >> stride_bits != 0) | (count == 0) {
+    if (all_n >> extent_bits) | (all_s >> stride_bits) | usize::from(count == 0) != 0 {
         return None;
     }
     Some((E::from_array(extents).ok()?, steps, reach + 1))
