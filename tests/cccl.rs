@@ -296,10 +296,10 @@ fn null_strides_of_dlpack_1_2_are_refused() {
     tensor!(let t = &mut data, shape, None);
     let v12 = DLPackVersion { major: 1, minor: 2 };
     // SAFETY: `t` describes `data`.
-    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_versioned(&t, Some(v12)) }.unwrap_err();
+    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_with_version(&t, Some(v12)) }.unwrap_err();
     assert_eq!(err, ImportError::NullStrides { version: v12 });
     // SAFETY: as above.
-    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_versioned(&t, Some(DLPackVersion::CURRENT)) };
+    let err = unsafe { HostMdspan::<f32, dlmd::Dims<2>>::from_dlpack_with_version(&t, Some(DLPackVersion::CURRENT)) };
     assert!(matches!(err, Err(ImportError::NullStrides { .. })));
 }
 
@@ -314,7 +314,7 @@ fn null_strides_of_older_or_unknown_versions_are_row_major() {
     assert_eq!(md[[1, 0]], 3.);
     let v11 = Some(DLPackVersion { major: 1, minor: 1 });
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-    let md = unsafe { HostMdspan::<f32, dlmd::Dims<2>, LayoutStride>::from_dlpack_versioned(&t, v11) }.unwrap();
+    let md = unsafe { HostMdspan::<f32, dlmd::Dims<2>, LayoutStride>::from_dlpack_with_version(&t, v11) }.unwrap();
     assert_eq!(md.stride(0), 3);
     assert!(matches!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.

@@ -51,7 +51,7 @@ where
     let version = version(input.version);
     // SAFETY: `t` points into `built`, alive for the view; its shape and strides hold 8 values;
     // where dlmd may read elements, they lie inside the buffer (checked above).
-    let result = unsafe { Mdspan::<T, Dims<R>, L, S, A>::from_dlpack_versioned(t, version) };
+    let result = unsafe { Mdspan::<T, Dims<R>, L, S, A>::from_dlpack_with_version(t, version) };
     let view = match result {
         Ok(view) => view,
         Err(e) => {

@@ -190,7 +190,7 @@ where
     #[inline]
     pub unsafe fn from_dlpack(tensor: &'a DLTensor) -> Result<Self, ImportError> {
         // SAFETY: forwarded from the caller.
-        unsafe { Self::from_dlpack_versioned(tensor, None) }
+        unsafe { Self::from_dlpack_with_version(tensor, None) }
     }
 
     /// As [`from_dlpack`](Self::from_dlpack), for a tensor produced against DLPack `version`
@@ -200,7 +200,7 @@ where
     ///
     /// As for [`from_dlpack`](Self::from_dlpack).
     #[inline]
-    pub unsafe fn from_dlpack_versioned(
+    pub unsafe fn from_dlpack_with_version(
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
     ) -> Result<Self, ImportError> {
@@ -538,76 +538,4 @@ import_fn!(
 );
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::LayoutStrideRelaxed;
-    use crate::dlpack::DLDevice;
-    use crate::layout::{LayoutLeft, LayoutRight, LayoutStride};
-
-    /// Values at the edges of what the one-pass reading accepts: zero, one, small, negative,
-    /// and the bounds of its unchecked arithmetic.
-    const VALUES: [i64; 10] = [0, 1, 2, 3, -1, -3, 1 << 20, (1 << 31) - 1, 1 << 31, i64::MAX];
-
-    /// Every view the one-pass path builds is the one the checked path builds, for rank-2
-    /// tensors over every pair of extents and strides from `VALUES`, with aligned, misaligned,
-    /// NULL and overflowing data.
-    fn agree<L: Layout, A: Access>() {
-        let datas: [usize; 4] = [0x1000, 0x1002, 0, usize::MAX - 7];
-        // Miri runs the same comparisons over fewer values.
-        let (extents, strides) = if cfg!(miri) {
-            (&VALUES[..4], &VALUES[..5])
-        } else {
-            (&VALUES[..8], &VALUES[..])
-        };
-        let (mut common, mut checked) = (0, 0);
-        for &n0 in extents {
-            for &n1 in extents {
-                for &s0 in strides {
-                    for &s1 in strides {
-                        for &data in &datas {
-                            for byte_offset in [0u64, 4, 6] {
-                                let mut shape = [n0, n1];
-                                let mut strides = [s0, s1];
-                                let t = DLTensor {
-                                    data: core::ptr::without_provenance_mut(data),
-                                    device: DLDevice::CPU,
-                                    ndim: 2,
-                                    dtype: f32::DTYPE,
-                                    shape: shape.as_mut_ptr(),
-                                    strides: strides.as_mut_ptr(),
-                                    byte_offset,
-                                };
-                                // SAFETY: the arrays are alive; no view is dereferenced (only
-                                // their pointers and mappings are compared).
-                                let fast = unsafe { Mdspan::<f32, Dims<2>, L, Host, A>::import_common(&t) };
-                                // SAFETY: as above.
-                                let slow = unsafe { Mdspan::<f32, Dims<2>, L, Host, A>::import_checked(&t, None) };
-                                checked += 1;
-                                if let Some(fast) = fast {
-                                    common += 1;
-                                    let slow = slow.expect("the checked path refuses what the one-pass path took");
-                                    assert_eq!(fast.data_handle(), slow.data_handle());
-                                    assert_eq!(fast.mapping(), slow.mapping());
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        assert!(
-            common > 0 && common < checked,
-            "{common} of {checked} took the one-pass path"
-        );
-    }
-
-    #[test]
-    fn one_pass_and_checked_imports_agree() {
-        agree::<LayoutRight, Shared>();
-        agree::<LayoutLeft, Shared>();
-        agree::<LayoutStride, Shared>();
-        agree::<LayoutStride, Unique>();
-        agree::<LayoutStrideRelaxed, Shared>();
-        agree::<LayoutStrideRelaxed, AliasedMut>();
-    }
-}
+mod tests;
