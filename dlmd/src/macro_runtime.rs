@@ -45,7 +45,7 @@ fn extents<E: Extents>(mut dims: E::Index, infer: Option<usize>, len: usize) -> 
             .filter(|&(d, _)| d != dim)
             .map(|(_, &n)| n)
             .product();
-        if others == 0 || len % others != 0 {
+        if others == 0 || !len.is_multiple_of(others) {
             misfit(format_args!(
                 "cannot infer extent {dim}: {len} elements do not divide into rows of {others}"
             ));

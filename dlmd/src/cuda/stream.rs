@@ -55,7 +55,7 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
     const USER_SPACE_END: usize = 1 << 48;
     let why = if value < PAGE {
         Some("a small integer, not a handle")
-    } else if value % align_of::<u64>() != 0 {
+    } else if !value.is_multiple_of(align_of::<u64>()) {
         Some("not aligned like a driver object")
     } else if value >= USER_SPACE_END {
         Some("not an address in user space")

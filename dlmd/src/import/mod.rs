@@ -299,7 +299,7 @@ where
     #[inline(always)]
     fn check_offset(tensor: &DLTensor) -> Result<(), ImportError> {
         let size = size_of::<T>();
-        if tensor.byte_offset % size as u64 != 0 {
+        if !tensor.byte_offset.is_multiple_of(size as u64) {
             return Err(ImportError::ByteOffset {
                 byte_offset: tensor.byte_offset,
                 element_size: size,
@@ -343,10 +343,11 @@ where
             return Err(ImportError::NullShape { ndim: tensor.ndim });
         }
         let null_strides = tensor.strides.is_null();
-        if rank > 0 && null_strides {
-            if let Some(version) = version.filter(|v| *v >= STRIDES_REQUIRED_SINCE) {
-                return Err(ImportError::NullStrides { version });
-            }
+        if rank > 0
+            && null_strides
+            && let Some(version) = version.filter(|v| *v >= STRIDES_REQUIRED_SINCE)
+        {
+            return Err(ImportError::NullStrides { version });
         }
         let mut extents = E::Index::zeros();
         let mut strides = <E::Index as IndexArray>::isize_zeros();

@@ -86,13 +86,13 @@ impl ManagedTensor {
         let ptr = NonNull::new(ptr).ok_or(ManagedError::Null)?;
         // SAFETY: the caller promises `ptr` points to a managed tensor whose version (if it has
         // one) is readable.
-        if let Some(major) = unsafe { M::major(ptr.as_ptr()) } {
-            if major != 1 {
-                // SAFETY: the deleter's place is fixed by the ABI for every major version; the
-                // caller hands over ownership, so calling it once is ours to do.
-                unsafe { M::release(ptr.as_ptr()) };
-                return Err(ManagedError::Version { major });
-            }
+        if let Some(major) = unsafe { M::major(ptr.as_ptr()) }
+            && major != 1
+        {
+            // SAFETY: the deleter's place is fixed by the ABI for every major version; the
+            // caller hands over ownership, so calling it once is ours to do.
+            unsafe { M::release(ptr.as_ptr()) };
+            return Err(ManagedError::Version { major });
         }
         // SAFETY: a struct of major version 1 (or legacy) is readable whole (caller).
         let managed = unsafe { ptr.as_ref() };

@@ -62,13 +62,13 @@ where
 {
     let ordinal = stream.context().ordinal() as i32;
     let device = DLDevice::cuda(ordinal);
-    if let Some(wanted) = request.dl_device {
-        if wanted != device {
-            return Err(PyBufferError::new_err(format!(
-                "the data is on CUDA device {ordinal} and cannot be exported to device ({}, {})",
-                wanted.device_type.0, wanted.device_id
-            )));
-        }
+    if let Some(wanted) = request.dl_device
+        && wanted != device
+    {
+        return Err(PyBufferError::new_err(format!(
+            "the data is on CUDA device {ordinal} and cannot be exported to device ({}, {})",
+            wanted.device_type.0, wanted.device_id
+        )));
     }
     if request.copy == Some(true) {
         return Err(PyBufferError::new_err(
