@@ -295,28 +295,6 @@ where
         Some(unsafe { Self::from_non_null(ptr, mapping, space) })
     }
 
-    /// `byte_offset` must be a multiple of the element size.
-    #[inline(always)]
-    fn check_offset(tensor: &DLTensor) -> Result<(), ImportError> {
-        let size = size_of::<T>();
-        if !tensor.byte_offset.is_multiple_of(size as u64) {
-            return Err(ImportError::ByteOffset {
-                byte_offset: tensor.byte_offset,
-                element_size: size,
-            });
-        }
-        Ok(())
-    }
-
-    /// The bytes of a span of `span` elements, if they fit in `isize`.
-    #[inline(always)]
-    fn span_bytes(span: usize) -> Result<usize, ImportError> {
-        Ok(span
-            .checked_mul(size_of::<T>())
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or(LayoutError::SpanOverflow)?)
-    }
-
     /// Every check in order, each failure its own error: the path of empty tensors, NULL strides,
     /// negative strides, very large values, `bool` elements, and every error.
     ///
@@ -373,7 +351,13 @@ where
         }
         let e = extents;
         let extents = E::from_array(extents)?;
-        Self::check_offset(tensor)?;
+        let size = size_of::<T>();
+        if !tensor.byte_offset.is_multiple_of(size as u64) {
+            return Err(ImportError::ByteOffset {
+                byte_offset: tensor.byte_offset,
+                element_size: size,
+            });
+        }
         if tensor.data.is_null() && !empty {
             let elements = e.as_ref().iter().fold(1usize, |a, &n| a.saturating_mul(n));
             return Err(ImportError::NullData { elements });
@@ -388,7 +372,11 @@ where
         if A::MUTABLE && !L::ALWAYS_UNIQUE && !mapping.is_unique() {
             return Err(LayoutError::Overlapping.into());
         }
-        let span_bytes = Self::span_bytes(mapping.required_span_size())?;
+        let span_bytes = mapping
+            .required_span_size()
+            .checked_mul(size)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or(LayoutError::SpanOverflow)?;
         if empty {
             // SAFETY: an empty view never dereferences its pointer.
             return Ok(unsafe { Self::from_raw_parts(core::ptr::null_mut(), mapping, space) });
