@@ -136,3 +136,30 @@ fn managed_tensor_versioned_layout() {
 fn deleter_is_a_nullable_c_function_pointer() {
     assert_eq!(size_of::<Option<unsafe extern "C" fn(*mut DLManagedTensor)>>(), 8);
 }
+
+#[test]
+fn exchange_api_layout() {
+    assert_eq!(
+        (
+            size_of::<DLPackExchangeAPIHeader>(),
+            align_of::<DLPackExchangeAPIHeader>()
+        ),
+        (16, 8)
+    );
+    assert_eq!(offset_of!(DLPackExchangeAPIHeader, version), 0);
+    assert_eq!(offset_of!(DLPackExchangeAPIHeader, prev_api), 8);
+    assert_eq!(
+        (size_of::<DLPackExchangeAPI>(), align_of::<DLPackExchangeAPI>()),
+        (56, 8)
+    );
+    assert_eq!(offset_of!(DLPackExchangeAPI, header), 0);
+    assert_eq!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator), 16);
+    assert_eq!(offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync), 24);
+    assert_eq!(offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync), 32);
+    assert_eq!(offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync), 40);
+    assert_eq!(offset_of!(DLPackExchangeAPI, current_work_stream), 48);
+    // Every entry is a nullable C function pointer: one pointer wide, NULL as `None`.
+    assert_eq!(size_of::<DLPackManagedTensorAllocator>(), 8);
+    assert_eq!(size_of::<DLPackCurrentWorkStream>(), 8);
+    assert_eq!(DLPackExchangeAPI::CAPSULE.to_bytes(), b"dlpack_exchange_api");
+}

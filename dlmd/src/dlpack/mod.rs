@@ -12,7 +12,7 @@ mod managed;
 
 pub use managed::ManagedTensorAbi;
 
-use core::ffi::c_void;
+use core::ffi::{CStr, c_char, c_int, c_void};
 use core::fmt;
 
 /// Major version of the DLPack ABI these definitions follow (`DLPACK_MAJOR_VERSION`).
@@ -392,6 +392,92 @@ pub struct DLManagedTensorVersioned {
     pub flags: u64,
     /// The tensor.
     pub dl_tensor: DLTensor,
+}
+
+/// The error callback a [`DLPackManagedTensorAllocator`] reports through:
+/// `SetError(error_ctx, kind, message)`, with `kind` an error class name such as
+/// `"BufferError"` and both strings NUL-terminated.
+pub type DLPackSetError =
+    Option<unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char)>;
+
+/// Allocates a tensor like `prototype` (its `ndim`, `shape`, `dtype` and `device`; strides and
+/// data ignored), owned by the producer framework, into `*out`
+/// (`DLPackManagedTensorAllocator`). Returns 0, or -1 after calling `SetError`.
+pub type DLPackManagedTensorAllocator = Option<
+    unsafe extern "C" fn(
+        prototype: *mut DLTensor,
+        out: *mut *mut DLManagedTensorVersioned,
+        error_ctx: *mut c_void,
+        set_error: DLPackSetError,
+    ) -> c_int,
+>;
+
+/// Exports a Python object of the table's type as an owning tensor into `*out`, without stream
+/// synchronisation (`DLPackManagedTensorFromPyObjectNoSync`). Returns 0, or -1 with a Python
+/// exception set. Called with the GIL held.
+pub type DLPackManagedTensorFromPyObjectNoSync =
+    Option<unsafe extern "C" fn(py_object: *mut c_void, out: *mut *mut DLManagedTensorVersioned) -> c_int>;
+
+/// Fills `*out` with a non-owning view of a Python object of the table's type, valid until
+/// control returns to the caller's caller (`DLPackDLTensorFromPyObjectNoSync`). Returns 0, or
+/// -1 with a Python exception set. Called with the GIL held.
+pub type DLPackDLTensorFromPyObjectNoSync =
+    Option<unsafe extern "C" fn(py_object: *mut c_void, out: *mut DLTensor) -> c_int>;
+
+/// Writes the producer's current work stream on a device into `*out_current_stream` (NULL for
+/// the CPU, or for CUDA's legacy default stream) (`DLPackCurrentWorkStream`). Returns 0, or -1
+/// with a Python exception set.
+pub type DLPackCurrentWorkStream = Option<
+    unsafe extern "C" fn(device_type: DLDeviceType, device_id: i32, out_current_stream: *mut *mut c_void) -> c_int,
+>;
+
+/// Turns an owning tensor into a Python object of the producer's type, taking the tensor over
+/// (`DLPackManagedTensorToPyObjectNoSync`). Returns 0 with a new reference in `*out_py_object`,
+/// or -1 with a Python exception set. Called with the GIL held.
+pub type DLPackManagedTensorToPyObjectNoSync =
+    Option<unsafe extern "C" fn(tensor: *mut DLManagedTensorVersioned, out_py_object: *mut *mut c_void) -> c_int>;
+
+/// The part of an exchange table that stays the same across DLPack versions
+/// (`DLPackExchangeAPIHeader`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLPackExchangeAPIHeader {
+    /// The DLPack version the table follows: a consumer checks `major` before reading past the
+    /// header.
+    pub version: DLPackVersion,
+    /// A table of an older version from the same producer, or NULL: a consumer that does not
+    /// know `version.major` walks this chain to one it knows.
+    pub prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// The C exchange table of DLPack 1.3 (`DLPackExchangeAPI`): what a Python type publishes, as a
+/// capsule named [`DLPackExchangeAPI::CAPSULE`] in its type attribute
+/// `__dlpack_c_exchange_api__`, so that consumers exchange its objects through C calls instead
+/// of `__dlpack__` and capsules. The table lives as long as the process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLPackExchangeAPI {
+    /// Version and older tables.
+    pub header: DLPackExchangeAPIHeader,
+    /// Allocates tensors owned by the producer. Required.
+    pub managed_tensor_allocator: DLPackManagedTensorAllocator,
+    /// Owning export of an object. Required.
+    pub managed_tensor_from_py_object_no_sync: DLPackManagedTensorFromPyObjectNoSync,
+    /// An owning tensor as an object of the producer's type. Required.
+    pub managed_tensor_to_py_object_no_sync: DLPackManagedTensorToPyObjectNoSync,
+    /// Non-owning export of an object into a caller's `DLTensor`. May be NULL.
+    pub dltensor_from_py_object_no_sync: DLPackDLTensorFromPyObjectNoSync,
+    /// The producer's current work stream. Required.
+    pub current_work_stream: DLPackCurrentWorkStream,
+}
+
+impl DLPackExchangeAPI {
+    /// The name of the capsule that holds a table (`"dlpack_exchange_api"`).
+    pub const CAPSULE: &'static CStr = c"dlpack_exchange_api";
+    /// The type attribute that holds the table's capsule (DLPack 1.3).
+    pub const ATTRIBUTE: &'static str = "__dlpack_c_exchange_api__";
+    /// The type attribute of DLPack 1.2 producers, which hold the table's address as an `int`.
+    pub const ATTRIBUTE_1_2: &'static str = "__c_dlpack_exchange_api__";
 }
 
 #[cfg(test)]

@@ -1,79 +1,483 @@
-//! The consumer side: [`from_dlpack`] imports any object with `__dlpack__`.
+//! The consumer side: [`from_dlpack`] and its variants import any DLPack producer, through the
+//! producer's C exchange table where its type publishes one, through `__dlpack__` otherwise.
 
 use super::capsule::take_capsule;
-use super::request::device_pair;
-use crate::dlpack::{DLDevice, DLDeviceType};
-use crate::managed::ManagedTensor;
-use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError};
+use super::request::{Remembered, device_pair};
+use crate::dlpack::{
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
+    DLPackVersion, DLTensor,
+};
+use crate::managed::{ManagedError, ManagedTensor};
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicBool, Ordering};
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyString, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyInt, PyString, PyTuple, PyType};
 use pyo3::{IntoPyObjectExt, ffi};
+
+/// What a consumer asks of [`from_dlpack_with`]: the keywords of the array API's
+/// `from_dlpack(x, /, *, device=None, copy=None)` and the stream of `__dlpack__`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FromDlpack {
+    /// The stream the consumer uses the data on (a DLPack stream value: `1` the legacy default
+    /// stream, `2` the per-thread one, `-1` no synchronisation, or a handle). `None` asks
+    /// nothing, which for CUDA data means the legacy default stream.
+    pub stream: Option<isize>,
+    /// The device the data must be on (the producer copies it there if it can); `None`: where
+    /// it is.
+    pub dl_device: Option<DLDevice>,
+    /// `Some(true)`: the producer copies; `Some(false)`: it must not; `None`: as it needs.
+    pub copy: Option<bool>,
+}
+
+/// The stream a producer's data is ready on, on which the consumer queues the work that uses
+/// it: the producer's current work stream (from its C exchange table), or the default stream
+/// (`__dlpack__` was asked for the legacy default stream). Meaningless for CPU data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorkStream(usize);
+
+impl WorkStream {
+    /// The default stream: NULL, CUDA's legacy default stream.
+    pub const DEFAULT: Self = Self(0);
+
+    /// The stream's handle (for CUDA a `CUstream`; NULL for the default stream).
+    pub fn handle(self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+
+    /// Whether this is the default stream (CUDA's legacy default stream).
+    pub fn is_default(self) -> bool {
+        self.0 == 0 || self.0 == 1
+    }
+}
+
+/// Whether the consumers take the C exchange table where a producer's type publishes one
+/// (the default), or always go through `__dlpack__`.
+static EXCHANGE_API: AtomicBool = AtomicBool::new(true);
+
+/// Turns the C exchange table path of every consumer on (the default) or off: off, every import
+/// goes through `__dlpack__` and a capsule.
+pub fn set_exchange_api_enabled(enabled: bool) {
+    EXCHANGE_API.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether the consumers take producers' C exchange tables ([`set_exchange_api_enabled`]).
+pub fn exchange_api_enabled() -> bool {
+    EXCHANGE_API.load(Ordering::Relaxed)
+}
 
 /// Imports any object with `__dlpack__` (a numpy array, a torch tensor, a dlmd export…) as an
 /// owning [`ManagedTensor`], without copying.
 ///
-/// The object's `__dlpack_device__` must agree with the tensor it exports. The tensor's data
-/// stays valid until the returned value is dropped. The object and any other consumer still
-/// reach the data meanwhile (two calls on one array give two tensors over one buffer), so the
-/// tensor's views are [aliased](crate::view::Aliased): elements by value, no references.
+/// Where the object's type publishes DLPack's C exchange table (`__dlpack_c_exchange_api__`,
+/// or DLPack 1.2's `__c_dlpack_exchange_api__`), the tensor comes from the table's C entry,
+/// looked up once per type; otherwise from `__dlpack__`, whose object must also have a
+/// `__dlpack_device__` that agrees with the tensor. The tensor's data stays valid until the
+/// returned value is dropped. The object and any other consumer still reach the data meanwhile
+/// (two calls on one array give two tensors over one buffer), so the tensor's views are
+/// [aliased](crate::view::Aliased): elements by value, no references.
+///
+/// Errors follow the array API: `AttributeError` for an object that is no DLPack producer,
+/// `BufferError` for data that cannot be exported as asked.
 pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
-    from_dlpack_on_stream(obj, None)
+    from_dlpack_with(obj, &FromDlpack::default())
 }
 
 /// As [`from_dlpack`], asking a CUDA producer to make the data ready on `stream` (a DLPack
-/// stream value: `1` for the legacy default stream, `2` for the per-thread one, or a handle).
-/// `None` asks nothing of the producer, which then makes it ready on the legacy default stream.
+/// stream value: `1` for the legacy default stream, `2` for the per-thread one, `-1` for none,
+/// or a handle). `None` asks nothing of the producer, which then makes it ready on the legacy
+/// default stream.
 pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<ManagedTensor> {
-    let py = obj.py();
+    from_dlpack_with(
+        obj,
+        &FromDlpack {
+            stream,
+            ..FromDlpack::default()
+        },
+    )
+}
+
+/// As [`from_dlpack`], with the array API's `device` and `copy` and the stream of `__dlpack__`.
+///
+/// The exchange table serves requests it can meet: data on the CPU, or on a device whose
+/// producer's current work stream is the stream asked for (or with `stream=-1`); already on
+/// `dl_device` where one is given; `copy` not `True`. Everything else goes to `__dlpack__` with
+/// the keywords, and the tensor it gives is checked against them (`dl_device`, and no copy under
+/// `copy=False`).
+pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
+    refuse_capsule(obj)?;
+    if args.copy != Some(true)
+        && let Some(api) = usable_table(obj)?
+    {
+        let tensor = table_export(obj, api)?;
+        let device = tensor.dl_tensor().device;
+        if args.dl_device.is_none_or(|wanted| wanted == device) {
+            if device.device_type == DLDeviceType::CPU || args.stream == Some(-1) {
+                return Ok(tensor);
+            }
+            let stream = table_work_stream(obj, api, device)?;
+            if same_stream(args.stream, stream) {
+                return Ok(tensor);
+            }
+        }
+        // The table cannot order the data on another stream or move it: `__dlpack__` can.
+    }
+    dlpack_method(obj, args)
+}
+
+/// Imports `obj` for work queued on the producer's own stream (what library code that runs
+/// kernels on framework tensors needs, and what keeps CUDA graph capture intact): no stream
+/// synchronisation where the object's type publishes the C exchange table, whose
+/// `current_work_stream` the returned [`WorkStream`] is; through `__dlpack__` otherwise, with
+/// the data ready on the default stream.
+pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkStream)> {
+    refuse_capsule(obj)?;
+    if let Some(api) = usable_table(obj)? {
+        let tensor = table_export(obj, api)?;
+        let stream = table_work_stream(obj, api, tensor.dl_tensor().device)?;
+        return Ok((tensor, stream));
+    }
+    Ok((dlpack_method(obj, &FromDlpack::default())?, WorkStream::DEFAULT))
+}
+
+/// Lends `f` the object's tensor, and the stream its data is ready on, for the duration of the
+/// call: through the C exchange table's non-owning `dltensor_from_py_object_no_sync` where the
+/// producer has it, which allocates nothing (neither side); through an owning import
+/// ([`from_dlpack_work_stream`]) released after `f` otherwise.
+///
+/// The `DLTensor` is the producer's, unchecked: read it through
+/// [`Mdspan::from_dlpack`](crate::Mdspan::from_dlpack) and friends, whose contract the lending
+/// meets while `f` runs Python code that neither frees nor changes `obj` (the table's promise
+/// lasts until control returns to Python).
+pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&DLTensor, WorkStream) -> R) -> PyResult<R> {
+    refuse_capsule(obj)?;
+    if let Some(api) = usable_table(obj)?
+        && let Some(lend) = api.dltensor_from_py_object_no_sync
+    {
+        let mut tensor = DLTensor {
+            data: core::ptr::null_mut(),
+            device: DLDevice::CPU,
+            ndim: 0,
+            dtype: DLDataType::new(crate::dlpack::DLDataTypeCode::UINT, 8, 1),
+            shape: core::ptr::null_mut(),
+            strides: core::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: the table's entry takes a live object of its type (`obj`, found through
+        // `type(obj)`, borrowed for the call) and a writable `DLTensor`; the GIL is held.
+        let status = unsafe { lend(obj.as_ptr().cast(), &mut tensor) };
+        check_status(obj, status, "dltensor_from_py_object_no_sync")?;
+        let stream = table_work_stream(obj, api, tensor.device)?;
+        return Ok(f(&tensor, stream));
+    }
+    let (tensor, stream) = from_dlpack_work_stream(obj)?;
+    Ok(f(tensor.dl_tensor(), stream))
+}
+
+/// The array API refuses bare capsules: their lifetime and device are unknown.
+fn refuse_capsule(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     if obj.is_exact_instance_of::<PyCapsule>() {
-        return Err(PyTypeError::new_err(
+        return Err(PyAttributeError::new_err(
             "from_dlpack takes an object with __dlpack__, not a bare capsule (its lifetime and device are unknown)",
         ));
     }
+    Ok(())
+}
+
+/// Whether data made ready on the producer's `work` stream is ready on the consumer's `stream`.
+fn same_stream(stream: Option<isize>, work: WorkStream) -> bool {
+    match stream {
+        None | Some(1) => work.is_default(),
+        Some(-1) => true,
+        Some(s) => s > 2 && work.0 == s as usize || s == 2 && work.0 == 2,
+    }
+}
+
+/// What a type's exchange table lookup found.
+#[derive(Clone, Copy)]
+enum Table {
+    /// No table: the type publishes none (or the switch is off).
+    None,
+    /// A table of a version dlmd reads.
+    Usable(&'static DLPackExchangeAPI),
+    /// A table whose chain holds no major version 1.
+    Unknown(DLPackVersion),
+}
+
+/// The tables found per type, by the type's address: `0` for none. Each type remembered is
+/// kept alive for good, so its address stays its own.
+static TABLES: Remembered<usize, 64> = Remembered::new();
+
+/// The exchange table of `obj`'s type that dlmd can use; `None` where there is none (or it is of
+/// an unknown version and `obj` has `__dlpack__` to fall back on).
+fn usable_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+    if !exchange_api_enabled() {
+        return Ok(None);
+    }
+    let ty = obj.get_type();
+    match TABLES.find(ty.as_ptr()) {
+        Some(0) => return Ok(None),
+        // SAFETY: only addresses of tables that `exchange_table` accepted are remembered; tables
+        // live as long as the process.
+        Some(address) => return Ok(Some(unsafe { &*(address as *const DLPackExchangeAPI) })),
+        None => {}
+    }
+    match exchange_table(&ty)? {
+        Table::None => {
+            TABLES.remember(ty.as_any(), 0);
+            Ok(None)
+        }
+        Table::Usable(api) => {
+            TABLES.remember(ty.as_any(), api as *const DLPackExchangeAPI as usize);
+            Ok(Some(api))
+        }
+        Table::Unknown(version) => {
+            let names = ConsumerArgs::get(obj.py())?;
+            if obj.hasattr(names.dlpack.bind(obj.py()))? {
+                Ok(None)
+            } else {
+                Err(PyBufferError::new_err(format!(
+                    "{} publishes a DLPack {}.{} exchange table, which dlmd does not read (it reads major version 1), and has no __dlpack__",
+                    type_name(&ty),
+                    version.major,
+                    version.minor
+                )))
+            }
+        }
+    }
+}
+
+/// The most tables a `prev_api` chain is followed through (a longer chain is a loop).
+const MAX_CHAIN: usize = 16;
+
+/// Looks up and checks the C exchange table of `ty`, uncached: the DLPack 1.3 capsule
+/// `__dlpack_c_exchange_api__`, or DLPack 1.2's integer `__c_dlpack_exchange_api__`, followed
+/// through `prev_api` to a table of major version 1, whose required entries must be there.
+pub fn exchange_table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+    match exchange_table(ty)? {
+        Table::Usable(api) => Ok(Some(api)),
+        Table::None | Table::Unknown(_) => Ok(None),
+    }
+}
+
+fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
+    let py = ty.py();
     let names = ConsumerArgs::get(py)?;
-    let device = match call_method(obj, names.dlpack_device.bind(py), &[], None) {
-        Ok(device) => device_of(&device)?,
-        Err(e) => return Err(missing_dlpack(obj, names, e)),
+    let (attribute, value) = match attribute(ty, names.exchange_api.bind(py))? {
+        Some(value) => (DLPackExchangeAPI::ATTRIBUTE, value),
+        None => match attribute(ty, names.exchange_api_1_2.bind(py))? {
+            Some(value) => (DLPackExchangeAPI::ATTRIBUTE_1_2, value),
+            None => return Ok(Table::None),
+        },
     };
-    let stream = match stream {
+    let name = || format!("{}.{attribute}", type_name(ty));
+    let address = if let Ok(capsule) = value.cast::<PyCapsule>() {
+        // SAFETY: a live capsule; the name is static.
+        let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPackExchangeAPI::CAPSULE.as_ptr()) };
+        if pointer.is_null() {
+            // SAFETY: clears the error `PyCapsule_GetPointer` set, with the GIL held.
+            unsafe { ffi::PyErr_Clear() };
+            // SAFETY: a live capsule; the name is NULL or a string it owns.
+            let found = unsafe { ffi::PyCapsule_GetName(capsule.as_ptr()) };
+            let found = if found.is_null() {
+                "no name".to_string()
+            } else {
+                // SAFETY: not NULL, NUL-terminated by the capsule API.
+                format!("{:?}", unsafe { core::ffi::CStr::from_ptr(found) })
+            };
+            return Err(PyTypeError::new_err(format!(
+                "{} is a capsule with {found}, not one named \"dlpack_exchange_api\"",
+                name()
+            )));
+        }
+        pointer as usize
+    } else if let Ok(int) = value.cast::<PyInt>() {
+        let address: usize = int
+            .extract()
+            .map_err(|_| PyValueError::new_err(format!("{} is {int}, not an address", name())))?;
+        address
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{} is a {}, not a capsule",
+            name(),
+            type_name(&value.get_type())
+        )));
+    };
+    // An address a table cannot be at: NULL, the first page, misaligned, or beyond user space.
+    if address < 4096 || !address.is_multiple_of(align_of::<DLPackExchangeAPI>()) || address >= 1 << 48 {
+        return Err(PyValueError::new_err(format!(
+            "{} points to {address:#x}, where no exchange table can be",
+            name()
+        )));
+    }
+    let mut header = address as *const DLPackExchangeAPIHeader;
+    for _ in 0..MAX_CHAIN {
+        // SAFETY: the producer publishes a pointer to a table that lives as long as the process
+        // (DLPack's contract for the attribute), whose header every version keeps; each
+        // `prev_api` is such a pointer or NULL.
+        let found = unsafe { *header };
+        if found.version.major == 1 {
+            // SAFETY: a table of major version 1 is a whole `DLPackExchangeAPI` (as above).
+            let api = unsafe { &*header.cast::<DLPackExchangeAPI>() };
+            let missing = [
+                (
+                    "managed_tensor_from_py_object_no_sync",
+                    api.managed_tensor_from_py_object_no_sync.is_none(),
+                ),
+                ("current_work_stream", api.current_work_stream.is_none()),
+            ];
+            if let Some((entry, _)) = missing.iter().find(|(_, missing)| *missing) {
+                return Err(PyTypeError::new_err(format!(
+                    "the exchange table of {} has no {entry}, which DLPack requires",
+                    type_name(ty)
+                )));
+            }
+            return Ok(Table::Usable(api));
+        }
+        if found.prev_api.is_null() {
+            // SAFETY: as above: the newest table's header.
+            return Ok(Table::Unknown(
+                unsafe { *(address as *const DLPackExchangeAPIHeader) }.version,
+            ));
+        }
+        header = found.prev_api;
+    }
+    Err(PyValueError::new_err(format!(
+        "the exchange tables of {} link more than {MAX_CHAIN} deep, a loop",
+        type_name(ty)
+    )))
+}
+
+/// `ty.name`, or `None` where it has none; an error leaves no exception behind.
+fn attribute<'py>(ty: &Bound<'py, PyType>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match ty.getattr(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.is_instance_of::<PyAttributeError>(ty.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn type_name(ty: &Bound<'_, PyType>) -> String {
+    ty.name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// Turns a table entry's status into a result: anything but 0 is a failure, which must have
+/// set an exception (one is made where the producer did not).
+fn check_status(obj: &Bound<'_, PyAny>, status: c_int, entry: &str) -> PyResult<()> {
+    if status == 0 {
+        return Ok(());
+    }
+    Err(PyErr::take(obj.py()).unwrap_or_else(|| {
+        PyBufferError::new_err(format!(
+            "the exchange table of {} returned {status} from {entry} without setting an exception",
+            type_name(&obj.get_type())
+        ))
+    }))
+}
+
+/// The owning export of `obj` through its table.
+fn table_export(obj: &Bound<'_, PyAny>, api: &DLPackExchangeAPI) -> PyResult<ManagedTensor> {
+    let export = api
+        .managed_tensor_from_py_object_no_sync
+        .expect("checked when the table was found");
+    let mut out: *mut DLManagedTensorVersioned = core::ptr::null_mut();
+    // SAFETY: the entry takes a live object of the table's type (`obj`, whose type published
+    // it) and a writable pointer; the GIL is held.
+    let status = unsafe { export(obj.as_ptr().cast(), &mut out) };
+    check_status(obj, status, "managed_tensor_from_py_object_no_sync")?;
+    // SAFETY: on success the producer hands over a managed tensor (or NULL, refused).
+    unsafe { ManagedTensor::from_raw(out) }.map_err(|e| match e {
+        ManagedError::Null => PyBufferError::new_err(format!(
+            "the exchange table of {} returned 0 from managed_tensor_from_py_object_no_sync and no tensor",
+            type_name(&obj.get_type())
+        )),
+        ManagedError::Version { .. } => PyBufferError::new_err(e.to_string()),
+    })
+}
+
+/// The producer's current work stream for data on `device` (the default for the CPU).
+fn table_work_stream(obj: &Bound<'_, PyAny>, api: &DLPackExchangeAPI, device: DLDevice) -> PyResult<WorkStream> {
+    if device.device_type == DLDeviceType::CPU {
+        return Ok(WorkStream::DEFAULT);
+    }
+    let query = api.current_work_stream.expect("checked when the table was found");
+    let mut stream: *mut c_void = core::ptr::null_mut();
+    // SAFETY: the entry takes a device and a writable pointer.
+    let status = unsafe { query(device.device_type, device.device_id, &mut stream) };
+    check_status(obj, status, "current_work_stream")?;
+    Ok(WorkStream(stream as usize))
+}
+
+/// The import through `__dlpack_device__` and `__dlpack__`.
+fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
+    let py = obj.py();
+    let names = ConsumerArgs::get(py)?;
+    let device = device_of(&call_method(obj, names.dlpack_device.bind(py), &[], None)?)?;
+    let stream = match args.stream {
         Some(stream) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?),
         _ => None,
     };
-    let exported = match &stream {
-        Some(stream) => call_method(
-            obj,
-            names.dlpack.bind(py),
-            &[names.max_version.bind(py), stream.as_any()],
-            Some(names.max_version_stream_kw.bind(py)),
-        ),
-        None => call_method(
-            obj,
-            names.dlpack.bind(py),
-            &[names.max_version.bind(py)],
-            Some(names.max_version_kw.bind(py)),
-        ),
-    };
-    let exported = match exported {
-        Ok(capsule) => capsule,
-        // Producers from before DLPack 1.0 do not know `max_version`.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => call_method(obj, names.dlpack.bind(py), &[], None)?,
-        Err(e) => return Err(missing_dlpack(obj, names, e)),
+    let exported = if args.dl_device.is_some() || args.copy.is_some() {
+        // The array API's keywords: a producer that does not know them cannot honour them, so
+        // its `TypeError` stands (as numpy's `from_dlpack` lets it).
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(names.max_version_name.bind(py), names.max_version.bind(py))?;
+        if let Some(stream) = &stream {
+            kwargs.set_item("stream", stream)?;
+        }
+        if let Some(d) = args.dl_device {
+            kwargs.set_item("dl_device", (d.device_type.0, d.device_id))?;
+        }
+        if let Some(copy) = args.copy {
+            kwargs.set_item("copy", copy)?;
+        }
+        obj.getattr(names.dlpack.bind(py))?.call((), Some(&kwargs))?
+    } else {
+        let exported = match &stream {
+            Some(stream) => call_method(
+                obj,
+                names.dlpack.bind(py),
+                &[names.max_version.bind(py), stream.as_any()],
+                Some(names.max_version_stream_kw.bind(py)),
+            ),
+            None => call_method(
+                obj,
+                names.dlpack.bind(py),
+                &[names.max_version.bind(py)],
+                Some(names.max_version_kw.bind(py)),
+            ),
+        };
+        match exported {
+            Ok(capsule) => capsule,
+            // Producers from before DLPack 1.0 do not know `max_version`.
+            Err(e) if e.is_instance_of::<PyTypeError>(py) => call_method(obj, names.dlpack.bind(py), &[], None)?,
+            Err(e) => return Err(e),
+        }
     };
     let capsule = exported.cast::<PyCapsule>().map_err(|_| {
         PyTypeError::new_err(format!(
             "__dlpack__ returned {}, not a DLPack capsule",
-            exported.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            type_name(&exported.get_type())
         ))
     })?;
     // SAFETY: the object is a DLPack producer; its capsule follows the DLPack contract.
     let tensor = unsafe { take_capsule(capsule) }?;
     let actual = tensor.dl_tensor().device;
-    if actual != device {
+    let expected = args.dl_device.unwrap_or(device);
+    if actual != expected {
+        let said = if args.dl_device.is_some() {
+            "dl_device asked for"
+        } else {
+            "__dlpack_device__ said"
+        };
         return Err(PyBufferError::new_err(format!(
-            "__dlpack_device__ said ({}, {}) but the tensor is on ({}, {})",
-            device.device_type.0, device.device_id, actual.device_type.0, actual.device_id
+            "{said} ({}, {}) but the tensor is on ({}, {})",
+            expected.device_type.0, expected.device_id, actual.device_type.0, actual.device_id
         )));
+    }
+    if args.copy == Some(false) && tensor.is_copied() {
+        return Err(PyBufferError::new_err("copy=False, but the producer copied the data"));
     }
     Ok(tensor)
 }
@@ -82,6 +486,9 @@ pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> P
 struct ConsumerArgs {
     dlpack: Py<PyString>,
     dlpack_device: Py<PyString>,
+    exchange_api: Py<PyString>,
+    exchange_api_1_2: Py<PyString>,
+    max_version_name: Py<PyString>,
     /// `(1, 3)`.
     max_version: Py<PyTuple>,
     /// `("max_version",)`.
@@ -97,6 +504,9 @@ impl ConsumerArgs {
             Ok(Self {
                 dlpack: PyString::intern(py, "__dlpack__").unbind(),
                 dlpack_device: PyString::intern(py, "__dlpack_device__").unbind(),
+                exchange_api: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE).unbind(),
+                exchange_api_1_2: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE_1_2).unbind(),
+                max_version_name: PyString::intern(py, "max_version").unbind(),
                 max_version: PyTuple::new(py, [1u32, 3u32])?.unbind(),
                 max_version_kw: PyTuple::new(py, [PyString::intern(py, "max_version")])?.unbind(),
                 max_version_stream_kw: PyTuple::new(
@@ -107,17 +517,6 @@ impl ConsumerArgs {
             })
         })
     }
-}
-
-/// `error`, from calling a DLPack method of `obj`, or a `TypeError` saying that `obj` is no
-/// DLPack producer at all.
-fn missing_dlpack(obj: &Bound<'_, PyAny>, names: &ConsumerArgs, error: PyErr) -> PyErr {
-    let py = obj.py();
-    if error.is_instance_of::<PyAttributeError>(py) && !obj.hasattr(names.dlpack.bind(py)).unwrap_or(false) {
-        let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        return PyTypeError::new_err(format!("{name} has no __dlpack__ method"));
-    }
-    error
 }
 
 /// The `(device_type, device_id)` a `__dlpack_device__` returned.

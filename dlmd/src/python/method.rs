@@ -1,6 +1,7 @@
 //! The fast `__dlpack__`: a method in CPython's vectorcall convention that reads its keywords
 //! without pyo3's general argument handling, remembering the objects it has seen.
 
+use super::producer::DlpackExport;
 use super::request::{DlpackRequest, Remembered};
 use core::ffi::CStr;
 use pyo3::exceptions::PyTypeError;
@@ -20,9 +21,9 @@ use pyo3::{PyClass, ffi};
 ///
 /// ```ignore
 /// impl DlpackExporter for MyArray {
-///     fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
+///     fn dlpack(slf: &Bound<'_, Self>, request: &DlpackRequest) -> PyResult<DlpackExport> {
 ///         let this = slf.borrow();
-///         export_cpu(slf.py(), request, Dims::new([this.len()]), || /* an owner */, || /* a copy */)
+///         export_cpu(request, Dims::new([this.len()]), || /* an owner */, || /* a copy */)
 ///     }
 /// }
 ///
@@ -34,10 +35,12 @@ use pyo3::{PyClass, ffi};
 /// ```
 pub trait DlpackExporter: PyClass {
     /// The body of `__dlpack__`: exports `slf` for `request` (see [`export_cpu`](super::export_cpu)).
+    /// The exchange table ([`publish_exchange_api`](super::publish_exchange_api)) calls it too,
+    /// with [`DlpackRequest::exchange`].
     ///
     /// It runs with the GIL held but outside pyo3's call bookkeeping: a `Py` dropped here is
     /// released by pyo3 at its next call rather than at once (a `Bound` is released at once).
-    fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>>;
+    fn dlpack(slf: &Bound<'_, Self>, request: &DlpackRequest) -> PyResult<DlpackExport>;
 }
 
 /// Adds the `__dlpack__` method of [`DlpackExporter`] to the Python class of `T` (replacing
@@ -181,7 +184,7 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
             _ => None,
         };
         let request = DlpackRequest::parse(stream.as_deref(), max_version.as_deref(), dl_device.as_deref(), copy)?;
-        T::dlpack(&slf, &request)
+        T::dlpack(&slf, &request)?.into_capsule(py)
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
         Ok(Ok(capsule)) => capsule.into_ptr(),
@@ -190,13 +193,18 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
             core::ptr::null_mut()
         }
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic with no message".into());
-            pyo3::panic::PanicException::new_err(format!("__dlpack__ panicked: {message}")).restore(py);
+            panic_error("__dlpack__", panic).restore(py);
             core::ptr::null_mut()
         }
     }
+}
+
+/// The exception for a panic caught at the C boundary in `what`.
+pub(super) fn panic_error(what: &str, panic: Box<dyn core::any::Any + Send>) -> PyErr {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into());
+    pyo3::panic::PanicException::new_err(format!("{what} panicked: {message}"))
 }

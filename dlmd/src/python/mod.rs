@@ -24,17 +24,43 @@
 
 mod capsule;
 mod consumer;
+mod exchange;
 mod keep_alive;
 mod method;
 mod producer;
 mod request;
 
 pub use capsule::{capsule, take_capsule};
-pub use consumer::{cpu_device, from_dlpack, from_dlpack_on_stream};
+pub use consumer::{
+    FromDlpack, WorkStream, cpu_device, exchange_api_enabled, exchange_table_of, from_dlpack, from_dlpack_on_stream,
+    from_dlpack_with, from_dlpack_work_stream, set_exchange_api_enabled, with_dlpack_borrowed,
+};
+pub use exchange::{
+    DlpackBorrowedExport, DlpackExchange, TensorPrototype, publish_exchange_api, publish_exchange_api_borrowing,
+};
 pub use keep_alive::PyKeepAlive;
 pub use method::{DlpackExporter, add_dlpack_method};
-pub use producer::export_cpu;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use producer::export_cuda;
+pub use producer::{DlpackExport, export_cpu};
 pub use request::DlpackRequest;
+
+/// An import refused, as the Python array API raises it: `BufferError` for data that is valid
+/// but cannot be viewed as asked (its device, data type, rank, extents, layout, or a read-only
+/// tensor viewed for writing), `ValueError` for a malformed tensor.
+impl From<crate::import::ImportError> for pyo3::PyErr {
+    fn from(e: crate::import::ImportError) -> Self {
+        use crate::import::ImportError as E;
+        match e {
+            E::Space(_)
+            | E::Rank { .. }
+            | E::DataType { .. }
+            | E::StaticExtent(_)
+            | E::Layout(_)
+            | E::ReadOnly
+            | E::PackedSubbyte { .. } => pyo3::exceptions::PyBufferError::new_err(e.to_string()),
+            _ => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+        }
+    }
+}

@@ -19,6 +19,10 @@ pub struct DlpackRequest {
     pub dl_device: Option<DLDevice>,
     /// `Some(true)`: copy; `Some(false)`: never copy; `None`: copy only if needed.
     pub copy: Option<bool>,
+    /// Set for the entries of the C exchange table ([`DlpackRequest::exchange`]): no stream
+    /// ordering at all, because that consumer queues its work on the producer's current work
+    /// stream. `__dlpack__` never sets it.
+    pub no_sync: bool,
 }
 
 impl DlpackRequest {
@@ -59,7 +63,20 @@ impl DlpackRequest {
             versioned,
             dl_device,
             copy,
+            no_sync: false,
         })
+    }
+
+    /// What the C exchange table asks of an exporter: a versioned tensor of the data where it
+    /// is, never a copy, and no stream ordering.
+    pub const fn exchange() -> Self {
+        Self {
+            stream: None,
+            versioned: true,
+            dl_device: None,
+            copy: Some(false),
+            no_sync: true,
+        }
     }
 
     /// Checks the request against data on the CPU: only `stream=None`, and no other device

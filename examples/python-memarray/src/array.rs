@@ -5,13 +5,16 @@ use crate::dtype::{AddIndex, Buffer, DType, DeviceBuffer, dtype_arg};
 use crate::exported::{ExportCount, Exported};
 use crate::gpu::{add_index_device, cuda_error, gpu};
 use crate::{MAX_RANK, import_error};
+use dlmd::dlpack::{DLDevice, DLTensor};
 use dlmd::managed::ManagedTensor;
-use dlmd::python::{DlpackExporter, DlpackRequest, export_cpu, export_cuda, from_dlpack as import};
+use dlmd::python::{
+    DlpackBorrowedExport, DlpackExchange, DlpackExport, DlpackExporter, DlpackRequest, FromDlpack, TensorPrototype,
+    export_cpu, export_cuda, from_dlpack as import, from_dlpack_with,
+};
 use dlmd::view::Unique;
 use dlmd::{Dims, DlElement, Extents, Host, HostMdspanMut, LayoutRight, LayoutStrideRelaxed, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
 use std::cell::RefMut;
 use std::sync::Arc;
 
@@ -34,6 +37,10 @@ pub struct MemArray {
 /// What a MemArray holds.
 struct Data {
     shape: Vec<usize>,
+    /// The shape and row-major strides as DLPack's `int64_t`s, for the non-owning export, which
+    /// points into them.
+    dl_shape: [i64; MAX_RANK],
+    dl_strides: [i64; MAX_RANK],
     buffer: Buffer,
     /// The copy on the GPU, once `to_device` made one.
     device: Option<DeviceBuffer>,
@@ -72,8 +79,19 @@ impl Data {
             .iter()
             .try_fold(1usize, |a, &n| a.checked_mul(n))
             .ok_or_else(|| PyValueError::new_err("the shape holds more elements than memory can"))?;
+        let mut dl_shape = [0i64; MAX_RANK];
+        let mut dl_strides = [0i64; MAX_RANK];
+        let mut stride = 1i64;
+        for d in (0..shape.len()).rev() {
+            dl_shape[d] = i64::try_from(shape[d])
+                .map_err(|_| PyValueError::new_err(format!("extent {} is too large", shape[d])))?;
+            dl_strides[d] = stride;
+            stride = stride.saturating_mul(dl_shape[d].max(1));
+        }
         Ok(Self {
             shape,
+            dl_shape,
+            dl_strides,
             buffer: Buffer::zeros(dtype, len),
             device: None,
             on_device: false,
@@ -86,6 +104,25 @@ impl Data {
             return Err(PyBufferError::new_err("the data is on the GPU; call to_host() first"));
         }
         Ok(())
+    }
+
+    /// A new host array holding a copy of `tensor`, which must be on the CPU.
+    fn copied(tensor: &ManagedTensor) -> PyResult<Self> {
+        let t = tensor.dl_tensor();
+        let dtype = DType::from_dlpack(t.dtype)
+            .ok_or_else(|| PyBufferError::new_err(format!("dtype {} is not one MemArray holds", t.dtype)))?;
+        let rank = usize::try_from(t.ndim)
+            .ok()
+            .filter(|&r| r <= MAX_RANK)
+            .ok_or_else(|| PyBufferError::new_err(format!("rank {} is not supported (0 to {MAX_RANK})", t.ndim)))?;
+        // The shape, read through a checked view: the tensor's fields are foreign.
+        let shape = with_dtype!(dtype, T => with_rank!(rank, R => {
+            let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+            Ok(view.extents().to_array().to_vec())
+        }))?;
+        let mut data = Data::new(shape, dtype)?;
+        data.fill_from(tensor)?;
+        Ok(data)
     }
 
     /// Copies the elements of `tensor` into this array, which has its shape and dtype.
@@ -233,13 +270,14 @@ impl MemArray {
             buffer,
             device,
             on_device,
+            ..
         } = &mut *data;
         if *on_device {
             return with_buffers!(buffer, device.as_mut(), |_v, d, _wrap| with_rank!(shape.len(), R => {
                 let d = d.expect("the data is on the GPU, so a copy of its type is there");
                 let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
                     .map_err(cuda_error)?;
-                add_index_device(&view)
+                add_index_device(&view, None, true)
             }));
         }
         with_buffer!(buffer, |v| with_rank!(shape.len(), R => {
@@ -278,26 +316,42 @@ impl MemArray {
         data.fill_from(&tensor)
     }
 
-    /// A new MemArray holding a copy of the data of `x`, any DLPack producer on the CPU.
+    /// A new MemArray holding a copy of the data of `x`, any DLPack producer (the array API's
+    /// `from_dlpack`). `device` is where the new array lives: `None` or `"cpu"` (the producer
+    /// is asked for CPU data, which it copies there if it can), or `"cuda"`/`"cuda:0"` (then
+    /// copied from the CPU to the GPU). MemArray always holds its own copy, so `copy=False` raises
+    /// `BufferError`; `copy=True` also asks the producer for a copy.
     #[staticmethod]
-    #[pyo3(signature = (x, /))]
-    fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let tensor = import(x)?;
-        let t = tensor.dl_tensor();
-        let dtype = DType::from_dlpack(t.dtype)
-            .ok_or_else(|| PyTypeError::new_err(format!("dtype {} is not one MemArray holds", t.dtype)))?;
-        let rank = usize::try_from(t.ndim)
-            .ok()
-            .filter(|&r| r <= MAX_RANK)
-            .ok_or_else(|| PyValueError::new_err(format!("rank {} is not supported (0 to {MAX_RANK})", t.ndim)))?;
-        // The shape, read through a checked view: the tensor's fields are foreign.
-        let shape = with_dtype!(dtype, T => with_rank!(rank, R => {
-            let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
-            Ok(view.extents().to_array().to_vec())
-        }))?;
-        let mut data = Data::new(shape, dtype)?;
-        data.fill_from(&tensor)?;
-        Ok(Self::of(data))
+    #[pyo3(signature = (x, /, *, device = None, copy = None))]
+    fn from_dlpack(x: &Bound<'_, PyAny>, device: Option<&str>, copy: Option<bool>) -> PyResult<Self> {
+        let on_device = match device {
+            None | Some("cpu") => false,
+            Some("cuda" | "cuda:0") => true,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "device {other:?} is not one MemArray has (\"cpu\" or \"cuda:0\")"
+                )));
+            }
+        };
+        if copy == Some(false) {
+            return Err(PyBufferError::new_err(
+                "copy=False: a MemArray always holds its own copy of the data",
+            ));
+        }
+        // With a device named, the producer is asked for CPU data (as numpy's `from_dlpack` asks
+        // for `device="cpu"`); without, it is not asked (producers before DLPack 1.0 would
+        // refuse the keyword) and data elsewhere is refused.
+        let args = FromDlpack {
+            dl_device: device.map(|_| DLDevice::CPU),
+            copy,
+            ..FromDlpack::default()
+        };
+        let tensor = from_dlpack_with(x, &args)?;
+        let array = Self::of(Data::copied(&tensor)?);
+        if on_device {
+            array.to_device(x.py())?;
+        }
+        Ok(array)
     }
 
     /// `MemArray(shape=[...], dtype='...')`.
@@ -311,9 +365,10 @@ impl MemArray {
     }
 }
 
-/// `__dlpack__`, added to the class by `add_dlpack_method` when the module loads.
+/// `__dlpack__`, added to the class by `add_dlpack_method` when the module loads, and the
+/// exports of the C exchange table.
 impl DlpackExporter for MemArray {
-    fn dlpack<'py>(slf: &Bound<'py, Self>, request: &DlpackRequest) -> PyResult<Bound<'py, PyCapsule>> {
+    fn dlpack(slf: &Bound<'_, Self>, request: &DlpackRequest) -> PyResult<DlpackExport> {
         let py = slf.py();
         let this = slf.get();
         let mut data = this.data.borrow_mut(py)?;
@@ -324,6 +379,7 @@ impl DlpackExporter for MemArray {
             buffer,
             device,
             on_device,
+            ..
         } = &mut *data;
         if *on_device {
             let gpu = gpu()?;
@@ -332,7 +388,7 @@ impl DlpackExporter for MemArray {
                 let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
                     .map_err(cuda_error)?;
                 let (ptr, len) = (view.data_handle(), view.size());
-                export_cuda(py, request, dims::<R>(shape), &gpu.stream, || {
+                export_cuda(request, dims::<R>(shape), &gpu.stream, || {
                     Ok(Exported::new(ptr, len, array, exports))
                 })
             }));
@@ -340,12 +396,78 @@ impl DlpackExporter for MemArray {
         with_buffer!(buffer, |v| {
             let (ptr, len) = (v.as_mut_ptr(), v.len());
             with_rank!(shape.len(), R => export_cpu(
-                py,
                 request,
                 dims::<R>(shape),
                 || Ok(Exported::new(ptr, len, array, exports)),
                 || Ok(v.clone()),
             ))
+        })
+    }
+}
+
+/// The C exchange table's allocator makes zero-filled arrays on the CPU or the GPU; a tensor
+/// handed to the table becomes a new array holding a copy of it (a MemArray owns its buffer).
+/// The work stream is the default one, where MemArray queues its GPU work.
+impl DlpackExchange for MemArray {
+    fn allocate<'py>(py: Python<'py>, prototype: &TensorPrototype<'_>) -> PyResult<Bound<'py, Self>> {
+        let dtype = DType::from_dlpack(prototype.dtype)
+            .ok_or_else(|| PyBufferError::new_err(format!("dtype {} is not one MemArray holds", prototype.dtype)))?;
+        let on_device = match prototype.device {
+            DLDevice::CPU => false,
+            d if d == DLDevice::cuda(0) => true,
+            d => {
+                return Err(PyBufferError::new_err(format!(
+                    "a MemArray lives on the CPU or CUDA device 0, not on ({}, {})",
+                    d.device_type.0, d.device_id
+                )));
+            }
+        };
+        let array = Bound::new(py, Self::of(Data::new(prototype.shape.to_vec(), dtype)?))?;
+        if on_device {
+            array.get().to_device(py)?;
+        }
+        Ok(array)
+    }
+
+    fn from_tensor<'py>(py: Python<'py>, tensor: dlmd::managed::ManagedTensor) -> PyResult<Bound<'py, Self>> {
+        Bound::new(py, Self::of(Data::copied(&tensor)?))
+    }
+}
+
+// SAFETY: the tensor points into the array's `Data`, inside the Python object: its buffer (host,
+// or the GPU copy while that is current) and its `dl_shape`/`dl_strides`, which describe the
+// buffer compactly. They change only through the array's methods, which are Python calls.
+unsafe impl DlpackBorrowedExport for MemArray {
+    fn dltensor(slf: &Bound<'_, Self>) -> PyResult<DLTensor> {
+        let py = slf.py();
+        let mut data = slf.get().data.borrow_mut(py)?;
+        let Data {
+            shape,
+            dl_shape,
+            dl_strides,
+            buffer,
+            device,
+            on_device,
+        } = &mut *data;
+        let dtype = buffer.dtype().dlpack();
+        let (pointer, dl_device) = if *on_device {
+            with_buffers!(buffer, device.as_mut(), |v, d, _wrap| {
+                let d = d.expect("the data is on the GPU, so a copy of its type is there");
+                let view = dlmd::cuda::device_view_mut::<_, Dims<1>, LayoutRight>(d, Dims::new([v.len()]))
+                    .map_err(cuda_error)?;
+                Ok::<_, PyErr>((view.data_handle().cast(), DLDevice::cuda(0)))
+            })?
+        } else {
+            with_buffer!(buffer, |v| (v.as_mut_ptr().cast(), DLDevice::CPU))
+        };
+        Ok(DLTensor {
+            data: pointer,
+            device: dl_device,
+            ndim: shape.len() as i32,
+            dtype,
+            shape: dl_shape.as_mut_ptr(),
+            strides: dl_strides.as_mut_ptr(),
+            byte_offset: 0,
         })
     }
 }

@@ -65,9 +65,12 @@ template <typename T, int R> __device__ void add_index_impl(dlmd::view<T, R> v) 
     src
 }
 
-/// Runs `add_index_<dtype>_<R>` over a writable device view on the GPU's stream, and waits.
+/// Runs `add_index_<dtype>_<R>` over a writable device view on `stream` (the GPU's own when
+/// `None`), waiting for it to finish only when `wait` is set.
 pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
     view: &Mdspan<'_, T, Dims<R>, L, Device, A>,
+    stream: Option<&Arc<CudaStream>>,
+    wait: bool,
 ) -> PyResult<()> {
     const { assert!(A::MUTABLE, "add_index writes: pass a Unique or AliasedMut view") };
     let gpu = gpu()?;
@@ -101,12 +104,14 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
         return Ok(());
     }
     let blocks = n.div_ceil(256).min(65_535) as u32;
-    let mut launch = gpu.stream.launch_builder(&func);
+    let stream = stream.unwrap_or(&gpu.stream);
+    let mut launch = stream.launch_builder(&func);
     launch.arg(&kv);
     // SAFETY: the kernel reads and writes exactly the view's elements (a writable view, checked
     // unique by its importer or made over an allocation borrowed exclusively), which the view's
-    // owner keeps alive until the stream is synchronised below; the producer made them ready on
-    // this stream.
+    // owner keeps alive until the kernel has run (the stream is synchronised below, or the
+    // owner is the producer whose work stream this is and which orders its own release after
+    // its work); the producer made them ready on this stream.
     unsafe {
         launch.launch(LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -115,5 +120,23 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
         })
     }
     .map_err(cuda_error)?;
-    gpu.stream.synchronize().map_err(cuda_error)
+    if wait {
+        stream.synchronize().map_err(cuda_error)?;
+    }
+    Ok(())
+}
+
+/// The stream behind a consumer's [`WorkStream`](dlmd::python::WorkStream): the GPU's own for
+/// the default stream, otherwise the producer's stream, checked to be a stream of the GPU's
+/// context before it is used.
+pub fn work_stream(stream: dlmd::python::WorkStream) -> PyResult<Arc<CudaStream>> {
+    let gpu = gpu()?;
+    if stream.is_default() {
+        return Ok(gpu.stream.clone());
+    }
+    let handle = dlmd::cuda::check_stream(stream.handle() as usize, gpu.stream.context()).map_err(cuda_error)?;
+    // SAFETY: `handle` is a stream of this context (checked above), kept alive by its producer
+    // while the work queued on it for the import runs; ordering with the producer's own work is
+    // what queueing on its work stream gives.
+    Ok(unsafe { gpu.stream.context().wrap_borrowed_stream(handle) })
 }

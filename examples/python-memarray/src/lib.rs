@@ -52,31 +52,37 @@ mod exported;
 mod gpu;
 
 use array::MemArray;
-use dlmd::python::{add_dlpack_method, from_dlpack as import, from_dlpack_on_stream};
+use dlmd::python::{
+    add_dlpack_method, from_dlpack as import, from_dlpack_work_stream, publish_exchange_api_borrowing,
+    with_dlpack_borrowed,
+};
 use dlmd::{Device, Dims, Host, ImportError, LayoutStrideRelaxed};
 use dtype::{DType, dtype_arg};
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The largest rank a MemArray has.
 const MAX_RANK: usize = 4;
 
+/// An import refused: `BufferError` for a device, data type or layout MemArray cannot take,
+/// `ValueError` for a malformed tensor (dlmd's mapping, as the array API asks).
 fn import_error(e: ImportError) -> PyErr {
-    match e {
-        ImportError::ReadOnly | ImportError::Layout(_) => PyBufferError::new_err(e.to_string()),
-        _ => PyValueError::new_err(e.to_string()),
-    }
+    e.into()
 }
 
 /// Adds to each element of `x` the sum of its indices, in place and without a copy. `x` is any
 /// DLPack producer: a numpy array (C or Fortran order, sliced, transposed, negatively strided),
 /// a MemArray, a torch tensor on the CPU or a GPU, a cupy array. Raises `BufferError` for
 /// read-only or overlapping data.
+///
+/// On a GPU the work is queued on the producer's current stream where its type publishes
+/// DLPack's C exchange table (torch: `torch.cuda.current_stream()`), without waiting, so that it
+/// is ordered like the producer's own work and can be captured in a CUDA graph; for other
+/// producers it runs on the default stream and is waited for.
 #[pyfunction]
 #[pyo3(signature = (x, /))]
 fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
-    // CUDA producers make the data ready on the legacy default stream (1), where the kernel runs.
-    let mut tensor = from_dlpack_on_stream(x, Some(1))?;
+    let (mut tensor, stream) = from_dlpack_work_stream(x)?;
     let t = tensor.dl_tensor();
     let (dtype, ndim) = (t.dtype, t.ndim);
     let rank = usize::try_from(ndim).map_err(|_| PyValueError::new_err(format!("ndim {ndim} is negative")))?;
@@ -97,7 +103,8 @@ fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
             let view = tensor
                 .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Device>()
                 .map_err(import_error)?;
-            gpu::add_index_device(&view)
+            let on = gpu::work_stream(stream)?;
+            gpu::add_index_device(&view, Some(&on), stream.is_default())
         }
     }))
 }
@@ -108,6 +115,26 @@ fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
 #[pyo3(signature = (x, /))]
 fn import_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
     Ok(import(x)?.dl_tensor().ndim)
+}
+
+/// Lends `x`'s tensor through DLPack's non-owning exchange (the C exchange table where `x`'s
+/// type publishes one, `__dlpack__` otherwise) and returns its rank: the borrowed consumer path
+/// alone, for benchmarks.
+#[pyfunction]
+#[pyo3(signature = (x, /))]
+fn borrow_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
+    with_dlpack_borrowed(x, |t, _| t.ndim)
+}
+
+/// Whether this module's consumers (`MemArray.from_dlpack`, `add_index`, `import_tensor`…) take
+/// a producer's DLPack C exchange table where its type publishes one (on by default); off, they
+/// always call `__dlpack__`. Returns the previous setting.
+#[pyfunction]
+#[pyo3(signature = (enabled, /))]
+fn use_exchange_api(enabled: bool) -> bool {
+    let before = dlmd::python::exchange_api_enabled();
+    dlmd::python::set_exchange_api_enabled(enabled);
+    before
 }
 
 /// The DLPack data type `(code, bits, lanes)` of a dtype MemArray holds (a name, a numpy dtype
@@ -137,8 +164,11 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_class::<MemArray>()?;
     add_dlpack_method::<MemArray>(m.py())?;
+    publish_exchange_api_borrowing::<MemArray>(m.py())?;
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(borrow_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(use_exchange_api, m)?)?;
     Ok(())
 }
