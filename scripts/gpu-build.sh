@@ -25,5 +25,11 @@ rm -f "$out"/*.whl
 PATH="$(cd "$venv" && pwd)/bin:$PATH" maturin build --release -m examples/python-memarray/Cargo.toml -o "$out"
 rm -rf "$out/python"
 mkdir -p "$out/python"
-cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py "$out/python/"
+cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py \
+    examples/python-memarray/bench_exchange.py "$out/python/"
+# tvm-ffi, a C consumer and producer of DLPack's exchange table, for the GPU machine's Python
+# (installed there with the module, from this folder: that machine has no network).
+tvm_ffi=$(sed -n 's/^apache-tvm-ffi==//p' scripts/requirements-test.txt)
+"$venv/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 -d "$out" "apache-tvm-ffi==$tvm_ffi"
 ls -la "$out"

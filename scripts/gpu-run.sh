@@ -25,8 +25,9 @@ fi
 site=$(mktemp -d)
 if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl; then
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-    run "pytest: numpy, torch, cupy, jax" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests"
+    run "pytest: numpy, torch, cupy, jax, tvm-ffi" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests"
     run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
+    run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"
     run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
 else
     rows+=("$(printf '%-34s %s' "python module install" "FAIL")")

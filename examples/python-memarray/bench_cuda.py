@@ -1,13 +1,14 @@
 """Microseconds per call of DLPack exchanges on CUDA, each next to the same exchange between the
-frameworks themselves, in the same run:
+frameworks themselves, timed in the same run, the two sides alternating round by round:
 
     torch.from_dlpack(MemArray)  vs  torch.from_dlpack(cupy array)
     cupy.from_dlpack(MemArray)   vs  cupy.from_dlpack(torch tensor)
 
-Medians of 15 repeats of 5 000 calls.
+Medians of the rounds (default 15) of 5 000 calls each. Usage: python bench_cuda.py [ROUNDS]
 """
 
 import statistics
+import sys
 import timeit
 
 import cupy
@@ -15,9 +16,17 @@ import torch
 
 import dlmd_memarray as dm
 
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+NUMBER = 5_000
 
-def median_us(fn, number=5_000, repeat=15):
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+def alternate(ours, reference):
+    """Median µs per call of each side, timing one after the other in every round."""
+    a, b = [], []
+    for _ in range(ROUNDS):
+        a.append(timeit.timeit(ours, number=NUMBER) / NUMBER * 1e6)
+        b.append(timeit.timeit(reference, number=NUMBER) / NUMBER * 1e6)
+    return statistics.median(a), statistics.median(b)
 
 
 def main():
@@ -26,10 +35,10 @@ def main():
     c = cupy.zeros((64, 64), dtype=cupy.float32)
     t = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
     rows = [
-        ("torch.from_dlpack(x)", median_us(lambda: torch.from_dlpack(m)), median_us(lambda: torch.from_dlpack(c)), "cupy array"),
-        ("cupy.from_dlpack(x)", median_us(lambda: cupy.from_dlpack(m)), median_us(lambda: cupy.from_dlpack(t)), "torch tensor"),
+        ("torch.from_dlpack(x)", *alternate(lambda: torch.from_dlpack(m), lambda: torch.from_dlpack(c)), "cupy array"),
+        ("cupy.from_dlpack(x)", *alternate(lambda: cupy.from_dlpack(m), lambda: cupy.from_dlpack(t)), "torch tensor"),
     ]
-    print(f"torch {torch.__version__}, cupy {cupy.__version__}")
+    print(f"torch {torch.__version__}, cupy {cupy.__version__}, {ROUNDS} alternating rounds of {NUMBER} calls")
     print(f"{'consumer':<24} {'MemArray µs':>12} {'reference µs':>13} {'ratio':>6}  reference")
     for name, ours, ref, what in rows:
         print(f"{name:<24} {ours:12.3f} {ref:13.3f} {ours / ref:6.2f}  {what}")

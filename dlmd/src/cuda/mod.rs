@@ -75,6 +75,15 @@ pub enum CudaError {
         /// Why it is refused.
         why: &'static str,
     },
+    /// The consumer's stream is capturing a CUDA graph while the producer still has work in
+    /// flight on another stream: a capture cannot wait for work queued outside it.
+    #[error(
+        "stream {stream:#x} is capturing a CUDA graph and the producer's stream still has work in flight, which a capture cannot wait for; synchronize the producer before capturing, or export with stream=-1 and order the work yourself"
+    )]
+    Capture {
+        /// The consumer's stream handle.
+        stream: usize,
+    },
     /// A stream value from a consumer names no stream of this context.
     #[error("stream {value:#x} is not a CUDA stream of this context: {why}")]
     NotAStream {

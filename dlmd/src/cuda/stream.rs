@@ -10,6 +10,12 @@ use cudarc::driver::{CudaContext, CudaStream, sys};
 /// [`check_stream`]), and `0` (ambiguous) and other negative values are refused. The ordering is
 /// an event recorded on `producer` that the consumer's stream waits for, never a device-wide
 /// synchronisation.
+///
+/// A consumer's stream that is capturing a CUDA graph (`torch.cuda.graph`) is left untouched
+/// when the producer's stream has nothing in flight (the data is ready for the capture and every
+/// replay), and refused with [`CudaError::Capture`] otherwise: waiting there for work queued
+/// outside the capture would break it. The check itself runs in relaxed capture mode, so that it
+/// does not break the capture either.
 pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Result<(), CudaError> {
     let handle = match stream {
         None | Some(1) => 0x1 as sys::CUstream, // CU_STREAM_LEGACY
@@ -33,12 +39,53 @@ pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Res
     if producer.cu_stream().is_null() && handle == 0x1 as sys::CUstream {
         return Ok(());
     }
+    producer.context().bind_to_thread()?;
+    if handle != 0x1 as sys::CUstream && capturing(handle)? {
+        return if relaxed(|| idle(producer))? {
+            Ok(())
+        } else {
+            Err(CudaError::Capture {
+                stream: handle as usize,
+            })
+        };
+    }
     let event = producer.record_event(None)?;
     // SAFETY: `handle` is a special handle or a stream of this context (`check_stream` asked the
     // driver, after refusing integers that cannot be handles); the event is live, and its
     // destruction after the wait is queued is allowed.
     unsafe { sys::cuStreamWaitEvent(handle, event.cu_event(), 0) }.result()?;
     Ok(())
+}
+
+/// Whether `stream` (not the legacy default stream, which cannot capture) is capturing a graph.
+fn capturing(stream: sys::CUstream) -> Result<bool, CudaError> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: `stream` is a special handle or a checked stream of the producer's context; the
+    // status is written through a valid pointer.
+    unsafe { sys::cuStreamIsCapturing(stream, &mut status) }.result()?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// Whether `stream` has finished all the work queued on it.
+fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
+    // SAFETY: a live stream of a live context (held by `stream`).
+    match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        e => Err(CudaError::Driver(cudarc::driver::DriverError(e))),
+    }
+}
+
+/// Runs `f` with this thread in relaxed stream-capture mode, where calls that a capture in
+/// progress elsewhere would otherwise forbid are allowed, restoring the mode after.
+fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: exchanges this thread's mode through a valid pointer.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
+    let result = f();
+    // SAFETY: as above, putting the previous mode back.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
+    result
 }
 
 /// Checks that `value`, a stream handle a consumer passed as an integer (DLPack's `stream`

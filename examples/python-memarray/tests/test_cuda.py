@@ -207,3 +207,109 @@ def test_stream_true_is_refused_on_cuda():
     m.to_device()
     with pytest.raises(TypeError, match="not a bool"):
         m.__dlpack__(stream=True)
+
+
+# ---- DLPack's C exchange table on the GPU: torch's (native) and MemArray's ----
+
+
+class NoDlpackTensor(torch.Tensor):
+    """A torch tensor whose __dlpack__ refuses: importable only through torch's C table."""
+
+    def __dlpack__(self, *args, **kwargs):
+        raise AssertionError("__dlpack__ called: the exchange table was not used")
+
+
+def test_torch_publishes_the_c_exchange_table():
+    assert type(torch.Tensor.__dlpack_c_exchange_api__).__name__ == "PyCapsule"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_dlmd_imports_torch_tensors_through_torch_table(device):
+    t = torch.zeros((3, 4), dtype=torch.float32, device=device).as_subclass(NoDlpackTensor)
+    assert dm.import_tensor(t) == 2
+    assert dm.borrow_tensor(t) == 2
+    dm.add_index(t)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(torch.Tensor.cpu(t).numpy(), index_sum((3, 4)))
+
+
+def test_add_index_runs_on_torch_current_stream():
+    # The kernel is queued on torch's current stream (the table's current_work_stream) without
+    # waiting: work queued after it on that stream sees its result, with no synchronisation.
+    side = torch.cuda.Stream()
+    t = torch.zeros((256, 256), device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # keep the stream busy: a kernel elsewhere would run first
+        t.add_(1.0)
+        dm.add_index(t)
+        t.mul_(2.0)
+    side.synchronize()
+    want = (1.0 + index_sum((256, 256))) * 2.0
+    np.testing.assert_array_equal(t.cpu().numpy(), want)
+
+
+def test_add_index_is_captured_in_a_torch_cuda_graph():
+    t = torch.zeros((8, 8), device="cuda")
+    dm.add_index(t)  # warm up: compile the kernel outside the capture
+    torch.cuda.synchronize()
+    t.zero_()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dm.add_index(t)
+    # Captured, not run: the graph runs it on each replay.
+    for replays in (1, 2, 3):
+        g.replay()
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(t.cpu().numpy(), replays * index_sum((8, 8)))
+
+
+def test_torch_reads_a_memarray_inside_a_cuda_graph_capture():
+    m = dm.MemArray((8, 8), "float32")
+    m.to_device()
+    m.add_index()
+    torch.cuda.synchronize()
+    out = torch.zeros((8, 8), device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        t = torch.from_dlpack(m)
+        out.copy_(t * 2.0)
+    g.replay()
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * index_sum((8, 8)))
+    del t
+    assert released(m)
+
+
+def test_memarray_export_under_capture_with_work_in_flight_is_a_clear_error():
+    m = dm.MemArray((1024, 1024), "float32")
+    m.to_device()
+    capture = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(BufferError, match="capturing a CUDA graph"):
+        with torch.cuda.graph(g, stream=capture, capture_error_mode="relaxed"):
+            # Work in flight on MemArray's stream (the legacy default stream), queued during
+            # the capture (torch synchronises the device when a capture begins).
+            with torch.cuda.stream(torch.cuda.default_stream()):
+                torch.cuda._sleep(500_000_000)
+            m.__dlpack__(stream=capture.cuda_stream, max_version=(1, 0))
+    torch.cuda.synchronize()
+
+
+def test_tvm_ffi_takes_a_cuda_memarray_through_its_table(monkeypatch):
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    m = dm.MemArray((4, 3), "float32")
+    m.to_device()
+    m.add_index()
+
+    def no_dlpack(self, **kwargs):
+        raise AssertionError("__dlpack__ called: the exchange table was not used")
+
+    monkeypatch.setattr(dm.MemArray, "__dlpack__", no_dlpack)
+    t = tvm_ffi.from_dlpack(m)
+    monkeypatch.undo()
+    assert t.__dlpack_device__() == (2, 0)
+    back = torch.from_dlpack(t)
+    np.testing.assert_array_equal(back.cpu().numpy(), index_sum((4, 3)))
+    del t, back
+    assert released(m)

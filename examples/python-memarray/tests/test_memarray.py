@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dlmd_memarray as dm
+from dlpack_abi import DLDataType, DLDevice, DLTensor
 
 DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -360,26 +361,6 @@ def test_bare_capsules_and_objects_without_dlpack():
 
     with pytest.raises(AttributeError, match="__dlpack_device__"):
         dm.import_tensor(NoDevice())
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
