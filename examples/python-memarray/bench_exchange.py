@@ -3,7 +3,8 @@ run, alternating the two sides round by round; medians and ratios.
 
 1. Importing a torch tensor into Rust (dlmd's consumer), nanoseconds per tensor, 1 000 tensors
    per call (no Python call per tensor): the table's owning import, its borrowed
-   (allocation-free) import, and `__dlpack__` with a capsule; against tvm-ffi's own
+   (allocation-free) import (alone, and asking the producer's work stream too), and `__dlpack__`
+   with a capsule; against tvm-ffi's own
    `tvm_ffi.from_dlpack(torch tensor)`, which goes through torch's table too, timed per call, next
    to dlmd's single-tensor calls and an empty call of the same module for the floor.
 2. `tvm_ffi.from_dlpack(MemArray)` (MemArray's table) against `tvm_ffi.from_dlpack(torch tensor)`
@@ -56,6 +57,7 @@ def main():
         [
             ("owned", lambda: dm.import_batch(batch, "owned")),
             ("borrowed", lambda: dm.import_batch(batch, "borrowed")),
+            ("borrowed+stream", lambda: dm.import_batch(batch, "borrowed+stream")),
             ("dlpack", lambda: dm.import_batch(batch, "dlpack")),
         ],
         number=20,
@@ -74,6 +76,7 @@ def main():
     print(f"{'path':<40} {'ns':>9} {'/ tvm-ffi':>10}")
     for name, label in [
         ("borrowed", "dlmd, C table, borrowed (no allocation)"),
+        ("borrowed+stream", "  the same, asking the work stream too"),
         ("owned", "dlmd, C table, owning"),
         ("dlpack", "dlmd, __dlpack__ + capsule"),
     ]:

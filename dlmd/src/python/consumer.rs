@@ -141,16 +141,17 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
     Ok((dlpack_method(obj, &FromDlpack::default())?, WorkStream::DEFAULT))
 }
 
-/// Lends `f` the object's tensor, and the stream its data is ready on, for the duration of the
-/// call: through the C exchange table's non-owning `dltensor_from_py_object_no_sync` where the
-/// producer has it, which allocates nothing (neither side); through an owning import
-/// ([`from_dlpack_work_stream`]) released after `f` otherwise.
+/// Lends `f` the object's tensor for the duration of the call: through the C exchange table's
+/// non-owning `dltensor_from_py_object_no_sync` where the producer has it, which allocates
+/// nothing (neither side); through an owning import ([`from_dlpack_work_stream`]) released
+/// after `f` otherwise.
 ///
-/// The `DLTensor` is the producer's, unchecked: read it through
+/// The [`LentTensor`]'s `DLTensor` is the producer's, unchecked: read it through
 /// [`Mdspan::from_dlpack`](crate::Mdspan::from_dlpack) and friends, whose contract the lending
-/// meets while `f` runs Python code that neither frees nor changes `obj` (the table's promise
-/// lasts until control returns to Python).
-pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&DLTensor, WorkStream) -> R) -> PyResult<R> {
+/// meets while `f` runs no Python code that frees or changes `obj` (the table's promise lasts
+/// until control returns to Python). Its [`work_stream`](LentTensor::work_stream) is asked of the
+/// producer only if `f` asks.
+pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
     refuse_capsule(obj)?;
     if let Some(api) = usable_table(obj)?
         && let Some(lend) = api.dltensor_from_py_object_no_sync
@@ -168,11 +169,49 @@ pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&DLTensor,
         // `type(obj)`, borrowed for the call) and a writable `DLTensor`; the GIL is held.
         let status = unsafe { lend(obj.as_ptr().cast(), &mut tensor) };
         check_status(obj, status, "dltensor_from_py_object_no_sync")?;
-        let stream = table_work_stream(obj, api, tensor.device)?;
-        return Ok(f(&tensor, stream));
+        return Ok(f(&LentTensor {
+            tensor: &tensor,
+            obj,
+            stream: Stream::Table(api),
+        }));
     }
     let (tensor, stream) = from_dlpack_work_stream(obj)?;
-    Ok(f(tensor.dl_tensor(), stream))
+    Ok(f(&LentTensor {
+        tensor: tensor.dl_tensor(),
+        obj,
+        stream: Stream::Known(stream),
+    }))
+}
+
+/// A tensor lent by [`with_dlpack_borrowed`] for the duration of its closure.
+pub struct LentTensor<'a, 'py> {
+    tensor: &'a DLTensor,
+    obj: &'a Bound<'py, PyAny>,
+    stream: Stream,
+}
+
+/// Where a lent tensor's work stream comes from.
+enum Stream {
+    /// The producer's table, asked on demand.
+    Table(&'static DLPackExchangeAPI),
+    /// Already known.
+    Known(WorkStream),
+}
+
+impl LentTensor<'_, '_> {
+    /// The producer's tensor, unchecked (see [`with_dlpack_borrowed`]).
+    pub fn dl_tensor(&self) -> &DLTensor {
+        self.tensor
+    }
+
+    /// The stream the data is ready on, where the work that uses it is queued: the producer's
+    /// current work stream (asked of its table now), or the default stream.
+    pub fn work_stream(&self) -> PyResult<WorkStream> {
+        match self.stream {
+            Stream::Table(api) => table_work_stream(self.obj, api, self.tensor.device),
+            Stream::Known(stream) => Ok(stream),
+        }
+    }
 }
 
 /// The array API refuses bare capsules: their lifetime and device are unknown.
@@ -215,14 +254,21 @@ fn usable_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchan
     if !exchange_api_enabled() {
         return Ok(None);
     }
-    let ty = obj.get_type();
-    match TABLES.find(ty.as_ptr()) {
-        Some(0) => return Ok(None),
+    // SAFETY: `obj` is a live object; its type pointer is read, not a new reference.
+    let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
+    match TABLES.find(ty.cast()) {
+        Some(0) => Ok(None),
         // SAFETY: only addresses of tables that `exchange_table` accepted are remembered; tables
         // live as long as the process.
-        Some(address) => return Ok(Some(unsafe { &*(address as *const DLPackExchangeAPI) })),
-        None => {}
+        Some(address) => Ok(Some(unsafe { &*(address as *const DLPackExchangeAPI) })),
+        None => look_up_table(obj),
     }
+}
+
+/// [`usable_table`] for a type not seen before: looked up, and remembered unless malformed.
+#[cold]
+fn look_up_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+    let ty = obj.get_type();
     match exchange_table(&ty)? {
         Table::None => {
             TABLES.remember(ty.as_any(), 0);
@@ -364,10 +410,16 @@ fn type_name(ty: &Bound<'_, PyType>) -> String {
 
 /// Turns a table entry's status into a result: anything but 0 is a failure, which must have
 /// set an exception (one is made where the producer did not).
+#[inline]
 fn check_status(obj: &Bound<'_, PyAny>, status: c_int, entry: &str) -> PyResult<()> {
     if status == 0 {
         return Ok(());
     }
+    entry_failed(obj, status, entry)
+}
+
+#[cold]
+fn entry_failed(obj: &Bound<'_, PyAny>, status: c_int, entry: &str) -> PyResult<()> {
     Err(PyErr::take(obj.py()).unwrap_or_else(|| {
         PyBufferError::new_err(format!(
             "the exchange table of {} returned {status} from {entry} without setting an exception",

@@ -1,26 +1,40 @@
-//! DLPack for Python through pyo3: a producer helper for `__dlpack__` and a consumer,
-//! [`from_dlpack`], following the Python array API standard.
+//! DLPack for Python through pyo3: a producer helper for `__dlpack__`, DLPack 1.3's C exchange
+//! table both ways, and a consumer, [`from_dlpack`], following the Python array API standard.
 //!
 //! Producer: a `#[pyclass]` implements [`DlpackExporter`] and gets its `__dlpack__` from
 //! [`add_dlpack_method`] (or forwards the arguments of its own `#[pymethods]` `__dlpack__` to
-//! [`DlpackRequest::parse`]), and hands its data to [`export_cpu`], which picks the capsule kind (`"dltensor"` for consumers
-//! that ask for no version or version 0, `"dltensor_versioned"` 1.3 for version 1), copies only
-//! for `copy=True` (setting `IS_COPIED`), refuses a copy it would need with `copy=False`, and
-//! refuses devices and streams CPU data cannot honour with `BufferError`.
+//! [`DlpackRequest::parse`]), and hands its data to [`export_cpu`], which picks the managed
+//! tensor's kind (legacy for consumers that ask for no version or version 0, versioned 1.3 for
+//! version 1), copies only for `copy=True` (setting `IS_COPIED`), refuses a copy it would need
+//! with `copy=False`, and refuses devices CPU data cannot reach with `BufferError` (and a
+//! stream, which CPU data has none of, with `ValueError`, as numpy does).
 //!
 //! The capsule's destructor calls the tensor's deleter only while no consumer took the tensor
 //! (renamed the capsule `used_…`), keeps any exception in flight, and frees unconsumed exports
 //! while the interpreter shuts down too.
 //!
-//! Consumer: [`from_dlpack`] asks `__dlpack_device__`, calls
-//! `__dlpack__(max_version=(1, 3))` (again without arguments on `TypeError`, for producers that
-//! predate it), checks the capsule's name and version, renames it `used_…` and returns the
-//! owning [`ManagedTensor`](crate::managed::ManagedTensor), whose views check everything else.
+//! The C exchange table: a [`DlpackExchange`] type publishes its table as the type attribute
+//! `__dlpack_c_exchange_api__` with [`publish_exchange_api`] (or, lending its data without an
+//! export too, [`publish_exchange_api_borrowing`]); C consumers such as tvm-ffi then take its
+//! objects through direct calls. The entries never unwind into C and check every pointer.
+//!
+//! Consumer: [`from_dlpack`] and its variants use the table of `type(obj)` where it publishes
+//! one (looked up once per type; [`set_exchange_api_enabled`] turns that off), and otherwise
+//! ask `__dlpack_device__`, call `__dlpack__(max_version=(1, 3))` (again without arguments on
+//! `TypeError`, for producers that predate it), check the capsule's name and version, rename it
+//! `used_…` and return the owning [`ManagedTensor`](crate::managed::ManagedTensor), whose views
+//! check everything else. [`with_dlpack_borrowed`] lends the tensor without an allocation, and
+//! [`from_dlpack_work_stream`] pairs it with the producer's current work stream. Errors are the
+//! array API's: `AttributeError` for an object without `__dlpack__` or `__dlpack_device__`,
+//! `BufferError` for data that cannot be imported as asked (an
+//! [`ImportError`](crate::import::ImportError) converts to one, or to `ValueError` for a
+//! malformed tensor).
 //!
 //! The module is a package: `request` (the arguments of `__dlpack__`), `method` (the fast
 //! `__dlpack__` of [`DlpackExporter`]), `producer` ([`export_cpu`], [`export_cuda`]), `capsule`
-//! (wrapping and taking capsules of either managed-tensor kind), `keep_alive` ([`PyKeepAlive`])
-//! and `consumer` ([`from_dlpack`]). CUDA stream ordering is [`crate::cuda`]'s.
+//! (wrapping and taking capsules of either managed-tensor kind), `exchange` (the C exchange
+//! table's producer side), `keep_alive` ([`PyKeepAlive`]) and `consumer` ([`from_dlpack`]). CUDA
+//! stream ordering is [`crate::cuda`]'s.
 
 mod capsule;
 mod consumer;
@@ -32,8 +46,8 @@ mod request;
 
 pub use capsule::{capsule, take_capsule};
 pub use consumer::{
-    FromDlpack, WorkStream, cpu_device, exchange_api_enabled, exchange_table_of, from_dlpack, from_dlpack_on_stream,
-    from_dlpack_with, from_dlpack_work_stream, set_exchange_api_enabled, with_dlpack_borrowed,
+    FromDlpack, LentTensor, WorkStream, cpu_device, exchange_api_enabled, exchange_table_of, from_dlpack,
+    from_dlpack_on_stream, from_dlpack_with, from_dlpack_work_stream, set_exchange_api_enabled, with_dlpack_borrowed,
 };
 pub use exchange::{
     DlpackBorrowedExport, DlpackExchange, TensorPrototype, publish_exchange_api, publish_exchange_api_borrowing,

@@ -1,7 +1,7 @@
 //! The arguments of `__dlpack__`, parsed and checked once for every producer.
 
 use crate::dlpack::{DLDevice, DLDeviceType};
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
@@ -79,11 +79,12 @@ impl DlpackRequest {
         }
     }
 
-    /// Checks the request against data on the CPU: only `stream=None`, and no other device
-    /// (a copy to another device is not something CPU code can make).
+    /// Checks the request against data on the CPU: only `stream=None` (`ValueError` otherwise,
+    /// as numpy raises), and no other device (`BufferError`: a copy to another device is not
+    /// something CPU code can make).
     pub fn check_cpu(&self) -> PyResult<()> {
         if let Some(stream) = self.stream {
-            return Err(PyBufferError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "stream must be None for CPU data, got {stream}"
             )));
         }

@@ -123,13 +123,14 @@ fn import_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
 #[pyfunction]
 #[pyo3(signature = (x, /))]
 fn borrow_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
-    with_dlpack_borrowed(x, |t, _| t.ndim)
+    with_dlpack_borrowed(x, |t| t.dl_tensor().ndim)
 }
 
 /// Imports every object of `xs` and releases it at once, returning how many: the per-tensor
 /// cost of one consumer path without a Python call per tensor, for benchmarks. `how` is
 /// `"owned"` (an owning import, through the C exchange table where there is one), `"borrowed"`
-/// (the non-owning one) or `"dlpack"` (an owning import through `__dlpack__` and a capsule).
+/// (the non-owning one), `"borrowed+stream"` (the non-owning one, asking the producer's work
+/// stream too) or `"dlpack"` (an owning import through `__dlpack__` and a capsule).
 #[pyfunction]
 #[pyo3(signature = (xs, how, /))]
 fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usize> {
@@ -142,7 +143,13 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
         }
         "borrowed" => {
             for x in xs.iter() {
-                ndim += i64::from(with_dlpack_borrowed(&x, |t, _| t.ndim)?);
+                ndim += i64::from(with_dlpack_borrowed(&x, |t| t.dl_tensor().ndim)?);
+            }
+        }
+        "borrowed+stream" => {
+            for x in xs.iter() {
+                let stream = with_dlpack_borrowed(&x, |t| t.work_stream())??;
+                ndim += stream.is_default() as i64;
             }
         }
         "dlpack" => {
@@ -157,7 +164,7 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "how must be \"owned\", \"borrowed\" or \"dlpack\", not {other:?}"
+                "how must be \"owned\", \"borrowed\", \"borrowed+stream\" or \"dlpack\", not {other:?}"
             )));
         }
     }
