@@ -4,7 +4,8 @@ run, alternating the two sides round by round; medians and ratios.
 1. Importing a torch tensor into Rust (dlmd's consumer), nanoseconds per tensor, 1 000 tensors
    per call (no Python call per tensor): the table's owning import, its borrowed
    (allocation-free) import (alone, and asking the producer's work stream too), and `__dlpack__`
-   with a capsule; against tvm-ffi's own
+   with a capsule, and the floor under the borrowed import (the producer's own entry, called
+   directly); against tvm-ffi's own
    `tvm_ffi.from_dlpack(torch tensor)`, which goes through torch's table too, timed per call, next
    to dlmd's single-tensor calls and an empty call of the same module for the floor.
 2. `tvm_ffi.from_dlpack(MemArray)` (MemArray's table) against `tvm_ffi.from_dlpack(torch tensor)`
@@ -59,6 +60,7 @@ def main():
             ("borrowed", lambda: dm.import_batch(batch, "borrowed")),
             ("borrowed+stream", lambda: dm.import_batch(batch, "borrowed+stream")),
             ("dlpack", lambda: dm.import_batch(batch, "dlpack")),
+            ("table", lambda: dm.import_batch(batch, "table")),
         ],
         number=20,
     )
@@ -79,6 +81,7 @@ def main():
         ("borrowed+stream", "  the same, asking the work stream too"),
         ("owned", "dlmd, C table, owning"),
         ("dlpack", "dlmd, __dlpack__ + capsule"),
+        ("table", "floor: the producer's entry alone"),
     ]:
         print(f"{label:<40} {per_tensor[name] / n:9.1f} {per_tensor[name] / n / tvm:10.3f}")
     print("   per Python call (each includes the call itself)")

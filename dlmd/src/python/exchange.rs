@@ -6,7 +6,9 @@
 //!
 //! Every entry returns 0, or -1 with a Python exception set (the allocator reports through its
 //! `SetError` callback instead). None unwinds into C: a panic becomes a `PanicException`. Every
-//! pointer a caller passes is checked for NULL and every object for its type before use.
+//! pointer a caller passes is checked for NULL and every object for its type before use. The
+//! entries that take or make Python objects rely on their caller holding the GIL, as DLPack
+//! specifies; the allocator and `current_work_stream` take it where the caller does not hold it.
 
 use super::method::{DlpackExporter, panic_error};
 use super::producer::DlpackExport;
@@ -116,25 +118,38 @@ fn publish<T: DlpackExchange>(py: Python<'_>, borrowed: DLPackDLTensorFromPyObje
 }
 
 /// Runs an entry's body with the GIL (taken if the caller did not hold it), turning its error or
-/// panic into a Python exception and -1.
+/// panic into a Python exception and -1: for the entries a caller may call without the GIL.
 fn entry(what: &str, body: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
-    let run = || {
-        Python::attach(
-            |py| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(py))) {
-                Ok(Ok(())) => 0,
-                Ok(Err(e)) => {
-                    e.restore(py);
-                    -1
-                }
-                Err(panic) => {
-                    panic_error(what, panic).restore(py);
-                    -1
-                }
-            },
-        )
-    };
+    let run = || Python::attach(|py| run_body(py, what, body));
     // A panic outside the body (no interpreter to attach to) has nowhere to report to.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(-1)
+}
+
+/// [`entry`] for the entries that take or make Python objects, which DLPack calls with the GIL
+/// held: no GIL bookkeeping at all (pyo3's would take the GIL state again on every call).
+///
+/// # Safety
+///
+/// The calling thread holds the GIL.
+unsafe fn entry_with_gil(what: &str, body: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
+    // SAFETY: the GIL is held (caller); the token does not outlive this call.
+    let py = unsafe { Python::assume_attached() };
+    run_body(py, what, body)
+}
+
+/// Runs `body`, turning its error or panic into a Python exception and -1.
+fn run_body(py: Python<'_>, what: &str, body: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(py))) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            e.restore(py);
+            -1
+        }
+        Err(panic) => {
+            panic_error(what, panic).restore(py);
+            -1
+        }
+    }
 }
 
 /// The object a caller passed, which must be a `T`.
@@ -171,15 +186,17 @@ unsafe extern "C" fn managed_tensor_from_py_object<T: DlpackExchange>(
     obj: *mut c_void,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
-    entry("managed_tensor_from_py_object_no_sync", |py| {
+    let body = |py: Python<'_>| {
         let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("the output pointer is NULL"))?;
-        // SAFETY: `obj` is NULL or live, and the GIL is held (caller, `entry`).
+        // SAFETY: `obj` is NULL or live, and the GIL is held (caller).
         let obj = unsafe { object::<T>(py, obj) }?;
         let tensor = export(&obj)?;
         // SAFETY: `out` is writable (caller); the tensor is handed over to the caller.
         unsafe { out.write(tensor.as_ptr()) };
         Ok(())
-    })
+    };
+    // SAFETY: DLPack calls the entries that take Python objects with the GIL held (caller).
+    unsafe { entry_with_gil("managed_tensor_from_py_object_no_sync", body) }
 }
 
 /// `dltensor_from_py_object_no_sync` of `T`.
@@ -188,7 +205,7 @@ unsafe extern "C" fn managed_tensor_from_py_object<T: DlpackExchange>(
 ///
 /// As for [`managed_tensor_from_py_object`], with `out` a writable `DLTensor`.
 unsafe extern "C" fn dltensor_from_py_object<T: DlpackBorrowedExport>(obj: *mut c_void, out: *mut DLTensor) -> c_int {
-    entry("dltensor_from_py_object_no_sync", |py| {
+    let body = |py: Python<'_>| {
         let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("the output DLTensor pointer is NULL"))?;
         // SAFETY: as in `managed_tensor_from_py_object`.
         let obj = unsafe { object::<T>(py, obj) }?;
@@ -196,7 +213,9 @@ unsafe extern "C" fn dltensor_from_py_object<T: DlpackBorrowedExport>(obj: *mut 
         // SAFETY: `out` is writable (caller).
         unsafe { out.write(tensor) };
         Ok(())
-    })
+    };
+    // SAFETY: DLPack calls the entries that take Python objects with the GIL held (caller).
+    unsafe { entry_with_gil("dltensor_from_py_object_no_sync", body) }
 }
 
 /// `managed_tensor_to_py_object_no_sync` of `T`: takes `tensor` over, whatever happens.
@@ -209,7 +228,7 @@ unsafe extern "C" fn managed_tensor_to_py_object<T: DlpackExchange>(
     tensor: *mut DLManagedTensorVersioned,
     out: *mut *mut c_void,
 ) -> c_int {
-    entry("managed_tensor_to_py_object_no_sync", |py| {
+    let body = |py: Python<'_>| {
         // SAFETY: the tensor is handed over (caller); taken first, so that it is released on
         // every error below.
         let tensor = unsafe { ManagedTensor::from_raw(tensor) }.map_err(|e| match e {
@@ -221,7 +240,9 @@ unsafe extern "C" fn managed_tensor_to_py_object<T: DlpackExchange>(
         // SAFETY: `out` is writable (caller); the new reference is handed over.
         unsafe { out.write(obj.into_ptr().cast()) };
         Ok(())
-    })
+    };
+    // SAFETY: DLPack calls the entries that take Python objects with the GIL held (caller).
+    unsafe { entry_with_gil("managed_tensor_to_py_object_no_sync", body) }
 }
 
 /// `current_work_stream` of `T`.

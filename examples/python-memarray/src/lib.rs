@@ -130,7 +130,9 @@ fn borrow_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// cost of one consumer path without a Python call per tensor, for benchmarks. `how` is
 /// `"owned"` (an owning import, through the C exchange table where there is one), `"borrowed"`
 /// (the non-owning one), `"borrowed+stream"` (the non-owning one, asking the producer's work
-/// stream too) or `"dlpack"` (an owning import through `__dlpack__` and a capsule).
+/// stream too), `"dlpack"` (an owning import through `__dlpack__` and a capsule) or `"table"`
+/// (the producer's non-owning table entry alone, called directly: the floor under
+/// `"borrowed"`).
 #[pyfunction]
 #[pyo3(signature = (xs, how, /))]
 fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usize> {
@@ -152,6 +154,31 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
                 ndim += stream.is_default() as i64;
             }
         }
+        "table" => {
+            // The floor under "borrowed": the producer's own non-owning entry, called directly
+            // (every object of one type), without dlmd's consumer around it.
+            let Some(first) = xs.iter().next() else {
+                return Ok(0);
+            };
+            let ty = first.get_type();
+            let lend = dlmd::python::exchange_table_of(&ty)?
+                .and_then(|api| api.dltensor_from_py_object_no_sync)
+                .ok_or_else(|| PyValueError::new_err("the type publishes no non-owning table entry"))?;
+            for x in xs.iter() {
+                if !x.get_type().is(&ty) {
+                    return Err(PyValueError::new_err("every object must be of one type"));
+                }
+                let mut t = std::mem::MaybeUninit::<dlmd::dlpack::DLTensor>::uninit();
+                // SAFETY: the entry of `x`'s type's table takes a live object of that type,
+                // borrowed for the call, and a writable DLTensor; the GIL is held.
+                let status = unsafe { lend(x.as_ptr().cast(), t.as_mut_ptr()) };
+                if status != 0 {
+                    return Err(PyErr::take(x.py()).unwrap_or_else(|| PyValueError::new_err("the entry failed")));
+                }
+                // SAFETY: the entry filled the tensor (it returned 0).
+                ndim += i64::from(unsafe { t.assume_init() }.ndim);
+            }
+        }
         "dlpack" => {
             let before = dlmd::python::exchange_api_enabled();
             dlmd::python::set_exchange_api_enabled(false);
@@ -164,7 +191,7 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "how must be \"owned\", \"borrowed\", \"borrowed+stream\" or \"dlpack\", not {other:?}"
+                "how must be \"owned\", \"borrowed\", \"borrowed+stream\", \"dlpack\" or \"table\", not {other:?}"
             )));
         }
     }
