@@ -4,7 +4,8 @@ frameworks themselves, timed in the same run, the two sides alternating round by
     torch.from_dlpack(MemArray)  vs  torch.from_dlpack(cupy array)
     cupy.from_dlpack(MemArray)   vs  cupy.from_dlpack(torch tensor)
 
-Medians of the rounds (default 15) of 5 000 calls each. Usage: python bench_cuda.py [ROUNDS]
+Medians of the rounds (default 41) of 2 000 calls each, with the spread of the per-round ratios
+(quartiles). Usage: python bench_cuda.py [ROUNDS]
 """
 
 import statistics
@@ -16,17 +17,20 @@ import torch
 
 import dlmd_memarray as dm
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-NUMBER = 5_000
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 41
+NUMBER = 2_000
 
 
 def alternate(ours, reference):
-    """Median µs per call of each side, timing one after the other in every round."""
+    """Median µs per call of each side, timing one after the other in every round (which side
+    goes first alternates too), and the quartiles of the per-round ratios."""
     a, b = [], []
-    for _ in range(ROUNDS):
-        a.append(timeit.timeit(ours, number=NUMBER) / NUMBER * 1e6)
-        b.append(timeit.timeit(reference, number=NUMBER) / NUMBER * 1e6)
-    return statistics.median(a), statistics.median(b)
+    for r in range(ROUNDS):
+        sides = [(a, ours), (b, reference)]
+        for samples, fn in sides if r % 2 == 0 else reversed(sides):
+            samples.append(timeit.timeit(fn, number=NUMBER) / NUMBER * 1e6)
+    q1, _, q3 = statistics.quantiles([x / y for x, y in zip(a, b)], n=4)
+    return statistics.median(a), statistics.median(b), f"{q1:.2f}–{q3:.2f}"
 
 
 def main():
@@ -39,9 +43,9 @@ def main():
         ("cupy.from_dlpack(x)", *alternate(lambda: cupy.from_dlpack(m), lambda: cupy.from_dlpack(t)), "torch tensor"),
     ]
     print(f"torch {torch.__version__}, cupy {cupy.__version__}, {ROUNDS} alternating rounds of {NUMBER} calls")
-    print(f"{'consumer':<24} {'MemArray µs':>12} {'reference µs':>13} {'ratio':>6}  reference")
-    for name, ours, ref, what in rows:
-        print(f"{name:<24} {ours:12.3f} {ref:13.3f} {ours / ref:6.2f}  {what}")
+    print(f"{'consumer':<24} {'MemArray µs':>12} {'reference µs':>13} {'ratio':>6} {'quartiles':>10}  reference")
+    for name, ours, ref, spread, what in rows:
+        print(f"{name:<24} {ours:12.3f} {ref:13.3f} {ours / ref:6.2f} {spread:>10}  {what}")
 
 
 if __name__ == "__main__":

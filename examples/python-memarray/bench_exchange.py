@@ -24,7 +24,7 @@ import tvm_ffi
 
 import dlmd_memarray as dm
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 21
 
 
 def per_call_ns(fn, number):
@@ -32,10 +32,11 @@ def per_call_ns(fn, number):
 
 
 def alternate(pairs, number):
-    """Times every function of `pairs` once per round, in turn; medians in ns per call."""
+    """Times every function of `pairs` once per round, in turn (in reverse order every other
+    round); medians in ns per call."""
     samples = {name: [] for name, _ in pairs}
-    for _ in range(ROUNDS):
-        for name, fn in pairs:
+    for r in range(ROUNDS):
+        for name, fn in pairs if r % 2 == 0 else reversed(pairs):
             samples[name].append(per_call_ns(fn, number))
     return {name: statistics.median(s) for name, s in samples.items()}
 

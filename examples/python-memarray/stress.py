@@ -126,6 +126,14 @@ def exchange_table(n):
         {"__dlpack_c_exchange_api__": abi.capsule_new(ctypes.addressof(python_table), b"dlpack_exchange_api", None)},
     )
     producer = Producer()
+    # Bad tables on the consumer's side: a capsule of another name, NULL, a version 2 table.
+    newer = abi.ExchangeAPI()
+    newer.header.major = 2
+    bad = [
+        type("WrongName", (), {"__dlpack_c_exchange_api__": abi.capsule_new(ctypes.addressof(python_table), b"x", None)}),
+        type("Null", (), {"__c_dlpack_exchange_api__": 0}),
+        type("Newer", (), {"__dlpack_c_exchange_api__": abi.capsule_new(ctypes.addressof(newer), b"dlpack_exchange_api", None)}),
+    ]
     for i in range(n // 4):
         assert table.managed_tensor_from_py_object_no_sync(obj, ctypes.byref(out)) == 0
         if i % 2:
@@ -142,6 +150,8 @@ def exchange_table(n):
         expect(ValueError, table.managed_tensor_to_py_object_no_sync, None, ctypes.byref(back))
         assert dm.import_tensor(m) == 2 and dm.borrow_tensor(m) == 2
         assert dm.import_tensor(producer) == 1
+        for cls, error in zip(bad, (TypeError, ValueError, BufferError)):
+            expect(error, dm.import_tensor, cls())
     assert len(errors) == n // 4
     assert m.exports == 0
 

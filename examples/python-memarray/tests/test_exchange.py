@@ -7,10 +7,13 @@ and bad calls through the table must raise Python exceptions, never crash.
 
 import ctypes
 import gc
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 import tvm_ffi
+import tvm_ffi.libinfo
 from dlpack_abi import (
     ALLOCATOR,
     FROM_PY,
@@ -378,3 +381,39 @@ def test_memarray_producer_refuses_a_device_id_the_data_is_not_on():
         with pytest.raises(BufferError, match="cannot be exported"):
             m.__dlpack__(dl_device=device)
     assert m.__dlpack__(dl_device=(1, 0)) is not None
+
+
+# ---- the ABI, against the C header ----
+
+
+def test_ctypes_mirror_matches_the_c_header(tmp_path):
+    """The structs these tests call the table through have the layout of `dlpack.h` 1.3 (the
+    header tvm-ffi ships), compiled with the system C compiler; Rust's layout of the same structs
+    is checked field by field in tests/abi.rs."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "a C compiler is needed to read dlpack.h's layout"
+    fields = {
+        "DLPackExchangeAPIHeader": (Header, ["version", "prev_api"]),
+        "DLPackExchangeAPI": (ExchangeAPI, [name for name, _ in ExchangeAPI._fields_]),
+        "DLTensor": (DLTensor, [name for name, _ in DLTensor._fields_]),
+        "DLManagedTensorVersioned": (DLManagedTensorVersioned, ["version", "manager_ctx", "deleter", "flags", "dl_tensor"]),
+    }
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include <dlpack/dlpack.h>', "int main(void) {"]
+    lines.append('printf("version %d %d\\n", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);')
+    for struct, (_, names) in fields.items():
+        lines.append(f'printf("{struct} size %zu\\n", sizeof({struct}));')
+        for name in names:
+            lines.append(f'printf("{struct} {name} %zu\\n", offsetof({struct}, {name}));')
+    lines.append("return 0; }")
+    source = tmp_path / "layout.c"
+    source.write_text("\n".join(lines))
+    exe = tmp_path / "layout"
+    subprocess.run([cc, "-I", tvm_ffi.libinfo.find_dlpack_include_path(), str(source), "-o", str(exe)], check=True)
+    c = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines())
+    assert c["version 1"] == "3"
+    # ctypes names the version's two halves separately: the version is at the first's offset.
+    ctypes_name = {"version": "major"}
+    for struct, (mirror, names) in fields.items():
+        assert int(c[f"{struct} size"]) == ctypes.sizeof(mirror), struct
+        for name in names:
+            assert int(c[f"{struct} {name}"]) == getattr(mirror, ctypes_name.get(name, name)).offset, (struct, name)
