@@ -37,12 +37,15 @@ fn device_type_values() {
         (DLDeviceType::HEXAGON, 16),
         (DLDeviceType::MAIA, 17),
         (DLDeviceType::TRN, 18),
+        (DLDeviceType::TPU, 19),
+        (DLDeviceType::TPU_HOST, 20),
+        (DLDeviceType::ASCEND, 21),
     ];
     for (device, value) in all {
         assert_eq!(device.0, value);
         assert!(device.is_known());
     }
-    for unknown in [0, 5, 6, 19, -1, i32::MAX] {
+    for unknown in [0, 5, 6, 22, -1, i32::MAX] {
         assert!(!DLDeviceType(unknown).is_known(), "{unknown}");
     }
 }
@@ -68,12 +71,13 @@ fn data_type_code_values() {
         (DLDataTypeCode::FLOAT6_E2M3FN, 15),
         (DLDataTypeCode::FLOAT6_E3M2FN, 16),
         (DLDataTypeCode::FLOAT4_E2M1FN, 17),
+        (DLDataTypeCode::BCOMPLEX, 18),
     ];
     for (index, (code, value)) in all.into_iter().enumerate() {
         assert_eq!(code.0, value);
-        assert_eq!(usize::from(code.0), index, "codes are dense from 0 to 17");
+        assert_eq!(usize::from(code.0), index, "codes are dense from 0 to 18");
     }
-    assert!(!DLDataTypeCode(18).is_known());
+    assert!(!DLDataTypeCode(19).is_known());
 }
 
 #[test]

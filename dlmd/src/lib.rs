@@ -91,13 +91,14 @@ pub use export::{DLTensorRef, DlpackTensor, to_dlpack_tensor};
 pub use extents::{Const, Dims, Dyn, Extents};
 pub use import::{
     ImportError, to_device_mdspan, to_device_mdspan_mut, to_host_mdspan, to_host_mdspan_aliased,
-    to_host_mdspan_aliased_mut, to_host_mdspan_mut, to_managed_mdspan, to_managed_mdspan_mut,
+    to_host_mdspan_aliased_mut, to_host_mdspan_mut, to_managed_mdspan, to_managed_mdspan_mut, to_opaque_mdspan,
+    to_opaque_mdspan_mut,
 };
 pub use layout::{LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
-pub use space::{Device, Host, Managed};
+pub use space::{Device, Host, Managed, Opaque};
 pub use view::{
     Aliased, AliasedMut, DeviceMdspan, DeviceMdspanMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut,
-    HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, Shared, Unique, ViewError,
+    HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, OpaqueMdspan, OpaqueMdspanMut, Shared, Unique, ViewError,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

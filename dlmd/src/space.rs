@@ -6,12 +6,20 @@
 //!
 //! | space | exported as | imported from | host element access | converts to |
 //! |---|---|---|---|---|
-//! | [`Host`] | `kDLCPU` | `kDLCPU`, `kDLCUDAHost`, `kDLCUDAManaged` | yes | — |
+//! | [`Host`] | `kDLCPU` | `kDLCPU`, `kDLCUDAHost`, `kDLROCMHost`, `kDLCUDAManaged` | yes | — |
 //! | [`Device`] (carries its ordinal) | `kDLCUDA` | `kDLCUDA`, `kDLCUDAManaged` (ordinal ≥ 0) | no: indexing does not compile | — |
 //! | [`Managed`] | `kDLCUDAManaged` | `kDLCUDAManaged` | yes | [`Host`], [`Device`] |
+//! | [`Opaque<K>`](Opaque) (carries its device id) | `K`'s device type | `K`'s device type (id ≥ 0) | no: indexing does not compile | — |
 //!
-//! Pinned (`kDLCUDAHost`) and managed memory are host memory too, and managed memory is device
-//! memory too, so views of those spaces accept them.
+//! Pinned (`kDLCUDAHost`, `kDLROCMHost`) and managed memory are host memory too, and managed
+//! memory is device memory too, so views of those spaces accept them.
+//!
+//! Every other DLPack device is an [`Opaque`] space, one per [`DeviceKind`]: [`OneApi`],
+//! [`Rocm`], [`RocmHost`], [`Metal`], [`Vulkan`], [`OpenCl`], [`WebGpu`], [`Hexagon`],
+//! [`Maia`], [`Trn`], [`Tpu`], [`TpuHost`], [`Ascend`], [`Vpi`] and [`ExtDev`]. Views of them
+//! carry the data through DLPack both ways, checked as device views are, and the host never
+//! reads or writes their elements: dlmd does not know how (or whether) the host can reach that
+//! memory, so it leaves it to the device's own runtime.
 //!
 //! As in CCCL, managed memory can be viewed from the host or from a device, but host and device
 //! views never convert into each other, and nothing converts into managed memory.
@@ -19,6 +27,7 @@
 use crate::dlpack::{DLDevice, DLDeviceType};
 use core::fmt::Debug;
 use core::hash::Hash;
+use core::marker::PhantomData;
 
 mod sealed {
     pub trait Sealed {}
@@ -116,7 +125,9 @@ impl MemorySpace for Host {
     #[inline]
     fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
         match device.device_type {
-            DLDeviceType::CPU | DLDeviceType::CUDA_HOST | DLDeviceType::CUDA_MANAGED => Ok(Host),
+            DLDeviceType::CPU | DLDeviceType::CUDA_HOST | DLDeviceType::ROCM_HOST | DLDeviceType::CUDA_MANAGED => {
+                Ok(Host)
+            }
             found => Err(SpaceError::DeviceType {
                 expected: Self::NAME,
                 found,
@@ -170,6 +181,125 @@ impl MemorySpace for Managed {
                 found,
             }),
         }
+    }
+}
+
+/// A kind of DLPack device whose memory dlmd keeps opaque: the type parameter of [`Opaque`].
+pub trait DeviceKind: Copy + Debug + Default + Eq + Hash + Send + Sync + 'static + sealed::Sealed {
+    /// The device type.
+    const DEVICE_TYPE: DLDeviceType;
+    /// The device's name, for messages.
+    const NAME: &'static str;
+}
+
+macro_rules! device_kinds {
+    ($($(#[$meta:meta])* $kind:ident => $device_type:ident, $name:literal;)*) => {
+        $(
+            $(#[$meta])*
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+            pub struct $kind;
+
+            impl sealed::Sealed for $kind {}
+
+            impl DeviceKind for $kind {
+                const DEVICE_TYPE: DLDeviceType = DLDeviceType::$device_type;
+                const NAME: &'static str = $name;
+            }
+        )*
+    };
+}
+
+device_kinds! {
+    /// oneAPI (SYCL) unified shared memory (`kDLOneAPI`).
+    OneApi => ONE_API, "oneAPI";
+    /// AMD ROCm device memory (`kDLROCM`).
+    Rocm => ROCM, "ROCm";
+    /// Pinned ROCm host memory (`kDLROCMHost`), kept opaque; [`Host`] views import it too.
+    RocmHost => ROCM_HOST, "ROCm host";
+    /// Apple Metal buffers (`kDLMetal`).
+    Metal => METAL, "Metal";
+    /// Vulkan buffers (`kDLVulkan`).
+    Vulkan => VULKAN, "Vulkan";
+    /// OpenCL buffers (`kDLOpenCL`).
+    OpenCl => OPEN_CL, "OpenCL";
+    /// WebGPU buffers (`kDLWebGPU`).
+    WebGpu => WEB_GPU, "WebGPU";
+    /// Qualcomm Hexagon DSP memory (`kDLHexagon`).
+    Hexagon => HEXAGON, "Hexagon";
+    /// Microsoft MAIA memory (`kDLMAIA`).
+    Maia => MAIA, "MAIA";
+    /// AWS Trainium memory (`kDLTrn`).
+    Trn => TRN, "Trainium";
+    /// Google TPU memory (`kDLTPU`).
+    Tpu => TPU, "TPU";
+    /// Host memory pinned for a TPU (`kDLTPUHost`).
+    TpuHost => TPU_HOST, "TPU host";
+    /// Huawei Ascend NPU memory (`kDLAscend`).
+    Ascend => ASCEND, "Ascend";
+    /// Verilator simulator memory (`kDLVPI`).
+    Vpi => VPI, "VPI";
+    /// Memory of an extension device (`kDLExtDev`).
+    ExtDev => EXT_DEV, "extension device";
+}
+
+/// Memory of device number `id` of kind `K` (a oneAPI, ROCm, Metal… device), which dlmd never
+/// reads or writes from the host: views of it index nothing on the host (that does not
+/// compile), they carry their data through DLPack, checked as device views are.
+///
+/// ```
+/// use dlmd::dlpack::{DLDevice, DLDeviceType};
+/// use dlmd::space::{MemorySpace, OneApi, Opaque, Rocm};
+///
+/// let sycl = DLDevice { device_type: DLDeviceType::ONE_API, device_id: 1 };
+/// assert_eq!(Opaque::<OneApi>::from_device(sycl), Ok(Opaque::new(1)));
+/// assert!(Opaque::<Rocm>::from_device(sycl).is_err());
+/// assert_eq!(Opaque::<OneApi>::new(1).device(), sycl);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Opaque<K> {
+    id: i32,
+    kind: PhantomData<K>,
+}
+
+impl<K: DeviceKind> Opaque<K> {
+    /// Device number `id` of kind `K`.
+    pub const fn new(id: i32) -> Self {
+        Self { id, kind: PhantomData }
+    }
+
+    /// The device id.
+    pub const fn id(self) -> i32 {
+        self.id
+    }
+}
+
+impl<K: DeviceKind> sealed::Sealed for Opaque<K> {}
+
+impl<K: DeviceKind> MemorySpace for Opaque<K> {
+    const DEVICE_TYPE: DLDeviceType = K::DEVICE_TYPE;
+    const NAME: &'static str = K::NAME;
+    const HOST_READABLE: bool = false;
+    #[inline]
+    fn device(&self) -> DLDevice {
+        DLDevice {
+            device_type: K::DEVICE_TYPE,
+            device_id: self.id,
+        }
+    }
+    #[inline]
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
+        if device.device_type != K::DEVICE_TYPE {
+            return Err(SpaceError::DeviceType {
+                expected: Self::NAME,
+                found: device.device_type,
+            });
+        }
+        if device.device_id < 0 {
+            return Err(SpaceError::DeviceOrdinal {
+                ordinal: device.device_id,
+            });
+        }
+        Ok(Self::new(device.device_id))
     }
 }
 

@@ -154,6 +154,12 @@ c_enum! {
         MAIA = 17,
         /// AWS Trainium (`kDLTrn`).
         TRN = 18,
+        /// Google TPU (`kDLTPU`, after DLPack 1.3).
+        TPU = 19,
+        /// Host memory pinned for a TPU (`kDLTPUHost`, after DLPack 1.3).
+        TPU_HOST = 20,
+        /// Huawei Ascend NPU (`kDLAscend`, after DLPack 1.3).
+        ASCEND = 21,
     }
 }
 
@@ -202,6 +208,9 @@ c_enum! {
         FLOAT6_E3M2FN = 16,
         /// FP4 with 2 exponent and 1 mantissa bit (OCP MX, `kDLFloat4_e2m1fn`).
         FLOAT4_E2M1FN = 17,
+        /// Complex number of two bfloat16; `bits` counts both parts (`kDLBcomplex`, after DLPack
+        /// 1.3).
+        BCOMPLEX = 18,
     }
 }
 
@@ -319,11 +328,12 @@ impl fmt::Display for DLDataType {
             DLDataTypeCode::FLOAT6_E2M3FN => "float6_e2m3fn",
             DLDataTypeCode::FLOAT6_E3M2FN => "float6_e3m2fn",
             DLDataTypeCode::FLOAT4_E2M1FN => "float4_e2m1fn",
+            DLDataTypeCode::BCOMPLEX => "bcomplex",
             DLDataTypeCode(other) => return write!(f, "code{other}:{}x{}", self.bits, self.lanes),
         };
         // The formats whose name already fixes the width are printed without it.
-        let named_width =
-            self.code >= DLDataTypeCode::FLOAT8_E3M4.0 || (self.code == DLDataTypeCode::BOOL.0 && self.bits == 8);
+        let named_width = (DLDataTypeCode::FLOAT8_E3M4.0..=DLDataTypeCode::FLOAT4_E2M1FN.0).contains(&self.code)
+            || (self.code == DLDataTypeCode::BOOL.0 && self.bits == 8);
         if named_width {
             f.write_str(kind)?;
         } else {
@@ -489,7 +499,7 @@ mod tests {
         assert_eq!(format!("{:?}", DLDeviceType::CPU), "CPU");
         assert_eq!(format!("{:?}", DLDeviceType(5)), "DLDeviceType(5)");
         assert_eq!(format!("{:?}", DLDataTypeCode::BOOL), "BOOL");
-        assert_eq!(format!("{:?}", DLDataTypeCode(18)), "DLDataTypeCode(18)");
+        assert_eq!(format!("{:?}", DLDataTypeCode(19)), "DLDataTypeCode(19)");
     }
 
     #[test]
@@ -498,6 +508,7 @@ mod tests {
         assert_eq!(f(DLDataTypeCode::FLOAT, 32, 1), "float32");
         assert_eq!(f(DLDataTypeCode::COMPLEX, 64, 1), "complex64");
         assert_eq!(f(DLDataTypeCode::FLOAT4_E2M1FN, 4, 2), "float4_e2m1fnx2");
+        assert_eq!(f(DLDataTypeCode::BCOMPLEX, 32, 1), "bcomplex32");
         assert_eq!(
             DLDataType {
                 code: 99,

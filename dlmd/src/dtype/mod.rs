@@ -10,6 +10,7 @@
 //! | `half::f16`, `f32`, `f64` | `{FLOAT, 16‥64, 1}` |
 //! | `half::bf16` | `{BFLOAT, 16, 1}` |
 //! | `Complex<half::f16>`, `Complex<f32>`, `Complex<f64>` | `{COMPLEX, 32‥128, 1}` |
+//! | `Complex<half::bf16>` | `{BCOMPLEX, 32, 1}` |
 //! | [`F8E4M3FN`], [`F8E5M2`], [`F8E8M0FNU`] | `{FLOAT8_*, 8, 1}` |
 //! | [`F6E2M3FN`], [`F6E3M2FN`] | `{FLOAT6_*, 6, 1}`, one per byte |
 //! | [`F4E2M1FN`] | `{FLOAT4_E2M1FN, 4, 1}`, one per byte |
@@ -76,7 +77,7 @@ use num_complex::Complex;
     message = "`{Self}` is not a DLPack element type",
     label = "`{Self}` has no DLPack data type",
     note = "DlElement is implemented for bool, i8..i64, u8..u64, half::f16, half::bf16, f32, f64, \
-            Complex<f16 | f32 | f64>, dlmd's FP8/FP6/FP4 types, and arrays [S; N] of those with 2 <= N <= 16",
+            Complex<f16 | f32 | f64 | bf16>, dlmd's FP8/FP6/FP4 types, and arrays [S; N] of those with 2 <= N <= 16",
     note = "for a type of your own, `#[derive(DlElement)]` on a `#[repr(transparent)]` newtype or on a \
             `#[repr(C)]` struct whose fields share one scalar type"
 )]
@@ -181,6 +182,7 @@ scalar! {
     Complex<f16> => COMPLEX, 32, ByteExact;
     Complex<f32> => COMPLEX, 64, ByteExact;
     Complex<f64> => COMPLEX, 128, ByteExact;
+    Complex<bf16> => BCOMPLEX, 32, ByteExact;
     F8E4M3FN => FLOAT8_E4M3FN, 8, ByteExact;
     F8E5M2 => FLOAT8_E5M2, 8, ByteExact;
     F8E8M0FNU => FLOAT8_E8M0FNU, 8, ByteExact;

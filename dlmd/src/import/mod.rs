@@ -43,7 +43,7 @@ use crate::dlpack::{DLDataType, DLDataTypeCode, DLPackVersion, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping, compact_strides, for_each_reached, negative_reach};
-use crate::space::{Device, Host, Managed, MemorySpace, SpaceError};
+use crate::space::{Device, DeviceKind, Host, Managed, MemorySpace, Opaque, SpaceError};
 use crate::view::{Access, Aliased, AliasedMut, Mdspan, Shared, Unique};
 use core::ptr::NonNull;
 
@@ -515,6 +515,43 @@ import_fn!(
     /// A read-write managed view of `tensor`; refused when its strides overlap.
     to_managed_mdspan_mut, Managed, Unique
 );
+/// A read-only view of `tensor` on a device of kind `K` (`K`'s device type, id ≥ 0) that the
+/// host never touches: `to_opaque_mdspan::<OneApi, f32, 2, LayoutRight>(&t)`.
+///
+/// # Safety
+///
+/// As for [`Mdspan::from_dlpack`].
+#[inline]
+pub unsafe fn to_opaque_mdspan<'a, K, T, const R: usize, L: Layout>(
+    tensor: &'a DLTensor,
+) -> Result<Mdspan<'a, T, Dims<R>, L, Opaque<K>, Shared>, ImportError>
+where
+    K: DeviceKind,
+    T: DlElement,
+    T::Storage: PlainStorage,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe { Mdspan::from_dlpack(tensor) }
+}
+
+/// A read-write view of `tensor` on a device of kind `K`; refused when its strides overlap.
+///
+/// # Safety
+///
+/// As for [`Mdspan::from_dlpack`].
+#[inline]
+pub unsafe fn to_opaque_mdspan_mut<'a, K, T, const R: usize, L: Layout>(
+    tensor: &'a DLTensor,
+) -> Result<Mdspan<'a, T, Dims<R>, L, Opaque<K>, Unique>, ImportError>
+where
+    K: DeviceKind,
+    T: DlElement,
+    T::Storage: PlainStorage,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe { Mdspan::from_dlpack(tensor) }
+}
+
 import_fn!(
     /// A read-only host view of `tensor` by value, for memory others may write meanwhile
     /// (see [`Aliased`]).

@@ -135,6 +135,11 @@ pub type DeviceMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device
 pub type ManagedMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Shared>;
 /// A read-write view of CUDA managed memory.
 pub type ManagedMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Unique>;
+/// A read-only view of memory on a device of kind `K` that the host never touches
+/// ([`Opaque`](crate::space::Opaque)).
+pub type OpaqueMdspan<'a, T, E, K, L = LayoutRight> = Mdspan<'a, T, E, L, crate::space::Opaque<K>, Shared>;
+/// A read-write view of memory on a device of kind `K` that the host never touches.
+pub type OpaqueMdspanMut<'a, T, E, K, L = LayoutRight> = Mdspan<'a, T, E, L, crate::space::Opaque<K>, Unique>;
 
 // SAFETY: a reference view is a borrow of `T`s (shared or unique); `DlElement` types are
 // `Send + Sync`, so moving or sharing the borrow across threads is as safe as for `&T` / `&mut T`.
