@@ -27,10 +27,12 @@
 //!   overlapping `bool` tensors.
 //! - `derive` (default): `#[derive(DlElement)]` and [`dlmd!`], from `dlmd-derive`.
 //! - `python`: DLPack for Python through pyo3 ([`python`]: `__dlpack__`
-//!   producers, `from_dlpack` consumers). Implies `std`.
+//!   producers, `from_dlpack` consumers, the C exchange table both ways). Implies `std`.
 //! - `cuda`: CUDA through cudarc ([`cuda`]: device and managed views over cudarc
 //!   allocations, kernel arguments, stream ordering for DLPack). Builds without a CUDA toolkit;
 //!   the driver and NVRTC are loaded at run time. Implies `std`.
+//! - `ndarray`: [`ndarray`](mod@ndarray) interop: array views ⇄ host views without a copy,
+//!   owned arrays exported as managed tensors. Implies `std`.
 //!
 //! Without default features the crate is `#![no_std]` and needs no allocator: the C ABI, element
 //! types, extents, layouts, views, and conversion of views to and from `DLTensor`.
@@ -41,7 +43,8 @@
 //! element types to data types, [`extents`], [`layout`] (all index arithmetic) and [`space`]
 //! (memory spaces and the DLPack devices behind them) make up a view's type, [`view`] is the
 //! view, [`export`] and [`import`] convert views to and from `DLTensor`, [`managed`] exchanges
-//! owned tensors, and [`cuda`] and [`python`] talk to those runtimes.
+//! owned tensors, and [`cuda`], [`python`] and [`ndarray`](mod@ndarray) talk to those runtimes
+//! and crates.
 //!
 //! [DLPack]: https://dmlc.github.io/dlpack/latest/
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
@@ -69,6 +72,9 @@ pub mod layout;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod managed;
+#[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub mod ndarray;
 #[cfg(feature = "python")]
 #[cfg_attr(docsrs, doc(cfg(feature = "python")))]
 pub mod python;
