@@ -172,3 +172,84 @@ fn derived_values_are_used_as_plain_data() {
     };
     assert_eq!(aligned.w - aligned.z + aligned.y - aligned.x, 2.0);
 }
+
+/// A unit of measure that is not `Copy`: only the marker names it.
+struct Kelvin;
+
+/// A newtype with a zero-sized marker: `PhantomData` takes no lane. `Copy` is implemented by
+/// hand so that it holds whatever the unit is.
+#[derive(DlElement)]
+#[repr(transparent)]
+struct Quantity<U: 'static>(f32, std::marker::PhantomData<fn() -> U>);
+
+impl<U> Clone for Quantity<U> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<U> Copy for Quantity<U> {}
+
+/// A generic newtype over a generic foreign type: an element where its parameter makes one.
+#[derive(Clone, Copy, DlElement)]
+#[repr(transparent)]
+struct MyComplex<T>(num_complex::Complex<T>);
+
+/// A vector struct of derived newtypes, and a marker beside the lanes.
+#[derive(Clone, Copy, DlElement)]
+#[repr(C)]
+struct Position {
+    x: Meters,
+    y: Meters,
+    z: Meters,
+    frame: std::marker::PhantomData<Kelvin>,
+}
+
+#[test]
+fn phantom_markers_take_no_lane() {
+    assert_eq!(<Quantity<Kelvin>>::DTYPE, dt(C::FLOAT, 32, 1));
+    assert_eq!(size_of::<Quantity<Kelvin>>(), 4);
+    assert_eq!(Position::DTYPE, dt(C::FLOAT, 64, 3));
+    let q = Quantity::<Kelvin>(273.15, std::marker::PhantomData);
+    let p = Position {
+        x: Meters(1.0),
+        y: Meters(2.0),
+        z: Meters(3.0),
+        frame: std::marker::PhantomData,
+    };
+    assert_eq!(q.0 + (p.x.0 + p.y.0 + p.z.0) as f32, 279.15);
+}
+
+#[test]
+fn generic_newtypes_of_generic_types() {
+    assert_eq!(<MyComplex<f32>>::DTYPE, dt(C::COMPLEX, 64, 1));
+    assert_eq!(<MyComplex<half::bf16>>::DTYPE, dt(C::BCOMPLEX, 32, 1));
+    assert_eq!(MyComplex(num_complex::Complex::new(1.0f64, 2.0)).0.im, 2.0);
+}
+
+#[test]
+fn derived_newtypes_are_vector_lanes() {
+    fn lane<T: dlmd::DlLane>() {}
+    lane::<Meters>();
+    lane::<Quantity<Kelvin>>();
+    lane::<Wrap<Meters>>();
+    assert_eq!(<[Meters; 4]>::DTYPE, dt(C::FLOAT, 64, 4));
+    assert_eq!(<[Quantity<Kelvin>; 2]>::DTYPE, dt(C::FLOAT, 32, 2));
+    assert_eq!(<[MyComplex<f64>; 3]>::DTYPE, dt(C::COMPLEX, 128, 3));
+    // Their scalar is the one under the newtypes.
+    let scalar: <[Meters; 4] as DlElement>::Scalar = 1.5f64;
+    assert_eq!(scalar, 1.5);
+    fn check<T: DlElement>() {
+        assert_eq!(size_of::<T>(), usize::from(T::LANES) * size_of::<T::Scalar>());
+    }
+    check::<[Meters; 4]>();
+    check::<Position>();
+    // A round trip through DLPack as a vector of newtypes.
+    let data = [[Meters(1.0), Meters(2.0)], [Meters(3.0), Meters(4.0)]];
+    let md = dlmd::HostMdspan::<[Meters; 2], dlmd::Dims<1>>::from_slice(&data, dlmd::Dims::new([2])).unwrap();
+    let dl = dlmd::to_dlpack_tensor(&md);
+    let t = dl.get();
+    assert_eq!(t.dtype, dt(C::FLOAT, 64, 2));
+    // SAFETY: the tensor describes `data`, alive and unchanged here.
+    let back = unsafe { dlmd::to_host_mdspan::<[Meters; 2], 1, dlmd::LayoutRight>(&t) }.unwrap();
+    assert_eq!(back[[1]][1].0, 4.0);
+}

@@ -25,6 +25,15 @@ pub struct Field<'a> {
     pub ty: &'a Type,
 }
 
+impl Field<'_> {
+    /// Whether the field is a zero-sized `PhantomData` marker (by its type's last path segment),
+    /// which has no data and no place in the element's layout.
+    pub fn is_phantom(&self) -> bool {
+        matches!(self.ty, Type::Path(path) if path.qself.is_none()
+            && path.path.segments.last().is_some_and(|segment| segment.ident == "PhantomData"))
+    }
+}
+
 impl<'a> Input<'a> {
     pub fn from_syn(input: &'a DeriveInput) -> Self {
         let body = match &input.data {

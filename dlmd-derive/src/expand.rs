@@ -37,11 +37,27 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
         Shape::Newtype { field } => {
             let ty = field.ty;
             let bound_trait = respan(quote!(#krate::DlElement), ty.span());
-            let bound = quote!(#ty: #bound_trait);
+            let lane_trait = respan(quote!(#krate::DlLane), ty.span());
+            let mut bounds = vec![quote!(#ty: #bound_trait)];
+            // A generic newtype is an element only where it is `Copy`, `Send`, `Sync` and
+            // `'static` (which its parameters decide, say through a `PhantomData<T>` field).
+            if !input.generics.params.is_empty() {
+                bounds.push(quote! {
+                    Self: ::core::marker::Copy
+                        + ::core::marker::Send
+                        + ::core::marker::Sync
+                        + 'static
+                });
+            }
             let where_clause = match where_clause {
-                Some(w) => quote!(#w, #bound),
-                None => quote!(where #bound),
+                Some(w) => quote!(#w, #(#bounds),*),
+                None => quote!(where #(#bounds),*),
             };
+            // Higher-ranked, so that a newtype of a vector (whose field is no lane) gets an impl
+            // that never applies rather than a bound rustc refuses as trivially false.
+            // `Self: DlElement` too, so that a newtype missing `Copy` is reported once, on the
+            // `DlElement` impl.
+            let lane_where = quote!(#where_clause, for<'__dlmd> #ty: #lane_trait, for<'__dlmd> Self: #krate::DlElement);
             // A transparent newtype has its field's layout by rustc's guarantee; a `repr(C)` one
             // can grow padding or lose alignment through `align`/`packed`, so it is checked.
             let layout = if repr.transparent.is_some() {
@@ -63,12 +79,14 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                     type Scalar = <#ty as #krate::DlElement>::Scalar;
                     type Storage = <#ty as #krate::DlElement>::Storage;
                 }
+                // A newtype of one lane is a lane: it can make up vector elements.
+                unsafe impl #impl_generics #krate::DlLane for #ident #ty_generics #lane_where {}
                 #layout
             }
         }
         Shape::Vector { fields, scalar } => {
             let lanes = fields.len() as u16;
-            let bound_trait = respan(quote!(#krate::DlScalar), scalar.span());
+            let bound_trait = respan(quote!(#krate::DlLane), scalar.span());
             let bound = quote!(#scalar: #bound_trait);
             let same = fields[1..].iter().map(|field| {
                 let ty = field.ty;
@@ -90,7 +108,7 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                         ..<#scalar as #krate::DlElement>::DTYPE
                     };
                     const LANES: ::core::primitive::u16 = #lanes;
-                    type Scalar = #scalar;
+                    type Scalar = <#scalar as #krate::DlElement>::Scalar;
                     type Storage = <#scalar as #krate::DlElement>::Storage;
                 }
                 #(#same)*

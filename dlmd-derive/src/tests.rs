@@ -33,6 +33,14 @@ fn derive_scalar_newtype() {
 }
 
 #[test]
+fn derive_newtype_with_marker() {
+    insta::assert_snapshot!(derived(quote! {
+        #[repr(transparent)]
+        struct Quantity<U>(f32, ::core::marker::PhantomData<U>);
+    }));
+}
+
+#[test]
 fn derive_generic_newtype() {
     insta::assert_snapshot!(derived(quote! {
         #[repr(transparent)]

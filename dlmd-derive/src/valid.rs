@@ -14,8 +14,11 @@ pub const MAX_LANES: usize = 16;
 pub enum Shape<'a> {
     /// One field: the element has the field's data type.
     Newtype { field: &'a Field<'a> },
-    /// Two or more fields of one scalar type: a vector of that many lanes.
-    Vector { fields: &'a [Field<'a>], scalar: &'a Type },
+    /// Two or more fields of one lane type: a vector of that many lanes.
+    Vector {
+        fields: Vec<&'a Field<'a>>,
+        scalar: &'a Type,
+    },
 }
 
 /// Validates the item, collecting every error it finds.
@@ -37,11 +40,11 @@ pub fn shape<'a>(input: &'a Input<'a>, repr: &Repr) -> Result<Shape<'a>, Error> 
             ));
         }
         Body::Struct { fields, span } => {
-            if fields.is_empty() {
+            if fields.iter().all(|field| field.is_phantom()) {
                 errors.push(Error::new(
                     *span,
-                    "`DlElement` needs at least one field: an element with no data has no DLPack \
-                     type; add a field such as `f32`",
+                    "`DlElement` needs at least one data field (`PhantomData` markers hold none): \
+                     an element with no data has no DLPack type; add a field such as `f32`",
                 ));
             }
             fields
@@ -56,7 +59,10 @@ pub fn shape<'a>(input: &'a Input<'a>, repr: &Repr) -> Result<Shape<'a>, Error> 
         ));
     }
 
-    if let (Some(span), true) = (repr.transparent, fields.len() > 1) {
+    // `PhantomData` markers are zero-sized: they take no lane (a transparent newtype may have
+    // them beside its one field).
+    let data: Vec<&Field<'_>> = fields.iter().filter(|field| !field.is_phantom()).collect();
+    if let (Some(span), true) = (repr.transparent, data.len() > 1) {
         errors.push(Error::new(
             span,
             "`DlElement` derives for a `#[repr(transparent)]` newtype of exactly one field; \
@@ -82,22 +88,22 @@ pub fn shape<'a>(input: &'a Input<'a>, repr: &Repr) -> Result<Shape<'a>, Error> 
         }
     }
 
-    if fields.len() > MAX_LANES {
+    if data.len() > MAX_LANES {
         errors.push(Error::new_spanned(
-            fields[MAX_LANES].ty,
+            data[MAX_LANES].ty,
             format_args!(
                 "a vector `DlElement` has at most {MAX_LANES} lanes, like `[S; N]`; this struct has {}",
-                fields.len()
+                data.len()
             ),
         ));
     }
 
     errors.finish()?;
-    Ok(match fields.as_slice() {
+    Ok(match data.as_slice() {
         [field] => Shape::Newtype { field },
         all => Shape::Vector {
-            fields: all,
             scalar: all[0].ty,
+            fields: all.to_vec(),
         },
     })
 }

@@ -90,7 +90,7 @@ pub use num_complex;
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use array::Array;
 pub use dtype::{
-    ByteExact, DlElement, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
+    ByteExact, DlElement, DlLane, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
     PlainStorage, SubbytePadded, dtype_of,
 };
 pub use export::{DLTensorRef, DlpackTensor, to_dlpack_tensor};
@@ -111,15 +111,19 @@ pub use view::{
 ///
 /// - A `#[repr(transparent)]` (or `#[repr(C)]`) struct with one field has the field's data type:
 ///   `struct Meters(f64)` is `{FLOAT, 64, 1}`, `struct Half2([f16; 2])` is `{FLOAT, 16, 2}`.
-///   Only such a newtype may be generic, and it is then an element when its field is
-///   (`struct Wrap<T>(T)` gets `impl<T> DlElement for Wrap<T> where T: DlElement`).
-/// - A `#[repr(C)]` struct of 2 to 16 fields of one scalar element type `S` is the vector
-///   `{S.code, S.bits, fields}`: `struct Float4 { x: f32, y: f32, z: f32, w: f32 }` is
-///   `{FLOAT, 32, 4}`.
+///   Only such a newtype may be generic, and it is then an element when its field is and it is
+///   `Copy + Send + Sync + 'static` (`struct Wrap<T>(T)` gets
+///   `impl<T> DlElement for Wrap<T> where T: DlElement, Self: Copy + …`). `PhantomData` fields
+///   beside the one data field are markers and take no lane: `struct Quantity<U>(f32,
+///   PhantomData<U>)` is `{FLOAT, 32, 1}`. A newtype of a scalar is a [`DlLane`], so it can make
+///   up vectors: `[Meters; 4]` is `{FLOAT, 64, 4}`.
+/// - A `#[repr(C)]` struct of 2 to 16 fields of one lane type `S` (a scalar, or a newtype of
+///   one) is the vector `{S.code, S.bits, fields}`: `struct Float4 { x: f32, y: f32, z: f32, w:
+///   f32 }` is `{FLOAT, 32, 4}`.
 ///
 /// Refused at compile time, each with a message pointing at the cause: a struct without
-/// `#[repr(C)]` or `#[repr(transparent)]`, enums, unions, structs without fields, fields of
-/// different types, fields that are not scalar elements in a vector struct, padding (for
+/// `#[repr(C)]` or `#[repr(transparent)]`, enums, unions, structs without data fields, fields
+/// of different types, fields that are not lanes in a vector struct, padding (for
 /// example `#[repr(C, align(16))]` over three `f32`), `#[repr(packed)]` that lowers the
 /// alignment below the scalar's, lifetimes, and generic vector structs.
 ///

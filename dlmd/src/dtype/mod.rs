@@ -106,6 +106,22 @@ pub unsafe trait DlElement: Copy + Send + Sync + 'static {
 )]
 pub unsafe trait DlScalar: DlElement<Scalar = Self> {}
 
+/// A [`DlElement`] of one lane: a [`DlScalar`], or a newtype of one (`#[derive(DlElement)]` on
+/// a `#[repr(transparent)]` newtype implements it where its field does). Vector elements
+/// (`[L; N]` and derived vector structs) are made of lanes, so `[Meters; 4]` of a derived
+/// `Meters(f32)` is `{FLOAT, 32, 4}`.
+///
+/// # Safety
+///
+/// As for [`DlElement`], with `LANES == 1`: `Self` is one `Scalar`, with its size.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a one-lane DLPack element type",
+    label = "not a scalar element, or a newtype of one",
+    note = "vector elements are made of one scalar type (bool, integers, floats, complex, FP8/FP6/FP4) \
+            or newtypes of one, not of other vectors or of types without a DLPack data type"
+)]
+pub unsafe trait DlLane: DlElement {}
+
 /// How an element's lanes are laid out in bytes; see [`DlElement::Storage`].
 pub trait ElementStorage: sealed::Sealed + 'static {
     /// Whether lanes narrower than a byte are stored one per byte (the DLPack flag
@@ -162,6 +178,8 @@ macro_rules! scalar {
         }
         // SAFETY: one lane, `Scalar = Self`, as required.
         unsafe impl DlScalar for $ty {}
+        // SAFETY: one lane.
+        unsafe impl DlLane for $ty {}
     )*};
 }
 
@@ -193,12 +211,13 @@ scalar! {
 
 macro_rules! vector {
     ($($n:literal)*) => {$(
-        // SAFETY: `[S; N]` is N values of `S` with no padding and the alignment of `S`; its
-        // valid bit patterns are those of N `S`; DTYPE and Storage follow `S`.
-        unsafe impl<S: DlScalar> DlElement for [S; $n] {
+        // SAFETY: `[S; N]` is N values of `S`, each one `S::Scalar` of its size (a lane), with
+        // no padding and the alignment of `S`; its valid bit patterns are those of N `S`;
+        // DTYPE and Storage follow `S`.
+        unsafe impl<S: DlLane> DlElement for [S; $n] {
             const DTYPE: DLDataType = DLDataType { lanes: $n, ..S::DTYPE };
             const LANES: u16 = $n;
-            type Scalar = S;
+            type Scalar = S::Scalar;
             type Storage = S::Storage;
         }
     )*};
