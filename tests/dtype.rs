@@ -118,3 +118,15 @@ fn display_names() {
     assert_eq!(<bool>::DTYPE.to_string(), "bool");
     assert_eq!(<F8E4M3FN>::DTYPE.to_string(), "float8_e4m3fn");
 }
+
+#[test]
+fn packed_fp4_pairs_are_one_byte_of_two_lanes() {
+    use dlmd::{ElementStorage, F4E2M1FNx2};
+    assert_eq!(F4E2M1FNx2::DTYPE, dt(C::FLOAT4_E2M1FN, 4, 2));
+    assert_eq!((F4E2M1FNx2::LANES, std::mem::size_of::<F4E2M1FNx2>()), (2, 1));
+    // Packed: no padding flag; `[F4E2M1FN; 2]` has the same code, bits and lanes but is padded
+    // (two bytes), which the flag tells apart.
+    assert!(!<F4E2M1FNx2 as DlElement>::Storage::IS_SUBBYTE_PADDED);
+    assert!(<[dlmd::F4E2M1FN; 2] as DlElement>::Storage::IS_SUBBYTE_PADDED);
+    assert_eq!(<[dlmd::F4E2M1FN; 2]>::DTYPE, F4E2M1FNx2::DTYPE);
+}

@@ -336,3 +336,31 @@ fn refused_exports_drop_their_owner_once() {
     assert!(export::<DLManagedTensor>(owner, Dims::new([usize::MAX, 2])).is_err());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
+    use dlmd::dlpack::{DLManagedTensor, DLManagedTensorVersioned, IS_SUBBYTE_TYPE_PADDED};
+    use dlmd::F4E2M1FNx2;
+    let bytes: Vec<F4E2M1FNx2> = (0..6).map(|i| F4E2M1FNx2::from_f32_pair(i as f32, -(i as f32))).collect();
+    // Packed pairs need no flag: a legacy tensor carries them, shape counting bytes.
+    let raw = export::<DLManagedTensor>(bytes.clone(), Dims::new([2, 3])).unwrap();
+    // SAFETY: dlmd just made the tensor and hands it over.
+    let legacy = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    let view = legacy.as_host_mdspan::<F4E2M1FNx2, 2, LayoutRight>().unwrap();
+    assert_eq!(view.load([1, 2]).to_f32_pair(), (4.0, -4.0));
+    assert_eq!(legacy.dl_tensor().dtype.to_string(), "float4_e2m1fnx2");
+    // Two padded values per element: the same code, bits and lanes, flagged padded, two bytes.
+    let padded: Vec<[F4E2M1FN; 2]> = vec![[F4E2M1FN::from_f32(1.0), F4E2M1FN::from_f32(2.0)]; 4];
+    let raw = export::<DLManagedTensorVersioned>(padded, Dims::new([4])).unwrap();
+    // SAFETY: as above.
+    let flagged = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    assert_ne!(flagged.flags() & IS_SUBBYTE_TYPE_PADDED, 0);
+    assert!(matches!(
+        flagged.as_host_mdspan::<F4E2M1FNx2, 1, LayoutRight>(),
+        Err(ImportError::PaddedSubbyte { .. })
+    ));
+    assert_eq!(
+        flagged.as_host_mdspan::<[F4E2M1FN; 2], 1, LayoutRight>().unwrap().load([3])[1].to_f32(),
+        2.0
+    );
+}

@@ -103,3 +103,40 @@ fn conversions_from_f32_match_ml_dtypes_bit_for_bit() {
         );
     }
 }
+
+/// The ml_dtypes values of every FP4 E2M1 encoding.
+fn fp4_values() -> Vec<f32> {
+    include_bytes!("data/minifloat/f4e2m1fn.decode")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn packed_fp4_pairs_decode_as_ml_dtypes_does_lane_by_lane() {
+    let values = fp4_values();
+    assert_eq!(values.len(), 16);
+    for byte in 0..=255u8 {
+        let pair = dlmd::F4E2M1FNx2::from_bits(byte);
+        let (lo, hi) = pair.to_f32_pair();
+        // Lane 0 in the low nibble, lane 1 in the high one, as torch and CUDA pack them.
+        assert!(same_f32(lo, values[usize::from(byte & 0xF)]), "{byte:#04x} lane 0");
+        assert!(same_f32(hi, values[usize::from(byte >> 4)]), "{byte:#04x} lane 1");
+        assert_eq!(dlmd::F4E2M1FNx2::new(pair.lane(0), pair.lane(1)).to_bits(), byte);
+    }
+}
+
+#[test]
+fn packed_fp4_pairs_encode_as_ml_dtypes_does_lane_by_lane() {
+    let encode: Vec<(f32, u8)> = include_bytes!("data/minifloat/f4e2m1fn.encode")
+        .chunks_exact(5)
+        .map(|r| (f32::from_bits(u32::from_le_bytes(r[..4].try_into().unwrap())), r[4]))
+        .step_by(if cfg!(miri) { 997 } else { 1 })
+        .collect();
+    // Consecutive vectors paired: each lane rounds as ml_dtypes rounds it alone.
+    for pair in encode.chunks_exact(2) {
+        let ((a, code_a), (b, code_b)) = (pair[0], pair[1]);
+        let packed = dlmd::F4E2M1FNx2::from_f32_pair(a, b);
+        assert_eq!(packed.to_bits(), code_a | (code_b << 4), "{a:e}, {b:e}");
+    }
+}

@@ -90,8 +90,8 @@ pub use num_complex;
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use array::Array;
 pub use dtype::{
-    ByteExact, DlElement, DlLane, DlScalar, ElementStorage, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU,
-    PlainStorage, SubbytePadded, dtype_of,
+    ByteExact, DlElement, DlLane, DlScalar, ElementStorage, F4E2M1FN, F4E2M1FNx2, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2,
+    F8E8M0FNU, Packed, PlainStorage, SubbytePadded, dtype_of,
 };
 pub use export::{DLTensorRef, DlpackTensor, to_dlpack_tensor};
 pub use extents::{Const, Dims, Dyn, Extents};

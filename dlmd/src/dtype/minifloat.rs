@@ -399,3 +399,64 @@ mod tests {
         assert_eq!(F6E2M3FN::from_bits(0xc1).to_f32(), 0.125);
     }
 }
+
+/// Two OCP FP4 E2M1 values packed into one byte, as torch's `float4_e2m1fn_x2` and CUDA's
+/// `__nv_fp4x2_e2m1` store them: lane 0 in the low four bits, lane 1 in the high four. DLPack
+/// describes it as `{FLOAT4_E2M1FN, 4, 2}` in a plain tensor (packed, no flag), and shapes count
+/// bytes: a `(M, N)` tensor holds `M × 2N` values.
+///
+/// ```
+/// use dlmd::{F4E2M1FN, F4E2M1FNx2};
+/// let x = F4E2M1FNx2::from_f32_pair(1.5, -6.0);
+/// assert_eq!(x.to_bits(), 0xF3);
+/// assert_eq!(x.to_f32_pair(), (1.5, -6.0));
+/// assert_eq!(x.lane(0), F4E2M1FN::from_f32(1.5));
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct F4E2M1FNx2(u8);
+
+impl F4E2M1FNx2 {
+    /// The pair with this byte: lane 0 in bits 0–3, lane 1 in bits 4–7.
+    #[inline]
+    pub const fn from_bits(bits: u8) -> Self {
+        Self(bits)
+    }
+
+    /// The byte.
+    #[inline]
+    pub const fn to_bits(self) -> u8 {
+        self.0
+    }
+
+    /// The pair `(lane 0, lane 1)`.
+    #[inline]
+    pub const fn new(lo: F4E2M1FN, hi: F4E2M1FN) -> Self {
+        Self(lo.to_bits() | (hi.to_bits() << 4))
+    }
+
+    /// Lane `i` (0 or 1; other values read lane 1).
+    #[inline]
+    pub const fn lane(self, i: usize) -> F4E2M1FN {
+        F4E2M1FN::from_bits(if i == 0 { self.0 } else { self.0 >> 4 })
+    }
+
+    /// The nearest values to `lo` and `hi`, as [`F4E2M1FN::from_f32`] rounds them.
+    #[inline]
+    pub const fn from_f32_pair(lo: f32, hi: f32) -> Self {
+        Self::new(F4E2M1FN::from_f32(lo), F4E2M1FN::from_f32(hi))
+    }
+
+    /// The two values, exactly.
+    #[inline]
+    pub const fn to_f32_pair(self) -> (f32, f32) {
+        (self.lane(0).to_f32(), self.lane(1).to_f32())
+    }
+}
+
+impl fmt::Debug for F4E2M1FNx2 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (lo, hi) = self.to_f32_pair();
+        f.debug_tuple("F4E2M1FNx2").field(&lo).field(&hi).finish()
+    }
+}

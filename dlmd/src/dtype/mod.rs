@@ -14,6 +14,7 @@
 //! | [`F8E4M3FN`], [`F8E5M2`], [`F8E8M0FNU`] | `{FLOAT8_*, 8, 1}` |
 //! | [`F6E2M3FN`], [`F6E3M2FN`] | `{FLOAT6_*, 6, 1}`, one per byte |
 //! | [`F4E2M1FN`] | `{FLOAT4_E2M1FN, 4, 1}`, one per byte |
+//! | [`F4E2M1FNx2`] | `{FLOAT4_E2M1FN, 4, 2}`, two per byte, packed (torch's `float4_e2m1fn_x2`) |
 //! | `[S; N]`, `S` any of the above, `2 ≤ N ≤ 16` | `{S.code, S.bits, N}` |
 //!
 //! and `#[derive(DlElement)]` adds newtypes and vector structs of your own.
@@ -50,7 +51,7 @@
 
 mod minifloat;
 
-pub use minifloat::{F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU};
+pub use minifloat::{F4E2M1FN, F4E2M1FNx2, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU};
 
 use crate::dlpack::{DLDataType, DLDataTypeCode};
 use half::{bf16, f16};
@@ -65,11 +66,13 @@ use num_complex::Complex;
 ///
 /// 1. `Self` is exactly [`LANES`](Self::LANES) values of [`Scalar`](Self::Scalar) laid out one
 ///    after another with no padding: `size_of::<Self>() == LANES * size_of::<Scalar>()`, and
-///    `align_of::<Self>() >= align_of::<Scalar>()`.
+///    `align_of::<Self>() >= align_of::<Scalar>()`; or, for [`Packed`] storage, the lanes' bits
+///    packed into whole bytes: `8 * size_of::<Self>() == LANES * Scalar::DTYPE.bits`.
 /// 2. [`DTYPE`](Self::DTYPE) is `{Scalar::DTYPE.code, Scalar::DTYPE.bits, LANES}`, and for a
 ///    scalar (`Scalar = Self`) it describes exactly the values of the type.
 /// 3. Every byte pattern that is valid for `LANES` consecutive `Scalar`s is a valid `Self`.
-/// 4. [`Storage`](Self::Storage) is `Scalar::Storage`.
+/// 4. [`Storage`](Self::Storage) is `Scalar::Storage`, or [`Packed`] for lanes packed into
+///    whole bytes (item 1).
 ///
 /// `#[derive(DlElement)]` checks all of these at compile time; implement the trait by hand only
 /// for what the derive cannot express.
@@ -140,7 +143,17 @@ pub enum ByteExact {}
 #[derive(Debug, Clone, Copy)]
 pub enum SubbytePadded {}
 
+/// Storage of sub-byte lanes packed into whole bytes, as a plain `DLTensor` describes them:
+/// [`F4E2M1FNx2`] (torch's `float4_e2m1fn_x2`), two FP4 values per byte, travels as
+/// `{FLOAT4_E2M1FN, 4, 2}` without any flag, and its tensors' shapes count bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum Packed {}
+
 impl ElementStorage for ByteExact {
+    const IS_SUBBYTE_PADDED: bool = false;
+}
+
+impl ElementStorage for Packed {
     const IS_SUBBYTE_PADDED: bool = false;
 }
 
@@ -158,11 +171,13 @@ impl ElementStorage for SubbytePadded {
 )]
 pub trait PlainStorage: ElementStorage {}
 impl PlainStorage for ByteExact {}
+impl PlainStorage for Packed {}
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::ByteExact {}
     impl Sealed for super::SubbytePadded {}
+    impl Sealed for super::Packed {}
 }
 
 macro_rules! scalar {
@@ -224,6 +239,15 @@ macro_rules! vector {
 }
 
 vector!(2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+
+// SAFETY: one byte holding two FP4 lanes packed (item 1's packed form: 8 bits == 2 × 4), every
+// byte valid; `{FLOAT4_E2M1FN, 4, 2}` is how DLPack (and torch) describe packed FP4 pairs.
+unsafe impl DlElement for F4E2M1FNx2 {
+    const DTYPE: DLDataType = DLDataType::new(DLDataTypeCode::FLOAT4_E2M1FN, 4, 2);
+    const LANES: u16 = 2;
+    type Scalar = F4E2M1FN;
+    type Storage = Packed;
+}
 
 /// The data type of `T`, for use in `const` contexts and generic code.
 ///

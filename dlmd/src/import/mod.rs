@@ -144,6 +144,13 @@ pub enum ImportError {
         /// The tensor's data type.
         dtype: DLDataType,
     },
+    /// Sub-byte elements declared padded one per byte, viewed as an element type that packs them
+    /// ([`F4E2M1FNx2`](crate::F4E2M1FNx2)).
+    #[error("{dtype} elements are padded one per byte (IS_SUBBYTE_TYPE_PADDED) but the view's element type packs them")]
+    PaddedSubbyte {
+        /// The tensor's data type.
+        dtype: DLDataType,
+    },
     /// A `bool` element's byte is neither 0 nor 1.
     #[error("bool element at offset {offset} holds {value}, not 0 or 1")]
     InvalidBool {

@@ -133,7 +133,8 @@ impl ManagedTensor {
     }
 
     /// Views the tensor in any space this view type accepts, checking everything the importers
-    /// check and that sub-byte elements are declared padded.
+    /// check and that sub-byte elements are declared padded, or packed, as the element type
+    /// stores them.
     fn view<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
     where
         T: DlElement,
@@ -142,8 +143,14 @@ impl ManagedTensor {
         S: MemorySpace,
         A: crate::view::Access,
     {
-        if <T::Storage as ElementStorage>::IS_SUBBYTE_PADDED && self.flags() & IS_SUBBYTE_TYPE_PADDED == 0 {
+        let padded = self.flags() & IS_SUBBYTE_TYPE_PADDED != 0;
+        if <T::Storage as ElementStorage>::IS_SUBBYTE_PADDED && !padded {
             return Err(ImportError::PackedSubbyte {
+                dtype: self.dl_tensor().dtype,
+            });
+        }
+        if padded && !<T::Storage as ElementStorage>::IS_SUBBYTE_PADDED && T::DTYPE.bits < 8 {
+            return Err(ImportError::PaddedSubbyte {
                 dtype: self.dl_tensor().dtype,
             });
         }

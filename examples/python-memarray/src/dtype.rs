@@ -21,6 +21,15 @@ pub struct Complex64(pub Complex<f32>);
 #[repr(transparent)]
 pub struct Complex128(pub Complex<f64>);
 
+/// torch's `float4_e2m1fn_x2`: two FP4 E2M1 values packed in each byte (dlmd's `F4E2M1FNx2`),
+/// in a newtype cudarc can hold on the GPU. Shapes count bytes, as torch's do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DlElement)]
+#[repr(transparent)]
+pub struct Fp4x2(pub dlmd::F4E2M1FNx2);
+
+// SAFETY: one byte, every value valid.
+unsafe impl DeviceRepr for Fp4x2 {}
+
 // SAFETY: two `f32`s side by side, valid on the device byte for byte.
 unsafe impl DeviceRepr for Complex64 {}
 // SAFETY: two `f64`s side by side, as above.
@@ -62,6 +71,13 @@ impl AddIndex for f32 {
 impl AddIndex for f64 {
     fn add_index(&mut self, sum: usize) {
         *self += sum as f64;
+    }
+}
+impl AddIndex for Fp4x2 {
+    /// Both values of the byte gain the index sum, rounded (and saturated) to FP4.
+    fn add_index(&mut self, sum: usize) {
+        let (lo, hi) = self.0.to_f32_pair();
+        self.0 = dlmd::F4E2M1FNx2::from_f32_pair(lo + sum as f32, hi + sum as f32);
     }
 }
 impl AddIndex for Complex64 {
@@ -211,6 +227,7 @@ dtypes! {
     F64(f64) = "float64", Some("double");
     C64(Complex64) = "complex64", None;
     C128(Complex128) = "complex128", None;
+    F4x2(Fp4x2) = "float4_e2m1fn_x2", None;
 }
 
 /// The element type of a Python dtype: a string, a numpy dtype or a numpy scalar type.

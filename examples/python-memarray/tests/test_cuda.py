@@ -313,3 +313,21 @@ def test_tvm_ffi_takes_a_cuda_memarray_through_its_table(monkeypatch):
     np.testing.assert_array_equal(back.cpu().numpy(), index_sum((4, 3)))
     del t, back
     assert released(m)
+
+
+# ---- packed FP4 pairs: torch's float4_e2m1fn_x2 ----
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_torch_float4_e2m1fn_x2_round_trips(device):
+    raw = torch.arange(256, dtype=torch.uint8).reshape(16, 16)
+    t = raw.view(torch.float4_e2m1fn_x2).to(device)
+    m = dm.MemArray.from_dlpack(t.cpu())
+    assert (m.dtype, m.shape) == ("float4_e2m1fn_x2", [16, 16])
+    if device == "cuda":
+        m.to_device()
+    back = torch.from_dlpack(m)
+    assert back.dtype == torch.float4_e2m1fn_x2 and back.device.type == device
+    assert torch.equal(back.view(torch.uint8).cpu(), raw)
+    del back
+    assert released(m)

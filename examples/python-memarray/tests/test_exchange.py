@@ -417,3 +417,29 @@ def test_ctypes_mirror_matches_the_c_header(tmp_path):
         assert int(c[f"{struct} size"]) == ctypes.sizeof(mirror), struct
         for name in names:
             assert int(c[f"{struct} {name}"]) == getattr(mirror, ctypes_name.get(name, name)).offset, (struct, name)
+
+
+# ---- packed FP4 pairs (torch's float4_e2m1fn_x2) ----
+
+
+def test_fp4_pairs_travel_packed_with_shapes_counting_bytes():
+    m = dm.MemArray((2, 3), "float4_e2m1fn_x2")
+    m.add_index()
+    assert dm.dlpack_dtype("float4_e2m1fn_x2") == (17, 4, 2)
+    capsule = m.__dlpack__(max_version=(1, 3))
+    managed = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, b"dltensor_versioned"))
+    t = managed.dl_tensor
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (17, 4, 2)
+    assert [t.shape[i] for i in range(2)] == [2, 3]
+    assert managed.flags & 4 == 0  # packed, not IS_SUBBYTE_TYPE_PADDED
+    # Each byte holds the index sum twice, as FP4 (3.0 is 0b0101; sums past 6 saturate).
+    fp4 = {0: 0x0, 1: 0x2, 2: 0x4, 3: 0x5}
+    got = ctypes.string_at(t.data, 6)
+    assert list(got) == [fp4[i + j] * 0x11 for i in range(2) for j in range(3)]
+    del managed, t, capsule
+    # Through DLPack and back into a MemArray: the same bytes.
+    copy = dm.MemArray.from_dlpack(m)
+    assert copy.dtype == "float4_e2m1fn_x2" and copy.shape == [2, 3]
+    again = copy.__dlpack__(max_version=(1, 3))
+    data = DLManagedTensorVersioned.from_address(capsule_pointer(again, b"dltensor_versioned")).dl_tensor.data
+    assert ctypes.string_at(data, 6) == got
