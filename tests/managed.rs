@@ -339,9 +339,11 @@ fn refused_exports_drop_their_owner_once() {
 
 #[test]
 fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
-    use dlmd::dlpack::{DLManagedTensor, DLManagedTensorVersioned, IS_SUBBYTE_TYPE_PADDED};
     use dlmd::F4E2M1FNx2;
-    let bytes: Vec<F4E2M1FNx2> = (0..6).map(|i| F4E2M1FNx2::from_f32_pair(i as f32, -(i as f32))).collect();
+    use dlmd::dlpack::{DLManagedTensor, DLManagedTensorVersioned, IS_SUBBYTE_TYPE_PADDED};
+    let bytes: Vec<F4E2M1FNx2> = (0..6)
+        .map(|i| F4E2M1FNx2::from_f32_pair(i as f32, -(i as f32)))
+        .collect();
     // Packed pairs need no flag: a legacy tensor carries them, shape counting bytes.
     let raw = export::<DLManagedTensor>(bytes.clone(), Dims::new([2, 3])).unwrap();
     // SAFETY: dlmd just made the tensor and hands it over.
@@ -360,7 +362,11 @@ fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
         Err(ImportError::PaddedSubbyte { .. })
     ));
     assert_eq!(
-        flagged.as_host_mdspan::<[F4E2M1FN; 2], 1, LayoutRight>().unwrap().load([3])[1].to_f32(),
+        flagged
+            .as_host_mdspan::<[F4E2M1FN; 2], 1, LayoutRight>()
+            .unwrap()
+            .load([3])[1]
+            .to_f32(),
         2.0
     );
 }
