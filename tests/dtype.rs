@@ -126,7 +126,7 @@ fn packed_fp4_pairs_are_one_byte_of_two_lanes() {
     assert_eq!((F4E2M1FNx2::LANES, std::mem::size_of::<F4E2M1FNx2>()), (2, 1));
     // Packed: no padding flag; `[F4E2M1FN; 2]` has the same code, bits and lanes but is padded
     // (two bytes), which the flag tells apart.
-    assert!(!<F4E2M1FNx2 as DlElement>::Storage::IS_SUBBYTE_PADDED);
-    assert!(<[dlmd::F4E2M1FN; 2] as DlElement>::Storage::IS_SUBBYTE_PADDED);
+    const { assert!(!<F4E2M1FNx2 as DlElement>::Storage::IS_SUBBYTE_PADDED) };
+    const { assert!(<[dlmd::F4E2M1FN; 2] as DlElement>::Storage::IS_SUBBYTE_PADDED) };
     assert_eq!(<[dlmd::F4E2M1FN; 2]>::DTYPE, F4E2M1FNx2::DTYPE);
 }

@@ -22,9 +22,9 @@ use std::sync::Arc;
 // atomic operations of pyo3's own borrow flag; `exports` counts the tensors consumers hold.
 
 /// An n-dimensional array (rank 0 to 4) of a numpy dtype (bool, integers, float16/32/64,
-/// complex64/128), zero-filled, that any DLPack consumer reads and writes in place:
-/// `numpy.from_dlpack(m)`, `torch.from_dlpack(m)`, `cupy.from_dlpack(m)`. It moves to the GPU
-/// with `to_device()` and back with `to_host()`.
+/// complex64/128) or of torch's `float4_e2m1fn_x2` (two FP4 values per byte), zero-filled, that
+/// any DLPack consumer reads and writes in place: `numpy.from_dlpack(m)`, `torch.from_dlpack(m)`,
+/// `cupy.from_dlpack(m)`. It moves to the GPU with `to_device()` and back with `to_host()`.
 ///
 /// While a consumer holds one of its tensors (`exports` > 0), the array stays alive and its
 /// methods that change it raise `BufferError`.
