@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Every test of the project: the Rust workspace (unit, integration, doc and compile-fail tests),
-# then the Python example module against numpy. Python packages are pinned in
-# scripts/requirements-test.txt and installed into a virtual environment (.venv, or $DLMD_VENV).
+# then the Python example module against numpy and tvm-ffi, then against dpnp on a SYCL CPU
+# device. Python packages are pinned in scripts/requirements-test.txt, installed into a virtual
+# environment (.venv, or $DLMD_VENV), and in scripts/requirements-oneapi.txt, installed into a
+# second one (.venv-oneapi, or $DLMD_ONEAPI_VENV; about 3 GB: dpnp and Intel's OpenCL CPU
+# runtime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +15,18 @@ cargo test -p dlmd --lib --no-default-features
 venv=${DLMD_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q -r scripts/requirements-test.txt
-PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps \
-    ./examples/python-memarray
-"$venv/bin/python" -m pytest -q examples/python-memarray/tests
+# One wheel of the module (abi3), for both environments.
+wheels=target/python-wheels
+rm -rf "$wheels"
+"$venv/bin/maturin" build -q --release -m examples/python-memarray/Cargo.toml -o "$wheels"
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/*.whl
+"$venv/bin/python" -m pytest -q examples/python-memarray/tests --ignore=examples/python-memarray/tests/test_oneapi.py
+
+# oneAPI: dpnp carries dpctl's DLPack code; Intel's OpenCL runtime gives it a SYCL CPU device.
+oneapi=${DLMD_ONEAPI_VENV:-.venv-oneapi}
+[ -x "$oneapi/bin/python" ] || python3 -m venv "$oneapi"
+"$oneapi/bin/python" -m pip install -q -r scripts/requirements-oneapi.txt
+"$oneapi/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/*.whl
+runtime="$(cd "$oneapi/lib" && pwd)/libintelocl.so"
+[ -e "$runtime" ] || { echo "test.sh: $runtime is missing: no SYCL CPU device for the oneAPI tests" >&2; exit 1; }
+OCL_ICD_FILENAMES="$runtime" "$oneapi/bin/python" -m pytest -q examples/python-memarray/tests/test_oneapi.py

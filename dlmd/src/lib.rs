@@ -33,6 +33,9 @@
 //!   the driver and NVRTC are loaded at run time. Implies `std`.
 //! - `ndarray`: [`ndarray`](mod@ndarray) interop: array views ⇄ host views without a copy,
 //!   owned arrays exported as managed tensors. Implies `std`.
+//! - `oneapi`: oneAPI (SYCL) USM as dpctl exchanges it ([`oneapi`]): dpctl's C interface
+//!   library, loaded at run time, tells host and shared USM (viewed on the host) from device
+//!   USM. Implies `std`.
 //!
 //! Without default features the crate is `#![no_std]` and needs no allocator: the C ABI, element
 //! types, extents, layouts, views, and conversion of views to and from `DLTensor`.
@@ -75,6 +78,9 @@ pub mod managed;
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub mod ndarray;
+#[cfg(feature = "oneapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oneapi")))]
+pub mod oneapi;
 #[cfg(feature = "python")]
 #[cfg_attr(docsrs, doc(cfg(feature = "python")))]
 pub mod python;

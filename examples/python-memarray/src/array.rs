@@ -1,10 +1,10 @@
 //! The `MemArray` class.
 
+use crate::MAX_RANK;
 use crate::cell::GilCell;
 use crate::dtype::{AddIndex, Buffer, DType, DeviceBuffer, dtype_arg};
 use crate::exported::{ExportCount, Exported};
 use crate::gpu::{add_index_device, cuda_error, gpu};
-use crate::{MAX_RANK, import_error};
 use dlmd::dlpack::{DLDevice, DLTensor};
 use dlmd::managed::ManagedTensor;
 use dlmd::python::{
@@ -12,7 +12,7 @@ use dlmd::python::{
     export_cpu, export_cuda, from_dlpack as import, from_dlpack_with,
 };
 use dlmd::view::Unique;
-use dlmd::{Dims, DlElement, Extents, Host, HostMdspanMut, LayoutRight, LayoutStrideRelaxed, Mdspan};
+use dlmd::{Dims, DlElement, Extents, Host, HostMdspanMut, LayoutRight, Mdspan};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::RefMut;
@@ -117,7 +117,7 @@ impl Data {
             .ok_or_else(|| PyBufferError::new_err(format!("rank {} is not supported (0 to {MAX_RANK})", t.ndim)))?;
         // The shape, read through a checked view: the tensor's fields are foreign.
         let shape = with_dtype!(dtype, T => with_rank!(rank, R => {
-            let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+            let view = crate::host_view::<T, R>(tensor)?;
             Ok(view.extents().to_array().to_vec())
         }))?;
         let mut data = Data::new(shape, dtype)?;
@@ -140,7 +140,7 @@ fn dims<const R: usize>(shape: &[usize]) -> Dims<R> {
 /// Copies `tensor`'s elements, row-major, into `dst` (of the same shape and element type).
 fn copy_into<T: DlElement>(tensor: &ManagedTensor, shape: &[usize], dst: &mut [T]) -> PyResult<()> {
     with_rank!(shape.len(), R => {
-        let view = tensor.as_host_mdspan::<T, R, LayoutStrideRelaxed>().map_err(import_error)?;
+        let view = crate::host_view::<T, R>(tensor)?;
         if view.extents().to_array().as_slice() != shape {
             return Err(PyValueError::new_err(format!(
                 "shape {:?} does not match {:?}", view.extents().to_array(), shape
@@ -317,7 +317,7 @@ impl MemArray {
     }
 
     /// A new MemArray holding a copy of the data of `x`, any DLPack producer (the array API's
-    /// `from_dlpack`). `device` is where the new array lives: `None` or `"cpu"` (the producer
+    /// `from_dlpack`), oneAPI host and shared USM included. `device` is where the new array lives: `None` or `"cpu"` (the producer
     /// is asked for CPU data, which it copies there if it can), or `"cuda"`/`"cuda:0"` (then
     /// copied from the CPU to the GPU). MemArray always holds its own copy, so `copy=False` raises
     /// `BufferError`; `copy=True` also asks the producer for a copy.

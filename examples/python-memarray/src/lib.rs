@@ -52,17 +52,74 @@ mod exported;
 mod gpu;
 
 use array::MemArray;
+use dlmd::dlpack::DLDeviceType;
+use dlmd::managed::ManagedTensor;
+use dlmd::oneapi::{self, OneApiImport};
 use dlmd::python::{
     add_dlpack_method, from_dlpack as import, from_dlpack_work_stream, publish_exchange_api_borrowing,
     with_dlpack_borrowed,
 };
-use dlmd::{Device, Dims, Host, ImportError, LayoutStrideRelaxed};
+use dlmd::space::OneApi;
+use dlmd::view::AliasedMut;
+use dlmd::{Device, Dims, DlElement, Host, HostMdspanAliased, ImportError, LayoutStrideRelaxed, Mdspan, Opaque};
 use dtype::{DType, dtype_arg};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The largest rank a MemArray has.
 const MAX_RANK: usize = 4;
+
+/// A host view of `tensor` for reading: CPU memory (or pinned or managed memory), or oneAPI host
+/// and shared USM, which the oneAPI runtime tells from device USM.
+fn host_view<T: DlElement, const R: usize>(
+    tensor: &ManagedTensor,
+) -> PyResult<HostMdspanAliased<'_, T, Dims<R>, LayoutStrideRelaxed>> {
+    if tensor.dl_tensor().device.device_type == DLDeviceType::ONE_API {
+        let view = tensor
+            .as_mdspan::<T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>>()
+            .map_err(import_error)?;
+        return match oneapi::place(view).map_err(oneapi_error)? {
+            OneApiImport::Host(view, _) => Ok(view),
+            OneApiImport::Device(_) => Err(device_usm()),
+        };
+    }
+    tensor
+        .as_host_mdspan::<T, R, LayoutStrideRelaxed>()
+        .map_err(import_error)
+}
+
+/// A host view of `tensor` for writing, as [`host_view`].
+fn host_view_mut<T: DlElement, const R: usize>(
+    tensor: &mut ManagedTensor,
+) -> PyResult<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Host, AliasedMut>> {
+    if tensor.dl_tensor().device.device_type == DLDeviceType::ONE_API {
+        let view = tensor
+            .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>>()
+            .map_err(import_error)?;
+        return match oneapi::place(view).map_err(oneapi_error)? {
+            OneApiImport::Host(view, _) => Ok(view),
+            OneApiImport::Device(_) => Err(device_usm()),
+        };
+    }
+    tensor
+        .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Host>()
+        .map_err(import_error)
+}
+
+/// Device USM cannot be touched from the host.
+fn device_usm() -> PyErr {
+    PyBufferError::new_err(
+        "the data is oneAPI device USM, which the host cannot reach; MemArray.from_dlpack(x, device=\"cpu\") asks the producer for a host copy",
+    )
+}
+
+/// A oneAPI tensor refused: `BufferError` (what cannot be imported), or the import's own error.
+fn oneapi_error(e: oneapi::OneApiError) -> PyErr {
+    match e {
+        oneapi::OneApiError::Import(e) => import_error(e),
+        e => PyBufferError::new_err(e.to_string()),
+    }
+}
 
 /// An import refused: `BufferError` for a device, data type or layout MemArray cannot take,
 /// `ValueError` for a malformed tensor (dlmd's mapping, as the array API asks).
@@ -72,8 +129,9 @@ fn import_error(e: ImportError) -> PyErr {
 
 /// Adds to each element of `x` the sum of its indices, in place and without a copy. `x` is any
 /// DLPack producer: a numpy array (C or Fortran order, sliced, transposed, negatively strided),
-/// a MemArray, a torch tensor on the CPU or a GPU, a cupy array. Raises `BufferError` for
-/// read-only or overlapping data.
+/// a MemArray, a torch tensor on the CPU or a GPU, a cupy array, a dpnp array in oneAPI host or
+/// shared USM. Raises `BufferError` for read-only or overlapping data, and for oneAPI device
+/// USM.
 ///
 /// On a GPU the work is queued on the producer's current stream where its type publishes
 /// DLPack's C exchange table (torch: `torch.cuda.current_stream()`), without waiting, so that it
@@ -86,14 +144,12 @@ fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
     let t = tensor.dl_tensor();
     let (dtype, ndim) = (t.dtype, t.ndim);
     let rank = usize::try_from(ndim).map_err(|_| PyValueError::new_err(format!("ndim {ndim} is negative")))?;
-    let on_host = t.device.device_type == dlmd::dlpack::DLDeviceType::CPU;
+    let on_host = matches!(t.device.device_type, DLDeviceType::CPU | DLDeviceType::ONE_API);
     let dtype =
         DType::from_dlpack(dtype).ok_or_else(|| PyTypeError::new_err(format!("dtype {dtype} is not supported")))?;
     with_dtype!(dtype, T => with_rank!(rank, R => {
         if on_host {
-            let view = tensor
-                .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Host>()
-                .map_err(import_error)?;
+            let view = host_view_mut::<T, R>(&mut tensor)?;
             view.update(|index, mut x| {
                 dtype::AddIndex::add_index(&mut x, index.as_ref().iter().sum());
                 x
@@ -199,6 +255,17 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
     Ok(xs.len())
 }
 
+/// The DLPack device `(14, id)` that dlmd computes for the oneAPI USM allocation holding `x`'s
+/// data, as dpctl's exporters compute it (the position of its root device), or `None` where no
+/// default platform context knows it.
+#[pyfunction]
+#[pyo3(signature = (x, /))]
+fn oneapi_device_of(x: &Bound<'_, PyAny>) -> PyResult<Option<(i32, i32)>> {
+    let address = with_dlpack_borrowed(x, |t| t.dl_tensor().data as usize)?;
+    let device = oneapi::device_of(address).map_err(oneapi_error)?;
+    Ok(device.map(|d| (d.device_type.0, d.device_id)))
+}
+
 /// Whether this module's consumers (`MemArray.from_dlpack`, `add_index`, `import_tensor`…) take
 /// a producer's DLPack C exchange table where its type publishes one (on by default); off, they
 /// always call `__dlpack__`. Returns the previous setting.
@@ -243,6 +310,7 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(borrow_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(import_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(oneapi_device_of, m)?)?;
     m.add_function(wrap_pyfunction!(use_exchange_api, m)?)?;
     Ok(())
 }
