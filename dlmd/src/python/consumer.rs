@@ -470,7 +470,28 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         Some(stream) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?),
         _ => None,
     };
-    let exported = if args.dl_device.is_some() || args.copy.is_some() {
+    // oneAPI streams are SYCL queues, not integers: data left on its device is ordered on a
+    // queue of that device, which is then waited for (the host reads it next). A copy to the
+    // CPU takes no stream: the producer synchronises it itself (the array API's rule).
+    let stays = args.dl_device.is_none_or(|d| d == device);
+    let queue = match device.device_type {
+        DLDeviceType::ONE_API if stays && args.stream != Some(-1) => Some(sycl_queue(py, device.device_id)?),
+        _ => None,
+    };
+    let exported = if let Some(queue) = &queue {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(names.max_version_name.bind(py), names.max_version.bind(py))?;
+        kwargs.set_item("stream", queue)?;
+        if let Some(d) = args.dl_device {
+            kwargs.set_item("dl_device", (d.device_type.0, d.device_id))?;
+        }
+        if let Some(copy) = args.copy {
+            kwargs.set_item("copy", copy)?;
+        }
+        let exported = obj.getattr(names.dlpack.bind(py))?.call((), Some(&kwargs))?;
+        queue.call_method0("wait")?;
+        exported
+    } else if args.dl_device.is_some() || args.copy.is_some() {
         // The array API's keywords: a producer that does not know them cannot honour them, so
         // its `TypeError` stands (as numpy's `from_dlpack` lets it).
         let kwargs = PyDict::new(py);
@@ -649,6 +670,21 @@ fn call_method_dict<'py>(
         }
     }
     obj.getattr(name)?.call(PyTuple::new(py, positional)?, Some(&kwargs))
+}
+
+/// A new `dpctl.SyclQueue` on oneAPI device `id` (the position in `dpctl.get_devices()`, as
+/// DLPack numbers oneAPI devices), for a oneAPI producer to order its data on.
+fn sycl_queue(py: Python<'_>, id: i32) -> PyResult<Bound<'_, PyAny>> {
+    let dpctl = py.import("dpctl").map_err(|e| {
+        PyBufferError::new_err(format!(
+            "oneAPI data is ordered on a SYCL queue, which needs dpctl: {e}"
+        ))
+    })?;
+    let device = dpctl
+        .call_method0("get_devices")?
+        .get_item(id)
+        .map_err(|_| PyBufferError::new_err(format!("oneAPI device {id} does not exist")))?;
+    dpctl.getattr("SyclQueue")?.call1((device,))
 }
 
 /// `(device_type, device_id)` of CPU data, for `__dlpack_device__`.

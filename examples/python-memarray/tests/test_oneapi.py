@@ -45,6 +45,17 @@ def test_host_reachable_usm_is_imported_in_place(usm_type):
     np.testing.assert_array_equal(dpt.asnumpy(y), want)
 
 
+@pytest.mark.parametrize("usm_type", ["host", "shared"])
+def test_work_still_queued_is_waited_for(usm_type):
+    # dpnp queues its kernels; the consumer passes a SYCL queue as the stream and waits on it
+    # before reading, so a large result just computed is read whole.
+    n = 1 << 20
+    for _ in range(5):
+        x = dpt.arange(n, dtype="int64", usm_type=usm_type) * 3 + 1
+        m = dm.MemArray.from_dlpack(x)
+        assert int(np.from_dlpack(m).sum()) == 3 * n * (n - 1) // 2 + n
+
+
 def test_device_usm_is_refused_unless_a_host_copy_is_asked_for():
     x = arange("device", dtype="int32")
     with pytest.raises(BufferError, match="device USM"):
