@@ -287,8 +287,9 @@ pub fn device_of(address: usize) -> Result<Option<DLDevice>, OneApiError> {
 /// A oneAPI tensor viewed where its allocation can be reached.
 #[derive(Debug)]
 pub enum OneApiImport<'a, T, const R: usize, L: Layout, A: Access> {
-    /// Host or shared USM: a host view.
-    Host(Mdspan<'a, T, Dims<R>, L, Host, A>, UsmKind),
+    /// Host or shared USM (its kind; `None` for a view with no elements, which reaches no
+    /// memory at all): a host view.
+    Host(Mdspan<'a, T, Dims<R>, L, Host, A>, Option<UsmKind>),
     /// Device USM: opaque to the host.
     Device(Mdspan<'a, T, Dims<R>, L, Opaque<OneApi>, A>),
 }
@@ -307,7 +308,9 @@ where
     A: Access,
 {
     if view.is_empty() {
-        return Ok(OneApiImport::Device(view));
+        // SAFETY: a view with no elements reaches no memory: any space holds it.
+        let host = unsafe { Mdspan::from_raw_parts(view.data_handle(), *view.mapping(), Host) };
+        return Ok(OneApiImport::Host(host, None));
     }
     let kind = usm_kind(view.as_ptr() as usize, view.space().id())?;
     if !kind.host_accessible() {
@@ -319,7 +322,7 @@ where
     // SAFETY: the same elements, the same access, now in host memory (the runtime's word);
     // bools checked above.
     let host = unsafe { Mdspan::from_raw_parts(view.data_handle(), *view.mapping(), Host) };
-    Ok(OneApiImport::Host(host, kind))
+    Ok(OneApiImport::Host(host, Some(kind)))
 }
 
 /// Imports a `kDLOneAPI` tensor read-only, viewed on the host where its USM kind allows

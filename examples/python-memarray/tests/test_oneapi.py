@@ -129,3 +129,149 @@ def test_a_oneapi_tensor_is_not_a_cuda_or_host_tensor_to_dlmd():
     # label is refused; only the oneAPI runtime makes USM a host view.
     with pytest.raises(BufferError):
         dm.MemArray((2, 3), "float32").read_numpy(Relabelled(x, lambda m: setattr(m.dl_tensor.device, "device_type", 2)))
+
+
+# ---- dpnp's own DLPack tests (dpnp/tests/tensor/test_usm_ndarray_dlpack.py), with MemArray as
+# ---- the consumer in dpnp's place ----
+
+# The types of dpnp's `_typestrs_list` that MemArray holds (all of them).
+TYPESTRS = ["b1", "u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8", "f2", "f4", "f8", "c8", "c16"]
+
+
+def supported(typestr, device):
+    if typestr in ("f8", "c16") and not device.has_aspect_fp64:
+        return False
+    return typestr != "f2" or device.has_aspect_fp16
+
+
+def filled(shape, typestr, usm_type, device=None, queue=None):
+    n = int(np.prod(shape))
+    x = dpt.asarray(np.arange(n).astype(typestr).reshape(shape), usm_type=usm_type, device=device, sycl_queue=queue)
+    return x
+
+
+@pytest.mark.parametrize("shape", [tuple(), (2,), (3, 0, 1), (2, 2, 2)])
+@pytest.mark.parametrize("typestr", TYPESTRS)
+@pytest.mark.parametrize("usm_type", ["host", "shared", "device"])
+def test_from_dlpack(shape, typestr, usm_type):
+    for device in dpctl.get_devices():
+        if not supported(typestr, device):
+            continue
+        x = filled(shape, typestr, usm_type, device=device)
+        want = dpt.asnumpy(x)
+        if usm_type == "device" and x.size:
+            with pytest.raises(BufferError, match="device USM"):
+                dm.MemArray.from_dlpack(x)
+            m = dm.MemArray.from_dlpack(x, device="cpu")
+        else:
+            m = dm.MemArray.from_dlpack(x)
+        assert m.shape == list(shape)
+        np.testing.assert_array_equal(np.from_dlpack(m), want)
+        if x.ndim and usm_type != "device":
+            # Reversed views: negative strides into USM.
+            v = x[::-1]
+            np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(v)), dpt.asnumpy(v))
+
+
+@pytest.mark.parametrize("mod", [2, 5])
+@pytest.mark.parametrize("typestr", TYPESTRS)
+@pytest.mark.parametrize("usm_type", ["host", "shared"])
+def test_from_dlpack_strides(mod, typestr, usm_type):
+    for device in dpctl.get_devices():
+        if not supported(typestr, device):
+            continue
+        x0 = filled((3 * mod,), typestr, usm_type, device=device)
+        for start in range(mod):
+            x = x0[slice(-start - 1, None, -mod)]
+            np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(x)), dpt.asnumpy(x))
+
+
+def test_from_dlpack_input_validation():
+    with pytest.raises(AttributeError):
+        dm.MemArray.from_dlpack(None)
+
+    class DummyWithProperty:
+        @property
+        def __dlpack__(self):
+            return None
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError):
+        dm.MemArray.from_dlpack(DummyWithProperty())
+
+    class DummyWithMethod:
+        def __dlpack__(self, **kwargs):
+            return None
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="not a DLPack capsule"):
+        dm.MemArray.from_dlpack(DummyWithMethod())
+
+
+def test_from_dlpack_fortran_contig_array_roundtripping():
+    ar2d_c = dpt.reshape(dpt.arange(15, dtype="i4", usm_type="shared"), (3, 5), order="C")
+    ar2d_f = dpt.asarray(ar2d_c, order="F")
+    np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(ar2d_f)), dpt.asnumpy(ar2d_c))
+    dm.add_index(ar2d_f)
+    np.testing.assert_array_equal(dpt.asnumpy(ar2d_f), np.arange(15).reshape(3, 5) + np.indices((3, 5)).sum(axis=0))
+
+
+def test_dlpack_from_subdevice():
+    """USM of a sub-device, bound to the platform's default context, travels labelled with the
+    root device's position, and dlmd finds it there."""
+    dev = dpctl.SyclDevice()
+    try:
+        sdevs = dev.create_sub_devices(partition="next_partitionable")
+    except dpctl.SyclSubDeviceCreationError:
+        sdevs = dev.create_sub_devices(partition=[1, 1])
+    ctx = sdevs[0].sycl_platform.default_context
+    try:
+        q = dpctl.SyclQueue(ctx, sdevs[0])
+    except dpctl.SyclQueueCreationError:
+        # As dpnp's test: this runtime cannot queue on a sub-device in the default context.
+        pytest.skip(f"{dev.name}: no queue on a sub-device in the platform's default context")
+    x = dpt.arange(64, dtype=dpt.int32, usm_type="shared", sycl_queue=q)
+    assert x.__dlpack_device__() == (KDL_ONEAPI, dpctl.get_devices().index(dev))
+    assert dm.oneapi_device_of(x) == x.__dlpack_device__()
+    dm.add_index(x)
+    np.testing.assert_array_equal(dpt.asnumpy(x), np.arange(64) * 2)
+
+
+def test_dlpack_size_0():
+    x = dpt.ones(0, dtype="i4", usm_type="shared")
+    m = dm.MemArray.from_dlpack(x)
+    assert m.shape == [0]
+    x = dpt.ones(0, dtype="i4", usm_type="device")
+    assert dm.MemArray.from_dlpack(x).shape == [0]
+
+
+def test_from_dlpack_kwargs():
+    x = filled((4,), "f4", "shared")
+    for kwargs in ({"copy": True}, {"device": "cpu"}, {"device": "cpu", "copy": True}):
+        np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(x, **kwargs)), np.arange(4))
+    with pytest.raises(BufferError, match="copy=False"):
+        dm.MemArray.from_dlpack(x, copy=False)
+
+
+class Container:
+    """dpnp's generic container: any object with the DLPack methods of the array it holds."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_generic_container():
+    c = Container(dpt.linspace(0, 100, num=20, dtype="int16", usm_type="host"))
+    np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(c)), dpt.asnumpy(c._array))
+    dm.add_index(c)
+    np.testing.assert_array_equal(dpt.asnumpy(c._array), np.linspace(0, 100, num=20).astype("int16") + np.arange(20))
