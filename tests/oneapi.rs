@@ -16,6 +16,10 @@ fn without_the_runtime_every_query_says_so() {
     let error = usm_kind(0x10_0000, 0).unwrap_err();
     assert!(matches!(error, OneApiError::NoRuntime(_)), "{error}");
     assert!(error.to_string().contains("import dpctl"), "{error}");
+    assert!(matches!(
+        dlmd::oneapi::space_of(0x10_0000),
+        Err(OneApiError::NoRuntime(_))
+    ));
 
     let mut data = [1.0f32; 4];
     let mut shape = [4i64];

@@ -66,6 +66,9 @@ pub enum OneApiError {
         /// The `device_id`.
         id: i32,
     },
+    /// No SYCL platform's default context knows the pointer.
+    #[error("the pointer is not a USM allocation of any SYCL platform's default context")]
+    NotUsm,
     /// The allocation lives on another device than the tensor says.
     #[error("the tensor says oneAPI device {labelled} but its allocation belongs to device {actual}")]
     WrongDevice {
@@ -282,6 +285,15 @@ pub fn device_of(address: usize) -> Result<Option<DLDevice>, OneApiError> {
         }
     }
     Ok(None)
+}
+
+/// The oneAPI space of the USM allocation at `address`, to export a view of it with the device
+/// id dpctl's importers expect ([`device_of`]).
+pub fn space_of(address: usize) -> Result<Opaque<OneApi>, OneApiError> {
+    match device_of(address)? {
+        Some(device) => Ok(Opaque::new(device.device_id)),
+        None => Err(OneApiError::NotUsm),
+    }
 }
 
 /// A oneAPI tensor viewed where its allocation can be reached.

@@ -262,8 +262,11 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
 #[pyo3(signature = (x, /))]
 fn oneapi_device_of(x: &Bound<'_, PyAny>) -> PyResult<Option<(i32, i32)>> {
     let address = with_dlpack_borrowed(x, |t| t.dl_tensor().data as usize)?;
-    let device = oneapi::device_of(address).map_err(oneapi_error)?;
-    Ok(device.map(|d| (d.device_type.0, d.device_id)))
+    match oneapi::space_of(address) {
+        Ok(space) => Ok(Some((DLDeviceType::ONE_API.0, space.id()))),
+        Err(oneapi::OneApiError::NotUsm) => Ok(None),
+        Err(e) => Err(oneapi_error(e)),
+    }
 }
 
 /// Whether this module's consumers (`MemArray.from_dlpack`, `add_index`, `import_tensor`…) take
