@@ -197,11 +197,8 @@ fn exported(raw: *mut DLManagedTensorVersioned) -> ManagedTensor {
 }
 
 fn values(t: &DLTensor) -> Vec<i32> {
-    let view = unsafe {
-        // SAFETY: the tensor is a live export of this test, read while it lives.
-        dlmd::to_host_mdspan::<i32, 2, LayoutRight>(t)
-    }
-    .unwrap();
+    // SAFETY: the tensor is a live export of this test, read while it lives.
+    let view = unsafe { dlmd::to_host_mdspan::<i32, 2, LayoutRight>(t) }.unwrap();
     view.iter().copied().collect()
 }
 

@@ -466,10 +466,6 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
     let py = obj.py();
     let names = ConsumerArgs::get(py)?;
     let device = device_of(&call_method(obj, names.dlpack_device.bind(py), &[], None)?)?;
-    let stream = match args.stream {
-        Some(stream) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?),
-        _ => None,
-    };
     // oneAPI streams are SYCL queues, not integers: data left on its device is ordered on a
     // queue of that device, which is then waited for (the host reads it next). A copy to the
     // CPU takes no stream: the producer synchronises it itself (the array API's rule).
@@ -478,22 +474,14 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         DLDeviceType::ONE_API if stays && args.stream != Some(-1) => Some(sycl_queue(py, device.device_id)?),
         _ => None,
     };
-    let exported = if let Some(queue) = &queue {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item(names.max_version_name.bind(py), names.max_version.bind(py))?;
-        kwargs.set_item("stream", queue)?;
-        if let Some(d) = args.dl_device {
-            kwargs.set_item("dl_device", (d.device_type.0, d.device_id))?;
-        }
-        if let Some(copy) = args.copy {
-            kwargs.set_item("copy", copy)?;
-        }
-        let exported = obj.getattr(names.dlpack.bind(py))?.call((), Some(&kwargs))?;
-        queue.call_method0("wait")?;
-        exported
-    } else if args.dl_device.is_some() || args.copy.is_some() {
-        // The array API's keywords: a producer that does not know them cannot honour them, so
-        // its `TypeError` stands (as numpy's `from_dlpack` lets it).
+    let stream = match (&queue, args.stream) {
+        (Some(queue), _) => Some(queue.clone()),
+        (None, Some(stream)) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?.into_any()),
+        _ => None,
+    };
+    let exported = if queue.is_some() || args.dl_device.is_some() || args.copy.is_some() {
+        // The array API's keywords (or a SYCL queue): a producer that does not know them cannot
+        // honour them, so its `TypeError` stands (as numpy's `from_dlpack` lets it).
         let kwargs = PyDict::new(py);
         kwargs.set_item(names.max_version_name.bind(py), names.max_version.bind(py))?;
         if let Some(stream) = &stream {
@@ -505,13 +493,17 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         if let Some(copy) = args.copy {
             kwargs.set_item("copy", copy)?;
         }
-        obj.getattr(names.dlpack.bind(py))?.call((), Some(&kwargs))?
+        let exported = obj.getattr(names.dlpack.bind(py))?.call((), Some(&kwargs))?;
+        if let Some(queue) = &queue {
+            queue.call_method0("wait")?;
+        }
+        exported
     } else {
         let exported = match &stream {
             Some(stream) => call_method(
                 obj,
                 names.dlpack.bind(py),
-                &[names.max_version.bind(py), stream.as_any()],
+                &[names.max_version.bind(py), stream],
                 Some(names.max_version_stream_kw.bind(py)),
             ),
             None => call_method(
