@@ -111,7 +111,7 @@ impl<'a, const R: usize> DlpackTensor<'a, R> {
     /// # let data = [0u8; 4];
     /// # // SAFETY: a stand-in for managed memory; only the description is looked at.
     /// # let managed: ManagedMdspan<u8, (Const<4>,)> = unsafe {
-    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed) };
+    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed::new(0)) };
     /// let dl = to_dlpack_tensor(&managed).with_cuda_label(0).unwrap();
     /// assert_eq!(dl.get().device, DLDevice::cuda(0));
     /// ```

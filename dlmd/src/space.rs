@@ -8,7 +8,7 @@
 //! |---|---|---|---|---|
 //! | [`Host`] | `kDLCPU` | `kDLCPU`, `kDLCUDAHost`, `kDLROCMHost`, `kDLCUDAManaged` | yes | — |
 //! | [`Device`] (carries its ordinal) | `kDLCUDA` | `kDLCUDA`, `kDLCUDAManaged` (ordinal ≥ 0) | no: indexing does not compile | — |
-//! | [`Managed`] | `kDLCUDAManaged` | `kDLCUDAManaged` | yes | [`Host`], [`Device`] |
+//! | [`Managed`] (carries its ordinal) | `kDLCUDAManaged` | `kDLCUDAManaged` (ordinal ≥ 0) | yes | [`Host`], [`Device`] |
 //! | [`Opaque<K>`](Opaque) (carries its device id) | `K`'s device type | `K`'s device type (id ≥ 0) | no: indexing does not compile | — |
 //!
 //! Pinned (`kDLCUDAHost`, `kDLROCMHost`) and managed memory are host memory too, and managed
@@ -106,9 +106,24 @@ impl Device {
     }
 }
 
-/// CUDA managed (unified) memory, reachable from the host and from devices.
+/// CUDA managed (unified) memory, reachable from the host and from every device, labelled with
+/// the ordinal of the device it was allocated for (DLPack's `kDLCUDAManaged` `device_id`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Managed;
+pub struct Managed {
+    ordinal: i32,
+}
+
+impl Managed {
+    /// Managed memory of CUDA device number `ordinal`.
+    pub const fn new(ordinal: i32) -> Self {
+        Self { ordinal }
+    }
+
+    /// The device ordinal the memory is labelled with.
+    pub const fn ordinal(self) -> i32 {
+        self.ordinal
+    }
+}
 
 impl sealed::Sealed for Host {}
 impl sealed::Sealed for Device {}
@@ -169,13 +184,16 @@ impl MemorySpace for Managed {
     fn device(&self) -> DLDevice {
         DLDevice {
             device_type: DLDeviceType::CUDA_MANAGED,
-            device_id: 0,
+            device_id: self.ordinal,
         }
     }
     #[inline]
     fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
         match device.device_type {
-            DLDeviceType::CUDA_MANAGED => Ok(Managed),
+            DLDeviceType::CUDA_MANAGED if device.device_id >= 0 => Ok(Managed::new(device.device_id)),
+            DLDeviceType::CUDA_MANAGED => Err(SpaceError::DeviceOrdinal {
+                ordinal: device.device_id,
+            }),
             found => Err(SpaceError::DeviceType {
                 expected: Self::NAME,
                 found,

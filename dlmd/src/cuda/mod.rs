@@ -17,15 +17,18 @@ use crate::layout::{CompactLayout, Layout, Mapping, to_i64};
 use crate::space::{Device, Managed};
 use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, HostMdspan, ManagedMdspan, Mdspan, ViewError};
 use cudarc::driver::{
-    CudaContext, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PinnedHostSlice, UnifiedSlice, ValidAsZeroBits, sys,
+    CudaContext, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, PinnedHostSlice, UnifiedSlice,
+    ValidAsZeroBits, sys,
 };
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
 mod mirrored;
+mod scope;
 mod stream;
 
 pub use mirrored::{Current, MirroredArray};
+pub use scope::{DeviceMemory, Scope, scope};
 pub use stream::{check_stream, sync_consumer_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
@@ -91,6 +94,20 @@ pub enum CudaError {
         value: usize,
         /// What is wrong with it.
         why: &'static str,
+    },
+    /// A device ordinal names no device (it is negative).
+    #[error("device ordinal {ordinal} names no CUDA device")]
+    NoSuchDevice {
+        /// The ordinal given.
+        ordinal: i32,
+    },
+    /// A copy's source and destination have different extents.
+    #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
+    CopyExtents {
+        /// The source's extents.
+        src: Vec<usize>,
+        /// The destination's extents.
+        dst: Vec<usize>,
     },
     /// A tensor's device label disagrees with where its pointer really is.
     #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
@@ -219,9 +236,11 @@ where
 {
     // `as_slice` waits for the kernels in flight that use the memory.
     let host = HostMdspan::<T, E, L>::from_slice(slice.as_slice()?, extents)?;
+    let ordinal = slice.stream().context().ordinal();
+    let space = Managed::new(i32::try_from(ordinal).map_err(|_| CudaError::Ordinal(ordinal))?);
     // SAFETY: the memory is managed (allocated by `cuMemAllocManaged`), so the same pointer is
     // valid in the managed space; the borrow of `slice` bounds the view.
-    Ok(unsafe { Mdspan::from_raw_parts(host.data_handle(), *host.mapping(), Managed) })
+    Ok(unsafe { Mdspan::from_raw_parts(host.data_handle(), *host.mapping(), space) })
 }
 
 /// Where the driver says a device pointer lives.
@@ -299,8 +318,9 @@ where
         // SAFETY: the driver reports managed memory, readable from the host, and the caller
         // promises the span holds the tensor's elements.
         unsafe { check_bools::<T, Dims<R>, L>(device.as_ptr(), device.mapping()) }?;
+        let space = Managed::new(device.space().ordinal());
         // SAFETY: the driver reports managed memory, valid in the managed space; bools checked.
-        let managed = unsafe { Mdspan::from_raw_parts(device.data_handle(), *device.mapping(), Managed) };
+        let managed = unsafe { Mdspan::from_raw_parts(device.data_handle(), *device.mapping(), space) };
         return Ok(CudaImport::Managed(managed));
     }
     if tensor.device.device_type == DLDeviceType::CUDA && info.ordinal != tensor.device.device_id {
@@ -345,6 +365,12 @@ where
     L: Layout,
     A: Access,
 {
+    /// The primary context of the view's device, made once per device: load kernels for this
+    /// view into it, and launch them on one of its streams.
+    pub fn context(&self) -> Result<Arc<CudaContext>, CudaError> {
+        scope::primary(self.space().ordinal())
+    }
+
     /// The view for a kernel argument (`.arg(&view.kernel_view())`). Pass it only to kernels
     /// on this view's device, and keep the view (and its allocation) borrowed until they finish.
     pub fn kernel_view(&self) -> KernelView<T, R> {

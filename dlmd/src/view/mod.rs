@@ -339,7 +339,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// # let data = [0u8; 4];
     /// # // SAFETY: a stand-in for managed memory; only shapes are looked at.
     /// # let managed: ManagedMdspan<u8, (Const<4>,)> = unsafe {
-    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed) };
+    /// #     ManagedMdspan::from_raw_parts(data.as_ptr().cast_mut(), RightMapping::new((Const,)).unwrap(), Managed::new(0)) };
     /// let on_gpu = managed.into_space(Device::new(0));
     /// assert_eq!(on_gpu.space().ordinal(), 0);
     /// ```

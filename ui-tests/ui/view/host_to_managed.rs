@@ -3,5 +3,5 @@ use dlmd::{dlmd, Managed};
 
 fn main() {
     let data = [1u16; 3];
-    let _managed = dlmd!(&data, [3]).into_space(Managed);
+    let _managed = dlmd!(&data, [3]).into_space(Managed::new(0));
 }

@@ -1,0 +1,238 @@
+//! Asynchronous work over borrowed device views, and copies between devices.
+//!
+//! Work queued on a stream outlives the call that queued it, so it cannot borrow a view for
+//! that call alone. A [`scope`] ties them together instead, as [`std::thread::scope`] does for
+//! threads: the views given to work queued in it must outlive the scope, and the scope waits
+//! for every stream it queued on before it returns (also when its closure fails or panics).
+//! Inside, work is queued without waiting, so copies and collectives run back to back.
+
+use super::{CudaError, context};
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::layout::{CompactLayout, Mapping};
+use crate::space::{Device, MemorySpace};
+use crate::view::{Access, Mdspan, Unique};
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Memory that CUDA copies and NCCL collectives work on: the memory of one CUDA device.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` view cannot take part in device-to-device work",
+    label = "not CUDA device memory",
+    note = "peer copies and NCCL collectives read and write CUDA device memory (`Device` views); \
+            copy host data to a device first"
+)]
+pub trait DeviceMemory: MemorySpace + sealed::Sealed {
+    /// The CUDA device ordinal.
+    fn ordinal(&self) -> i32;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::space::Device {}
+}
+
+impl DeviceMemory for Device {
+    #[inline]
+    fn ordinal(&self) -> i32 {
+        Device::ordinal(*self)
+    }
+}
+
+/// Where asynchronous work over borrowed views is queued; see [`scope`].
+///
+/// `'scope` is invariant: only views that outlive the whole scope can be given to its work.
+pub struct Scope<'scope> {
+    streams: RefCell<Vec<Arc<CudaStream>>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+}
+
+impl core::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Scope")
+            .field("streams", &self.streams.borrow().len())
+            .finish()
+    }
+}
+
+impl<'scope> Scope<'scope> {
+    /// Records that work was queued on `stream`: the scope waits for it before it ends.
+    pub(crate) fn queued_on(&self, stream: &Arc<CudaStream>) {
+        let mut streams = self.streams.borrow_mut();
+        if !streams.iter().any(|s| Arc::ptr_eq(s, stream)) {
+            streams.push(stream.clone());
+        }
+    }
+
+    /// Waits for every stream work was queued on; the first error is returned.
+    fn wait(&self) -> Result<(), CudaError> {
+        let mut first = Ok(());
+        for stream in self.streams.borrow_mut().drain(..) {
+            if let Err(e) = stream.synchronize() {
+                first = first.and(Err(e.into()));
+            }
+        }
+        first
+    }
+
+    /// Queues on `stream` a copy of `src` into `dst`, between devices (or on one): the same
+    /// element type and layout, and the same extents (checked). Peer access between the two
+    /// devices is enabled the first time they meet, so the copy goes over NVLink or PCIe
+    /// directly where the hardware allows it.
+    ///
+    /// Host views and other layouts do not compile; non-contiguous layouts neither (copy those
+    /// with a kernel). `stream` may belong to either device; order the work that produced
+    /// `src` and consumes `dst` with it.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), dlmd::cuda::CudaError> {
+    /// use dlmd::cuda::{self, device_view, device_view_mut};
+    /// use dlmd::{Dims, LayoutRight};
+    ///
+    /// let (gpu0, gpu1) = (cuda::context(0)?, cuda::context(1)?);
+    /// let (s0, s1) = (gpu0.default_stream(), gpu1.default_stream());
+    /// let a = s0.clone_htod(&[1.0f32; 6])?;
+    /// let mut b = s1.alloc_zeros::<f32>(6)?;
+    /// let src = device_view::<_, Dims<2>, LayoutRight>(&a, Dims::new([2, 3]))?;
+    /// let mut dst = device_view_mut::<_, Dims<2>, LayoutRight>(&mut b, Dims::new([2, 3]))?;
+    /// cuda::scope(|s| s.copy(&s1, &src, &mut dst))?;
+    /// assert_eq!(s1.clone_dtoh(&b)?, [1.0; 6]);
+    /// # Ok(()) }
+    /// ```
+    pub fn copy<'v, 'w, T, E, E2, L, S, A>(
+        &self,
+        stream: &Arc<CudaStream>,
+        src: &Mdspan<'v, T, E, L, S, A>,
+        dst: &mut Mdspan<'w, T, E2, L, S, Unique>,
+    ) -> Result<(), CudaError>
+    where
+        'v: 'scope,
+        'w: 'scope,
+        T: DlElement,
+        E: Extents,
+        E2: Extents<Index = E::Index>,
+        L: CompactLayout,
+        S: DeviceMemory,
+        A: Access,
+    {
+        let (from, to) = (src.extents().to_array(), dst.extents().to_array());
+        if from.as_ref() != to.as_ref() {
+            return Err(CudaError::CopyExtents {
+                src: from.as_ref().to_vec(),
+                dst: to.as_ref().to_vec(),
+            });
+        }
+        // A view's span is memory that exists, so its size in bytes fits `usize`.
+        let bytes = src.mapping().required_span_size() * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (src_ctx, dst_ctx) = (primary(src.space().ordinal())?, primary(dst.space().ordinal())?);
+        enable_peer_access(&src_ctx, &dst_ctx)?;
+        stream.context().bind_to_thread()?;
+        self.queued_on(stream);
+        // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,
+        // alive until the scope ends, which waits for `stream` first (`queued_on` above); `dst`
+        // is borrowed exclusively; the contexts are the devices' primary contexts, which the
+        // views' memory belongs to, and `stream` is a live stream of its bound context.
+        unsafe {
+            result::memcpy_peer_async(
+                dst_ctx.cu_ctx(),
+                dst.data_handle() as sys::CUdeviceptr,
+                src_ctx.cu_ctx(),
+                src.data_handle() as sys::CUdeviceptr,
+                bytes,
+                stream.cu_stream(),
+            )
+        }?;
+        Ok(())
+    }
+}
+
+/// Runs `f` with a [`Scope`] to queue work over borrowed views in, then waits for every stream
+/// that work was queued on, and returns `f`'s result (its error first, then a failed wait's).
+///
+/// The wait also happens when `f` panics, before the panic goes on: no view can be freed while
+/// work queued on it still runs.
+pub fn scope<R, E, F>(f: F) -> Result<R, E>
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope>) -> Result<R, E>,
+    E: From<CudaError>,
+{
+    /// Waits for the scope's streams when dropped without [`finish`](WaitOnDrop::finish): on
+    /// a panic.
+    struct WaitOnDrop<'a, 's>(Option<&'a Scope<'s>>);
+    impl WaitOnDrop<'_, '_> {
+        fn finish(mut self) -> Result<(), CudaError> {
+            self.0.take().map_or(Ok(()), Scope::wait)
+        }
+    }
+    impl Drop for WaitOnDrop<'_, '_> {
+        fn drop(&mut self) {
+            if let Some(scope) = self.0.take() {
+                let _ = scope.wait();
+            }
+        }
+    }
+    let scope = Scope {
+        streams: RefCell::new(Vec::new()),
+        _scope: PhantomData,
+    };
+    let guard = WaitOnDrop(Some(&scope));
+    let out = f(&scope);
+    let waited = guard.finish();
+    let value = out?;
+    waited?;
+    Ok(value)
+}
+
+/// The primary context of device `ordinal`, made once per device and kept.
+pub(crate) fn primary(ordinal: i32) -> Result<Arc<CudaContext>, CudaError> {
+    static CONTEXTS: Mutex<Vec<Option<Arc<CudaContext>>>> = Mutex::new(Vec::new());
+    let index = usize::try_from(ordinal).map_err(|_| CudaError::NoSuchDevice { ordinal })?;
+    let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(Some(ctx)) = contexts.get(index) {
+        return Ok(ctx.clone());
+    }
+    let ctx = context(index)?;
+    if contexts.len() <= index {
+        contexts.resize(index + 1, None);
+    }
+    contexts[index] = Some(ctx.clone());
+    Ok(ctx)
+}
+
+/// Lets each of two devices reach the other's memory, once per pair; a pair the hardware
+/// cannot link is left alone (the driver then stages copies through the host).
+fn enable_peer_access(a: &Arc<CudaContext>, b: &Arc<CudaContext>) -> Result<(), CudaError> {
+    static DONE: OnceLock<Mutex<HashSet<(usize, usize)>>> = OnceLock::new();
+    let (x, y) = (a.ordinal(), b.ordinal());
+    if x == y {
+        return Ok(());
+    }
+    let done = DONE.get_or_init(Default::default);
+    let key = (x.min(y), x.max(y));
+    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+    if done.contains(&key) {
+        return Ok(());
+    }
+    for (from, to) in [(a, b), (b, a)] {
+        let mut can = 0;
+        // SAFETY: writes one `int` through a valid pointer; both are devices of this driver.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.cu_device(), to.cu_device()) }.result()?;
+        if can == 0 {
+            continue;
+        }
+        from.bind_to_thread()?;
+        // SAFETY: `from` is bound to this thread and `to` is a live primary context.
+        match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            e => e.result()?,
+        }
+    }
+    done.insert(key);
+    Ok(())
+}
