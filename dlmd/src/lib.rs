@@ -78,6 +78,9 @@ pub mod managed;
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub mod ndarray;
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub mod nccl;
 #[cfg(feature = "oneapi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oneapi")))]
 pub mod oneapi;
