@@ -726,7 +726,7 @@ impl Communicator {
 
     /// Common to every collective: the element type is supported, the stream's context is
     /// bound and the scope waits for it.
-    fn prepare<T: NcclElement>(&self, scope: &Scope<'_>) -> Result<sys::cudaStream_t, NcclError> {
+    fn prepare<T: NcclElement>(&self, scope: &Scope<'_, '_>) -> Result<sys::cudaStream_t, NcclError> {
         supported::<T>()?;
         self.stream.context().bind_to_thread()?;
         scope.queued_on(&self.stream);
@@ -748,7 +748,7 @@ impl Communicator {
     #[allow(clippy::too_many_arguments)]
     pub fn all_reduce<'scope, 'v, 'w, T, E, E2, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
         recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
         op: ReduceOp,
@@ -779,7 +779,7 @@ impl Communicator {
     /// [`all_reduce`](Self::all_reduce) with `buf` as both input and output.
     pub fn all_reduce_in_place<'scope, 'w, T, E, L, S>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         buf: &mut Mdspan<'w, T, E, L, S, Unique>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
@@ -804,7 +804,7 @@ impl Communicator {
     #[allow(clippy::too_many_arguments)]
     pub fn reduce<'scope, 'v, 'w, T, E, E2, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
         recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
         op: ReduceOp,
@@ -836,7 +836,7 @@ impl Communicator {
     /// read on `root` only.
     pub fn broadcast<'scope, 'v, 'w, T, E, E2, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
         recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
         root: usize,
@@ -866,7 +866,7 @@ impl Communicator {
     /// [`broadcast`](Self::broadcast) with `buf` as both input (on `root`) and output.
     pub fn broadcast_in_place<'scope, 'w, T, E, L, S>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         buf: &mut Mdspan<'w, T, E, L, S, Unique>,
         root: usize,
     ) -> Result<(), NcclError>
@@ -891,7 +891,7 @@ impl Communicator {
     /// size × `send`'s elements (a leading extent of the world size, in a row-major layout).
     pub fn all_gather<'scope, 'v, 'w, T, E, E2, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
         recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
     ) -> Result<(), NcclError>
@@ -927,7 +927,7 @@ impl Communicator {
     /// the `i`-th of world size equal parts. `send` holds world size × `recv`'s elements.
     pub fn reduce_scatter<'scope, 'v, 'w, T, E, E2, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
         recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
         op: ReduceOp,
@@ -964,7 +964,7 @@ impl Communicator {
     /// as many elements. Pair sends and receives that wait for each other in a [`group`].
     pub fn send<'scope, 'v, T, E, L, S, A>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         view: &Mdspan<'v, T, E, L, S, A>,
         peer: usize,
     ) -> Result<(), NcclError>
@@ -990,7 +990,7 @@ impl Communicator {
     /// Receives into `view` what rank `peer` sends with [`send`](Self::send).
     pub fn recv<'scope, 'w, T, E, L, S>(
         &self,
-        scope: &Scope<'scope>,
+        scope: &Scope<'scope, '_>,
         view: &mut Mdspan<'w, T, E, L, S, Unique>,
         peer: usize,
     ) -> Result<(), NcclError>

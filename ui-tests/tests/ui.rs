@@ -14,4 +14,5 @@ fn ui() {
     t.pass("ui/pass/*.rs");
     t.compile_fail("ui/derive/*.rs");
     t.compile_fail("ui/view/*.rs");
+    t.compile_fail("ui/nccl/*.rs");
 }

@@ -44,13 +44,16 @@ impl DeviceMemory for Device {
 
 /// Where asynchronous work over borrowed views is queued; see [`scope`].
 ///
-/// `'scope` is invariant: only views that outlive the whole scope can be given to its work.
-pub struct Scope<'scope> {
+/// `'scope` is the scope's own lifetime and `'env` that of what it borrows (outside the
+/// closure), as in [`std::thread::Scope`]; both are invariant, so only views that outlive the
+/// whole scope can be given to its work.
+pub struct Scope<'scope, 'env: 'scope> {
     streams: RefCell<Vec<Arc<CudaStream>>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
 }
 
-impl core::fmt::Debug for Scope<'_> {
+impl core::fmt::Debug for Scope<'_, '_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Scope")
             .field("streams", &self.streams.borrow().len())
@@ -58,7 +61,7 @@ impl core::fmt::Debug for Scope<'_> {
     }
 }
 
-impl<'scope> Scope<'scope> {
+impl<'scope> Scope<'scope, '_> {
     /// Records that work was queued on `stream`: the scope waits for it before it ends.
     pub(crate) fn queued_on(&self, stream: &Arc<CudaStream>) {
         let mut streams = self.streams.borrow_mut();
@@ -157,20 +160,20 @@ impl<'scope> Scope<'scope> {
 ///
 /// The wait also happens when `f` panics, before the panic goes on: no view can be freed while
 /// work queued on it still runs.
-pub fn scope<R, E, F>(f: F) -> Result<R, E>
+pub fn scope<'env, R, E, F>(f: F) -> Result<R, E>
 where
-    F: for<'scope> FnOnce(&'scope Scope<'scope>) -> Result<R, E>,
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R, E>,
     E: From<CudaError>,
 {
     /// Waits for the scope's streams when dropped without [`finish`](WaitOnDrop::finish): on
     /// a panic.
-    struct WaitOnDrop<'a, 's>(Option<&'a Scope<'s>>);
-    impl WaitOnDrop<'_, '_> {
+    struct WaitOnDrop<'a, 's, 'e>(Option<&'a Scope<'s, 'e>>);
+    impl WaitOnDrop<'_, '_, '_> {
         fn finish(mut self) -> Result<(), CudaError> {
             self.0.take().map_or(Ok(()), Scope::wait)
         }
     }
-    impl Drop for WaitOnDrop<'_, '_> {
+    impl Drop for WaitOnDrop<'_, '_, '_> {
         fn drop(&mut self) {
             if let Some(scope) = self.0.take() {
                 let _ = scope.wait();
@@ -180,6 +183,7 @@ where
     let scope = Scope {
         streams: RefCell::new(Vec::new()),
         _scope: PhantomData,
+        _env: PhantomData,
     };
     let guard = WaitOnDrop(Some(&scope));
     let out = f(&scope);

@@ -223,7 +223,13 @@ impl Layout for LayoutStrideRelaxed {
     const HAS_OFFSET: bool = true;
 }
 
-/// A layout whose mapping follows from the extents alone.
+/// A layout whose mapping follows from the extents alone: one contiguous span, in row-major
+/// ([`LayoutRight`]) or column-major ([`LayoutLeft`]) order.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a compact layout",
+    label = "its mapping does not follow from the extents alone",
+    note = "this needs one contiguous span (LayoutRight or LayoutLeft); copy strided data into such a view first"
+)]
 pub trait CompactLayout: Layout {
     /// The mapping of `extents`, or [`LayoutError::SpanOverflow`] when they hold more elements
     /// than `isize` can count.
