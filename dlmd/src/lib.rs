@@ -75,12 +75,12 @@ pub mod layout;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod managed;
-#[cfg(feature = "ndarray")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
-pub mod ndarray;
 #[cfg(feature = "nccl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod nccl;
+#[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub mod ndarray;
 #[cfg(feature = "oneapi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oneapi")))]
 pub mod oneapi;

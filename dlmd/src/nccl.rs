@@ -35,7 +35,7 @@ use crate::dlpack::{DLDataType, DLDataTypeCode};
 use crate::dtype::{ByteExact, DlElement, DlScalar, F8E4M3FN, F8E5M2};
 use crate::extents::Extents;
 use crate::layout::{CompactLayout, Mapping};
-use crate::view::{Access, Mdspan, Unique};
+use crate::view::{Access, Mdspan, WriteAccess};
 use cudarc::driver::CudaStream;
 use cudarc::nccl::sys;
 use half::{bf16, f16};
@@ -321,7 +321,10 @@ pub enum NcclError {
         world: usize,
     },
     /// A rank number or world size is out of range.
-    #[error("rank {rank} of world size {world}: the rank must be below the world size, which must be 1 to {}", c_int::MAX)]
+    #[error(
+        "rank {rank} of world size {world}: the rank must be below the world size, which must be 1 to {}",
+        c_int::MAX
+    )]
     World {
         /// The rank given.
         rank: usize,
@@ -359,7 +362,11 @@ pub fn available() -> bool {
 
 /// Calls into NCCL through cudarc: `NoLibrary` where it cannot be loaded, `MissingSymbol` where
 /// the function is missing (cudarc panics then), NCCL's error where it returns one.
-fn call(name: &'static str, comm: Option<sys::ncclComm_t>, f: impl FnOnce() -> sys::ncclResult_t) -> Result<(), NcclError> {
+fn call(
+    name: &'static str,
+    comm: Option<sys::ncclComm_t>,
+    f: impl FnOnce() -> sys::ncclResult_t,
+) -> Result<(), NcclError> {
     if !available() {
         return Err(NcclError::NoLibrary);
     }
@@ -621,7 +628,11 @@ fn ordinal_of(stream: &Arc<CudaStream>) -> Result<i32, NcclError> {
 }
 
 /// The element count and pointer of a contiguous device view, checked to be on `ordinal`.
-fn buffer<T, E, L, S, A>(op: &'static str, ordinal: i32, view: &Mdspan<'_, T, E, L, S, A>) -> Result<(usize, usize), NcclError>
+fn buffer<T, E, L, S, A>(
+    op: &'static str,
+    ordinal: i32,
+    view: &Mdspan<'_, T, E, L, S, A>,
+) -> Result<(usize, usize), NcclError>
 where
     T: NcclElement,
     E: Extents,
@@ -641,7 +652,11 @@ where
     Ok((count, view.data_handle() as usize))
 }
 
-fn same_extents<E: Extents, E2: Extents<Index = E::Index>>(op: &'static str, send: &E, recv: &E2) -> Result<(), NcclError> {
+fn same_extents<E: Extents, E2: Extents<Index = E::Index>>(
+    op: &'static str,
+    send: &E,
+    recv: &E2,
+) -> Result<(), NcclError> {
     let (s, r) = (send.to_array(), recv.to_array());
     if s.as_ref() != r.as_ref() {
         return Err(NcclError::SameExtents {
@@ -694,7 +709,9 @@ impl Communicator {
         let mut comm = core::ptr::null_mut();
         // SAFETY: writes one communicator through a valid pointer; the device is the one bound
         // to this thread above, as NCCL takes it.
-        call("ncclCommInitRank", None, || unsafe { sys::ncclCommInitRank(&mut comm, w, id.0, r) })?;
+        call("ncclCommInitRank", None, || unsafe {
+            sys::ncclCommInitRank(&mut comm, w, id.0, r)
+        })?;
         Ok(Self {
             comm,
             stream,
@@ -746,11 +763,11 @@ impl Communicator {
 
     /// Reduces `send` over all ranks with `op` into every rank's `recv` (of the same extents).
     #[allow(clippy::too_many_arguments)]
-    pub fn all_reduce<'scope, 'v, 'w, T, E, E2, L, S, A>(
+    pub fn all_reduce<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        recv: &mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -761,6 +778,7 @@ impl Communicator {
         E2: Extents<Index = E::Index>,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         const OP: &str = "all_reduce";
@@ -772,15 +790,23 @@ impl Communicator {
         // rank's device, alive until the scope ends (which waits for the stream); `recv` is
         // borrowed exclusively.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclAllReduce(s as *const c_void, r as *mut c_void, count, T::DATA_TYPE.to_sys(), op.to_sys(), self.comm, stream)
+            sys::ncclAllReduce(
+                s as *const c_void,
+                r as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                op.to_sys(),
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// [`all_reduce`](Self::all_reduce) with `buf` as both input and output.
-    pub fn all_reduce_in_place<'scope, 'w, T, E, L, S>(
+    pub fn all_reduce_in_place<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        buf: &mut Mdspan<'w, T, E, L, S, Unique>,
+        buf: &mut Mdspan<'w, T, E, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -789,24 +815,33 @@ impl Communicator {
         E: Extents,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
     {
         const OP: &str = "all_reduce_in_place";
         let (count, b) = buffer(OP, self.ordinal, buf)?;
         let stream = self.prepare::<T>(scope)?;
         // SAFETY: as in `all_reduce`, with one buffer, which NCCL allows.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclAllReduce(b as *const c_void, b as *mut c_void, count, T::DATA_TYPE.to_sys(), op.to_sys(), self.comm, stream)
+            sys::ncclAllReduce(
+                b as *const c_void,
+                b as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                op.to_sys(),
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// Reduces `send` over all ranks with `op` into `recv` on rank `root` (the other ranks'
     /// `recv` is not written, but must have the same extents).
     #[allow(clippy::too_many_arguments)]
-    pub fn reduce<'scope, 'v, 'w, T, E, E2, L, S, A>(
+    pub fn reduce<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        recv: &mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
         root: usize,
     ) -> Result<(), NcclError>
@@ -818,6 +853,7 @@ impl Communicator {
         E2: Extents<Index = E::Index>,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         const OP: &str = "reduce";
@@ -828,17 +864,26 @@ impl Communicator {
         let stream = self.prepare::<T>(scope)?;
         // SAFETY: as in `all_reduce`; `root` is a rank of the communicator.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclReduce(s as *const c_void, r as *mut c_void, count, T::DATA_TYPE.to_sys(), op.to_sys(), root, self.comm, stream)
+            sys::ncclReduce(
+                s as *const c_void,
+                r as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                op.to_sys(),
+                root,
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// Copies `send` of rank `root` into every rank's `recv` (of the same extents); `send` is
     /// read on `root` only.
-    pub fn broadcast<'scope, 'v, 'w, T, E, E2, L, S, A>(
+    pub fn broadcast<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        recv: &mut Mdspan<'w, T, E2, L, S, W>,
         root: usize,
     ) -> Result<(), NcclError>
     where
@@ -849,6 +894,7 @@ impl Communicator {
         E2: Extents<Index = E::Index>,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         const OP: &str = "broadcast";
@@ -859,15 +905,23 @@ impl Communicator {
         let stream = self.prepare::<T>(scope)?;
         // SAFETY: as in `reduce`.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclBroadcast(s as *const c_void, r as *mut c_void, count, T::DATA_TYPE.to_sys(), root, self.comm, stream)
+            sys::ncclBroadcast(
+                s as *const c_void,
+                r as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                root,
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// [`broadcast`](Self::broadcast) with `buf` as both input (on `root`) and output.
-    pub fn broadcast_in_place<'scope, 'w, T, E, L, S>(
+    pub fn broadcast_in_place<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        buf: &mut Mdspan<'w, T, E, L, S, Unique>,
+        buf: &mut Mdspan<'w, T, E, L, S, W>,
         root: usize,
     ) -> Result<(), NcclError>
     where
@@ -876,6 +930,7 @@ impl Communicator {
         E: Extents,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
     {
         const OP: &str = "broadcast_in_place";
         let root = self.peer(OP, root)?;
@@ -883,17 +938,25 @@ impl Communicator {
         let stream = self.prepare::<T>(scope)?;
         // SAFETY: as in `broadcast`, with one buffer, which NCCL allows.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclBroadcast(b as *const c_void, b as *mut c_void, count, T::DATA_TYPE.to_sys(), root, self.comm, stream)
+            sys::ncclBroadcast(
+                b as *const c_void,
+                b as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                root,
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// Gathers every rank's `send` into every rank's `recv`, in rank order: `recv` holds world
     /// size × `send`'s elements (a leading extent of the world size, in a row-major layout).
-    pub fn all_gather<'scope, 'v, 'w, T, E, E2, L, S, A>(
+    pub fn all_gather<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        recv: &mut Mdspan<'w, T, E2, L, S, W>,
     ) -> Result<(), NcclError>
     where
         'v: 'scope,
@@ -903,6 +966,7 @@ impl Communicator {
         E2: Extents,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         const OP: &str = "all_gather";
@@ -919,17 +983,24 @@ impl Communicator {
         // SAFETY: `send` holds `count` values and `recv` world × `count` (checked), contiguous
         // on this rank's device, alive until the scope ends; `recv` is borrowed exclusively.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclAllGather(s as *const c_void, r as *mut c_void, count, T::DATA_TYPE.to_sys(), self.comm, stream)
+            sys::ncclAllGather(
+                s as *const c_void,
+                r as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// Reduces `send` over all ranks with `op` and scatters the result: rank `i`'s `recv` gets
     /// the `i`-th of world size equal parts. `send` holds world size × `recv`'s elements.
-    pub fn reduce_scatter<'scope, 'v, 'w, T, E, E2, L, S, A>(
+    pub fn reduce_scatter<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
         send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        recv: &mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -940,6 +1011,7 @@ impl Communicator {
         E2: Extents,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         const OP: &str = "reduce_scatter";
@@ -956,7 +1028,15 @@ impl Communicator {
         // SAFETY: `recv` holds `count` values and `send` world × `count` (checked), as in
         // `all_gather`.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclReduceScatter(s as *const c_void, r as *mut c_void, count, T::DATA_TYPE.to_sys(), op.to_sys(), self.comm, stream)
+            sys::ncclReduceScatter(
+                s as *const c_void,
+                r as *mut c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                op.to_sys(),
+                self.comm,
+                stream,
+            )
         })
     }
 
@@ -983,15 +1063,22 @@ impl Communicator {
         // SAFETY: `view` is a contiguous span of `count` values on this rank's device, alive
         // until the scope ends; `peer` is a rank of the communicator.
         call(OP, Some(self.comm), || unsafe {
-            sys::ncclSend(s as *const c_void, count, T::DATA_TYPE.to_sys(), peer, self.comm, stream)
+            sys::ncclSend(
+                s as *const c_void,
+                count,
+                T::DATA_TYPE.to_sys(),
+                peer,
+                self.comm,
+                stream,
+            )
         })
     }
 
     /// Receives into `view` what rank `peer` sends with [`send`](Self::send).
-    pub fn recv<'scope, 'w, T, E, L, S>(
+    pub fn recv<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        view: &mut Mdspan<'w, T, E, L, S, Unique>,
+        view: &mut Mdspan<'w, T, E, L, S, W>,
         peer: usize,
     ) -> Result<(), NcclError>
     where
@@ -1000,6 +1087,7 @@ impl Communicator {
         E: Extents,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
     {
         const OP: &str = "recv";
         let peer = self.peer(OP, peer)?;
@@ -1125,7 +1213,10 @@ mod tests {
             send: vec![2, 3],
             recv: vec![3, 2],
         };
-        assert!(e.to_string().contains("[2, 3]") && e.to_string().contains("[3, 2]"), "{e}");
+        assert!(
+            e.to_string().contains("[2, 3]") && e.to_string().contains("[3, 2]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::{CompactLayout, Mapping};
 use crate::space::{Device, MemorySpace};
-use crate::view::{Access, Mdspan, Unique};
+use crate::view::{Access, Mdspan, WriteAccess};
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -105,11 +105,11 @@ impl<'scope> Scope<'scope, '_> {
     /// assert_eq!(s1.clone_dtoh(&b)?, [1.0; 6]);
     /// # Ok(()) }
     /// ```
-    pub fn copy<'v, 'w, T, E, E2, L, S, A>(
+    pub fn copy<'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         stream: &Arc<CudaStream>,
         src: &Mdspan<'v, T, E, L, S, A>,
-        dst: &mut Mdspan<'w, T, E2, L, S, Unique>,
+        dst: &mut Mdspan<'w, T, E2, L, S, W>,
     ) -> Result<(), CudaError>
     where
         'v: 'scope,
@@ -119,6 +119,7 @@ impl<'scope> Scope<'scope, '_> {
         E2: Extents<Index = E::Index>,
         L: CompactLayout,
         S: DeviceMemory,
+        W: WriteAccess,
         A: Access,
     {
         let (from, to) = (src.extents().to_array(), dst.extents().to_array());

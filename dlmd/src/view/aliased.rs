@@ -48,6 +48,7 @@ impl Access for AliasedMut {
 }
 impl CopyAccess for Aliased {}
 impl CopyAccess for AliasedMut {}
+impl super::WriteAccess for AliasedMut {}
 
 /// A read-only view of host memory that others may write meanwhile.
 pub type HostMdspanAliased<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, Aliased>;

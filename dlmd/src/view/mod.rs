@@ -54,6 +54,17 @@ pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
 )]
 pub trait RefAccess: Access {}
 
+/// Access whose views may write their elements: [`Unique`] and [`AliasedMut`]. Device work
+/// (peer copies, collectives) writes through either.
+#[diagnostic::on_unimplemented(
+    message = "a view with `{Self}` access is read-only",
+    label = "this view cannot be written",
+    note = "write through a `Unique` view (a `*Mut` alias) or an `AliasedMut` one"
+)]
+pub trait WriteAccess: Access {}
+
+impl WriteAccess for Unique {}
+
 /// Access whose views are `Copy`: [`Shared`], [`Aliased`] and [`AliasedMut`].
 pub trait CopyAccess: Access {}
 

@@ -5,7 +5,7 @@ use crate::cell::GilCell;
 use crate::dtype::{AddIndex, Buffer, DType, DeviceBuffer, dtype_arg};
 use crate::exported::{ExportCount, Exported};
 use crate::gpu::{add_index_device, cuda_error, gpu};
-use dlmd::dlpack::{DLDevice, DLTensor};
+use dlmd::dlpack::{DLDevice, DLDeviceType, DLTensor};
 use dlmd::managed::ManagedTensor;
 use dlmd::python::{
     DlpackBorrowedExport, DlpackExchange, DlpackExport, DlpackExporter, DlpackRequest, FromDlpack, TensorPrototype,
@@ -42,8 +42,10 @@ struct Data {
     dl_shape: [i64; MAX_RANK],
     dl_strides: [i64; MAX_RANK],
     buffer: Buffer,
-    /// The copy on the GPU, once `to_device` made one.
+    /// The copy on a GPU, once `to_device` made one.
     device: Option<DeviceBuffer>,
+    /// The CUDA device of that copy.
+    ordinal: usize,
     /// Whether the copy on the GPU is the current one.
     on_device: bool,
 }
@@ -94,6 +96,7 @@ impl Data {
             dl_strides,
             buffer: Buffer::zeros(dtype, len),
             device: None,
+            ordinal: 0,
             on_device: false,
         })
     }
@@ -184,35 +187,49 @@ impl MemArray {
     }
 
     /// The DLPack device of the data, `(device_type, device_id)`: `(1, 0)` on the CPU,
-    /// `(2, 0)` on the GPU.
+    /// `(2, n)` on CUDA device `n`.
     fn __dlpack_device__(&self, py: Python<'_>) -> PyResult<(i32, i32)> {
-        Ok(if self.data.borrow(py)?.on_device {
-            (2, 0)
+        let data = self.data.borrow(py)?;
+        Ok(if data.on_device {
+            (2, data.ordinal as i32)
         } else {
             (1, 0)
         })
     }
 
-    /// Where the data is: "cpu" or "cuda:0".
+    /// Where the data is: "cpu" or "cuda:n".
     #[getter]
-    fn device(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(if self.data.borrow(py)?.on_device {
-            "cuda:0"
+    fn device(&self, py: Python<'_>) -> PyResult<String> {
+        let data = self.data.borrow(py)?;
+        Ok(if data.on_device {
+            format!("cuda:{}", data.ordinal)
         } else {
-            "cpu"
+            "cpu".to_owned()
         })
     }
 
-    /// Moves the data to the GPU (one host-to-device copy); exports and `add_index` then use
-    /// it there. Raises `BufferError` without a GPU or while tensors are exported.
+    /// Moves the data to CUDA device `device` (0 by default; one host-to-device copy, through
+    /// the host from another device); exports and `add_index` then use it there. Raises
+    /// `BufferError` without that device or while tensors are exported.
     // The seed's Python names; they move the data in place.
     #[allow(clippy::wrong_self_convention)]
-    fn to_device(&self, py: Python<'_>) -> PyResult<()> {
-        let mut data = self.data_mut(py)?;
-        if data.on_device {
-            return Ok(());
+    #[pyo3(signature = (device = 0))]
+    fn to_device(&self, py: Python<'_>, device: usize) -> PyResult<()> {
+        let ordinal = device;
+        {
+            let data = self.data_mut(py)?;
+            if data.on_device && data.ordinal == ordinal {
+                return Ok(());
+            }
         }
-        let gpu = gpu()?;
+        let gpu = gpu(ordinal)?;
+        self.to_host(py)?;
+        let mut data = self.data_mut(py)?;
+        if data.ordinal != ordinal {
+            // The old copy is on another device: allocate afresh on this one.
+            data.device = None;
+            data.ordinal = ordinal;
+        }
         let Data { buffer, device, .. } = &mut *data;
         let fresh = with_buffers!(buffer, device.as_mut(), |v, d, wrap| {
             match d {
@@ -249,7 +266,7 @@ impl MemArray {
         if !data.on_device {
             return Ok(());
         }
-        let gpu = gpu()?;
+        let gpu = gpu(data.ordinal)?;
         let Data { buffer, device, .. } = &mut *data;
         with_buffers!(buffer, device.as_mut(), |v, d, _wrap| {
             let d = d.expect("the data is on the GPU, so a copy of its type is there");
@@ -317,21 +334,24 @@ impl MemArray {
     }
 
     /// A new MemArray holding a copy of the data of `x`, any DLPack producer (the array API's
-    /// `from_dlpack`), oneAPI host and shared USM included. `device` is where the new array lives: `None` or `"cpu"` (the producer
-    /// is asked for CPU data, which it copies there if it can), or `"cuda"`/`"cuda:0"` (then
-    /// copied from the CPU to the GPU). MemArray always holds its own copy, so `copy=False` raises
+    /// `from_dlpack`), oneAPI host and shared USM included. `device` is where the new array
+    /// lives: `None` or `"cpu"` (the producer is asked for CPU data, which it copies there if it
+    /// can), or `"cuda"`/`"cuda:n"` (then copied from the CPU to CUDA device `n`, 0 by default). MemArray always holds its own copy, so `copy=False` raises
     /// `BufferError`; `copy=True` also asks the producer for a copy.
     #[staticmethod]
     #[pyo3(signature = (x, /, *, device = None, copy = None))]
     fn from_dlpack(x: &Bound<'_, PyAny>, device: Option<&str>, copy: Option<bool>) -> PyResult<Self> {
         let on_device = match device {
-            None | Some("cpu") => false,
-            Some("cuda" | "cuda:0") => true,
-            Some(other) => {
-                return Err(PyValueError::new_err(format!(
-                    "device {other:?} is not one MemArray has (\"cpu\" or \"cuda:0\")"
-                )));
-            }
+            None | Some("cpu") => None,
+            Some("cuda") => Some(0),
+            Some(other) => match other.strip_prefix("cuda:").map(str::parse::<usize>) {
+                Some(Ok(n)) => Some(n),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "device {other:?} is not one MemArray has (\"cpu\", \"cuda\" or \"cuda:n\")"
+                    )));
+                }
+            },
         };
         if copy == Some(false) {
             return Err(PyBufferError::new_err(
@@ -348,8 +368,8 @@ impl MemArray {
         };
         let tensor = from_dlpack_with(x, &args)?;
         let array = Self::of(Data::copied(&tensor)?);
-        if on_device {
-            array.to_device(x.py())?;
+        if let Some(ordinal) = on_device {
+            array.to_device(x.py(), ordinal)?;
         }
         Ok(array)
     }
@@ -378,11 +398,12 @@ impl DlpackExporter for MemArray {
             shape,
             buffer,
             device,
+            ordinal,
             on_device,
             ..
         } = &mut *data;
         if *on_device {
-            let gpu = gpu()?;
+            let gpu = gpu(*ordinal)?;
             return with_buffers!(buffer, device.as_mut(), |_v, d, _wrap| with_rank!(shape.len(), R => {
                 let d = d.expect("the data is on the GPU, so a copy of its type is there");
                 let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
@@ -405,7 +426,7 @@ impl DlpackExporter for MemArray {
     }
 }
 
-/// The C exchange table's allocator makes zero-filled arrays on the CPU or the GPU; a tensor
+/// The C exchange table's allocator makes zero-filled arrays on the CPU or a GPU; a tensor
 /// handed to the table becomes a new array holding a copy of it (a MemArray owns its buffer).
 /// The work stream is the default one, where MemArray queues its GPU work.
 impl DlpackExchange for MemArray {
@@ -413,18 +434,18 @@ impl DlpackExchange for MemArray {
         let dtype = DType::from_dlpack(prototype.dtype)
             .ok_or_else(|| PyBufferError::new_err(format!("dtype {} is not one MemArray holds", prototype.dtype)))?;
         let on_device = match prototype.device {
-            DLDevice::CPU => false,
-            d if d == DLDevice::cuda(0) => true,
+            DLDevice::CPU => None,
+            d if d.device_type == DLDeviceType::CUDA && d.device_id >= 0 => Some(d.device_id as usize),
             d => {
                 return Err(PyBufferError::new_err(format!(
-                    "a MemArray lives on the CPU or CUDA device 0, not on ({}, {})",
+                    "a MemArray lives on the CPU or a CUDA device, not on ({}, {})",
                     d.device_type.0, d.device_id
                 )));
             }
         };
         let array = Bound::new(py, Self::of(Data::new(prototype.shape.to_vec(), dtype)?))?;
-        if on_device {
-            array.get().to_device(py)?;
+        if let Some(ordinal) = on_device {
+            array.get().to_device(py, ordinal)?;
         }
         Ok(array)
     }
@@ -447,6 +468,7 @@ unsafe impl DlpackBorrowedExport for MemArray {
             dl_strides,
             buffer,
             device,
+            ordinal: _,
             on_device,
         } = &mut *data;
         let dtype = buffer.dtype().dlpack();
@@ -455,7 +477,7 @@ unsafe impl DlpackBorrowedExport for MemArray {
                 let d = d.expect("the data is on the GPU, so a copy of its type is there");
                 let view = dlmd::cuda::device_view_mut::<_, Dims<1>, LayoutRight>(d, Dims::new([v.len()]))
                     .map_err(cuda_error)?;
-                Ok::<_, PyErr>((view.data_handle().cast(), DLDevice::cuda(0)))
+                Ok::<_, PyErr>((view.data_handle().cast(), DLDevice::cuda(view.space().ordinal())))
             })?
         } else {
             with_buffer!(buffer, |v| (v.as_mut_ptr().cast(), DLDevice::CPU))

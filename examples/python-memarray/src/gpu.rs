@@ -11,24 +11,37 @@ use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-/// The device, its stream (the legacy default stream) and the compiled kernels, made once.
+/// One device, its stream (the legacy default stream) and the kernels compiled for it, made
+/// once per device.
 pub struct Gpu {
     pub stream: Arc<CudaStream>,
     kernels: OnceLock<Result<Arc<CudaModule>, String>>,
 }
 
-/// The GPU, or `BufferError` where there is none.
-pub fn gpu() -> PyResult<&'static Gpu> {
-    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let ctx = dlmd::cuda::context(0).map_err(|e| e.to_string())?;
+/// The most CUDA devices a MemArray uses.
+pub const MAX_GPUS: usize = 16;
+
+/// CUDA device `ordinal`, or `BufferError` where there is none.
+pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
+    static GPUS: [OnceLock<Result<Gpu, String>>; MAX_GPUS] = [const { OnceLock::new() }; MAX_GPUS];
+    let slot = GPUS.get(ordinal).ok_or_else(|| {
+        PyBufferError::new_err(format!("CUDA device {ordinal}: a MemArray uses devices 0 to {}", MAX_GPUS - 1))
+    })?;
+    slot.get_or_init(|| {
+        let ctx = dlmd::cuda::context(ordinal).map_err(|e| e.to_string())?;
         Ok(Gpu {
             stream: ctx.default_stream(),
             kernels: OnceLock::new(),
         })
     })
     .as_ref()
-    .map_err(|e| PyBufferError::new_err(format!("no GPU: {e}")))
+    .map_err(|e| PyBufferError::new_err(format!("no CUDA device {ordinal}: {e}")))
+}
+
+/// The ordinal of a CUDA view's device, as an index.
+pub fn ordinal_of(device: Device) -> PyResult<usize> {
+    usize::try_from(device.ordinal())
+        .map_err(|_| PyBufferError::new_err(format!("CUDA device {} does not exist", device.ordinal())))
 }
 
 pub fn cuda_error(e: impl std::fmt::Display) -> PyErr {
@@ -73,7 +86,8 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
     wait: bool,
 ) -> PyResult<()> {
     const { assert!(A::MUTABLE, "add_index writes: pass a Unique or AliasedMut view") };
-    let gpu = gpu()?;
+    // The kernels are loaded into, and launched in, the context of the view's device.
+    let gpu = gpu(ordinal_of(view.space())?)?;
     let dtype = DType::from_dlpack(T::DTYPE).expect("every AddIndex type is a DType");
     if R == 0 || dtype.c_type().is_none() {
         let names: Vec<&str> = DType::ALL
@@ -126,11 +140,11 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
     Ok(())
 }
 
-/// The stream behind a consumer's [`WorkStream`](dlmd::python::WorkStream): the GPU's own for
-/// the default stream, otherwise the producer's stream, checked to be a stream of the GPU's
-/// context before it is used.
-pub fn work_stream(stream: dlmd::python::WorkStream) -> PyResult<Arc<CudaStream>> {
-    let gpu = gpu()?;
+/// The stream behind a consumer's [`WorkStream`](dlmd::python::WorkStream) on device
+/// `ordinal`: the device's own for the default stream, otherwise the producer's stream, checked
+/// to be a stream of the device's context before it is used.
+pub fn work_stream(stream: dlmd::python::WorkStream, ordinal: usize) -> PyResult<Arc<CudaStream>> {
+    let gpu = gpu(ordinal)?;
     if stream.is_default() {
         return Ok(gpu.stream.clone());
     }

@@ -159,7 +159,7 @@ fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
             let view = tensor
                 .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Device>()
                 .map_err(import_error)?;
-            let on = gpu::work_stream(stream)?;
+            let on = gpu::work_stream(stream, gpu::ordinal_of(view.space())?)?;
             gpu::add_index_device(&view, Some(&on), stream.is_default())
         }
     }))
