@@ -6,16 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/gpu-bundle}
 mkdir -p "$out"
-cargo build --release -p dlmd-examples --features cuda --example add_index --example mirrored
-cp target/release/examples/add_index target/release/examples/mirrored "$out/"
-cp scripts/bench_torch_copies.py "$out/"
-test_bin=$(cargo test --release -p dlmd-tests --test gpu --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json, sys
+cargo build --release -p dlmd-examples --features nccl --example add_index --example mirrored --example nccl
+cp target/release/examples/add_index target/release/examples/mirrored target/release/examples/nccl "$out/"
+cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py "$out/"
+# The test binaries: `gpu` (one device) and `multi_gpu` (two, with NCCL).
+for name in gpu multi_gpu; do
+    test_bin=$(cargo test --release -p dlmd-tests --test "$name" --no-run --message-format=json 2>/dev/null |
+        NAME=$name python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == os.environ["NAME"]:
         print(m["executable"])')
-cp "$test_bin" "$out/gpu-tests"
+    cp "$test_bin" "$out/${name//_/-}-tests"
+done
 cp scripts/gpu-run.sh "$out/"
 # The Python module (abi3, Python >= 3.10) and its tests and benchmarks.
 venv=${DLMD_VENV:-.venv}

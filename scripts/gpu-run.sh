@@ -2,6 +2,8 @@
 # Runs the binaries scripts/gpu-build.sh gathered, on a machine with an NVIDIA GPU, and prints a
 # table of what passed. GPU tests run with DLMD_REQUIRE_GPU=1: a missing GPU fails.
 # Usage: gpu-run.sh [BUNDLE_DIR]   (default: the folder of this script)
+# DLMD_SKIP_SINGLE_GPU_BENCH=1 leaves out the one-GPU benchmarks (for a run on a multi-GPU
+# machine whose one-GPU figures were taken elsewhere); every test still runs.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -16,22 +18,57 @@ run() {
     rows+=("$(printf '%-34s %s' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)")")")
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+# NVLink multicast stays off (it can take a shared host's GPUs down).
+export NCCL_NVLS_ENABLE=0
+# cudarc loads NCCL as libnccl.so; pip's wheel (torch's) ships lib/libnccl.so.2: link it.
+nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
+    link_dir=$(mktemp -d)
+    ln -s "$nccl_lib/libnccl.so.2" "$link_dir/libnccl.so"
+    export LD_LIBRARY_PATH="$link_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "NCCL: $nccl_lib/libnccl.so.2"
+fi
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
-run "add_index example + benchmark" "$dir/add_index" --bench
-run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
+# Two GPUs or more: skipped with a line below that, failing under DLMD_REQUIRE_GPU=1 (set
+# above) unless this machine has fewer than 2, where it is said and not run.
+if [ "$gpus" -ge 2 ]; then
+    run "multi-GPU tests (peer, NCCL)" "$dir/multi-gpu-tests" --test-threads=1
+else
+    echo "multi-GPU tests: not run, this machine has $gpus GPU(s)"
+    rows+=("$(printf '%-34s %s' "multi-GPU tests" "NOT RUN ($gpus GPU)")")
+fi
+single_bench=$([ "${DLMD_SKIP_SINGLE_GPU_BENCH:-0}" = 1 ] && echo 0 || echo 1)
+if [ "$single_bench" = 1 ]; then
+    run "add_index example + benchmark" "$dir/add_index" --bench
+    run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
+    if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+        run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
+    fi
+else
+    run "add_index example" "$dir/add_index"
+    run "MirroredArray example" "$dir/mirrored"
 fi
 site=$(mktemp -d)
 if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl; then
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
     # The oneAPI tests need dpnp's own environment (scripts/test.sh runs them on a CPU).
     echo "test_oneapi.py: not run here (no dpnp); scripts/test.sh runs it on a SYCL CPU device"
+    ignore=(--ignore="$dir/python/tests/test_oneapi.py")
+    if [ "$gpus" -lt 2 ]; then
+        echo "test_multi_gpu.py: not run, this machine has $gpus GPU(s)"
+        ignore+=(--ignore="$dir/python/tests/test_multi_gpu.py")
+    fi
     run "pytest: numpy, torch, cupy, jax, tvm-ffi" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests" \
-        --ignore="$dir/python/tests/test_oneapi.py"
-    run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
-    run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"
-    run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
+        "${ignore[@]}"
+    if [ "$single_bench" = 1 ]; then
+        run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
+        run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"
+        run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
+    fi
+    if [ "$gpus" -ge 2 ]; then
+        run "bench: 2 GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"
+    fi
 else
     rows+=("$(printf '%-34s %s' "python module install" "FAIL")")
     status=1

@@ -25,7 +25,10 @@ pub const MAX_GPUS: usize = 16;
 pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
     static GPUS: [OnceLock<Result<Gpu, String>>; MAX_GPUS] = [const { OnceLock::new() }; MAX_GPUS];
     let slot = GPUS.get(ordinal).ok_or_else(|| {
-        PyBufferError::new_err(format!("CUDA device {ordinal}: a MemArray uses devices 0 to {}", MAX_GPUS - 1))
+        PyBufferError::new_err(format!(
+            "CUDA device {ordinal}: a MemArray uses devices 0 to {}",
+            MAX_GPUS - 1
+        ))
     })?;
     slot.get_or_init(|| {
         let ctx = dlmd::cuda::context(ordinal).map_err(|e| e.to_string())?;

@@ -48,6 +48,7 @@ macro_rules! with_rank {
 mod dtype;
 mod array;
 mod cell;
+mod collective;
 mod exported;
 mod gpu;
 
@@ -315,5 +316,6 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_batch, m)?)?;
     m.add_function(wrap_pyfunction!(oneapi_device_of, m)?)?;
     m.add_function(wrap_pyfunction!(use_exchange_api, m)?)?;
+    m.add_function(wrap_pyfunction!(collective::all_reduce, m)?)?;
     Ok(())
 }
