@@ -6,8 +6,8 @@
 // Rank-indexed buffers read best as `x[r]`.
 #![allow(clippy::needless_range_loop)]
 
-use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 use dlmd::cuda::{self, CudaError, CudaImport, MirroredArray, device_view, device_view_mut};
 use dlmd::dlpack::{DLDevice, DLTensor};
 use dlmd::nccl::{self, Communicator, NcclElement, NcclError, ReduceOp, UniqueId, group};
@@ -163,6 +163,40 @@ fn peer_copies_between_devices() {
         );
     }
     assert_eq!(s1.clone_dtoh(&b).unwrap(), values);
+    // cudarc allocates from each device's stream-ordered pool: the copy gave the other device
+    // access to it, so the copy engines move the bytes directly.
+    let (pa, _) = a.device_ptr(&s0);
+    assert_eq!(
+        pool_access(pa, 1),
+        cudarc::driver::sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    );
+}
+
+/// How device `device` may access the memory pool `ptr` came from.
+fn pool_access(ptr: u64, device: i32) -> cudarc::driver::sys::CUmemAccess_flags {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = core::ptr::null_mut();
+    // SAFETY: writes one pool handle through a valid pointer; `ptr` is only looked up.
+    unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut pool as *mut sys::CUmemoryPool).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+            ptr,
+        )
+    }
+    .result()
+    .unwrap();
+    assert!(!pool.is_null(), "cudarc allocates from a memory pool");
+    let mut location = sys::CUmemLocation {
+        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: device,
+    };
+    let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    // SAFETY: a live pool; both pointers are valid for one value each.
+    unsafe { sys::cuMemPoolGetAccess(&mut flags, pool, &mut location) }
+        .result()
+        .unwrap();
+    flags
 }
 
 #[test]

@@ -83,8 +83,9 @@ impl<'scope> Scope<'scope, '_> {
 
     /// Queues on `stream` a copy of `src` into `dst`, between devices (or on one): the same
     /// element type and layout, and the same extents (checked). Peer access between the two
-    /// devices is enabled the first time they meet, so the copy goes over NVLink or PCIe
-    /// directly where the hardware allows it.
+    /// devices is enabled the first time they meet, and each device is given access to the
+    /// stream-ordered memory pool the other's view came from (cudarc allocates from one), so the
+    /// copy goes over NVLink or PCIe directly where the hardware allows it.
     ///
     /// Host views and other layouts do not compile; non-contiguous layouts neither (copy those
     /// with a kernel). `stream` may belong to either device; order the work that produced
@@ -136,12 +137,17 @@ impl<'scope> Scope<'scope, '_> {
         }
         let (src_ctx, dst_ctx) = (primary(src.space().ordinal())?, primary(dst.space().ordinal())?);
         enable_peer_access(&src_ctx, &dst_ctx)?;
+        // Memory from a stream-ordered pool (cudarc's allocations) is reached by other devices
+        // only once its pool grants them access; contexts' peer access does not cover it.
+        grant_pool_access(src.data_handle() as sys::CUdeviceptr, &dst_ctx)?;
+        grant_pool_access(dst.data_handle() as sys::CUdeviceptr, &src_ctx)?;
         stream.context().bind_to_thread()?;
         self.queued_on(stream);
         // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,
         // alive until the scope ends, which waits for `stream` first (`queued_on` above); `dst`
-        // is borrowed exclusively; the contexts are the devices' primary contexts, which the
-        // views' memory belongs to, and `stream` is a live stream of its bound context.
+        // is writable and borrowed exclusively here; the contexts are the devices' primary
+        // contexts, which the views' memory belongs to, and `stream` is a live stream of its
+        // bound context. Where the devices cannot reach each other the driver stages the copy.
         unsafe {
             result::memcpy_peer_async(
                 dst_ctx.cu_ctx(),
@@ -239,5 +245,57 @@ fn enable_peer_access(a: &Arc<CudaContext>, b: &Arc<CudaContext>) -> Result<(), 
         }
     }
     done.insert(key);
+    Ok(())
+}
+
+/// Lets device `to` read and write the memory pool `ptr` was allocated from (where it came from
+/// one: `cuMemAllocAsync`, as cudarc allocates), once per pool and device, where the two
+/// devices can reach each other.
+fn grant_pool_access(ptr: sys::CUdeviceptr, to: &Arc<CudaContext>) -> Result<(), CudaError> {
+    static GRANTED: OnceLock<Mutex<HashSet<(usize, usize)>>> = OnceLock::new();
+    let mut pool: sys::CUmemoryPool = core::ptr::null_mut();
+    // SAFETY: writes one `CUmemoryPool` through a valid pointer; `ptr` is only looked up. Memory
+    // from other allocators has no pool: the driver answers NULL.
+    unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut pool as *mut sys::CUmemoryPool).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+            ptr,
+        )
+    }
+    .result()?;
+    if pool.is_null() {
+        return Ok(());
+    }
+    let key = (pool as usize, to.ordinal());
+    let mut granted = GRANTED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if granted.contains(&key) {
+        return Ok(());
+    }
+    let mut location = sys::CUmemLocation {
+        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: to.cu_device(),
+    };
+    let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    // SAFETY: `pool` is a live pool (the allocation at `ptr` comes from it); both pointers are
+    // valid for one value each.
+    unsafe { sys::cuMemPoolGetAccess(&mut flags, pool, &mut location) }.result()?;
+    if flags != sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+        let desc = sys::CUmemAccessDesc {
+            location,
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one access descriptor, for a live pool.
+        match unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) } {
+            sys::CUresult::CUDA_SUCCESS => {}
+            // Devices without a peer link: the copy is staged by the driver instead.
+            sys::CUresult::CUDA_ERROR_INVALID_DEVICE | sys::CUresult::CUDA_ERROR_NOT_SUPPORTED => {}
+            e => e.result()?,
+        }
+    }
+    granted.insert(key);
     Ok(())
 }

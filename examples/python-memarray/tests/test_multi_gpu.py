@@ -47,16 +47,17 @@ def test_memarray_on_cuda1_goes_to_torch_in_place():
     m.to_device(1)
     assert m.device == "cuda:1"
     assert m.__dlpack_device__() == (2, 1)
+    m.add_index()  # dlmd's kernel, loaded and launched on device 1
     t = torch.from_dlpack(m)
     assert t.device == CUDA1
     t += 2.0  # torch writes the MemArray's memory on device 1
-    m.add_index()  # dlmd's kernel, loaded and launched on device 1
+    dm.add_index(t)  # and dlmd again, through torch's tensor, on torch's stream of device 1
     torch.cuda.synchronize(CUDA1)
-    np.testing.assert_array_equal(t.cpu().numpy(), 2.0 + index_sum((3, 4)))
+    np.testing.assert_array_equal(t.cpu().numpy(), 2.0 + 2 * index_sum((3, 4)))
     del t
     gc.collect()
     m.to_host()
-    np.testing.assert_array_equal(np.from_dlpack(m), 2.0 + index_sum((3, 4)))
+    np.testing.assert_array_equal(np.from_dlpack(m), 2.0 + 2 * index_sum((3, 4)))
 
 
 def test_memarray_moves_between_devices():
