@@ -6,6 +6,8 @@
 //! # NCCL unique id to DLMD_NCCL_ID_FILE, the others read it):
 //! RANK=0 WORLD_SIZE=2 DLMD_NCCL_ID_FILE=/tmp/id nccl all-reduce --dtype f32 --mib 256 &
 //! RANK=1 WORLD_SIZE=2 DLMD_NCCL_ID_FILE=/tmp/id nccl all-reduce --dtype f32 --mib 256
+//! # or share the id through the environment instead of a file:
+//! export DLMD_NCCL_ID=$(nccl unique-id)
 //! # a copy from device 0 to device 1:
 //! nccl peer-copy --mib 1024
 //! ```
@@ -73,9 +75,12 @@ fn view_of<T: DlElement>(bytes: &mut CudaSlice<u8>, ordinal: i32) -> DeviceMdspa
 fn all_reduce<T: NcclElement>(dtype: &str, one: impl Fn(f32) -> T) -> Result<()> {
     let ranks = Ranks::from_env()?;
     let (mib, iters, reps) = (number("--mib", 256)?, number("--iters", 20)?, number("--reps", 7)?);
-    let id_file = std::env::var("DLMD_NCCL_ID_FILE").map_err(|_| "set DLMD_NCCL_ID_FILE to a path all ranks reach")?;
     let stream = cuda::context(ranks.local_rank)?.new_stream()?;
-    let id = UniqueId::exchange_file(&id_file, ranks.rank, Duration::from_secs(120))?;
+    let id = match std::env::var("DLMD_NCCL_ID_FILE") {
+        Ok(path) => UniqueId::exchange_file(&path, ranks.rank, Duration::from_secs(120))?,
+        Err(_) if std::env::var_os("DLMD_NCCL_ID").is_some() => UniqueId::from_env("DLMD_NCCL_ID")?,
+        Err(_) => return Err("set DLMD_NCCL_ID_FILE to a path all ranks reach, or DLMD_NCCL_ID to an id".into()),
+    };
     let comm = Communicator::init_rank(stream.clone(), &id, ranks.rank, ranks.world_size)?;
     let bytes = mib << 20;
     let len = bytes / size_of::<T>();
@@ -170,7 +175,12 @@ fn main() -> ExitCode {
         ("all-reduce", "bf16") => all_reduce::<bf16>("bf16", bf16::from_f32),
         ("all-reduce", other) => Err(format!("--dtype {other}: f32 or bf16").into()),
         ("peer-copy", _) => peer_copy(),
-        _ => Err("usage: nccl all-reduce [--dtype f32|bf16] [--mib N] | nccl peer-copy [--mib N]".into()),
+        ("unique-id", _) => UniqueId::new()
+            .map(|id| println!("{}", id.to_hex()))
+            .map_err(Into::into),
+        _ => Err(
+            "usage: nccl all-reduce [--dtype f32|bf16] [--mib N] | nccl peer-copy [--mib N] | nccl unique-id".into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1192,6 +1192,21 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_environment_variable_is_named() {
+        let e = UniqueId::from_env("DLMD_TEST_VARIABLE_NOBODY_SETS").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NcclError::Env {
+                    name: "DLMD_TEST_VARIABLE_NOBODY_SETS",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn extent_errors_say_what_is_needed() {
         let e = NcclError::AllGatherExtents {
             send: 6,
