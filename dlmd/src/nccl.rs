@@ -694,7 +694,7 @@ impl Communicator {
                 stream: stream.clone(),
                 rank,
                 world,
-                ordinal: stream.context().ordinal() as i32,
+                ordinal: devices[rank],
             })
             .collect())
     }
