@@ -68,6 +68,9 @@ pub mod array;
 pub mod cuda;
 pub mod dlpack;
 pub mod dtype;
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod exchange;
 pub mod export;
 pub mod extents;
 pub mod import;

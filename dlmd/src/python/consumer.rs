@@ -3,12 +3,10 @@
 
 use super::capsule::take_capsule;
 use super::request::{Remembered, device_pair};
-use crate::dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
-    DLPackVersion, DLTensor,
-};
-use crate::managed::{ManagedError, ManagedTensor};
-use core::ffi::{c_int, c_void};
+use crate::dlpack::{DLDevice, DLDeviceType, DLPackExchangeAPI, DLPackVersion, DLTensor};
+pub use crate::exchange::WorkStream;
+use crate::exchange::{self, EntryError, Resolved, TableError};
+use crate::managed::ManagedTensor;
 use core::sync::atomic::{AtomicBool, Ordering};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -29,27 +27,6 @@ pub struct FromDlpack {
     pub dl_device: Option<DLDevice>,
     /// `Some(true)`: the producer copies; `Some(false)`: it must not; `None`: as it needs.
     pub copy: Option<bool>,
-}
-
-/// The stream a producer's data is ready on, on which the consumer queues the work that uses
-/// it: the producer's current work stream (from its C exchange table), or the default stream
-/// (`__dlpack__` was asked for the legacy default stream). Meaningless for CPU data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct WorkStream(usize);
-
-impl WorkStream {
-    /// The default stream: NULL, CUDA's legacy default stream.
-    pub const DEFAULT: Self = Self(0);
-
-    /// The stream's handle (for CUDA a `CUstream`; NULL for the default stream).
-    pub fn handle(self) -> *mut c_void {
-        self.0 as *mut c_void
-    }
-
-    /// Whether this is the default stream (CUDA's legacy default stream).
-    pub fn is_default(self) -> bool {
-        self.0 == 0 || self.0 == 1
-    }
 }
 
 /// Whether the consumers take the C exchange table where a producer's type publishes one
@@ -154,21 +131,11 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
 pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
     refuse_capsule(obj)?;
     if let Some(api) = usable_table(obj)?
-        && let Some(lend) = api.dltensor_from_py_object_no_sync
+        // SAFETY: `api` is the table `type(obj)` published; the entry takes `obj`, borrowed for
+        // the call, with the GIL held.
+        && let Some(lent) = unsafe { exchange::lend(api, obj.as_ptr().cast()) }
     {
-        let mut tensor = DLTensor {
-            data: core::ptr::null_mut(),
-            device: DLDevice::CPU,
-            ndim: 0,
-            dtype: DLDataType::new(crate::dlpack::DLDataTypeCode::UINT, 8, 1),
-            shape: core::ptr::null_mut(),
-            strides: core::ptr::null_mut(),
-            byte_offset: 0,
-        };
-        // SAFETY: the table's entry takes a live object of its type (`obj`, found through
-        // `type(obj)`, borrowed for the call) and a writable `DLTensor`; the GIL is held.
-        let status = unsafe { lend(obj.as_ptr().cast(), &mut tensor) };
-        check_status(obj, status, "dltensor_from_py_object_no_sync")?;
+        let tensor = lent.map_err(|e| entry_error(obj, e))?;
         return Ok(f(&LentTensor {
             tensor: &tensor,
             obj,
@@ -294,9 +261,6 @@ fn look_up_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExcha
     }
 }
 
-/// The most tables a `prev_api` chain is followed through (a longer chain is a loop).
-const MAX_CHAIN: usize = 16;
-
 /// Looks up and checks the C exchange table of `ty`, uncached: the DLPack 1.3 capsule
 /// `__dlpack_c_exchange_api__`, or DLPack 1.2's integer `__c_dlpack_exchange_api__`, followed
 /// through `prev_api` to a table of major version 1, whose required entries must be there.
@@ -350,49 +314,17 @@ fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
             type_name(&value.get_type())
         )));
     };
-    // An address a table cannot be at: NULL, the first page, misaligned, or beyond user space.
-    if address < 4096 || !address.is_multiple_of(align_of::<DLPackExchangeAPI>()) || address >= 1 << 48 {
-        return Err(PyValueError::new_err(format!(
-            "{} points to {address:#x}, where no exchange table can be",
-            name()
-        )));
+    // SAFETY: the producer publishes the address of a table that lives as long as the process,
+    // linked to older ones through `prev_api` (DLPack's contract for the attribute).
+    match unsafe { exchange::resolve(address) } {
+        Ok(Resolved::Usable(api)) => Ok(Table::Usable(api)),
+        Ok(Resolved::Unknown(version)) => Ok(Table::Unknown(version)),
+        Err(e @ TableError::MissingEntry(_)) => Err(PyTypeError::new_err(format!(
+            "the exchange table of {} {e}",
+            type_name(ty)
+        ))),
+        Err(e) => Err(PyValueError::new_err(format!("{} {e}", name()))),
     }
-    let mut header = address as *const DLPackExchangeAPIHeader;
-    for _ in 0..MAX_CHAIN {
-        // SAFETY: the producer publishes a pointer to a table that lives as long as the process
-        // (DLPack's contract for the attribute), whose header every version keeps; each
-        // `prev_api` is such a pointer or NULL.
-        let found = unsafe { *header };
-        if found.version.major == 1 {
-            // SAFETY: a table of major version 1 is a whole `DLPackExchangeAPI` (as above).
-            let api = unsafe { &*header.cast::<DLPackExchangeAPI>() };
-            let missing = [
-                (
-                    "managed_tensor_from_py_object_no_sync",
-                    api.managed_tensor_from_py_object_no_sync.is_none(),
-                ),
-                ("current_work_stream", api.current_work_stream.is_none()),
-            ];
-            if let Some((entry, _)) = missing.iter().find(|(_, missing)| *missing) {
-                return Err(PyTypeError::new_err(format!(
-                    "the exchange table of {} has no {entry}, which DLPack requires",
-                    type_name(ty)
-                )));
-            }
-            return Ok(Table::Usable(api));
-        }
-        if found.prev_api.is_null() {
-            // SAFETY: as above: the newest table's header.
-            return Ok(Table::Unknown(
-                unsafe { *(address as *const DLPackExchangeAPIHeader) }.version,
-            ));
-        }
-        header = found.prev_api;
-    }
-    Err(PyValueError::new_err(format!(
-        "the exchange tables of {} link more than {MAX_CHAIN} deep, a loop",
-        type_name(ty)
-    )))
 }
 
 /// `ty.name`, or `None` where it has none; an error leaves no exception behind.
@@ -408,57 +340,36 @@ fn type_name(ty: &Bound<'_, PyType>) -> String {
     ty.name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
 }
 
-/// Turns a table entry's status into a result: anything but 0 is a failure, which must have
-/// set an exception (one is made where the producer did not).
-#[inline]
-fn check_status(obj: &Bound<'_, PyAny>, status: c_int, entry: &str) -> PyResult<()> {
-    if status == 0 {
-        return Ok(());
-    }
-    entry_failed(obj, status, entry)
-}
-
+/// A table entry's failure as a Python exception: the one the producer set, or one made where
+/// it set none.
 #[cold]
-fn entry_failed(obj: &Bound<'_, PyAny>, status: c_int, entry: &str) -> PyResult<()> {
-    Err(PyErr::take(obj.py()).unwrap_or_else(|| {
-        PyBufferError::new_err(format!(
-            "the exchange table of {} returned {status} from {entry} without setting an exception",
-            type_name(&obj.get_type())
-        ))
-    }))
+fn entry_error(obj: &Bound<'_, PyAny>, e: EntryError) -> PyErr {
+    let taken = match e {
+        EntryError::Status { .. } => PyErr::take(obj.py()),
+        _ => None,
+    };
+    taken.unwrap_or_else(|| {
+        let why = match e {
+            EntryError::Status { entry, status } => {
+                format!("returned {status} from {entry} without setting an exception")
+            }
+            e => e.to_string(),
+        };
+        PyBufferError::new_err(format!("the exchange table of {} {why}", type_name(&obj.get_type())))
+    })
 }
 
 /// The owning export of `obj` through its table.
 fn table_export(obj: &Bound<'_, PyAny>, api: &DLPackExchangeAPI) -> PyResult<ManagedTensor> {
-    let export = api
-        .managed_tensor_from_py_object_no_sync
-        .expect("checked when the table was found");
-    let mut out: *mut DLManagedTensorVersioned = core::ptr::null_mut();
-    // SAFETY: the entry takes a live object of the table's type (`obj`, whose type published
-    // it) and a writable pointer; the GIL is held.
-    let status = unsafe { export(obj.as_ptr().cast(), &mut out) };
-    check_status(obj, status, "managed_tensor_from_py_object_no_sync")?;
-    // SAFETY: on success the producer hands over a managed tensor (or NULL, refused).
-    unsafe { ManagedTensor::from_raw(out) }.map_err(|e| match e {
-        ManagedError::Null => PyBufferError::new_err(format!(
-            "the exchange table of {} returned 0 from managed_tensor_from_py_object_no_sync and no tensor",
-            type_name(&obj.get_type())
-        )),
-        ManagedError::Version { .. } => PyBufferError::new_err(e.to_string()),
-    })
+    // SAFETY: `api` is the table `type(obj)` published; the entry takes `obj`, borrowed for the
+    // call, with the GIL held, and hands over a managed tensor on success (DLPack's contract).
+    unsafe { exchange::export(api, obj.as_ptr().cast()) }.map_err(|e| entry_error(obj, e))
 }
 
 /// The producer's current work stream for data on `device` (the default for the CPU).
 fn table_work_stream(obj: &Bound<'_, PyAny>, api: &DLPackExchangeAPI, device: DLDevice) -> PyResult<WorkStream> {
-    if device.device_type == DLDeviceType::CPU {
-        return Ok(WorkStream::DEFAULT);
-    }
-    let query = api.current_work_stream.expect("checked when the table was found");
-    let mut stream: *mut c_void = core::ptr::null_mut();
-    // SAFETY: the entry takes a device and a writable pointer.
-    let status = unsafe { query(device.device_type, device.device_id, &mut stream) };
-    check_status(obj, status, "current_work_stream")?;
-    Ok(WorkStream(stream as usize))
+    // SAFETY: `api` is the table `type(obj)` published; the GIL is held.
+    unsafe { exchange::work_stream(api, device) }.map_err(|e| entry_error(obj, e))
 }
 
 /// The import through `__dlpack_device__` and `__dlpack__`.
