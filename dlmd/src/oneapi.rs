@@ -244,20 +244,76 @@ fn lookup(dpctl: &Dpctl, ptr: *const c_void, context: &Handle) -> Option<(UsmKin
     Some((kind, unsafe { root_position(dpctl, owner.0) }))
 }
 
+/// What dlmd asks of a oneAPI runtime: the root devices, and where a USM allocation lives.
+///
+/// dpctl's runtime ([`Dpctl`](self), loaded at run time) is the one the free functions of this
+/// module ask; the `…_with` forms take another (an application's own, or a test double).
+///
+/// # Safety
+///
+/// [`lookup`](Self::lookup) answers truthfully: a kind other than [`UsmKind::Device`] only for an
+/// allocation the host may read and write (the whole allocation holding `address`, for as long
+/// as the allocation lives), since [`place_with`] then views it on the host.
+pub unsafe trait UsmRuntime {
+    /// How many root devices there are (`sycl::device::get_devices()`).
+    fn device_count(&self) -> usize;
+
+    /// The USM kind of the allocation holding `address` and the position of its root device
+    /// (-1 where none), as the default context of the platform of root device `index` (below
+    /// [`device_count`](Self::device_count)) knows it; `None` where that context does not.
+    /// Nothing may read memory at `address`.
+    fn lookup(&self, address: usize, index: usize) -> Option<(UsmKind, i32)>;
+}
+
+/// dpctl's runtime, with its root devices listed once for a query.
+struct Session {
+    dpctl: &'static Dpctl,
+    devices: Handle,
+    count: usize,
+}
+
+impl Session {
+    fn new() -> Result<Self, OneApiError> {
+        let dpctl = dpctl()?;
+        let (devices, count) = all_devices(dpctl);
+        Ok(Self { dpctl, devices, count })
+    }
+}
+
+// SAFETY: dpctl's answers come from the SYCL runtime's own records of its allocations, where
+// host and shared USM are host-accessible by SYCL's definition.
+unsafe impl UsmRuntime for Session {
+    fn device_count(&self) -> usize {
+        self.count
+    }
+
+    fn lookup(&self, address: usize, index: usize) -> Option<(UsmKind, i32)> {
+        if index >= self.count {
+            return None;
+        }
+        let context = default_context(self.dpctl, &self.devices, index);
+        lookup(self.dpctl, address as *const c_void, &context)
+    }
+}
+
 /// The USM kind of the allocation at `address`, which a tensor labels as on oneAPI device
 /// `device_id`: checked to be known to the default context of that device's platform and to
 /// belong to that device, as dpctl's importers check. The runtime looks the address up; nothing
 /// reads memory there.
 pub fn usm_kind(address: usize, device_id: i32) -> Result<UsmKind, OneApiError> {
-    let dpctl = dpctl()?;
-    let (devices, count) = all_devices(dpctl);
+    usm_kind_with(&Session::new()?, address, device_id)
+}
+
+/// [`usm_kind`], asking `runtime`.
+pub fn usm_kind_with(runtime: &impl UsmRuntime, address: usize, device_id: i32) -> Result<UsmKind, OneApiError> {
+    let count = runtime.device_count();
     let index = usize::try_from(device_id)
         .ok()
         .filter(|&i| i < count)
         .ok_or(OneApiError::NoDevice { id: device_id, count })?;
-    let context = default_context(dpctl, &devices, index);
-    let (kind, actual) =
-        lookup(dpctl, address as *const c_void, &context).ok_or(OneApiError::UnknownPointer { id: device_id })?;
+    let (kind, actual) = runtime
+        .lookup(address, index)
+        .ok_or(OneApiError::UnknownPointer { id: device_id })?;
     if actual != device_id {
         return Err(OneApiError::WrongDevice {
             labelled: device_id,
@@ -271,20 +327,18 @@ pub fn usm_kind(address: usize, device_id: i32) -> Result<UsmKind, OneApiError> 
 /// oneAPI, with the position of its root device; `None` where no default platform context knows
 /// the address. Nothing reads memory there.
 pub fn device_of(address: usize) -> Result<Option<DLDevice>, OneApiError> {
-    let dpctl = dpctl()?;
-    let (devices, count) = all_devices(dpctl);
-    for index in 0..count {
-        let context = default_context(dpctl, &devices, index);
-        if let Some((_, id)) = lookup(dpctl, address as *const c_void, &context)
-            && id >= 0
-        {
-            return Ok(Some(DLDevice {
-                device_type: DLDeviceType::ONE_API,
-                device_id: id,
-            }));
-        }
-    }
-    Ok(None)
+    Ok(device_of_with(&Session::new()?, address))
+}
+
+/// [`device_of`], asking `runtime`.
+pub fn device_of_with(runtime: &impl UsmRuntime, address: usize) -> Option<DLDevice> {
+    (0..runtime.device_count()).find_map(|index| match runtime.lookup(address, index) {
+        Some((_, id)) if id >= 0 => Some(DLDevice {
+            device_type: DLDeviceType::ONE_API,
+            device_id: id,
+        }),
+        _ => None,
+    })
 }
 
 /// The oneAPI space of the USM allocation at `address`, to export a view of it with the device
@@ -293,6 +347,20 @@ pub fn space_of(address: usize) -> Result<Opaque<OneApi>, OneApiError> {
     match device_of(address)? {
         Some(device) => Ok(Opaque::new(device.device_id)),
         None => Err(OneApiError::NotUsm),
+    }
+}
+
+/// The runtime an empty view is placed with: never asked, as an empty view reaches no memory.
+struct NoRuntime;
+
+// SAFETY: knows no allocation, so it never calls anything host-accessible.
+unsafe impl UsmRuntime for NoRuntime {
+    fn device_count(&self) -> usize {
+        0
+    }
+
+    fn lookup(&self, _: usize, _: usize) -> Option<(UsmKind, i32)> {
+        None
     }
 }
 
@@ -320,16 +388,32 @@ where
     A: Access,
 {
     if view.is_empty() {
+        return place_with(&NoRuntime, view);
+    }
+    place_with(&Session::new()?, view)
+}
+
+/// [`place`], asking `runtime`.
+pub fn place_with<'a, T, const R: usize, L, A>(
+    runtime: &impl UsmRuntime,
+    view: Mdspan<'a, T, Dims<R>, L, Opaque<OneApi>, A>,
+) -> Result<OneApiImport<'a, T, R, L, A>, OneApiError>
+where
+    T: DlElement,
+    L: Layout,
+    A: Access,
+{
+    if view.is_empty() {
         // SAFETY: a view with no elements reaches no memory: any space holds it.
         let host = unsafe { Mdspan::from_raw_parts(view.data_handle(), *view.mapping(), Host) };
         return Ok(OneApiImport::Host(host, None));
     }
-    let kind = usm_kind(view.as_ptr() as usize, view.space().id())?;
+    let kind = usm_kind_with(runtime, view.as_ptr() as usize, view.space().id())?;
     if !kind.host_accessible() {
         return Ok(OneApiImport::Device(view));
     }
-    // SAFETY: the runtime reports host-accessible USM, and the span holds the view's elements
-    // (the importer's checks).
+    // SAFETY: the runtime reports host-accessible USM (truthfully: `UsmRuntime`'s contract), and
+    // the span holds the view's elements (the importer's checks).
     unsafe { check_bools::<T, Dims<R>, L>(view.as_ptr(), view.mapping()) }?;
     // SAFETY: the same elements, the same access, now in host memory (the runtime's word);
     // bools checked above.
@@ -357,4 +441,95 @@ where
     // SAFETY: forwarded from the caller; every field is checked by the importer.
     let view = unsafe { Mdspan::<'a, T, Dims<R>, L, Opaque<OneApi>, Shared>::from_dlpack(tensor) }?;
     place(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{LayoutRight, RightMapping};
+    use core::cell::Cell;
+
+    /// Answers every lookup with one kind and position, and counts the lookups.
+    struct Answer(Option<(UsmKind, i32)>, Cell<usize>);
+
+    // SAFETY: the tests' memory is a host `Vec`, which the host may read and write whatever kind
+    // is claimed.
+    unsafe impl UsmRuntime for Answer {
+        fn device_count(&self) -> usize {
+            2
+        }
+        fn lookup(&self, _: usize, _: usize) -> Option<(UsmKind, i32)> {
+            self.1.set(self.1.get() + 1);
+            self.0
+        }
+    }
+
+    fn view(data: &[bool], id: i32) -> Mdspan<'_, bool, Dims<1>, LayoutRight, Opaque<OneApi>, Shared> {
+        let mapping = RightMapping::new(Dims::new([data.len()])).unwrap();
+        // SAFETY: `data` holds the elements, read-only for the view's life; bytes 0 or 1.
+        unsafe { Mdspan::from_raw_parts(data.as_ptr().cast_mut(), mapping, Opaque::new(id)) }
+    }
+
+    #[test]
+    fn placed_as_the_runtime_answers() {
+        let data = [true, false, true];
+        let host = Answer(Some((UsmKind::Host, 1)), Cell::new(0));
+        match place_with(&host, view(&data, 1)).unwrap() {
+            OneApiImport::Host(v, kind) => {
+                assert_eq!(kind, Some(UsmKind::Host));
+                assert_eq!(v.values().collect::<Vec<_>>(), data);
+            }
+            OneApiImport::Device(_) => panic!("host USM placed on the device"),
+        }
+        let device = Answer(Some((UsmKind::Device, 1)), Cell::new(0));
+        assert!(matches!(
+            place_with(&device, view(&data, 1)),
+            Ok(OneApiImport::Device(_))
+        ));
+        assert!(matches!(
+            place_with(&host, view(&data, 0)),
+            Err(OneApiError::WrongDevice { labelled: 0, actual: 1 })
+        ));
+        assert!(matches!(
+            place_with(&host, view(&data, 2)),
+            Err(OneApiError::NoDevice { id: 2, count: 2 })
+        ));
+        let unknown = Answer(None, Cell::new(0));
+        assert!(matches!(
+            place_with(&unknown, view(&data, 1)),
+            Err(OneApiError::UnknownPointer { id: 1 })
+        ));
+        assert_eq!(device_of_with(&unknown, 0), None);
+        assert_eq!(device_of_with(&host, 0).map(|d| d.device_id), Some(1));
+        // An empty view reaches no memory: the runtime is not asked.
+        let asked = Answer(Some((UsmKind::Device, 0)), Cell::new(0));
+        assert!(matches!(
+            place_with(&asked, view(&[], 0)),
+            Ok(OneApiImport::Host(_, None))
+        ));
+        assert_eq!(asked.1.get(), 0);
+    }
+
+    #[test]
+    fn host_bools_are_checked() {
+        let mut bytes = [1u8, 2, 0];
+        let mut shape = [3i64];
+        let tensor = DLTensor {
+            data: bytes.as_mut_ptr().cast(),
+            device: DLDevice {
+                device_type: DLDeviceType::ONE_API,
+                device_id: 0,
+            },
+            ndim: 1,
+            dtype: <bool as DlElement>::DTYPE,
+            shape: shape.as_mut_ptr(),
+            strides: core::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: the tensor describes `bytes` and `shape`, alive and unwritten meanwhile; an
+        // opaque import reads no element.
+        let v = unsafe { Mdspan::<bool, Dims<1>, LayoutRight, Opaque<OneApi>, Shared>::from_dlpack(&tensor) }.unwrap();
+        let host = Answer(Some((UsmKind::Shared, 0)), Cell::new(0));
+        assert!(matches!(place_with(&host, v), Err(OneApiError::Import(_))));
+    }
 }
