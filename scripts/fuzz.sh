@@ -25,7 +25,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#targets[@]} -gt 0 ] || targets=(import_dltensor import_managed view_index)
+[ ${#targets[@]} -gt 0 ] || targets=(import_dltensor import_managed view_index exchange_table ndarray_views oneapi_place
+                                     nccl_buffers)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz.sh: cargo fuzz needs the nightly toolchain (rustup toolchain install nightly)" >&2

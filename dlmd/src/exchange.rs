@@ -233,8 +233,9 @@ mod tests {
         0
     }
 
-    fn table(major: u32, prev: *mut DLPackExchangeAPIHeader) -> &'static mut DLPackExchangeAPI {
-        Box::leak(Box::new(DLPackExchangeAPI {
+    /// A leaked table, as a raw pointer (which every link and address derives from).
+    fn table(major: u32, prev: *mut DLPackExchangeAPIHeader) -> *mut DLPackExchangeAPI {
+        Box::into_raw(Box::new(DLPackExchangeAPI {
             header: DLPackExchangeAPIHeader {
                 version: DLPackVersion { major, minor: 3 },
                 prev_api: prev,
@@ -247,51 +248,58 @@ mod tests {
         }))
     }
 
+    /// Frees tables made by [`table`].
+    fn free(tables: &[*mut DLPackExchangeAPI]) {
+        for &t in tables {
+            // SAFETY: made by `Box::into_raw` in `table`, freed once, no longer used.
+            drop(unsafe { Box::from_raw(t) });
+        }
+    }
+
     #[test]
     fn the_chain_leads_to_major_version_1() {
         let old = table(1, core::ptr::null_mut());
-        let old_address = old as *mut DLPackExchangeAPI as usize;
-        let new = table(3, old_address as *mut DLPackExchangeAPIHeader);
+        let new = table(3, old.cast());
         // SAFETY: leaked tables, linked as the chain says.
-        let found = unsafe { resolve(new as *mut DLPackExchangeAPI as usize) }.unwrap();
+        let found = unsafe { resolve(new as usize) }.unwrap();
         let Resolved::Usable(api) = found else {
             panic!("{found:?}")
         };
-        assert_eq!(api as *const DLPackExchangeAPI as usize, old_address);
+        assert_eq!(api as *const DLPackExchangeAPI, old.cast_const());
         // SAFETY: `api` came from `resolve`; its entries ignore the object.
         let exported = unsafe { export(api, core::ptr::null_mut()) };
         assert_eq!(exported.unwrap_err(), EntryError::NoTensor);
-        // SAFETY: as above.
-        let stream = unsafe {
-            work_stream(
-                api,
-                DLDevice {
-                    device_type: DLDeviceType::CUDA,
-                    device_id: 0,
-                },
-            )
+        let cuda = DLDevice {
+            device_type: DLDeviceType::CUDA,
+            device_id: 0,
         };
+        // SAFETY: as above.
+        let stream = unsafe { work_stream(api, cuda) };
         assert_eq!(stream.unwrap().handle() as usize, 7);
         // SAFETY: as above.
         assert!(unsafe { lend(api, core::ptr::null_mut()) }.is_none());
+        free(&[old, new]);
     }
 
     #[test]
     fn loops_missing_entries_and_bad_addresses_are_refused() {
         let a = table(2, core::ptr::null_mut());
-        let b = table(2, a as *mut DLPackExchangeAPI as *mut DLPackExchangeAPIHeader);
-        a.header.prev_api = b as *mut DLPackExchangeAPI as *mut DLPackExchangeAPIHeader;
+        let b = table(2, a.cast());
+        // SAFETY: `a` is a leaked table, written through its own pointer.
+        unsafe { (*a).header.prev_api = b.cast() };
         // SAFETY: leaked tables linked into a loop, which `resolve` must stop walking.
-        let found = unsafe { resolve(b as *mut DLPackExchangeAPI as usize) };
+        let found = unsafe { resolve(b as usize) };
         assert_eq!(found.unwrap_err(), TableError::Loop);
         let c = table(1, core::ptr::null_mut());
-        c.current_work_stream = None;
+        // SAFETY: as for `a`.
+        unsafe { (*c).current_work_stream = None };
         // SAFETY: a leaked table.
-        let e = unsafe { resolve(c as *mut DLPackExchangeAPI as usize) }.unwrap_err();
+        let e = unsafe { resolve(c as usize) }.unwrap_err();
         assert_eq!(e, TableError::MissingEntry("current_work_stream"));
         for address in [0, 8, 4097, 1 << 48] {
             // SAFETY: refused by value before anything is read.
             assert_eq!(unsafe { resolve(address) }.unwrap_err(), TableError::Address(address));
         }
+        free(&[a, b, c]);
     }
 }

@@ -8,8 +8,8 @@
 
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLDataTypeCode, DLDeviceType};
-use dlmd::space::MemorySpace;
 use dlmd::layout::Layout;
+use dlmd::space::MemorySpace;
 use dlmd::view::Access;
 use dlmd::{
     Device, Dims, DlElement, Host, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Managed, Mdspan,

@@ -138,6 +138,11 @@ pub enum ImportError {
     /// The producer forbids writes (`READ_ONLY`), and a mutable view was asked for.
     #[error("the tensor is read-only (DLPack flag READ_ONLY); ask for a read-only view")]
     ReadOnly,
+    /// The producer forbids writes in a way the tensor does not carry (the reason, as the
+    /// consumer that learned it says), and a mutable view was asked for: see
+    /// [`ManagedTensor::refuse_writes`](crate::managed::ManagedTensor::refuse_writes).
+    #[error("the tensor must not be written: {0}")]
+    WritesRefused(&'static str),
     /// Sub-byte elements in a tensor that does not declare them padded one per byte.
     #[error("{dtype} elements are packed unless IS_SUBBYTE_TYPE_PADDED is set; dlmd views them one per byte")]
     PackedSubbyte {

@@ -37,6 +37,8 @@ pub struct ManagedTensor {
     tensor: NonNull<DLTensor>,
     version: Option<DLPackVersion>,
     flags: u64,
+    /// Why writes are refused though the flags allow them ([`ManagedTensor::refuse_writes`]).
+    writes_refused: Option<&'static str>,
     versioned: bool,
     release: unsafe fn(NonNull<c_void>),
 }
@@ -100,6 +102,7 @@ impl ManagedTensor {
             tensor: NonNull::from(managed.dl_tensor()),
             version: managed.version(),
             flags: managed.flags(),
+            writes_refused: None,
             versioned: M::VERSIONED,
             ptr: ptr.cast(),
             release: release::<M>,
@@ -122,9 +125,45 @@ impl ManagedTensor {
         self.flags
     }
 
-    /// Whether the producer forbids writes.
+    /// Whether the producer forbids writes: the tensor's `READ_ONLY` flag, or
+    /// [`refuse_writes`](Self::refuse_writes).
     pub fn is_read_only(&self) -> bool {
-        self.flags() & READ_ONLY != 0
+        self.flags() & READ_ONLY != 0 || self.writes_refused.is_some()
+    }
+
+    /// Refuses mutable views of this tensor from now on, saying `why`: for consumers that learn
+    /// from the producer, outside the tensor, that its data must not be written. (A torch tensor
+    /// that requires grad exported through torch's C exchange table carries no `READ_ONLY`, yet
+    /// torch's `__dlpack__` refuses to export it: writing it in place would go behind autograd's
+    /// back.) Read-only views are still given.
+    ///
+    /// ```
+    /// use dlmd::dlpack::DLManagedTensorVersioned;
+    /// use dlmd::managed::{export, ManagedTensor};
+    /// use dlmd::{Dims, ImportError, LayoutRight};
+    ///
+    /// let raw = export::<DLManagedTensorVersioned>(vec![1u8; 4], Dims::new([4])).unwrap();
+    /// // SAFETY: a fresh export, handed over.
+    /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    /// tensor.refuse_writes("the producer's autograd tracks it");
+    /// assert!(tensor.is_read_only());
+    /// assert!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().is_ok());
+    /// let e = tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err();
+    /// assert_eq!(e, ImportError::WritesRefused("the producer's autograd tracks it"));
+    /// ```
+    pub fn refuse_writes(&mut self, why: &'static str) {
+        self.writes_refused = Some(why);
+    }
+
+    /// Refuses a mutable view where the producer forbids writes.
+    fn check_writable(&self) -> Result<(), ImportError> {
+        if let Some(why) = self.writes_refused {
+            return Err(ImportError::WritesRefused(why));
+        }
+        if self.flags() & READ_ONLY != 0 {
+            return Err(ImportError::ReadOnly);
+        }
+        Ok(())
     }
 
     /// Whether the producer copied the data for this exchange.
@@ -175,13 +214,11 @@ impl ManagedTensor {
     }
 
     /// A read-write host view, by value (see [`AliasedMut`]); refused when the producer set
-    /// `READ_ONLY`, and for overlapping strides.
+    /// `READ_ONLY` (or writes were [refused](Self::refuse_writes)), and for overlapping strides.
     pub fn as_host_mdspan_mut<T: DlElement, const R: usize, L: Layout>(
         &mut self,
     ) -> Result<HostMdspanAliasedMut<'_, T, Dims<R>, L>, ImportError> {
-        if self.is_read_only() {
-            return Err(ImportError::ReadOnly);
-        }
+        self.check_writable()?;
         self.view()
     }
 
@@ -192,14 +229,12 @@ impl ManagedTensor {
         self.view()
     }
 
-    /// Any read-write view; refused when the producer set `READ_ONLY`, and for overlapping
-    /// strides.
+    /// Any read-write view; refused when the producer set `READ_ONLY` (or writes were
+    /// [refused](Self::refuse_writes)), and for overlapping strides.
     pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
         &mut self,
     ) -> Result<Mdspan<'_, T, E, L, S, AliasedMut>, ImportError> {
-        if self.is_read_only() {
-            return Err(ImportError::ReadOnly);
-        }
+        self.check_writable()?;
         self.view()
     }
 

@@ -85,9 +85,10 @@ pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> P
 pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
     refuse_capsule(obj)?;
     if args.copy != Some(true)
-        && let Some(api) = usable_table(obj)?
+        && let Some(table) = usable_table(obj)?
     {
-        let tensor = table_export(obj, api)?;
+        let api = table.api;
+        let tensor = table_export(obj, table)?;
         let device = tensor.dl_tensor().device;
         if args.dl_device.is_none_or(|wanted| wanted == device) {
             if device.device_type == DLDeviceType::CPU || args.stream == Some(-1) {
@@ -110,9 +111,9 @@ pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<M
 /// the data ready on the default stream.
 pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkStream)> {
     refuse_capsule(obj)?;
-    if let Some(api) = usable_table(obj)? {
-        let tensor = table_export(obj, api)?;
-        let stream = table_work_stream(obj, api, tensor.dl_tensor().device)?;
+    if let Some(table) = usable_table(obj)? {
+        let tensor = table_export(obj, table)?;
+        let stream = table_work_stream(obj, table.api, tensor.dl_tensor().device)?;
         return Ok((tensor, stream));
     }
     Ok((dlpack_method(obj, &FromDlpack::default())?, WorkStream::DEFAULT))
@@ -130,16 +131,20 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
 /// producer only if `f` asks.
 pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
     refuse_capsule(obj)?;
-    if let Some(api) = usable_table(obj)?
-        // SAFETY: `api` is the table `type(obj)` published; the entry takes `obj`, borrowed for
-        // the call, with the GIL held.
-        && let Some(lent) = unsafe { exchange::lend(api, obj.as_ptr().cast()) }
+    if let Some(table) = usable_table(obj)?
+        // SAFETY: `table.api` is the table `type(obj)` published; the entry takes `obj`,
+        // borrowed for the call, with the GIL held.
+        && let Some(lent) = unsafe { exchange::lend(table.api, obj.as_ptr().cast()) }
     {
         let tensor = lent.map_err(|e| entry_error(obj, e))?;
         return Ok(f(&LentTensor {
             tensor: &tensor,
             obj,
-            stream: Stream::Table(api),
+            stream: Stream::Table(table.api),
+            writes: match table.autograd {
+                true => Writes::AskRequiresGrad,
+                false => Writes::Allowed,
+            },
         }));
     }
     let (tensor, stream) = from_dlpack_work_stream(obj)?;
@@ -147,6 +152,10 @@ pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTenso
         tensor: tensor.dl_tensor(),
         obj,
         stream: Stream::Known(stream),
+        writes: match tensor.is_read_only() {
+            true => Writes::ReadOnly,
+            false => Writes::Allowed,
+        },
     }))
 }
 
@@ -155,6 +164,17 @@ pub struct LentTensor<'a, 'py> {
     tensor: &'a DLTensor,
     obj: &'a Bound<'py, PyAny>,
     stream: Stream,
+    writes: Writes,
+}
+
+/// Whether a lent tensor may be written.
+#[derive(Clone, Copy)]
+enum Writes {
+    Allowed,
+    /// Lent by a table whose type's objects have `requires_grad`, asked on demand.
+    AskRequiresGrad,
+    /// Lent through `__dlpack__`, flagged `READ_ONLY`.
+    ReadOnly,
 }
 
 /// Where a lent tensor's work stream comes from.
@@ -169,6 +189,18 @@ impl LentTensor<'_, '_> {
     /// The producer's tensor, unchecked (see [`with_dlpack_borrowed`]).
     pub fn dl_tensor(&self) -> &DLTensor {
         self.tensor
+    }
+
+    /// Why the tensor must not be written, where the producer forbids it: a mutable view of a
+    /// lent tensor is for `None` only. Through a table the producer's objects are asked now
+    /// (a torch tensor that requires grad, which torch's `__dlpack__` refuses to export, says
+    /// so); through `__dlpack__`, the `READ_ONLY` flag answers.
+    pub fn writes_refused(&self) -> PyResult<Option<&'static str>> {
+        match self.writes {
+            Writes::Allowed => Ok(None),
+            Writes::AskRequiresGrad => Ok(requires_grad(self.obj)?.then_some(REQUIRES_GRAD)),
+            Writes::ReadOnly => Ok(Some("the producer flagged it READ_ONLY")),
+        }
     }
 
     /// The stream the data is ready on, where the work that uses it is queued: the producer's
@@ -206,18 +238,41 @@ enum Table {
     /// No table: the type publishes none (or the switch is off).
     None,
     /// A table of a version dlmd reads.
-    Usable(&'static DLPackExchangeAPI),
+    Usable(Usable),
     /// A table whose chain holds no major version 1.
     Unknown(DLPackVersion),
 }
 
-/// The tables found per type, by the type's address: `0` for none. Each type remembered is
+/// A table dlmd reads, and what it knows of the type that published it.
+#[derive(Clone, Copy)]
+struct Usable {
+    api: &'static DLPackExchangeAPI,
+    /// The type's objects have `requires_grad` (autograd frameworks: torch), which their
+    /// `__dlpack__` refuses to export and their table does not say.
+    autograd: bool,
+}
+
+/// The tables found per type, by the type's address: `0` for none, the table's address (which
+/// is aligned) with [`AUTOGRAD`] set for a type with `requires_grad`. Each type remembered is
 /// kept alive for good, so its address stays its own.
 static TABLES: Remembered<usize, 64> = Remembered::new();
 
+/// The bit of a remembered table address that says the type has `requires_grad`.
+const AUTOGRAD: usize = 1;
+
+/// Why a tensor of an object that requires grad must not be written.
+const REQUIRES_GRAD: &str = "it requires grad (requires_grad=True), which its __dlpack__ refuses to export: \
+                             writing it in place would go behind autograd's back; pass tensor.detach()";
+
+/// Whether `obj.requires_grad` is `True`.
+fn requires_grad(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let names = ConsumerArgs::get(obj.py())?;
+    obj.getattr(names.requires_grad.bind(obj.py()))?.is_truthy()
+}
+
 /// The exchange table of `obj`'s type that dlmd can use; `None` where there is none (or it is of
 /// an unknown version and `obj` has `__dlpack__` to fall back on).
-fn usable_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+fn usable_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<Usable>> {
     if !exchange_api_enabled() {
         return Ok(None);
     }
@@ -225,25 +280,31 @@ fn usable_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchan
     let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
     match TABLES.find(ty.cast()) {
         Some(0) => Ok(None),
-        // SAFETY: only addresses of tables that `exchange_table` accepted are remembered; tables
-        // live as long as the process.
-        Some(address) => Ok(Some(unsafe { &*(address as *const DLPackExchangeAPI) })),
+        Some(found) => Ok(Some(Usable {
+            // SAFETY: only addresses of tables that `exchange_table` accepted are remembered
+            // (with the `AUTOGRAD` bit, cleared here); tables live as long as the process.
+            api: unsafe { &*((found & !AUTOGRAD) as *const DLPackExchangeAPI) },
+            autograd: found & AUTOGRAD != 0,
+        })),
         None => look_up_table(obj),
     }
 }
 
 /// [`usable_table`] for a type not seen before: looked up, and remembered unless malformed.
 #[cold]
-fn look_up_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+fn look_up_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<Usable>> {
     let ty = obj.get_type();
     match exchange_table(&ty)? {
         Table::None => {
             TABLES.remember(ty.as_any(), 0);
             Ok(None)
         }
-        Table::Usable(api) => {
-            TABLES.remember(ty.as_any(), api as *const DLPackExchangeAPI as usize);
-            Ok(Some(api))
+        Table::Usable(mut table) => {
+            let names = ConsumerArgs::get(obj.py())?;
+            table.autograd = ty.hasattr(names.requires_grad.bind(obj.py()))?;
+            let address = table.api as *const DLPackExchangeAPI as usize;
+            TABLES.remember(ty.as_any(), address | (usize::from(table.autograd) * AUTOGRAD));
+            Ok(Some(table))
         }
         Table::Unknown(version) => {
             let names = ConsumerArgs::get(obj.py())?;
@@ -266,7 +327,7 @@ fn look_up_table(obj: &Bound<'_, PyAny>) -> PyResult<Option<&'static DLPackExcha
 /// through `prev_api` to a table of major version 1, whose required entries must be there.
 pub fn exchange_table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
     match exchange_table(ty)? {
-        Table::Usable(api) => Ok(Some(api)),
+        Table::Usable(table) => Ok(Some(table.api)),
         Table::None | Table::Unknown(_) => Ok(None),
     }
 }
@@ -317,7 +378,7 @@ fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
     // SAFETY: the producer publishes the address of a table that lives as long as the process,
     // linked to older ones through `prev_api` (DLPack's contract for the attribute).
     match unsafe { exchange::resolve(address) } {
-        Ok(Resolved::Usable(api)) => Ok(Table::Usable(api)),
+        Ok(Resolved::Usable(api)) => Ok(Table::Usable(Usable { api, autograd: false })),
         Ok(Resolved::Unknown(version)) => Ok(Table::Unknown(version)),
         Err(e @ TableError::MissingEntry(_)) => Err(PyTypeError::new_err(format!(
             "the exchange table of {} {e}",
@@ -359,11 +420,17 @@ fn entry_error(obj: &Bound<'_, PyAny>, e: EntryError) -> PyErr {
     })
 }
 
-/// The owning export of `obj` through its table.
-fn table_export(obj: &Bound<'_, PyAny>, api: &DLPackExchangeAPI) -> PyResult<ManagedTensor> {
-    // SAFETY: `api` is the table `type(obj)` published; the entry takes `obj`, borrowed for the
-    // call, with the GIL held, and hands over a managed tensor on success (DLPack's contract).
-    unsafe { exchange::export(api, obj.as_ptr().cast()) }.map_err(|e| entry_error(obj, e))
+/// The owning export of `obj` through its table, whose writes are refused where `obj` requires
+/// grad (as its `__dlpack__` would refuse the export).
+fn table_export(obj: &Bound<'_, PyAny>, table: Usable) -> PyResult<ManagedTensor> {
+    // SAFETY: `table.api` is the table `type(obj)` published; the entry takes `obj`, borrowed
+    // for the call, with the GIL held, and hands over a managed tensor on success (DLPack's
+    // contract).
+    let mut tensor = unsafe { exchange::export(table.api, obj.as_ptr().cast()) }.map_err(|e| entry_error(obj, e))?;
+    if table.autograd && requires_grad(obj)? {
+        tensor.refuse_writes(REQUIRES_GRAD);
+    }
+    Ok(tensor)
 }
 
 /// The producer's current work stream for data on `device` (the default for the CPU).
@@ -464,6 +531,7 @@ struct ConsumerArgs {
     dlpack_device: Py<PyString>,
     exchange_api: Py<PyString>,
     exchange_api_1_2: Py<PyString>,
+    requires_grad: Py<PyString>,
     max_version_name: Py<PyString>,
     /// `(1, 3)`.
     max_version: Py<PyTuple>,
@@ -482,6 +550,7 @@ impl ConsumerArgs {
                 dlpack_device: PyString::intern(py, "__dlpack_device__").unbind(),
                 exchange_api: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE).unbind(),
                 exchange_api_1_2: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE_1_2).unbind(),
+                requires_grad: PyString::intern(py, "requires_grad").unbind(),
                 max_version_name: PyString::intern(py, "max_version").unbind(),
                 max_version: PyTuple::new(py, [1u32, 3u32])?.unbind(),
                 max_version_kw: PyTuple::new(py, [PyString::intern(py, "max_version")])?.unbind(),

@@ -73,6 +73,7 @@ impl From<crate::import::ImportError> for pyo3::PyErr {
             | E::StaticExtent(_)
             | E::Layout(_)
             | E::ReadOnly
+            | E::WritesRefused(_)
             | E::PackedSubbyte { .. }
             | E::PaddedSubbyte { .. } => pyo3::exceptions::PyBufferError::new_err(e.to_string()),
             _ => pyo3::exceptions::PyValueError::new_err(e.to_string()),

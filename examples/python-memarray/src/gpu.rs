@@ -51,7 +51,8 @@ pub fn cuda_error(e: impl std::fmt::Display) -> PyErr {
     PyBufferError::new_err(format!("CUDA: {e}"))
 }
 
-/// The kernels: `add_index_<dtype>_<rank>` for every type with a C name and ranks 1 to 4.
+/// The kernels: `add_index_<dtype>_<rank>` for every type with a C name and ranks 0 to 4 (rank 0
+/// adds the empty index's sum, 0, as the CPU does).
 fn kernel_source() -> String {
     let mut src = String::from(
         r#"
@@ -67,12 +68,15 @@ template <typename T, int R> __device__ void add_index_impl(dlmd::view<T, R> v) 
         v.data[offset] = add_sum(v.data[offset], s);
     }
 }
+template <typename T> __device__ void add_index_impl(dlmd::view<T, 0> v) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) { v() = add_sum(v(), 0); }
+}
 "#,
     );
     for dtype in DType::ALL {
         let Some(c) = dtype.c_type() else { continue };
         let name = dtype.name();
-        for r in 1..=MAX_RANK {
+        for r in 0..=MAX_RANK {
             src += &format!(
                 "extern \"C\" __global__ void add_index_{name}_{r}(dlmd::view<{c}, {r}> v) {{ add_index_impl(v); }}\n"
             );
@@ -92,14 +96,14 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
     // The kernels are loaded into, and launched in, the context of the view's device.
     let gpu = gpu(ordinal_of(view.space())?)?;
     let dtype = DType::from_dlpack(T::DTYPE).expect("every AddIndex type is a DType");
-    if R == 0 || dtype.c_type().is_none() {
+    if dtype.c_type().is_none() {
         let names: Vec<&str> = DType::ALL
             .iter()
             .filter(|d| d.c_type().is_some())
             .map(|d| d.name())
             .collect();
         return Err(PyTypeError::new_err(format!(
-            "add_index on the GPU handles rank 1 to {MAX_RANK} of {}, not rank {R} {}",
+            "add_index on the GPU handles {}, not {}",
             names.join(", "),
             dtype.name()
         )));

@@ -331,3 +331,41 @@ def test_torch_float4_e2m1fn_x2_round_trips(device):
     assert torch.equal(back.view(torch.uint8).cpu(), raw)
     del back
     assert released(m)
+
+
+@pytest.fixture(params=[True, False], ids=["table", "dlpack"])
+def exchange_path(request):
+    """Runs a test with the C exchange table on (torch's table) and off (`__dlpack__`)."""
+    before = dm.use_exchange_api(request.param)
+    yield request.param
+    dm.use_exchange_api(before)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_tensors_that_require_grad_are_not_written_either_way(exchange_path, device):
+    t = torch.zeros(3, 4, device=device, requires_grad=True)
+    # torch's __dlpack__ refuses it; the table path refuses the write the same way.
+    with pytest.raises(BufferError, match="grad"):
+        dm.add_index(t)
+    torch.cuda.synchronize()
+    assert not t.detach().any(), "written behind autograd's back"
+    if exchange_path:
+        # Reading through the table stays allowed, as tvm-ffi's consumers read it.
+        assert dm.import_tensor(t) == 2
+    d = t.detach()
+    dm.add_index(d)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(t.detach().cpu().numpy(), index_sum((3, 4)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_rank_0_cuda_tensors_as_on_the_cpu(exchange_path, dtype):
+    for device in ["cpu", "cuda"]:
+        t = torch.ones((), dtype=dtype, device=device)
+        dm.add_index(t)
+        torch.cuda.synchronize()
+        assert t.item() == 1, device
+    m = dm.MemArray((), "float32")
+    m.to_device()
+    m.add_index()
+    assert torch.from_dlpack(m).item() == 0

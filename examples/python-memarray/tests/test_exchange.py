@@ -443,3 +443,45 @@ def test_fp4_pairs_travel_packed_with_shapes_counting_bytes():
     again = copy.__dlpack__(max_version=(1, 3))
     data = DLManagedTensorVersioned.from_address(capsule_pointer(again, b"dltensor_versioned")).dl_tensor.data
     assert ctypes.string_at(data, 6) == got
+
+
+def grad_producer():
+    """A producer like torch: `requires_grad`, a table that exports whatever, and a `__dlpack__`
+    that refuses tensors requiring grad."""
+    data = np.zeros((2, 3), dtype=np.float64)
+
+    def from_py(obj, out):
+        out[0] = numpy_managed(data)
+        return 0
+
+    table = python_table(from_py)
+
+    def dlpack(self, **kwargs):
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        return data.__dlpack__(**kwargs)
+
+    namespace = {
+        "__dlpack_c_exchange_api__": capsule_of(table),
+        "__dlpack__": dlpack,
+        "__dlpack_device__": lambda self: (1, 0),
+        "__init__": lambda self, requires_grad: setattr(self, "requires_grad", requires_grad),
+    }
+    return type("GradTensor", (), namespace), data
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "dlpack"])
+def test_requires_grad_refuses_writes_through_either_path(table):
+    GradTensor, data = grad_producer()
+    before = dm.use_exchange_api(table)
+    try:
+        with pytest.raises(BufferError, match="grad"):
+            dm.add_index(GradTensor(True))
+        assert not data.any(), "written behind autograd's back"
+        if table:
+            # Reads stay allowed through the table, as its C consumers read it.
+            assert dm.import_tensor(GradTensor(True)) == 2
+        dm.add_index(GradTensor(False))
+        np.testing.assert_array_equal(data, [[0, 1, 2], [1, 2, 3]])
+    finally:
+        dm.use_exchange_api(before)
