@@ -6,8 +6,10 @@
 #   scripts/fuzz.sh --merge [TARGET...]                                  fold new finds into the seeds
 #
 # New inputs go to fuzz/corpus/TARGET (not committed); fuzz/seeds/TARGET is the committed seed
-# corpus, minimised by --merge. A crash stops the script with the input under
-# fuzz/artifacts/TARGET. The closing table gives the executions of each target.
+# corpus. --merge folds the new inputs into it and minimises it (cargo fuzz cmin) by edges alone
+# (no hit counters), so each seed adds a branch. A crash stops the script with the input under
+# fuzz/artifacts/TARGET. The closing table gives the executions of each target, or for --replay
+# and --merge the coverage of the seeds (libFuzzer's edges and features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,19 +38,27 @@ command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --ver
 
 # Inputs past this many bytes add nothing the structure-aware targets need.
 max_len=512
+# libFuzzer's coverage line once the inputs are loaded: edges (cov) and features (ft).
+coverage() { grep -o 'INITED cov: [0-9]* ft: [0-9]*' "$1" | tail -1 | sed 's/INITED //'; }
 summary=()
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t" "fuzz/seeds/$t"
     case "$mode" in
         replay)
-            (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" -- -runs=0 -max_len=$max_len)
-            summary+=("$t: $(ls "fuzz/seeds/$t" | wc -l) seed inputs replayed, no crash")
+            log=$(mktemp)
+            if ! (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" -- -runs=0 -max_len=$max_len) >"$log" 2>&1; then
+                tail -40 "$log"
+                exit 1
+            fi
+            summary+=("$t: $(ls "fuzz/seeds/$t" | wc -l) seed inputs replayed, no crash; $(coverage "$log")")
+            rm -f "$log"
             ;;
         merge)
+            before=$(ls "fuzz/seeds/$t" | wc -l)
+            cp -n fuzz/corpus/"$t"/* "fuzz/seeds/$t/" 2>/dev/null || true
             # Edges alone decide (no hit counters): the seeds stay few, each adding a branch.
-            (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" "corpus/$t" -- \
-                -merge=1 -use_counters=0 -max_len=$max_len)
-            summary+=("$t: $(ls "fuzz/seeds/$t" | wc -l) seed inputs")
+            (cd fuzz && cargo +nightly fuzz cmin "$t" "seeds/$t" -- -use_counters=0 -max_len=$max_len) >/dev/null 2>&1
+            summary+=("$t: $before seed inputs and $(ls "fuzz/corpus/$t" | wc -l) new ones minimised to $(ls "fuzz/seeds/$t" | wc -l)")
             ;;
         fuzz)
             logs=$(mktemp -d)

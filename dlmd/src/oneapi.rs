@@ -246,7 +246,7 @@ fn lookup(dpctl: &Dpctl, ptr: *const c_void, context: &Handle) -> Option<(UsmKin
 
 /// What dlmd asks of a oneAPI runtime: the root devices, and where a USM allocation lives.
 ///
-/// dpctl's runtime ([`Dpctl`](self), loaded at run time) is the one the free functions of this
+/// dpctl's runtime (loaded at run time) is the one the free functions of this
 /// module ask; the `…_with` forms take another (an application's own, or a test double).
 ///
 /// # Safety

@@ -121,14 +121,13 @@ fn fast_and_exact_spans_agree_at_the_bounds() {
 /// The elements `for_each_reached` visits are exactly those the indices reach, for every
 /// rank-1 to rank-3 mapping of small extents and strides, signs and zeros included.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "index arithmetic without unsafe code, thousands of sets: run natively and fuzzed"
+)]
 fn reached_offsets_are_exactly_the_indexed_ones() {
     use std::collections::BTreeSet;
-    // Miri interprets every step: a smaller set of strides there.
-    let strides: &[isize] = if cfg!(miri) {
-        &[-2, 0, 3]
-    } else {
-        &[-6, -3, -2, -1, 0, 1, 2, 3, 4, 6]
-    };
+    let strides: &[isize] = &[-6, -3, -2, -1, 0, 1, 2, 3, 4, 6];
     let mut checked = 0;
     for e0 in 0..4usize {
         for e1 in 1..4usize {

@@ -269,7 +269,7 @@ impl Communicator {
     }
 
     /// Sends `view` to rank `peer`, which receives it with [`recv`](Self::recv) into a view of
-    /// as many elements. Pair sends and receives that wait for each other in a [`group`].
+    /// as many elements. Pair sends and receives that wait for each other in a [`group`](super::group).
     pub fn send<'scope, 'v, T, E, L, S, A>(
         &self,
         scope: &Scope<'scope, '_>,

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The id that joins the ranks of one communicator: rank 0 makes it with [`new`](Self::new)
-/// and every rank passes it to [`Communicator::init_rank`].
+/// and every rank passes it to [`Communicator::init_rank`](super::Communicator::init_rank).
 #[derive(Clone, Copy)]
 pub struct UniqueId(pub(super) sys::ncclUniqueId);
 

@@ -187,7 +187,8 @@ fn borrow_tensor(x: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// cost of one consumer path without a Python call per tensor, for benchmarks. `how` is
 /// `"owned"` (an owning import, through the C exchange table where there is one), `"borrowed"`
 /// (the non-owning one), `"borrowed+stream"` (the non-owning one, asking the producer's work
-/// stream too), `"dlpack"` (an owning import through `__dlpack__` and a capsule) or `"table"`
+/// stream too), `"borrowed+writes"` (the non-owning one, asking whether it may be written, as a
+/// consumer that writes does), `"dlpack"` (an owning import through `__dlpack__` and a capsule) or `"table"`
 /// (the producer's non-owning table entry alone, called directly: the floor under
 /// `"borrowed"`).
 #[pyfunction]
@@ -209,6 +210,12 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
             for x in xs.iter() {
                 let stream = with_dlpack_borrowed(&x, |t| t.work_stream())??;
                 ndim += stream.is_default() as i64;
+            }
+        }
+        "borrowed+writes" => {
+            for x in xs.iter() {
+                let refused = with_dlpack_borrowed(&x, |t| t.writes_refused())??;
+                ndim += refused.is_none() as i64;
             }
         }
         "table" => {
@@ -248,7 +255,7 @@ fn import_batch(xs: &Bound<'_, pyo3::types::PyList>, how: &str) -> PyResult<usiz
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "how must be \"owned\", \"borrowed\", \"borrowed+stream\", \"dlpack\" or \"table\", not {other:?}"
+                "how must be \"owned\", \"borrowed\", \"borrowed+stream\", \"borrowed+writes\", \"dlpack\" or \"table\", not {other:?}"
             )));
         }
     }

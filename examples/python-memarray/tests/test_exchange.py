@@ -465,7 +465,9 @@ def grad_producer():
         "__dlpack_c_exchange_api__": capsule_of(table),
         "__dlpack__": dlpack,
         "__dlpack_device__": lambda self: (1, 0),
-        "__init__": lambda self, requires_grad: setattr(self, "requires_grad", requires_grad),
+        "__init__": lambda self, requires_grad: setattr(self, "_grad", requires_grad),
+        # A property of the type, as torch's is.
+        "requires_grad": property(lambda self: self._grad),
     }
     return type("GradTensor", (), namespace), data
 
