@@ -17,9 +17,9 @@ fn agree<L: Layout, A: Access>() {
     // offset once (the fuzz target `import_dltensor` covers the rest natively).
     let (extents, strides, datas, offsets): (&[i64], &[i64], &[usize], &[u64]) = if cfg!(miri) {
         (
-            &[0, 2, i64::MAX],
-            &[0, 3, -1, 1 << 31],
-            &[0x1000, 0x1002, 0, usize::MAX - 7],
+            &[0, 1, 2, i64::MAX],
+            &[0, 1, 2, -1],
+            &[0x1000, 0x1002, usize::MAX - 7],
             &[0, 4],
         )
     } else {

@@ -3,7 +3,7 @@
 
 use super::capsule::take_capsule;
 use super::request::{Remembered, device_pair};
-use crate::dlpack::{DLDevice, DLDeviceType, DLPackExchangeAPI, DLPackVersion, DLTensor};
+use crate::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLPackExchangeAPI, DLPackVersion, DLTensor};
 pub use crate::exchange::WorkStream;
 use crate::exchange::{self, EntryError, Resolved, TableError};
 use crate::managed::ManagedTensor;
@@ -198,7 +198,10 @@ impl LentTensor<'_, '_> {
     pub fn writes_refused(&self) -> PyResult<Option<&'static str>> {
         match self.writes {
             Writes::Allowed => Ok(None),
-            Writes::AskRequiresGrad => Ok(requires_grad(self.obj)?.then_some(REQUIRES_GRAD)),
+            Writes::AskRequiresGrad if differentiable(self.tensor.dtype) => {
+                Ok(requires_grad(self.obj)?.then_some(REQUIRES_GRAD))
+            }
+            Writes::AskRequiresGrad => Ok(None),
             Writes::ReadOnly => Ok(Some("the producer flagged it READ_ONLY")),
         }
     }
@@ -263,6 +266,13 @@ const AUTOGRAD: usize = 1;
 /// Why a tensor of an object that requires grad must not be written.
 const REQUIRES_GRAD: &str = "it requires grad (requires_grad=True), which its __dlpack__ refuses to export: \
                              writing it in place would go behind autograd's back; pass tensor.detach()";
+
+/// Whether data of type `dtype` can require grad: autograd differentiates floating-point and
+/// complex tensors only (torch refuses `requires_grad` on integer and `bool` tensors), so those
+/// skip the attribute read.
+fn differentiable(dtype: DLDataType) -> bool {
+    ![DLDataTypeCode::INT.0, DLDataTypeCode::UINT.0, DLDataTypeCode::BOOL.0].contains(&dtype.code)
+}
 
 /// Whether `obj.requires_grad` is `True`.
 fn requires_grad(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -427,7 +437,7 @@ fn table_export(obj: &Bound<'_, PyAny>, table: Usable) -> PyResult<ManagedTensor
     // for the call, with the GIL held, and hands over a managed tensor on success (DLPack's
     // contract).
     let mut tensor = unsafe { exchange::export(table.api, obj.as_ptr().cast()) }.map_err(|e| entry_error(obj, e))?;
-    if table.autograd && requires_grad(obj)? {
+    if table.autograd && differentiable(tensor.dl_tensor().dtype) && requires_grad(obj)? {
         tensor.refuse_writes(REQUIRES_GRAD);
     }
     Ok(tensor)
