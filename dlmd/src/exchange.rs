@@ -16,8 +16,8 @@
 //!     version: DLPackVersion { major: 2, minor: 0 },
 //!     prev_api: core::ptr::null_mut(),
 //! }));
-//! // SAFETY: the address of a header that lives for good, with no chain behind it.
-//! let found = unsafe { resolve(header as *mut _ as usize) }.unwrap();
+//! // SAFETY: a header that lives for good, with no chain behind it.
+//! let found = unsafe { resolve(header) }.unwrap();
 //! assert!(matches!(found, Resolved::Unknown(DLPackVersion { major: 2, .. })));
 //! ```
 
@@ -94,20 +94,21 @@ impl WorkStream {
     }
 }
 
-/// Follows the table at `address` through `prev_api` to one of major version 1 and checks that
+/// Follows the table at `table` through `prev_api` to one of major version 1 and checks that
 /// its required entries (`managed_tensor_from_py_object_no_sync`, `current_work_stream`) are
 /// there. Addresses where no table can be are refused before anything is read.
 ///
 /// # Safety
 ///
-/// Unless refused by its value, `address` points to a table header that lives as long as the
+/// Unless refused by its address, `table` points to a table header that lives as long as the
 /// process (DLPack's contract for the published attribute), each `prev_api` is NULL or another
 /// such header, and a header of major version 1 begins a whole [`DLPackExchangeAPI`].
-pub unsafe fn resolve(address: usize) -> Result<Resolved, TableError> {
+pub unsafe fn resolve(table: *const DLPackExchangeAPIHeader) -> Result<Resolved, TableError> {
+    let address = table.addr();
     if address < 4096 || !address.is_multiple_of(align_of::<DLPackExchangeAPI>()) || address >= 1 << 48 {
         return Err(TableError::Address(address));
     }
-    let mut header = address as *const DLPackExchangeAPIHeader;
+    let mut header = table;
     for _ in 0..MAX_CHAIN {
         // SAFETY: the published address or a `prev_api` link, each a live header (caller).
         let found = unsafe { *header };
@@ -124,7 +125,7 @@ pub unsafe fn resolve(address: usize) -> Result<Resolved, TableError> {
         }
         if found.prev_api.is_null() {
             // SAFETY: the published header, read above already.
-            let newest = unsafe { *(address as *const DLPackExchangeAPIHeader) };
+            let newest = unsafe { *table };
             return Ok(Resolved::Unknown(newest.version));
         }
         header = found.prev_api;
@@ -229,7 +230,7 @@ mod tests {
 
     unsafe extern "C" fn stream_seven(_: DLDeviceType, _: i32, out: *mut *mut c_void) -> c_int {
         // SAFETY: `work_stream` passes a writable pointer.
-        unsafe { *out = 7 as *mut c_void };
+        unsafe { *out = core::ptr::without_provenance_mut(7) };
         0
     }
 
@@ -261,7 +262,7 @@ mod tests {
         let old = table(1, core::ptr::null_mut());
         let new = table(3, old.cast());
         // SAFETY: leaked tables, linked as the chain says.
-        let found = unsafe { resolve(new as usize) }.unwrap();
+        let found = unsafe { resolve(new.cast()) }.unwrap();
         let Resolved::Usable(api) = found else {
             panic!("{found:?}")
         };
@@ -288,17 +289,18 @@ mod tests {
         // SAFETY: `a` is a leaked table, written through its own pointer.
         unsafe { (*a).header.prev_api = b.cast() };
         // SAFETY: leaked tables linked into a loop, which `resolve` must stop walking.
-        let found = unsafe { resolve(b as usize) };
+        let found = unsafe { resolve(b.cast()) };
         assert_eq!(found.unwrap_err(), TableError::Loop);
         let c = table(1, core::ptr::null_mut());
         // SAFETY: as for `a`.
         unsafe { (*c).current_work_stream = None };
         // SAFETY: a leaked table.
-        let e = unsafe { resolve(c as usize) }.unwrap_err();
+        let e = unsafe { resolve(c.cast()) }.unwrap_err();
         assert_eq!(e, TableError::MissingEntry("current_work_stream"));
         for address in [0, 8, 4097, 1 << 48] {
             // SAFETY: refused by value before anything is read.
-            assert_eq!(unsafe { resolve(address) }.unwrap_err(), TableError::Address(address));
+            let found = unsafe { resolve(core::ptr::without_provenance(address)) };
+            assert_eq!(found.unwrap_err(), TableError::Address(address));
         }
         free(&[a, b, c]);
     }

@@ -201,7 +201,7 @@ libfuzzer_sys::fuzz_target!(|input: Input| {
     let published = usize::from(input.published) % tables.len();
 
     // SAFETY: every address and link is a table boxed above, alive for the run.
-    let found = unsafe { resolve(addresses[published] as usize) };
+    let found = unsafe { resolve(addresses[published]) };
     let api = match (found, expected(&model, published)) {
         (Ok(Resolved::Usable(api)), Ok((at, None))) => {
             assert_eq!(

@@ -353,7 +353,7 @@ fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
         },
     };
     let name = || format!("{}.{attribute}", type_name(ty));
-    let address = if let Ok(capsule) = value.cast::<PyCapsule>() {
+    let table = if let Ok(capsule) = value.cast::<PyCapsule>() {
         // SAFETY: a live capsule; the name is static.
         let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPackExchangeAPI::CAPSULE.as_ptr()) };
         if pointer.is_null() {
@@ -372,12 +372,13 @@ fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
                 name()
             )));
         }
-        pointer as usize
+        pointer.cast_const().cast()
     } else if let Ok(int) = value.cast::<PyInt>() {
         let address: usize = int
             .extract()
             .map_err(|_| PyValueError::new_err(format!("{} is {int}, not an address", name())))?;
-        address
+        // DLPack 1.2 publishes the table as an integer: its provenance is the producer's.
+        core::ptr::with_exposed_provenance(address)
     } else {
         return Err(PyTypeError::new_err(format!(
             "{} is a {}, not a capsule",
@@ -387,7 +388,7 @@ fn exchange_table(ty: &Bound<'_, PyType>) -> PyResult<Table> {
     };
     // SAFETY: the producer publishes the address of a table that lives as long as the process,
     // linked to older ones through `prev_api` (DLPack's contract for the attribute).
-    match unsafe { exchange::resolve(address) } {
+    match unsafe { exchange::resolve(table) } {
         Ok(Resolved::Usable(api)) => Ok(Table::Usable(Usable { api, autograd: false })),
         Ok(Resolved::Unknown(version)) => Ok(Table::Unknown(version)),
         Err(e @ TableError::MissingEntry(_)) => Err(PyTypeError::new_err(format!(
