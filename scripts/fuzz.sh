@@ -6,10 +6,12 @@
 #   scripts/fuzz.sh --merge [TARGET...]                                  fold new finds into the seeds
 #
 # New inputs go to fuzz/corpus/TARGET (not committed); fuzz/seeds/TARGET is the committed seed
-# corpus. --merge folds the new inputs into it and minimises it (cargo fuzz cmin) by edges alone
-# (no hit counters), so each seed adds a branch. A crash stops the script with the input under
-# fuzz/artifacts/TARGET. The closing table gives the executions of each target, or for --replay
-# and --merge the coverage of the seeds (libFuzzer's edges and features).
+# corpus. An input holds one case or several (fuzz/src/lib.rs, `cases`): --merge splits the seeds
+# and the new inputs into their cases, minimises them as cargo fuzz cmin does (libFuzzer's
+# merge) by edges alone (no hit counters), so that each case adds a branch, and packs them into
+# seed files of up to 4 KiB (scripts/fuzz_cases.py). A crash stops the script with the input
+# under fuzz/artifacts/TARGET. The closing table gives the executions of each target, or for
+# --replay and --merge the coverage of the seeds (libFuzzer's edges and features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,8 +38,8 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
 fi
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
 
-# Inputs past this many bytes add nothing the structure-aware targets need.
-max_len=512
+# A packed seed file holds up to this many bytes (a case needs far fewer).
+max_len=4096
 # libFuzzer's coverage line once the inputs are loaded: edges (cov) and features (ft).
 coverage() { grep -o 'INITED cov: [0-9]* ft: [0-9]*' "$1" | tail -1 | sed 's/INITED //'; }
 summary=()
@@ -54,11 +56,19 @@ for t in "${targets[@]}"; do
             rm -f "$log"
             ;;
         merge)
-            before=$(ls "fuzz/seeds/$t" | wc -l)
-            cp -n fuzz/corpus/"$t"/* "fuzz/seeds/$t/" 2>/dev/null || true
-            # Edges alone decide (no hit counters): the seeds stay few, each adding a branch.
-            (cd fuzz && cargo +nightly fuzz cmin "$t" "seeds/$t" -- -use_counters=0 -max_len=$max_len) >/dev/null 2>&1
-            summary+=("$t: $before seed inputs and $(ls "fuzz/corpus/$t" | wc -l) new ones minimised to $(ls "fuzz/seeds/$t" | wc -l)")
+            (cd fuzz && cargo +nightly fuzz build "$t")
+            bin=fuzz/target/x86_64-unknown-linux-gnu/release/$t
+            work=$(mktemp -d)
+            python3 scripts/fuzz_cases.py unpack "$work/cases" "fuzz/seeds/$t" "fuzz/corpus/$t" >/dev/null
+            before=$("$bin" -runs=0 -max_len=$max_len "fuzz/seeds/$t" 2>&1 | tee "$work/log" | grep -o 'INITED cov: [0-9]* ft: [0-9]*' | tail -1)
+            mkdir "$work/min"
+            "$bin" -merge=1 -use_counters=0 -max_len=$max_len "$work/min" "$work/cases" >"$work/log" 2>&1 ||
+                { tail -40 "$work/log"; exit 1; }
+            rm -rf "fuzz/seeds/$t"
+            packed=$(python3 scripts/fuzz_cases.py pack "fuzz/seeds/$t" "$work/min")
+            after=$("$bin" -runs=0 -max_len=$max_len "fuzz/seeds/$t" 2>&1 | grep -o 'INITED cov: [0-9]* ft: [0-9]*' | tail -1)
+            summary+=("$t: ${before#INITED } before; $packed, ${after#INITED }")
+            rm -rf "$work"
             ;;
         fuzz)
             logs=$(mktemp -d)

@@ -157,7 +157,7 @@ fn views(tensor: &DLTensor, built: &Built) {
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     if input.tables.is_empty() || input.tables.len() > 40 {
         return;
     }

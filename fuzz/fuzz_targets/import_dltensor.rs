@@ -148,7 +148,7 @@ where
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.element % 4 {
         0 => with_rank::<u8>(&input),
         1 => with_rank::<bool>(&input),

@@ -157,7 +157,7 @@ fn with_rank<T: DlElement>(input: &Input) {
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.element % 4 {
         0 => with_rank::<i16>(&input),
         1 => with_rank::<bool>(&input),

@@ -188,7 +188,7 @@ where
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.element % 3 {
         0 => with_layout::<f32>(&input),
         1 => with_layout::<u8>(&input),

@@ -237,7 +237,7 @@ where
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.rank % 3 {
         0 => with_layout::<1>(&input),
         1 => with_layout::<2>(&input),

@@ -207,7 +207,7 @@ where
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.element % 3 {
         0 => with_rank::<bool>(&input),
         1 => with_rank::<u16>(&input),

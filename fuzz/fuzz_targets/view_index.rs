@@ -236,7 +236,7 @@ where
     }
 }
 
-libfuzzer_sys::fuzz_target!(|input: Input| {
+dlmd_fuzz::fuzz_cases!(|input: Input| {
     match input.rank % 5 {
         0 => with_rank::<0>(&input),
         1 => with_rank::<1>(&input),

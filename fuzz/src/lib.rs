@@ -1,5 +1,9 @@
 //! Structure-aware inputs and oracles shared by the fuzz targets.
 //!
+//! An input holds one case or several ([`cases`]): each case is decoded as `fuzz_target!`
+//! decodes a whole input, and the targets run every case ([`fuzz_cases!`]), so that a few seed
+//! files hold a corpus whose coverage spans thousands of monomorphised paths.
+//!
 //! Every target builds its tensors over a buffer it allocated itself, then checks each answer
 //! against arithmetic of its own (in `i128`, so nothing here overflows): an accepted view reaches
 //! exactly the bytes the tensor describes, all inside that buffer; a refused one names a reason.
@@ -8,6 +12,52 @@ use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLDataType, DLDevice, DLDeviceType, DLPackVersion, DLTensor};
 use dlmd::extents::IndexArray;
 use dlmd::{DlElement, Extents, Mapping, Mdspan, view::Access};
+
+/// The cases of one input: `[length: u16, little-endian][length bytes]`, repeated; a length past
+/// the end takes what is left, and an input too short for a length is one case.
+pub fn cases(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    let mut first = true;
+    core::iter::from_fn(move || {
+        if rest.len() < 2 {
+            let last = (first && !rest.is_empty()).then_some(rest);
+            first = false;
+            rest = &[];
+            return last;
+        }
+        first = false;
+        let len = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+        let body = &rest[2..];
+        let (case, next) = body.split_at(len.min(body.len()));
+        rest = next;
+        Some(case)
+    })
+}
+
+/// One case decoded as `fuzz_target!` decodes an input: `None` where it is shorter than the
+/// type's size hint or does not decode.
+pub fn decode<'a, T: Arbitrary<'a>>(case: &'a [u8]) -> Option<T> {
+    if case.len() < T::size_hint(0).0 {
+        return None;
+    }
+    T::arbitrary_take_rest(arbitrary::Unstructured::new(case)).ok()
+}
+
+/// `libfuzzer_sys::fuzz_target!` over every case of an input ([`cases`]): the body runs once per
+/// case that decodes, as a closure (`return` ends the case).
+#[macro_export]
+macro_rules! fuzz_cases {
+    (|$input:ident: $ty:ty| $body:block) => {
+        libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+            let run = |$input: $ty| $body;
+            for case in $crate::cases(data) {
+                if let Some(input) = $crate::decode::<$ty>(case) {
+                    run(input);
+                }
+            }
+        });
+    };
+}
 
 /// The largest buffer a target allocates.
 pub const MAX_BUFFER: usize = 4096;
