@@ -38,8 +38,9 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
 fi
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
 
-# A packed seed file holds up to this many bytes (a case needs far fewer).
-max_len=4096
+# A packed seed file holds up to this many bytes; a case needs far fewer, and fuzzing runs one
+# case or a few per input (fast executions), starting from the seeds' cases one per input.
+max_len=4096 case_len=512
 # libFuzzer's coverage line once the inputs are loaded: edges (cov) and features (ft).
 coverage() { grep -o 'INITED cov: [0-9]* ft: [0-9]*' "$1" | tail -1 | sed 's/INITED //'; }
 summary=()
@@ -71,13 +72,14 @@ for t in "${targets[@]}"; do
             rm -rf "$work"
             ;;
         fuzz)
+            python3 scripts/fuzz_cases.py unpack "fuzz/corpus/$t" "fuzz/seeds/$t" >/dev/null
             logs=$(mktemp -d)
             limit=(-max_total_time="$time")
             [ -n "$runs" ] && limit=(-runs="$runs")
             # With --jobs J, J processes fuzz the target at once, sharing the corpus; each logs
             # its final statistics.
-            (cd fuzz && cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
-                "${limit[@]}" -max_len=$max_len -print_final_stats=1 \
+            (cd fuzz && cargo +nightly fuzz run "$t" "corpus/$t" -- \
+                "${limit[@]}" -max_len=$case_len -print_final_stats=1 \
                 -jobs="$jobs" -workers="$jobs" $( [ "$jobs" -gt 1 ] && echo "-close_fd_mask=1" ) \
                 ) >"$logs/main.log" 2>&1 || { cat "$logs/main.log" fuzz/fuzz-*.log 2>/dev/null | tail -60; exit 1; }
             # With several jobs libFuzzer copies each worker's log into its own output when the

@@ -127,8 +127,9 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
 /// The [`LentTensor`]'s `DLTensor` is the producer's, unchecked: read it through
 /// [`Mdspan::from_dlpack`](crate::Mdspan::from_dlpack) and friends, whose contract the lending
 /// meets while `f` runs no Python code that frees or changes `obj` (the table's promise lasts
-/// until control returns to Python). Its [`work_stream`](LentTensor::work_stream) is asked of the
-/// producer only if `f` asks.
+/// until control returns to Python); for a mutable view, only where
+/// [`writes_refused`](LentTensor::writes_refused) is `None`. Its
+/// [`work_stream`](LentTensor::work_stream) is asked of the producer only if `f` asks.
 pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
     refuse_capsule(obj)?;
     if let Some(table) = usable_table(obj)?
