@@ -370,3 +370,78 @@ fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
         2.0
     );
 }
+
+/// What a deferred write check was asked and released: a context the test shares (through an
+/// `Arc`, whose moves leave pointers to it valid).
+struct Asked {
+    checks: AtomicUsize,
+    releases: AtomicUsize,
+    refuse: bool,
+}
+
+unsafe fn ask(context: core::ptr::NonNull<core::ffi::c_void>) -> Option<&'static str> {
+    // SAFETY: the context is an `Asked` the test keeps alive until after the release.
+    let asked = unsafe { context.cast::<Asked>().as_ref() };
+    asked.checks.fetch_add(1, Ordering::Relaxed);
+    asked.refuse.then_some("the producer tracks it")
+}
+
+unsafe fn release_asked(context: core::ptr::NonNull<core::ffi::c_void>) {
+    // SAFETY: as in `ask`.
+    unsafe { context.cast::<Asked>().as_ref() }
+        .releases
+        .fetch_add(1, Ordering::Relaxed);
+}
+
+fn deferred(refuse: bool) -> (ManagedTensor, Arc<Asked>) {
+    let asked = Arc::new(Asked {
+        checks: AtomicUsize::new(0),
+        releases: AtomicUsize::new(0),
+        refuse,
+    });
+    let raw = export::<DLManagedTensorVersioned>(vec![1i32; 6], Dims::new([2, 3])).unwrap();
+    // SAFETY: a fresh export, handed over.
+    let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    let context = core::ptr::NonNull::new(Arc::as_ptr(&asked).cast_mut()).unwrap().cast();
+    // SAFETY: `ask` and `release_asked` only count, atomically, in an `Asked` the caller keeps
+    // alive past the tensor.
+    unsafe { tensor.defer_write_check(context, ask, release_asked) };
+    (tensor, asked)
+}
+
+#[test]
+fn deferred_write_checks_are_asked_for_mutable_views_only() {
+    let (mut tensor, asked) = deferred(true);
+    assert_eq!(tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap().load([1, 2]), 1);
+    assert_eq!(asked.checks.load(Ordering::Relaxed), 0, "a read asked the producer");
+    assert_eq!(
+        tensor.as_host_mdspan_mut::<i32, 2, LayoutRight>().unwrap_err(),
+        ImportError::WritesRefused("the producer tracks it")
+    );
+    assert!(tensor.is_read_only());
+    assert_eq!(asked.checks.load(Ordering::Relaxed), 2);
+    drop(tensor);
+    assert_eq!(asked.releases.load(Ordering::Relaxed), 1);
+
+    let (mut tensor, asked) = deferred(false);
+    tensor
+        .as_host_mdspan_mut::<i32, 2, LayoutRight>()
+        .unwrap()
+        .store([0, 0], 7);
+    // A second check replaces the first, which is released at once; giving the pointer back
+    // releases the second.
+    let again = Arc::new(Asked {
+        checks: AtomicUsize::new(0),
+        releases: AtomicUsize::new(0),
+        refuse: false,
+    });
+    let context = core::ptr::NonNull::new(Arc::as_ptr(&again).cast_mut()).unwrap().cast();
+    // SAFETY: as in `deferred`.
+    unsafe { tensor.defer_write_check(context, ask, release_asked) };
+    assert_eq!(asked.releases.load(Ordering::Relaxed), 1);
+    let raw = tensor.into_raw::<DLManagedTensorVersioned>().unwrap();
+    assert_eq!(again.releases.load(Ordering::Relaxed), 1);
+    // SAFETY: given back by `into_raw`, still owned.
+    let back = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    assert_eq!(back.as_host_mdspan::<i32, 2, LayoutRight>().unwrap().load([0, 0]), 7);
+}

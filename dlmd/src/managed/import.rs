@@ -39,14 +39,27 @@ pub struct ManagedTensor {
     flags: u64,
     /// Why writes are refused though the flags allow them ([`ManagedTensor::refuse_writes`]).
     writes_refused: Option<&'static str>,
+    /// The producer's answer to the same, asked when a mutable view is
+    /// ([`ManagedTensor::defer_write_check`]).
+    write_check: Option<WriteCheck>,
     versioned: bool,
     release: unsafe fn(NonNull<c_void>),
 }
 
+/// A question to the producer, asked only when a mutable view is: whether the tensor may be
+/// written ([`ManagedTensor::defer_write_check`]).
+struct WriteCheck {
+    context: NonNull<c_void>,
+    check: unsafe fn(NonNull<c_void>) -> Option<&'static str>,
+    release: unsafe fn(NonNull<c_void>),
+}
+
 // SAFETY: `from_raw` requires the deleter to be callable from any thread and the data not to be
-// tied to the creating thread; the wrapper only reads the struct through `&self`.
+// tied to the creating thread, and `defer_write_check` the same of its functions; the wrapper
+// only reads the struct through `&self`.
 unsafe impl Send for ManagedTensor {}
-// SAFETY: shared access only reads the struct and hands out read-only views.
+// SAFETY: shared access only reads the struct, asks the write check (callable from several
+// threads at once: `defer_write_check`) and hands out read-only views.
 unsafe impl Sync for ManagedTensor {}
 
 impl fmt::Debug for ManagedTensor {
@@ -103,6 +116,7 @@ impl ManagedTensor {
             version: managed.version(),
             flags: managed.flags(),
             writes_refused: None,
+            write_check: None,
             versioned: M::VERSIONED,
             ptr: ptr.cast(),
             release: release::<M>,
@@ -125,10 +139,11 @@ impl ManagedTensor {
         self.flags
     }
 
-    /// Whether the producer forbids writes: the tensor's `READ_ONLY` flag, or
-    /// [`refuse_writes`](Self::refuse_writes).
+    /// Whether the producer forbids writes: the tensor's `READ_ONLY` flag,
+    /// [`refuse_writes`](Self::refuse_writes), or the [write check](Self::defer_write_check)'s
+    /// answer (asked now).
     pub fn is_read_only(&self) -> bool {
-        self.flags() & READ_ONLY != 0 || self.writes_refused.is_some()
+        self.check_writable().is_err()
     }
 
     /// Refuses mutable views of this tensor from now on, saying `why`: for consumers that learn
@@ -155,9 +170,66 @@ impl ManagedTensor {
         self.writes_refused = Some(why);
     }
 
+    /// Asks `check` whether the tensor may be written each time a mutable view is asked for
+    /// (or [`is_read_only`](Self::is_read_only)), and not before: for consumers whose producer
+    /// answers outside the tensor, at a cost read-only imports need not pay. `check` returns why
+    /// writes are refused, or `None`; `release` is called once, when the tensor is dropped (or
+    /// when another check replaces this one).
+    ///
+    /// ```
+    /// use core::ptr::NonNull;
+    /// use dlmd::dlpack::DLManagedTensorVersioned;
+    /// use dlmd::managed::{export, ManagedTensor};
+    /// use dlmd::{Dims, ImportError, LayoutRight};
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// static TRACKED: AtomicBool = AtomicBool::new(false);
+    /// unsafe fn ask(_: NonNull<core::ffi::c_void>) -> Option<&'static str> {
+    ///     TRACKED.load(Ordering::Relaxed).then_some("the producer's autograd tracks it")
+    /// }
+    /// unsafe fn release(_: NonNull<core::ffi::c_void>) {}
+    ///
+    /// let raw = export::<DLManagedTensorVersioned>(vec![1u8; 4], Dims::new([4])).unwrap();
+    /// // SAFETY: a fresh export, handed over.
+    /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    /// // SAFETY: `ask` and `release` take any context, from any thread.
+    /// unsafe { tensor.defer_write_check(NonNull::dangling(), ask, release) };
+    /// assert!(tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().is_ok());
+    /// TRACKED.store(true, Ordering::Relaxed);
+    /// let e = tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err();
+    /// assert_eq!(e, ImportError::WritesRefused("the producer's autograd tracks it"));
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// `check(context)` may be called from any thread, from several at once, until
+    /// `release(context)` is called, which may be from any thread, once.
+    pub unsafe fn defer_write_check(
+        &mut self,
+        context: NonNull<c_void>,
+        check: unsafe fn(NonNull<c_void>) -> Option<&'static str>,
+        release: unsafe fn(NonNull<c_void>),
+    ) {
+        if let Some(old) = self.write_check.replace(WriteCheck {
+            context,
+            check,
+            release,
+        }) {
+            // SAFETY: the replaced check's context, released once (its setter's contract).
+            unsafe { (old.release)(old.context) }
+        }
+    }
+
     /// Refuses a mutable view where the producer forbids writes.
     fn check_writable(&self) -> Result<(), ImportError> {
         if let Some(why) = self.writes_refused {
+            return Err(ImportError::WritesRefused(why));
+        }
+        if let Some(c) = &self.write_check
+            // SAFETY: the context is not released before drop; `check` may be called from any
+            // thread (`defer_write_check`).
+            && let Some(why) = unsafe { (c.check)(c.context) }
+        {
             return Err(ImportError::WritesRefused(why));
         }
         if self.flags() & READ_ONLY != 0 {
@@ -240,9 +312,14 @@ impl ManagedTensor {
 
     /// Gives the pointer back without calling the deleter, if the tensor is of kind `M`
     /// (otherwise gives the tensor back).
-    pub fn into_raw<M: ManagedTensorAbi>(self) -> Result<*mut M, Self> {
+    pub fn into_raw<M: ManagedTensorAbi>(mut self) -> Result<*mut M, Self> {
         if self.versioned != M::VERSIONED {
             return Err(self);
+        }
+        if let Some(c) = self.write_check.take() {
+            // SAFETY: released once, from any thread (`defer_write_check`); the pointer given
+            // back carries no check.
+            unsafe { (c.release)(c.context) }
         }
         let ptr = self.ptr.cast::<M>().as_ptr();
         core::mem::forget(self);
@@ -252,6 +329,10 @@ impl ManagedTensor {
 
 impl Drop for ManagedTensor {
     fn drop(&mut self) {
+        if let Some(c) = self.write_check.take() {
+            // SAFETY: released once, from any thread (`defer_write_check`).
+            unsafe { (c.release)(c.context) }
+        }
         // SAFETY: the wrapper owns the tensor and drops once; `release` was made for its kind,
         // and the deleter may be called once, from any thread (`from_raw`).
         unsafe { (self.release)(self.ptr) }

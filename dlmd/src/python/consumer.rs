@@ -7,6 +7,8 @@ use crate::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLPackEx
 pub use crate::exchange::WorkStream;
 use crate::exchange::{self, EntryError, Resolved, TableError};
 use crate::managed::ManagedTensor;
+use core::ffi::c_void;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -433,16 +435,56 @@ fn entry_error(obj: &Bound<'_, PyAny>, e: EntryError) -> PyErr {
 }
 
 /// The owning export of `obj` through its table, whose writes are refused where `obj` requires
-/// grad (as its `__dlpack__` would refuse the export).
+/// grad (as its `__dlpack__` would refuse the export), asked when a mutable view is.
 fn table_export(obj: &Bound<'_, PyAny>, table: Usable) -> PyResult<ManagedTensor> {
     // SAFETY: `table.api` is the table `type(obj)` published; the entry takes `obj`, borrowed
     // for the call, with the GIL held, and hands over a managed tensor on success (DLPack's
     // contract).
     let mut tensor = unsafe { exchange::export(table.api, obj.as_ptr().cast()) }.map_err(|e| entry_error(obj, e))?;
-    if table.autograd && differentiable(tensor.dl_tensor().dtype) && requires_grad(obj)? {
-        tensor.refuse_writes(REQUIRES_GRAD);
+    if table.autograd && differentiable(tensor.dl_tensor().dtype) {
+        // Asked only when a mutable view is: reading pays one reference to `obj`.
+        let held: Py<PyAny> = obj.clone().unbind();
+        // SAFETY: `Py<PyAny>` has the layout of a non-NULL object pointer (pyo3's promise); the
+        // strong reference is released once, by `release_object`.
+        let context = unsafe { core::mem::transmute::<Py<PyAny>, NonNull<c_void>>(held) };
+        // SAFETY: `ask_requires_grad` attaches to the interpreter before touching the object,
+        // from any thread, and `release_object` drops the reference from any thread (pyo3
+        // defers the decrement to the next attached thread where none is).
+        unsafe { tensor.defer_write_check(context, ask_requires_grad, release_object) };
     }
     Ok(tensor)
+}
+
+/// The write check of a tensor exported by an autograd type's table ([`table_export`]).
+///
+/// # Safety
+///
+/// `object` is the strong reference `table_export` made, not released yet.
+unsafe fn ask_requires_grad(object: NonNull<c_void>) -> Option<&'static str> {
+    Python::try_attach(|py| {
+        // SAFETY: a live object: the tensor holds a reference to it (caller).
+        let obj = unsafe { Bound::from_borrowed_ptr(py, object.as_ptr().cast()) };
+        match requires_grad(&obj) {
+            Ok(false) => None,
+            Ok(true) => Some(REQUIRES_GRAD),
+            Err(_) => Some("its requires_grad could not be read"),
+        }
+    })
+    .unwrap_or(Some(
+        "the interpreter that made it is gone: whether it requires grad cannot be asked",
+    ))
+}
+
+/// Releases the reference a write check holds ([`table_export`]).
+///
+/// # Safety
+///
+/// `object` is the strong reference `table_export` made, released once.
+unsafe fn release_object(object: NonNull<c_void>) {
+    // SAFETY: `Py<PyAny>` has the layout of a non-NULL object pointer; this is the reference
+    // `table_export` made, given back once (caller). Dropped without the interpreter, pyo3
+    // defers the decrement.
+    drop(unsafe { core::mem::transmute::<NonNull<c_void>, Py<PyAny>>(object) });
 }
 
 /// The producer's current work stream for data on `device` (the default for the CPU).
