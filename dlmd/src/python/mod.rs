@@ -43,11 +43,12 @@ mod keep_alive;
 mod method;
 mod producer;
 mod request;
+mod table;
 
 pub use capsule::{capsule, take_capsule};
 pub use consumer::{
-    FromDlpack, LentTensor, WorkStream, cpu_device, exchange_api_enabled, exchange_table_of, from_dlpack,
-    from_dlpack_on_stream, from_dlpack_with, from_dlpack_work_stream, set_exchange_api_enabled, with_dlpack_borrowed,
+    FromDlpack, LentTensor, WorkStream, cpu_device, from_dlpack, from_dlpack_on_stream, from_dlpack_with,
+    from_dlpack_work_stream, with_dlpack_borrowed,
 };
 pub use exchange::{
     DlpackBorrowedExport, DlpackExchange, TensorPrototype, publish_exchange_api, publish_exchange_api_borrowing,
@@ -59,6 +60,7 @@ pub use method::{DlpackExporter, add_dlpack_method};
 pub use producer::export_cuda;
 pub use producer::{DlpackExport, export_cpu};
 pub use request::DlpackRequest;
+pub use table::{exchange_api_enabled, exchange_table_of, set_exchange_api_enabled};
 
 /// An import refused, as the Python array API raises it: `BufferError` for data that is valid
 /// but cannot be viewed as asked (its device, data type, rank, extents, layout, or a read-only
