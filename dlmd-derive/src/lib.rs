@@ -1,4 +1,5 @@
-//! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]` and `dlmd!`.
+//! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]`, `dlmd!` and
+//! `#[dlmd::kernel]`.
 //!
 //! Use them through the `dlmd` crate, which re-exports them; this crate's version is pinned by
 //! `dlmd` and the two are released together.
@@ -12,6 +13,7 @@
 mod ast;
 mod attr;
 mod expand;
+mod kernel;
 mod repr;
 #[cfg(test)]
 mod tests;
@@ -32,4 +34,10 @@ pub fn derive_dl_element(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn dlmd(input: TokenStream) -> TokenStream {
     view::expand(input.into()).into()
+}
+
+/// Makes a function a GPU kernel and its typed launcher; documented on the re-export in `dlmd`.
+#[proc_macro_attribute]
+pub fn kernel(args: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(args.into(), item.into()).into()
 }

@@ -59,6 +59,8 @@
 )]
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Kernels: the thread registers are nightly-only, and nightly is what builds for nvptx64.
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -74,6 +76,7 @@ pub mod exchange;
 pub mod export;
 pub mod extents;
 pub mod import;
+pub mod kernel;
 pub mod layout;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -159,6 +162,40 @@ pub use view::{
 #[cfg(feature = "derive")]
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use dlmd_derive::DlElement;
+
+/// Makes a function a GPU kernel, and on the host its typed launcher: one source states the
+/// signature for both sides.
+///
+/// A kernel crate is compiled twice. For `nvptx64-nvidia-cuda` (by `dlmd-build`, on nightly),
+/// the function becomes a PTX entry point of its name: each parameter arrives as its
+/// [`KernelParam::Param`](kernel::KernelParam::Param) and is rebuilt into exactly the declared
+/// type before the body runs. For the host (with the `cuda` feature), the function becomes a
+/// launcher with the same parameters, preceded by a [`cuda::Launch`] (a scope, a stream, the
+/// loaded module and a grid):
+///
+/// ```ignore
+/// #[dlmd::kernel]
+/// pub fn add_index(mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
+///     Thread::current().for_each_mut(&mut out, |[i, j, k], x| *x += (i + j + k) as f32);
+/// }
+///
+/// // On the host:
+/// cuda::scope(|s| kernels::add_index(s.launch(&stream, &module, grid), view.reborrow()))?;
+/// ```
+///
+/// A launch does not compile when an argument differs from the parameter in element type,
+/// rank, static extents, layout, memory space or access: the launcher's parameters are the
+/// kernel's types. Views must outlive the launch's [`cuda::scope`], which waits for the kernel;
+/// a view on another device than the stream's is an error, as is a module whose kernel of this
+/// name was built from another signature (the PTX carries a digest of it).
+///
+/// Parameters are device and managed views ([`DeviceMdspan`], [`DeviceMdspanMut`], …) and
+/// [`DlElement`] scalars, by value, with `'_` for a view's lifetime. Refused at compile time:
+/// generics, a return value, `async`, `const`, `unsafe`, an ABI, references and named lifetimes.
+/// `#[dlmd::kernel(crate = path)]` names dlmd where it is not `::dlmd`.
+#[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+pub use dlmd_derive::kernel;
 
 /// Builds a host view over an array, a slice or a `Vec` in one line, checking at compile time
 /// what it can see.

@@ -25,6 +25,11 @@
 //! views never convert into each other, and nothing converts into managed memory.
 
 use crate::dlpack::{DLDevice, DLDeviceType};
+#[cfg(any(doc, target_arch = "nvptx64"))]
+use crate::view::Shared;
+#[cfg(doc)]
+use crate::view::Unique;
+use crate::view::{Access, RefAccess};
 use core::fmt::Debug;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -83,6 +88,26 @@ pub trait MemorySpace: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed
     note = "index device views inside a kernel; to read them on the host, copy them to host memory first"
 )]
 pub trait HostAccessible: MemorySpace {}
+
+/// A memory space whose elements the code being compiled reaches through references (`&T`,
+/// `&mut T`) with access `A`: what indexing, [`get`](crate::Mdspan::get) and
+/// [`iter`](crate::Mdspan::iter) need.
+///
+/// | space | on the host | in a kernel (`nvptx64`) |
+/// |---|---|---|
+/// | [`Host`] | [`Shared`] and [`Unique`] | [`Shared`] and [`Unique`] (the thread's own memory: `dlmd!` over a local array) |
+/// | [`Managed`] | [`Shared`] and [`Unique`] | [`Shared`] |
+/// | [`Device`] | — | [`Shared`] |
+///
+/// Every thread of a kernel receives the same views, so a mutable device view is never indexed
+/// there: its elements are handed out one thread each by [`Thread`](crate::kernel::Thread).
+#[diagnostic::on_unimplemented(
+    message = "elements of a `{Self}` view with `{A}` access cannot be reached through references here",
+    label = "the CPU cannot address device memory, and a kernel's threads share its mutable views",
+    note = "on the host, copy device memory to host memory first; in a kernel, index read-only device views \
+            and write mutable ones through `dlmd::kernel::Thread` (each element to one thread)"
+)]
+pub trait Reachable<A: Access>: MemorySpace {}
 
 /// Host (CPU) memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -322,7 +347,17 @@ impl<K: DeviceKind> MemorySpace for Opaque<K> {
 }
 
 impl HostAccessible for Host {}
+// In a kernel, managed memory is shared by every thread: reached as device memory is.
+#[cfg(not(target_arch = "nvptx64"))]
 impl HostAccessible for Managed {}
+
+impl<A: RefAccess> Reachable<A> for Host {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl<A: RefAccess> Reachable<A> for Managed {}
+#[cfg(target_arch = "nvptx64")]
+impl Reachable<Shared> for Managed {}
+#[cfg(target_arch = "nvptx64")]
+impl Reachable<Shared> for Device {}
 
 /// Spaces a view of `From` may be converted to, keeping its data.
 #[diagnostic::on_unimplemented(

@@ -23,10 +23,12 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod launch;
 mod mirrored;
 mod scope;
 mod stream;
 
+pub use launch::{Kernels, Launch};
 pub use mirrored::{Current, MirroredArray};
 pub use scope::{DeviceMemory, Scope, scope};
 pub use stream::{check_stream, sync_consumer_stream};
@@ -108,6 +110,30 @@ pub enum CudaError {
         src: Vec<usize>,
         /// The destination's extents.
         dst: Vec<usize>,
+    },
+    /// A module holds no kernel `kernel` built from the signature its launcher has: the PTX is
+    /// of another kernel crate, or of another version of this one.
+    #[error(
+        "the module's kernel `{kernel}` {}",
+        if *found { "was built from another signature than its launcher's: rebuild the PTX from the same source" } else { "is missing (no `#[dlmd::kernel]` of that name in its PTX)" }
+    )]
+    KernelSignature {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// Whether the module has a kernel of that name (with another signature).
+        found: bool,
+    },
+    /// A launch's module or view is on another device than its stream.
+    #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]
+    KernelDevice {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// What is on the other device: its module, or a view.
+        what: &'static str,
+        /// That device's ordinal.
+        device: i64,
+        /// The stream's device ordinal.
+        stream: usize,
     },
     /// A tensor's device label disagrees with where its pointer really is.
     #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]

@@ -109,6 +109,10 @@ pub trait Layout: Copy + Debug + Default + Eq + Hash + Send + Sync + 'static + s
     const ALWAYS_UNIQUE: bool;
     /// Whether mappings carry an offset of index 0 (for negative strides).
     const HAS_OFFSET: bool;
+    /// Whether the first index varies fastest in memory (column-major): the dimension that
+    /// [`Thread`](crate::kernel::Thread)'s partitions put on a kernel's `x` threads, so that
+    /// neighbouring threads touch neighbouring elements. Otherwise the last index does.
+    const FIRST_FASTEST: bool = false;
 }
 
 /// Maps each index inside the extents to an element offset.
@@ -209,6 +213,7 @@ impl Layout for LayoutLeft {
     const NAME: &'static str = "layout_left";
     const ALWAYS_UNIQUE: bool = true;
     const HAS_OFFSET: bool = false;
+    const FIRST_FASTEST: bool = true;
 }
 impl Layout for LayoutStride {
     type Mapping<E: Extents> = StrideMapping<E>;

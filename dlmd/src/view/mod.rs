@@ -24,7 +24,7 @@ pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayo
 use crate::dtype::DlElement;
 use crate::extents::{Extents, ExtentsError, IndexArray};
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::{Device, Host, HostAccessible, Managed, MemorySpace, SpaceFrom};
+use crate::space::{Device, Host, Managed, MemorySpace, Reachable, SpaceFrom};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
@@ -342,6 +342,29 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
         }
     }
 
+    /// A mutable view of the same elements, borrowing this one mutably: the way to hand a view
+    /// to work (a kernel launch, a copy) and keep it for later.
+    ///
+    /// ```
+    /// let mut data = [0; 4];
+    /// let mut md = dlmd::HostMdspanMut::<i32, dlmd::Dims<1>>::from_slice_mut(&mut data, dlmd::Dims::new([4])).unwrap();
+    /// fn fill(mut v: dlmd::HostMdspanMut<'_, i32, dlmd::Dims<1>>) { v.fill(7) }
+    /// fill(md.as_view_mut());
+    /// assert_eq!(md[[3]], 7);
+    /// ```
+    #[inline]
+    pub fn as_view_mut(&mut self) -> Mdspan<'_, T, E, L, S, A>
+    where
+        A: WriteAccess,
+    {
+        Mdspan {
+            ptr: self.ptr,
+            mapping: self.mapping,
+            space: self.space,
+            _marker: PhantomData,
+        }
+    }
+
     /// The same view in another memory space: managed memory becomes host or device memory.
     /// Host and device views do not convert into each other, and nothing becomes managed.
     ///
@@ -397,13 +420,13 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     }
 }
 
-impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
+impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
     /// The element at `index`, or `None` outside the extents.
     #[inline]
     pub fn get(&self, index: E::Index) -> Option<&T> {
         let offset = self.checked_offset(&index)?;
         // SAFETY: `index` is inside the extents, so `offset` is inside the span, which holds
-        // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow.
+        // initialised `T`s reachable from this code (`S: Reachable<A>`) for the view's borrow.
         Some(unsafe { &*self.ptr.as_ptr().wrapping_add(offset) })
     }
 
@@ -427,7 +450,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> M
     }
 }
 
-impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E, L, S, Unique> {
+impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> Mdspan<'a, T, E, L, S, Unique> {
     /// The element at `index` for writing, or `None` outside the extents.
     #[inline]
     pub fn get_mut(&mut self, index: E::Index) -> Option<&mut T> {
@@ -471,9 +494,7 @@ pub(crate) fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
     panic!("index {index:?} is out of bounds for extents {extents:?}")
 }
 
-impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Index<E::Index>
-    for Mdspan<'_, T, E, L, S, A>
-{
+impl<T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Index<E::Index> for Mdspan<'_, T, E, L, S, A> {
     type Output = T;
 
     #[inline]
@@ -486,7 +507,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Index
     }
 }
 
-impl<T: DlElement, E: Extents, L: Layout, S: HostAccessible> IndexMut<E::Index> for Mdspan<'_, T, E, L, S, Unique> {
+impl<T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> IndexMut<E::Index> for Mdspan<'_, T, E, L, S, Unique> {
     #[inline]
     #[track_caller]
     fn index_mut(&mut self, index: E::Index) -> &mut T {
@@ -525,7 +546,7 @@ pub struct Iter<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
     next: Option<E::Index>,
 }
 
-impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> Iterator for Iter<'v, T, E, L, S, A> {
+impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Iterator for Iter<'v, T, E, L, S, A> {
     type Item = &'v T;
 
     #[inline]
@@ -537,7 +558,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> I
     }
 }
 
-impl<'v, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: RefAccess> IntoIterator
+impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> IntoIterator
     for &'v Mdspan<'v, T, E, L, S, A>
 {
     type Item = &'v T;

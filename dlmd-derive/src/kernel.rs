@@ -1,0 +1,238 @@
+//! `#[dlmd::kernel]`: one function, two expansions. For `nvptx64` a PTX entry point that
+//! rebuilds each parameter from its `KernelParam::Param` and calls the body; for the host a
+//! launcher with the same parameters (lifetimes tied to the `cuda::scope` of the launch) that
+//! checks the views' devices and the module's signature digest, then launches.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{FnArg, ItemFn, Lifetime, Pat, Path, ReturnType, Type};
+
+/// Expands `#[dlmd::kernel(args)] item`.
+pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    match expand_inner(args, item) {
+        Ok(tokens) => tokens,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let krate = crate_path(args)?;
+    let function: ItemFn = syn::parse2(item)?;
+    check_signature(&function)?;
+    let sig = &function.sig;
+    let name = &sig.ident;
+    let vis = &function.vis;
+    let docs: Vec<_> = function.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
+        let FnArg::Typed(arg) = input else {
+            return Err(syn::Error::new(input.span(), "a kernel takes no `self`"));
+        };
+        names.push(match &*arg.pat {
+            Pat::Ident(ident) if ident.subpat.is_none() => ident.ident.clone(),
+            _ => format_ident!("arg{}", i),
+        });
+        types.push((*arg.ty).clone());
+    }
+    let params: Vec<_> = (0..names.len()).map(|i| format_ident!("__dlmd_param{}", i)).collect();
+    let count = names.len();
+    let with = |lifetime: &str| -> Vec<Type> {
+        types
+            .iter()
+            .map(|ty| {
+                let mut ty = ty.clone();
+                SetLifetimes(Lifetime::new(lifetime, Span::call_site())).visit_type_mut(&mut ty);
+                ty
+            })
+            .collect()
+    };
+    let (static_types, inferred_types, scope_types) = (with("'static"), with("'_"), with("'scope"));
+    let digest = signature_digest(&name.to_string(), &inferred_types);
+    let signature_symbol = format_ident!("{}__dlmd_signature", name);
+    let name_str = name.to_string();
+
+    let mut body = function.clone();
+    body.sig.ident = format_ident!("__dlmd_kernel_body");
+    body.vis = syn::Visibility::Inherited;
+    body.attrs.retain(|a| !a.path().is_ident("doc"));
+
+    let param_checks = types.iter().map(|ty| {
+        quote_spanned! {ty.span()=>
+            #krate::__private::kernel_param::<#ty>();
+        }
+    });
+
+    Ok(quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #(#docs)*
+        #[unsafe(no_mangle)]
+        #vis extern "ptx-kernel" fn #name(#(#params: <#static_types as #krate::kernel::KernelParam>::Param),*) {
+            #[inline(always)]
+            #body
+            #(#param_checks)*
+            #(
+                // SAFETY: the launcher made the parameter with `to_param` from a value of this
+                // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
+                let #names = match unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) } {
+                    ::core::option::Option::Some(value) => value,
+                    ::core::option::Option::None => #krate::__private::invalid_kernel_param(),
+                };
+            )*
+            __dlmd_kernel_body(#(#names),*)
+        }
+
+        /// The digest of the kernel's signature, which its launcher checks in the PTX.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        #vis static #signature_symbol: u64 = #digest;
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#docs)*
+        ///
+        /// Launches the kernel (built for the host by `#[dlmd::kernel]`): queued in `launch`'s
+        /// `cuda::scope`, on its stream, with its grid; every device view must be on the
+        /// stream's device.
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #name<'scope>(
+            launch: #krate::cuda::Launch<'_, 'scope, '_>,
+            #(#names: #scope_types),*
+        ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
+            #(let mut #params = #krate::kernel::KernelParam::to_param(&#names);)*
+            let devices: [::core::option::Option<i32>; #count] =
+                [#(#krate::kernel::KernelParam::device_ordinal(&#names)),*];
+            let mut params: [*mut ::core::ffi::c_void; #count] =
+                [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
+            // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'
+            // `Param` forms in this order (both expansions come from this signature), which
+            // `run` checks through the digest the PTX carries; the views live for `'scope`,
+            // which the scope waits out.
+            unsafe { launch.run(#name_str, #digest, &devices, &mut params) }
+        }
+    })
+}
+
+/// `crate = path` from the attribute's arguments, `::dlmd` by default.
+fn crate_path(args: TokenStream) -> syn::Result<Path> {
+    let mut krate: Option<Path> = None;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("crate") {
+            if krate.is_some() {
+                return Err(meta.error("`crate` is given twice"));
+            }
+            krate = Some(meta.value()?.parse()?);
+            Ok(())
+        } else {
+            Err(meta.error("unknown option; the only option is `crate = path::to::dlmd`"))
+        }
+    });
+    parser.parse2(args)?;
+    Ok(krate.unwrap_or_else(|| syn::parse_quote!(::dlmd)))
+}
+
+/// Refuses what a PTX entry point cannot be.
+fn check_signature(function: &ItemFn) -> syn::Result<()> {
+    let sig = &function.sig;
+    let mut errors: Vec<syn::Error> = Vec::new();
+    let mut refuse = |span: Span, why: &str| errors.push(syn::Error::new(span, why));
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        refuse(
+            sig.generics.span(),
+            "a kernel cannot be generic: the PTX entry point has one signature (write `'_` for view lifetimes)",
+        );
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        refuse(
+            ty.span(),
+            "a kernel returns nothing: write its results into a mutable view",
+        );
+    }
+    if let Some(t) = &sig.asyncness {
+        refuse(t.span(), "a kernel cannot be `async`");
+    }
+    if let Some(t) = &sig.constness {
+        refuse(t.span(), "a kernel cannot be `const`");
+    }
+    if let Some(t) = &sig.unsafety {
+        refuse(
+            t.span(),
+            "a kernel is not `unsafe`: its launcher checks the parameters; keep `unsafe` blocks inside",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        refuse(
+            abi.span(),
+            "a kernel takes no ABI: `#[dlmd::kernel]` gives the entry point `ptx-kernel`",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        refuse(v.span(), "a kernel cannot be variadic");
+    }
+    for input in &sig.inputs {
+        if let FnArg::Typed(arg) = input {
+            let mut named = NamedLifetimes(Vec::new());
+            let mut ty = (*arg.ty).clone();
+            named.visit_type_mut(&mut ty);
+            for lifetime in named.0 {
+                refuse(
+                    lifetime.span(),
+                    "write `'_` for a kernel parameter's lifetime: the launch ties every view to its `cuda::scope`",
+                );
+            }
+            if let Type::Reference(r) = &*arg.ty {
+                refuse(
+                    r.span(),
+                    "a kernel takes views and elements by value, not references (the GPU cannot follow a host reference)",
+                );
+            }
+        }
+    }
+    match errors.into_iter().reduce(|mut all, e| {
+        all.combine(e);
+        all
+    }) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Replaces every lifetime of a type.
+struct SetLifetimes(Lifetime);
+
+impl VisitMut for SetLifetimes {
+    fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
+        *lifetime = Lifetime::new(&format!("'{}", self.0.ident), lifetime.span());
+    }
+}
+
+/// Collects the lifetimes of a type other than `'_`.
+struct NamedLifetimes(Vec<Lifetime>);
+
+impl VisitMut for NamedLifetimes {
+    fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
+        if lifetime.ident != "_" {
+            self.0.push(lifetime.clone());
+        }
+    }
+}
+
+/// FNV-1a of `name(type, …)` as the tokens print: the same on both expansions of one source,
+/// different when the PTX was built from another signature.
+fn signature_digest(name: &str, types: &[Type]) -> u64 {
+    let text = format!(
+        "{name}({})",
+        types
+            .iter()
+            .map(|t| quote!(#t).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

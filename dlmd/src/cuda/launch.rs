@@ -1,0 +1,210 @@
+//! Launching Rust kernels: a kernel crate's PTX loaded on a device ([`Kernels`]), and a launch
+//! queued in a [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
+
+use super::{CudaError, Scope};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// The kernels of one kernel crate, loaded on one device: the PTX `dlmd-build` made, with the
+/// signature digest of each `#[dlmd::kernel]` read from it.
+#[derive(Debug)]
+pub struct Kernels {
+    module: Arc<CudaModule>,
+    ordinal: usize,
+    digests: HashMap<String, u64>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+}
+
+/// The suffix of the symbol that carries a kernel's signature digest in the PTX.
+const DIGEST_SUFFIX: &str = "__dlmd_signature";
+
+impl Kernels {
+    /// Loads `ptx` (a kernel crate's, from `dlmd-build`) into `ctx`; the driver compiles it
+    /// for the device.
+    pub fn load(ctx: &Arc<CudaContext>, ptx: &str) -> Result<Self, CudaError> {
+        let digests = digests(ptx);
+        let module = ctx.load_module(Ptx::from_src(ptx))?;
+        Ok(Self {
+            module,
+            ordinal: ctx.ordinal(),
+            digests,
+            functions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The ordinal of the device the kernels are loaded on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The names of the kernels, those `#[dlmd::kernel]` made.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.digests.keys().map(String::as_str)
+    }
+
+    /// The entry point `name`, once its digest was checked against `digest`.
+    fn function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
+        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = functions.get(name) {
+            return Ok(f.clone());
+        }
+        match self.digests.get(name) {
+            Some(&found) if found == digest => {}
+            found => {
+                return Err(CudaError::KernelSignature {
+                    kernel: name,
+                    found: found.is_some(),
+                });
+            }
+        }
+        let f = self.module.load_function(name)?;
+        functions.insert(name, f.clone());
+        Ok(f)
+    }
+}
+
+/// The digest each kernel's `NAME__dlmd_signature` global holds in PTX text, in either form
+/// LLVM writes a `u64` in: `.global .align 8 .u64 NAME__dlmd_signature = DIGEST;` or its
+/// little-endian bytes, `.global .align 8 .b8 NAME__dlmd_signature[8] = {b0, …, b7};`.
+fn digests(ptx: &str) -> HashMap<String, u64> {
+    ptx.lines()
+        .filter_map(|line| {
+            let (declaration, value) = line.split_once('=')?;
+            let symbol = declaration.split_whitespace().last()?;
+            let name = symbol
+                .strip_suffix("[8]")
+                .unwrap_or(symbol)
+                .strip_suffix(DIGEST_SUFFIX)?;
+            let value = value.trim().trim_end_matches(';').trim();
+            let digest = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+                Some(bytes) => {
+                    let mut le = [0u8; 8];
+                    let mut parts = bytes.split(',');
+                    for byte in &mut le {
+                        *byte = parts.next()?.trim().parse().ok()?;
+                    }
+                    parts.next().is_none().then_some(u64::from_le_bytes(le))?
+                }
+                None => value.parse().ok()?,
+            };
+            Some((name.to_string(), digest))
+        })
+        .collect()
+}
+
+/// Where and how a kernel runs: a [`Scope`] that waits for it, a stream, the loaded module and
+/// the grid. Made by [`Scope::launch`], taken by a `#[dlmd::kernel]` launcher.
+#[derive(Debug)]
+pub struct Launch<'a, 'scope, 'env> {
+    scope: &'a Scope<'scope, 'env>,
+    stream: &'a Arc<CudaStream>,
+    kernels: &'a Kernels,
+    config: LaunchConfig,
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// A launch of one of `kernels` on `stream` with `config`, queued in this scope: pass it
+    /// to the kernel's launcher, with the kernel's arguments.
+    pub fn launch<'a>(
+        &'a self,
+        stream: &'a Arc<CudaStream>,
+        kernels: &'a Kernels,
+        config: LaunchConfig,
+    ) -> Launch<'a, 'scope, 'env> {
+        Launch {
+            scope: self,
+            stream,
+            kernels,
+            config,
+        }
+    }
+}
+
+impl Launch<'_, '_, '_> {
+    /// Queues the kernel `name` with `params` on the stream, in the scope, after checking that
+    /// the stream, the module and every view (`devices`) are on one device and that the
+    /// module's kernel was built from the signature whose digest is `digest`.
+    ///
+    /// # Safety
+    ///
+    /// `params` point at the parameters' `KernelParam::Param` forms, in order, for a kernel whose
+    /// signature digest is `digest` (what a `#[dlmd::kernel]` launcher passes), and the memory
+    /// of every view among them stays valid, and accessed only as the view allows, until the
+    /// scope ends.
+    pub unsafe fn run(
+        self,
+        name: &'static str,
+        digest: u64,
+        devices: &[Option<i32>],
+        params: &mut [*mut c_void],
+    ) -> Result<(), CudaError> {
+        let stream = self.stream.context().ordinal();
+        if stream != self.kernels.ordinal {
+            return Err(CudaError::KernelDevice {
+                kernel: name,
+                what: "its module",
+                device: self.kernels.ordinal as i64,
+                stream,
+            });
+        }
+        if let Some(&device) = devices.iter().flatten().find(|&&d| d as i64 != stream as i64) {
+            return Err(CudaError::KernelDevice {
+                kernel: name,
+                what: "a view",
+                device: i64::from(device),
+                stream,
+            });
+        }
+        let function = self.kernels.function(name, digest)?;
+        self.stream.context().bind_to_thread()?;
+        let LaunchConfig {
+            grid_dim,
+            block_dim,
+            shared_mem_bytes,
+        } = self.config;
+        // SAFETY: `function` is the entry point `name` of the module, whose parameters are the
+        // `Param` forms `params` points at (the digest matched; the caller promises the forms);
+        // the context is bound; the memory of the views stays valid until the scope ends, and
+        // the scope waits for this stream before it does.
+        unsafe {
+            result::launch_kernel(
+                function.cu_function(),
+                grid_dim,
+                block_dim,
+                shared_mem_bytes,
+                self.stream.cu_stream(),
+                params,
+            )
+        }?;
+        self.scope.queued_on(self.stream);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_read_as_llvm_writes_them() {
+        let ptx = "
+.visible .global .align 8 .u64 add_index__dlmd_signature = 1234567890123;
+.visible .global .align 8 .u64 sums__dlmd_signature = 42;
+.visible .global .align 8 .b8 transpose__dlmd_signature[8] = {230, 46, 253, 4, 234, 15, 146, 220};
+.visible .global .align 8 .b8 short__dlmd_signature[8] = {230, 46};
+.visible .global .align 8 .u64 other = 7;
+.visible .entry add_index(
+";
+        let found = digests(ptx);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found["add_index"], 1234567890123);
+        assert_eq!(found["sums"], 42);
+        assert_eq!(
+            found["transpose"],
+            u64::from_le_bytes([230, 46, 253, 4, 234, 15, 146, 220])
+        );
+    }
+}

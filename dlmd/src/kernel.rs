@@ -1,0 +1,414 @@
+//! Kernels in Rust over dlmd's views: what a kernel receives, and how its threads share a
+//! mutable view.
+//!
+//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` (nightly,
+//! `-Zbuild-std=core`), where `#[dlmd::kernel]` makes each function a PTX entry point, and for
+//! the host, where the same attribute makes it a typed launcher (`dlmd::cuda`). Each parameter
+//! crosses as its [`KernelParam::Param`], a `#[repr(C)]` value of fixed-width fields, so it has
+//! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
+//! passed: element type, rank, static extents, layout, memory space and access.
+//!
+//! Inside a kernel (code compiled for `nvptx64`):
+//!
+//! - read-only device and managed views ([`DeviceMdspan`](crate::DeviceMdspan),
+//!   [`ManagedMdspan`](crate::ManagedMdspan)) are indexed as on the host: `a[[i, j]]`, `get`,
+//!   `iter`;
+//! - a mutable view ([`DeviceMdspanMut`](crate::DeviceMdspanMut)) reaches every thread of the
+//!   launch, so it is never indexed: [`Thread::for_each_mut`] hands each of its elements to
+//!   exactly one thread, whatever the launch's geometry, and [`Thread::element_mut`] is the
+//!   `unsafe` way to any other pattern;
+//! - `dlmd!` views over a thread's local arrays are host views, indexed as on the host.
+//!
+//! On the host, device views stay out of reach: indexing them does not compile, and a
+//! [`Thread`] cannot be made.
+
+use crate::dlpack::{DLDevice, DLDeviceType};
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+#[cfg(target_arch = "nvptx64")]
+use crate::extents::IndexArray;
+use crate::layout::{Layout, Mapping};
+use crate::space::{Device, Managed, MemorySpace};
+use crate::view::{Mdspan, RefAccess, Unique};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Memory a kernel reaches: CUDA device and managed memory.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` view cannot be a kernel parameter",
+    label = "the GPU cannot reach this memory",
+    note = "kernels take device or managed views and `DlElement` scalars; copy host data to the device first"
+)]
+pub trait KernelSpace: MemorySpace + sealed::Sealed {}
+
+impl sealed::Sealed for Device {}
+impl sealed::Sealed for Managed {}
+impl KernelSpace for Device {}
+impl KernelSpace for Managed {}
+
+/// A value a kernel takes as a parameter: a device or managed view ([`Shared`] or [`Unique`]),
+/// or a [`DlElement`] scalar.
+///
+/// [`Shared`]: crate::view::Shared
+///
+/// # Safety
+///
+/// `Param` is `#[repr(C)]` over fixed-width integers, floats and raw pointers (or is a
+/// [`DlElement`], whose layout its derive checks), so it has the same layout on the host and
+/// on `nvptx64`; [`from_param`](Self::from_param) of what [`to_param`](Self::to_param) made
+/// returns an equal value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kernel parameter",
+    label = "not a device view or an element",
+    note = "kernel parameters are device or managed views (`DeviceMdspan`, `DeviceMdspanMut`, ...) and `DlElement` \
+            scalars; host memory is not reachable from the GPU"
+)]
+pub unsafe trait KernelParam: Sized {
+    /// The form the value crosses in: what the PTX entry point declares.
+    type Param: Copy + 'static;
+
+    /// The value's parameter form, on the host.
+    fn to_param(&self) -> Self::Param;
+
+    /// The value back from its parameter form, in the kernel; `None` where `param` is not one
+    /// `to_param` could have made (a launch from elsewhere).
+    ///
+    /// # Safety
+    ///
+    /// `param` comes from [`to_param`](Self::to_param) of a value whose memory (for a view)
+    /// stays valid, and accessed only as its access allows, while the returned value lives:
+    /// the launcher's [`cuda::scope`](https://docs.rs/dlmd/latest/dlmd/cuda/fn.scope.html) keeps
+    /// the views of a launch borrowed until the kernel is done.
+    unsafe fn from_param(param: Self::Param) -> Option<Self>;
+
+    /// The CUDA device ordinal the value's memory belongs to, which the launch's stream must
+    /// be on; `None` for values that are on no device (elements) or reachable from every device
+    /// (managed memory).
+    fn device_ordinal(&self) -> Option<i32> {
+        None
+    }
+}
+
+// SAFETY: a `DlElement` crosses as itself: its derive and the scalar impls give it a layout of
+// fixed-width lanes, the same on both targets; the value comes back unchanged.
+unsafe impl<T: DlElement> KernelParam for T {
+    type Param = T;
+
+    #[inline(always)]
+    fn to_param(&self) -> T {
+        *self
+    }
+
+    #[inline(always)]
+    unsafe fn from_param(param: T) -> Option<T> {
+        Some(param)
+    }
+}
+
+/// A view as a kernel parameter: the start of its span, the offset of index `[0, …]`, the
+/// extents and strides (in elements) and the device ordinal, all fixed-width.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ViewParam<T, const R: usize> {
+    /// The start of the span.
+    pub data: *mut T,
+    /// The offset of index `[0, …]` from `data`, in elements.
+    pub offset: i64,
+    /// The extents.
+    pub extents: [i64; R],
+    /// The strides, in elements.
+    pub strides: [i64; R],
+    /// The device ordinal.
+    pub device: i32,
+}
+
+impl<T, const R: usize> Clone for ViewParam<T, R> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize> Copy for ViewParam<T, R> {}
+
+// SAFETY: `ViewParam` is `#[repr(C)]` of a pointer, `i64`s and an `i32`. `from_param` rebuilds
+// the extents, mapping and space through their checked constructors, so it returns the view
+// `to_param` described, or `None`.
+unsafe impl<T, E, L, S, A, const R: usize> KernelParam for Mdspan<'_, T, E, L, S, A>
+where
+    T: DlElement,
+    E: Extents<Index = [usize; R]>,
+    L: Layout,
+    S: KernelSpace,
+    A: RefAccess,
+{
+    type Param = ViewParam<T, R>;
+
+    fn to_param(&self) -> ViewParam<T, R> {
+        let mapping = self.mapping();
+        // Casts cannot wrap: a mapping's extents, strides and offset fit in `isize`.
+        ViewParam {
+            data: self.data_handle(),
+            offset: mapping.offset() as i64,
+            extents: self.extents().to_array().map(|e| e as i64),
+            strides: mapping.strides().map(|s| s as i64),
+            device: self.space().device().device_id,
+        }
+    }
+
+    fn device_ordinal(&self) -> Option<i32> {
+        let device = self.space().device();
+        (device.device_type == DLDeviceType::CUDA).then_some(device.device_id)
+    }
+
+    #[inline(always)]
+    unsafe fn from_param(param: ViewParam<T, R>) -> Option<Self> {
+        let mut extents = [0usize; R];
+        let mut strides = [0isize; R];
+        for d in 0..R {
+            extents[d] = usize::try_from(param.extents[d]).ok()?;
+            strides[d] = isize::try_from(param.strides[d]).ok()?;
+        }
+        let extents = E::from_array(extents).ok()?;
+        let offset = usize::try_from(param.offset).ok()?;
+        let mapping = <L::Mapping<E> as Mapping>::from_strides(extents, &strides, offset).ok()?;
+        let space = S::from_device(DLDevice {
+            device_type: S::DEVICE_TYPE,
+            device_id: param.device,
+        })
+        .ok()?;
+        // SAFETY: `param` describes a live view of this type (caller), whose memory stays valid
+        // and accessed as `A` allows while the result lives; the mapping and space were checked
+        // again on the way.
+        Some(unsafe { Self::from_raw_parts(param.data, mapping, space) })
+    }
+}
+
+/// The thread of a kernel that runs the code: its place in the launch, and the elements of a
+/// mutable view it owns.
+///
+/// Made by [`Thread::current`] in code compiled for `nvptx64`; on the host there is none (the
+/// type has no value there), so its methods type-check everywhere and run only in kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct Thread(Inner);
+
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy, Debug)]
+struct Inner;
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, Debug)]
+enum Inner {}
+
+/// One axis of the launch: this thread's global id along it, and the number of threads.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Axis {
+    id: usize,
+    count: usize,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Axis {
+    /// `f(i)` for `i = id, id + count, …` below `end`: every `i` below `end` is visited by
+    /// exactly one thread of the axis.
+    #[inline(always)]
+    fn stride(self, end: usize, mut f: impl FnMut(usize)) {
+        let mut i = self.id;
+        while i < end {
+            f(i);
+            i += self.count;
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod geometry {
+    use super::Axis;
+    use core::arch::nvptx;
+
+    macro_rules! axis {
+        ($name:ident, $tid:ident, $ntid:ident, $ctaid:ident, $nctaid:ident) => {
+            /// This thread's global id along the axis, and the threads along it.
+            #[inline(always)]
+            pub(super) fn $name() -> Axis {
+                // SAFETY: each intrinsic reads a special register of the running thread; none
+                // has a precondition.
+                let (t, n, c, g) = unsafe { (nvptx::$tid(), nvptx::$ntid(), nvptx::$ctaid(), nvptx::$nctaid()) };
+                Axis {
+                    id: c as usize * n as usize + t as usize,
+                    count: g as usize * n as usize,
+                }
+            }
+        };
+    }
+    axis!(x, _thread_idx_x, _block_dim_x, _block_idx_x, _grid_dim_x);
+    axis!(y, _thread_idx_y, _block_dim_y, _block_idx_y, _grid_dim_y);
+    axis!(z, _thread_idx_z, _block_dim_z, _block_idx_z, _grid_dim_z);
+
+    /// The three axes as one: this thread's linear id (x fastest) and the launch's threads.
+    #[inline(always)]
+    pub(super) fn linear() -> Axis {
+        let (x, y, z) = (x(), y(), z());
+        Axis {
+            id: (z.id * y.count + y.id) * x.count + x.id,
+            count: x.count * y.count * z.count,
+        }
+    }
+}
+
+impl Thread {
+    /// The running thread.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub fn current() -> Thread {
+        Thread(Inner)
+    }
+
+    /// This thread's index among all threads of the launch (`x` fastest, then `y`, then `z`,
+    /// blocks as threads are).
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        #[cfg(target_arch = "nvptx64")]
+        return geometry::linear().id;
+        #[cfg(not(target_arch = "nvptx64"))]
+        match self.0 {}
+    }
+
+    /// The number of threads of the launch.
+    #[inline(always)]
+    pub fn count(&self) -> usize {
+        #[cfg(target_arch = "nvptx64")]
+        return geometry::linear().count;
+        #[cfg(not(target_arch = "nvptx64"))]
+        match self.0 {}
+    }
+
+    /// Calls `f` with each index of `view` this thread owns and its element: across the threads
+    /// of the launch, every element goes to exactly one thread, whatever the grid and block
+    /// sizes. The view is unique (no two indices reach one element), so no two threads write one
+    /// element.
+    ///
+    /// The partition follows the launch's geometry: the fastest-varying dimension in memory
+    /// (the last, or the first for [`LayoutLeft`](crate::LayoutLeft)) goes to the `x` threads,
+    /// so a warp touches neighbouring elements; for rank 2 and more the next one goes to `y`
+    /// and the remaining dimensions, flattened, to `z`. A rank-1 view goes to all threads in
+    /// linear order, a rank-0 view to thread 0. Each thread strides through its axis (a
+    /// grid-stride loop), so a smaller grid still covers the view.
+    #[inline(always)]
+    pub fn for_each_mut<T, E, L, S>(&self, view: &mut Mdspan<'_, T, E, L, S, Unique>, f: impl FnMut(E::Index, &mut T))
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        S: KernelSpace,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        partition(view, f);
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (view, f);
+            match self.0 {}
+        }
+    }
+
+    /// The element at `index` of a mutable view, for any pattern [`for_each_mut`](Self::for_each_mut)
+    /// does not express; `None` outside the extents.
+    ///
+    /// # Safety
+    ///
+    /// While the returned reference lives, no other thread of the launch reads or writes that
+    /// element (through any view): the kernel hands each index to one thread.
+    #[inline(always)]
+    pub unsafe fn element_mut<'v, T, E, L, S>(
+        &self,
+        view: &'v mut Mdspan<'_, T, E, L, S, Unique>,
+        index: E::Index,
+    ) -> Option<&'v mut T>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        S: KernelSpace,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mapping = view.mapping();
+            if !mapping.contains(&index) {
+                return None;
+            }
+            let offset = mapping.offset_of(&index);
+            // SAFETY: `index` is inside the extents, so the element is in the view's span, in
+            // memory this kernel reaches; the caller promises no other thread touches it while
+            // the reference lives, and `view` is borrowed mutably for as long.
+            Some(unsafe { &mut *view.data_handle().wrapping_add(offset) })
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (view, index);
+            match self.0 {}
+        }
+    }
+}
+
+/// [`Thread::for_each_mut`]'s partition.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn partition<T, E, L, S>(view: &mut Mdspan<'_, T, E, L, S, Unique>, mut f: impl FnMut(E::Index, &mut T))
+where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    S: KernelSpace,
+{
+    let extents = view.extents().to_array();
+    let mapping = *view.mapping();
+    let data = view.data_handle();
+    let mut visit = |index: E::Index| {
+        // SAFETY: `index` is inside the extents (each axis below its extent), so the element is
+        // in the span of a unique view; the partition gives it to this thread alone, and the
+        // reference ends with the call.
+        f(index, unsafe { &mut *data.wrapping_add(mapping.offset_of(&index)) })
+    };
+    let e = extents.as_ref();
+    let rank = e.len();
+    if rank == 0 {
+        if geometry::linear().id == 0 {
+            visit(E::Index::zeros());
+        }
+        return;
+    }
+    if rank == 1 {
+        geometry::linear().stride(e[0], |i| {
+            let mut index = E::Index::zeros();
+            index.as_mut()[0] = i;
+            visit(index);
+        });
+        return;
+    }
+    // The fastest dimension on x, the next on y, the rest (outermost last) flattened on z.
+    let (fast, next) = if L::FIRST_FASTEST { (0, 1) } else { (rank - 1, rank - 2) };
+    let rest = |d: usize| if L::FIRST_FASTEST { d + 2 } else { rank - 3 - d };
+    let rest_count: usize = (0..rank - 2).map(|d| e[rest(d)]).product();
+    let (x, y) = (geometry::x(), geometry::y());
+    geometry::z().stride(rest_count, |mut outer| {
+        let mut index = E::Index::zeros();
+        if rank == 3 {
+            index.as_mut()[rest(0)] = outer;
+        } else {
+            for d in 0..rank - 2 {
+                let extent = e[rest(d)];
+                index.as_mut()[rest(d)] = outer % extent;
+                outer /= extent;
+            }
+        }
+        y.stride(e[next], |j| {
+            index.as_mut()[next] = j;
+            x.stride(e[fast], |i| {
+                index.as_mut()[fast] = i;
+                visit(index);
+            });
+        });
+    });
+}
