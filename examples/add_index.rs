@@ -8,61 +8,13 @@
 //! Run with `cargo run --release --features cuda --example add_index [-- --bench]` on a machine
 //! with an NVIDIA GPU.
 
-use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg, sys};
-use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
-use dlmd::cuda::{self, CudaError, HEADER};
+use cudarc::driver::{CudaContext, CudaStream, PushKernelArg, sys};
+use dlmd::cuda::{self, CudaError};
 use dlmd::{Const, Dims, LayoutRight, dlmd};
+use dlmd_examples::cxx::{ADD_INDEX, add_index_grid, compile};
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-const KERNEL: &str = r#"
-// Each thread takes 4 consecutive elements of the last dimension: one 16-byte load and store
-// where the row is contiguous and aligned (the fast path), element by element otherwise.
-extern "C" __global__ void add_index(dlmd::view<float, 3> v) {
-    long long i = blockIdx.z;
-    long long j = (long long)blockIdx.y * blockDim.y + threadIdx.y;
-    long long k = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
-    if (j >= v.extent(1) || k >= v.extent(2)) return;
-    float* p = &v(i, j, k);
-    float sum = (float)(i + j + k);
-    if (v.stride(2) == 1 && k + 4 <= v.extent(2) && ((unsigned long long)p & 15) == 0) {
-        float4 x = *reinterpret_cast<float4*>(p);
-        x.x += sum; x.y += sum + 1.0f; x.z += sum + 2.0f; x.w += sum + 3.0f;
-        *reinterpret_cast<float4*>(p) = x;
-    } else {
-        for (long long kk = k; kk < k + 4 && kk < v.extent(2); ++kk) v(i, j, kk) += (float)(i + j + kk);
-    }
-}
-"#;
-
-fn launch_config(extents: [usize; 3]) -> LaunchConfig {
-    // 64 threads of 4 elements cover 256 of a row; 4 rows per block.
-    let (x, y) = (64u32, 4u32);
-    LaunchConfig {
-        grid_dim: (
-            (extents[2] as u32).div_ceil(4 * x),
-            (extents[1] as u32).div_ceil(y),
-            extents[0] as u32,
-        ),
-        block_dim: (x, y, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-fn compile(ctx: &Arc<CudaContext>) -> Result<cudarc::driver::CudaFunction, Box<dyn Error>> {
-    let (major, minor) = ctx.compute_capability()?;
-    let arch: &'static str = Box::leak(format!("--gpu-architecture=sm_{major}{minor}").into_boxed_str());
-    let source = format!("{HEADER}\n{KERNEL}");
-    let ptx = compile_ptx_with_opts(
-        source,
-        CompileOptions {
-            options: vec![arch.to_string()],
-            ..Default::default()
-        },
-    )?;
-    Ok(ctx.load_module(ptx)?.load_function("add_index")?)
-}
 
 fn check(
     ctx: &Arc<CudaContext>,
@@ -86,7 +38,7 @@ fn check(
         let mut launch = stream.launch_builder(func);
         launch.arg(&kv);
         // SAFETY: the kernel reads and writes exactly the view's elements, which `device` holds.
-        unsafe { launch.launch(launch_config([64, 32, 16])) }?;
+        unsafe { launch.launch(add_index_grid([64, 32, 16])) }?;
     }
     stream.memcpy_dtoh(&device, &mut host)?;
     let wrong = host.iter().zip(&expected).filter(|(a, b)| a != b).count();
@@ -121,7 +73,7 @@ fn bench(stream: &Arc<CudaStream>, func: &cudarc::driver::CudaFunction) -> Resul
             let mut launch = stream.launch_builder(func);
             launch.arg(&kv);
             // SAFETY: the kernel touches exactly the view's elements, which `a` holds.
-            unsafe { launch.launch(launch_config(extents)) }?;
+            unsafe { launch.launch(add_index_grid(extents)) }?;
             let end = stream.record_event(timing)?;
             end.synchronize()?;
             if run >= 5 {
@@ -150,7 +102,7 @@ fn bench(stream: &Arc<CudaStream>, func: &cudarc::driver::CudaFunction) -> Resul
 fn run() -> Result<(), Box<dyn Error>> {
     let ctx = cuda::context(0)?;
     let stream = ctx.default_stream();
-    let func = compile(&ctx)?;
+    let func = compile(&ctx, ADD_INDEX, "add_index")?;
     check(&ctx, &stream, &func)?;
     if std::env::args().any(|a| a == "--bench") {
         bench(&stream, &func)?;

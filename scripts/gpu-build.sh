@@ -6,8 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/gpu-bundle}
 mkdir -p "$out"
-cargo build --release -p dlmd-examples --features nccl --example add_index --example mirrored --example nccl
-cp target/release/examples/add_index target/release/examples/mirrored target/release/examples/nccl "$out/"
+# (rust_kernels builds its PTX with the nightly toolchain and rust-src.)
+cargo build --release -p dlmd-examples --features nccl,kernels --example add_index --example mirrored --example nccl \
+    --example rust_kernels
+cp target/release/examples/{add_index,mirrored,nccl,rust_kernels} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py "$out/"
 # The test binaries: `gpu` (one device) and `multi_gpu` (two, with NCCL).
 for name in gpu multi_gpu; do

@@ -41,12 +41,14 @@ fi
 single_bench=$([ "${DLMD_SKIP_SINGLE_GPU_BENCH:-0}" = 1 ] && echo 0 || echo 1)
 if [ "$single_bench" = 1 ]; then
     run "add_index example + benchmark" "$dir/add_index" --bench
+    run "Rust kernels + benchmarks" "$dir/rust_kernels" --bench
     run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
     fi
 else
     run "add_index example" "$dir/add_index"
+    run "Rust kernels" "$dir/rust_kernels"
     run "MirroredArray example" "$dir/mirrored"
 fi
 site=$(mktemp -d)

@@ -61,11 +61,14 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     body.vis = syn::Visibility::Inherited;
     body.attrs.retain(|a| !a.path().is_ident("doc"));
 
-    let param_checks = types.iter().map(|ty| {
-        quote_spanned! {ty.span()=>
-            #krate::__private::kernel_param::<#ty>();
-        }
-    });
+    let param_checks: Vec<_> = types
+        .iter()
+        .map(|ty| {
+            quote_spanned! {ty.span()=>
+                #krate::__private::kernel_param::<#ty>();
+            }
+        })
+        .collect();
 
     Ok(quote! {
         #[cfg(target_arch = "nvptx64")]
@@ -78,10 +81,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #(
                 // SAFETY: the launcher made the parameter with `to_param` from a value of this
                 // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
-                let #names = match unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) } {
-                    ::core::option::Option::Some(value) => value,
-                    ::core::option::Option::None => #krate::__private::invalid_kernel_param(),
-                };
+                let #names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
             )*
             __dlmd_kernel_body(#(#names),*)
         }
@@ -103,6 +103,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             launch: #krate::cuda::Launch<'_, 'scope, '_>,
             #(#names: #scope_types),*
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
+            #(#param_checks)*
             #(let mut #params = #krate::kernel::KernelParam::to_param(&#names);)*
             let devices: [::core::option::Option<i32>; #count] =
                 [#(#krate::kernel::KernelParam::device_ordinal(&#names)),*];

@@ -43,6 +43,9 @@ pub trait Extent: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Sea
     fn get(self) -> usize;
     /// The extent `value`, or `None` when the type fixes another one.
     fn new(value: usize) -> Option<Self>;
+    /// The extent `value` where the type does not fix it; the type's own otherwise.
+    #[doc(hidden)]
+    fn new_unchecked(value: usize) -> Self;
 }
 
 /// A static extent of `N`: takes no space.
@@ -66,6 +69,10 @@ impl<const N: usize> Extent for Const<N> {
     fn new(value: usize) -> Option<Self> {
         (value == N).then_some(Const)
     }
+    #[inline(always)]
+    fn new_unchecked(_: usize) -> Self {
+        Const
+    }
 }
 
 impl Extent for Dyn {
@@ -77,6 +84,10 @@ impl Extent for Dyn {
     #[inline]
     fn new(value: usize) -> Option<Self> {
         Some(Dyn(value))
+    }
+    #[inline(always)]
+    fn new_unchecked(value: usize) -> Self {
+        Dyn(value)
     }
 }
 
@@ -133,6 +144,10 @@ pub trait Extents: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     fn static_extent(dim: usize) -> Option<usize>;
     /// Extents from a list, checking the static ones.
     fn from_array(extents: Self::Index) -> Result<Self, ExtentsError>;
+    /// Extents from a list whose static extents are known to match (a kernel's parameter,
+    /// checked on the host): the static ones are the type's.
+    #[doc(hidden)]
+    fn from_array_unchecked(extents: Self::Index) -> Self;
 
     /// The extent of dimension `dim`.
     ///
@@ -184,6 +199,10 @@ impl<const R: usize> Extents for Dims<R> {
         Ok(Self(extents))
     }
     #[inline(always)]
+    fn from_array_unchecked(extents: [usize; R]) -> Self {
+        Self(extents)
+    }
+    #[inline(always)]
     fn extent(&self, dim: usize) -> usize {
         self.0[dim]
     }
@@ -207,6 +226,8 @@ impl Extents for () {
     fn from_array(_: [usize; 0]) -> Result<Self, ExtentsError> {
         Ok(())
     }
+    #[inline(always)]
+    fn from_array_unchecked(_: [usize; 0]) -> Self {}
 }
 
 macro_rules! tuple_extents {
@@ -239,6 +260,10 @@ macro_rules! tuple_extents {
                         }
                     },
                 )+))
+            }
+            #[inline(always)]
+            fn from_array_unchecked(extents: [usize; $rank]) -> Self {
+                ($($name::new_unchecked(extents[$index]),)+)
             }
         }
     };

@@ -22,7 +22,7 @@
 //! On the host, device views stay out of reach: indexing them does not compile, and a
 //! [`Thread`] cannot be made.
 
-use crate::dlpack::{DLDevice, DLDeviceType};
+use crate::dlpack::DLDeviceType;
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 #[cfg(target_arch = "nvptx64")]
@@ -41,12 +41,26 @@ mod sealed {
     label = "the GPU cannot reach this memory",
     note = "kernels take device or managed views and `DlElement` scalars; copy host data to the device first"
 )]
-pub trait KernelSpace: MemorySpace + sealed::Sealed {}
+pub trait KernelSpace: MemorySpace + sealed::Sealed {
+    /// The space of device `id`.
+    #[doc(hidden)]
+    fn with_id(id: i32) -> Self;
+}
 
 impl sealed::Sealed for Device {}
 impl sealed::Sealed for Managed {}
-impl KernelSpace for Device {}
-impl KernelSpace for Managed {}
+impl KernelSpace for Device {
+    #[inline(always)]
+    fn with_id(id: i32) -> Self {
+        Device::new(id)
+    }
+}
+impl KernelSpace for Managed {
+    #[inline(always)]
+    fn with_id(id: i32) -> Self {
+        Managed::new(id)
+    }
+}
 
 /// A value a kernel takes as a parameter: a device or managed view ([`Shared`] or [`Unique`]),
 /// or a [`DlElement`] scalar.
@@ -72,8 +86,8 @@ pub unsafe trait KernelParam: Sized {
     /// The value's parameter form, on the host.
     fn to_param(&self) -> Self::Param;
 
-    /// The value back from its parameter form, in the kernel; `None` where `param` is not one
-    /// `to_param` could have made (a launch from elsewhere).
+    /// The value back from its parameter form, in the kernel, as it was: nothing is checked
+    /// again on the device, where every thread would pay for it.
     ///
     /// # Safety
     ///
@@ -81,7 +95,7 @@ pub unsafe trait KernelParam: Sized {
     /// stays valid, and accessed only as its access allows, while the returned value lives:
     /// the launcher's [`cuda::scope`](https://docs.rs/dlmd/latest/dlmd/cuda/fn.scope.html) keeps
     /// the views of a launch borrowed until the kernel is done.
-    unsafe fn from_param(param: Self::Param) -> Option<Self>;
+    unsafe fn from_param(param: Self::Param) -> Self;
 
     /// The CUDA device ordinal the value's memory belongs to, which the launch's stream must
     /// be on; `None` for values that are on no device (elements) or reachable from every device
@@ -102,8 +116,8 @@ unsafe impl<T: DlElement> KernelParam for T {
     }
 
     #[inline(always)]
-    unsafe fn from_param(param: T) -> Option<T> {
-        Some(param)
+    unsafe fn from_param(param: T) -> T {
+        param
     }
 }
 
@@ -120,9 +134,25 @@ pub struct ViewParam<T, const R: usize> {
     pub extents: [i64; R],
     /// The strides, in elements.
     pub strides: [i64; R],
+    /// The elements the span holds.
+    pub span: i64,
     /// The device ordinal.
     pub device: i32,
 }
+
+// The layout a kernel and its launcher agree on, checked wherever the crate is compiled (the
+// host and nvptx64 alike): a pointer and `i64`s at 8-byte steps, the device ordinal last.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<*mut f32>() == 8 && align_of::<ViewParam<f32, 3>>() == 8);
+    assert!(offset_of!(ViewParam<f32, 3>, offset) == 8);
+    assert!(offset_of!(ViewParam<f32, 3>, extents) == 16);
+    assert!(offset_of!(ViewParam<f32, 3>, strides) == 40);
+    assert!(offset_of!(ViewParam<f32, 3>, span) == 64);
+    assert!(offset_of!(ViewParam<f32, 3>, device) == 72);
+    assert!(size_of::<ViewParam<f32, 3>>() == 80);
+    assert!(size_of::<ViewParam<f64, 0>>() == 32 && offset_of!(ViewParam<f64, 0>, device) == 24);
+};
 
 impl<T, const R: usize> Clone for ViewParam<T, R> {
     #[inline(always)]
@@ -132,9 +162,8 @@ impl<T, const R: usize> Clone for ViewParam<T, R> {
 }
 impl<T, const R: usize> Copy for ViewParam<T, R> {}
 
-// SAFETY: `ViewParam` is `#[repr(C)]` of a pointer, `i64`s and an `i32`. `from_param` rebuilds
-// the extents, mapping and space through their checked constructors, so it returns the view
-// `to_param` described, or `None`.
+// SAFETY: `ViewParam` is `#[repr(C)]` of a pointer, `i64`s and an `i32`; `from_param` rebuilds
+// the extents, mapping and space from exactly the parts `to_param` took.
 unsafe impl<T, E, L, S, A, const R: usize> KernelParam for Mdspan<'_, T, E, L, S, A>
 where
     T: DlElement,
@@ -153,6 +182,7 @@ where
             offset: mapping.offset() as i64,
             extents: self.extents().to_array().map(|e| e as i64),
             strides: mapping.strides().map(|s| s as i64),
+            span: mapping.required_span_size() as i64,
             device: self.space().device().device_id,
         }
     }
@@ -163,25 +193,22 @@ where
     }
 
     #[inline(always)]
-    unsafe fn from_param(param: ViewParam<T, R>) -> Option<Self> {
-        let mut extents = [0usize; R];
-        let mut strides = [0isize; R];
-        for d in 0..R {
-            extents[d] = usize::try_from(param.extents[d]).ok()?;
-            strides[d] = isize::try_from(param.strides[d]).ok()?;
-        }
-        let extents = E::from_array(extents).ok()?;
-        let offset = usize::try_from(param.offset).ok()?;
-        let mapping = <L::Mapping<E> as Mapping>::from_strides(extents, &strides, offset).ok()?;
-        let space = S::from_device(DLDevice {
-            device_type: S::DEVICE_TYPE,
-            device_id: param.device,
-        })
-        .ok()?;
+    unsafe fn from_param(param: ViewParam<T, R>) -> Self {
+        // Casts cannot wrap: the parts are a mapping's (caller), whose numbers fit in `isize`.
+        let extents = E::from_array_unchecked(param.extents.map(|e| e as usize));
+        let strides = param.strides.map(|s| s as isize);
+        // SAFETY: `to_param` took these parts from a mapping of this type (caller).
+        let mapping = unsafe {
+            <L::Mapping<E> as Mapping>::from_parts_unchecked(
+                extents,
+                &strides,
+                param.offset as usize,
+                param.span as usize,
+            )
+        };
         // SAFETY: `param` describes a live view of this type (caller), whose memory stays valid
-        // and accessed as `A` allows while the result lives; the mapping and space were checked
-        // again on the way.
-        Some(unsafe { Self::from_raw_parts(param.data, mapping, space) })
+        // and accessed as `A` allows while the result lives.
+        unsafe { Self::from_raw_parts(param.data, mapping, S::with_id(param.device)) }
     }
 }
 
@@ -365,17 +392,17 @@ where
     let extents = view.extents().to_array();
     let mapping = *view.mapping();
     let data = view.data_handle();
-    let mut visit = |index: E::Index| {
-        // SAFETY: `index` is inside the extents (each axis below its extent), so the element is
-        // in the span of a unique view; the partition gives it to this thread alone, and the
-        // reference ends with the call.
-        f(index, unsafe { &mut *data.wrapping_add(mapping.offset_of(&index)) })
-    };
+    // SAFETY (of each use): every index the partition makes is inside the extents (each axis
+    // below its extent), so its element is in the span of a unique view; the partition gives
+    // it to this thread alone, and the reference ends with the call of `f`.
+    let element = |index: &E::Index| data.wrapping_add(mapping.offset_of(index));
     let e = extents.as_ref();
     let rank = e.len();
     if rank == 0 {
         if geometry::linear().id == 0 {
-            visit(E::Index::zeros());
+            let index = E::Index::zeros();
+            // SAFETY: see `element`.
+            f(index, unsafe { &mut *element(&index) });
         }
         return;
     }
@@ -383,7 +410,8 @@ where
         geometry::linear().stride(e[0], |i| {
             let mut index = E::Index::zeros();
             index.as_mut()[0] = i;
-            visit(index);
+            // SAFETY: see `element`.
+            f(index, unsafe { &mut *element(&index) });
         });
         return;
     }
@@ -407,7 +435,8 @@ where
             index.as_mut()[next] = j;
             x.stride(e[fast], |i| {
                 index.as_mut()[fast] = i;
-                visit(index);
+                // SAFETY: see `element`.
+                f(index, unsafe { &mut *element(&index) });
             });
         });
     });

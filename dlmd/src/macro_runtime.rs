@@ -133,12 +133,3 @@ pub const fn assert_element<T: crate::DlElement>() {}
 /// Compiles only for a kernel parameter type: the error points at the parameter.
 #[inline(always)]
 pub fn kernel_param<P: crate::kernel::KernelParam>() {}
-
-/// A kernel's parameter that its launcher could not have made (a launch from elsewhere): the
-/// kernel stops with a trap, which the launching stream reports.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub fn invalid_kernel_param() -> ! {
-    // SAFETY: `trap` ends the kernel with an error the host sees; it has no precondition.
-    unsafe { core::arch::nvptx::trap() }
-}

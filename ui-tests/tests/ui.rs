@@ -15,4 +15,5 @@ fn ui() {
     t.compile_fail("ui/derive/*.rs");
     t.compile_fail("ui/view/*.rs");
     t.compile_fail("ui/nccl/*.rs");
+    t.compile_fail("ui/kernel/*.rs");
 }

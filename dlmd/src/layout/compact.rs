@@ -172,6 +172,16 @@ macro_rules! compact_mapping {
             }
 
             #[inline(always)]
+            unsafe fn from_parts_unchecked(
+                extents: E,
+                _: &<E::Index as IndexArray>::Isize,
+                _: usize,
+                _: usize,
+            ) -> Self {
+                Self { extents }
+            }
+
+            #[inline(always)]
             fn extents(&self) -> &E {
                 &self.extents
             }

@@ -135,6 +135,21 @@ pub trait Mapping: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
         offset: usize,
     ) -> Result<Self, LayoutError>;
 
+    /// The mapping of these parts, unchecked: how a kernel rebuilds the mapping the host
+    /// checked ([`KernelParam`](crate::kernel::KernelParam)).
+    ///
+    /// # Safety
+    ///
+    /// The parts are those of a mapping of this type: `extents`, `strides()`, `offset()` and
+    /// `required_span_size()` (`span`) of one.
+    #[doc(hidden)]
+    unsafe fn from_parts_unchecked(
+        extents: Self::Extents,
+        strides: &<<Self::Extents as Extents>::Index as IndexArray>::Isize,
+        offset: usize,
+        span: usize,
+    ) -> Self;
+
     /// The extents.
     fn extents(&self) -> &Self::Extents;
     /// The stride of dimension `dim`, in elements.

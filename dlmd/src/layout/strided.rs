@@ -80,6 +80,25 @@ impl<E: Extents> Mapping for StrideMapping<E> {
     type Layout = LayoutStride;
 
     #[inline(always)]
+    unsafe fn from_parts_unchecked(
+        extents: E,
+        strides: &<E::Index as IndexArray>::Isize,
+        _: usize,
+        span: usize,
+    ) -> Self {
+        let mut positive = E::Index::zeros();
+        for (p, &s) in positive.as_mut().iter_mut().zip(strides.as_ref()) {
+            // The parts of a stride mapping: every stride is positive (caller).
+            *p = s as usize;
+        }
+        Self {
+            extents,
+            strides: positive,
+            span,
+        }
+    }
+
+    #[inline(always)]
     fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
         if offset != 0 {
             return Err(LayoutError::UnexpectedOffset {
@@ -209,6 +228,21 @@ impl<E: Extents> Mapping for RelaxedMapping<E> {
     #[inline(always)]
     fn from_strides(extents: E, strides: &<E::Index as IndexArray>::Isize, offset: usize) -> Result<Self, LayoutError> {
         Self::new(extents, *strides, offset)
+    }
+
+    #[inline(always)]
+    unsafe fn from_parts_unchecked(
+        extents: E,
+        strides: &<E::Index as IndexArray>::Isize,
+        offset: usize,
+        span: usize,
+    ) -> Self {
+        Self {
+            extents,
+            strides: *strides,
+            offset,
+            span,
+        }
     }
 
     #[inline(always)]

@@ -1,0 +1,360 @@
+//! Compiles a crate of `#[dlmd::kernel]`s to self-contained PTX, from its build script.
+//!
+//! The kernel crate is compiled for `nvptx64-nvidia-cuda` by the nightly toolchain, with `core`
+//! built from source (`-Zbuild-std=core`), panics that abort at once (`trap`), and every
+//! function of its dependencies available to it, so the PTX calls nothing outside itself. The
+//! host build stays on whatever toolchain builds it: only the PTX needs nightly.
+//!
+//! In the kernel crate's `build.rs`:
+//!
+//! ```no_run
+//! // build.rs, in `fn main`:
+//! dlmd_build::Kernels::from_env().arch("sm_70").build_or_exit();
+//! ```
+//!
+//! and in its `lib.rs`, beside the kernels:
+//!
+//! ```ignore
+//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+//!
+//! /// The kernels' PTX, for `dlmd::cuda::Kernels::load`.
+//! #[cfg(not(target_arch = "nvptx64"))]
+//! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+//! ```
+//!
+//! The nightly toolchain and its `rust-src` component are what the machine needs beyond the
+//! host toolchain (`rustup toolchain install nightly`, `rustup component add rust-src
+//! --toolchain nightly`); nothing is downloaded at build time. A missing one is an error that
+//! names the command to run.
+#![deny(missing_docs)]
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The architecture PTX is built for unless [`Kernels::arch`] says otherwise: `sm_70` (Volta),
+/// which the driver compiles forward for every later GPU (Ampere `sm_80`, Hopper `sm_90`, …).
+pub const DEFAULT_ARCH: &str = "sm_70";
+
+/// The target kernels are compiled for.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// A kernel crate to compile to PTX.
+#[derive(Clone, Debug)]
+pub struct Kernels {
+    manifest_dir: PathBuf,
+    out_dir: PathBuf,
+    name: String,
+    arch: String,
+    toolchain: String,
+}
+
+/// Why the PTX could not be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// A variable cargo gives build scripts is missing.
+    Env(&'static str),
+    /// The nightly toolchain (or its `rust-src`) is not installed.
+    Toolchain {
+        /// What is missing.
+        missing: String,
+        /// The command that installs it.
+        install: String,
+    },
+    /// The nested compilation failed; its output is in `log`.
+    Compile {
+        /// What the compiler printed.
+        log: String,
+    },
+    /// The PTX calls functions it does not define (`.extern .func`): the driver could not load
+    /// it.
+    NotSelfContained {
+        /// The PTX file.
+        ptx: PathBuf,
+        /// The undefined functions.
+        externs: Vec<String>,
+    },
+    /// Reading or writing a file, or starting a program, failed.
+    Io(PathBuf, std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Env(name) => write!(f, "{name} is not set: call dlmd-build from a build script"),
+            BuildError::Toolchain { missing, install } => {
+                write!(f, "building kernels needs {missing}; install it with `{install}`")
+            }
+            BuildError::Compile { log } => write!(f, "compiling the kernels for {TARGET} failed:\n{log}"),
+            BuildError::NotSelfContained { ptx, externs } => write!(
+                f,
+                "{} calls functions it does not define, which the CUDA driver cannot load: {}",
+                ptx.display(),
+                externs.join(", ")
+            ),
+            BuildError::Io(path, e) => write!(f, "{}: {e}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Kernels {
+    /// The crate whose build script this is, from cargo's variables (`CARGO_MANIFEST_DIR`,
+    /// `CARGO_PKG_NAME`, `OUT_DIR`).
+    ///
+    /// # Panics
+    ///
+    /// Outside a build script, where those are not set; [`try_from_env`](Self::try_from_env)
+    /// returns an error instead.
+    pub fn from_env() -> Self {
+        Self::try_from_env().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`from_env`](Self::from_env), with an error outside a build script.
+    pub fn try_from_env() -> Result<Self, BuildError> {
+        let var = |name: &'static str| std::env::var_os(name).ok_or(BuildError::Env(name));
+        Ok(Self {
+            manifest_dir: var("CARGO_MANIFEST_DIR")?.into(),
+            out_dir: var("OUT_DIR")?.into(),
+            name: var("CARGO_PKG_NAME")?.to_string_lossy().replace('-', "_"),
+            arch: DEFAULT_ARCH.into(),
+            toolchain: "nightly".into(),
+        })
+    }
+
+    /// The GPU architecture to compile for (`sm_70`, `sm_80`, `sm_90`, …; default
+    /// [`DEFAULT_ARCH`]). The driver runs PTX on that architecture and every later one.
+    pub fn arch(mut self, arch: &str) -> Self {
+        self.arch = arch.into();
+        self
+    }
+
+    /// The rustup toolchain that compiles the kernels (default `nightly`; a dated one such as
+    /// `nightly-2026-05-19` pins it).
+    pub fn toolchain(mut self, toolchain: &str) -> Self {
+        self.toolchain = toolchain.into();
+        self
+    }
+
+    /// Builds the PTX into `OUT_DIR/kernels.ptx` and returns its path. In the nested build for
+    /// `nvptx64` (the one this starts), does nothing and returns `None`.
+    pub fn build(self) -> Result<Option<PathBuf>, BuildError> {
+        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
+            return Ok(None);
+        }
+        println!("cargo::rerun-if-changed={}", self.manifest_dir.join("src").display());
+        println!(
+            "cargo::rerun-if-changed={}",
+            self.manifest_dir.join("Cargo.toml").display()
+        );
+        let sysroot = self.sysroot()?;
+        let target_dir = self.out_dir.join("nvptx");
+        let output = cargo(&sysroot)
+            .args([
+                "rustc",
+                "--lib",
+                "--release",
+                "--target",
+                TARGET,
+                "-Zbuild-std=core",
+                "--manifest-path",
+            ])
+            .arg(self.manifest_dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .args(["--", "--emit=asm"])
+            .arg(format!("-Ctarget-cpu={}", self.arch))
+            .env(
+                "CARGO_ENCODED_RUSTFLAGS",
+                [
+                    "-Zunstable-options",
+                    "-Cpanic=immediate-abort",
+                    "-Zcross-crate-inline-threshold=always",
+                ]
+                .join("\x1f"),
+            )
+            .output()
+            .map_err(|e| BuildError::Io("cargo".into(), e))?;
+        if !output.status.success() {
+            return Err(BuildError::Compile {
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        let release = target_dir.join(TARGET).join("release");
+        // Every source the PTX came from (the crate's and its path dependencies', as cargo's
+        // dep-info lists them): a change to any rebuilds it.
+        let dep_info = release.join(format!("lib{}.d", self.name));
+        let sources = std::fs::read_to_string(&dep_info).map_err(|e| BuildError::Io(dep_info.clone(), e))?;
+        for source in dep_info_sources(&sources) {
+            if !source.starts_with(&sysroot) {
+                println!("cargo::rerun-if-changed={}", source.display());
+            }
+        }
+        let asm = newest_asm(&release.join("deps"), &self.name)?;
+        let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
+        let externs = extern_functions(&ptx);
+        if !externs.is_empty() {
+            return Err(BuildError::NotSelfContained { ptx: asm, externs });
+        }
+        let out = self.out_dir.join("kernels.ptx");
+        std::fs::write(&out, ptx).map_err(|e| BuildError::Io(out.clone(), e))?;
+        Ok(Some(out))
+    }
+
+    /// [`build`](Self::build), ending the build script with the error where there is one.
+    pub fn build_or_exit(self) {
+        if let Err(e) = self.build() {
+            for line in e.to_string().lines() {
+                println!("cargo::error={line}");
+            }
+            std::process::exit(1);
+        }
+    }
+
+    /// The sysroot of the kernels' toolchain, checked to hold `rust-src`.
+    fn sysroot(&self) -> Result<PathBuf, BuildError> {
+        let missing = |what: String, install: String| BuildError::Toolchain { missing: what, install };
+        let sysroot = Command::new("rustup")
+            .args(["run", &self.toolchain, "rustc", "--print", "sysroot"])
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .output();
+        let sysroot = match sysroot {
+            Ok(out) if out.status.success() => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+            Ok(_) => {
+                return Err(missing(
+                    format!("the {} toolchain", self.toolchain),
+                    format!("rustup toolchain install {} --component rust-src", self.toolchain),
+                ));
+            }
+            Err(_) => {
+                return Err(missing(
+                    "rustup".into(),
+                    "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh".into(),
+                ));
+            }
+        };
+        let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
+        if !core.exists() {
+            return Err(missing(
+                format!("the rust-src component of {}", self.toolchain),
+                format!("rustup component add rust-src --toolchain {}", self.toolchain),
+            ));
+        }
+        Ok(sysroot)
+    }
+}
+
+/// The `cargo` of the toolchain at `sysroot`, driving its `rustc`, without what the outer
+/// build set for itself (its compiler, wrappers, flags and target).
+fn cargo(sysroot: &Path) -> Command {
+    let mut command = Command::new(sysroot.join("bin").join("cargo"));
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let outer = (name.starts_with("CARGO_") && name != "CARGO_HOME")
+            || name.starts_with("RUSTC")
+            || matches!(
+                &*name,
+                "RUSTFLAGS" | "RUSTDOCFLAGS" | "RUSTUP_TOOLCHAIN" | "CARGO" | "TARGET" | "HOST"
+            );
+        if outer {
+            command.env_remove(&*name);
+        }
+    }
+    command.env("RUSTC", sysroot.join("bin").join("rustc"));
+    command
+}
+
+/// The newest `NAME-HASH.s` in `deps`: the assembly `--emit=asm` wrote for the crate.
+fn newest_asm(deps: &Path, name: &str) -> Result<PathBuf, BuildError> {
+    let entries = std::fs::read_dir(deps).map_err(|e| BuildError::Io(deps.into(), e))?;
+    let prefix: OsString = format!("{name}-").into();
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let file = e.file_name();
+            let file = file.to_string_lossy();
+            file.starts_with(&*prefix.to_string_lossy()) && file.ends_with(".s")
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .max()
+        .map(|(_, path)| path)
+        .ok_or_else(|| {
+            BuildError::Io(
+                deps.join(format!("{name}-*.s")),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no PTX was written"),
+            )
+        })
+}
+
+/// The files of a make-style dep-info file (`target: file file…`, spaces escaped with `\\`).
+fn dep_info_sources(dep_info: &str) -> Vec<PathBuf> {
+    let Some((_, files)) = dep_info.lines().next().and_then(|line| line.split_once(": ")) else {
+        return Vec::new();
+    };
+    let mut sources = Vec::new();
+    let mut current = String::new();
+    let mut chars = files.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            ' ' => sources.extend((!current.is_empty()).then(|| PathBuf::from(std::mem::take(&mut current)))),
+            c => current.push(c),
+        }
+    }
+    sources.extend((!current.is_empty()).then(|| PathBuf::from(current)));
+    sources
+}
+
+/// The functions PTX declares `.extern` (calls it does not define).
+pub fn extern_functions(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .map(str::trim_start)
+        .filter(|line| line.starts_with(".extern"))
+        .map(|line| {
+            line.split(|c: char| c.is_whitespace() || c == '(')
+                .rfind(|w| !w.is_empty() && !w.starts_with('.'))
+                .unwrap_or(line)
+                .to_string()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn externs_are_found() {
+        let ptx = "\
+.version 7.0
+.extern .func _ZN4dlmd5check(
+\t.param .b64 p
+);
+.visible .entry add_index(
+";
+        assert_eq!(extern_functions(ptx), ["_ZN4dlmd5check"]);
+        assert!(extern_functions(".visible .entry k(\n)\n{\n\tret;\n}\n").is_empty());
+    }
+
+    #[test]
+    fn dep_info_lists_each_source() {
+        let d = "/t/libk.rlib: /src/a.rs /src/with\\ space.rs /src/b.rs\n\n/src/a.rs:\n";
+        assert_eq!(
+            dep_info_sources(d),
+            [
+                PathBuf::from("/src/a.rs"),
+                "/src/with space.rs".into(),
+                "/src/b.rs".into()
+            ]
+        );
+        assert!(dep_info_sources("").is_empty());
+    }
+
+    #[test]
+    fn outside_a_build_script_is_an_error() {
+        // `cargo test` sets the manifest directory for tests, not the output directory.
+        assert!(matches!(Kernels::try_from_env(), Err(BuildError::Env("OUT_DIR"))));
+    }
+}

@@ -1,0 +1,224 @@
+//! Kernels written in Rust (`examples/kernels`), launched through their typed launchers: each is
+//! checked against the CPU, and with `--bench` timed against the C++ kernel over `view.cuh` of
+//! the same work (NVRTC, on the same grid) and a device-to-device copy of the same bytes,
+//! alternated in one run (medians of 25 rounds, CUDA events).
+//!
+//! Run with `cargo run --release --features kernels --example rust_kernels [-- --bench]` on a
+//! machine with an NVIDIA GPU; building needs the nightly toolchain with `rust-src` (for the
+//! PTX).
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg, sys};
+use dlmd::cuda::{self, CudaError, Kernels};
+use dlmd::{Dims, LayoutLeft, LayoutRight, dlmd};
+use dlmd_example_kernels as rust;
+use dlmd_examples::cxx::{ADD_INDEX, TRANSPOSE, add_index_grid, compile};
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The grid of a transpose of `rows × cols`: 32 × 8 threads a block, `i` on `x`.
+fn transpose_grid(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((rows as u32).div_ceil(32), (cols as u32).div_ceil(8), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn check_add_index(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    let extents = [64, 33, 19];
+    let mut host: Vec<f32> = (0..64 * 33 * 19).map(|x| (x % 7) as f32).collect();
+    let mut expected = host.clone();
+    dlmd!(&mut expected, [64, 33, 19]).for_each_mut(|[i, j, k], x| *x += (i + j + k) as f32);
+    let mut device = stream.clone_htod(&host)?;
+    let mut view = cuda::device_view_mut::<f32, Dims<3>, LayoutRight>(&mut device, Dims::new(extents))?;
+    cuda::scope(|s| rust::add_index(s.launch(stream, kernels, add_index_grid(extents)), view.as_view_mut()))?;
+    stream.memcpy_dtoh(&device, &mut host)?;
+    compare("add_index 64x33x19", &host, &expected)
+}
+
+fn check_transpose(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (300, 71);
+    let host: Vec<f32> = (0..rows * cols).map(|x| x as f32).collect();
+    let mut expected = vec![0.0f32; rows * cols];
+    let src = dlmd!(&host, [rows, cols]);
+    dlmd!(&mut expected, [rows, cols], layout_left).for_each_mut(|index, x| *x = src[index]);
+    let a = stream.clone_htod(&host)?;
+    let mut b = stream.alloc_zeros::<f32>(rows * cols)?;
+    let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(&a, Dims::new([rows, cols]))?;
+    let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutLeft>(&mut b, Dims::new([rows, cols]))?;
+    // A grid smaller than the matrix: the partition's grid-stride loops cover the rest.
+    let grid = transpose_grid(rows / 4, cols / 2);
+    cuda::scope(|s| rust::transpose(s.launch(stream, kernels, grid), src, dst.as_view_mut()))?;
+    let got = stream.clone_dtoh(&b)?;
+    compare("transpose 300x71 into layout_left", &got, &expected)
+}
+
+fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
+    let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
+    if wrong != 0 {
+        return Err(format!("{what}: {wrong} of {} elements differ from the CPU", got.len()).into());
+    }
+    println!("{what}: all {} elements match the CPU", got.len());
+    Ok(())
+}
+
+const TIMING: Option<sys::CUevent_flags> = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+
+/// Times the work `f` queues on `stream` between two events, in milliseconds.
+fn time(stream: &Arc<CudaStream>, f: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<f32, Box<dyn Error>> {
+    let start = stream.record_event(TIMING)?;
+    f()?;
+    let end = stream.record_event(TIMING)?;
+    end.synchronize()?;
+    Ok(start.elapsed_ms(&end)?)
+}
+
+/// Times a launch in a `cuda::scope`: the closing event is queued inside the scope, before the
+/// scope waits for the stream, so the wait is not timed.
+fn time_scoped<'env>(
+    stream: &Arc<CudaStream>,
+    launch: impl for<'s> FnOnce(&'s cuda::Scope<'s, 'env>) -> Result<(), CudaError>,
+) -> Result<f32, Box<dyn Error>> {
+    let start = stream.record_event(TIMING)?;
+    let end = cuda::scope(|s| {
+        launch(s)?;
+        Ok::<_, CudaError>(stream.record_event(TIMING)?)
+    })?;
+    end.synchronize()?;
+    Ok(start.elapsed_ms(&end)?)
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Rounds of the three sides, alternated; the first rounds warm up.
+const ROUNDS: usize = 30;
+const WARM_UP: usize = 5;
+
+fn report(what: &str, bytes: f64, rust: Vec<f32>, cxx: Vec<f32>, copy: Vec<f32>) {
+    let (r, c, d) = (median(rust), median(cxx), median(copy));
+    let gbs = |ms: f32| bytes / ms as f64 / 1e6;
+    println!(
+        "bench {what}: Rust kernel {r:.3} ms ({:.0} GB/s), C++ kernel {c:.3} ms ({:.0} GB/s), device copy {d:.3} ms ({:.0} GB/s); Rust / C++ = {:.3}, Rust / copy = {:.3} (bandwidth)",
+        gbs(r),
+        gbs(c),
+        gbs(d),
+        c / r,
+        d / r
+    );
+}
+
+fn bench_add_index(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    cxx: &CudaFunction,
+    a: &mut CudaSlice<f32>,
+    b: &mut CudaSlice<f32>,
+) -> Result<(), Box<dyn Error>> {
+    let extents = [1024usize, 1024, 256];
+    let (mut rust_ms, mut cxx_ms, mut copy_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let mut view = cuda::device_view_mut::<f32, Dims<3>, LayoutRight>(a, Dims::new(extents))?;
+        let r = time_scoped(stream, |s| {
+            rust::add_index(s.launch(stream, kernels, add_index_grid(extents)), view.as_view_mut())
+        })?;
+        let kv = view.kernel_view();
+        let c = time(stream, || {
+            let mut launch = stream.launch_builder(cxx);
+            launch.arg(&kv);
+            // SAFETY: `kv` is a live device view of `a` on this stream's device, and the event
+            // after the launch is waited for before `a` is used again.
+            unsafe { launch.launch(add_index_grid(extents)) }?;
+            Ok(())
+        })?;
+        let d = time(stream, || Ok(stream.memcpy_dtod(&*a, &mut *b)?))?;
+        if round >= WARM_UP {
+            rust_ms.push(r);
+            cxx_ms.push(c);
+            copy_ms.push(d);
+        }
+    }
+    let bytes = 2.0 * (extents.iter().product::<usize>() * 4) as f64;
+    report("add_index 1024x1024x256 f32", bytes, rust_ms, cxx_ms, copy_ms);
+    Ok(())
+}
+
+fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFunction) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (8192usize, 8192usize);
+    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let grid = transpose_grid(rows, cols);
+    let (mut rust_ms, mut cxx_ms, mut copy_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
+        let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutLeft>(b, Dims::new([rows, cols]))?;
+        let r = time(stream, || {
+            Ok(cuda::scope(|s| {
+                rust::transpose(s.launch(stream, kernels, grid), src, dst.as_view_mut())
+            })?)
+        })?;
+        let (ks, kd) = (src.kernel_view(), dst.kernel_view());
+        let c = time(stream, || {
+            let mut launch = stream.launch_builder(cxx);
+            launch.arg(&ks).arg(&kd);
+            // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited for
+            // before either is used again.
+            unsafe { launch.launch(grid) }?;
+            Ok(())
+        })?;
+        let d = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        if round >= WARM_UP {
+            rust_ms.push(r);
+            cxx_ms.push(c);
+            copy_ms.push(d);
+        }
+    }
+    let bytes = 2.0 * (rows * cols * 4) as f64;
+    report(
+        "transpose 8192x8192 f32 into layout_left",
+        bytes,
+        rust_ms,
+        cxx_ms,
+        copy_ms,
+    );
+    Ok(())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let ctx = cuda::context(0)?;
+    let stream = ctx.default_stream();
+    let kernels = Kernels::load(&ctx, rust::PTX)?;
+    check_add_index(&stream, &kernels)?;
+    check_transpose(&stream, &kernels)?;
+    if std::env::args().any(|a| a == "--bench") {
+        let n = 1024 * 1024 * 256;
+        let mut a = stream.alloc_zeros::<f32>(n)?;
+        let mut b = stream.alloc_zeros::<f32>(n)?;
+        bench_add_index(
+            &stream,
+            &kernels,
+            &compile(&ctx, ADD_INDEX, "add_index")?,
+            &mut a,
+            &mut b,
+        )?;
+        drop((a, b));
+        bench_transpose(&stream, &kernels, &compile(&ctx, TRANSPOSE, "transpose")?)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            match e.downcast_ref::<CudaError>() {
+                Some(CudaError::NoDriver) => eprintln!("rust_kernels: {e}"),
+                _ => eprintln!("rust_kernels failed: {e}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
