@@ -48,7 +48,7 @@ fn check_transpose(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Bo
     let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(&a, Dims::new([rows, cols]))?;
     let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutLeft>(&mut b, Dims::new([rows, cols]))?;
     // A grid smaller than the matrix: the partition's grid-stride loops cover the rest.
-    let grid = transpose_grid(rows / 4, cols / 2);
+    let grid = transpose_grid(rows / 8, cols / 2);
     cuda::scope(|s| rust::transpose(s.launch(stream, kernels, grid), src, dst.as_view_mut()))?;
     let got = stream.clone_dtoh(&b)?;
     compare("transpose 300x71 into layout_left", &got, &expected)
@@ -150,15 +150,14 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
     let (rows, cols) = (8192usize, 8192usize);
     let a = &stream.alloc_zeros::<f32>(rows * cols)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
-    let grid = transpose_grid(rows, cols);
+    // C++: one element a thread; Rust: four neighbours a thread along `x` (the partition's).
+    let (grid, rust_grid) = (transpose_grid(rows, cols), transpose_grid(rows / 4, cols));
     let (mut rust_ms, mut cxx_ms, mut copy_ms) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutLeft>(b, Dims::new([rows, cols]))?;
-        let r = time(stream, || {
-            Ok(cuda::scope(|s| {
-                rust::transpose(s.launch(stream, kernels, grid), src, dst.as_view_mut())
-            })?)
+        let r = time_scoped(stream, |s| {
+            rust::transpose(s.launch(stream, kernels, rust_grid), src, dst.as_view_mut())
         })?;
         let (ks, kd) = (src.kernel_view(), dst.kernel_view());
         let c = time(stream, || {

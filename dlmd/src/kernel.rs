@@ -250,6 +250,98 @@ impl Axis {
     }
 }
 
+/// What [`Axis::chunks`] hands a thread: four neighbouring indices from the first, or one.
+#[cfg(target_arch = "nvptx64")]
+enum Chunk {
+    Four(usize),
+    One(usize),
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Axis {
+    /// Every index below `end`, to exactly one thread of the axis: thread `id` takes the four
+    /// from `4 id`, then those `4 count` further, …; where fewer than four remain, one at a
+    /// time in the same way.
+    #[inline(always)]
+    fn chunks(self, end: usize, mut f: impl FnMut(Chunk)) {
+        let full = end / 4 * 4;
+        let mut i = 4 * self.id;
+        while i < full {
+            f(Chunk::Four(i));
+            i += 4 * self.count;
+        }
+        let mut i = full + self.id;
+        while i < end {
+            f(Chunk::One(i));
+            i += self.count;
+        }
+    }
+}
+
+/// `f` on four elements: all four read, `f` on the values, all four written, so that a thread
+/// keeps four loads in flight (the compiler moves no load above a store it cannot tell apart).
+/// `f` sees what it would through the elements; a read it does not make (a plain write) the
+/// compiler drops.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn four<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I; 4], a: &mut T, b: &mut T, c: &mut T, d: &mut T) {
+    let [ia, ib, ic, id] = indices;
+    let (mut va, mut vb, mut vc, mut vd) = (*a, *b, *c, *d);
+    f(ia, &mut va);
+    f(ib, &mut vb);
+    f(ic, &mut vc);
+    f(id, &mut vd);
+    (*a, *b, *c, *d) = (va, vb, vc, vd);
+}
+
+/// Four elements aligned to their size, read and written as one vector.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! aligned {
+    ($($name:ident $align:literal),*) => {$(
+        #[repr(C, align($align))]
+        #[derive(Clone, Copy)]
+        struct $name<T>([T; 4]);
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+aligned!(Align4 4, Align8 8, Align16 16);
+
+/// [`four`] over four contiguous elements from `first`, moved as one vector load and store
+/// where their size allows it (4, 8 or 16 bytes).
+///
+/// # Safety
+///
+/// `first` and the three elements after it are elements of a unique view given to this thread,
+/// and `first` is aligned to four elements' size.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn four_contiguous<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I; 4], first: *mut T) {
+    macro_rules! vector {
+        ($v:ident) => {{
+            let p = first.cast::<$v<T>>();
+            // SAFETY: four elements from `first`, aligned to their size (caller).
+            let $v([mut a, mut b, mut c, mut d]) = unsafe { p.read() };
+            let [ia, ib, ic, id] = indices;
+            f(ia, &mut a);
+            f(ib, &mut b);
+            f(ic, &mut c);
+            f(id, &mut d);
+            // SAFETY: as for the read.
+            unsafe { p.write($v([a, b, c, d])) };
+        }};
+    }
+    match 4 * size_of::<T>() {
+        4 => vector!(Align4),
+        8 => vector!(Align8),
+        16 => vector!(Align16),
+        _ => {
+            let [a, b, c, d] = [0, 1, 2, 3].map(|k| first.wrapping_add(k));
+            // SAFETY: four different elements of the view, this thread's (caller).
+            unsafe { four(f, indices, &mut *a, &mut *b, &mut *c, &mut *d) };
+        }
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod geometry {
     use super::Axis;
@@ -420,6 +512,7 @@ where
     let rest = |d: usize| if L::FIRST_FASTEST { d + 2 } else { rank - 3 - d };
     let rest_count: usize = (0..rank - 2).map(|d| e[rest(d)]).product();
     let (x, y) = (geometry::x(), geometry::y());
+    let stride = mapping.stride(fast);
     geometry::z().stride(rest_count, |mut outer| {
         let mut index = E::Index::zeros();
         if rank == 3 {
@@ -433,10 +526,32 @@ where
         }
         y.stride(e[next], |j| {
             index.as_mut()[next] = j;
-            x.stride(e[fast], |i| {
-                index.as_mut()[fast] = i;
-                // SAFETY: see `element`.
-                f(index, unsafe { &mut *element(&index) });
+            x.chunks(e[fast], |chunk| match chunk {
+                Chunk::One(i) => {
+                    index.as_mut()[fast] = i;
+                    // SAFETY: see `element`.
+                    f(index, unsafe { &mut *element(&index) });
+                }
+                Chunk::Four(i) => {
+                    index.as_mut()[fast] = i;
+                    let first = element(&index);
+                    let indices = [0, 1, 2, 3].map(|k| {
+                        let mut index = index;
+                        index.as_mut()[fast] = i + k;
+                        index
+                    });
+                    if stride == 1 && first as usize % (4 * size_of::<T>()) == 0 {
+                        // SAFETY: see `element`; with stride 1 the four elements are the four
+                        // after `first`, which is aligned to their size.
+                        unsafe { four_contiguous(&mut f, indices, first) };
+                        return;
+                    }
+                    // Four neighbours along the fastest dimension, one stride apart.
+                    let [a, b, c, d] = [0, 1, 2, 3].map(|k| first.wrapping_offset(k * stride));
+                    // SAFETY: see `element`; four different indices of a unique view reach four
+                    // different elements.
+                    unsafe { four(&mut f, indices, &mut *a, &mut *b, &mut *c, &mut *d) };
+                }
             });
         });
     });
