@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The kernel example (examples/kernels) builds its PTX with the nightly toolchain and rust-src.
+rustup component add --toolchain nightly rust-src >/dev/null
 cargo test --workspace
 # The core alone (no std, no allocator): the paths taken without `std` too.
 cargo test -p dlmd --lib --no-default-features

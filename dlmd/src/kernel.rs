@@ -215,7 +215,7 @@ where
 /// The thread of a kernel that runs the code: its place in the launch, and the elements of a
 /// mutable view it owns.
 ///
-/// Made by [`Thread::current`] in code compiled for `nvptx64`; on the host there is none (the
+/// Made by `Thread::current()` in code compiled for `nvptx64`; on the host there is none (the
 /// type has no value there), so its methods type-check everywhere and run only in kernels.
 #[derive(Clone, Copy, Debug)]
 pub struct Thread(Inner);

@@ -174,13 +174,15 @@ pub use dlmd_derive::DlElement;
 /// loaded module and a grid):
 ///
 /// ```ignore
+/// // In the kernel crate (`examples/kernels`):
 /// #[dlmd::kernel]
 /// pub fn add_index(mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
 ///     Thread::current().for_each_mut(&mut out, |[i, j, k], x| *x += (i + j + k) as f32);
 /// }
 ///
-/// // On the host:
-/// cuda::scope(|s| kernels::add_index(s.launch(&stream, &module, grid), view.reborrow()))?;
+/// // On the host (`examples/rust_kernels.rs`):
+/// let kernels = cuda::Kernels::load(&ctx, dlmd_example_kernels::PTX)?;
+/// cuda::scope(|s| dlmd_example_kernels::add_index(s.launch(&stream, &kernels, grid), view.as_view_mut()))?;
 /// ```
 ///
 /// A launch does not compile when an argument differs from the parameter in element type,

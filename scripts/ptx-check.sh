@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Checks the PTX of the Rust kernels (examples/kernels, built by dlmd-build with the nightly
+# toolchain): it must be self-contained (no `.extern` function: the CUDA driver could not load
+# it), and ptxas from NVIDIA's `nvidia-cuda-nvcc` wheel (pinned in
+# scripts/requirements-ptx.txt, installed into .venv-ptx or $DLMD_PTX_VENV) must assemble it
+# for sm_80 and sm_90. Needs no GPU and no CUDA toolkit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${DLMD_PTX_VENV:-.venv-ptx}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q -r scripts/requirements-ptx.txt
+ptxas=$("$venv/bin/python" -c 'import nvidia, os
+for base in nvidia.__path__:
+    for sub in ("cu13", "cuda_nvcc"):
+        p = os.path.join(base, sub, "bin", "ptxas")
+        if os.path.exists(p): print(p); raise SystemExit')
+"$ptxas" --version | tail -1
+
+# The kernel crate's build script writes OUT_DIR/kernels.ptx.
+out_dir=$(cargo build -p dlmd-example-kernels --message-format=json 2>/dev/null | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "build-script-executed" and "dlmd-example-kernels" in m["package_id"]:
+        print(m["out_dir"])')
+ptx="$out_dir/kernels.ptx"
+
+# Self-contained: no function declared `.extern`. The check itself is checked on a PTX file
+# that has one.
+self_contained() { ! grep -q '^[[:space:]]*\.extern' "$1"; }
+bad=$(mktemp --suffix=.ptx)
+printf '.version 7.0\n.target sm_70\n.address_size 64\n.extern .func missing();\n' >"$bad"
+if self_contained "$bad"; then
+    echo "the .extern check accepts a PTX file with an .extern function" >&2
+    exit 1
+fi
+rm -f "$bad"
+if ! self_contained "$ptx"; then
+    echo "$ptx is not self-contained:" >&2
+    grep '\.extern' "$ptx" >&2
+    exit 1
+fi
+echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$ptx") ($(grep -m1 '^\.target' "$ptx")), no .extern"
+for arch in sm_80 sm_90; do
+    "$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1 | sed -n "s/^ptxas info    : Function properties for /$arch: /p; s/^ptxas info    : Used/    used/p"
+done
