@@ -5,7 +5,8 @@
 //!
 //! Run with `cargo run --release --features kernels --example rust_kernels [-- --bench]` on a
 //! machine with an NVIDIA GPU; building needs the nightly toolchain with `rust-src` (for the
-//! PTX).
+//! PTX). `--bench-row-sums` times the row sums alone, for `scripts/bench_row_sums_torch.py` to
+//! alternate with torch's.
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg, sys};
 use dlmd::cuda::{self, CudaError, Kernels};
@@ -52,6 +53,33 @@ fn check_transpose(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Bo
     cuda::scope(|s| rust::transpose(s.launch(stream, kernels, grid), src, dst.as_view_mut()))?;
     let got = stream.clone_dtoh(&b)?;
     compare("transpose 300x71 into layout_left", &got, &expected)
+}
+
+/// The grid of a row sum: a warp across each row's columns (four neighbours a thread), 8 rows
+/// a block.
+fn row_sums_grid(rows: usize) -> LaunchConfig {
+    // More threads a row contend more on the row's atomic addition: on an H100, 64 were 1%
+    // slower than 32 and 128 a quarter slower.
+    LaunchConfig {
+        grid_dim: (1, (rows as u32).div_ceil(8), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn check_row_sums(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    // Small integers: every partial sum is exact in f32, whatever the order of the additions.
+    let (rows, cols) = (37, 1001);
+    let host: Vec<f32> = (0..rows * cols).map(|x| (x % 13) as f32).collect();
+    let m = dlmd!(&host, [rows, cols]);
+    let expected: Vec<f32> = (0..rows).map(|i| (0..cols).map(|j| m[[i, j]]).sum()).collect();
+    let a = stream.clone_htod(&host)?;
+    let mut sums = stream.alloc_zeros::<f32>(rows)?;
+    let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(&a, Dims::new([rows, cols]))?;
+    let out = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut sums, Dims::new([rows]))?.into_atomic();
+    // Fewer rows of threads than rows: the partition strides over the rest.
+    cuda::scope(|s| rust::row_sums(s.launch(stream, kernels, row_sums_grid(rows / 3)), x, out))?;
+    compare("row_sums 37x1001", &stream.clone_dtoh(&sums)?, &expected)
 }
 
 fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
@@ -186,12 +214,48 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
     Ok(())
 }
 
+/// Row sums of 8192 × 8192 `f32` (zeroing the sums, then the kernel), against a device copy of
+/// the matrix; `scripts/bench_row_sums_torch.py` times `torch.sum(x, dim=1)` on the same shape.
+fn bench_row_sums(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (8192usize, 8192usize);
+    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let mut sums = stream.alloc_zeros::<f32>(rows)?;
+    let (mut rust_ms, mut copy_ms) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
+        let r = time_scoped(stream, |s| {
+            stream.memset_zeros(&mut sums)?;
+            let out = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut sums, Dims::new([rows]))?;
+            rust::row_sums(s.launch(stream, kernels, row_sums_grid(rows)), x, out.into_atomic())
+        })?;
+        let d = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        if round >= WARM_UP {
+            rust_ms.push(r);
+            copy_ms.push(d);
+        }
+    }
+    let (r, d) = (median(rust_ms), median(copy_ms));
+    let read = (rows * cols * 4) as f64;
+    println!(
+        "bench row_sums 8192x8192 f32: Rust kernel {r:.4} ms ({:.0} GB/s read), device copy {d:.4} ms ({:.0} GB/s); Rust read bandwidth / copy bandwidth = {:.3}",
+        read / r as f64 / 1e6,
+        2.0 * read / d as f64 / 1e6,
+        (read / r as f64) / (2.0 * read / d as f64)
+    );
+    Ok(())
+}
+
 fn run() -> Result<(), Box<dyn Error>> {
     let ctx = cuda::context(0)?;
     let stream = ctx.default_stream();
     let kernels = Kernels::load(&ctx, rust::PTX)?;
     check_add_index(&stream, &kernels)?;
     check_transpose(&stream, &kernels)?;
+    check_row_sums(&stream, &kernels)?;
+    if std::env::args().any(|a| a == "--bench-row-sums") {
+        return bench_row_sums(&stream, &kernels);
+    }
     if std::env::args().any(|a| a == "--bench") {
         let n = 1024 * 1024 * 256;
         let mut a = stream.alloc_zeros::<f32>(n)?;
@@ -205,6 +269,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         )?;
         drop((a, b));
         bench_transpose(&stream, &kernels, &compile(&ctx, TRANSPOSE, "transpose")?)?;
+        bench_row_sums(&stream, &kernels)?;
     }
     Ok(())
 }

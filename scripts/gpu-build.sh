@@ -10,7 +10,8 @@ mkdir -p "$out"
 cargo build --release -p dlmd-examples --features nccl,kernels --example add_index --example mirrored --example nccl \
     --example rust_kernels
 cp target/release/examples/{add_index,mirrored,nccl,rust_kernels} "$out/"
-cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py "$out/"
+cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/bench_row_sums_torch.py \
+    "$out/"
 # The test binaries: `gpu` (one device) and `multi_gpu` (two, with NCCL).
 for name in gpu multi_gpu; do
     test_bin=$(cargo test --release -p dlmd-tests --test "$name" --no-run --message-format=json 2>/dev/null |

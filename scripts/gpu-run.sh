@@ -42,6 +42,13 @@ single_bench=$([ "${DLMD_SKIP_SINGLE_GPU_BENCH:-0}" = 1 ] && echo 0 || echo 1)
 if [ "$single_bench" = 1 ]; then
     run "add_index example + benchmark" "$dir/add_index" --bench
     run "Rust kernels + benchmarks" "$dir/rust_kernels" --bench
+    if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+        # The Rust row sums and torch.sum(x, dim=1), alternated process by process.
+        for round in 1 2 3; do
+            run "row sums, Rust (round $round)" "$dir/rust_kernels" --bench-row-sums
+            run "row sums, torch (round $round)" python3 "$dir/bench_row_sums_torch.py"
+        done
+    fi
     run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"

@@ -59,8 +59,9 @@
 )]
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Kernels: the thread registers are nightly-only, and nightly is what builds for nvptx64.
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+// Kernels: the thread registers and PTX's atomics (`asm!`) are nightly-only, and nightly is
+// what builds for nvptx64.
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -118,8 +119,9 @@ pub use import::{
 pub use layout::{LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
 pub use space::{Device, Host, Managed, Opaque};
 pub use view::{
-    Aliased, AliasedMut, DeviceMdspan, DeviceMdspanMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut,
-    HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, OpaqueMdspan, OpaqueMdspanMut, Shared, Unique, ViewError,
+    Aliased, AliasedMut, Atomic, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, HostMdspan, HostMdspanAliased,
+    HostMdspanAliasedMut, HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, OpaqueMdspan, OpaqueMdspanMut,
+    Shared, Unique, ViewError,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

@@ -77,8 +77,20 @@ pub enum Shared {}
 #[derive(Clone, Copy, Debug)]
 pub enum Unique {}
 
+/// Read-write access through atomic operations only: the threads of a kernel may all update one
+/// element at once (sums, histograms), through [`Thread`](crate::kernel::Thread)'s atomic
+/// additions. The view is `Copy`, and on the host neither `Send` nor `Sync`.
+#[derive(Clone, Copy, Debug)]
+pub enum Atomic {}
+
 impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
+impl sealed::Sealed for Atomic {}
+impl Access for Atomic {
+    const MUTABLE: bool = true;
+    type ReadOnly = Aliased;
+}
+impl CopyAccess for Atomic {}
 impl Access for Shared {
     const MUTABLE: bool = false;
     type ReadOnly = Shared;
@@ -142,6 +154,9 @@ pub type HostMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Host, Un
 pub type DeviceMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Shared>;
 /// A read-write view of CUDA device memory.
 pub type DeviceMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Unique>;
+/// A view of CUDA device memory whose elements a kernel's threads update atomically
+/// ([`Atomic`]).
+pub type DeviceMdspanAtomic<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Atomic>;
 /// A read-only view of CUDA managed memory.
 pub type ManagedMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Shared>;
 /// A read-write view of CUDA managed memory.
@@ -334,6 +349,13 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// view, [`Aliased`] from an aliased one).
     #[inline]
     pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, A::ReadOnly> {
+        self.retyped()
+    }
+
+    /// The same pointer, mapping and space with another lifetime and access: each caller's
+    /// signature states what the borrow allows.
+    #[inline(always)]
+    fn retyped<'b, B: Access>(&self) -> Mdspan<'b, T, E, L, S, B> {
         Mdspan {
             ptr: self.ptr,
             mapping: self.mapping,
@@ -357,12 +379,17 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     where
         A: WriteAccess,
     {
-        Mdspan {
-            ptr: self.ptr,
-            mapping: self.mapping,
-            space: self.space,
-            _marker: PhantomData,
-        }
+        self.retyped()
+    }
+
+    /// The view for atomic updates ([`Atomic`]): a kernel's threads may then all add to one
+    /// element, and nothing else reaches the elements while it lives.
+    #[inline]
+    pub fn into_atomic(self) -> Mdspan<'a, T, E, L, S, Atomic>
+    where
+        A: WriteAccess + RefAccess,
+    {
+        self.retyped()
     }
 
     /// The same view in another memory space: managed memory becomes host or device memory.

@@ -6,7 +6,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 use dlmd::kernel::Thread;
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
+use dlmd::{DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, LayoutLeft};
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -25,4 +25,25 @@ pub fn add_index(mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
 #[dlmd::kernel]
 pub fn transpose(src: DeviceMdspan<'_, f32, Dims<2>>, mut dst: DeviceMdspanMut<'_, f32, Dims<2>, LayoutLeft>) {
     Thread::current().for_each_mut(&mut dst, |index, x| *x = src[index]);
+}
+
+/// Adds each row of `x` into `sums` (zeroed by the caller): each thread adds up the elements
+/// of the rows it owns in the partition (columns on the `x` threads, four neighbours read at
+/// once; rows on `y`) and adds each partial sum to its row's with one atomic addition.
+#[dlmd::kernel]
+pub fn row_sums(x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanAtomic<'_, f32, Dims<1>>) {
+    let thread = Thread::current();
+    let (mut row, mut sum) = (usize::MAX, 0.0f32);
+    thread.for_each(&x, |[i, _], &value| {
+        if i != row {
+            if row != usize::MAX {
+                thread.atomic_add(&sums, [row], sum);
+            }
+            (row, sum) = (i, 0.0);
+        }
+        sum += value;
+    });
+    if row != usize::MAX {
+        thread.atomic_add(&sums, [row], sum);
+    }
 }

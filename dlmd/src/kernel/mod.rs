@@ -1,0 +1,237 @@
+//! Kernels in Rust over dlmd's views: what a kernel receives, and how its threads share a
+//! mutable view.
+//!
+//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` (nightly,
+//! `-Zbuild-std=core`), where `#[dlmd::kernel]` makes each function a PTX entry point, and for
+//! the host, where the same attribute makes it a typed launcher (`dlmd::cuda`). Each parameter
+//! crosses as its [`KernelParam::Param`], a `#[repr(C)]` value of fixed-width fields, so it has
+//! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
+//! passed: element type, rank, static extents, layout, memory space and access.
+//!
+//! Inside a kernel (code compiled for `nvptx64`):
+//!
+//! - read-only device and managed views ([`DeviceMdspan`](crate::DeviceMdspan),
+//!   [`ManagedMdspan`](crate::ManagedMdspan)) are indexed as on the host: `a[[i, j]]`, `get`,
+//!   `iter`;
+//! - a mutable view ([`DeviceMdspanMut`](crate::DeviceMdspanMut)) reaches every thread of the
+//!   launch, so it is never indexed: [`Thread::for_each_mut`] hands each of its elements to
+//!   exactly one thread, whatever the launch's geometry, and [`Thread::element_mut`] is the
+//!   `unsafe` way to any other pattern ([`Thread::for_each`] and [`Thread::for_each_index`]
+//!   walk a view in the same partition, to read or reduce it);
+//! - an atomic view ([`DeviceMdspanAtomic`](crate::DeviceMdspanAtomic), from
+//!   [`Mdspan::into_atomic`]) takes [`Thread::atomic_add`] from any thread, for reductions;
+//! - `dlmd!` views over a thread's local arrays are host views, indexed as on the host.
+//!
+//! On the host, device views stay out of reach: indexing them does not compile, and a
+//! [`Thread`] cannot be made.
+
+mod atomic;
+mod thread;
+
+pub use atomic::AtomicElement;
+pub use thread::Thread;
+
+use crate::dlpack::DLDeviceType;
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::layout::{Layout, Mapping};
+use crate::space::{Device, Managed, MemorySpace};
+use crate::view::{Access, Atomic, Mdspan, Shared, Unique};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Memory a kernel reaches: CUDA device and managed memory.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` view cannot be a kernel parameter",
+    label = "the GPU cannot reach this memory",
+    note = "kernels take device or managed views and `DlElement` scalars; copy host data to the device first"
+)]
+pub trait KernelSpace: MemorySpace + sealed::Sealed {
+    /// The space of device `id`.
+    #[doc(hidden)]
+    fn with_id(id: i32) -> Self;
+}
+
+impl sealed::Sealed for Device {}
+impl sealed::Sealed for Managed {}
+impl KernelSpace for Device {
+    #[inline(always)]
+    fn with_id(id: i32) -> Self {
+        Device::new(id)
+    }
+}
+impl KernelSpace for Managed {
+    #[inline(always)]
+    fn with_id(id: i32) -> Self {
+        Managed::new(id)
+    }
+}
+
+/// The access of a view a kernel takes: [`Shared`] (read), [`Unique`] (each element written by
+/// one thread) or [`Atomic`] (atomic updates from any thread). Aliased views, whose memory
+/// others write meanwhile, are no kernel parameters.
+#[diagnostic::on_unimplemented(
+    message = "a view with `{Self}` access cannot be a kernel parameter",
+    label = "others may write this memory while the kernel reads it",
+    note = "kernels take `Shared`, `Unique` or `Atomic` views"
+)]
+pub trait KernelAccess: Access + sealed::Sealed {}
+
+impl sealed::Sealed for Shared {}
+impl sealed::Sealed for Unique {}
+impl sealed::Sealed for Atomic {}
+impl KernelAccess for Shared {}
+impl KernelAccess for Unique {}
+impl KernelAccess for Atomic {}
+
+/// A value a kernel takes as a parameter: a device or managed view ([`Shared`] or [`Unique`]),
+/// or a [`DlElement`] scalar.
+///
+/// [`Shared`]: crate::view::Shared
+///
+/// # Safety
+///
+/// `Param` is `#[repr(C)]` over fixed-width integers, floats and raw pointers (or is a
+/// [`DlElement`], whose layout its derive checks), so it has the same layout on the host and
+/// on `nvptx64`; [`from_param`](Self::from_param) of what [`to_param`](Self::to_param) made
+/// returns an equal value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kernel parameter",
+    label = "not a device view or an element",
+    note = "kernel parameters are device or managed views (`DeviceMdspan`, `DeviceMdspanMut`, ...) and `DlElement` \
+            scalars; host memory is not reachable from the GPU"
+)]
+pub unsafe trait KernelParam: Sized {
+    /// The form the value crosses in: what the PTX entry point declares.
+    type Param: Copy + 'static;
+
+    /// The value's parameter form, on the host.
+    fn to_param(&self) -> Self::Param;
+
+    /// The value back from its parameter form, in the kernel, as it was: nothing is checked
+    /// again on the device, where every thread would pay for it.
+    ///
+    /// # Safety
+    ///
+    /// `param` comes from [`to_param`](Self::to_param) of a value whose memory (for a view)
+    /// stays valid, and accessed only as its access allows, while the returned value lives:
+    /// the launcher's [`cuda::scope`](https://docs.rs/dlmd/latest/dlmd/cuda/fn.scope.html) keeps
+    /// the views of a launch borrowed until the kernel is done.
+    unsafe fn from_param(param: Self::Param) -> Self;
+
+    /// The CUDA device ordinal the value's memory belongs to, which the launch's stream must
+    /// be on; `None` for values that are on no device (elements) or reachable from every device
+    /// (managed memory).
+    fn device_ordinal(&self) -> Option<i32> {
+        None
+    }
+}
+
+// SAFETY: a `DlElement` crosses as itself: its derive and the scalar impls give it a layout of
+// fixed-width lanes, the same on both targets; the value comes back unchanged.
+unsafe impl<T: DlElement> KernelParam for T {
+    type Param = T;
+
+    #[inline(always)]
+    fn to_param(&self) -> T {
+        *self
+    }
+
+    #[inline(always)]
+    unsafe fn from_param(param: T) -> T {
+        param
+    }
+}
+
+/// A view as a kernel parameter: the start of its span, the offset of index `[0, …]`, the
+/// extents and strides (in elements) and the device ordinal, all fixed-width.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ViewParam<T, const R: usize> {
+    /// The start of the span.
+    pub data: *mut T,
+    /// The offset of index `[0, …]` from `data`, in elements.
+    pub offset: i64,
+    /// The extents.
+    pub extents: [i64; R],
+    /// The strides, in elements.
+    pub strides: [i64; R],
+    /// The elements the span holds.
+    pub span: i64,
+    /// The device ordinal.
+    pub device: i32,
+}
+
+// The layout a kernel and its launcher agree on, checked wherever the crate is compiled (the
+// host and nvptx64 alike): a pointer and `i64`s at 8-byte steps, the device ordinal last.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<*mut f32>() == 8 && align_of::<ViewParam<f32, 3>>() == 8);
+    assert!(offset_of!(ViewParam<f32, 3>, offset) == 8);
+    assert!(offset_of!(ViewParam<f32, 3>, extents) == 16);
+    assert!(offset_of!(ViewParam<f32, 3>, strides) == 40);
+    assert!(offset_of!(ViewParam<f32, 3>, span) == 64);
+    assert!(offset_of!(ViewParam<f32, 3>, device) == 72);
+    assert!(size_of::<ViewParam<f32, 3>>() == 80);
+    assert!(size_of::<ViewParam<f64, 0>>() == 32 && offset_of!(ViewParam<f64, 0>, device) == 24);
+};
+
+impl<T, const R: usize> Clone for ViewParam<T, R> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize> Copy for ViewParam<T, R> {}
+
+// SAFETY: `ViewParam` is `#[repr(C)]` of a pointer, `i64`s and an `i32`; `from_param` rebuilds
+// the extents, mapping and space from exactly the parts `to_param` took.
+unsafe impl<T, E, L, S, A, const R: usize> KernelParam for Mdspan<'_, T, E, L, S, A>
+where
+    T: DlElement,
+    E: Extents<Index = [usize; R]>,
+    L: Layout,
+    S: KernelSpace,
+    A: KernelAccess,
+{
+    type Param = ViewParam<T, R>;
+
+    fn to_param(&self) -> ViewParam<T, R> {
+        let mapping = self.mapping();
+        // Casts cannot wrap: a mapping's extents, strides and offset fit in `isize`.
+        ViewParam {
+            data: self.data_handle(),
+            offset: mapping.offset() as i64,
+            extents: self.extents().to_array().map(|e| e as i64),
+            strides: mapping.strides().map(|s| s as i64),
+            span: mapping.required_span_size() as i64,
+            device: self.space().device().device_id,
+        }
+    }
+
+    fn device_ordinal(&self) -> Option<i32> {
+        let device = self.space().device();
+        (device.device_type == DLDeviceType::CUDA).then_some(device.device_id)
+    }
+
+    #[inline(always)]
+    unsafe fn from_param(param: ViewParam<T, R>) -> Self {
+        // Casts cannot wrap: the parts are a mapping's (caller), whose numbers fit in `isize`.
+        let extents = E::from_array_unchecked(param.extents.map(|e| e as usize));
+        let strides = param.strides.map(|s| s as isize);
+        // SAFETY: `to_param` took these parts from a mapping of this type (caller).
+        let mapping = unsafe {
+            <L::Mapping<E> as Mapping>::from_parts_unchecked(
+                extents,
+                &strides,
+                param.offset as usize,
+                param.span as usize,
+            )
+        };
+        // SAFETY: `param` describes a live view of this type (caller), whose memory stays valid
+        // and accessed as `A` allows while the result lives.
+        unsafe { Self::from_raw_parts(param.data, mapping, S::with_id(param.device)) }
+    }
+}
