@@ -14,7 +14,7 @@
 //!
 //! and in its `lib.rs`, beside the kernels:
 //!
-//! ```ignore
+//! ```text
 //! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 //!
 //! /// The kernels' PTX, for `dlmd::cuda::Kernels::load`.

@@ -175,7 +175,7 @@ pub use dlmd_derive::DlElement;
 /// launcher with the same parameters, preceded by a [`cuda::Launch`] (a scope, a stream, the
 /// loaded module and a grid):
 ///
-/// ```ignore
+/// ```text
 /// // In the kernel crate (`examples/kernels`):
 /// #[dlmd::kernel]
 /// pub fn add_index(mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
