@@ -5,6 +5,12 @@
 //! function of its dependencies available to it, so the PTX calls nothing outside itself. The
 //! host build stays on whatever toolchain builds it: only the PTX needs nightly.
 //!
+//! LLVM's loop strength reduction is off (`-Cllvm-args=-disable-lsr`): on a GPU it turns the
+//! index arithmetic of a kernel's loops into many 64-bit induction variables, each two
+//! registers, and registers decide how many threads an SM keeps in flight. On an H100 the
+//! example `add_index` went from 56 registers and 0.91× the bandwidth of the same C++ kernel to
+//! 32 registers and 1.00×.
+//!
 //! In the kernel crate's `build.rs`:
 //!
 //! ```no_run
@@ -172,6 +178,7 @@ impl Kernels {
                     "-Zunstable-options",
                     "-Cpanic=immediate-abort",
                     "-Zcross-crate-inline-threshold=always",
+                    "-Cllvm-args=-disable-lsr",
                 ]
                 .join("\x1f"),
             )
