@@ -187,10 +187,7 @@ fn pool_access(ptr: u64, device: i32) -> cudarc::driver::sys::CUmemAccess_flags 
     .result()
     .unwrap();
     assert!(!pool.is_null(), "cudarc allocates from a memory pool");
-    let mut location = sys::CUmemLocation {
-        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-        id: device,
-    };
+    let mut location = dlmd::cuda::device_location(device);
     let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
     // SAFETY: a live pool; both pointers are valid for one value each.
     unsafe { sys::cuMemPoolGetAccess(&mut flags, pool, &mut location) }

@@ -24,13 +24,15 @@ use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
 mod launch;
+mod library;
 mod mirrored;
 mod scope;
 mod stream;
 
 pub use launch::{Kernels, Launch};
+pub(crate) use library::usable as library_usable;
 pub use mirrored::{Current, MirroredArray};
-pub use scope::{DeviceMemory, Scope, scope};
+pub use scope::{DeviceMemory, Scope, device_location, scope};
 pub use stream::{check_stream, sync_consumer_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
@@ -145,10 +147,10 @@ pub enum CudaError {
     },
 }
 
-/// Whether NVRTC can be loaded here.
+/// Whether NVRTC can be used here: it loads, or the program links it.
 pub fn nvrtc_available() -> bool {
-    // SAFETY: only tries to open the shared library by name.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| library::usable(&["nvrtc"], b"nvrtcVersion\0"))
 }
 
 /// Compiles a CUDA C++ program to PTX with NVRTC, with `dlmd/view.cuh` prepended (so kernels
@@ -165,10 +167,10 @@ pub fn compile_ptx(source: &str, options: CompileOptions) -> Result<Ptx, CudaErr
     }
 }
 
-/// Whether the CUDA driver library can be loaded here.
+/// Whether the CUDA driver library can be used here: it loads, or the program links it.
 pub fn driver_available() -> bool {
-    // SAFETY: only tries to open the shared library by name; no symbol is used.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| library::usable(&["cuda", "nvcuda"], b"cuDriverGetVersion\0"))
 }
 
 /// The primary context of device `ordinal`, or an error (never a panic) where there is no

@@ -275,10 +275,7 @@ fn grant_pool_access(ptr: sys::CUdeviceptr, to: &Arc<CudaContext>) -> Result<(),
     if granted.contains(&key) {
         return Ok(());
     }
-    let mut location = sys::CUmemLocation {
-        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-        id: to.cu_device(),
-    };
+    let mut location = device_location(to.cu_device());
     let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
     // SAFETY: `pool` is a live pool (the allocation at `ptr` comes from it); both pointers are
     // valid for one value each.
@@ -298,4 +295,31 @@ fn grant_pool_access(ptr: sys::CUdeviceptr, to: &Arc<CudaContext>) -> Result<(),
     }
     granted.insert(key);
     Ok(())
+}
+
+/// `CUmemLocation` as the driver API defines it: the location type, then the device ordinal. The
+/// bindings of CUDA 13.2 and later spell the ordinal as a union (it gained other members), those
+/// before as a plain `int`; this one layout builds against either.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct MemLocation {
+    type_: sys::CUmemLocationType,
+    id: core::ffi::c_int,
+}
+
+const _: () = assert!(core::mem::size_of::<MemLocation>() == core::mem::size_of::<sys::CUmemLocation>());
+const _: () = assert!(core::mem::align_of::<MemLocation>() == core::mem::align_of::<sys::CUmemLocation>());
+
+/// The `CUmemLocation` of device `ordinal`, built the same way against the bindings of every
+/// CUDA version cudarc may be configured for (the field is a union from CUDA 13.2 on).
+pub fn device_location(ordinal: core::ffi::c_int) -> sys::CUmemLocation {
+    let location = MemLocation {
+        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: ordinal,
+    };
+    // SAFETY: both are `#[repr(C)]` with the location type first and, at offset 4, the `int`
+    // ordinal (a plain field, or the `id` member of a union whose other members are no larger);
+    // size and alignment are asserted equal above. Every bit pattern of the `int` is a valid
+    // `id`, and the union's other members are only read for other location types.
+    unsafe { core::mem::transmute::<MemLocation, sys::CUmemLocation>(location) }
 }

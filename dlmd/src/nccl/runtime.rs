@@ -7,11 +7,10 @@ use std::ffi::{CStr, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-/// Whether NCCL can be loaded here.
+/// Whether NCCL can be used here: it loads, or the program links it.
 pub fn available() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the shared library by the names cudarc uses.
-    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+    *PRESENT.get_or_init(|| crate::cuda::library_usable(&["nccl"], b"ncclGetVersion\0"))
 }
 
 /// Calls into NCCL through cudarc: `NoLibrary` where it cannot be loaded, `MissingSymbol` where
