@@ -310,6 +310,12 @@ impl ManagedTensor {
         self.view()
     }
 
+    /// The versioned tensor this owns, if it is one (still owned by `self`).
+    #[cfg(feature = "candle")]
+    pub(crate) fn versioned_ptr(&self) -> Option<NonNull<crate::dlpack::DLManagedTensorVersioned>> {
+        self.versioned.then(|| self.ptr.cast())
+    }
+
     /// Gives the pointer back without calling the deleter, if the tensor is of kind `M`
     /// (otherwise gives the tensor back).
     pub fn into_raw<M: ManagedTensorAbi>(mut self) -> Result<*mut M, Self> {
