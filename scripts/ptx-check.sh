@@ -7,14 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=${DLMD_PTX_VENV:-.venv-ptx}
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q -r scripts/requirements-ptx.txt
-ptxas=$("$venv/bin/python" -c 'import nvidia, os
-for base in nvidia.__path__:
-    for sub in ("cu13", "cuda_nvcc"):
-        p = os.path.join(base, sub, "bin", "ptxas")
-        if os.path.exists(p): print(p); raise SystemExit')
+ptxas=$(scripts/cuda-wheel.sh)/ptxas
 "$ptxas" --version | tail -1
 
 # The kernel crate's build script writes OUT_DIR/kernels.ptx.

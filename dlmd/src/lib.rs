@@ -30,12 +30,16 @@
 //!   producers, `from_dlpack` consumers, the C exchange table both ways). Implies `std`.
 //! - `cuda`: CUDA through cudarc ([`cuda`]: device and managed views over cudarc
 //!   allocations, kernel arguments, stream ordering for DLPack). Builds without a CUDA toolkit;
-//!   the driver and NVRTC are loaded at run time. Implies `std`.
+//!   the driver and NVRTC are loaded at run time unless another crate of the build links them.
+//!   Implies `std`.
+//! - `nccl`: NCCL collectives over device views ([`nccl`]). Implies `cuda`.
 //! - `ndarray`: [`ndarray`](mod@ndarray) interop: array views ⇄ host views without a copy,
 //!   owned arrays exported as managed tensors. Implies `std`.
 //! - `oneapi`: oneAPI (SYCL) USM as dpctl exchanges it ([`oneapi`]): dpctl's C interface
 //!   library, loaded at run time, tells host and shared USM (viewed on the host) from device
 //!   USM. Implies `std`.
+//! - `candle`: [`candle`](mod@candle) interop: candle-core 0.11 CPU tensors as host views and
+//!   managed tensors without a copy, DLPack tensors as candle tensors. Implies `std`.
 //!
 //! Without default features the crate is `#![no_std]` and needs no allocator: the C ABI, element
 //! types, extents, layouts, views, and conversion of views to and from `DLTensor`.

@@ -34,8 +34,8 @@ fn exported_by_dlmd(tensor: &ManagedTensor) -> Option<Tensor> {
     Some(block.tensor.clone())
 }
 
-/// A candle tensor of the managed tensor's data: the very candle tensor where [`export`]
-/// (super::export) made it (no copy, whatever its layout); otherwise, for CPU memory (also
+/// A candle tensor of the managed tensor's data: the very candle tensor where
+/// [`export`](super::export) made it (no copy, whatever its layout); otherwise, for CPU memory (also
 /// pinned and managed CUDA memory, which the host reads), a copy into candle's own CPU storage
 /// in row-major order, since candle keeps CPU data in a `Vec` it owns.
 ///

@@ -4,7 +4,7 @@
 //! | from | to | copies? |
 //! |---|---|---|
 //! | a CPU `Tensor`, any layout | a host view ([`Borrowed::host_view`]) | never: the view reads candle's storage |
-//! | a `Tensor`, any layout | a [`DLManagedTensorVersioned`] ([`export`]) | never: the tensor is kept alive until the deleter runs |
+//! | a `Tensor`, any layout | a [`DLManagedTensorVersioned`](crate::dlpack::DLManagedTensorVersioned) ([`export`]) | never: the tensor is kept alive until the deleter runs |
 //! | a managed tensor that [`export`] made | a `Tensor` ([`import`]) | never: the same candle tensor comes back |
 //! | any other CPU managed tensor | a CPU `Tensor` ([`import`]) | once, into candle's own storage (candle owns its memory as a `Vec`) |
 //!

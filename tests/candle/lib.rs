@@ -1,0 +1,1 @@
+//! Integration tests of `dlmd::candle` (feature `candle`); see `candle.rs`.
