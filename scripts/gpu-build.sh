@@ -12,6 +12,17 @@ cargo build --release -p dlmd-examples --features nccl,kernels --example add_ind
 cp target/release/examples/{add_index,mirrored,nccl,rust_kernels} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/bench_row_sums_torch.py \
     "$out/"
+# candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
+# pinned wheels (for $CUDA_COMPUTE_CAP, default 90: H100/H200), and link-time stand-ins for the
+# CUDA libraries candle links (the GPU machine's real ones load at run time).
+cuda_bin=$(DLMD_PTX_VENV=.venv-cuda DLMD_CUDA_WHEELS=scripts/requirements-cuda.txt scripts/cuda-wheel.sh)
+cudarc_src=$(cargo metadata --format-version 1 | python3 -c 'import json, os, sys
+print(next(os.path.dirname(p["manifest_path"]) for p in json.load(sys.stdin)["packages"] if p["name"] == "cudarc"))')
+python3 scripts/cuda-link-stubs.py "$cudarc_src" target/cuda-link-stubs/lib
+candle_env=(env PATH="$cuda_bin:$PATH" NVCC_PREPEND_FLAGS="-I$cuda_bin/../include/cccl"
+    CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" CUDA_HOME="$PWD/target/cuda-link-stubs")
+"${candle_env[@]}" cargo build --release -p dlmd-examples --features candle-cuda --example candle_cuda
+cp target/release/examples/candle_cuda "$out/"
 # The test binaries: `gpu` (one device) and `multi_gpu` (two, with NCCL).
 for name in gpu multi_gpu; do
     test_bin=$(cargo test --release -p dlmd-tests --test "$name" --no-run --message-format=json 2>/dev/null |
@@ -28,11 +39,12 @@ venv=${DLMD_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q -r scripts/requirements-test.txt
 rm -f "$out"/*.whl
-PATH="$(cd "$venv" && pwd)/bin:$PATH" maturin build --release -m examples/python-memarray/Cargo.toml -o "$out"
+"${candle_env[@]}" PATH="$(cd "$venv" && pwd)/bin:$cuda_bin:$PATH" maturin build --release \
+    -m examples/python-memarray/Cargo.toml --features candle-cuda -o "$out"
 rm -rf "$out/python"
 mkdir -p "$out/python"
 cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py \
-    examples/python-memarray/bench_exchange.py "$out/python/"
+    examples/python-memarray/bench_exchange.py examples/python-memarray/bench_candle.py "$out/python/"
 # tvm-ffi, a C consumer and producer of DLPack's exchange table, for the GPU machine's Python
 # (installed there with the module, from this folder: that machine has no network).
 tvm_ffi=$(sed -n 's/^apache-tvm-ffi==//p' scripts/requirements-test.txt)

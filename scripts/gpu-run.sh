@@ -29,6 +29,12 @@ if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
     export LD_LIBRARY_PATH="$link_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "NCCL: $nccl_lib/libnccl.so.2"
 fi
+# candle's CUDA side links libnvrtc, libcublas, libcublasLt and libcurand: torch's wheels have
+# them (nvidia/cu13/lib).
+cuda_libs=$(python3 -c 'import nvidia, os
+print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s in os.listdir(b)
+    if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
+[ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 # Two GPUs or more: skipped with a line below that, failing under DLMD_REQUIRE_GPU=1 (set
 # above) unless this machine has fewer than 2, where it is said and not run.
@@ -49,6 +55,7 @@ if [ "$single_bench" = 1 ]; then
             run "row sums, torch (round $round)" python3 "$dir/bench_row_sums_torch.py"
         done
     fi
+    run "candle CUDA both ways + benchmarks" "$dir/candle_cuda" --bench
     run "MirroredArray example + 1 GiB copies" "$dir/mirrored" --bench
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch 1 GiB copies (reference)" python3 "$dir/bench_torch_copies.py"
@@ -74,6 +81,7 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
         run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
         run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"
         run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
+        run "bench: torch -> candle exchanges" python3 "$dir/python/bench_candle.py"
     fi
     if [ "$gpus" -ge 2 ]; then
         run "bench: 2 GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"

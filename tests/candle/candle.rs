@@ -28,7 +28,7 @@ fn round_trip(t: &Tensor) -> Result<ManagedTensor> {
     let dl = managed.dl_tensor();
     assert_eq!(dl.dtype, candle::dl_dtype(t.dtype())?);
     assert_eq!(dl.ndim as usize, t.rank());
-    let back = candle::import(managed)?;
+    let back = candle::import(managed, &Device::Cpu)?;
     assert_eq!(back.id(), t.id(), "the exported tensor comes back itself");
     Ok(own(candle::export(t)?))
 }
@@ -57,7 +57,7 @@ macro_rules! every_plain_dtype {
         assert_eq!(seen, expected);
         // A tensor of another producer becomes a copy in candle's storage.
         let foreign = own(export::<DLManagedTensorVersioned>(data.clone(), Dims::new([3, 4]))?);
-        let copy = candle::import(foreign)?;
+        let copy = candle::import(foreign, &Device::Cpu)?;
         assert_eq!(copy.dtype(), DType::$dtype);
         assert_eq!(copy.dims(), [3, 4]);
         assert_eq!(copy.flatten_all()?.to_vec1::<$t>()?, data);
@@ -91,7 +91,7 @@ fn fp8_and_fp4_map_bit_for_bit() -> Result {
     assert_eq!(seen.iter().map(|x| x.to_f32()).collect::<Vec<_>>(), expected);
     round_trip(&e4m3)?;
     let foreign = own(export::<DLManagedTensorVersioned>(seen.clone(), Dims::new([2, 3]))?);
-    let copy = candle::import(foreign)?;
+    let copy = candle::import(foreign, &Device::Cpu)?;
     assert_eq!(copy.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?, expected);
 
     // E8M0 scales: one byte each.
@@ -101,7 +101,10 @@ fn fp8_and_fp4_map_bit_for_bit() -> Result {
     assert_eq!(seen.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), codes);
     assert_eq!(seen[1].to_f32(), 2.0);
     round_trip(&e8m0)?;
-    let copy = candle::import(own(export::<DLManagedTensorVersioned>(seen, Dims::new([4]))?))?;
+    let copy = candle::import(
+        own(export::<DLManagedTensorVersioned>(seen, Dims::new([4]))?),
+        &Device::Cpu,
+    )?;
     assert_eq!(copy.dtype(), DType::F8E8M0);
 
     // FP4: candle's shape counts values, two a byte; dlmd's pairs count bytes.
@@ -116,10 +119,13 @@ fn fp8_and_fp4_map_bit_for_bit() -> Result {
     let dl = managed.dl_tensor();
     // SAFETY: a rank-2 tensor made by dlmd: two shape values.
     assert_eq!(unsafe { core::slice::from_raw_parts(dl.shape, 2) }, [2, 3]);
-    let copy = candle::import(own(export::<DLManagedTensorVersioned>(
-        bytes.iter().map(|&b| F4E2M1FNx2::from_bits(b)).collect::<Vec<_>>(),
-        Dims::new([2, 3]),
-    )?))?;
+    let copy = candle::import(
+        own(export::<DLManagedTensorVersioned>(
+            bytes.iter().map(|&b| F4E2M1FNx2::from_bits(b)).collect::<Vec<_>>(),
+            Dims::new([2, 3]),
+        )?),
+        &Device::Cpu,
+    )?;
     assert_eq!((copy.dtype(), copy.dims()), (DType::F4, &[2usize, 6][..]));
     Ok(())
 }
@@ -176,12 +182,18 @@ fn refusals_are_named() -> Result {
     ));
     // DLPack types candle lacks.
     let bools = own(export::<DLManagedTensorVersioned>(vec![true, false], Dims::new([2]))?);
-    assert!(matches!(candle::import(bools), Err(CandleError::NoCandleDtype(_))));
+    assert!(matches!(
+        candle::import(bools, &Device::Cpu),
+        Err(CandleError::NoCandleDtype(_))
+    ));
     let cplx = own(export::<DLManagedTensorVersioned>(
         vec![num_complex::Complex32::new(1.0, 2.0)],
         Dims::new([1]),
     )?);
-    assert!(matches!(candle::import(cplx), Err(CandleError::NoCandleDtype(_))));
+    assert!(matches!(
+        candle::import(cplx, &Device::Cpu),
+        Err(CandleError::NoCandleDtype(_))
+    ));
     // Errors read as sentences.
     assert!(CandleError::Unsupported(DType::F6E2M3).to_string().contains("F6E2M3"));
     Ok(())
@@ -208,7 +220,7 @@ fn strided_foreign_tensors_are_copied_in_row_major_order() -> Result {
     // A column-major ndarray, exported as it lies (strides 1, 3), becomes a row-major candle copy.
     let a = ndarray::Array2::from_shape_fn((3, 4).f(), |(i, j)| (10 * i + j) as f32);
     let raw = dlmd::ndarray::export::<DLManagedTensorVersioned, f32, 2>(a.clone())?;
-    let t = candle::import(own(raw))?;
+    let t = candle::import(own(raw), &Device::Cpu)?;
     for i in 0..3 {
         for j in 0..4 {
             assert_eq!(t.i((i, j))?.to_scalar::<f32>()?, a[[i, j]]);
@@ -234,7 +246,11 @@ fn strided_tensor(dims: [usize; 3], perm: [usize; 3], start: [usize; 3]) -> Resu
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 64 },
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn views_agree_with_candles_indexing(

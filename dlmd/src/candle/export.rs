@@ -17,15 +17,21 @@ pub(super) struct Exported {
     pub(super) tensor: Tensor,
 }
 
+/// What the `manager_ctx` of every tensor [`export`] makes points to: a static of its own, whose
+/// address no other producer's context has, so that [`import`](super::import) knows them.
+static EXPORT_MARKER: u8 = 0;
+
+/// The `manager_ctx` of candle exports.
+pub(super) fn export_marker() -> *mut c_void {
+    core::ptr::from_ref(&EXPORT_MARKER).cast_mut().cast()
+}
+
 /// The deleter of every tensor [`export`] makes: drops the block, and with it the tensor.
-///
-/// It is not generic, so its address tells [`import`](super::import) a tensor dlmd made from
-/// candle.
 ///
 /// # Safety
 ///
 /// Called once (the DLPack contract), on a tensor made by [`export`], or with NULL.
-pub(super) unsafe extern "C" fn delete(managed: *mut DLManagedTensorVersioned) {
+unsafe extern "C" fn delete(managed: *mut DLManagedTensorVersioned) {
     if managed.is_null() {
         return;
     }
@@ -40,7 +46,9 @@ pub(super) unsafe extern "C" fn delete(managed: *mut DLManagedTensorVersioned) {
 /// its storage) lives in the managed tensor until the consumer calls the deleter, from any
 /// thread.
 ///
-/// CPU tensors export as CPU memory; other devices are refused.
+/// CPU tensors export as CPU memory; CUDA tensors (feature `candle-cuda`) as CUDA memory of
+/// their device, ready once candle's stream has run the work queued before the export:
+/// synchronise it, or order the consumer's stream after it. Other devices are refused.
 pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleError> {
     let dtype = dl_dtype(tensor.dtype())?;
     let (storage, layout) = tensor.storage_and_layout();
@@ -53,7 +61,7 @@ pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleEr
         other => {
             return Err(CandleError::Device {
                 found: format!("{:?}", other.device().location()),
-                wanted: "CPU memory",
+                wanted: "CPU memory, or CUDA memory with the `candle-cuda` feature",
             });
         }
     };
@@ -89,7 +97,7 @@ pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleEr
                 byte_offset: if empty { 0 } else { byte_offset as u64 },
             },
             READ_ONLY,
-            core::ptr::null_mut(),
+            export_marker(),
             Some(delete),
         ),
         shape,

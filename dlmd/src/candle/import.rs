@@ -1,15 +1,15 @@
 //! DLPack managed tensors in as candle tensors.
 
-use super::export::{Exported, delete};
+use super::export::{Exported, export_marker};
 use super::{CandleElement, CandleError, candle_dtype};
-use crate::dlpack::{DLDeviceType, DLManagedTensorVersioned};
+use crate::dlpack::{DLDeviceType, ManagedTensorAbi};
 use crate::extents::{Dims, Extents};
 use crate::layout::LayoutStrideRelaxed;
 use crate::managed::ManagedTensor;
 use crate::space::Host;
 use crate::{F4E2M1FNx2, F8E4M3FN, F8E8M0FNU};
 use candle_core::op::BackpropOp;
-use candle_core::{CpuStorage, DType, Storage, Tensor};
+use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
 use half::{bf16, f16};
 use std::vec::Vec;
 
@@ -19,13 +19,12 @@ pub const MAX_RANK: usize = 8;
 /// The candle tensor inside a managed tensor that [`export`](super::export) made, if it is one.
 fn exported_by_dlmd(tensor: &ManagedTensor) -> Option<Tensor> {
     let raw = tensor.versioned_ptr()?;
-    // SAFETY: `raw` is the live versioned tensor `tensor` owns; its deleter field is readable.
-    let deleter = unsafe { raw.as_ref() }.deleter?;
-    // The deleter of candle exports is one non-generic function: its address names them. Were
-    // two identical functions merged at one address, both would free an `Exported`.
-    #[allow(unpredictable_function_pointer_comparisons)]
-    let ours = deleter == delete as unsafe extern "C" fn(*mut DLManagedTensorVersioned);
-    if !ours {
+    // SAFETY: `raw` is the live versioned tensor `tensor` owns; its fields are readable.
+    let managed = unsafe { raw.as_ref() };
+    // candle exports carry the address of a static of this crate as their context: no other
+    // producer's context (its own allocation or static) has it. (Function addresses are not
+    // unique enough to tell: the same function may show different ones.)
+    if managed.manager_ctx() != export_marker() {
         return None;
     }
     // SAFETY: the tensor was made by `export`, as the first field of an `Exported` block that
@@ -34,15 +33,22 @@ fn exported_by_dlmd(tensor: &ManagedTensor) -> Option<Tensor> {
     Some(block.tensor.clone())
 }
 
-/// A candle tensor of the managed tensor's data: the very candle tensor where
-/// [`export`](super::export) made it (no copy, whatever its layout); otherwise, for CPU memory (also
-/// pinned and managed CUDA memory, which the host reads), a copy into candle's own CPU storage
-/// in row-major order, since candle keeps CPU data in a `Vec` it owns.
+/// A candle tensor on `device` of the managed tensor's data:
+/// - the very candle tensor where [`export`](super::export) made it and it is on `device` (no
+///   copy, whatever its layout);
+/// - for the CPU, from CPU memory (also pinned and managed CUDA memory, which the host reads): a
+///   copy into candle's own storage in row-major order, from any layout, since candle keeps CPU
+///   data in a `Vec` it owns;
+/// - for a CUDA device (feature `candle-cuda`), from row-major CUDA memory of that GPU: one copy
+///   on the device, at device-copy speed, into an allocation of candle's (which frees its memory
+///   itself and cannot hold another's).
 ///
 /// The managed tensor is released before this returns. Ranks above [`MAX_RANK`] are refused,
-/// as are data types candle has no dtype for.
-pub fn import(tensor: ManagedTensor) -> Result<Tensor, CandleError> {
-    if let Some(candle) = exported_by_dlmd(&tensor) {
+/// as are data types candle has no dtype for and memory `device` cannot take.
+pub fn import(tensor: ManagedTensor, device: &Device) -> Result<Tensor, CandleError> {
+    if let Some(candle) = exported_by_dlmd(&tensor)
+        && candle.device().same_device(device)
+    {
         return Ok(candle);
     }
     let dl = tensor.dl_tensor();
@@ -52,13 +58,18 @@ pub fn import(tensor: ManagedTensor) -> Result<Tensor, CandleError> {
         return Err(CandleError::RankTooHigh(ndim));
     }
     let device_type = dl.device.device_type;
-    if device_type == DLDeviceType::CPU
-        || device_type == DLDeviceType::CUDA_HOST
-        || device_type == DLDeviceType::CUDA_MANAGED
-    {
-        return host_copy(&tensor, dtype, ndim);
+    match device {
+        Device::Cpu
+            if device_type == DLDeviceType::CPU
+                || device_type == DLDeviceType::CUDA_HOST
+                || device_type == DLDeviceType::CUDA_MANAGED =>
+        {
+            host_copy(&tensor, dtype, ndim)
+        }
+        #[cfg(feature = "candle-cuda")]
+        Device::Cuda(cuda) => super::cuda::import_cuda(&tensor, dtype, ndim, cuda),
+        _ => Err(CandleError::ImportDevice(device_type.0)),
     }
-    Err(CandleError::ImportDevice(device_type.0))
 }
 
 /// Runs `$body` with `$R` the const rank `$rank` (0 to [`MAX_RANK`]).
@@ -105,6 +116,8 @@ macro_rules! with_rank {
         }
     };
 }
+#[cfg(feature = "candle-cuda")]
+pub(super) use with_rank;
 
 /// The elements of a host-readable tensor of rank `R`, in row-major order, read through dlmd's
 /// checked import (the producer may write them meanwhile: they are copied by value), and candle's

@@ -7,6 +7,8 @@
 //! | a `Tensor`, any layout | a [`DLManagedTensorVersioned`](crate::dlpack::DLManagedTensorVersioned) ([`export`]) | never: the tensor is kept alive until the deleter runs |
 //! | a managed tensor that [`export`] made | a `Tensor` ([`import`]) | never: the same candle tensor comes back |
 //! | any other CPU managed tensor | a CPU `Tensor` ([`import`]) | once, into candle's own storage (candle owns its memory as a `Vec`) |
+//! | a CUDA `Tensor` (feature `candle-cuda`) | a device view ([`Borrowed::device_view`]) | never |
+//! | a CUDA managed tensor (feature `candle-cuda`) | a CUDA `Tensor` ([`import`]) | once, on the device (candle frees its allocations itself and cannot hold another's) |
 //!
 //! Every candle dtype with a dlmd element type maps ([`CandleElement`], [`dl_dtype`]): `U8`,
 //! `U32`, `I16`, `I32`, `I64`, `BF16`, `F16`, `F32`, `F64`, `F8E4M3` ([`F8E4M3FN`]),
@@ -46,11 +48,14 @@
 //! let raw = dlmd::candle::export(&tt)?;
 //! // SAFETY: `raw` was just made by dlmd and is handed over here.
 //! let managed = unsafe { dlmd::managed::ManagedTensor::from_raw(raw) }?;
-//! let back = dlmd::candle::import(managed)?;
+//! let back = dlmd::candle::import(managed, &Device::Cpu)?;
 //! assert_eq!(back.to_vec2::<f32>()?, tt.to_vec2::<f32>()?);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "candle-cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "candle-cuda")))]
+pub mod cuda;
 mod export;
 mod import;
 
@@ -121,9 +126,20 @@ pub enum CandleError {
     /// A tensor of more dimensions than an import handles.
     #[error("rank {0} is above the {max} dimensions an import into candle handles", max = MAX_RANK)]
     RankTooHigh(usize),
-    /// The DLPack tensor's device is one candle cannot hold.
-    #[error("DLPack device type {0} cannot become a candle tensor here (CPU memory can)")]
+    /// The DLPack tensor's memory is not where the candle device asked for can take it.
+    #[error(
+        "memory of DLPack device type {0} cannot become a tensor on this candle device (the CPU takes memory the host reads; a CUDA device, with the `candle-cuda` feature, CUDA memory of its GPU)"
+    )]
     ImportDevice(i32),
+    /// A CUDA tensor to copy into candle is not row-major contiguous.
+    #[error(
+        "a CUDA tensor is copied into candle only when row-major contiguous (call `.contiguous()` on the producer's side)"
+    )]
+    NotContiguous,
+    /// The CUDA driver refused.
+    #[cfg(feature = "candle-cuda")]
+    #[error(transparent)]
+    Cuda(#[from] crate::cuda::CudaError),
     /// The extents or strides do not fit the view's types.
     #[error(transparent)]
     View(#[from] ViewError),

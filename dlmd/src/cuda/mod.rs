@@ -30,6 +30,7 @@ mod scope;
 mod stream;
 
 pub use launch::{Kernels, Launch};
+#[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
 pub use mirrored::{Current, MirroredArray};
 pub use scope::{DeviceMemory, Scope, device_location, scope};

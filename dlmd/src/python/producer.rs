@@ -37,6 +37,19 @@ impl DlpackExport {
         }
     }
 
+    /// Takes over a versioned managed tensor made by another exporter (such as
+    /// `dlmd::candle::export`), to hand to a consumer like the ones [`export_cpu`] and
+    /// [`export_cuda`] make. Dropped unused, it is released through its deleter.
+    ///
+    /// # Safety
+    ///
+    /// `raw` points to a valid versioned managed tensor owned by the caller, who hands it over;
+    /// its deleter may be called once, from any thread.
+    pub unsafe fn from_versioned(raw: NonNull<DLManagedTensorVersioned>) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::new(raw) }
+    }
+
     /// Whether the tensor is a `DLManagedTensorVersioned` (the consumer asked for version 1 or
     /// later) rather than a legacy `DLManagedTensor`.
     pub fn is_versioned(&self) -> bool {

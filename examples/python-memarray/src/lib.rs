@@ -47,6 +47,8 @@ macro_rules! with_rank {
 #[macro_use]
 mod dtype;
 mod array;
+#[cfg(feature = "candle")]
+mod candle;
 mod cell;
 mod collective;
 mod exported;
@@ -324,5 +326,13 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(oneapi_device_of, m)?)?;
     m.add_function(wrap_pyfunction!(use_exchange_api, m)?)?;
     m.add_function(wrap_pyfunction!(collective::all_reduce, m)?)?;
+    #[cfg(feature = "candle")]
+    {
+        m.add_class::<candle::CandleTensor>()?;
+        add_dlpack_method::<candle::CandleTensor>(m.py())?;
+        m.add_function(wrap_pyfunction!(candle::candle_import, m)?)?;
+        m.add_function(wrap_pyfunction!(candle::candle_softmax, m)?)?;
+        m.add_function(wrap_pyfunction!(candle::candle_import_batch, m)?)?;
+    }
     Ok(())
 }

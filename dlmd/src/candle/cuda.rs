@@ -1,0 +1,182 @@
+//! candle's CUDA tensors (feature `candle-cuda`): device views and exports of candle's CUDA
+//! storage without a copy, and DLPack CUDA tensors copied into candle on the device.
+//!
+//! candle queues its work on one stream per [`CudaDevice`](candle_core::CudaDevice)
+//! ([`Borrowed::cuda_stream`]): a kernel over a device view goes on that stream (or waits for
+//! it), and an export is ready for the consumer once that stream has run what was queued before
+//! it.
+
+use super::import::with_rank;
+use super::{Borrowed, CandleElement, CandleError, candle_mapping};
+use crate::cuda::{CudaError, pointer_info};
+use crate::dlpack::DLDeviceType;
+use crate::extents::{Dims, Extents};
+use crate::layout::{Layout, LayoutError, LayoutRight, Mapping};
+use crate::managed::ManagedTensor;
+use crate::space::Device as DeviceSpace;
+use crate::view::{DeviceMdspan, Mdspan};
+use crate::{F4E2M1FNx2, F8E4M3FN, F8E8M0FNU};
+use candle_core::cuda_backend::CudaStorageSlice;
+use candle_core::op::BackpropOp;
+use candle_core::{CudaDevice, CudaStorage, DType, Storage, Tensor};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+use half::{bf16, f16};
+use std::sync::Arc;
+
+/// The device pointer of a CUDA storage's first element, its length in elements and its ordinal.
+pub(super) fn storage_parts(storage: &CudaStorage) -> (sys::CUdeviceptr, usize, usize) {
+    fn parts<T>(slice: &CudaSlice<T>) -> (sys::CUdeviceptr, usize, usize) {
+        let (ptr, _record) = slice.device_ptr(slice.stream());
+        (ptr, slice.len(), slice.ordinal())
+    }
+    match &storage.slice {
+        CudaStorageSlice::U8(s) => parts(s),
+        CudaStorageSlice::U32(s) => parts(s),
+        CudaStorageSlice::I16(s) => parts(s),
+        CudaStorageSlice::I32(s) => parts(s),
+        CudaStorageSlice::I64(s) => parts(s),
+        CudaStorageSlice::BF16(s) => parts(s),
+        CudaStorageSlice::F16(s) => parts(s),
+        CudaStorageSlice::F32(s) => parts(s),
+        CudaStorageSlice::F64(s) => parts(s),
+        CudaStorageSlice::F8E4M3(s) => parts(s),
+        CudaStorageSlice::F6E2M3(s)
+        | CudaStorageSlice::F6E3M2(s)
+        | CudaStorageSlice::F4(s)
+        | CudaStorageSlice::F8E8M0(s) => parts(s),
+    }
+}
+
+impl Borrowed<'_> {
+    /// A read-only device view of a CUDA tensor, on its device: as
+    /// [`host_view`](Self::host_view) for element type, extents and layout. Queue kernels over it
+    /// on [`cuda_stream`](Self::cuda_stream), or after it.
+    pub fn device_view<T, E, L>(&self) -> Result<DeviceMdspan<'_, T, E, L>, CandleError>
+    where
+        T: CandleElement,
+        E: Extents,
+        L: Layout,
+    {
+        self.check_dtype::<T>()?;
+        let Storage::Cuda(cuda) = &*self.storage else {
+            return Err(CandleError::Device {
+                found: format!("{:?}", self.storage.device().location()),
+                wanted: "a CUDA device",
+            });
+        };
+        let (start, len, ordinal) = storage_parts(cuda);
+        let (mapping, offset) = candle_mapping::<T, E, L>(self.layout, len)?;
+        let ordinal = i32::try_from(ordinal).map_err(|_| CudaError::Ordinal(ordinal))?;
+        let ptr = (start as usize as *mut T).wrapping_add(offset);
+        // SAFETY: candle's CUDA storage of `T::CANDLE_DTYPE` is a cudarc allocation of `len`
+        // values with `T`'s size and bit patterns (`CandleElement`) on device `ordinal`; index 0
+        // sits `offset` elements in and every index stays below `len` (`candle_mapping`). The
+        // read lock held by `self` keeps the allocation alive and candle from writing it in place
+        // for the view's borrow; the view is read-only.
+        Ok(unsafe { Mdspan::from_raw_parts(ptr, mapping, DeviceSpace::new(ordinal)) })
+    }
+
+    /// The stream candle queues this tensor's work on, for a CUDA tensor.
+    pub fn cuda_stream(&self) -> Option<Arc<CudaStream>> {
+        match &*self.storage {
+            Storage::Cuda(cuda) => Some(cuda.device.cuda_stream()),
+            _ => None,
+        }
+    }
+}
+
+/// The bytes of a row-major CUDA tensor of rank `R`, checked by dlmd's import (including the
+/// driver's word that the pointer is device memory of `ordinal`), and candle's shape.
+fn device_span<T: CandleElement, const R: usize>(
+    tensor: &ManagedTensor,
+    ordinal: usize,
+) -> Result<(sys::CUdeviceptr, usize, Vec<usize>), CandleError> {
+    let view = tensor
+        .as_mdspan::<T, Dims<R>, LayoutRight, DeviceSpace>()
+        .map_err(|e| match e {
+            crate::import::ImportError::Layout(
+                LayoutError::StrideMismatch { .. } | LayoutError::NonPositiveStride { .. },
+            ) => CandleError::NotContiguous,
+            e => e.into(),
+        })?;
+    let mut shape = view.extents().to_array().to_vec();
+    let elements = view.mapping().required_span_size();
+    if let Some(last) = shape.last_mut() {
+        *last *= T::PER_ELEMENT;
+    }
+    let ptr = view.as_ptr();
+    if elements > 0 {
+        let info = pointer_info(ptr.cast())?;
+        if usize::try_from(info.ordinal) != Ok(ordinal) {
+            return Err(CandleError::ImportDevice(tensor.dl_tensor().device.device_type.0));
+        }
+    }
+    Ok((ptr as usize as sys::CUdeviceptr, elements * size_of::<T>(), shape))
+}
+
+/// A fresh allocation of `bytes` on candle's stream, filled from `src` by one device-to-device
+/// copy, which has finished when this returns (the source is released after).
+fn copy_on_device<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    src: sys::CUdeviceptr,
+    elements: usize,
+) -> Result<CudaSlice<T>, CandleError> {
+    // SAFETY: every byte is written by the copy below before anyone reads the allocation.
+    let dst = unsafe { stream.alloc::<T>(elements) }.map_err(CudaError::from)?;
+    if elements > 0 {
+        let (dst_ptr, _record) = dst.device_ptr(stream);
+        // SAFETY: `src` is `elements` values of `T` of live device memory (checked by dlmd's
+        // import, kept alive by the managed tensor until after the synchronisation below), `dst`
+        // a new allocation of as many; both on the stream's device.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(dst_ptr, src, elements * size_of::<T>(), stream.cu_stream())
+        }
+        .map_err(CudaError::from)?;
+    }
+    stream.synchronize().map_err(CudaError::from)?;
+    Ok(dst)
+}
+
+/// A CUDA managed tensor as a candle tensor on `device`: one device-to-device copy into candle's
+/// own allocation (candle frees its memory itself and cannot hold another's), at device-copy
+/// speed, on candle's stream. The tensor must be row-major contiguous and on `device`'s GPU.
+/// The copy has finished when this returns. Order the producer's writes before candle's
+/// stream (`from_dlpack` with that stream does).
+pub(super) fn import_cuda(
+    tensor: &ManagedTensor,
+    dtype: DType,
+    ndim: usize,
+    device: &CudaDevice,
+) -> Result<Tensor, CandleError> {
+    let dl = tensor.dl_tensor();
+    if dl.device.device_type != DLDeviceType::CUDA && dl.device.device_type != DLDeviceType::CUDA_MANAGED {
+        return Err(CandleError::ImportDevice(dl.device.device_type.0));
+    }
+    let stream = device.cuda_stream();
+    let ordinal = stream.context().ordinal();
+    macro_rules! copy {
+        ($t:ty, $stored:ty, $variant:ident) => {
+            with_rank!(ndim, R => {
+                let (src, bytes, shape) = device_span::<$t, R>(tensor, ordinal)?;
+                let slice = copy_on_device::<$stored>(&stream, src, bytes / size_of::<$stored>())?;
+                let storage = CudaStorage { slice: CudaStorageSlice::$variant(slice), device: device.clone() };
+                Ok(Tensor::from_storage(Storage::Cuda(storage), shape, BackpropOp::none(), false))
+            })
+        };
+    }
+    match dtype {
+        DType::U8 => copy!(u8, u8, U8),
+        DType::U32 => copy!(u32, u32, U32),
+        DType::I16 => copy!(i16, i16, I16),
+        DType::I32 => copy!(i32, i32, I32),
+        DType::I64 => copy!(i64, i64, I64),
+        DType::BF16 => copy!(bf16, bf16, BF16),
+        DType::F16 => copy!(f16, f16, F16),
+        DType::F32 => copy!(f32, f32, F32),
+        DType::F64 => copy!(f64, f64, F64),
+        DType::F8E4M3 => copy!(F8E4M3FN, float8::F8E4M3, F8E4M3),
+        DType::F8E8M0 => copy!(F8E8M0FNU, u8, F8E8M0),
+        DType::F4 => copy!(F4E2M1FNx2, u8, F4),
+        _ => Err(CandleError::Unsupported(dtype)),
+    }
+}
