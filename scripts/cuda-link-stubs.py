@@ -1,5 +1,5 @@
 """Link-time stand-ins for the CUDA libraries a build with cudarc's `dynamic-linking` links
-(candle-core chooses it): libcuda, libnvrtc, libcublas, libcublasLt and libcurand, each a shared
+(candle-core chooses it): libcuda, libnvrtc, libcublas, libcublasLt, libcurand and libnccl, each a shared
 library with the real one's soname that defines every function cudarc's bindings declare, so a
 program links on a machine without CUDA. At run time the real libraries load by soname: never
 ship these. Usage: python3 cuda-link-stubs.py CUDARC_SRC OUT_DIR
@@ -17,6 +17,7 @@ LIBRARIES = {
     "cublas": ("cublas", "libcublas.so.13"),
     "cublaslt": ("cublasLt", "libcublasLt.so.13"),
     "curand": ("curand", "libcurand.so.10"),
+    "nccl": ("nccl", "libnccl.so.2"),
 }
 
 
