@@ -224,51 +224,85 @@ fn bench(
         r / v
     );
 
-    // Another producer's 1 GiB CUDA tensor into candle (one device copy, finished when the
-    // import returns) against cudarc's device copy of the same bytes, synchronised the same way.
+    // Another producer's 1 GiB CUDA tensor into candle (a new allocation and one device copy,
+    // finished when the import returns) against cudarc's device copy of the same bytes into an
+    // allocation made before, synchronised the same way: first with the memory pool as CUDA
+    // leaves it (freed memory goes back to the system at each synchronisation, so every import
+    // maps its gigabyte again, as every new candle tensor of that size does), then with the pool
+    // keeping its memory (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` at its maximum, as torch's caching
+    // allocator does), which leaves the copy itself.
     let src = stream.alloc_zeros::<f32>(n)?;
     let mut copy_dst = stream.alloc_zeros::<f32>(n)?;
-    let owner = Arc::new(src);
-    let (mut import, mut copy) = (Vec::new(), Vec::new());
-    for round in 0..15 {
-        for first in if round % 2 == 0 { [true, false] } else { [false, true] } {
-            if first {
-                let slice = stream.clone_dtod(&*owner)?;
-                stream.synchronize()?;
-                let raw = export_with::<DLManagedTensorVersioned, _, _>(
-                    DeviceOwner(slice),
-                    Dims::new(dims),
-                    0,
-                    DLDevice::cuda(0),
-                )?;
-                let managed = own(raw)?;
-                let started = Instant::now();
-                let tensor = dlmd::candle::import(managed, device)?;
-                let s = started.elapsed().as_secs_f64();
-                drop(tensor);
-                if round >= 3 {
-                    import.push(s);
-                }
-            } else {
-                stream.synchronize()?;
-                let started = Instant::now();
-                stream.memcpy_dtod(&*owner, &mut copy_dst)?;
-                stream.synchronize()?;
-                if round >= 3 {
-                    copy.push(started.elapsed().as_secs_f64());
+    for pool_keeps_memory in [false, true] {
+        if pool_keeps_memory {
+            keep_pool_memory(stream)?;
+        }
+        let (mut import, mut copy) = (Vec::new(), Vec::new());
+        for round in 0..15 {
+            for first in if round % 2 == 0 { [true, false] } else { [false, true] } {
+                if first {
+                    let slice = stream.clone_dtod(&src)?;
+                    stream.synchronize()?;
+                    let raw = export_with::<DLManagedTensorVersioned, _, _>(
+                        DeviceOwner(slice),
+                        Dims::new(dims),
+                        0,
+                        DLDevice::cuda(0),
+                    )?;
+                    let managed = own(raw)?;
+                    let started = Instant::now();
+                    let tensor = dlmd::candle::import(managed, device)?;
+                    let s = started.elapsed().as_secs_f64();
+                    drop(tensor);
+                    if round >= 3 {
+                        import.push(s);
+                    }
+                } else {
+                    stream.synchronize()?;
+                    let started = Instant::now();
+                    stream.memcpy_dtod(&src, &mut copy_dst)?;
+                    stream.synchronize()?;
+                    if round >= 3 {
+                        copy.push(started.elapsed().as_secs_f64());
+                    }
                 }
             }
         }
+        let (i, c) = (median(import), median(copy));
+        println!(
+            "bench another producer's 1 GiB CUDA tensor into candle ({}): import {:.3} ms ({:.0} GB/s), cudarc device copy {:.3} ms ({:.0} GB/s), import / copy bandwidth = {:.3}",
+            if pool_keeps_memory {
+                "pool keeping its memory"
+            } else {
+                "CUDA's default pool"
+            },
+            i * 1e3,
+            2.0 * bytes / i / 1e9,
+            c * 1e3,
+            2.0 * bytes / c / 1e9,
+            c / i
+        );
     }
-    let (i, c) = (median(import), median(copy));
-    println!(
-        "bench another producer's 1 GiB CUDA tensor into candle: import {:.3} ms ({:.0} GB/s), cudarc device copy {:.3} ms ({:.0} GB/s), import / copy bandwidth = {:.3}",
-        i * 1e3,
-        2.0 * bytes / i / 1e9,
-        c * 1e3,
-        2.0 * bytes / c / 1e9,
-        c / i
-    );
+    Ok(())
+}
+
+/// Lets the device's default memory pool (cudarc's and candle's allocations) keep what is freed.
+fn keep_pool_memory(stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = core::ptr::null_mut();
+    let device = stream.context().cu_device();
+    // SAFETY: `pool` is written by the driver for a valid device.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, device) }.result()?;
+    let mut threshold = u64::MAX;
+    // SAFETY: a live pool; the release threshold attribute takes a `cuuint64_t`.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()?;
     Ok(())
 }
 

@@ -8,8 +8,10 @@ alternating round by round; medians and ratios.
      recognises its own export);
    - a torch tensor into candle (one device copy into candle's own allocation: candle frees its
      memory itself and cannot hold torch's), 64×64 f32.
-2. A 256 MiB torch tensor into candle (one device copy, finished when the import returns)
-   against torch's own device copy of the same bytes (`y.copy_(x)`, synchronised the same way).
+2. A 256 MiB torch tensor into candle (a new candle allocation and one device copy, finished
+   when the import returns) against torch's own device copy of the same bytes (`y.copy_(x)`, and
+   into a new tensor, `torch.empty_like(x).copy_(x)`, whose memory torch's caching allocator
+   keeps), synchronised the same way.
 
 Usage: python bench_candle.py [ROUNDS]
 """
@@ -83,12 +85,17 @@ def main():
         [
             ("candle", lambda: dm.candle_import(big)),
             ("torch", lambda: out.copy_(big)),
+            ("torch-new", lambda: torch.empty_like(big).copy_(big)),
         ],
         number=5,
     )
     bytes_moved = 2 * big.numel() * big.element_size()
     print("\n2. a 256 MiB f32 torch tensor into candle against torch's device copy")
-    for name, label in [("candle", "torch -> candle (one device copy)"), ("torch", "torch y.copy_(x)")]:
+    for name, label in [
+        ("candle", "torch -> candle (new allocation + copy)"),
+        ("torch", "torch y.copy_(x)"),
+        ("torch-new", "torch empty_like(x).copy_(x)"),
+    ]:
         s = bw[name]
         print(f"{label:<40} {s * 1e3:8.3f} ms {bytes_moved / s / 1e9:8.0f} GB/s")
     print(f"{'candle bandwidth / torch copy bandwidth':<40} {bw['torch'] / bw['candle']:8.3f}")

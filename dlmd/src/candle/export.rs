@@ -58,6 +58,16 @@ pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleEr
             DLDevice::CPU,
             tensor.dtype().size_in_bytes(),
         ),
+        #[cfg(feature = "candle-cuda")]
+        Storage::Cuda(cuda) => {
+            let (ptr, _, ordinal) = super::cuda::storage_parts(cuda);
+            let ordinal = i32::try_from(ordinal).map_err(|_| crate::cuda::CudaError::Ordinal(ordinal))?;
+            (
+                ptr as usize as *mut u8,
+                DLDevice::cuda(ordinal),
+                tensor.dtype().size_in_bytes(),
+            )
+        }
         other => {
             return Err(CandleError::Device {
                 found: format!("{:?}", other.device().location()),

@@ -101,11 +101,13 @@ impl DlpackExporter for CandleTensor {
 }
 
 /// A stream as the array API's `stream` argument names it: its handle, or 1 for the legacy
-/// default stream (NULL).
+/// default stream (NULL) and for the per-thread default stream (cudarc's default, which torch
+/// refuses as `2`): work queued on the legacy default stream is ordered before the per-thread
+/// one's later work, which synchronises with it.
 #[cfg(feature = "candle-cuda")]
 fn array_api_stream(stream: &cudarc::driver::CudaStream) -> isize {
     let handle = stream.cu_stream() as isize;
-    if handle == 0 { 1 } else { handle }
+    if handle == 0 || handle == 2 { 1 } else { handle }
 }
 
 /// candle's device for DLPack device `(device_type, id)`: the CPU, or (feature `candle-cuda`)

@@ -83,6 +83,8 @@ def cuda_or_skip():
     try:
         dm.candle_import(torch.zeros(1, device="cuda"))
     except BufferError as e:
+        if "candle here takes CPU memory, not" not in str(e):
+            raise
         pytest.skip(f"this build takes no CUDA tensors into candle: {e}")
     return torch
 
