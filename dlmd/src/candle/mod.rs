@@ -7,7 +7,7 @@
 //! | a `Tensor`, any layout | a [`DLManagedTensorVersioned`](crate::dlpack::DLManagedTensorVersioned) ([`export`]) | never: the tensor is kept alive until the deleter runs |
 //! | a managed tensor that [`export`] made | a `Tensor` ([`import`]) | never: the same candle tensor comes back |
 //! | any other CPU managed tensor | a CPU `Tensor` ([`import`]) | once, into candle's own storage (candle owns its memory as a `Vec`) |
-//! | a CUDA `Tensor` (feature `candle-cuda`) | a device view ([`Borrowed::device_view`]) | never |
+//! | a CUDA `Tensor` (feature `candle-cuda`) | a device view (`Borrowed::device_view`) | never |
 //! | a CUDA managed tensor (feature `candle-cuda`) | a CUDA `Tensor` ([`import`]) | once, on the device (candle frees its allocations itself and cannot hold another's) |
 //!
 //! Every candle dtype with a dlmd element type maps ([`CandleElement`], [`dl_dtype`]): `U8`,
