@@ -108,6 +108,14 @@ pub enum NcclError {
     /// A unique id could not be read or shared.
     #[error("NCCL unique id: {0}")]
     UniqueId(String),
+    /// The unique id could not be handed over at a [`Rendezvous`](super::Rendezvous).
+    #[error("NCCL id rendezvous at {address}: {why}")]
+    Rendezvous {
+        /// The host and port.
+        address: String,
+        /// What went wrong, and on which rank.
+        why: String,
+    },
     /// A launcher's environment variable is missing or malformed.
     #[error("environment variable {name}: {why}")]
     Env {

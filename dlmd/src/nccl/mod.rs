@@ -9,8 +9,10 @@
 //! - A [`Communicator`] is one rank of a group of GPUs: [`Communicator::for_devices`] makes one
 //!   per device for a process driving several GPUs, [`Communicator::init_rank`] one for a
 //!   process per GPU, joined by a [`UniqueId`] that rank 0 makes and shares (a file with
-//!   [`UniqueId::exchange_file`], or an environment variable with [`UniqueId::from_env`];
-//!   [`Ranks::from_env`] reads torchrun's `RANK`, `WORLD_SIZE` and `LOCAL_RANK`).
+//!   [`UniqueId::exchange_file`], the launcher's rendezvous address with [`Rendezvous`], or an
+//!   environment variable with [`UniqueId::from_env`]; [`Ranks::from_env`] reads torchrun's
+//!   `RANK`, `WORLD_SIZE` and `LOCAL_RANK`, [`Rendezvous::from_env`] its `MASTER_ADDR` and
+//!   `MASTER_PORT`).
 //! - Collectives take device views: [`all_reduce`](Communicator::all_reduce),
 //!   [`reduce`](Communicator::reduce), [`broadcast`](Communicator::broadcast),
 //!   [`all_gather`](Communicator::all_gather), [`reduce_scatter`](Communicator::reduce_scatter),
@@ -32,8 +34,8 @@
 //!
 //! The package, one concept a file: `dtype` (element types to NCCL's data types, reductions),
 //! `error`, `runtime` (loading NCCL, its version, groups), `id` (unique ids and launcher
-//! ranks), `communicator`, `collectives`, and [`check`] (what the collectives check before NCCL
-//! is called).
+//! ranks), `rendezvous` (the id over TCP), `communicator`, `collectives`, and [`check`] (what
+//! the collectives check before NCCL is called).
 
 pub mod check;
 mod collectives;
@@ -41,10 +43,12 @@ mod communicator;
 mod dtype;
 mod error;
 mod id;
+mod rendezvous;
 mod runtime;
 
 pub use communicator::Communicator;
 pub use dtype::{DataType, NcclElement, NcclScalar, ReduceOp};
 pub use error::NcclError;
 pub use id::{Ranks, UniqueId};
+pub use rendezvous::{PORT_VARIABLE, Rendezvous};
 pub use runtime::{available, group, version};

@@ -1,0 +1,527 @@
+//! [`Rendezvous`]: rank 0's [`UniqueId`] handed to the other ranks over TCP, at the address a
+//! launcher such as torchrun gives every rank.
+//!
+//! The exchange is small and bounded in time. Rank 0 listens on the rendezvous port and answers
+//! each rank that asks, until every rank has its id or the time is up. The others connect
+//! (again and again while rank 0 is not listening yet) and read the id. Both sides name what
+//! went wrong: the ranks that never asked, the address nobody answered on, a peer that spoke
+//! something else.
+//!
+//! The wire format, version 1, all integers little-endian:
+//! - a rank asks with 20 bytes: the magic `DLMDNCID`, the version (`u32`), its rank (`u32`)
+//!   and its world size (`u32`);
+//! - rank 0 answers with 136 bytes: the magic and the id's 128 bytes.
+//!
+//! Anything else is not an id: a connection that does not start with the magic is dropped and
+//! rank 0 keeps listening; a rank with another world size, or outside it, fails the exchange.
+
+use super::{NcclError, UniqueId};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+const MAGIC: [u8; 8] = *b"DLMDNCID";
+const VERSION: u32 = 1;
+const ASK: usize = 20;
+const ANSWER: usize = 8 + 128;
+/// How long rank 0 waits for one connected rank to ask, so a silent peer cannot stall the rest.
+const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often rank 0 polls for connections, and the others retry a refused one.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The environment variable that overrides the port of [`Rendezvous::from_env`].
+pub const PORT_VARIABLE: &str = "DLMD_NCCL_PORT";
+
+/// Where rank 0 serves the [`UniqueId`] and the other ranks fetch it: a host name or address and
+/// a port.
+///
+/// ```
+/// use dlmd::nccl::Rendezvous;
+///
+/// let at = Rendezvous::new("127.0.0.1", 29501);
+/// assert_eq!(at.to_string(), "127.0.0.1:29501");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendezvous {
+    host: String,
+    port: u16,
+}
+
+impl core::fmt::Display for Rendezvous {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl Rendezvous {
+    /// The rendezvous at `host` (a name or an IPv4 or IPv6 address) and `port`.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// The host.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The rendezvous a launcher describes: `MASTER_ADDR` and, for the port, `DLMD_NCCL_PORT`
+    /// where it is set, else `MASTER_PORT` + 1.
+    ///
+    /// torchrun's agent keeps its own store on `MASTER_PORT` itself, so the id goes through the
+    /// next port on the same host; set `DLMD_NCCL_PORT` (the same on every rank) where that one
+    /// is taken.
+    pub fn from_env() -> Result<Self, NcclError> {
+        Self::from_lookup(std::env::var)
+    }
+
+    fn from_lookup(var: impl Fn(&'static str) -> Result<String, std::env::VarError>) -> Result<Self, NcclError> {
+        let read = |name: &'static str| match var(name) {
+            Ok(v) => Ok(Some(v)),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(e) => Err(NcclError::Env {
+                name,
+                why: e.to_string(),
+            }),
+        };
+        let port = |name: &'static str, text: String| {
+            text.trim().parse::<u16>().map_err(|e| NcclError::Env {
+                name,
+                why: format!("{text:?} is not a port: {e}"),
+            })
+        };
+        let host = read("MASTER_ADDR")?.ok_or(NcclError::Env {
+            name: "MASTER_ADDR",
+            why: "not set (start the ranks with torchrun or set it to rank 0's host)".into(),
+        })?;
+        let port = match read(PORT_VARIABLE)? {
+            Some(text) => port(PORT_VARIABLE, text)?,
+            None => {
+                let text = read("MASTER_PORT")?.ok_or(NcclError::Env {
+                    name: "MASTER_PORT",
+                    why: "not set (start the ranks with torchrun, or set it or DLMD_NCCL_PORT)".into(),
+                })?;
+                let master = port("MASTER_PORT", text)?;
+                master.checked_add(1).ok_or(NcclError::Env {
+                    name: "MASTER_PORT",
+                    why: format!("{master} leaves no next port for the NCCL id; set DLMD_NCCL_PORT"),
+                })?
+            }
+        };
+        Ok(Self::new(host.trim(), port))
+    }
+
+    /// Joins rank `rank` of `world`: rank 0 makes a fresh id ([`UniqueId::new`]) and
+    /// [`serve`](Self::serve)s it, the others [`fetch`](Self::fetch) it; each waits at most
+    /// `timeout`.
+    pub fn exchange(&self, rank: usize, world: usize, timeout: Duration) -> Result<UniqueId, NcclError> {
+        check_rank(rank, world)?;
+        if rank == 0 {
+            let id = UniqueId::new()?;
+            self.serve(&id, world, timeout)?;
+            Ok(id)
+        } else {
+            self.fetch(rank, world, timeout)
+        }
+    }
+
+    /// Rank 0's side: listens on the rendezvous port (every interface of the host's address
+    /// family) and hands `id` to each of the ranks 1 to `world` − 1 as it asks. Returns once
+    /// all have it; after `timeout`, fails naming the ranks that never asked.
+    pub fn serve(&self, id: &UniqueId, world: usize, timeout: Duration) -> Result<(), NcclError> {
+        check_rank(0, world)?;
+        let family = self.resolve()?;
+        let any = match family {
+            SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, self.port)),
+            SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, self.port)),
+        };
+        let listener = TcpListener::bind(any).map_err(|e| {
+            self.error(
+                0,
+                format!(
+                    "cannot listen on port {}: {e} (set DLMD_NCCL_PORT to a free one)",
+                    self.port
+                ),
+            )
+        })?;
+        serve_on(&listener, self, id, world, timeout)
+    }
+
+    /// The other ranks' side: asks rank 0 for the id, retrying while nobody listens yet, for
+    /// at most `timeout`.
+    pub fn fetch(&self, rank: usize, world: usize, timeout: Duration) -> Result<UniqueId, NcclError> {
+        check_rank(rank, world)?;
+        if rank == 0 {
+            return Err(self.error(0, "rank 0 serves the id; it does not fetch it".into()));
+        }
+        let deadline = Instant::now() + timeout;
+        let mut ask = [0u8; ASK];
+        ask[..8].copy_from_slice(&MAGIC);
+        ask[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        ask[12..16].copy_from_slice(&wire(rank).to_le_bytes());
+        ask[16..20].copy_from_slice(&wire(world).to_le_bytes());
+        let addr = self.resolve()?;
+        let mut last = String::from("nobody answered");
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.error(
+                    rank,
+                    format!("no id from rank 0 within {timeout:?} ({last}); is rank 0 running, with the same port?"),
+                ));
+            }
+            match TcpStream::connect_timeout(&addr, left) {
+                Ok(mut stream) => match ask_once(&mut stream, &ask, left) {
+                    Ok(answer) => {
+                        if answer[..8] != MAGIC {
+                            return Err(self.error(rank, "the answer is not a dlmd NCCL id".into()));
+                        }
+                        let mut bytes = [0u8; 128];
+                        bytes.copy_from_slice(&answer[8..]);
+                        return Ok(UniqueId::from_bytes(bytes));
+                    }
+                    // Rank 0 closed without answering: it refused this rank, or failed.
+                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                        return Err(self.error(
+                            rank,
+                            "rank 0 closed the connection without an id (see its error)".into(),
+                        ));
+                    }
+                    Err(e) => last = e.to_string(),
+                },
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    /// The first address the host resolves to.
+    fn resolve(&self) -> Result<SocketAddr, NcclError> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| NcclError::Rendezvous {
+                address: self.to_string(),
+                why: format!("cannot resolve the host: {e}"),
+            })?
+            .next()
+            .ok_or_else(|| NcclError::Rendezvous {
+                address: self.to_string(),
+                why: "the host resolves to no address".into(),
+            })
+    }
+
+    fn error(&self, rank: usize, why: String) -> NcclError {
+        NcclError::Rendezvous {
+            address: self.to_string(),
+            why: format!("rank {rank}: {why}"),
+        }
+    }
+}
+
+fn check_rank(rank: usize, world: usize) -> Result<(), NcclError> {
+    if rank >= world || u32::try_from(world).is_err() {
+        return Err(NcclError::World { rank, world });
+    }
+    Ok(())
+}
+
+/// A rank or world size as it travels (checked to fit by [`check_rank`]).
+fn wire(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn ask_once(stream: &mut TcpStream, ask: &[u8; ASK], left: Duration) -> std::io::Result<[u8; ANSWER]> {
+    stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+    stream.write_all(ask)?;
+    let mut answer = [0u8; ANSWER];
+    stream.read_exact(&mut answer)?;
+    Ok(answer)
+}
+
+/// Rank 0's loop on a listener already bound (tests bind port 0).
+fn serve_on(
+    listener: &TcpListener,
+    at: &Rendezvous,
+    id: &UniqueId,
+    world: usize,
+    timeout: Duration,
+) -> Result<(), NcclError> {
+    let deadline = Instant::now() + timeout;
+    let mut waiting: Vec<usize> = (1..world).collect();
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| at.error(0, format!("cannot poll the listener: {e}")))?;
+    let mut answer = [0u8; ANSWER];
+    answer[..8].copy_from_slice(&MAGIC);
+    answer[8..].copy_from_slice(&id.to_bytes());
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(at.error(
+                0,
+                format!(
+                    "ranks {waiting:?} did not ask for the id within {timeout:?}; are they running, with the same port?"
+                ),
+            ));
+        }
+        let mut stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::thread::sleep(POLL.min(left));
+                continue;
+            }
+            Err(e) => return Err(at.error(0, format!("accepting a connection: {e}"))),
+        };
+        let Some(rank) = read_ask(&mut stream, world, left.min(ASK_TIMEOUT)).map_err(|why| at.error(0, why))? else {
+            continue;
+        };
+        // A rank whose answer is lost asks again: it is served again, counted once.
+        if stream.write_all(&answer).is_ok() {
+            waiting.retain(|&r| r != rank);
+        }
+    }
+    Ok(())
+}
+
+/// The rank a connection asks for, `None` for a connection that is not a dlmd rank (dropped),
+/// or why the exchange cannot go on (a rank of another world).
+fn read_ask(stream: &mut TcpStream, world: usize, wait: Duration) -> Result<Option<usize>, String> {
+    let mut ask = [0u8; ASK];
+    let read = stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_read_timeout(Some(wait)))
+        .and_then(|()| stream.read_exact(&mut ask));
+    if read.is_err() || ask[..8] != MAGIC {
+        return Ok(None);
+    }
+    let word = |at: usize| u32::from_le_bytes([ask[at], ask[at + 1], ask[at + 2], ask[at + 3]]);
+    let (version, rank, theirs) = (word(8), word(12) as usize, word(16) as usize);
+    if version != VERSION {
+        return Err(format!(
+            "a rank speaks version {version} of the id exchange, this one {VERSION}"
+        ));
+    }
+    if theirs != world {
+        return Err(format!(
+            "rank {rank} was started with a world of {theirs}, rank 0 with {world}"
+        ));
+    }
+    if rank == 0 || rank >= world {
+        return Err(format!(
+            "a rank {rank} asked for the id, in a world of {world} whose rank 0 serves it"
+        ));
+    }
+    Ok(Some(rank))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::env::VarError;
+
+    fn id(seed: u8) -> UniqueId {
+        UniqueId::from_bytes(core::array::from_fn(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)))
+    }
+
+    /// A listener on a free local port, and the rendezvous that reaches it.
+    fn local() -> (TcpListener, Rendezvous) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        (listener, Rendezvous::new("127.0.0.1", port))
+    }
+
+    const LONG: Duration = Duration::from_secs(60);
+    const SHORT: Duration = Duration::from_millis(200);
+
+    #[test]
+    fn every_rank_gets_rank_0s_id() {
+        let (listener, at) = local();
+        let world = 8;
+        let fetched: Vec<[u8; 128]> = std::thread::scope(|t| {
+            // The ranks start asking before rank 0 listens: they retry.
+            let ranks: Vec<_> = (1..world)
+                .map(|rank| {
+                    let at = at.clone();
+                    t.spawn(move || at.fetch(rank, world, LONG).unwrap().to_bytes())
+                })
+                .collect();
+            serve_on(&listener, &at, &id(7), world, LONG).unwrap();
+            ranks.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(fetched.len(), world - 1);
+        assert!(fetched.iter().all(|b| *b == id(7).to_bytes()));
+    }
+
+    #[test]
+    fn a_world_of_one_serves_nobody() {
+        let (listener, at) = local();
+        serve_on(&listener, &at, &id(1), 1, SHORT).unwrap();
+    }
+
+    #[test]
+    fn rank_0_names_the_ranks_that_never_asked() {
+        let (listener, at) = local();
+        let e = std::thread::scope(|t| {
+            let one = t.spawn(|| at.fetch(1, 4, LONG));
+            let e = serve_on(&listener, &at, &id(2), 4, SHORT).unwrap_err();
+            assert_eq!(one.join().unwrap().unwrap().to_bytes(), id(2).to_bytes());
+            e
+        });
+        let text = e.to_string();
+        assert!(matches!(e, NcclError::Rendezvous { .. }), "{e}");
+        assert!(text.contains("ranks [2, 3] did not ask"), "{text}");
+        assert!(text.contains(&at.to_string()), "{text}");
+    }
+
+    #[test]
+    fn a_rank_without_rank_0_times_out_naming_the_address() {
+        // A port that was free a moment ago: nobody listens there.
+        let (listener, at) = local();
+        drop(listener);
+        let e = at.fetch(3, 4, SHORT).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("rank 3: no id from rank 0 within"), "{text}");
+        assert!(text.contains(&at.to_string()), "{text}");
+    }
+
+    #[test]
+    fn strangers_are_dropped_and_rank_0_keeps_serving() {
+        let (listener, at) = local();
+        let addr = listener.local_addr().unwrap();
+        std::thread::scope(|t| {
+            t.spawn(move || {
+                // A connection that says nothing, one that speaks another protocol, one that
+                // closes early; then the real rank.
+                let silent = TcpStream::connect(addr).unwrap();
+                let mut http = TcpStream::connect(addr).unwrap();
+                http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                let mut short = TcpStream::connect(addr).unwrap();
+                short.write_all(&MAGIC[..4]).unwrap();
+                drop(short);
+                drop(silent);
+            });
+            let rank = t.spawn(|| at.fetch(1, 2, LONG).unwrap());
+            serve_on(&listener, &at, &id(3), 2, LONG).unwrap();
+            assert_eq!(rank.join().unwrap().to_bytes(), id(3).to_bytes());
+        });
+    }
+
+    #[test]
+    fn a_rank_of_another_world_fails_both_sides() {
+        let (listener, at) = local();
+        std::thread::scope(|t| {
+            let rank = t.spawn(|| at.fetch(1, 3, LONG));
+            let e = serve_on(&listener, &at, &id(4), 2, LONG).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("rank 1 was started with a world of 3, rank 0 with 2"),
+                "{e}"
+            );
+            drop(listener);
+            let e = rank.join().unwrap().unwrap_err();
+            assert!(e.to_string().contains("closed the connection without an id"), "{e}");
+        });
+    }
+
+    #[test]
+    fn an_answer_that_is_not_an_id_is_refused() {
+        let (listener, at) = local();
+        std::thread::scope(|t| {
+            t.spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut ask = [0u8; ASK];
+                s.read_exact(&mut ask).unwrap();
+                s.write_all(&[b'x'; ANSWER]).unwrap();
+            });
+            let e = at.fetch(1, 2, LONG).unwrap_err();
+            assert!(e.to_string().contains("not a dlmd NCCL id"), "{e}");
+        });
+    }
+
+    #[test]
+    fn ranks_outside_the_world_are_refused_before_connecting() {
+        let at = Rendezvous::new("127.0.0.1", 1);
+        assert!(matches!(
+            at.fetch(4, 4, SHORT),
+            Err(NcclError::World { rank: 4, world: 4 })
+        ));
+        assert!(matches!(at.fetch(0, 4, SHORT), Err(NcclError::Rendezvous { .. })));
+        assert!(matches!(
+            at.serve(&id(0), 0, SHORT),
+            Err(NcclError::World { rank: 0, world: 0 })
+        ));
+    }
+
+    #[test]
+    fn the_launchers_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &'static str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+                    .ok_or(VarError::NotPresent)
+            }
+        };
+        let at = Rendezvous::from_lookup(vars(&[("MASTER_ADDR", "node0"), ("MASTER_PORT", "29500")])).unwrap();
+        assert_eq!(at, Rendezvous::new("node0", 29501));
+        let at = Rendezvous::from_lookup(vars(&[
+            ("MASTER_ADDR", "::1"),
+            ("MASTER_PORT", "29500"),
+            ("DLMD_NCCL_PORT", " 4000 "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (at.host(), at.port(), at.to_string().as_str()),
+            ("::1", 4000, "[::1]:4000")
+        );
+        let e = Rendezvous::from_lookup(vars(&[("MASTER_PORT", "29500")])).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NcclError::Env {
+                    name: "MASTER_ADDR",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = Rendezvous::from_lookup(vars(&[("MASTER_ADDR", "a")])).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NcclError::Env {
+                    name: "MASTER_PORT",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = Rendezvous::from_lookup(vars(&[("MASTER_ADDR", "a"), ("MASTER_PORT", "http")])).unwrap_err();
+        assert!(e.to_string().contains("\"http\" is not a port"), "{e}");
+        let e = Rendezvous::from_lookup(vars(&[("MASTER_ADDR", "a"), ("MASTER_PORT", "65535")])).unwrap_err();
+        assert!(e.to_string().contains("set DLMD_NCCL_PORT"), "{e}");
+        let e = Rendezvous::from_lookup(vars(&[("MASTER_ADDR", "a"), ("DLMD_NCCL_PORT", "70000")])).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NcclError::Env {
+                    name: "DLMD_NCCL_PORT",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
