@@ -1,4 +1,5 @@
-//! Multi-GPU tests: device ordinals, peer copies and NCCL collectives on two real devices.
+//! Multi-GPU tests: device ordinals, peer copies and NCCL collectives on every device of the
+//! machine (N ≥ 2: every device, every pair, every rank).
 //!
 //! With fewer than two GPUs (or no NCCL) each test prints one line saying it was skipped and
 //! passes; with `DLMD_REQUIRE_GPU=1` that fails instead.
@@ -10,7 +11,7 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use cudarc::driver::{DevicePtr, DevicePtrMut};
 use dlmd::cuda::{self, CudaError, CudaImport, MirroredArray, device_view, device_view_mut};
 use dlmd::dlpack::{DLDevice, DLTensor};
-use dlmd::nccl::{self, Communicator, NcclElement, NcclError, ReduceOp, UniqueId, group};
+use dlmd::nccl::{self, Communicator, NcclElement, NcclError, ReduceOp, Rendezvous, UniqueId, group};
 use dlmd::{Device, DeviceMdspanMut, Dims, DlElement, F8E4M3FN, LayoutLeft, LayoutRight, Mdspan};
 use half::bf16;
 use std::io::Write;
@@ -29,8 +30,8 @@ fn skip(why: String) {
     let _ = writeln!(std::io::stderr(), "SKIPPED ({why})");
 }
 
-/// The first two devices, or `None` after printing why the test is skipped.
-fn two_gpus() -> Option<[Arc<CudaContext>; 2]> {
+/// Every device of the machine, or `None` after printing why the test is skipped.
+fn gpus() -> Option<Vec<Arc<CudaContext>>> {
     let first = match cuda::context(0) {
         Ok(ctx) => ctx,
         Err(e @ (CudaError::NoDriver | CudaError::Driver(_))) => {
@@ -44,17 +45,23 @@ fn two_gpus() -> Option<[Arc<CudaContext>; 2]> {
         skip(format!("needs 2 GPUs, this machine has {count}"));
         return None;
     }
-    Some([first, cuda::context(1).expect("device 1 exists")])
+    let rest = (1..count as usize).map(|d| cuda::context(d).expect("every counted device exists"));
+    Some(std::iter::once(first).chain(rest).collect())
 }
 
-/// The two devices' default streams and NCCL, or `None` after printing why the test is skipped.
-fn two_gpus_and_nccl() -> Option<[Arc<CudaStream>; 2]> {
-    let [a, b] = two_gpus()?;
+/// A new stream on every device, with NCCL, or `None` after printing why the test is skipped.
+fn gpus_and_nccl() -> Option<Vec<Arc<CudaStream>>> {
+    let gpus = gpus()?;
     if !nccl::available() {
         skip(format!("{}", NcclError::NoLibrary));
         return None;
     }
-    Some([a.new_stream().unwrap(), b.new_stream().unwrap()])
+    Some(gpus.iter().map(|g| g.new_stream().unwrap()).collect())
+}
+
+/// Every ordered pair of distinct devices among `n`.
+fn pairs(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).flat_map(move |a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
 }
 
 fn tensor_of(ptr: u64, device: DLDevice, shape: &mut [i64; 1], dtype: dlmd::dlpack::DLDataType) -> DLTensor {
@@ -71,105 +78,119 @@ fn tensor_of(ptr: u64, device: DLDevice, shape: &mut [i64; 1], dtype: dlmd::dlpa
 
 #[test]
 fn imports_check_the_device_of_the_pointer() {
-    let Some([_, gpu1]) = two_gpus() else { return };
-    let stream = gpu1.default_stream();
-    let data = stream.clone_htod(&[1.5f32; 8]).unwrap();
-    let view = device_view::<_, Dims<1>, LayoutRight>(&data, Dims::new([8])).unwrap();
-    assert_eq!(
-        view.space().ordinal(),
-        1,
-        "a view of device 1's memory knows its device"
-    );
-    assert_eq!(view.context().unwrap().ordinal(), 1);
-    let ptr = view.data_handle() as u64;
-    let mut shape = [8i64];
-    // Labelled with the right device: imported, on that device.
-    let t = tensor_of(ptr, DLDevice::cuda(1), &mut shape, f32::DTYPE);
-    // SAFETY: the tensor describes `data`, alive for the import.
-    match unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap() {
-        CudaImport::Device(v) => assert_eq!(v.space().ordinal(), 1),
-        CudaImport::Managed(_) => panic!("device memory imported as managed"),
+    let Some(gpus) = gpus() else { return };
+    let n = gpus.len();
+    for (d, gpu) in gpus.iter().enumerate() {
+        let stream = gpu.default_stream();
+        let data = stream.clone_htod(&[1.5f32; 8]).unwrap();
+        let view = device_view::<_, Dims<1>, LayoutRight>(&data, Dims::new([8])).unwrap();
+        assert_eq!(view.space().ordinal(), d as i32, "a view knows its memory's device");
+        assert_eq!(view.context().unwrap().ordinal(), d);
+        let ptr = view.data_handle() as u64;
+        let mut shape = [8i64];
+        // Labelled with the right device: imported, on that device.
+        let t = tensor_of(ptr, DLDevice::cuda(d as i32), &mut shape, f32::DTYPE);
+        // SAFETY: the tensor describes `data`, alive for the import.
+        match unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap() {
+            CudaImport::Device(v) => assert_eq!(v.space().ordinal(), d as i32),
+            CudaImport::Managed(_) => panic!("device memory imported as managed"),
+        }
+        // Labelled with any other device: refused, naming both.
+        for other in (0..n).filter(|&o| o != d) {
+            let t = tensor_of(ptr, DLDevice::cuda(other as i32), &mut shape, f32::DTYPE);
+            // SAFETY: as above.
+            let e = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap_err();
+            assert!(
+                matches!(e, CudaError::WrongDevice { labelled, actual } if labelled == other as i32 && actual == d as i32),
+                "{e}"
+            );
+        }
     }
-    // Labelled with the other device: refused, naming both.
-    let t = tensor_of(ptr, DLDevice::cuda(0), &mut shape, f32::DTYPE);
-    // SAFETY: as above.
-    let e = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap_err();
-    assert!(matches!(e, CudaError::WrongDevice { labelled: 0, actual: 1 }), "{e}");
 }
 
 #[test]
 fn managed_memory_keeps_its_ordinal() {
-    let Some([_, gpu1]) = two_gpus() else { return };
-    // SAFETY: the memory is written before it is read.
-    let mut managed = unsafe { gpu1.alloc_unified::<f32>(4, true) }.unwrap();
-    managed.as_mut_slice().unwrap().fill(2.0);
-    let view = cuda::managed_view::<_, Dims<1>, LayoutRight>(&managed, Dims::new([4])).unwrap();
-    assert_eq!(view.space().ordinal(), 1);
-    use dlmd::space::MemorySpace;
-    assert_eq!(view.space().device().device_id, 1);
-}
-
-#[test]
-fn mirrored_arrays_on_device_1() {
-    let Some([_, gpu1]) = two_gpus() else { return };
-    let stream = gpu1.default_stream();
-    let mut array = MirroredArray::<f32, Dims<2>, LayoutRight>::zeros(&stream, Dims::new([3, 5])).unwrap();
-    array
-        .host_mut()
-        .unwrap()
-        .for_each_mut(|[i, j], x| *x = (i * 10 + j) as f32);
-    array.to_device().unwrap();
-    assert_eq!(array.device().unwrap().space().ordinal(), 1);
-    // Copy device 1's array to device 0 and back into a fresh array: the values survive.
-    let s0 = cuda::context(0).unwrap().default_stream();
-    let mut on0 = s0.alloc_zeros::<f32>(15).unwrap();
-    let mut back = MirroredArray::<f32, Dims<2>, LayoutRight>::zeros(&stream, Dims::new([3, 5])).unwrap();
-    back.to_device().unwrap();
-    {
-        let src = array.device().unwrap();
-        let mut mid = device_view_mut::<_, Dims<2>, LayoutRight>(&mut on0, Dims::new([3, 5])).unwrap();
-        let mut dst = back.device_mut().unwrap();
-        cuda::scope(|s| {
-            s.copy(&stream, &src, &mut mid)?;
-            s.copy(&stream, &mid, &mut dst)
-        })
-        .unwrap();
+    let Some(gpus) = gpus() else { return };
+    for (d, gpu) in gpus.iter().enumerate() {
+        // SAFETY: the memory is written before it is read.
+        let mut managed = unsafe { gpu.alloc_unified::<f32>(4, true) }.unwrap();
+        managed.as_mut_slice().unwrap().fill(2.0);
+        let view = cuda::managed_view::<_, Dims<1>, LayoutRight>(&managed, Dims::new([4])).unwrap();
+        assert_eq!(view.space().ordinal(), d as i32);
+        use dlmd::space::MemorySpace;
+        assert_eq!(view.space().device().device_id, d as i32);
     }
-    back.to_host().unwrap();
-    let host = back.host().unwrap();
-    assert_eq!(host[[2, 4]], 24.0);
-    assert_eq!(host[[1, 3]], 13.0);
 }
 
 #[test]
-fn peer_copies_between_devices() {
-    let Some([gpu0, gpu1]) = two_gpus() else { return };
-    let (s0, s1) = (gpu0.default_stream(), gpu1.default_stream());
-    let values: Vec<f64> = (0..6 * 7).map(|i| i as f64 * 0.5).collect();
-    let a = s0.clone_htod(&values).unwrap();
-    let mut b: CudaSlice<f64> = s1.alloc_zeros(values.len()).unwrap();
-    {
-        let src = device_view::<_, Dims<2>, LayoutLeft>(&a, Dims::new([6, 7])).unwrap();
-        let mut dst = device_view_mut::<_, Dims<2>, LayoutLeft>(&mut b, Dims::new([6, 7])).unwrap();
-        // On device 1's stream, then on device 0's: either device's stream may run the copy.
-        cuda::scope(|s| s.copy(&s1, &src, &mut dst)).unwrap();
-        cuda::scope(|s| s.copy(&s0, &src, &mut dst)).unwrap();
-        // Other extents: a named error before anything is queued.
-        let mut wrong = device_view_mut::<_, Dims<2>, LayoutLeft>(&mut b, Dims::new([7, 6])).unwrap();
-        let e = cuda::scope(|s| s.copy(&s1, &src, &mut wrong)).unwrap_err();
-        assert!(
-            matches!(&e, CudaError::CopyExtents { src, dst } if src == &[6, 7] && dst == &[7, 6]),
-            "{e}"
+fn mirrored_arrays_on_every_device() {
+    let Some(gpus) = gpus() else { return };
+    let n = gpus.len();
+    for d in 0..n {
+        let stream = gpus[d].default_stream();
+        let mut array = MirroredArray::<f32, Dims<2>, LayoutRight>::zeros(&stream, Dims::new([3, 5])).unwrap();
+        array
+            .host_mut()
+            .unwrap()
+            .for_each_mut(|[i, j], x| *x = (d * 100 + i * 10 + j) as f32);
+        array.to_device().unwrap();
+        assert_eq!(array.device().unwrap().space().ordinal(), d as i32);
+        // Copy the array to the next device and back into a fresh array: the values survive.
+        let next = (d + 1) % n;
+        let mut on_next = gpus[next].default_stream().alloc_zeros::<f32>(15).unwrap();
+        let mut back = MirroredArray::<f32, Dims<2>, LayoutRight>::zeros(&stream, Dims::new([3, 5])).unwrap();
+        back.to_device().unwrap();
+        {
+            let src = array.device().unwrap();
+            let mut mid = device_view_mut::<_, Dims<2>, LayoutRight>(&mut on_next, Dims::new([3, 5])).unwrap();
+            let mut dst = back.device_mut().unwrap();
+            cuda::scope(|s| {
+                s.copy(&stream, &src, &mut mid)?;
+                s.copy(&stream, &mid, &mut dst)
+            })
+            .unwrap();
+        }
+        back.to_host().unwrap();
+        let host = back.host().unwrap();
+        assert_eq!(host[[2, 4]], (d * 100 + 24) as f32, "device {d} by way of {next}");
+        assert_eq!(host[[1, 3]], (d * 100 + 13) as f32);
+    }
+}
+
+#[test]
+fn peer_copies_between_every_pair_of_devices() {
+    let Some(gpus) = gpus() else { return };
+    let streams: Vec<_> = gpus.iter().map(|g| g.default_stream()).collect();
+    for (a, b) in pairs(gpus.len()) {
+        let (sa, sb) = (&streams[a], &streams[b]);
+        let values: Vec<f64> = (0..6 * 7).map(|i| (a * 1000 + b * 100 + i) as f64 * 0.5).collect();
+        let src_data = sa.clone_htod(&values).unwrap();
+        let mut dst_data: CudaSlice<f64> = sb.alloc_zeros(values.len()).unwrap();
+        {
+            let src = device_view::<_, Dims<2>, LayoutLeft>(&src_data, Dims::new([6, 7])).unwrap();
+            let mut dst = device_view_mut::<_, Dims<2>, LayoutLeft>(&mut dst_data, Dims::new([6, 7])).unwrap();
+            // On the destination's stream, then on the source's: either device's stream may
+            // run the copy.
+            cuda::scope(|s| s.copy(sb, &src, &mut dst)).unwrap();
+            cuda::scope(|s| s.copy(sa, &src, &mut dst)).unwrap();
+            // Other extents: a named error before anything is queued.
+            let mut wrong = device_view_mut::<_, Dims<2>, LayoutLeft>(&mut dst_data, Dims::new([7, 6])).unwrap();
+            let e = cuda::scope(|s| s.copy(sb, &src, &mut wrong)).unwrap_err();
+            assert!(
+                matches!(&e, CudaError::CopyExtents { src, dst } if src == &[6, 7] && dst == &[7, 6]),
+                "{e}"
+            );
+        }
+        assert_eq!(sb.clone_dtoh(&dst_data).unwrap(), values, "{a} -> {b}");
+        // cudarc allocates from each device's stream-ordered pool: the copy gave the other
+        // device access to it, so the copy engines move the bytes directly.
+        let (pa, _) = src_data.device_ptr(sa);
+        assert_eq!(
+            pool_access(pa, b as i32),
+            cudarc::driver::sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "device {b} reads device {a}'s pool"
         );
     }
-    assert_eq!(s1.clone_dtoh(&b).unwrap(), values);
-    // cudarc allocates from each device's stream-ordered pool: the copy gave the other device
-    // access to it, so the copy engines move the bytes directly.
-    let (pa, _) = a.device_ptr(&s0);
-    assert_eq!(
-        pool_access(pa, 1),
-        cudarc::driver::sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-    );
 }
 
 /// How device `device` may access the memory pool `ptr` came from.
@@ -198,21 +219,37 @@ fn pool_access(ptr: u64, device: i32) -> cudarc::driver::sys::CUmemAccess_flags 
 
 #[test]
 fn a_panic_inside_a_scope_still_waits() {
-    let Some([gpu0, gpu1]) = two_gpus() else { return };
-    let (s0, s1) = (gpu0.default_stream(), gpu1.default_stream());
-    let a = s0.clone_htod(&vec![3u8; 1 << 20]).unwrap();
-    let mut b = s1.alloc_zeros::<u8>(1 << 20).unwrap();
+    let Some(gpus) = gpus() else { return };
+    let n = gpus.len();
+    let streams: Vec<_> = gpus.iter().map(|g| g.default_stream()).collect();
+    let srcs: Vec<_> = (0..n)
+        .map(|d| streams[d].clone_htod(&vec![d as u8 + 3; 1 << 20]).unwrap())
+        .collect();
+    let mut dsts: Vec<CudaSlice<u8>> = (0..n).map(|d| streams[d].alloc_zeros(1 << 20).unwrap()).collect();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let src = device_view::<_, Dims<1>, LayoutRight>(&a, Dims::new([1 << 20])).unwrap();
-        let mut dst = device_view_mut::<_, Dims<1>, LayoutRight>(&mut b, Dims::new([1 << 20])).unwrap();
+        let views: Vec<_> = srcs
+            .iter()
+            .map(|a| device_view::<_, Dims<1>, LayoutRight>(a, Dims::new([1 << 20])).unwrap())
+            .collect();
+        let mut outs: Vec<_> = dsts
+            .iter_mut()
+            .map(|b| device_view_mut::<_, Dims<1>, LayoutRight>(b, Dims::new([1 << 20])).unwrap())
+            .collect();
         let _: Result<(), CudaError> = cuda::scope(|s| {
-            s.copy(&s1, &src, &mut dst)?;
+            // Device d's data into the next device, on the destination's stream.
+            for (d, out) in outs.iter_mut().enumerate() {
+                let from = (d + n - 1) % n;
+                s.copy(&streams[d], &views[from], out)?;
+            }
             panic!("after queueing");
         });
     }));
     assert!(caught.is_err());
-    // The copy finished before the panic left the scope; the stream is idle.
-    assert!(s1.clone_dtoh(&b).unwrap().iter().all(|&x| x == 3));
+    // The copies finished before the panic left the scope; the streams are idle.
+    for d in 0..n {
+        let from = ((d + n - 1) % n) as u8;
+        assert!(streams[d].clone_dtoh(&dsts[d]).unwrap().iter().all(|&x| x == from + 3));
+    }
 }
 
 /// Rank `r`'s values: `r + 1 + i % 7`, as `T`.
@@ -238,20 +275,23 @@ fn view_of<T: DlElement>(bytes: &mut CudaSlice<u8>, ordinal: i32, n: usize) -> D
     unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, Device::new(ordinal)) }
 }
 
-/// One all_reduce over both devices from one thread, grouped, for element type `T`.
+/// One all_reduce over every device from one thread, grouped, for element type `T`: rank `r`
+/// sends `value(r, i)` at index `i`, and every rank gets the sum.
 fn all_reduce_one_process<T: NcclElement>(
-    streams: &[Arc<CudaStream>; 2],
+    streams: &[Arc<CudaStream>],
     comms: &[Communicator],
     n: usize,
+    value: impl Fn(usize, usize) -> f32,
     to: impl Fn(f32) -> T,
 ) {
-    let mut send: Vec<CudaSlice<u8>> = (0..2)
+    let world = streams.len();
+    let mut send: Vec<CudaSlice<u8>> = (0..world)
         .map(|r| {
-            let v: Vec<T> = values::<f32>(r, n).into_iter().map(&to).collect();
+            let v: Vec<T> = (0..n).map(|i| to(value(r, i))).collect();
             streams[r].clone_htod(&bytes_of(&v)).unwrap()
         })
         .collect();
-    let mut recv: Vec<CudaSlice<u8>> = (0..2)
+    let mut recv: Vec<CudaSlice<u8>> = (0..world)
         .map(|r| streams[r].alloc_zeros(n * size_of::<T>()).unwrap())
         .collect();
     {
@@ -267,12 +307,13 @@ fn all_reduce_one_process<T: NcclElement>(
         })
         .unwrap();
     }
-    let want: Vec<T> = (0..n).map(|i| to((1 + 2 + 2 * (i % 7)) as f32)).collect();
-    for r in 0..2 {
+    // The values are small integers: every partial sum is exact in each type.
+    let want: Vec<T> = (0..n).map(|i| to((0..world).map(|r| value(r, i)).sum())).collect();
+    for r in 0..world {
         assert_eq!(
             streams[r].clone_dtoh(&recv[r]).unwrap(),
             bytes_of(&want),
-            "rank {r}, {}",
+            "rank {r} of {world}, {}",
             T::DATA_TYPE.name()
         );
     }
@@ -280,23 +321,29 @@ fn all_reduce_one_process<T: NcclElement>(
 
 #[test]
 fn all_reduce_from_one_process_of_every_kind_of_element() {
-    let Some(streams) = two_gpus_and_nccl() else { return };
+    let Some(streams) = gpus_and_nccl() else { return };
+    let world = streams.len();
     let comms = Communicator::for_devices(&streams).unwrap();
-    assert_eq!(
-        (comms[1].rank(), comms[1].world_size(), comms[1].device().ordinal()),
-        (1, 2, 1)
-    );
-    all_reduce_one_process::<f32>(&streams, &comms, 4096, |x| x);
-    all_reduce_one_process::<f64>(&streams, &comms, 64, f64::from);
-    all_reduce_one_process::<i32>(&streams, &comms, 64, |x| x as i32);
-    all_reduce_one_process::<u8>(&streams, &comms, 64, |x| x as u8);
-    all_reduce_one_process::<i64>(&streams, &comms, 64, |x| x as i64);
-    all_reduce_one_process::<half::f16>(&streams, &comms, 64, half::f16::from_f32);
-    all_reduce_one_process::<bf16>(&streams, &comms, 64, bf16::from_f32);
-    all_reduce_one_process::<[f32; 4]>(&streams, &comms, 64, |x| [x, 2.0 * x, -x, 0.5 * x]);
+    for (r, comm) in comms.iter().enumerate() {
+        assert_eq!(
+            (comm.rank(), comm.world_size(), comm.device().ordinal()),
+            (r, world, r as i32)
+        );
+    }
+    // Up to 8 × (8 + 6) = 112 on 8 GPUs: exact in every type but FP8.
+    let value = |r: usize, i: usize| (r + 1 + i % 7) as f32;
+    all_reduce_one_process::<f32>(&streams, &comms, 4096, value, |x| x);
+    all_reduce_one_process::<f64>(&streams, &comms, 64, value, f64::from);
+    all_reduce_one_process::<i32>(&streams, &comms, 64, value, |x| x as i32);
+    all_reduce_one_process::<u8>(&streams, &comms, 64, value, |x| x as u8);
+    all_reduce_one_process::<i64>(&streams, &comms, 64, value, |x| x as i64);
+    all_reduce_one_process::<half::f16>(&streams, &comms, 64, value, half::f16::from_f32);
+    all_reduce_one_process::<bf16>(&streams, &comms, 64, value, bf16::from_f32);
+    all_reduce_one_process::<[f32; 4]>(&streams, &comms, 64, value, |x| [x, 2.0 * x, -x, 0.5 * x]);
     if nccl::version().unwrap() >= 22400 {
-        // Small integers are exact in E4M3.
-        all_reduce_one_process::<F8E4M3FN>(&streams, &comms, 64, F8E4M3FN::from_f32);
+        // E4M3 holds the integers up to 16 exactly: ones and twos, at most 16 in all on 8 GPUs.
+        let small = |_: usize, i: usize| (1 + i % 2) as f32;
+        all_reduce_one_process::<F8E4M3FN>(&streams, &comms, 64, small, F8E4M3FN::from_f32);
     } else {
         let _ = writeln!(
             std::io::stderr(),
@@ -306,180 +353,175 @@ fn all_reduce_from_one_process_of_every_kind_of_element() {
     }
 }
 
+/// Queues `op(rank, communicator)` for every rank in one group inside one scope.
+fn on_every_rank<'v>(
+    comms: &[Communicator],
+    mut op: impl FnMut(&cuda::Scope<'_, 'v>, usize, &Communicator) -> Result<(), NcclError>,
+) {
+    cuda::scope(|s| {
+        group(|| {
+            for (r, c) in comms.iter().enumerate() {
+                op(s, r, c)?;
+            }
+            Ok(())
+        })
+    })
+    .unwrap();
+}
+
 #[test]
-fn every_collective_over_two_devices() {
-    let Some(streams) = two_gpus_and_nccl() else { return };
+fn every_collective_over_every_device() {
+    let Some(streams) = gpus_and_nccl() else { return };
+    let world = streams.len();
     let comms = Communicator::for_devices(&streams).unwrap();
     let n = 6;
-    let inputs: Vec<CudaSlice<f32>> = (0..2)
+    let inputs: Vec<CudaSlice<f32>> = (0..world)
         .map(|r| streams[r].clone_htod(&values::<f32>(r, n)).unwrap())
         .collect();
-    let mut outs: Vec<CudaSlice<f32>> = (0..2).map(|r| streams[r].alloc_zeros(2 * n).unwrap()).collect();
+    let mut outs: Vec<CudaSlice<f32>> = (0..world).map(|r| streams[r].alloc_zeros(world * n).unwrap()).collect();
     let read = |r: usize, s: &CudaSlice<f32>| streams[r].clone_dtoh(s).unwrap();
+    let ins = || -> Vec<_> {
+        inputs
+            .iter()
+            .map(|s| device_view::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
+            .collect()
+    };
 
     // all_gather: rank order, a leading extent of the world size.
     {
-        let ins: Vec<_> = inputs
-            .iter()
-            .map(|s| device_view::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
-            .collect();
+        let ins = ins();
         let mut gathered: Vec<_> = outs
             .iter_mut()
-            .map(|s| device_view_mut::<_, Dims<2>, LayoutRight>(s, Dims::new([2, n])).unwrap())
+            .map(|s| device_view_mut::<_, Dims<2>, LayoutRight>(s, Dims::new([world, n])).unwrap())
             .collect();
-        cuda::scope(|s| {
-            group(|| {
-                for ((c, i), o) in comms.iter().zip(&ins).zip(gathered.iter_mut()) {
-                    c.all_gather(s, i, o)?;
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
+        on_every_rank(&comms, |s, r, c| c.all_gather(s, &ins[r], &mut gathered[r]));
     }
-    let want: Vec<f32> = [values::<f32>(0, n), values::<f32>(1, n)].concat();
-    assert_eq!(read(0, &outs[0]), want);
-    assert_eq!(read(1, &outs[1]), want);
+    let want: Vec<f32> = (0..world).flat_map(|r| values::<f32>(r, n)).collect();
+    for r in 0..world {
+        assert_eq!(read(r, &outs[r]), want, "all_gather on rank {r}");
+    }
 
-    // reduce_scatter of the gathered data: rank r gets the sum of part r over both ranks.
-    let mut parts: Vec<CudaSlice<f32>> = (0..2).map(|r| streams[r].alloc_zeros(n).unwrap()).collect();
+    // reduce_scatter of the gathered data: rank r gets the sum of part r over all ranks.
+    let mut parts: Vec<CudaSlice<f32>> = (0..world).map(|r| streams[r].alloc_zeros(n).unwrap()).collect();
     {
-        let ins: Vec<_> = outs
+        let whole: Vec<_> = outs
             .iter()
-            .map(|s| device_view::<_, Dims<1>, LayoutRight>(s, Dims::new([2 * n])).unwrap())
+            .map(|s| device_view::<_, Dims<1>, LayoutRight>(s, Dims::new([world * n])).unwrap())
             .collect();
         let mut ps: Vec<_> = parts
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        cuda::scope(|s| {
-            group(|| {
-                for ((c, i), o) in comms.iter().zip(&ins).zip(ps.iter_mut()) {
-                    c.reduce_scatter(s, i, o, ReduceOp::Sum)?;
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
+        on_every_rank(&comms, |s, r, c| {
+            c.reduce_scatter(s, &whole[r], &mut ps[r], ReduceOp::Sum)
+        });
     }
-    for r in 0..2 {
-        let want: Vec<f32> = values::<f32>(r, n).iter().map(|x| 2.0 * x).collect();
+    for r in 0..world {
+        let want: Vec<f32> = values::<f32>(r, n).iter().map(|x| world as f32 * x).collect();
         assert_eq!(read(r, &parts[r]), want, "reduce_scatter part {r}");
     }
 
-    // reduce to rank 1 (max), broadcast from rank 0, send/recv 0 → 1.
-    let mut targets: Vec<CudaSlice<f32>> = (0..2).map(|r| streams[r].alloc_zeros(n).unwrap()).collect();
+    // reduce (max) to the last rank: the largest values are the last rank's own.
+    let last = world - 1;
+    let mut targets: Vec<CudaSlice<f32>> = (0..world).map(|r| streams[r].alloc_zeros(n).unwrap()).collect();
     {
-        let ins: Vec<_> = inputs
-            .iter()
-            .map(|s| device_view::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
-            .collect();
+        let ins = ins();
         let mut ts: Vec<_> = targets
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        cuda::scope(|s| {
-            group(|| {
-                for ((c, i), t) in comms.iter().zip(&ins).zip(ts.iter_mut()) {
-                    c.reduce(s, i, t, ReduceOp::Max, 1)?;
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
+        on_every_rank(&comms, |s, r, c| c.reduce(s, &ins[r], &mut ts[r], ReduceOp::Max, last));
     }
-    assert_eq!(read(1, &targets[1]), values::<f32>(1, n), "max lands on the root");
     assert_eq!(
-        read(0, &targets[0]),
-        vec![0.0; n],
-        "the other rank's output is untouched"
+        read(last, &targets[last]),
+        values::<f32>(last, n),
+        "max lands on the root"
     );
+    for r in 0..last {
+        assert_eq!(read(r, &targets[r]), vec![0.0; n], "rank {r}'s output is untouched");
+    }
+
+    // broadcast from rank 0, in place.
     {
         let mut ps: Vec<_> = parts
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        cuda::scope(|s| {
-            group(|| {
-                for (c, p) in comms.iter().zip(ps.iter_mut()) {
-                    c.broadcast_in_place(s, p, 0)?;
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
-        let (first, rest) = ps.split_at_mut(1);
-        cuda::scope(|s| {
-            group(|| {
-                comms[0].send(s, &first[0], 1)?;
-                comms[1].recv(s, &mut rest[0], 0)
-            })
-        })
-        .unwrap();
+        on_every_rank(&comms, |s, r, c| c.broadcast_in_place(s, &mut ps[r], 0));
     }
-    let doubled: Vec<f32> = values::<f32>(0, n).iter().map(|x| 2.0 * x).collect();
-    assert_eq!(read(0, &parts[0]), doubled);
-    assert_eq!(read(1, &parts[1]), doubled);
+    let from_0: Vec<f32> = values::<f32>(0, n).iter().map(|x| world as f32 * x).collect();
+    for r in 0..world {
+        assert_eq!(read(r, &parts[r]), from_0, "broadcast on rank {r}");
+    }
+
+    // send/recv around the ring: rank r sends its input to r + 1 and receives r − 1's.
+    {
+        let ins = ins();
+        let mut ts: Vec<_> = targets
+            .iter_mut()
+            .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
+            .collect();
+        on_every_rank(&comms, |s, r, c| {
+            c.send(s, &ins[r], (r + 1) % world)?;
+            c.recv(s, &mut ts[r], (r + world - 1) % world)
+        });
+    }
+    for r in 0..world {
+        assert_eq!(
+            read(r, &targets[r]),
+            values::<f32>((r + world - 1) % world, n),
+            "ring on rank {r}"
+        );
+    }
 }
 
 #[test]
 fn extents_devices_and_ranks_are_checked_before_nccl_runs() {
-    let Some(streams) = two_gpus_and_nccl() else { return };
+    let Some(streams) = gpus_and_nccl() else { return };
+    let world = streams.len();
     let comms = Communicator::for_devices(&streams).unwrap();
     let a = streams[0].alloc_zeros::<f32>(12).unwrap();
     let mut b = streams[0].alloc_zeros::<f32>(12).unwrap();
-    let on1 = streams[1].alloc_zeros::<f32>(12).unwrap();
     let src = device_view::<_, Dims<1>, LayoutRight>(&a, Dims::new([6])).unwrap();
     let mut dst = device_view_mut::<_, Dims<1>, LayoutRight>(&mut b, Dims::new([6])).unwrap();
-    let other = device_view::<_, Dims<1>, LayoutRight>(&on1, Dims::new([6])).unwrap();
     let e = cuda::scope(|s| comms[0].all_gather(s, &src, &mut dst)).unwrap_err();
     assert!(
-        matches!(
-            e,
-            NcclError::AllGatherExtents {
-                send: 6,
-                recv: 6,
-                world: 2
-            }
-        ),
+        matches!(e, NcclError::AllGatherExtents { send: 6, recv: 6, world: w } if w == world),
         "{e}"
     );
     let e = cuda::scope(|s| comms[0].reduce_scatter(s, &src, &mut dst, ReduceOp::Sum)).unwrap_err();
     assert!(matches!(e, NcclError::ReduceScatterExtents { .. }), "{e}");
-    let e = cuda::scope(|s| comms[0].all_reduce(s, &other, &mut dst, ReduceOp::Sum)).unwrap_err();
+    // A view of any other device, given to rank 0's communicator.
+    for (d, stream) in streams.iter().enumerate().skip(1) {
+        let elsewhere = stream.alloc_zeros::<f32>(12).unwrap();
+        let other = device_view::<_, Dims<1>, LayoutRight>(&elsewhere, Dims::new([6])).unwrap();
+        let e = cuda::scope(|s| comms[0].all_reduce(s, &other, &mut dst, ReduceOp::Sum)).unwrap_err();
+        assert!(
+            matches!(e, NcclError::WrongDevice { view, communicator: 0, .. } if view == d as i32),
+            "{e}"
+        );
+    }
+    let e = cuda::scope(|s| comms[0].broadcast_in_place(s, &mut dst, world)).unwrap_err();
     assert!(
-        matches!(
-            e,
-            NcclError::WrongDevice {
-                view: 1,
-                communicator: 0,
-                ..
-            }
-        ),
+        matches!(e, NcclError::Rank { rank, world: w, .. } if rank == world && w == world),
         "{e}"
     );
-    let e = cuda::scope(|s| comms[0].broadcast_in_place(s, &mut dst, 2)).unwrap_err();
-    assert!(matches!(e, NcclError::Rank { rank: 2, world: 2, .. }), "{e}");
     let mut twelve = device_view_mut::<_, Dims<1>, LayoutRight>(&mut b, Dims::new([12])).unwrap();
     let e = cuda::scope(|s| comms[0].all_reduce(s, &src, &mut twelve, ReduceOp::Sum)).unwrap_err();
     assert!(matches!(e, NcclError::SameExtents { .. }), "{e}");
 }
 
-#[test]
-fn one_rank_per_thread_joined_through_a_file() {
-    let Some(_) = two_gpus_and_nccl() else { return };
-    let dir = std::env::temp_dir().join(format!("dlmd-nccl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("unique-id");
-    let _ = std::fs::remove_file(&path);
+/// One thread per device, each a rank joined by `join(rank, world)`, multiplying `rank + 1`
+/// across the ranks: every rank gets `world!`.
+fn one_rank_per_thread(world: usize, join: impl Fn(usize, usize) -> UniqueId + Sync) {
     let results: Vec<Vec<i64>> = std::thread::scope(|t| {
-        let handles: Vec<_> = (0..2)
+        let handles: Vec<_> = (0..world)
             .map(|rank| {
-                let path = path.clone();
+                let join = &join;
                 t.spawn(move || {
                     let stream = cuda::context(rank).unwrap().new_stream().unwrap();
-                    let id = UniqueId::exchange_file(&path, rank, Duration::from_secs(60)).unwrap();
-                    let comm = Communicator::init_rank(stream.clone(), &id, rank, 2).unwrap();
+                    let id = join(rank, world);
+                    let comm = Communicator::init_rank(stream.clone(), &id, rank, world).unwrap();
                     let mut data = stream.clone_htod(&[rank as i64 + 1; 5]).unwrap();
                     {
                         let mut view = device_view_mut::<_, Dims<1>, LayoutRight>(&mut data, Dims::new([5])).unwrap();
@@ -491,6 +533,34 @@ fn one_rank_per_thread_joined_through_a_file() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_eq!(results, vec![vec![2i64; 5], vec![2i64; 5]]);
+    let factorial: i64 = (1..=world as i64).product();
+    assert_eq!(results, vec![vec![factorial; 5]; world]);
+}
+
+#[test]
+fn one_rank_per_thread_joined_through_a_file() {
+    let Some(streams) = gpus_and_nccl() else { return };
+    let dir = std::env::temp_dir().join(format!("dlmd-nccl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("unique-id");
+    let _ = std::fs::remove_file(&path);
+    one_rank_per_thread(streams.len(), |rank, _| {
+        UniqueId::exchange_file(&path, rank, Duration::from_secs(60)).unwrap()
+    });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_rank_per_thread_joined_through_a_rendezvous() {
+    let Some(streams) = gpus_and_nccl() else { return };
+    // A port free a moment ago; rank 0 listens there, the others ask it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let at = Rendezvous::new("127.0.0.1", port);
+    one_rank_per_thread(streams.len(), |rank, world| {
+        at.exchange(rank, world, Duration::from_secs(60)).unwrap()
+    });
 }
