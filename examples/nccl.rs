@@ -113,9 +113,10 @@ impl Collective {
 }
 
 /// The unique id of this group: from the file `DLMD_NCCL_ID_FILE` names, from `DLMD_NCCL_ID`,
-/// or through the launcher's rendezvous (`MASTER_ADDR`, `MASTER_PORT`), in that order.
+/// or through the launcher's rendezvous (`MASTER_ADDR`, `MASTER_PORT`), in that order; waiting
+/// at most `--timeout-s` seconds (120) for rank 0.
 fn join(ranks: &Ranks) -> Result<UniqueId> {
-    let timeout = Duration::from_secs(120);
+    let timeout = Duration::from_secs(number("--timeout-s", 120)? as u64);
     if let Ok(path) = std::env::var("DLMD_NCCL_ID_FILE") {
         return Ok(UniqueId::exchange_file(&path, ranks.rank, timeout)?);
     }
@@ -353,7 +354,7 @@ fn main() -> ExitCode {
             .map_err(Into::into),
         _ => Err(
             "usage: nccl all-reduce|all-gather|reduce-scatter|broadcast [--dtype f32|bf16] [--mib N] \
-             | nccl peer-copy [--mib N] [--pairs all|A-B,...] | nccl rendezvous | nccl unique-id"
+             | nccl peer-copy [--mib N] [--pairs all|A-B,...] | nccl rendezvous [--timeout-s S] | nccl unique-id"
                 .into(),
         ),
     };

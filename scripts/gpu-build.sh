@@ -10,7 +10,7 @@ mkdir -p "$out"
 cargo build --release -p dlmd-examples --features nccl,kernels --example add_index --example mirrored --example nccl \
     --example rust_kernels
 cp target/release/examples/{add_index,mirrored,nccl,rust_kernels} "$out/"
-cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/bench_row_sums_torch.py \
+cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
     "$out/"
 # candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
 # pinned wheels (for $CUDA_COMPUTE_CAP, default 90: H100/H200), and link-time stand-ins for the
@@ -25,7 +25,7 @@ candle_env=(env PATH="$cuda_bin:$PATH" NVCC_PREPEND_FLAGS="-I$cuda_bin/../includ
     CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" CUDA_HOME="$PWD/target/cuda-link-stubs")
 "${candle_env[@]}" cargo build --release -p dlmd-examples --features candle-cuda --example candle_cuda
 cp target/release/examples/candle_cuda "$out/"
-# The test binaries: `gpu` (one device) and `multi_gpu` (two, with NCCL).
+# The test binaries: `gpu` (one device) and `multi_gpu` (every device, two or more, with NCCL).
 for name in gpu multi_gpu; do
     test_bin=$(cargo test --release -p dlmd-tests --test "$name" --no-run --message-format=json 2>/dev/null |
         NAME=$name python3 -c 'import json, os, sys

@@ -36,10 +36,10 @@ print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s 
     if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
 [ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
-# Two GPUs or more: skipped with a line below that, failing under DLMD_REQUIRE_GPU=1 (set
-# above) unless this machine has fewer than 2, where it is said and not run.
+# Two GPUs or more (all of them): skipped with a line below that, failing under
+# DLMD_REQUIRE_GPU=1 (set above) unless this machine has fewer than 2, where it is said and not run.
 if [ "$gpus" -ge 2 ]; then
-    run "multi-GPU tests (peer, NCCL)" "$dir/multi-gpu-tests" --test-threads=1
+    run "multi-GPU tests ($gpus GPUs: peer, NCCL)" "$dir/multi-gpu-tests" --test-threads=1
 else
     echo "multi-GPU tests: not run, this machine has $gpus GPU(s)"
     rows+=("$(printf '%-34s %s' "multi-GPU tests" "NOT RUN ($gpus GPU)")")
@@ -65,6 +65,9 @@ else
     run "Rust kernels" "$dir/rust_kernels"
     run "MirroredArray example" "$dir/mirrored"
 fi
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    run "torchrun: rendezvous, all_reduce" python3 "$dir/check_torchrun.py" "$dir/nccl"
+fi
 site=$(mktemp -d)
 if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl; then
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
@@ -84,7 +87,7 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
         run "bench: torch -> candle exchanges" python3 "$dir/python/bench_candle.py"
     fi
     if [ "$gpus" -ge 2 ]; then
-        run "bench: 2 GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"
+        run "bench: $gpus GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"
     fi
 else
     rows+=("$(printf '%-34s %s' "python module install" "FAIL")")
