@@ -302,7 +302,15 @@ fn read_ask(stream: &mut TcpStream, world: usize, wait: Duration) -> Result<Opti
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(wait)))
         .and_then(|()| stream.read_exact(&mut ask));
-    if read.is_err() || ask[..8] != MAGIC {
+    match read {
+        Ok(()) => parse_ask(&ask, world),
+        Err(_) => Ok(None),
+    }
+}
+
+/// What a rank's 20 bytes ask for: see [`read_ask`].
+fn parse_ask(ask: &[u8; ASK], world: usize) -> Result<Option<usize>, String> {
+    if ask[..8] != MAGIC {
         return Ok(None);
     }
     let word = |at: usize| u32::from_le_bytes([ask[at], ask[at + 1], ask[at + 2], ask[at + 3]]);
@@ -345,6 +353,7 @@ mod tests {
     const SHORT: Duration = Duration::from_millis(200);
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn every_rank_gets_rank_0s_id() {
         let (listener, at) = local();
         let world = 8;
@@ -364,12 +373,14 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn a_world_of_one_serves_nobody() {
         let (listener, at) = local();
         serve_on(&listener, &at, &id(1), 1, SHORT).unwrap();
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn rank_0_names_the_ranks_that_never_asked() {
         let (listener, at) = local();
         let e = std::thread::scope(|t| {
@@ -385,6 +396,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn a_rank_without_rank_0_times_out_naming_the_address() {
         // A port that was free a moment ago: nobody listens there.
         let (listener, at) = local();
@@ -396,6 +408,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn strangers_are_dropped_and_rank_0_keeps_serving() {
         let (listener, at) = local();
         let addr = listener.local_addr().unwrap();
@@ -418,6 +431,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn a_rank_of_another_world_fails_both_sides() {
         let (listener, at) = local();
         std::thread::scope(|t| {
@@ -435,6 +449,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sockets")]
     fn an_answer_that_is_not_an_id_is_refused() {
         let (listener, at) = local();
         std::thread::scope(|t| {
@@ -447,6 +462,55 @@ mod tests {
             let e = at.fetch(1, 2, LONG).unwrap_err();
             assert!(e.to_string().contains("not a dlmd NCCL id"), "{e}");
         });
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: if cfg!(miri) { 24 } else { 1000 },
+            failure_persistence: None,
+            .. proptest::test_runner::Config::default()
+        })]
+
+        /// Any 20 bytes from the network: a rank of this world, a stranger, or a named error;
+        /// never a panic.
+        #[test]
+        fn any_ask_is_a_rank_a_stranger_or_an_error(
+            ask in proptest::array::uniform20(proptest::num::u8::ANY),
+            magic in proptest::bool::ANY,
+            world in 1usize..300,
+        ) {
+            let mut ask = ask;
+            if magic {
+                ask[..8].copy_from_slice(&MAGIC);
+            }
+            match parse_ask(&ask, world) {
+                Ok(Some(rank)) => proptest::prop_assert!(magic && (1..world).contains(&rank)),
+                Ok(None) => proptest::prop_assert!(ask[..8] != MAGIC),
+                Err(why) => proptest::prop_assert!(!why.is_empty()),
+            }
+        }
+    }
+
+    #[test]
+    fn asks_are_read_field_by_field() {
+        let ask = |version: u32, rank: u32, world: u32| {
+            let mut a = [0u8; ASK];
+            a[..8].copy_from_slice(&MAGIC);
+            a[8..12].copy_from_slice(&version.to_le_bytes());
+            a[12..16].copy_from_slice(&rank.to_le_bytes());
+            a[16..20].copy_from_slice(&world.to_le_bytes());
+            a
+        };
+        assert_eq!(parse_ask(&ask(1, 3, 4), 4), Ok(Some(3)));
+        assert!(parse_ask(&ask(2, 3, 4), 4).unwrap_err().contains("version 2"));
+        assert!(parse_ask(&ask(1, 0, 4), 4).unwrap_err().contains("a rank 0 asked"));
+        assert!(parse_ask(&ask(1, 4, 4), 4).unwrap_err().contains("a rank 4 asked"));
+        assert!(
+            parse_ask(&ask(1, 3, 8), 4)
+                .unwrap_err()
+                .contains("world of 8, rank 0 with 4")
+        );
+        assert_eq!(parse_ask(&[b'G'; ASK], 4), Ok(None));
     }
 
     #[test]
