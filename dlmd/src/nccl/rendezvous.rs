@@ -138,9 +138,13 @@ impl Rendezvous {
 
     /// Rank 0's side: listens on the rendezvous port (every interface of the host's address
     /// family) and hands `id` to each of the ranks 1 to `world` − 1 as it asks. Returns once
-    /// all have it; after `timeout`, fails naming the ranks that never asked.
+    /// all have it; after `timeout`, fails naming the ranks that never asked. A world of one
+    /// has nobody to serve: nothing is bound.
     pub fn serve(&self, id: &UniqueId, world: usize, timeout: Duration) -> Result<(), NcclError> {
         check_rank(0, world)?;
+        if world == 1 {
+            return Ok(());
+        }
         let family = self.resolve()?;
         let any = match family {
             SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, self.port)),
@@ -377,6 +381,10 @@ mod tests {
     fn a_world_of_one_serves_nobody() {
         let (listener, at) = local();
         serve_on(&listener, &at, &id(1), 1, SHORT).unwrap();
+        // Not even a port: this one is taken, and a world of one does not need it.
+        at.serve(&id(1), 1, SHORT).unwrap();
+        let e = at.serve(&id(1), 2, SHORT).unwrap_err();
+        assert!(e.to_string().contains("set DLMD_NCCL_PORT to a free one"), "{e}");
     }
 
     #[test]
