@@ -13,11 +13,12 @@
 //! [-- --bench]` (candle's kernels need nvcc at build time) on a machine with an NVIDIA GPU.
 
 use candle_core::{DType, Device, Tensor};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use dlmd::dlpack::{DLDevice, DLManagedTensorVersioned};
 use dlmd::managed::{ManagedTensor, TensorOwner, export_with};
 use dlmd::{Device as DeviceSpace, Dims, LayoutRight};
-use dlmd_examples::cxx::compile;
+use dlmd_examples::cxx::{add_index_grid, compile};
+use dlmd_examples::median;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,18 +50,6 @@ extern "C" __global__ void from_raw(const float* src, long long n1, long long n2
     }, dst);
 }
 "#;
-
-fn grid(extents: [usize; 3]) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (
-            (extents[2] as u32).div_ceil(256),
-            (extents[1] as u32).div_ceil(4),
-            extents[0] as u32,
-        ),
-        block_dim: (64, 4, 1),
-        shared_mem_bytes: 0,
-    }
-}
 
 /// A cudarc allocation exported by dlmd as a DLPack CUDA tensor: another producer's tensor.
 struct DeviceOwner(CudaSlice<f32>);
@@ -111,7 +100,7 @@ fn launch(
         b.arg(&kv).arg(&out);
         // SAFETY: `from_view` reads the view's elements (candle's storage, kept by `borrowed`)
         // and writes `dst`'s, both of `dims`.
-        unsafe { b.launch(grid(dims)) }?;
+        unsafe { b.launch(add_index_grid(dims)) }?;
     } else {
         let (storage, _) = src.storage_and_layout();
         let candle_core::Storage::Cuda(cuda) = &*storage else {
@@ -122,7 +111,7 @@ fn launch(
         let mut b = stream.launch_builder(&funcs.1);
         b.arg(slice).arg(&n1).arg(&n2).arg(&out);
         // SAFETY: `from_raw` reads the contiguous slice of `dims` elements and writes `dst`'s.
-        unsafe { b.launch(grid(dims)) }?;
+        unsafe { b.launch(add_index_grid(dims)) }?;
     }
     Ok(())
 }
@@ -181,11 +170,6 @@ fn check(
         "candle CUDA tensors both ways: exported without a copy (same pointer, read-only, strides kept), back as the same tensor; another producer's CUDA tensor copied on the device, values equal"
     );
     Ok(())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 fn bench(

@@ -1,6 +1,12 @@
 //! Runnable examples of dlmd: `cargo run --example NAME`. The library holds what several
 //! examples share.
 
+/// The median of timings (the upper one of an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The C++ side of the CUDA examples: kernels over `dlmd::view` compiled by NVRTC.
 #[cfg(feature = "cuda")]
 pub mod cxx {

@@ -7,6 +7,7 @@
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use dlmd::cuda::{self, Current, MirroredArray};
 use dlmd::{Dims, LayoutRight};
+use dlmd_examples::median;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -71,11 +72,6 @@ fn check(stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {
     }
     println!("MirroredArray: host -> device -> kernel -> host and pageable staging both ways: all values match");
     Ok(())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 fn bench(stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {

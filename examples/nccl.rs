@@ -33,6 +33,7 @@ use dlmd::cuda::{self, device_view, device_view_mut};
 use dlmd::half::bf16;
 use dlmd::nccl::{Communicator, NcclElement, Ranks, ReduceOp, Rendezvous, UniqueId};
 use dlmd::{Device, DeviceMdspanMut, Dims, DlElement, LayoutRight, Mdspan};
+use dlmd_examples::median;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -51,11 +52,6 @@ fn arg(name: &str, default: &str) -> String {
 
 fn number(name: &str, default: usize) -> Result<usize> {
     Ok(arg(name, &default.to_string()).parse()?)
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
 }
 
 /// Milliseconds per call of `op`, `iters` calls between two events on `stream`.
