@@ -82,15 +82,13 @@ impl DlpackExporter for CandleTensor {
                 device.device_type.0, device.device_id
             )));
         }
-        // candle's stream has the work that made the tensor: it is done before the consumer
-        // reads (stream -1 asks for no synchronisation; a consumer on candle's own stream, such
-        // as `candle_import`, needs none either).
+        // candle's stream has the work that made the tensor: the consumer's stream waits for it
+        // (an event, as dlmd's own CUDA exports order it; stream -1 asks for nothing).
         #[cfg(feature = "candle-cuda")]
-        if let Device::Cuda(cuda) = tensor.device() {
-            let stream = cuda.cuda_stream();
-            if request.stream != Some(-1) && request.stream != Some(array_api_stream(&stream)) {
-                stream.synchronize().map_err(candle_error)?;
-            }
+        if let Device::Cuda(cuda) = tensor.device()
+            && !request.no_sync
+        {
+            dlmd::cuda::sync_consumer_stream(&cuda.cuda_stream(), request.stream).map_err(candle_error)?;
         }
         let raw = dlmd::candle::export(tensor).map_err(candle_error)?;
         let raw = NonNull::new(raw).ok_or_else(|| PyBufferError::new_err("the export made no tensor"))?;
