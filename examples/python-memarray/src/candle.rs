@@ -83,12 +83,14 @@ impl DlpackExporter for CandleTensor {
             )));
         }
         // candle's stream has the work that made the tensor: the consumer's stream waits for it
-        // (an event, as dlmd's own CUDA exports order it; stream -1 asks for nothing).
+        // (an event, as dlmd's own CUDA exports order it; stream -1 asks for nothing, and a
+        // consumer on candle's own stream, such as `candle_import`, needs nothing either).
         #[cfg(feature = "candle-cuda")]
-        if let Device::Cuda(cuda) = tensor.device()
-            && !request.no_sync
-        {
-            dlmd::cuda::sync_consumer_stream(&cuda.cuda_stream(), request.stream).map_err(candle_error)?;
+        if let Device::Cuda(cuda) = tensor.device() {
+            let stream = cuda.cuda_stream();
+            if !request.no_sync && request.stream != Some(array_api_stream(&stream)) {
+                dlmd::cuda::sync_consumer_stream(&stream, request.stream).map_err(candle_error)?;
+            }
         }
         let raw = dlmd::candle::export(tensor).map_err(candle_error)?;
         let raw = NonNull::new(raw).ok_or_else(|| PyBufferError::new_err("the export made no tensor"))?;
