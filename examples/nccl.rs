@@ -68,13 +68,34 @@ fn time_ms(stream: &Arc<CudaStream>, iters: usize, mut op: impl FnMut() -> Resul
 
 /// A row-major view of `len` elements of `T` over a byte buffer of device `ordinal`.
 fn view_of<T: DlElement>(bytes: &mut CudaSlice<u8>, ordinal: i32) -> DeviceMdspanMut<'_, T, Dims<1>> {
+    // SAFETY: one view, which borrows the buffer exclusively.
+    unsafe { views_of(bytes, ordinal, 1) }.remove(0)
+}
+
+/// `count` row-major views of `len` elements of `T` over one byte buffer of device `ordinal`,
+/// for queuing the same work on it again and again in one `cuda::scope`, which keeps each view
+/// it is given borrowed until it ends.
+///
+/// # Safety
+///
+/// The views' work is queued on one stream (so that it runs in order), and none of them is used
+/// on another stream or read on the host while another one's work may still run.
+unsafe fn views_of<T: DlElement>(
+    bytes: &mut CudaSlice<u8>,
+    ordinal: i32,
+    count: usize,
+) -> Vec<DeviceMdspanMut<'_, T, Dims<1>>> {
     let len = bytes.len() / size_of::<T>();
     let stream = bytes.stream().clone();
     let (ptr, _) = bytes.device_ptr_mut(&stream);
     let mapping = <LayoutRight as dlmd::layout::CompactLayout>::mapping(Dims::new([len])).expect("fits");
-    // SAFETY: the allocation holds `len` elements of `T` on device `ordinal`, borrowed
-    // exclusively for the view's lifetime.
-    unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, Device::new(ordinal)) }
+    (0..count)
+        .map(|_| {
+            // SAFETY: the allocation holds `len` elements of `T` on device `ordinal`, borrowed
+            // exclusively for the views' lifetime; the views' work runs one at a time (caller).
+            unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, Device::new(ordinal)) }
+        })
+        .collect()
 }
 
 /// The collectives the example measures, named as NCCL names them.
@@ -189,19 +210,30 @@ fn collective<T: NcclElement>(op: Collective, dtype: &str, one: impl Fn(f32) -> 
     }
 
     // Timed: back to back inside one scope per repetition, as torch's loop runs. Reduced again
-    // and again, the values grow to infinity, which costs NCCL nothing extra.
-    let mut sv = view_of::<T>(&mut send, ordinal);
-    let mut rv = recv.as_mut().map(|r| view_of::<T>(r, ordinal));
+    // and again, the values grow to infinity, which costs NCCL nothing extra. A scope keeps each
+    // view it is given until it ends, so each collective of a repetition gets views of its own.
+    // SAFETY (of each `views_of` below): every collective of the views is queued on `stream`,
+    // NCCL's stream for this rank, one after the other, and the buffers are read only after the
+    // scopes have waited.
+    // SAFETY: see above.
+    let mut warm = unsafe { paired_views::<T>(&mut send, recv.as_mut(), ordinal, 3) };
     cuda::scope(|s| {
-        for _ in 0..3 {
-            run(op, &comm, s, &mut sv, rv.as_mut())?;
+        for (send, recv) in &mut warm {
+            run(op, &comm, s, send, recv.as_mut())?;
         }
         Ok::<_, Box<dyn Error>>(())
     })?;
+    drop(warm);
     let mut ms = Vec::new();
     for _ in 0..reps {
+        // SAFETY: see above.
+        let mut timed = unsafe { paired_views::<T>(&mut send, recv.as_mut(), ordinal, iters) };
+        let mut next = timed.iter_mut();
         ms.push(cuda::scope(|s| {
-            time_ms(&stream, iters, || run(op, &comm, s, &mut sv, rv.as_mut()))
+            time_ms(&stream, iters, || {
+                let (send, recv) = next.next().ok_or("fewer views than iterations")?;
+                run(op, &comm, s, send, recv.as_mut())
+            })
         })?);
     }
     let t = median(ms.clone());
@@ -216,14 +248,38 @@ fn collective<T: NcclElement>(op: Collective, dtype: &str, one: impl Fn(f32) -> 
     Ok(())
 }
 
+/// A send view and, for collectives with an output buffer, a receive view.
+type ViewPair<'b, T> = (DeviceMdspanMut<'b, T, Dims<1>>, Option<DeviceMdspanMut<'b, T, Dims<1>>>);
+
+/// `count` pairs of views of `send` and, where there is one, `recv` ([`views_of`]).
+///
+/// # Safety
+///
+/// As for [`views_of`].
+unsafe fn paired_views<'b, T: DlElement>(
+    send: &'b mut CudaSlice<u8>,
+    recv: Option<&'b mut CudaSlice<u8>>,
+    ordinal: i32,
+    count: usize,
+) -> Vec<ViewPair<'b, T>> {
+    // SAFETY: forwarded from the caller.
+    let sends = unsafe { views_of::<T>(send, ordinal, count) };
+    let recvs: Vec<Option<_>> = match recv {
+        // SAFETY: forwarded from the caller.
+        Some(r) => unsafe { views_of::<T>(r, ordinal, count) }.into_iter().map(Some).collect(),
+        None => (0..count).map(|_| None).collect(),
+    };
+    sends.into_iter().zip(recvs).collect()
+}
+
 /// Queues `op` once: in place on `send` (all_reduce, broadcast from rank 0), or from `send`
 /// into `recv`.
 fn run<'scope, 'v, T: NcclElement>(
     op: Collective,
     comm: &Communicator,
     s: &cuda::Scope<'scope, '_>,
-    send: &mut DeviceMdspanMut<'v, T, Dims<1>>,
-    recv: Option<&mut DeviceMdspanMut<'v, T, Dims<1>>>,
+    send: &'scope mut DeviceMdspanMut<'v, T, Dims<1>>,
+    recv: Option<&'scope mut DeviceMdspanMut<'v, T, Dims<1>>>,
 ) -> Result<()>
 where
     'v: 'scope,
@@ -311,9 +367,20 @@ fn peer_copy() -> Result<()> {
         {
             let mut dst = device_view_mut::<_, Dims<1>, LayoutRight>(dst, Dims::new([len]))?;
             cuda::scope(|s| s.copy(&stream, &src, &mut dst))?;
+            // A scope keeps the views it is given until it ends: each timed copy writes a view
+            // of its own.
+            let (ptr, mapping, space) = (dst.data_handle(), *dst.mapping(), dst.space());
+            // SAFETY: views of `dst`'s memory, which `dst` keeps borrowed meanwhile; every copy
+            // into them is queued on `stream`, one after the other, and the memory is read
+            // only after the scopes have waited.
+            let mut dsts: Vec<DeviceMdspanMut<'_, f32, Dims<1>>> =
+                (0..iters).map(|_| unsafe { Mdspan::from_raw_parts(ptr, mapping, space) }).collect();
             for _ in 0..reps {
+                let mut next = dsts.iter_mut();
                 ms.push(cuda::scope(|s| {
-                    time_ms(&stream, iters, || Ok(s.copy(&stream, &src, &mut dst)?))
+                    time_ms(&stream, iters, || {
+                        Ok(s.copy(&stream, &src, next.next().ok_or("fewer views than iterations")?)?)
+                    })
                 })?);
             }
         }

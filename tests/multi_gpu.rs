@@ -144,11 +144,10 @@ fn mirrored_arrays_on_every_device() {
             let src = array.device().unwrap();
             let mut mid = device_view_mut::<_, Dims<2>, LayoutRight>(&mut on_next, Dims::new([3, 5])).unwrap();
             let mut dst = back.device_mut().unwrap();
-            cuda::scope(|s| {
-                s.copy(&stream, &src, &mut mid)?;
-                s.copy(&stream, &mid, &mut dst)
-            })
-            .unwrap();
+            // A scope keeps what its work reads and writes borrowed until it ends: `mid` is
+            // read in a second scope, after the first has waited for its copy.
+            cuda::scope(|s| s.copy(&stream, &src, &mut mid)).unwrap();
+            cuda::scope(|s| s.copy(&stream, &mid, &mut dst)).unwrap();
         }
         back.to_host().unwrap();
         let host = back.host().unwrap();
@@ -353,15 +352,17 @@ fn all_reduce_from_one_process_of_every_kind_of_element() {
     }
 }
 
-/// Queues `op(rank, communicator)` for every rank in one group inside one scope.
-fn on_every_rank<'v>(
+/// Queues `op(rank, communicator, rank's output view)` for every rank in one group inside one
+/// scope, which keeps each output borrowed until it ends.
+fn on_every_rank<'v, V>(
     comms: &[Communicator],
-    mut op: impl FnMut(&cuda::Scope<'_, 'v>, usize, &Communicator) -> Result<(), NcclError>,
+    outs: &'v mut [V],
+    op: impl for<'s> Fn(&'s cuda::Scope<'s, 'v>, usize, &Communicator, &'s mut V) -> Result<(), NcclError>,
 ) {
-    cuda::scope(|s| {
-        group(|| {
-            for (r, c) in comms.iter().enumerate() {
-                op(s, r, c)?;
+    cuda::scope(move |s| {
+        group(move || {
+            for (r, (c, out)) in comms.iter().zip(outs).enumerate() {
+                op(s, r, c, out)?;
             }
             Ok(())
         })
@@ -394,7 +395,7 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<2>, LayoutRight>(s, Dims::new([world, n])).unwrap())
             .collect();
-        on_every_rank(&comms, |s, r, c| c.all_gather(s, &ins[r], &mut gathered[r]));
+        on_every_rank(&comms, &mut gathered, |s, r, c, out| c.all_gather(s, &ins[r], out));
     }
     let want: Vec<f32> = (0..world).flat_map(|r| values::<f32>(r, n)).collect();
     for r in 0..world {
@@ -412,8 +413,8 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        on_every_rank(&comms, |s, r, c| {
-            c.reduce_scatter(s, &whole[r], &mut ps[r], ReduceOp::Sum)
+        on_every_rank(&comms, &mut ps, |s, r, c, out| {
+            c.reduce_scatter(s, &whole[r], out, ReduceOp::Sum)
         });
     }
     for r in 0..world {
@@ -430,7 +431,7 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        on_every_rank(&comms, |s, r, c| c.reduce(s, &ins[r], &mut ts[r], ReduceOp::Max, last));
+        on_every_rank(&comms, &mut ts, |s, r, c, out| c.reduce(s, &ins[r], out, ReduceOp::Max, last));
     }
     assert_eq!(
         read(last, &targets[last]),
@@ -447,7 +448,7 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        on_every_rank(&comms, |s, r, c| c.broadcast_in_place(s, &mut ps[r], 0));
+        on_every_rank(&comms, &mut ps, |s, _, c, out| c.broadcast_in_place(s, out, 0));
     }
     let from_0: Vec<f32> = values::<f32>(0, n).iter().map(|x| world as f32 * x).collect();
     for r in 0..world {
@@ -461,9 +462,9 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        on_every_rank(&comms, |s, r, c| {
+        on_every_rank(&comms, &mut ts, |s, r, c, out| {
             c.send(s, &ins[r], (r + 1) % world)?;
-            c.recv(s, &mut ts[r], (r + world - 1) % world)
+            c.recv(s, out, (r + world - 1) % world)
         });
     }
     for r in 0..world {

@@ -34,7 +34,6 @@
 //! names the command to run.
 #![deny(missing_docs)]
 
-use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,6 +53,8 @@ pub struct Kernels {
     name: String,
     arch: String,
     toolchain: String,
+    features: Vec<String>,
+    target_dir: Option<PathBuf>,
 }
 
 /// Why the PTX could not be built.
@@ -127,7 +128,42 @@ impl Kernels {
             name: var("CARGO_PKG_NAME")?.to_string_lossy().replace('-', "_"),
             arch: DEFAULT_ARCH.into(),
             toolchain: "nightly".into(),
+            features: enabled_features(std::env::var("CARGO_CFG_FEATURE").ok().as_deref()),
+            target_dir: None,
         })
+    }
+
+    /// The kernel crate at `manifest_dir` (its `Cargo.toml`'s directory), whose library is
+    /// named `crate_name`, built into `out_dir`: for a build of kernels from outside their own
+    /// build script (a test, a tool). No features are on unless [`features`](Self::features)
+    /// names them.
+    pub fn new(manifest_dir: impl Into<PathBuf>, crate_name: &str, out_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            manifest_dir: manifest_dir.into(),
+            out_dir: out_dir.into(),
+            name: crate_name.replace('-', "_"),
+            arch: DEFAULT_ARCH.into(),
+            toolchain: "nightly".into(),
+            features: Vec::new(),
+            target_dir: None,
+        }
+    }
+
+    /// The features the kernels are compiled with, instead of those of the build that runs
+    /// the build script (which [`from_env`](Self::from_env) takes, so that the launchers and
+    /// the kernels see the same `cfg`s). `default` is a feature like any other here: the
+    /// nested build turns on exactly these.
+    pub fn features<I: IntoIterator<Item = S>, S: Into<String>>(mut self, features: I) -> Self {
+        self.features = features.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where the nested build keeps its files (default: `nvptx` in the output directory). Builds
+    /// of different kernel crates that share one reuse the `core` it compiled; builds of one
+    /// crate with different features each need their own.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
     }
 
     /// The GPU architecture to compile for (`sm_70`, `sm_80`, `sm_90`, …; default
@@ -156,7 +192,7 @@ impl Kernels {
             self.manifest_dir.join("Cargo.toml").display()
         );
         let sysroot = self.sysroot()?;
-        let target_dir = self.out_dir.join("nvptx");
+        let target_dir = self.target_dir.clone().unwrap_or_else(|| self.out_dir.join("nvptx"));
         let output = cargo(&sysroot)
             .args([
                 "rustc",
@@ -165,8 +201,11 @@ impl Kernels {
                 "--target",
                 TARGET,
                 "-Zbuild-std=core",
-                "--manifest-path",
+                "--no-default-features",
+                "--features",
             ])
+            .arg(self.features.join(","))
+            .arg("--manifest-path")
             .arg(self.manifest_dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target_dir)
@@ -273,16 +312,26 @@ fn cargo(sysroot: &Path) -> Command {
     command
 }
 
+/// The features of the build a build script runs in, from cargo's `CARGO_CFG_FEATURE` (their
+/// names as the manifest spells them, comma-separated).
+fn enabled_features(cfg: Option<&str>) -> Vec<String> {
+    cfg.unwrap_or_default()
+        .split(',')
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The newest `NAME-HASH.s` in `deps`: the assembly `--emit=asm` wrote for the crate.
 fn newest_asm(deps: &Path, name: &str) -> Result<PathBuf, BuildError> {
     let entries = std::fs::read_dir(deps).map_err(|e| BuildError::Io(deps.into(), e))?;
-    let prefix: OsString = format!("{name}-").into();
+    let prefix = format!("{name}-");
     entries
         .filter_map(Result::ok)
         .filter(|e| {
             let file = e.file_name();
             let file = file.to_string_lossy();
-            file.starts_with(&*prefix.to_string_lossy()) && file.ends_with(".s")
+            file.starts_with(&prefix) && file.ends_with(".s")
         })
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .max()
@@ -357,6 +406,13 @@ mod tests {
             ]
         );
         assert!(dep_info_sources("").is_empty());
+    }
+
+    #[test]
+    fn features_are_read_as_cargo_lists_them() {
+        assert_eq!(enabled_features(Some("default,f64,with-dash")), ["default", "f64", "with-dash"]);
+        assert!(enabled_features(Some("")).is_empty());
+        assert!(enabled_features(None).is_empty());
     }
 
     #[test]

@@ -52,7 +52,16 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             .collect()
     };
     let (static_types, inferred_types, scope_types) = (with("'static"), with("'_"), with("'scope"));
-    let digest = signature_digest(&name.to_string(), &inferred_types);
+    let written = signature_digest(&name.to_string(), &inferred_types);
+    // The digest as the compiler resolves it: the written signature with each parameter
+    // type's fingerprint (`cfg`-chosen aliases, features) mixed in, the same expression on
+    // both targets.
+    let digest = quote! {
+        #krate::kernel::signature::digest(
+            #written,
+            &[#(<#static_types as #krate::kernel::KernelParam>::FINGERPRINT),*],
+        )
+    };
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
     let name_str = name.to_string();
 
@@ -92,6 +101,13 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #[allow(non_upper_case_globals)]
         #vis static #signature_symbol: u64 = #digest;
 
+        /// The digest of the kernel's signature as the launcher was built, which the launch
+        /// compares with the one in the PTX.
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #vis const #signature_symbol: u64 = #digest;
+
         #[cfg(not(target_arch = "nvptx64"))]
         #(#docs)*
         ///
@@ -113,7 +129,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             // `Param` forms in this order (both expansions come from this signature), which
             // `run` checks through the digest the PTX carries; the views live for `'scope`,
             // which the scope waits out.
-            unsafe { launch.run(#name_str, #digest, &devices, &mut params) }
+            unsafe { launch.run(#name_str, #signature_symbol, &devices, &mut params) }
         }
     })
 }
@@ -223,7 +239,8 @@ impl VisitMut for NamedLifetimes {
 }
 
 /// FNV-1a of `name(type, …)` as the tokens print: the same on both expansions of one source,
-/// different when the PTX was built from another signature.
+/// different when the PTX was built from another signature as written. What the tokens cannot
+/// show (an alias that a `cfg` resolves differently) the parameters' fingerprints add.
 fn signature_digest(name: &str, types: &[Type]) -> u64 {
     let text = format!(
         "{name}({})",

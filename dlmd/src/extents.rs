@@ -148,6 +148,10 @@ pub trait Extents: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     /// checked on the host): the static ones are the type's.
     #[doc(hidden)]
     fn from_array_unchecked(extents: Self::Index) -> Self;
+    /// The rank and the static extents (`n + 1` for `Const<n>`, 0 for a dynamic extent), mixed
+    /// into a kernel's signature digest.
+    #[doc(hidden)]
+    const FINGERPRINT: u64;
 
     /// The extent of dimension `dim`.
     ///
@@ -185,6 +189,15 @@ impl<const R: usize> sealed::Sealed for Dims<R> {}
 impl<const R: usize> Extents for Dims<R> {
     const RANK: usize = R;
     const RANK_DYNAMIC: usize = R;
+    const FINGERPRINT: u64 = {
+        let mut hash = crate::kernel::signature::mix(crate::kernel::signature::START, R as u64);
+        let mut i = 0;
+        while i < R {
+            hash = crate::kernel::signature::mix(hash, 0);
+            i += 1;
+        }
+        hash
+    };
     type Index = [usize; R];
     #[inline(always)]
     fn to_array(&self) -> [usize; R] {
@@ -213,6 +226,7 @@ impl sealed::Sealed for () {}
 impl Extents for () {
     const RANK: usize = 0;
     const RANK_DYNAMIC: usize = 0;
+    const FINGERPRINT: u64 = crate::kernel::signature::mix(crate::kernel::signature::START, 0);
     type Index = [usize; 0];
     #[inline(always)]
     fn to_array(&self) -> [usize; 0] {
@@ -237,6 +251,16 @@ macro_rules! tuple_extents {
         impl<$($name: Extent),+> Extents for ($($name,)+) {
             const RANK: usize = $rank;
             const RANK_DYNAMIC: usize = 0 $(+ $name::STATIC.is_none() as usize)+;
+            const FINGERPRINT: u64 = {
+                let hash = crate::kernel::signature::mix(crate::kernel::signature::START, $rank);
+                $(
+                    let hash = crate::kernel::signature::mix(hash, match $name::STATIC {
+                        Some(n) => n as u64 + 1,
+                        None => 0,
+                    });
+                )+
+                hash
+            };
             type Index = [usize; $rank];
             #[inline(always)]
             fn to_array(&self) -> [usize; $rank] {

@@ -22,9 +22,13 @@
 //! memory, so it leaves it to the device's own runtime.
 //!
 //! As in CCCL, managed memory can be viewed from the host or from a device, but host and device
-//! views never convert into each other, and nothing converts into managed memory.
+//! views never convert into each other, and nothing converts into managed memory. In a kernel,
+//! managed memory does not become host memory either: there, host views are a thread's own
+//! memory, while a managed view is shared by every thread of the launch.
 
 use crate::dlpack::{DLDevice, DLDeviceType};
+#[cfg(target_arch = "nvptx64")]
+use crate::view::{Aliased, AliasedMut, Atomic};
 #[cfg(any(doc, target_arch = "nvptx64"))]
 use crate::view::Shared;
 #[cfg(doc)]
@@ -108,6 +112,32 @@ pub trait HostAccessible: MemorySpace {}
             and write mutable ones through `dlmd::kernel::Thread` (each element to one thread)"
 )]
 pub trait Reachable<A: Access>: MemorySpace {}
+
+/// A memory space whose views with access `A` the code being compiled may borrow again: read-only
+/// borrows ([`as_view`](crate::Mdspan::as_view), [`submdspan`](crate::Mdspan::submdspan)),
+/// mutable reborrows ([`as_view_mut`](crate::Mdspan::as_view_mut),
+/// [`submdspan_mut`](crate::Mdspan::submdspan_mut)) and the switch to atomic access
+/// ([`into_atomic`](crate::Mdspan::into_atomic)).
+///
+/// | space | on the host | in a kernel (`nvptx64`) |
+/// |---|---|---|
+/// | [`Host`] | every access | every access (the thread's own memory) |
+/// | [`Device`], [`Managed`], [`Opaque`] | every access | every access but [`Unique`] |
+///
+/// Every thread of a kernel holds the same mutable views. A read-only borrow of one would let
+/// a thread read elements that other threads write, and a mutable slice of it would be split
+/// among the threads again, differently, so that two threads write one element. In a kernel a
+/// mutable device or managed view is therefore split once, by
+/// [`Thread::for_each_mut`](crate::kernel::Thread::for_each_mut), each element to one thread,
+/// and a thread reads its own elements there.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` view with `{A}` access cannot be borrowed again in a kernel",
+    label = "every thread of the kernel holds this mutable view",
+    note = "in a kernel, a mutable view is split among the threads once, by `Thread::for_each_mut` (each element \
+            to one thread, which reads and writes it there); any other pattern takes the `unsafe` \
+            `Thread::element_mut`"
+)]
+pub trait Reborrow<A: Access>: MemorySpace {}
 
 /// Host (CPU) memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -351,6 +381,31 @@ impl HostAccessible for Host {}
 #[cfg(not(target_arch = "nvptx64"))]
 impl HostAccessible for Managed {}
 
+#[cfg(not(target_arch = "nvptx64"))]
+impl<S: MemorySpace, A: Access> Reborrow<A> for S {}
+#[cfg(target_arch = "nvptx64")]
+impl<A: Access> Reborrow<A> for Host {}
+// In a kernel: every access but `Unique`, whose views every thread holds.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! shared_reborrows {
+    ($($space:ty),*) => {$(
+        impl Reborrow<Shared> for $space {}
+        impl Reborrow<Aliased> for $space {}
+        impl Reborrow<AliasedMut> for $space {}
+        impl Reborrow<Atomic> for $space {}
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+shared_reborrows!(Device, Managed);
+#[cfg(target_arch = "nvptx64")]
+impl<K: DeviceKind> Reborrow<Shared> for Opaque<K> {}
+#[cfg(target_arch = "nvptx64")]
+impl<K: DeviceKind> Reborrow<Aliased> for Opaque<K> {}
+#[cfg(target_arch = "nvptx64")]
+impl<K: DeviceKind> Reborrow<AliasedMut> for Opaque<K> {}
+#[cfg(target_arch = "nvptx64")]
+impl<K: DeviceKind> Reborrow<Atomic> for Opaque<K> {}
+
 impl<A: RefAccess> Reachable<A> for Host {}
 #[cfg(not(target_arch = "nvptx64"))]
 impl<A: RefAccess> Reachable<A> for Managed {}
@@ -363,11 +418,14 @@ impl Reachable<Shared> for Device {}
 #[diagnostic::on_unimplemented(
     message = "a `{From}` view cannot become a `{Self}` view",
     label = "no conversion from `{From}` memory to `{Self}` memory",
-    note = "only managed memory converts: managed -> host and managed -> device; \
+    note = "only managed memory converts: managed -> host (on the host only) and managed -> device; \
             host and device memory need a copy, and nothing becomes managed"
 )]
 pub trait SpaceFrom<From: MemorySpace>: MemorySpace {}
 
 impl<S: MemorySpace> SpaceFrom<S> for S {}
+// Not in a kernel: there, host views are a thread's own memory, indexed and written freely,
+// while managed memory is shared by every thread of the launch.
+#[cfg(not(target_arch = "nvptx64"))]
 impl SpaceFrom<Managed> for Host {}
 impl SpaceFrom<Managed> for Device {}

@@ -45,25 +45,40 @@ impl Kernels {
         self.digests.keys().map(String::as_str)
     }
 
-    /// The entry point `name`, once its digest was checked against `digest`.
+    /// The signature digest of the module's kernel `name`, as its PTX carries it.
+    pub fn digest(&self, name: &str) -> Option<u64> {
+        self.digests.get(name).copied()
+    }
+
+    /// The entry point `name`, once its digest was checked against `digest`: on every call, so
+    /// that a launcher of another kernel of the same name is refused even after this one ran.
     fn function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
+        check_digest(&self.digests, name, digest)?;
         let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = functions.get(name) {
             return Ok(f.clone());
-        }
-        match self.digests.get(name) {
-            Some(&found) if found == digest => {}
-            found => {
-                return Err(CudaError::KernelSignature {
-                    kernel: name,
-                    found: found.is_some(),
-                });
-            }
         }
         let f = self.module.load_function(name)?;
         functions.insert(name, f.clone());
         Ok(f)
     }
+}
+
+/// Whether the module's kernel `name` was built from the signature whose digest is `digest`.
+fn check_digest(digests: &HashMap<String, u64>, name: &'static str, digest: u64) -> Result<(), CudaError> {
+    match digests.get(name) {
+        Some(&found) if found == digest => Ok(()),
+        found => Err(CudaError::KernelSignature {
+            kernel: name,
+            found: found.is_some(),
+        }),
+    }
+}
+
+/// The signature digest of each `#[dlmd::kernel]` in a kernel crate's PTX, by kernel name: what
+/// [`Kernels::load`] reads, and what a launcher's digest must equal.
+pub fn signature_digests(ptx: &str) -> HashMap<String, u64> {
+    digests(ptx)
 }
 
 /// The digest each kernel's `NAME__dlmd_signature` global holds in PTX text, in either form
@@ -101,7 +116,7 @@ fn digests(ptx: &str) -> HashMap<String, u64> {
 pub struct Launch<'a, 'scope, 'env> {
     scope: &'a Scope<'scope, 'env>,
     stream: &'a Arc<CudaStream>,
-    kernels: &'a Kernels,
+    kernels: &'scope Kernels,
     config: LaunchConfig,
 }
 
@@ -111,7 +126,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     pub fn launch<'a>(
         &'a self,
         stream: &'a Arc<CudaStream>,
-        kernels: &'a Kernels,
+        kernels: &'scope Kernels,
         config: LaunchConfig,
     ) -> Launch<'a, 'scope, 'env> {
         Launch {
@@ -206,5 +221,20 @@ mod tests {
             found["transpose"],
             u64::from_le_bytes([230, 46, 253, 4, 234, 15, 146, 220])
         );
+    }
+
+    #[test]
+    fn every_check_compares_the_digest() {
+        let found = digests(".visible .global .align 8 .u64 scale__dlmd_signature = 11;\n");
+        assert!(check_digest(&found, "scale", 11).is_ok());
+        assert!(matches!(
+            check_digest(&found, "scale", 12),
+            Err(CudaError::KernelSignature { kernel: "scale", found: true })
+        ));
+        assert!(check_digest(&found, "scale", 11).is_ok());
+        assert!(matches!(
+            check_digest(&found, "other", 11),
+            Err(CudaError::KernelSignature { kernel: "other", found: false })
+        ));
     }
 }

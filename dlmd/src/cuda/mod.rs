@@ -29,7 +29,7 @@ mod mirrored;
 mod scope;
 mod stream;
 
-pub use launch::{Kernels, Launch};
+pub use launch::{Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
 pub use mirrored::{Current, MirroredArray};

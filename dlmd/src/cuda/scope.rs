@@ -109,8 +109,8 @@ impl<'scope> Scope<'scope, '_> {
     pub fn copy<'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         stream: &Arc<CudaStream>,
-        src: &Mdspan<'v, T, E, L, S, A>,
-        dst: &mut Mdspan<'w, T, E2, L, S, W>,
+        src: &'scope Mdspan<'v, T, E, L, S, A>,
+        dst: &'scope mut Mdspan<'w, T, E2, L, S, W>,
     ) -> Result<(), CudaError>
     where
         'v: 'scope,

@@ -26,6 +26,7 @@
 //! [`Thread`] cannot be made.
 
 mod atomic;
+pub mod signature;
 mod thread;
 
 pub use atomic::AtomicElement;
@@ -107,6 +108,12 @@ pub unsafe trait KernelParam: Sized {
     /// The form the value crosses in: what the PTX entry point declares.
     type Param: Copy + 'static;
 
+    /// The type as the compiler resolved it, mixed into the kernel's
+    /// [signature digest](signature): by default the size and alignment of
+    /// [`Param`](Self::Param); for views and elements also the element's DLPack data type and,
+    /// for views, the rank, static extents, layout, memory space and access.
+    const FINGERPRINT: u64 = signature::param_layout::<Self>();
+
     /// The value's parameter form, on the host.
     fn to_param(&self) -> Self::Param;
 
@@ -133,6 +140,7 @@ pub unsafe trait KernelParam: Sized {
 // fixed-width lanes, the same on both targets; the value comes back unchanged.
 unsafe impl<T: DlElement> KernelParam for T {
     type Param = T;
+    const FINGERPRINT: u64 = dtype_fingerprint::<T>(signature::param_layout::<T>());
 
     #[inline(always)]
     fn to_param(&self) -> T {
@@ -143,6 +151,15 @@ unsafe impl<T: DlElement> KernelParam for T {
     unsafe fn from_param(param: T) -> T {
         param
     }
+}
+
+/// `hash` with `T`'s DLPack data type and size mixed in.
+const fn dtype_fingerprint<T: DlElement>(hash: u64) -> u64 {
+    let dtype = T::DTYPE;
+    let hash = signature::mix(hash, dtype.code as u64);
+    let hash = signature::mix(hash, dtype.bits as u64);
+    let hash = signature::mix(hash, dtype.lanes as u64);
+    signature::mix(hash, size_of::<T>() as u64)
 }
 
 /// A view as a kernel parameter: the start of its span, the offset of index `[0, …]`, the
@@ -197,6 +214,13 @@ where
     A: KernelAccess,
 {
     type Param = ViewParam<T, R>;
+    const FINGERPRINT: u64 = {
+        let hash = dtype_fingerprint::<T>(signature::param_layout::<Self>());
+        let hash = signature::mix(hash, E::FINGERPRINT);
+        let hash = signature::mix_str(hash, L::NAME);
+        let hash = signature::mix(hash, S::DEVICE_TYPE.0 as u64);
+        signature::mix_str(hash, A::NAME)
+    };
 
     fn to_param(&self) -> ViewParam<T, R> {
         let mapping = self.mapping();

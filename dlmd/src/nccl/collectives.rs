@@ -16,8 +16,8 @@ impl Communicator {
     pub fn all_reduce<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, W>,
+        send: &'scope Mdspan<'v, T, E, L, S, A>,
+        recv: &'scope mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -54,7 +54,7 @@ impl Communicator {
     pub fn all_reduce_in_place<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        buf: &mut Mdspan<'w, T, E, L, S, W>,
+        buf: &'scope mut Mdspan<'w, T, E, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -88,8 +88,8 @@ impl Communicator {
     pub fn reduce<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, W>,
+        send: &'scope Mdspan<'v, T, E, L, S, A>,
+        recv: &'scope mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
         root: usize,
     ) -> Result<(), NcclError>
@@ -128,8 +128,8 @@ impl Communicator {
     pub fn broadcast<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, W>,
+        send: &'scope Mdspan<'v, T, E, L, S, A>,
+        recv: &'scope mut Mdspan<'w, T, E2, L, S, W>,
         root: usize,
     ) -> Result<(), NcclError>
     where
@@ -165,7 +165,7 @@ impl Communicator {
     pub fn broadcast_in_place<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        buf: &mut Mdspan<'w, T, E, L, S, W>,
+        buf: &'scope mut Mdspan<'w, T, E, L, S, W>,
         root: usize,
     ) -> Result<(), NcclError>
     where
@@ -199,8 +199,8 @@ impl Communicator {
     pub fn all_gather<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, W>,
+        send: &'scope Mdspan<'v, T, E, L, S, A>,
+        recv: &'scope mut Mdspan<'w, T, E2, L, S, W>,
     ) -> Result<(), NcclError>
     where
         'v: 'scope,
@@ -235,8 +235,8 @@ impl Communicator {
     pub fn reduce_scatter<'scope, 'v, 'w, T, E, E2, L, S, A, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        send: &Mdspan<'v, T, E, L, S, A>,
-        recv: &mut Mdspan<'w, T, E2, L, S, W>,
+        send: &'scope Mdspan<'v, T, E, L, S, A>,
+        recv: &'scope mut Mdspan<'w, T, E2, L, S, W>,
         op: ReduceOp,
     ) -> Result<(), NcclError>
     where
@@ -273,7 +273,7 @@ impl Communicator {
     pub fn send<'scope, 'v, T, E, L, S, A>(
         &self,
         scope: &Scope<'scope, '_>,
-        view: &Mdspan<'v, T, E, L, S, A>,
+        view: &'scope Mdspan<'v, T, E, L, S, A>,
         peer: usize,
     ) -> Result<(), NcclError>
     where
@@ -306,7 +306,7 @@ impl Communicator {
     pub fn recv<'scope, 'w, T, E, L, S, W>(
         &self,
         scope: &Scope<'scope, '_>,
-        view: &mut Mdspan<'w, T, E, L, S, W>,
+        view: &'scope mut Mdspan<'w, T, E, L, S, W>,
         peer: usize,
     ) -> Result<(), NcclError>
     where

@@ -39,10 +39,12 @@ pub enum AliasedMut {}
 impl sealed::Sealed for Aliased {}
 impl sealed::Sealed for AliasedMut {}
 impl Access for Aliased {
+    const NAME: &'static str = "aliased";
     const MUTABLE: bool = false;
     type ReadOnly = Aliased;
 }
 impl Access for AliasedMut {
+    const NAME: &'static str = "aliased_mut";
     const MUTABLE: bool = true;
     type ReadOnly = Aliased;
 }
@@ -197,7 +199,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: RefAccess> Mdsp
     /// for code written against aliased views.
     #[inline]
     pub fn as_aliased(&self) -> Mdspan<'_, T, E, L, S, Aliased> {
-        self.as_view().with_access()
+        self.retyped()
     }
 }
 

@@ -24,7 +24,7 @@ pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayo
 use crate::dtype::DlElement;
 use crate::extents::{Extents, ExtentsError, IndexArray};
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::{Device, Host, Managed, MemorySpace, Reachable, SpaceFrom};
+use crate::space::{Device, Host, Managed, MemorySpace, Reachable, Reborrow, SpaceFrom};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
@@ -40,6 +40,9 @@ mod sealed {
 pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
     /// Whether the view may write through its pointer.
     const MUTABLE: bool;
+    /// The access's name, for messages and a kernel's signature digest.
+    #[doc(hidden)]
+    const NAME: &'static str;
     /// The access of a read-only view borrowed from this one: [`Shared`] for reference views,
     /// [`Aliased`] for aliased ones (a borrow never promises more than its source).
     type ReadOnly: CopyAccess;
@@ -87,15 +90,18 @@ impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
 impl sealed::Sealed for Atomic {}
 impl Access for Atomic {
+    const NAME: &'static str = "atomic";
     const MUTABLE: bool = true;
     type ReadOnly = Aliased;
 }
 impl CopyAccess for Atomic {}
 impl Access for Shared {
+    const NAME: &'static str = "shared";
     const MUTABLE: bool = false;
     type ReadOnly = Shared;
 }
 impl Access for Unique {
+    const NAME: &'static str = "unique";
     const MUTABLE: bool = true;
     type ReadOnly = Shared;
 }
@@ -347,15 +353,21 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
 
     /// A read-only view of the same elements, borrowing this one ([`Shared`] from a reference
     /// view, [`Aliased`] from an aliased one).
+    ///
+    /// In a kernel, a mutable device or managed view has no read-only borrow: every thread holds
+    /// it, so the borrow would read what other threads write ([`Reborrow`]).
     #[inline]
-    pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, A::ReadOnly> {
+    pub fn as_view(&self) -> Mdspan<'_, T, E, L, S, A::ReadOnly>
+    where
+        S: Reborrow<A>,
+    {
         self.retyped()
     }
 
     /// The same pointer, mapping and space with another lifetime and access: each caller's
     /// signature states what the borrow allows.
     #[inline(always)]
-    fn retyped<'b, B: Access>(&self) -> Mdspan<'b, T, E, L, S, B> {
+    pub(super) fn retyped<'b, B: Access>(&self) -> Mdspan<'b, T, E, L, S, B> {
         Mdspan {
             ptr: self.ptr,
             mapping: self.mapping,
@@ -374,25 +386,35 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     /// fill(md.as_view_mut());
     /// assert_eq!(md[[3]], 7);
     /// ```
+    ///
+    /// Not in a kernel for device or managed memory, where the view is split among the threads
+    /// once ([`Reborrow`]).
     #[inline]
     pub fn as_view_mut(&mut self) -> Mdspan<'_, T, E, L, S, A>
     where
         A: WriteAccess,
+        S: Reborrow<A>,
     {
         self.retyped()
     }
 
     /// The view for atomic updates ([`Atomic`]): a kernel's threads may then all add to one
     /// element, and nothing else reaches the elements while it lives.
+    ///
+    /// On the host only for device and managed memory: in a kernel every thread holds the
+    /// mutable view, and some may write it plainly while others would add atomically
+    /// ([`Reborrow`]).
     #[inline]
     pub fn into_atomic(self) -> Mdspan<'a, T, E, L, S, Atomic>
     where
         A: WriteAccess + RefAccess,
+        S: Reborrow<A>,
     {
         self.retyped()
     }
 
-    /// The same view in another memory space: managed memory becomes host or device memory.
+    /// The same view in another memory space: managed memory becomes host or device memory
+    /// (host memory on the host only: in a kernel, host views are a thread's own memory).
     /// Host and device views do not convert into each other, and nothing becomes managed.
     ///
     /// ```

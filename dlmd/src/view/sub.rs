@@ -28,7 +28,7 @@ use crate::extents::{Dims, Extents, IndexArray};
 use crate::layout::{
     Layout, LayoutError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping, negative_reach,
 };
-use crate::space::MemorySpace;
+use crate::space::{MemorySpace, Reborrow};
 use core::marker::PhantomData;
 use core::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
@@ -360,10 +360,15 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
     ///
     /// The slice is [`Shared`](super::Shared) for a reference view and
     /// [`Aliased`](super::Aliased) for an aliased one.
+    ///
+    /// In a kernel, a mutable device or managed view is not sliced ([`Reborrow`]).
     pub fn submdspan<Sp: SliceSpecs<E::Index>>(
         &self,
         specs: Sp,
-    ) -> SliceResult<'_, T, Sp, E::Index, L, S, A::ReadOnly> {
+    ) -> SliceResult<'_, T, Sp, E::Index, L, S, A::ReadOnly>
+    where
+        S: Reborrow<A>,
+    {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: the slice's mapping reaches a subset of this view's elements (checked by the
         // bounds of every dimension above), and it is read-only for the borrow of `self`, with
@@ -384,10 +389,16 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: CopyAccess> 
 
 impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace> Mdspan<'a, T, E, L, S, Unique> {
     /// A read-write slice, borrowing this view mutably.
+    ///
+    /// Not in a kernel for device or managed memory: every thread holds the view, and a slice
+    /// would be split among them again, differently ([`Reborrow`]).
     pub fn submdspan_mut<Sp: SliceSpecs<E::Index>>(
         &mut self,
         specs: Sp,
-    ) -> SliceResult<'_, T, Sp, E::Index, L, S, Unique> {
+    ) -> SliceResult<'_, T, Sp, E::Index, L, S, Unique>
+    where
+        S: Reborrow<Unique>,
+    {
         let (ptr, mapping) = self.slice_parts(specs)?;
         // SAFETY: a subset of a unique view's elements selected by distinct indices is unique;
         // `&mut self` is borrowed for the slice's lifetime, so nothing else reaches them.
