@@ -49,6 +49,10 @@ unsafe extern "C" fn delete(managed: *mut DLManagedTensorVersioned) {
 /// CPU tensors export as CPU memory; CUDA tensors (feature `candle-cuda`) as CUDA memory of
 /// their device, ready once candle's stream has run the work queued before the export:
 /// synchronise it, or order the consumer's stream after it. Other devices are refused.
+///
+/// The deleter drops candle's tensor, whose memory candle may then reuse for its next work: a
+/// consumer that queued work on the data synchronises that work's stream (or orders candle's
+/// stream after it) before it calls the deleter.
 pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleError> {
     let dtype = dl_dtype(tensor.dtype())?;
     let (storage, layout) = tensor.storage_and_layout();

@@ -203,8 +203,15 @@ where
             .map_or(core::ptr::null_mut(), |s| s.as_mut_ptr())
     }
 
-    /// Records that the host copy was written through [`host_ptr`](Self::host_ptr).
-    pub fn mark_host_written(&mut self) {
+    /// Records that the host copy was written through [`host_ptr`](Self::host_ptr): it becomes
+    /// the only current copy, which the accessors then read and upload.
+    ///
+    /// # Safety
+    ///
+    /// No transfer into the host copy is in flight (a [`to_host`](Self::to_host) not yet
+    /// waited for by an accessor), and the values the host copy holds are the ones the array
+    /// is to have from now on: the accessors and uploads take them as they are.
+    pub unsafe fn mark_host_written(&mut self) {
         self.current = Current::Host;
     }
 
@@ -251,8 +258,12 @@ where
         Ok(())
     }
 
-    /// Copies the device copy into a pageable host buffer, staged through pinned chunks.
+    /// Copies the device copy into a pageable host buffer, staged through pinned chunks; an
+    /// error while only the host copy is current.
     pub fn download_pageable(&mut self, dst: &mut [T]) -> Result<(), CudaError> {
+        if self.current == Current::Host {
+            return Err(self.stale("device"));
+        }
         let (chunk, mut stages) = self.staging(dst.len())?;
         let len = dst.len();
         let (base, _read) = self.device.device_ptr(&self.stream);

@@ -95,7 +95,10 @@ fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> 
 /// first page, and (on Linux) the kernel must find memory mapped there; `cuStreamGetCtx` must
 /// then name `context`. An integer that fails these checks is refused rather than cast and
 /// dereferenced by the driver, which crashes the process on an unmapped address. Memory that is
-/// mapped but holds no stream is the one case left to the driver.
+/// mapped but holds no stream is the one case left to the driver: a mapped, aligned address
+/// given as `stream=` still reaches `cuStreamGetCtx`, which reads it as a stream object. That
+/// is a limit of DLPack's integer streams, which no check on this side can lift: only the
+/// driver knows its streams.
 pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
     const PAGE: usize = 4096;
     // x86-64 and AArch64 Linux keep user space below 2^47 and 2^48.

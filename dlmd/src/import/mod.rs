@@ -192,7 +192,9 @@ where
     /// - `tensor.shape` and `tensor.strides` (unless NULL) point to `tensor.ndim` readable
     ///   `int64_t`s;
     /// - the elements `tensor` describes lie in one allocation of its device, hold initialised
-    ///   values of `T`'s data type, and stay valid for `'a`;
+    ///   values of `T`'s data type, and stay valid for `'a`; where `T`'s scalar is `bool`, every
+    ///   byte is 0 or 1, which the import checks only in memory the host can read (a device
+    ///   view's `bool` bytes are the caller's promise);
     /// - for a reference view ([`Shared`], [`Unique`]): for `'a`, nothing writes them except
     ///   through this view, and for [`Unique`] nothing reads them either except through it;
     /// - for an aliased view ([`Aliased`], [`AliasedMut`]): others may read and write them for `'a`, but

@@ -69,13 +69,17 @@ pub fn export<M: ManagedTensorAbi>(owner: impl TensorOwner, extents: impl Extent
 /// made for this exchange, which a legacy tensor drops) for an owner of memory on `device` (its
 /// [`data_ptr`](TensorOwner::data_ptr) is then a pointer on that device, such as a CUDA device
 /// pointer).
+///
+/// `IS_SUBBYTE_TYPE_PADDED` says how the elements are stored, which the element type alone
+/// knows: it is set for padded sub-byte storage and cleared from `flags` otherwise, since a
+/// consumer that honours it reads packed FP4 bytes as twice as many elements.
 pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
     owner: O,
     extents: E,
     flags: u64,
     device: DLDevice,
 ) -> Result<*mut M, ExportError> {
-    let mut flags = flags;
+    let mut flags = flags & !IS_SUBBYTE_TYPE_PADDED;
     if O::READ_ONLY {
         flags |= READ_ONLY;
     }

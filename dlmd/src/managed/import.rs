@@ -94,8 +94,9 @@ impl ManagedTensor {
     ///   now on (for a versioned one, at least its `version`, `manager_ctx` and `deleter`);
     /// - for major version 1 (or a legacy tensor), `dl_tensor`'s `shape` and `strides` (unless
     ///   NULL) hold `ndim` values, and the data it describes stays valid until the deleter runs;
-    ///   others may read and write the data meanwhile, except that nobody writes it while
-    ///   `READ_ONLY` is set;
+    ///   others may read and write the data meanwhile, but not at the same time as the loads
+    ///   and stores of this tensor's views (on another thread without synchronisation), and
+    ///   nobody writes it while `READ_ONLY` is set;
     /// - the deleter, when not NULL, may be called once, from any thread.
     pub unsafe fn from_raw<M: ManagedTensorAbi>(ptr: *mut M) -> Result<Self, ManagedError> {
         let ptr = NonNull::new(ptr).ok_or(ManagedError::Null)?;

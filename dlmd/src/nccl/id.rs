@@ -138,7 +138,7 @@ impl Ranks {
         let rank = read("RANK")?.ok_or_else(|| missing("RANK"))?;
         let world_size = read("WORLD_SIZE")?.ok_or_else(|| missing("WORLD_SIZE"))?;
         let local_rank = read("LOCAL_RANK")?.unwrap_or(rank);
-        if rank >= world_size {
+        if rank >= world_size || core::ffi::c_int::try_from(world_size).is_err() {
             return Err(NcclError::World {
                 rank,
                 world: world_size,

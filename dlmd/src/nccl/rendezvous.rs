@@ -14,6 +14,11 @@
 //!
 //! Anything else is not an id: a connection that does not start with the magic is dropped and
 //! rank 0 keeps listening; a rank with another world size, or outside it, fails the exchange.
+//! World sizes are bounded by NCCL's (a C `int`) before anything is allocated for them.
+//!
+//! The rendezvous port trusts its network, as torchrun's store does: whoever reaches it is
+//! handed the id, which lets it join the communicator. Serve it on a network only the job's
+//! hosts reach.
 
 use super::{NcclError, UniqueId};
 use std::io::{ErrorKind, Read, Write};
@@ -233,8 +238,10 @@ impl Rendezvous {
     }
 }
 
+/// A rank below a world size NCCL can hold (its `nranks` is a C `int`), before anything is
+/// allocated for the world.
 fn check_rank(rank: usize, world: usize) -> Result<(), NcclError> {
-    if rank >= world || u32::try_from(world).is_err() {
+    if rank >= world || core::ffi::c_int::try_from(world).is_err() {
         return Err(NcclError::World { rank, world });
     }
     Ok(())
@@ -533,6 +540,19 @@ mod tests {
             at.serve(&id(0), 0, SHORT),
             Err(NcclError::World { rank: 0, world: 0 })
         ));
+    }
+
+    #[test]
+    fn world_sizes_past_nccls_are_refused_before_anything_is_allocated() {
+        let at = Rendezvous::new("127.0.0.1", 1);
+        let huge = 4_000_000_000usize;
+        assert!(matches!(
+            at.serve(&id(0), huge, SHORT),
+            Err(NcclError::World { rank: 0, world: 4_000_000_000 })
+        ));
+        assert!(matches!(at.fetch(1, huge, SHORT), Err(NcclError::World { rank: 1, .. })));
+        let too_many = core::ffi::c_int::MAX as usize + 1;
+        assert!(matches!(at.exchange(0, too_many, SHORT), Err(NcclError::World { .. })));
     }
 
     #[test]

@@ -115,7 +115,8 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
 /// [`Mdspan::from_dlpack`](crate::Mdspan::from_dlpack) and friends, whose contract the lending
 /// meets while `f` runs no Python code that frees or changes `obj` (the table's promise lasts
 /// until control returns to Python); for a mutable view, only where
-/// [`writes_refused`](LentTensor::writes_refused) is `None`. Its
+/// [`writes_refused`](LentTensor::writes_refused) is `None`. `writes_refused` itself may run
+/// Python code (it asks the producer's object), so ask it before any view is made. Its
 /// [`work_stream`](LentTensor::work_stream) is asked of the producer only if `f` asks.
 pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
     refuse_capsule(obj)?;
@@ -183,6 +184,10 @@ impl LentTensor<'_, '_> {
     /// lent tensor is for `None` only. Through a table the producer's objects are asked now
     /// (a torch tensor that requires grad, which torch's `__dlpack__` refuses to export, says
     /// so); through `__dlpack__`, the `READ_ONLY` flag answers.
+    ///
+    /// Asking the producer's object may run Python code (an attribute read), which may change
+    /// or free what the lent `DLTensor` describes: ask before any view of the tensor is made,
+    /// and make the views after.
     pub fn writes_refused(&self) -> PyResult<Option<&'static str>> {
         match self.writes {
             Writes::Allowed => Ok(None),

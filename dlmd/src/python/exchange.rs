@@ -29,7 +29,8 @@ use pyo3::prelude::*;
 /// this type and wraps foreign tensors in them.
 ///
 /// ```ignore
-/// impl DlpackExchange for MyArray {
+/// // SAFETY: the work stream is the default one (NULL), valid for every device.
+/// unsafe impl DlpackExchange for MyArray {
 ///     fn allocate<'py>(py: Python<'py>, prototype: &TensorPrototype<'_>) -> PyResult<Bound<'py, Self>> {
 ///         Bound::new(py, MyArray::zeros(prototype.shape, prototype.dtype)?)
 ///     }
@@ -40,10 +41,18 @@ use pyo3::prelude::*;
 /// // In the module's init, after `add_class` and `add_dlpack_method`:
 /// publish_exchange_api::<MyArray>(m.py())?;
 /// ```
-pub trait DlpackExchange: DlpackExporter {
+///
+/// # Safety
+///
+/// [`current_work_stream`](Self::current_work_stream) returns NULL or a stream handle of the
+/// device it is asked about (a `CUstream` of that device's current context, for CUDA) that
+/// stays valid for as long as a consumer may queue work on it: every consumer of the table
+/// (torch, tvm-ffi, dlmd) hands the pointer to the driver, which dereferences it.
+pub unsafe trait DlpackExchange: DlpackExporter {
     /// The stream this type queues its work on for `device`: the table's
     /// `current_work_stream`, on which a consumer of an export runs its own work. NULL, the
-    /// default, is the CPU's answer and, for CUDA, the legacy default stream.
+    /// default, is the CPU's answer and, for CUDA, the legacy default stream. What it returns
+    /// is the implementation's promise (the trait's `# Safety`).
     fn current_work_stream(py: Python<'_>, device: DLDevice) -> PyResult<*mut c_void> {
         let _ = (py, device);
         Ok(core::ptr::null_mut())
@@ -294,11 +303,12 @@ unsafe extern "C" fn allocate<T: DlpackExchange>(
         } else {
             let first =
                 NonNull::new(prototype.shape).ok_or_else(|| PyValueError::new_err("the prototype's shape is NULL"))?;
-            // SAFETY: `shape` holds `ndim` values (caller), checked not NULL above.
-            let values = unsafe { core::slice::from_raw_parts(first.as_ptr(), ndim as usize) };
-            values
-                .iter()
-                .map(|&n| {
+            (0..ndim as usize)
+                .map(|i| {
+                    // SAFETY: `shape` holds `ndim` values (caller), checked not NULL above; read
+                    // unaligned, as the importer reads a producer's arrays: C callers do not
+                    // all align them.
+                    let n = unsafe { first.as_ptr().wrapping_add(i).read_unaligned() };
                     usize::try_from(n).map_err(|_| PyValueError::new_err(format!("the prototype has extent {n}")))
                 })
                 .collect::<PyResult<Vec<usize>>>()?

@@ -182,9 +182,10 @@ static MAX_VERSIONS: Remembered<bool, 8> = Remembered::new();
 /// Objects seen before, recognised by address, each with a value worked out from it once.
 ///
 /// Every object remembered keeps a reference for good, so its address is never another
-/// object's, and only objects whose value cannot change are remembered (strings, tuples of
-/// `int`s, tuples of strings): the same address means the same value. First come, first kept:
-/// at most `N`.
+/// object's. Only objects whose value, as far as it is worked out here, cannot change are
+/// remembered: immutable ones (strings, tuples of `int`s, tuples of strings), and type objects,
+/// whose exchange table attribute a producer publishes once for the process (the consumer's
+/// table cache): the same address means the same value. First come, first kept: at most `N`.
 pub(super) struct Remembered<T, const N: usize>([OnceLock<(usize, T)>; N]);
 
 impl<T: Copy, const N: usize> Remembered<T, N> {

@@ -429,7 +429,9 @@ impl DlpackExporter for MemArray {
 /// The C exchange table's allocator makes zero-filled arrays on the CPU or a GPU; a tensor
 /// handed to the table becomes a new array holding a copy of it (a MemArray owns its buffer).
 /// The work stream is the default one, where MemArray queues its GPU work.
-impl DlpackExchange for MemArray {
+// SAFETY: `current_work_stream` keeps its default, NULL: the legacy default stream, valid on
+// every device.
+unsafe impl DlpackExchange for MemArray {
     fn allocate<'py>(py: Python<'py>, prototype: &TensorPrototype<'_>) -> PyResult<Bound<'py, Self>> {
         let dtype = DType::from_dlpack(prototype.dtype)
             .ok_or_else(|| PyBufferError::new_err(format!("dtype {} is not one MemArray holds", prototype.dtype)))?;
