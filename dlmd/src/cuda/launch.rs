@@ -141,7 +141,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 impl Launch<'_, '_, '_> {
     /// Queues the kernel `name` with `params` on the stream, in the scope, after checking that
     /// the stream, the module and every view (`devices`) are on one device and that the
-    /// module's kernel was built from the signature whose digest is `digest`.
+    /// module's kernel was built from the signature whose digest is `digest`. The kernel runs
+    /// after the work queued on the views' memory (`spans`, address and bytes) before the views
+    /// were made, whatever stream that work is on.
     ///
     /// # Safety
     ///
@@ -154,6 +156,7 @@ impl Launch<'_, '_, '_> {
         name: &'static str,
         digest: u64,
         devices: &[Option<i32>],
+        spans: &[Option<(usize, usize)>],
         params: &mut [*mut c_void],
     ) -> Result<(), CudaError> {
         let stream = self.stream.context().ordinal();
@@ -175,6 +178,9 @@ impl Launch<'_, '_, '_> {
         }
         let function = self.kernels.function(name, digest)?;
         self.stream.context().bind_to_thread()?;
+        for &(ptr, bytes) in spans.iter().flatten() {
+            super::order::order_after(self.stream, ptr, bytes)?;
+        }
         let LaunchConfig {
             grid_dim,
             block_dim,

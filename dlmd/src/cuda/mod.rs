@@ -26,12 +26,17 @@ use std::sync::Arc;
 mod launch;
 mod library;
 mod mirrored;
+mod order;
 mod scope;
 mod stream;
 
 pub use launch::{Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
+#[cfg(feature = "candle-cuda")]
+pub(crate) use order::after_queued;
+#[cfg(feature = "nccl")]
+pub(crate) use order::order_after;
 pub use mirrored::{Current, MirroredArray};
 pub use scope::{DeviceMemory, Scope, device_location, scope};
 pub use stream::{check_stream, sync_consumer_stream};
@@ -213,8 +218,10 @@ fn fit<T, E: Extents, L: CompactLayout>(
 
 /// A read-only device view of a cudarc allocation with `extents` in a compact layout.
 ///
-/// The view carries the raw device pointer; cudarc's stream-ordering events are not recorded
-/// for kernels launched with it, so launch them on the allocation's own stream (or synchronise).
+/// Launches, copies and collectives that take the view, on any stream, run after the work
+/// queued on the allocation before the view was made (an event recorded on the allocation's
+/// stream now; nothing waits on the host). While the view lives, the allocation is borrowed,
+/// so nothing else writes it.
 pub fn device_view<T, E, L>(slice: &CudaSlice<T>, extents: E) -> Result<DeviceMdspan<'_, T, E, L>, CudaError>
 where
     T: DlElement + DeviceRepr,
@@ -223,12 +230,16 @@ where
 {
     let (mapping, space) = fit::<T, E, L>(slice, extents)?;
     let (ptr, _read) = slice.device_ptr(slice.stream());
+    order::after_queued(slice.stream(), ptr, slice.num_bytes())?;
     // SAFETY: `ptr` is the start of an allocation of `slice.len() >= needed` elements of `T` on
     // `space`'s device, alive and not freed while `slice` is borrowed; the view is read-only.
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
 }
 
 /// A read-write device view of a cudarc allocation with `extents` in a compact layout.
+///
+/// Ordered as [`device_view`] is: work over the view runs after what was queued on the
+/// allocation (reads and writes) before the view was made.
 pub fn device_view_mut<T, E, L>(slice: &mut CudaSlice<T>, extents: E) -> Result<DeviceMdspanMut<'_, T, E, L>, CudaError>
 where
     T: DlElement + DeviceRepr,
@@ -237,7 +248,9 @@ where
 {
     let (mapping, space) = fit::<T, E, L>(slice, extents)?;
     let stream = slice.stream().clone();
+    let bytes = slice.num_bytes();
     let (ptr, _write) = slice.device_ptr_mut(&stream);
+    order::after_queued(&stream, ptr, bytes)?;
     // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
     // compact mappings are unique.
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })

@@ -88,8 +88,9 @@ impl<'scope> Scope<'scope, '_> {
     /// copy goes over NVLink or PCIe directly where the hardware allows it.
     ///
     /// Host views and other layouts do not compile; non-contiguous layouts neither (copy those
-    /// with a kernel). `stream` may belong to either device; order the work that produced
-    /// `src` and consumes `dst` with it.
+    /// with a kernel). `stream` may belong to either device. The copy runs after the work
+    /// queued on either view's memory before the view was made, on whichever stream; the scope
+    /// keeps both views borrowed until it has waited for the copy.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), dlmd::cuda::CudaError> {
@@ -142,6 +143,8 @@ impl<'scope> Scope<'scope, '_> {
         grant_pool_access(src.data_handle() as sys::CUdeviceptr, &dst_ctx)?;
         grant_pool_access(dst.data_handle() as sys::CUdeviceptr, &src_ctx)?;
         stream.context().bind_to_thread()?;
+        super::order::order_after(stream, src.data_handle() as usize, bytes)?;
+        super::order::order_after(stream, dst.data_handle() as usize, bytes)?;
         self.queued_on(stream);
         // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,
         // alive until the scope ends, which waits for `stream` first (`queued_on` above); `dst`

@@ -134,6 +134,12 @@ pub unsafe trait KernelParam: Sized {
     fn device_ordinal(&self) -> Option<i32> {
         None
     }
+
+    /// The device memory the value reaches, as its first byte's address and its length in
+    /// bytes: the launch orders the kernel after work queued on it. `None` for elements.
+    fn device_span(&self) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 // SAFETY: a `DlElement` crosses as itself: its derive and the scalar impls give it a layout of
@@ -238,6 +244,14 @@ where
     fn device_ordinal(&self) -> Option<i32> {
         let device = self.space().device();
         (device.device_type == DLDeviceType::CUDA).then_some(device.device_id)
+    }
+
+    fn device_span(&self) -> Option<(usize, usize)> {
+        // A mapping's span of elements is memory that exists: its bytes fit `usize`.
+        Some((
+            self.data_handle() as usize,
+            self.mapping().required_span_size() * size_of::<T>(),
+        ))
     }
 
     #[inline(always)]

@@ -114,9 +114,18 @@ impl Communicator {
 
     /// Common to every collective: the element type is supported, the stream's context is
     /// bound and the scope waits for it.
-    pub(super) fn prepare<T: NcclElement>(&self, scope: &Scope<'_, '_>) -> Result<sys::cudaStream_t, NcclError> {
+    pub(super) fn prepare<T: NcclElement>(
+        &self,
+        scope: &Scope<'_, '_>,
+        buffers: &[check::Buffer],
+    ) -> Result<sys::cudaStream_t, NcclError> {
         supported::<T>()?;
         self.stream.context().bind_to_thread()?;
+        // After the work queued on the views' memory before they were made, on any stream (a
+        // buffer's bytes are counted as whole elements per value: a bound, never short).
+        for b in buffers {
+            crate::cuda::order_after(&self.stream, b.address, b.count.saturating_mul(size_of::<T>()))?;
+        }
         scope.queued_on(&self.stream);
         Ok(self.stream.cu_stream() as sys::cudaStream_t)
     }
