@@ -244,6 +244,7 @@ impl Kernels {
         if !externs.is_empty() {
             return Err(BuildError::NotSelfContained { ptx: asm, externs });
         }
+        std::fs::create_dir_all(&self.out_dir).map_err(|e| BuildError::Io(self.out_dir.clone(), e))?;
         let out = self.out_dir.join("kernels.ptx");
         std::fs::write(&out, ptx).map_err(|e| BuildError::Io(out.clone(), e))?;
         Ok(Some(out))

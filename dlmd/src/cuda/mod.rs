@@ -39,7 +39,7 @@ pub(crate) use order::after_queued;
 pub(crate) use order::order_after;
 pub use mirrored::{Current, MirroredArray};
 pub use scope::{DeviceMemory, Scope, device_location, scope};
-pub use stream::{check_stream, sync_consumer_stream};
+pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
 /// files: pass it as a header source, or write it next to the kernel.

@@ -57,6 +57,24 @@ pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Res
     Ok(())
 }
 
+/// Waits on the host for the work queued on a producer's stream of CUDA device `ordinal`: `0`
+/// (NULL) or `1` for the legacy default stream, `2` for the per-thread one, or a stream handle
+/// of the device's primary context (checked by [`check_stream`]). What a consumer does before
+/// the host reads memory a producer's kernels may still write: managed or pinned memory
+/// imported for the CPU.
+pub fn wait_for_stream(ordinal: i32, stream: usize) -> Result<(), CudaError> {
+    let ctx = super::scope::primary(ordinal)?;
+    ctx.bind_to_thread()?;
+    let handle = match stream {
+        0 | 1 => 0x1 as sys::CUstream,
+        2 => 0x2 as sys::CUstream,
+        s => check_stream(s, &ctx)?,
+    };
+    // SAFETY: `handle` is a special handle or a stream of this context, which is bound.
+    unsafe { sys::cuStreamSynchronize(handle) }.result()?;
+    Ok(())
+}
+
 /// Whether `stream` (not the legacy default stream, which cannot capture) is capturing a graph.
 fn capturing(stream: sys::CUstream) -> Result<bool, CudaError> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;

@@ -21,8 +21,11 @@ use pyo3::{IntoPyObjectExt, ffi};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FromDlpack {
     /// The stream the consumer uses the data on (a DLPack stream value: `1` the legacy default
-    /// stream, `2` the per-thread one, `-1` no synchronisation, or a handle). `None` asks
-    /// nothing, which for CUDA data means the legacy default stream.
+    /// stream, `2` the per-thread one, `-1` no synchronisation, or a handle). `None`, for data
+    /// on a CUDA device, means the legacy default stream; for managed or pinned CUDA memory,
+    /// which the host reads, it means the host: the producer orders its work before the legacy
+    /// default stream, and the import waits for that stream (with the `cuda` feature; without
+    /// it, synchronise the producer yourself before reading).
     pub stream: Option<isize>,
     /// The device the data must be on (the producer copies it there if it can); `None`: where
     /// it is.
@@ -83,6 +86,9 @@ pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<M
             }
             let stream = table_work_stream(obj, api, device)?;
             if same_stream(args.stream, stream) {
+                if args.stream.is_none() && host_reachable_cuda(device) {
+                    ready_on_host(device, stream.0)?;
+                }
                 return Ok(tensor);
             }
         }
@@ -228,6 +234,28 @@ fn same_stream(stream: Option<isize>, work: WorkStream) -> bool {
     }
 }
 
+/// Whether `device` is CUDA memory the host reads too: managed (`kDLCUDAManaged`) or pinned
+/// (`kDLCUDAHost`).
+fn host_reachable_cuda(device: DLDevice) -> bool {
+    matches!(device.device_type, DLDeviceType::CUDA_MANAGED | DLDeviceType::CUDA_HOST)
+}
+
+/// Waits on the host for the producer's `stream` (0 or 1: the legacy default one), behind which
+/// the producer ordered its work on the data: the host may read the data next.
+#[cfg(feature = "cuda")]
+fn ready_on_host(device: DLDevice, stream: usize) -> PyResult<()> {
+    // Pinned memory's id is no device ordinal (it is 0): its producer's streams are of device 0.
+    let ordinal = if device.device_type == DLDeviceType::CUDA_HOST { 0 } else { device.device_id };
+    crate::cuda::wait_for_stream(ordinal, stream).map_err(|e| PyBufferError::new_err(e.to_string()))
+}
+
+/// Without the `cuda` feature there is no driver to wait with: the caller synchronises the
+/// producer before the host reads managed or pinned memory (see [`FromDlpack::stream`]).
+#[cfg(not(feature = "cuda"))]
+fn ready_on_host(_: DLDevice, _: usize) -> PyResult<()> {
+    Ok(())
+}
+
 /// The import through `__dlpack_device__` and `__dlpack__`.
 fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
     let py = obj.py();
@@ -241,9 +269,14 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         DLDeviceType::ONE_API if stays && args.stream != Some(-1) => Some(sycl_queue(py, device.device_id)?),
         _ => None,
     };
+    // Managed and pinned CUDA memory is read on the host next unless a stream says otherwise:
+    // the producer orders its work before the legacy default stream (asked for by name, since
+    // torch 2.10 reads no `stream` as no synchronisation), which the host then waits for.
+    let host_read = stays && args.stream.is_none() && host_reachable_cuda(device);
     let stream = match (&queue, args.stream) {
         (Some(queue), _) => Some(queue.clone()),
         (None, Some(stream)) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?.into_any()),
+        (None, None) if host_read => Some(1isize.into_pyobject(py)?.into_any()),
         _ => None,
     };
     let exported = if queue.is_some() || args.dl_device.is_some() || args.copy.is_some() {
@@ -296,6 +329,9 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
     // SAFETY: the object is a DLPack producer; its capsule follows the DLPack contract.
     let tensor = unsafe { take_capsule(capsule) }?;
     let actual = tensor.dl_tensor().device;
+    if host_read && actual == device {
+        ready_on_host(device, 1)?;
+    }
     let expected = args.dl_device.unwrap_or(device);
     if actual != expected {
         let said = if args.dl_device.is_some() {

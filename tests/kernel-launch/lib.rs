@@ -1,0 +1,1 @@
+//! Tests of kernel crates against their launchers; see `tests/`.

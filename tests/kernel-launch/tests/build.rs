@@ -1,0 +1,94 @@
+//! Kernel crates built for `nvptx64` against their launchers, on the CPU: the digest a launch
+//! compares, the features the nested build gets, and kernels that race refused by that build.
+
+use dlmd::cuda::signature_digests;
+use dlmd_build::{BuildError, Kernels};
+use dlmd_test_kernels_other as other;
+use dlmd_test_kernels_real as real;
+use std::path::{Path, PathBuf};
+
+/// A fixture kernel crate's directory.
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels").join(name)
+}
+
+/// Where the nested builds of these tests go: one target directory, so `core` is built once.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvptx")
+}
+
+/// The `scale` kernel's instruction lines of a PTX file.
+fn multiplies(ptx: &str) -> Vec<&str> {
+    ptx.lines().map(str::trim).filter(|l| l.starts_with("mul.")).collect()
+}
+
+#[test]
+fn the_nested_build_has_the_dependants_features() {
+    // The dependant turned `f64` off: the launcher is f32, and so is the kernel.
+    assert_eq!(size_of::<real::Real>(), 4);
+    let digests = signature_digests(real::PTX);
+    assert_eq!(digests.get("scale"), Some(&real::scale__dlmd_signature));
+    let muls = multiplies(real::PTX);
+    assert!(muls.iter().any(|l| l.contains(".f32")), "an f32 multiply: {muls:?}");
+    assert!(!muls.iter().any(|l| l.contains(".f64")), "no f64 multiply: {muls:?}");
+}
+
+#[test]
+fn a_kernel_built_with_other_features_has_another_digest() {
+    // The PTX of the same source with `f64` on: the tokens of the signature are the same
+    // (`Real`), the types are not, and neither is the digest the launch compares.
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-f64");
+    let ptx = Kernels::new(fixture("real"), "dlmd-test-kernels-real", &out)
+        .features(["f64"])
+        .target_dir(target_dir().join("real-f64"))
+        .build()
+        .expect("the fixture builds with f64")
+        .expect("a PTX path");
+    let ptx = std::fs::read_to_string(ptx).unwrap();
+    assert!(multiplies(&ptx).iter().any(|l| l.contains(".f64")), "the f64 build multiplies f64s");
+    let f64_digest = signature_digests(&ptx)["scale"];
+    assert_ne!(f64_digest, real::scale__dlmd_signature, "a launcher of f32 and a kernel of f64");
+    assert_ne!(f64_digest, signature_digests(real::PTX)["scale"]);
+}
+
+#[test]
+fn kernels_of_one_name_and_other_signatures_have_other_digests() {
+    assert_ne!(real::scale__dlmd_signature, other::scale__dlmd_signature);
+    assert_eq!(signature_digests(other::PTX)["scale"], other::scale__dlmd_signature);
+    assert_ne!(signature_digests(other::PTX)["scale"], real::scale__dlmd_signature);
+}
+
+#[test]
+fn kernels_that_race_do_not_compile_for_the_gpu() {
+    let dir = fixture("misuse");
+    let source = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("misuse");
+    let log = match Kernels::new(&dir, "dlmd-test-kernels-misuse", &out)
+        .target_dir(target_dir().join("shared"))
+        .build()
+    {
+        Err(BuildError::Compile { log }) => log,
+        other => panic!("the racing kernels built: {other:?}"),
+    };
+    // Each error, by the line it points at.
+    let errors: Vec<(usize, &str)> = log
+        .split("\nerror")
+        .filter_map(|block| {
+            let at = block.find("src/lib.rs:")? + "src/lib.rs:".len();
+            let line = block[at..].split(':').next()?.parse().ok()?;
+            Some((line, block.lines().next().unwrap_or("")))
+        })
+        .collect();
+    let mut refused = 0;
+    for (i, line) in source.lines().enumerate() {
+        let Some((_, message)) = line.split_once("// refused: ") else { continue };
+        refused += 1;
+        let number = i + 1;
+        assert!(
+            errors.iter().any(|&(l, first)| l == number && first.contains(message)),
+            "line {number} is not refused with \"{message}\"; the errors: {errors:#?}\n{log}"
+        );
+    }
+    assert_eq!(refused, 7);
+    assert_eq!(errors.len(), refused, "one error per refused line, no other: {errors:#?}");
+}

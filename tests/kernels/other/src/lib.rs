@@ -1,0 +1,17 @@
+//! A `scale` of another signature than `dlmd-test-kernels-real`'s: launched through the other
+//! crate's module, each must be refused.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+
+#[cfg(target_arch = "nvptx64")]
+use dlmd::kernel::Thread;
+use dlmd::{DeviceMdspanMut, Dims};
+
+/// The kernels' PTX.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// Multiplies every element of a matrix by `factor`.
+#[dlmd::kernel]
+pub fn scale(mut x: DeviceMdspanMut<'_, i32, Dims<2>>, factor: i32) {
+    Thread::current().for_each_mut(&mut x, |_, v| *v *= factor);
+}

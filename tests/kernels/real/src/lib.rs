@@ -1,0 +1,24 @@
+//! `scale` over `Real`, which the `f64` feature makes `f64` and its absence `f32`: the
+//! launcher and the kernel must agree on it, whatever features a dependant chose.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+
+#[cfg(target_arch = "nvptx64")]
+use dlmd::kernel::Thread;
+use dlmd::{DeviceMdspanMut, Dims};
+
+/// The element type, chosen by the `f64` feature.
+#[cfg(feature = "f64")]
+pub type Real = f64;
+/// The element type, chosen by the `f64` feature.
+#[cfg(not(feature = "f64"))]
+pub type Real = f32;
+
+/// The kernels' PTX.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// Multiplies every element by `factor`.
+#[dlmd::kernel]
+pub fn scale(mut x: DeviceMdspanMut<'_, Real, Dims<1>>, factor: Real) {
+    Thread::current().for_each_mut(&mut x, |_, v| *v *= factor);
+}
