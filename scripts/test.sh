@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 # The kernel example (examples/kernels) builds its PTX with the nightly toolchain and rust-src.
 rustup component add --toolchain nightly rust-src >/dev/null
 cargo test --workspace
+# The compile-fail cases of the Python bindings (dlmd's `python` feature, which needs Python).
+cargo test -p dlmd-ui-tests --features python --test ui ui_python
 # The core alone (no std, no allocator): the paths taken without `std` too.
 cargo test -p dlmd --lib --no-default-features
 

@@ -17,3 +17,12 @@ fn ui() {
     t.compile_fail("ui/nccl/*.rs");
     t.compile_fail("ui/kernel/*.rs");
 }
+
+/// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features
+/// python`, which `scripts/test.sh` runs).
+#[cfg(feature = "python")]
+#[rustversion::attr(not(stable(1.95)), ignore = "UI messages are pinned to rustc 1.95")]
+#[test]
+fn ui_python() {
+    trybuild::TestCases::new().compile_fail("ui/python/*.rs");
+}

@@ -55,6 +55,8 @@ pub use exchange::{
 };
 pub use keep_alive::PyKeepAlive;
 pub use method::{DlpackExporter, add_dlpack_method};
+/// The pyo3 these bindings are built on, for code that must name the same version.
+pub use pyo3;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use producer::export_cuda;
