@@ -172,6 +172,52 @@ fn check(
     Ok(())
 }
 
+/// A candle tensor that candle's queued kernels are still writing, read by a Rust kernel
+/// launched on another stream: the view made of it records an event behind candle's work, and
+/// the launch waits for it on the device.
+fn rust_kernel_after_candle(device: &Device, stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (4096usize, 4096usize);
+    let ctx = stream.context();
+    let other = ctx.new_stream()?;
+    let kernels = dlmd::cuda::Kernels::load(ctx, dlmd_example_kernels::PTX)?;
+    let grid = cudarc::driver::LaunchConfig {
+        grid_dim: ((rows as u32 / 4).div_ceil(32), (cols as u32).div_ceil(8), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    for round in 0..3 {
+        // 64 MiB, then 32 additions queued on candle's stream: milliseconds of work.
+        let mut t = Tensor::ones((rows, cols), DType::F32, device)?;
+        for _ in 0..32 {
+            t = (t + 1.0)?;
+        }
+        let mut out = other.alloc_zeros::<f32>(rows * cols)?;
+        {
+            let borrowed = dlmd::candle::borrow(&t);
+            let src = borrowed.device_view::<f32, Dims<2>, LayoutRight>()?;
+            let mut dst =
+                dlmd::cuda::device_view_mut::<f32, Dims<2>, dlmd::LayoutLeft>(&mut out, Dims::new([rows, cols]))?;
+            dlmd::cuda::scope(|s| {
+                dlmd_example_kernels::transpose(s.launch(&other, &kernels, grid), src, dst.as_view_mut())
+            })?;
+        }
+        let got = other.clone_dtoh(&out)?;
+        let wrong = got.iter().filter(|&&x| x != 33.0).count();
+        if wrong != 0 {
+            return Err(format!(
+                "round {round}: {wrong} of {} elements read before candle wrote them",
+                got.len()
+            )
+            .into());
+        }
+    }
+    println!(
+        "a Rust kernel on another stream reads a candle tensor behind candle's queued kernels: all {} elements written, 3 rounds",
+        rows * cols
+    );
+    Ok(())
+}
+
 fn bench(
     device: &Device,
     stream: &Arc<CudaStream>,
@@ -302,6 +348,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         compile(&ctx, KERNELS, "from_raw")?,
     );
     check(&device, &stream, &funcs)?;
+    rust_kernel_after_candle(&device, &stream)?;
     if std::env::args().any(|a| a == "--bench") {
         bench(&device, &stream, &funcs)?;
     }

@@ -266,7 +266,10 @@ unsafe fn paired_views<'b, T: DlElement>(
     let sends = unsafe { views_of::<T>(send, ordinal, count) };
     let recvs: Vec<Option<_>> = match recv {
         // SAFETY: forwarded from the caller.
-        Some(r) => unsafe { views_of::<T>(r, ordinal, count) }.into_iter().map(Some).collect(),
+        Some(r) => unsafe { views_of::<T>(r, ordinal, count) }
+            .into_iter()
+            .map(Some)
+            .collect(),
         None => (0..count).map(|_| None).collect(),
     };
     sends.into_iter().zip(recvs).collect()
@@ -373,8 +376,9 @@ fn peer_copy() -> Result<()> {
             // SAFETY: views of `dst`'s memory, which `dst` keeps borrowed meanwhile; every copy
             // into them is queued on `stream`, one after the other, and the memory is read
             // only after the scopes have waited.
-            let mut dsts: Vec<DeviceMdspanMut<'_, f32, Dims<1>>> =
-                (0..iters).map(|_| unsafe { Mdspan::from_raw_parts(ptr, mapping, space) }).collect();
+            let mut dsts: Vec<DeviceMdspanMut<'_, f32, Dims<1>>> = (0..iters)
+                .map(|_| unsafe { Mdspan::from_raw_parts(ptr, mapping, space) })
+                .collect();
             for _ in 0..reps {
                 let mut next = dsts.iter_mut();
                 ms.push(cuda::scope(|s| {

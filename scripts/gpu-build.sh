@@ -35,6 +35,14 @@ for line in sys.stdin:
         print(m["executable"])')
     cp "$test_bin" "$out/${name//_/-}-tests"
 done
+# Kernel crates' launches: signatures refused, launches ordered after queued copies.
+kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test gpu --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+        print(m["executable"])')
+cp "$kernel_bin" "$out/kernel-tests"
 cp scripts/gpu-run.sh "$out/"
 # The Python module (abi3, Python >= 3.10) and its tests and benchmarks, with candle on CUDA (the
 # CUDA libraries it links are the GPU machine's: the wheel carries none).

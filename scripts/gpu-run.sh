@@ -36,6 +36,19 @@ print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s 
     if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
 [ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
+run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
+# Launches ordered after work still queued on their memory, under compute-sanitizer: no
+# out-of-bounds or uninitialised access, no race, any reported error fails the row.
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [ -x "$sanitizer" ]; then
+    for tool in memcheck racecheck; do
+        run "compute-sanitizer $tool: kernel launches" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            "$dir/kernel-tests" --test-threads=1
+        run "compute-sanitizer $tool: candle" "$sanitizer" --tool "$tool" --error-exitcode 1 "$dir/candle_cuda"
+    done
+else
+    rows+=("$(printf '%-34s %s' "compute-sanitizer" "NOT RUN (missing)")")
+fi
 # Two GPUs or more (all of them): skipped with a line below that, failing under
 # DLMD_REQUIRE_GPU=1 (set above) unless this machine has fewer than 2, where it is said and not run.
 if [ "$gpus" -ge 2 ]; then

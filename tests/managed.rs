@@ -377,13 +377,25 @@ fn a_callers_padded_flag_is_dropped_where_the_elements_are_packed() {
     // Eight packed FP4 bytes (sixteen values) flagged padded by the caller: a consumer that
     // honoured the flag would read eight values. The element type decides, and it is packed.
     let bytes = vec![F4E2M1FNx2::from_f32_pair(1.0, -1.0); 8];
-    let raw =
-        export_with::<DLManagedTensorVersioned, _, _>(bytes, Dims::new([8]), IS_SUBBYTE_TYPE_PADDED | IS_COPIED, DLDevice::CPU)
-            .unwrap();
+    let raw = export_with::<DLManagedTensorVersioned, _, _>(
+        bytes,
+        Dims::new([8]),
+        IS_SUBBYTE_TYPE_PADDED | IS_COPIED,
+        DLDevice::CPU,
+    )
+    .unwrap();
     // SAFETY: dlmd just made the tensor and hands it over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    assert_eq!(tensor.flags() & IS_SUBBYTE_TYPE_PADDED, 0, "the caller's padded flag is dropped");
-    assert_eq!(tensor.flags() & IS_COPIED, IS_COPIED, "the caller's other flags are kept");
+    assert_eq!(
+        tensor.flags() & IS_SUBBYTE_TYPE_PADDED,
+        0,
+        "the caller's padded flag is dropped"
+    );
+    assert_eq!(
+        tensor.flags() & IS_COPIED,
+        IS_COPIED,
+        "the caller's other flags are kept"
+    );
     let view = tensor.as_host_mdspan::<F4E2M1FNx2, 1, LayoutRight>().unwrap();
     assert_eq!(view.extent(0), 8);
     assert_eq!(view.load([7]).to_f32_pair(), (1.0, -1.0));

@@ -431,7 +431,9 @@ fn every_collective_over_every_device() {
             .iter_mut()
             .map(|s| device_view_mut::<_, Dims<1>, LayoutRight>(s, Dims::new([n])).unwrap())
             .collect();
-        on_every_rank(&comms, &mut ts, |s, r, c, out| c.reduce(s, &ins[r], out, ReduceOp::Max, last));
+        on_every_rank(&comms, &mut ts, |s, r, c, out| {
+            c.reduce(s, &ins[r], out, ReduceOp::Max, last)
+        });
     }
     assert_eq!(
         read(last, &targets[last]),

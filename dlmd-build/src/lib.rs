@@ -411,7 +411,10 @@ mod tests {
 
     #[test]
     fn features_are_read_as_cargo_lists_them() {
-        assert_eq!(enabled_features(Some("default,f64,with-dash")), ["default", "f64", "with-dash"]);
+        assert_eq!(
+            enabled_features(Some("default,f64,with-dash")),
+            ["default", "f64", "with-dash"]
+        );
         assert!(enabled_features(Some("")).is_empty());
         assert!(enabled_features(None).is_empty());
     }

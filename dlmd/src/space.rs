@@ -27,13 +27,13 @@
 //! memory, while a managed view is shared by every thread of the launch.
 
 use crate::dlpack::{DLDevice, DLDeviceType};
-#[cfg(target_arch = "nvptx64")]
-use crate::view::{Aliased, AliasedMut, Atomic};
 #[cfg(any(doc, target_arch = "nvptx64"))]
 use crate::view::Shared;
 #[cfg(doc)]
 use crate::view::Unique;
 use crate::view::{Access, RefAccess};
+#[cfg(target_arch = "nvptx64")]
+use crate::view::{Aliased, AliasedMut, Atomic};
 use core::fmt::Debug;
 use core::hash::Hash;
 use core::marker::PhantomData;

@@ -235,12 +235,18 @@ mod tests {
         assert!(check_digest(&found, "scale", 11).is_ok());
         assert!(matches!(
             check_digest(&found, "scale", 12),
-            Err(CudaError::KernelSignature { kernel: "scale", found: true })
+            Err(CudaError::KernelSignature {
+                kernel: "scale",
+                found: true
+            })
         ));
         assert!(check_digest(&found, "scale", 11).is_ok());
         assert!(matches!(
             check_digest(&found, "other", 11),
-            Err(CudaError::KernelSignature { kernel: "other", found: false })
+            Err(CudaError::KernelSignature {
+                kernel: "other",
+                found: false
+            })
         ));
     }
 }

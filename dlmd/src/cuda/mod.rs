@@ -33,11 +33,11 @@ mod stream;
 pub use launch::{Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
+pub use mirrored::{Current, MirroredArray};
 #[cfg(feature = "candle-cuda")]
 pub(crate) use order::after_queued;
 #[cfg(feature = "nccl")]
 pub(crate) use order::order_after;
-pub use mirrored::{Current, MirroredArray};
 pub use scope::{DeviceMemory, Scope, device_location, scope};
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 

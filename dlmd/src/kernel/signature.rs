@@ -41,10 +41,7 @@ pub const fn mix_str(hash: u64, text: &str) -> u64 {
 
 /// The fingerprint every parameter starts from: its `Param`'s size and alignment.
 pub const fn param_layout<P: KernelParam>() -> u64 {
-    mix(
-        mix(START, size_of::<P::Param>() as u64),
-        align_of::<P::Param>() as u64,
-    )
+    mix(mix(START, size_of::<P::Param>() as u64), align_of::<P::Param>() as u64)
 }
 
 /// The digest of a kernel: `written` (the digest of its signature as written, which

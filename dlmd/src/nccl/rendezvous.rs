@@ -548,9 +548,15 @@ mod tests {
         let huge = 4_000_000_000usize;
         assert!(matches!(
             at.serve(&id(0), huge, SHORT),
-            Err(NcclError::World { rank: 0, world: 4_000_000_000 })
+            Err(NcclError::World {
+                rank: 0,
+                world: 4_000_000_000
+            })
         ));
-        assert!(matches!(at.fetch(1, huge, SHORT), Err(NcclError::World { rank: 1, .. })));
+        assert!(matches!(
+            at.fetch(1, huge, SHORT),
+            Err(NcclError::World { rank: 1, .. })
+        ));
         let too_many = core::ffi::c_int::MAX as usize + 1;
         assert!(matches!(at.exchange(0, too_many, SHORT), Err(NcclError::World { .. })));
     }

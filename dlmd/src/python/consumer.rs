@@ -245,7 +245,11 @@ fn host_reachable_cuda(device: DLDevice) -> bool {
 #[cfg(feature = "cuda")]
 fn ready_on_host(device: DLDevice, stream: usize) -> PyResult<()> {
     // Pinned memory's id is no device ordinal (it is 0): its producer's streams are of device 0.
-    let ordinal = if device.device_type == DLDeviceType::CUDA_HOST { 0 } else { device.device_id };
+    let ordinal = if device.device_type == DLDeviceType::CUDA_HOST {
+        0
+    } else {
+        device.device_id
+    };
     crate::cuda::wait_for_stream(ordinal, stream).map_err(|e| PyBufferError::new_err(e.to_string()))
 }
 

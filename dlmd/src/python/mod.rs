@@ -55,12 +55,12 @@ pub use exchange::{
 };
 pub use keep_alive::PyKeepAlive;
 pub use method::{DlpackExporter, add_dlpack_method};
-/// The pyo3 these bindings are built on, for code that must name the same version.
-pub use pyo3;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use producer::export_cuda;
 pub use producer::{DlpackExport, export_cpu};
+/// The pyo3 these bindings are built on, for code that must name the same version.
+pub use pyo3;
 pub use request::DlpackRequest;
 pub use table::{exchange_api_enabled, exchange_table_of, set_exchange_api_enabled};
 

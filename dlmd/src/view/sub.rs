@@ -362,10 +362,7 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
     /// [`Aliased`](super::Aliased) for an aliased one.
     ///
     /// In a kernel, a mutable device or managed view is not sliced ([`Reborrow`]).
-    pub fn submdspan<Sp: SliceSpecs<E::Index>>(
-        &self,
-        specs: Sp,
-    ) -> SliceResult<'_, T, Sp, E::Index, L, S, A::ReadOnly>
+    pub fn submdspan<Sp: SliceSpecs<E::Index>>(&self, specs: Sp) -> SliceResult<'_, T, Sp, E::Index, L, S, A::ReadOnly>
     where
         S: Reborrow<A>,
     {

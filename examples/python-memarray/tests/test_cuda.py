@@ -161,6 +161,36 @@ def test_managed_memory_from_cupy():
         cupy.cuda.set_allocator(previous)
 
 
+def test_memarray_from_dlpack_waits_for_cupy_managed_writes():
+    """A copy on the host of a cupy managed array holds a write cupy still has queued."""
+    cupy = pytest.importorskip("cupy")
+    pool = cupy.cuda.MemoryPool(cupy.cuda.malloc_managed)
+    previous = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(pool.malloc)
+    spin = cupy.RawKernel(
+        r"""extern "C" __global__ void spin(long long cycles) {
+            long long start = clock64();
+            while (clock64() - start < cycles) {}
+        }""",
+        "spin",
+    )
+    n = 1 << 20
+    try:
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            for round in range(3):
+                z = cupy.zeros(n, dtype=cupy.float32)
+                stream.synchronize()
+                spin((1,), (1,), (cupy.int64(100_000_000),))  # keeps the write below queued
+                z += round + 1
+                m = dm.MemArray.from_dlpack(z)
+                got = np.from_dlpack(m)
+                stale = int((got != round + 1).sum())
+                assert stale == 0, f"round {round}: {stale} of {n} values stale"
+    finally:
+        cupy.cuda.set_allocator(previous)
+
+
 def test_every_cupy_dtype_imports():
     cupy = pytest.importorskip("cupy")
     for dtype in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

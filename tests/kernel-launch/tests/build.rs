@@ -45,9 +45,16 @@ fn a_kernel_built_with_other_features_has_another_digest() {
         .expect("the fixture builds with f64")
         .expect("a PTX path");
     let ptx = std::fs::read_to_string(ptx).unwrap();
-    assert!(multiplies(&ptx).iter().any(|l| l.contains(".f64")), "the f64 build multiplies f64s");
+    assert!(
+        multiplies(&ptx).iter().any(|l| l.contains(".f64")),
+        "the f64 build multiplies f64s"
+    );
     let f64_digest = signature_digests(&ptx)["scale"];
-    assert_ne!(f64_digest, real::scale__dlmd_signature, "a launcher of f32 and a kernel of f64");
+    assert_ne!(
+        f64_digest,
+        real::scale__dlmd_signature,
+        "a launcher of f32 and a kernel of f64"
+    );
     assert_ne!(f64_digest, signature_digests(real::PTX)["scale"]);
 }
 
@@ -81,7 +88,9 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
         .collect();
     let mut refused = 0;
     for (i, line) in source.lines().enumerate() {
-        let Some((_, message)) = line.split_once("// refused: ") else { continue };
+        let Some((_, message)) = line.split_once("// refused: ") else {
+            continue;
+        };
         refused += 1;
         let number = i + 1;
         assert!(
@@ -90,5 +99,9 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
         );
     }
     assert_eq!(refused, 7);
-    assert_eq!(errors.len(), refused, "one error per refused line, no other: {errors:#?}");
+    assert_eq!(
+        errors.len(),
+        refused,
+        "one error per refused line, no other: {errors:#?}"
+    );
 }

@@ -28,11 +28,7 @@ fn gpu() -> Option<Arc<CudaContext>> {
 }
 
 /// `real::scale` by 2 over `x` on `stream`, through `kernels`.
-fn real_scale(
-    stream: &Arc<CudaStream>,
-    kernels: &Kernels,
-    x: &mut CudaSlice<real::Real>,
-) -> Result<(), CudaError> {
+fn real_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<real::Real>) -> Result<(), CudaError> {
     let n = x.len();
     let mut view = device_view_mut::<_, Dims<1>, LayoutRight>(x, Dims::new([n]))?;
     let grid = LaunchConfig::for_num_elems(n.div_ceil(4) as u32);
@@ -42,11 +38,23 @@ fn real_scale(
 /// `other::scale` by 3 over `x` (2 × 3) on `stream`, through `kernels`.
 fn other_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<i32>) -> Result<(), CudaError> {
     let mut view = device_view_mut::<_, Dims<2>, LayoutRight>(x, Dims::new([2, 3]))?;
-    cuda::scope(|s| other::scale(s.launch(stream, kernels, LaunchConfig::for_num_elems(6)), view.as_view_mut(), 3))
+    cuda::scope(|s| {
+        other::scale(
+            s.launch(stream, kernels, LaunchConfig::for_num_elems(6)),
+            view.as_view_mut(),
+            3,
+        )
+    })
 }
 
 fn refused(result: Result<(), CudaError>) -> bool {
-    matches!(result, Err(CudaError::KernelSignature { kernel: "scale", found: true }))
+    matches!(
+        result,
+        Err(CudaError::KernelSignature {
+            kernel: "scale",
+            found: true
+        })
+    )
 }
 
 #[test]
@@ -73,7 +81,11 @@ fn a_kernel_of_the_same_name_and_another_signature_is_refused_in_either_order() 
     other_scale(&stream, &kernels, &mut ints).unwrap();
     assert!(refused(real_scale(&stream, &kernels, &mut reals)));
     assert_eq!(stream.clone_dtoh(&ints).unwrap(), [3, 6, 9, 12, 15, 18]);
-    assert_eq!(stream.clone_dtoh(&reals).unwrap(), [4.0, 8.0, 12.0], "nothing ran on the refusals");
+    assert_eq!(
+        stream.clone_dtoh(&reals).unwrap(),
+        [4.0, 8.0, 12.0],
+        "nothing ran on the refusals"
+    );
 }
 
 #[test]

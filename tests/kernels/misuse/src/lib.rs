@@ -34,7 +34,8 @@ pub fn slice_a_mutable_view(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
 #[dlmd::kernel]
 pub fn partition_twice(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     Thread::current().for_each_mut(&mut out, |_, x| *x = 1.0);
-    if let Ok(mut rest) = out.submdspan_mut((1..,)) { // refused: cannot be borrowed again in a kernel
+    let rest = out.submdspan_mut((1..,)); // refused: cannot be borrowed again in a kernel
+    if let Ok(mut rest) = rest {
         Thread::current().for_each_mut(&mut rest, |_, x| *x += 1.0);
     }
 }
