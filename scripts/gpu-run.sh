@@ -40,11 +40,13 @@ run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 # Launches ordered after work still queued on their memory, under compute-sanitizer: no
 # out-of-bounds or uninitialised access, no race, any reported error fails the row.
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
+pending_python_sanitizer=()
 if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
         run "compute-sanitizer $tool: kernel launches" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             "$dir/kernel-tests" --test-threads=1
         run "compute-sanitizer $tool: candle" "$sanitizer" --tool "$tool" --error-exitcode 1 "$dir/candle_cuda"
+        pending_python_sanitizer+=("$tool")
     done
 else
     rows+=("$(printf '%-34s %s' "compute-sanitizer" "NOT RUN (missing)")")
@@ -93,6 +95,11 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
     fi
     run "pytest: numpy, torch, cupy, jax, tvm-ffi" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests" \
         "${ignore[@]}"
+    # The host copy of cupy managed memory with a write queued, under compute-sanitizer.
+    for tool in "${pending_python_sanitizer[@]}"; do
+        run "compute-sanitizer $tool: managed import" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_cuda.py" -k waits_for_cupy_managed
+    done
     if [ "$single_bench" = 1 ]; then
         run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
         run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"

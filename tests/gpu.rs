@@ -7,7 +7,7 @@ use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
 use dlmd::cuda::{self, CudaError, KernelView};
 use dlmd::layout::{Layout, Mapping, RelaxedMapping, StrideMapping};
 use dlmd::{Device, Dims, LayoutLeft, LayoutRight, Mdspan};
-use std::io::Write;
+use dlmd_tests::gpu;
 use std::sync::Arc;
 
 const KERNELS: &str = r#"
@@ -29,22 +29,6 @@ extern "C" __global__ void offsets(dlmd::view<float, 3> v, long long* out) {
     }
 }
 "#;
-
-/// The context, or `None` after printing why the test is skipped.
-fn gpu() -> Option<Arc<CudaContext>> {
-    match cuda::context(0) {
-        Ok(ctx) => Some(ctx),
-        Err(e @ (CudaError::NoDriver | CudaError::Driver(_))) => {
-            if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            // Straight to stderr, past the test harness's capture, so the skip is seen.
-            let _ = writeln!(std::io::stderr(), "SKIPPED (no GPU: {e})");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
 
 fn function(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
     let ptx = cuda::compile_ptx(KERNELS, Default::default()).expect("NVRTC compiles the header");
@@ -308,4 +292,26 @@ fn stream_integers_are_checked() {
     let stream = ctx.new_stream().unwrap();
     let handle = stream.cu_stream() as usize;
     assert_eq!(cuda::check_stream(handle, &ctx).unwrap() as usize, handle);
+}
+
+#[test]
+fn a_stale_device_copy_is_not_downloaded() {
+    use dlmd::cuda::{Current, MirroredArray};
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let mut array = MirroredArray::<f32, Dims<1>, LayoutRight>::zeros(&stream, Dims::new([8])).unwrap();
+    array.host_mut().unwrap().fill(3.0);
+    // Only the host copy holds the threes: the device copy's zeros are stale.
+    let mut out = vec![-1.0f32; 8];
+    assert!(matches!(
+        array.download_pageable(&mut out),
+        Err(CudaError::Stale {
+            want: "device",
+            current: Current::Host
+        })
+    ));
+    assert_eq!(out, [-1.0; 8], "nothing was copied");
+    array.to_device().unwrap();
+    array.download_pageable(&mut out).unwrap();
+    assert_eq!(out, [3.0; 8]);
 }

@@ -1,7 +1,28 @@
 //! Integration tests of dlmd; the tests are the `[[test]]` targets beside this file.
 
 use dlmd::DlElement;
+use dlmd::cuda::{self, CudaError};
 use dlmd::dlpack::{DLDevice, DLTensor};
+use std::io::Write;
+use std::sync::Arc;
+
+/// Device 0's context for a GPU test, or `None` after printing why the test is skipped: without
+/// a GPU a test prints one line and passes, unless `DLMD_REQUIRE_GPU=1`, which makes a missing
+/// GPU fail it.
+pub fn gpu() -> Option<Arc<cudarc::driver::CudaContext>> {
+    match cuda::context(0) {
+        Ok(ctx) => Some(ctx),
+        Err(e @ (CudaError::NoDriver | CudaError::Driver(_))) => {
+            if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            // Straight to stderr, past the test harness's capture, so the skip is seen.
+            let _ = writeln!(std::io::stderr(), "SKIPPED (no GPU: {e})");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
 
 /// A CPU tensor over `data` with the given shape and strides (NULL when `None`); the arrays must
 /// outlive its use.

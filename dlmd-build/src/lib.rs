@@ -5,6 +5,12 @@
 //! function of its dependencies available to it, so the PTX calls nothing outside itself. The
 //! host build stays on whatever toolchain builds it: only the PTX needs nightly.
 //!
+//! The nested build has the features of the build whose build script starts it (cargo's
+//! `CARGO_CFG_FEATURE`, passed with `--no-default-features --features …`): a dependant that
+//! turns a kernel crate's default feature off gets kernels built without it, as its launchers
+//! are. A feature of the kernel crate must therefore build for `nvptx64` too (keep host-only
+//! dependencies under `cfg(not(target_arch = "nvptx64"))`).
+//!
 //! LLVM's loop strength reduction is off (`-Cllvm-args=-disable-lsr`): on a GPU it turns the
 //! index arithmetic of a kernel's loops into many 64-bit induction variables, each two
 //! registers, and registers decide how many threads an SM keeps in flight. On an H100 the

@@ -25,7 +25,7 @@ impl Kernels {
     /// Loads `ptx` (a kernel crate's, from `dlmd-build`) into `ctx`; the driver compiles it
     /// for the device.
     pub fn load(ctx: &Arc<CudaContext>, ptx: &str) -> Result<Self, CudaError> {
-        let digests = digests(ptx);
+        let digests = signature_digests(ptx);
         let module = ctx.load_module(Ptx::from_src(ptx))?;
         Ok(Self {
             module,
@@ -76,15 +76,11 @@ fn check_digest(digests: &HashMap<String, u64>, name: &'static str, digest: u64)
 }
 
 /// The signature digest of each `#[dlmd::kernel]` in a kernel crate's PTX, by kernel name: what
-/// [`Kernels::load`] reads, and what a launcher's digest must equal.
+/// [`Kernels::load`] reads, and what a launcher's digest must equal. Each is the value of the
+/// kernel's `NAME__dlmd_signature` global, in either form LLVM writes a `u64` in:
+/// `.global .align 8 .u64 NAME__dlmd_signature = DIGEST;` or its little-endian bytes,
+/// `.global .align 8 .b8 NAME__dlmd_signature[8] = {b0, …, b7};`.
 pub fn signature_digests(ptx: &str) -> HashMap<String, u64> {
-    digests(ptx)
-}
-
-/// The digest each kernel's `NAME__dlmd_signature` global holds in PTX text, in either form
-/// LLVM writes a `u64` in: `.global .align 8 .u64 NAME__dlmd_signature = DIGEST;` or its
-/// little-endian bytes, `.global .align 8 .b8 NAME__dlmd_signature[8] = {b0, …, b7};`.
-fn digests(ptx: &str) -> HashMap<String, u64> {
     ptx.lines()
         .filter_map(|line| {
             let (declaration, value) = line.split_once('=')?;
@@ -219,7 +215,7 @@ mod tests {
 .visible .global .align 8 .u64 other = 7;
 .visible .entry add_index(
 ";
-        let found = digests(ptx);
+        let found = signature_digests(ptx);
         assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(found["add_index"], 1234567890123);
         assert_eq!(found["sums"], 42);
@@ -231,7 +227,7 @@ mod tests {
 
     #[test]
     fn every_check_compares_the_digest() {
-        let found = digests(".visible .global .align 8 .u64 scale__dlmd_signature = 11;\n");
+        let found = signature_digests(".visible .global .align 8 .u64 scale__dlmd_signature = 11;\n");
         assert!(check_digest(&found, "scale", 11).is_ok());
         assert!(matches!(
             check_digest(&found, "scale", 12),

@@ -17,7 +17,10 @@
 //!   launch, so it is never indexed: [`Thread::for_each_mut`] hands each of its elements to
 //!   exactly one thread, whatever the launch's geometry, and [`Thread::element_mut`] is the
 //!   `unsafe` way to any other pattern ([`Thread::for_each`] and [`Thread::for_each_index`]
-//!   walk a view in the same partition, to read or reduce it);
+//!   walk a view in the same partition, to read or reduce it). Nor is it borrowed again: no
+//!   read-only borrow or slice of it (other threads write what it would read), no mutable
+//!   reborrow or slice (split among the threads again, differently), no atomic view of it
+//!   ([`Reborrow`](crate::space::Reborrow)); and a managed view does not become a host view;
 //! - an atomic view ([`DeviceMdspanAtomic`](crate::DeviceMdspanAtomic), from
 //!   [`Mdspan::into_atomic`]) takes [`Thread::atomic_add`] from any thread, for reductions;
 //! - `dlmd!` views over a thread's local arrays are host views, indexed as on the host.

@@ -201,6 +201,17 @@ def test_table_to_py_object_and_allocator():
     assert table.managed_tensor_allocator(None, ctypes.byref(out), None, set_error) == -1
     assert errors[0][0] == "ValueError"
 
+    # A shape array one byte off its alignment (C callers do not all align it): read as it lies.
+    raw = ctypes.create_string_buffer(8 * 2 + 1)
+    ctypes.memmove(ctypes.addressof(raw) + 1, ctypes.byref((ctypes.c_int64 * 2)(5, 7)), 16)
+    unaligned = ctypes.cast(ctypes.addressof(raw) + 1, ctypes.POINTER(ctypes.c_int64))
+    prototype = DLTensor(None, DLDevice(1, 0), 2, DLDataType(2, 32, 1), unaligned, None, 0)
+    errors.clear()
+    assert table.managed_tensor_allocator(ctypes.byref(prototype), ctypes.byref(out), None, set_error) == 0, errors
+    made = DLManagedTensorVersioned.from_address(out.value).dl_tensor
+    assert [made.shape[i] for i in range(2)] == [5, 7]
+    release(out.value)
+
 
 def test_table_entries_refuse_bad_calls_with_exceptions():
     table = table_of(dm.MemArray)

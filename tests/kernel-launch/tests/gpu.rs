@@ -4,28 +4,13 @@
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use dlmd::cuda::{self, CudaError, Kernels, device_view_mut};
 use dlmd::{Dims, LayoutRight};
 use dlmd_test_kernels_other as other;
 use dlmd_test_kernels_real as real;
-use std::io::Write;
+use dlmd_tests::gpu;
 use std::sync::Arc;
-
-/// The context, or `None` after printing why the test is skipped.
-fn gpu() -> Option<Arc<CudaContext>> {
-    match cuda::context(0) {
-        Ok(ctx) => Some(ctx),
-        Err(e @ (CudaError::NoDriver | CudaError::Driver(_))) => {
-            if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            let _ = writeln!(std::io::stderr(), "SKIPPED (no GPU: {e})");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
 
 /// `real::scale` by 2 over `x` on `stream`, through `kernels`.
 fn real_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<real::Real>) -> Result<(), CudaError> {
