@@ -173,8 +173,8 @@ fn check(
 }
 
 /// A candle tensor that candle's queued kernels are still writing, read by a Rust kernel
-/// launched on another stream: the view made of it records an event behind candle's work, and
-/// the launch waits for it on the device.
+/// launched on another stream: the launch waits on the device for an event recorded on
+/// candle's stream, behind candle's work.
 fn rust_kernel_after_candle(device: &Device, stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {
     let (rows, cols) = (4096usize, 4096usize);
     let ctx = stream.context();

@@ -51,7 +51,8 @@ impl Borrowed<'_> {
     /// A read-only device view of a CUDA tensor, on its device: as
     /// [`host_view`](Self::host_view) for element type, extents and layout. Launches, copies
     /// and collectives over it, on any stream, run after the work candle queued on
-    /// [`cuda_stream`](Self::cuda_stream) before the view was made (an event recorded there).
+    /// [`cuda_stream`](Self::cuda_stream) before the view was made (on another stream, behind
+    /// an event recorded there).
     pub fn device_view<T, E, L>(&self) -> Result<DeviceMdspan<'_, T, E, L>, CandleError>
     where
         T: CandleElement,
@@ -67,7 +68,7 @@ impl Borrowed<'_> {
         };
         let (start, len, ordinal) = storage_parts(cuda);
         // Work over the view, on any stream, runs after what candle queued on its stream.
-        crate::cuda::after_queued(&cuda.device.cuda_stream(), start, len * size_of::<T>())?;
+        crate::cuda::after_queued(&cuda.device.cuda_stream(), start, len * size_of::<T>());
         let (mapping, offset) = candle_mapping::<T, E, L>(self.layout, len)?;
         let ordinal = i32::try_from(ordinal).map_err(|_| CudaError::Ordinal(ordinal))?;
         let ptr = (start as usize as *mut T).wrapping_add(offset);

@@ -172,7 +172,7 @@ where
         }
         let (ptr, _read) = self.device.device_ptr(&self.stream);
         // Work over the view runs after the transfers queued on the array's stream.
-        super::order::after_queued(&self.stream, ptr, self.device.num_bytes())?;
+        super::order::after_queued(&self.stream, ptr, self.device.num_bytes());
         let space = Device::new(self.stream.context().ordinal() as i32);
         // SAFETY: the allocation holds the mapping's span, borrowed for the view.
         Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, self.mapping, space) })
@@ -187,7 +187,7 @@ where
         let stream = self.stream.clone();
         let bytes = self.device.num_bytes();
         let (ptr, _write) = self.device.device_ptr_mut(&stream);
-        super::order::after_queued(&stream, ptr, bytes)?;
+        super::order::after_queued(&stream, ptr, bytes);
         let space = Device::new(stream.context().ordinal() as i32);
         // SAFETY: as in `device`; borrowed exclusively.
         Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, self.mapping, space) })

@@ -219,9 +219,9 @@ fn fit<T, E: Extents, L: CompactLayout>(
 /// A read-only device view of a cudarc allocation with `extents` in a compact layout.
 ///
 /// Launches, copies and collectives that take the view, on any stream, run after the work
-/// queued on the allocation before the view was made (an event recorded on the allocation's
-/// stream now; nothing waits on the host). While the view lives, the allocation is borrowed,
-/// so nothing else writes it.
+/// queued on the allocation before the view was made: on another stream than the allocation's,
+/// they wait on the device for an event recorded on the allocation's stream (nothing waits on
+/// the host). While the view lives, the allocation is borrowed, so nothing else writes it.
 pub fn device_view<T, E, L>(slice: &CudaSlice<T>, extents: E) -> Result<DeviceMdspan<'_, T, E, L>, CudaError>
 where
     T: DlElement + DeviceRepr,
@@ -230,7 +230,7 @@ where
 {
     let (mapping, space) = fit::<T, E, L>(slice, extents)?;
     let (ptr, _read) = slice.device_ptr(slice.stream());
-    order::after_queued(slice.stream(), ptr, slice.num_bytes())?;
+    order::after_queued(slice.stream(), ptr, slice.num_bytes());
     // SAFETY: `ptr` is the start of an allocation of `slice.len() >= needed` elements of `T` on
     // `space`'s device, alive and not freed while `slice` is borrowed; the view is read-only.
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
@@ -250,7 +250,7 @@ where
     let stream = slice.stream().clone();
     let bytes = slice.num_bytes();
     let (ptr, _write) = slice.device_ptr_mut(&stream);
-    order::after_queued(&stream, ptr, bytes)?;
+    order::after_queued(&stream, ptr, bytes);
     // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
     // compact mappings are unique.
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })

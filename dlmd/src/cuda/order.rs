@@ -2,62 +2,102 @@
 //! before any launch, copy or collective that takes the view, on whichever stream.
 //!
 //! A view carries a pointer, not its memory's history, so the history is kept here: when a
-//! view is made of memory that has work queued on it (a cudarc allocation on its stream, a
-//! [`MirroredArray`](super::MirroredArray)'s device copy, a candle tensor on candle's stream),
-//! an event is recorded on that stream behind the work ([`after_queued`]), filed under the
-//! memory's byte range. Work over a view waits for the events of every range it overlaps
-//! ([`order_after`]), on the device, with `cuStreamWaitEvent`: no host wait. Events that have
-//! completed are dropped as new ones are filed.
+//! view is made of memory whose owner queues work on a stream (a cudarc allocation on its
+//! stream, a [`MirroredArray`](super::MirroredArray)'s device copy, a candle tensor on candle's
+//! stream), that stream is filed under the memory's byte range ([`after_queued`]). Work over a
+//! view on another stream first waits, on the device, for an event recorded on the owner's
+//! stream of every range it overlaps ([`order_after`]): `cuStreamWaitEvent`, no host wait.
+//! Work on the owner's own stream is ordered by the stream already and pays nothing, and
+//! making a view costs no driver call.
+//!
+//! The event is recorded when the work is queued, not when the view was made: it may also
+//! cover work the owner queued in between, which only reads the memory (the view borrows it),
+//! so waiting for it is never wrong. A filed stream is held weakly: once its owner (the
+//! allocation, the array, candle's device) is gone, so is the entry.
 //!
 //! The work such a view takes part in is queued in a [`scope`](super::scope), which waits for
 //! its streams before the view's borrow of the memory ends: whatever the memory's owner queues
 //! next runs after the view's work.
 
 use super::CudaError;
-use cudarc::driver::{CudaEvent, CudaStream, sys};
-use std::sync::{Arc, Mutex};
+use cudarc::driver::{CudaStream, sys};
+use std::sync::{Arc, Mutex, Weak};
 
-/// Work queued on a byte range, up to an event.
-struct Pending {
+/// A byte range and the stream its owner queues work on.
+struct Owner {
     start: usize,
     end: usize,
-    event: CudaEvent,
+    stream: Weak<CudaStream>,
+    key: StreamKey,
 }
 
-/// The events of the ranges views were made of, not yet known to be complete.
-static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+/// A stream as the driver knows it: its handle and its device (the NULL handle is every
+/// device's legacy default stream).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct StreamKey(usize, usize);
 
-/// How many entries are kept before the completed ones are looked for.
+impl StreamKey {
+    fn of(stream: &CudaStream) -> Self {
+        Self(stream.cu_stream() as usize, stream.context().ordinal())
+    }
+}
+
+/// The ranges views were made of, with their owners' streams.
+static OWNERS: Mutex<Vec<Owner>> = Mutex::new(Vec::new());
+
+/// How many entries are kept before those whose owner is gone are dropped.
 const PRUNE_AT: usize = 64;
 
-/// Records, on `stream`, an event behind the work queued there so far, for the `bytes` bytes
-/// at device address `ptr`: work over a view of them waits for it ([`order_after`]).
-pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, bytes: usize) -> Result<(), CudaError> {
+/// Files `stream` as where the owner of the `bytes` bytes at device address `ptr` queues its
+/// work: work over a view of them on another stream waits for it ([`order_after`]).
+pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, bytes: usize) {
     if bytes == 0 {
-        return Ok(());
+        return;
     }
-    let event = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
-    let start = ptr as usize;
+    let (start, key) = (ptr as usize, StreamKey::of(stream));
     let end = start.saturating_add(bytes);
-    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-    if pending.len() >= PRUNE_AT {
-        // An event that completed (or cannot be asked) orders nothing still queued.
-        pending.retain(|p| p.event.try_is_complete() == Ok(false));
+    let mut owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
+    if owners.len() >= PRUNE_AT {
+        owners.retain(|o| o.stream.strong_count() > 0);
     }
-    pending.push(Pending { start, end, event });
-    Ok(())
+    let known = owners
+        .iter()
+        .any(|o| (o.start, o.end) == (start, end) && o.key == key && o.stream.strong_count() > 0);
+    if !known {
+        owners.push(Owner {
+            start,
+            end,
+            stream: Arc::downgrade(stream),
+            key,
+        });
+    }
 }
 
-/// Makes `stream` wait, on the device, for the events recorded for every range that the `bytes`
-/// bytes at `ptr` overlap.
+/// Makes `stream` wait, on the device, for the work queued so far on the owners' streams of
+/// every range that the `bytes` bytes at `ptr` overlap, where that is another stream.
 pub(crate) fn order_after(stream: &CudaStream, ptr: usize, bytes: usize) -> Result<(), CudaError> {
     if bytes == 0 {
         return Ok(());
     }
-    let end = ptr.saturating_add(bytes);
-    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-    for p in pending.iter().filter(|p| overlaps((p.start, p.end), (ptr, end))) {
-        stream.wait(&p.event)?;
+    let (end, key) = (ptr.saturating_add(bytes), StreamKey::of(stream));
+    let others: Vec<Arc<CudaStream>> = {
+        let owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut others: Vec<Arc<CudaStream>> = Vec::new();
+        for o in owners
+            .iter()
+            .filter(|o| o.key != key && overlaps((o.start, o.end), (ptr, end)))
+        {
+            if let Some(owner) = o.stream.upgrade()
+                && !others.iter().any(|s| StreamKey::of(s) == o.key)
+            {
+                others.push(owner);
+            }
+        }
+        others
+    };
+    for owner in others {
+        let event = owner.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+        stream.wait(&event)?;
     }
     Ok(())
 }

@@ -87,8 +87,8 @@ fn a_launch_on_another_stream_reads_what_a_copy_still_in_flight_writes() {
     }
     for round in 0..3 {
         let mut x = copies.clone_htod(&host).unwrap();
-        // The view records an event behind the copy on `copies`; the launch on `launches`
-        // waits for it on the device.
+        // The view notes the allocation's stream, `copies`; the launch on `launches` waits on
+        // the device for an event recorded there, behind the copy.
         real_scale(&launches, &kernels, &mut x).unwrap();
         let back = copies.clone_dtoh(&x).unwrap();
         let wrong = back
