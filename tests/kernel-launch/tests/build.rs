@@ -24,7 +24,8 @@ fn multiplies(ptx: &str) -> Vec<&str> {
 
 #[test]
 fn the_nested_build_has_the_dependants_features() {
-    // The dependant turned `f64` off: the launcher is f32, and so is the kernel.
+    // The dependant turned `single` on: the launcher is f32, and so is the kernel (a nested
+    // build with the crate's defaults would have made it f64).
     assert_eq!(size_of::<real::Real>(), 4);
     let digests = signature_digests(real::PTX);
     assert_eq!(digests.get("scale"), Some(&real::scale__dlmd_signature));
@@ -35,11 +36,12 @@ fn the_nested_build_has_the_dependants_features() {
 
 #[test]
 fn a_kernel_built_with_other_features_has_another_digest() {
-    // The PTX of the same source with `f64` on: the tokens of the signature are the same
-    // (`Real`), the types are not, and neither is the digest the launch compares.
+    // The PTX of the same source with the crate's defaults (`single` off), which the nested
+    // build made before it got the dependant's features: the tokens of the signature are the
+    // same (`Real`), the types are not, and neither is the digest the launch compares.
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-f64");
     let ptx = Kernels::new(fixture("real"), "dlmd-test-kernels-real", &out)
-        .features(["f64"])
+        .features(std::iter::empty::<String>())
         .target_dir(target_dir().join("real-f64"))
         .build()
         .expect("the fixture builds with f64")

@@ -1,4 +1,4 @@
-//! `scale` over `Real`, which the `f64` feature makes `f64` and its absence `f32`: the
+//! `scale` over `Real`, which the `single` feature makes `f32` and its absence `f64`: the
 //! launcher and the kernel must agree on it, whatever features a dependant chose.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
@@ -6,12 +6,12 @@
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspanMut, Dims};
 
-/// The element type, chosen by the `f64` feature.
-#[cfg(feature = "f64")]
-pub type Real = f64;
-/// The element type, chosen by the `f64` feature.
-#[cfg(not(feature = "f64"))]
+/// The element type, chosen by the `single` feature.
+#[cfg(feature = "single")]
 pub type Real = f32;
+/// The element type, chosen by the `single` feature.
+#[cfg(not(feature = "single"))]
+pub type Real = f64;
 
 /// The kernels' PTX.
 #[cfg(not(target_arch = "nvptx64"))]
