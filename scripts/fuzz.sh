@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#targets[@]} -gt 0 ] || targets=(import_dltensor import_managed view_index exchange_table ndarray_views oneapi_place
-                                     nccl_buffers)
+                                     nccl_buffers launch_args)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz.sh: cargo fuzz needs the nightly toolchain (rustup toolchain install nightly)" >&2

@@ -123,15 +123,15 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #(let mut #params = #krate::kernel::KernelParam::to_param(&#names);)*
             let devices: [::core::option::Option<i32>; #count] =
                 [#(#krate::kernel::KernelParam::device_ordinal(&#names)),*];
-            let spans: [::core::option::Option<(usize, usize)>; #count] =
-                [#(#krate::kernel::KernelParam::device_span(&#names)),*];
+            let footprints: [::core::option::Option<#krate::kernel::Footprint>; #count] =
+                [#(#krate::kernel::KernelParam::footprint(&#names)),*];
             let mut params: [*mut ::core::ffi::c_void; #count] =
                 [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
             // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'
             // `Param` forms in this order (both expansions come from this signature), which
             // `run` checks through the digest the PTX carries; the views live for `'scope`,
             // which the scope waits out.
-            unsafe { launch.run(#name_str, #signature_symbol, &devices, &spans, &mut params) }
+            unsafe { launch.run(#name_str, #signature_symbol, &devices, &footprints, &mut params) }
         }
     })
 }

@@ -2,6 +2,8 @@
 //! queued in a [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
 use super::{CudaError, Scope};
+use crate::kernel::Footprint;
+use crate::kernel::disjoint::check_disjoint;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
@@ -136,10 +138,12 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
 impl Launch<'_, '_, '_> {
     /// Queues the kernel `name` with `params` on the stream, in the scope, after checking that
-    /// the stream, the module and every view (`devices`) are on one device and that the
-    /// module's kernel was built from the signature whose digest is `digest`. The kernel runs
-    /// after the work queued on the views' memory (`spans`, address and bytes) before the views
-    /// were made, whatever stream that work is on.
+    /// the stream, the module and every view (`devices`) are on one device, that no argument
+    /// the kernel writes shares memory with another (`footprints`,
+    /// [`check_disjoint`](crate::kernel::disjoint::check_disjoint)) and that the module's
+    /// kernel was built from the signature whose digest is `digest`. The kernel runs after the
+    /// work queued on the views' memory before the views were made, whatever stream that work
+    /// is on.
     ///
     /// # Safety
     ///
@@ -152,7 +156,7 @@ impl Launch<'_, '_, '_> {
         name: &'static str,
         digest: u64,
         devices: &[Option<i32>],
-        spans: &[Option<(usize, usize)>],
+        footprints: &[Option<Footprint>],
         params: &mut [*mut c_void],
     ) -> Result<(), CudaError> {
         let stream = self.stream.context().ordinal();
@@ -172,10 +176,11 @@ impl Launch<'_, '_, '_> {
                 stream,
             });
         }
+        check_disjoint(footprints).map_err(|overlap| CudaError::KernelArguments { kernel: name, overlap })?;
         let function = self.kernels.function(name, digest)?;
         self.stream.context().bind_to_thread()?;
-        for &(ptr, bytes) in spans.iter().flatten() {
-            super::order::order_after(self.stream, ptr, bytes)?;
+        for footprint in footprints.iter().flatten() {
+            super::order::order_after(self.stream, footprint.start, footprint.bytes)?;
         }
         let LaunchConfig {
             grid_dim,

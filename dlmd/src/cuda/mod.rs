@@ -131,6 +131,15 @@ pub enum CudaError {
         /// Whether the module has a kernel of that name (with another signature).
         found: bool,
     },
+    /// Two arguments of a launch share memory where the kernel writes one of them (the same
+    /// tensor passed twice, or views of one tensor).
+    #[error("cannot launch `{kernel}`: {overlap}")]
+    KernelArguments {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The two arguments and how the kernel uses them.
+        overlap: crate::kernel::disjoint::Overlap,
+    },
     /// A launch's module or view is on another device than its stream.
     #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]
     KernelDevice {

@@ -29,10 +29,12 @@
 //! [`Thread`] cannot be made.
 
 mod atomic;
+pub mod disjoint;
 pub mod signature;
 mod thread;
 
 pub use atomic::AtomicElement;
+pub use disjoint::{Footprint, Use};
 pub use thread::Thread;
 
 use crate::dlpack::DLDeviceType;
@@ -81,14 +83,24 @@ impl KernelSpace for Managed {
     label = "others may write this memory while the kernel reads it",
     note = "kernels take `Shared`, `Unique` or `Atomic` views"
 )]
-pub trait KernelAccess: Access + sealed::Sealed {}
+pub trait KernelAccess: Access + sealed::Sealed {
+    /// How a kernel uses a view of this access, for the launch's [disjointness
+    /// check](disjoint).
+    const USE: Use;
+}
 
 impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
 impl sealed::Sealed for Atomic {}
-impl KernelAccess for Shared {}
-impl KernelAccess for Unique {}
-impl KernelAccess for Atomic {}
+impl KernelAccess for Shared {
+    const USE: Use = Use::Read;
+}
+impl KernelAccess for Unique {
+    const USE: Use = Use::Write;
+}
+impl KernelAccess for Atomic {
+    const USE: Use = Use::Atomic;
+}
 
 /// A value a kernel takes as a parameter: a device or managed view ([`Shared`] or [`Unique`]),
 /// or a [`DlElement`] scalar.
@@ -138,9 +150,10 @@ pub unsafe trait KernelParam: Sized {
         None
     }
 
-    /// The device memory the value reaches, as its first byte's address and its length in
-    /// bytes: the launch orders the kernel after work queued on it. `None` for elements.
-    fn device_span(&self) -> Option<(usize, usize)> {
+    /// The device memory the value reaches (its span's first byte and length) and how the
+    /// kernel uses it: the launch checks that no written argument shares memory with another
+    /// ([`disjoint`]), and orders the kernel after work queued on it. `None` for elements.
+    fn footprint(&self) -> Option<Footprint> {
         None
     }
 }
@@ -249,12 +262,13 @@ where
         (device.device_type == DLDeviceType::CUDA).then_some(device.device_id)
     }
 
-    fn device_span(&self) -> Option<(usize, usize)> {
+    fn footprint(&self) -> Option<Footprint> {
         // A mapping's span of elements is memory that exists: its bytes fit `usize`.
-        Some((
-            self.data_handle() as usize,
-            self.mapping().required_span_size() * size_of::<T>(),
-        ))
+        Some(Footprint {
+            start: self.data_handle() as usize,
+            bytes: self.mapping().required_span_size() * size_of::<T>(),
+            used: A::USE,
+        })
     }
 
     #[inline(always)]

@@ -90,9 +90,41 @@ pub enum LayoutError {
     /// The number of elements or the span overflows `isize`.
     #[error("the extents and strides span more elements than isize can count")]
     SpanOverflow,
+    /// A stride reaches further than `isize` counts: `(extent - 1) × |stride|` elements, with
+    /// the other dimensions' reach, do not fit.
+    #[error(
+        "stride {stride} of dimension {dim} (extent {extent}) reaches further than isize can count{}",
+        StrideHint(*stride)
+    )]
+    StrideReach {
+        /// The dimension that reaches furthest.
+        dim: usize,
+        /// Its extent.
+        extent: usize,
+        /// Its stride, in elements.
+        stride: i64,
+    },
     /// Several indices map to one element where a view must not alias.
     #[error("the strides map several indices to one element, which a mutable view must not do")]
     Overlapping,
+}
+
+/// What [`LayoutError::StrideReach`] adds where its stride looks like a negative one written as
+/// unsigned.
+struct StrideHint(i64);
+
+impl core::fmt::Display for StrideHint {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match span::unsigned_negative(self.0) {
+            Some((meant, size)) => write!(
+                f,
+                ": it looks like a stride of {meant} elements whose byte stride ({}) was written as an unsigned \
+                 number and divided by the item size ({size} bytes); the producer exports negative strides wrongly",
+                meant * i64::from(size)
+            ),
+            None => Ok(()),
+        }
+    }
 }
 
 mod sealed {

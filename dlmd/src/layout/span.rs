@@ -139,7 +139,7 @@ pub(super) fn strided_span(extents: &[usize], strides: &[isize]) -> Result<(usiz
     let mut count = 1usize;
     let mut forward = 0usize;
     let mut back = 0usize;
-    let mut overflow = false;
+    let (mut too_many, mut too_far) = (false, false);
     let mut empty = false;
     for (&n, &s) in extents.iter().zip(strides) {
         let (c, o1) = count.overflowing_mul(n);
@@ -149,16 +149,52 @@ pub(super) fn strided_span(extents: &[usize], strides: &[isize]) -> Result<(usiz
         *side = sum;
         count = c;
         empty |= n == 0;
-        overflow |= o1 | o2 | o3;
+        too_many |= o1;
+        too_far |= o2 | o3;
     }
     if empty {
         return Ok((0, 0));
     }
     let (span, o) = forward.overflowing_add(back);
-    if overflow || o || count > isize::MAX as usize || span >= isize::MAX as usize {
+    if too_many || count > isize::MAX as usize {
         return Err(LayoutError::SpanOverflow);
     }
+    if too_far || o || span >= isize::MAX as usize {
+        return Err(farthest(extents, strides));
+    }
     Ok((span + 1, back))
+}
+
+/// The error for strides that reach further than `isize` counts: the dimension that reaches
+/// furthest, `(n - 1)·|s|`.
+#[cold]
+fn farthest(extents: &[usize], strides: &[isize]) -> LayoutError {
+    let reach = |d: usize| (extents[d].saturating_sub(1) as u128) * strides[d].unsigned_abs() as u128;
+    match (0..extents.len().min(strides.len())).max_by_key(|&d| (reach(d), core::cmp::Reverse(d))) {
+        Some(dim) => LayoutError::StrideReach {
+            dim,
+            extent: extents[dim],
+            stride: strides[dim] as i64,
+        },
+        None => LayoutError::SpanOverflow,
+    }
+}
+
+/// Whether a positive `stride` (in elements) looks like a negative one that its producer wrote
+/// as an unsigned number of bytes and divided by the item size: `stride · k` lies in
+/// `[2^63, 2^64)` for an item size `k` (a power of two from 2 to 64 bytes, unique where it
+/// exists), and read as a signed 64-bit byte count it is a small negative one. Returns the
+/// stride it meant, in elements, and `k`. (cupy 14.2 exports reversed arrays so.)
+pub(crate) fn unsigned_negative(stride: i64) -> Option<(i64, u32)> {
+    if stride <= 0 {
+        return None;
+    }
+    (1..=6).find_map(|shift: u32| {
+        let k = 1u128 << shift;
+        let bytes = stride as u128 * k;
+        let wrapped = (bytes as u64) as i64;
+        (bytes >> 63 == 1 && wrapped > -(1 << 40)).then_some((wrapped / k as i64, k as u32))
+    })
 }
 
 /// How many elements the negative strides reach back from index 0: `Σ (n - 1)·|s|` over the

@@ -193,10 +193,81 @@ fn overflow_is_an_error() {
     );
     assert_eq!(
         StrideMapping::new(Dims::new([3, 2]), [isize::MAX as usize, 1]),
-        Err(LayoutError::SpanOverflow)
+        Err(LayoutError::StrideReach {
+            dim: 0,
+            extent: 3,
+            stride: isize::MAX as i64
+        })
     );
     assert_eq!(
         StrideMapping::new(Dims::new([3]), [0]),
         Err(LayoutError::NonPositiveStride { dim: 0, stride: 0 })
     );
+}
+
+#[test]
+fn a_stride_too_far_is_named_with_its_dimension() {
+    // cupy 14.2's `a[::-1]` of 8 f32s: the byte stride -4 as unsigned, divided by 4.
+    let cupy = ((1u128 << 64) - 4) / 4;
+    let err = RelaxedMapping::from_strides(Dims::new([8]), &[cupy as isize], 0).unwrap_err();
+    assert_eq!(
+        err,
+        LayoutError::StrideReach {
+            dim: 0,
+            extent: 8,
+            stride: cupy as i64
+        }
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with("stride 4611686018427387903 of dimension 0 (extent 8) reaches further than isize"),
+        "{message}"
+    );
+    assert!(
+        message.contains("a stride of -1 elements whose byte stride (-4)"),
+        "{message}"
+    );
+    assert!(message.contains("(4 bytes)"), "{message}");
+    // `[::-1, ::-1]` of a 4 × 4 array: -16 and -4 bytes, as the reversal gives them.
+    let rows = ((1u128 << 64) - 16) / 4;
+    let err = RelaxedMapping::from_strides(Dims::new([4, 4]), &[rows as isize, cupy as isize], 0).unwrap_err();
+    assert!(
+        matches!(err, LayoutError::StrideReach { dim: 1, extent: 4, .. }),
+        "the dimension that reaches furthest: {err:?}"
+    );
+    let err = RelaxedMapping::from_strides(Dims::new([4, 1]), &[rows as isize, 1], 0).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a stride of -4 elements whose byte stride (-16)"),
+        "{err}"
+    );
+    // A merely huge stride gets no such guess.
+    let err = RelaxedMapping::from_strides(Dims::new([3]), &[1 << 62], 0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "stride 4611686018427387904 of dimension 0 (extent 3) reaches further than isize can count"
+    );
+    // Too many elements is another error.
+    assert_eq!(
+        RelaxedMapping::from_strides(Dims::new([1 << 40, 1 << 40]), &[1, 1], 0),
+        Err(LayoutError::SpanOverflow)
+    );
+}
+
+#[test]
+fn unsigned_negatives_are_recognised_for_each_item_size() {
+    for size in [2u32, 4, 8, 16, 32, 64] {
+        for meant in [-1i64, -3, -1000, -(1 << 20)] {
+            let bytes = meant * i64::from(size);
+            let exported = u64::from_ne_bytes(bytes.to_ne_bytes()) / u64::from(size);
+            assert_eq!(
+                super::span::unsigned_negative(exported as i64),
+                Some((meant, size)),
+                "{meant} elements of {size} bytes"
+            );
+        }
+    }
+    for plain in [1i64, 7, 1 << 40, 1 << 62, -4, 0] {
+        assert_eq!(super::span::unsigned_negative(plain), None, "{plain}");
+    }
 }
