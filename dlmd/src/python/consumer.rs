@@ -2,6 +2,7 @@
 //! producer's C exchange table where its type publishes one, through `__dlpack__` otherwise.
 
 use super::capsule::take_capsule;
+use super::math_bits::refuse_math_bits;
 use super::request::device_pair;
 use super::table::{
     REQUIRES_GRAD, differentiable, entry_error, requires_grad, table_export, table_work_stream, type_name, usable_table,
@@ -73,7 +74,7 @@ pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> P
 /// the keywords, and the tensor it gives is checked against them (`dl_device`, and no copy under
 /// `copy=False`).
 pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
-    refuse_capsule(obj)?;
+    refuse_unimportable(obj)?;
     if args.copy != Some(true)
         && let Some(table) = usable_table(obj)?
     {
@@ -103,7 +104,12 @@ pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<M
 /// `current_work_stream` the returned [`WorkStream`] is; through `__dlpack__` otherwise, with
 /// the data ready on the default stream.
 pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkStream)> {
-    refuse_capsule(obj)?;
+    refuse_unimportable(obj)?;
+    import_work_stream(obj)
+}
+
+/// [`from_dlpack_work_stream`] of an object [`refuse_unimportable`] let through.
+fn import_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkStream)> {
     if let Some(table) = usable_table(obj)? {
         let tensor = table_export(obj, table)?;
         let stream = table_work_stream(obj, table.api, tensor.dl_tensor().device)?;
@@ -125,7 +131,7 @@ pub fn from_dlpack_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTenso
 /// Python code (it asks the producer's object), so ask it before any view is made. Its
 /// [`work_stream`](LentTensor::work_stream) is asked of the producer only if `f` asks.
 pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTensor<'_, '_>) -> R) -> PyResult<R> {
-    refuse_capsule(obj)?;
+    refuse_unimportable(obj)?;
     if let Some(table) = usable_table(obj)?
         // SAFETY: `table.api` is the table `type(obj)` published; the entry takes `obj`,
         // borrowed for the call, with the GIL held.
@@ -142,7 +148,7 @@ pub fn with_dlpack_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&LentTenso
             },
         }));
     }
-    let (tensor, stream) = from_dlpack_work_stream(obj)?;
+    let (tensor, stream) = import_work_stream(obj)?;
     Ok(f(&LentTensor {
         tensor: tensor.dl_tensor(),
         obj,
@@ -215,14 +221,17 @@ impl LentTensor<'_, '_> {
     }
 }
 
-/// The array API refuses bare capsules: their lifetime and device are unknown.
-fn refuse_capsule(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+/// Refuses what no import path may take: bare capsules, which the array API refuses (their
+/// lifetime and device are unknown), and tensors whose values are not their memory (torch's
+/// negative and conjugate bits, [`math_bits`](super::math_bits)), which every path would
+/// export as if they were.
+fn refuse_unimportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     if obj.is_exact_instance_of::<PyCapsule>() {
         return Err(PyAttributeError::new_err(
             "from_dlpack takes an object with __dlpack__, not a bare capsule (its lifetime and device are unknown)",
         ));
     }
-    Ok(())
+    refuse_math_bits(obj)
 }
 
 /// Whether data made ready on the producer's `work` stream is ready on the consumer's `stream`.

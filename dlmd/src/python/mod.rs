@@ -33,13 +33,15 @@
 //! The module is a package: `request` (the arguments of `__dlpack__`), `method` (the fast
 //! `__dlpack__` of [`DlpackExporter`]), `producer` ([`export_cpu`], [`export_cuda`]), `capsule`
 //! (wrapping and taking capsules of either managed-tensor kind), `exchange` (the C exchange
-//! table's producer side), `keep_alive` ([`PyKeepAlive`]) and `consumer` ([`from_dlpack`]). CUDA
+//! table's producer side), `keep_alive` ([`PyKeepAlive`]), `consumer` ([`from_dlpack`]) and `math_bits` (torch's lazily
+//! negated and conjugated views, refused by every import). CUDA
 //! stream ordering is [`crate::cuda`]'s.
 
 mod capsule;
 mod consumer;
 mod exchange;
 mod keep_alive;
+mod math_bits;
 mod method;
 mod producer;
 mod request;

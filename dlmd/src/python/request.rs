@@ -185,7 +185,8 @@ static MAX_VERSIONS: Remembered<bool, 8> = Remembered::new();
 /// object's. Only objects whose value, as far as it is worked out here, cannot change are
 /// remembered: immutable ones (strings, tuples of `int`s, tuples of strings), and type objects,
 /// whose exchange table attribute a producer publishes once for the process (the consumer's
-/// table cache): the same address means the same value. First come, first kept: at most `N`.
+/// table cache) and whose methods are defined once (torch's math bits): the same address means
+/// the same value. First come, first kept: at most `N`.
 pub(super) struct Remembered<T, const N: usize>([OnceLock<(usize, T)>; N]);
 
 impl<T: Copy, const N: usize> Remembered<T, N> {

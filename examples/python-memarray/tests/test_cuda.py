@@ -399,3 +399,40 @@ def test_rank_0_cuda_tensors_as_on_the_cpu(exchange_path, dtype):
     m.to_device()
     m.add_index()
     assert torch.from_dlpack(m).item() == 0
+
+
+def math_bit_views(device):
+    """torch's lazily negated and conjugated views, with the bit each has."""
+    x = torch.arange(12, dtype=torch.float32, device=device).reshape(3, 4)
+    z = torch.complex(x, x + 100)
+    return [
+        ("negative", torch._neg_view(x)),
+        ("negative", z.conj().imag),
+        ("conjugate", z.conj()),
+    ]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_negative_and_conjugate_bits_are_refused_either_way(exchange_path, device):
+    for bit, view in math_bit_views(device):
+        assert view.is_neg() or view.is_conj()
+        before = view.resolve_neg().resolve_conj().clone()
+        with pytest.raises(BufferError, match=f"{bit} bit set"):
+            dm.add_index(view)
+        with pytest.raises(BufferError, match=f"{bit} bit set"):
+            dm.MemArray.from_dlpack(view)
+        with pytest.raises(BufferError, match=f"{bit} bit set"):
+            dm.import_tensor(view)
+        with pytest.raises(BufferError, match=f"{bit} bit set"):
+            dm.borrow_tensor(view)
+        torch.cuda.synchronize()
+        assert torch.equal(view.resolve_neg().resolve_conj(), before), "nothing written"
+        # Resolved, the same values are read and written as torch reads them.
+        resolved = view.resolve_neg().resolve_conj()
+        if not resolved.is_complex():
+            dm.add_index(resolved)
+            torch.cuda.synchronize()
+            expected = before.cpu().numpy() + index_sum(tuple(before.shape))
+            np.testing.assert_array_equal(resolved.cpu().numpy(), expected)
+        copied = dm.MemArray.from_dlpack(resolved.cpu())
+        np.testing.assert_array_equal(np.from_dlpack(copied), resolved.cpu().numpy())

@@ -498,3 +498,58 @@ def test_requires_grad_refuses_writes_through_either_path(table):
         np.testing.assert_array_equal(data, [[0, 1, 2], [1, 2, 3]])
     finally:
         dm.use_exchange_api(before)
+
+
+def math_bit_producer():
+    """A producer like torch: a lazily negated or conjugated view whose memory holds the values
+    before the bit, exported by its table and (for the negative bit) by its `__dlpack__` as if
+    the bit were not set."""
+    data = np.arange(6, dtype=np.float64).reshape(2, 3)
+
+    def from_py(obj, out):
+        out[0] = numpy_managed(data)
+        return 0
+
+    table = python_table(from_py)
+
+    def dlpack(self, **kwargs):
+        if self._conj:
+            raise BufferError("can't export a tensor with the conjugate bit set")
+        return data.__dlpack__(**kwargs)
+
+    def init(self, neg=False, conj=False):
+        self._neg, self._conj = neg, conj
+
+    namespace = {
+        "__dlpack_c_exchange_api__": capsule_of(table),
+        "__dlpack__": dlpack,
+        "__dlpack_device__": lambda self: (1, 0),
+        "__init__": init,
+        "is_neg": lambda self: self._neg,
+        "is_conj": lambda self: self._conj,
+        "resolve_neg": lambda self: self,
+    }
+    return type("MathBitTensor", (), namespace), data
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "dlpack"])
+def test_math_bits_are_refused_for_reading_and_writing_through_either_path(table):
+    MathBitTensor, data = math_bit_producer()
+    before = dm.use_exchange_api(table)
+    try:
+        for bit, kwargs in [("negative", {"neg": True}), ("conjugate", {"conj": True})]:
+            with pytest.raises(BufferError, match=f"{bit} bit set"):
+                dm.add_index(MathBitTensor(**kwargs))
+            with pytest.raises(BufferError, match=f"{bit} bit set"):
+                dm.MemArray.from_dlpack(MathBitTensor(**kwargs))
+            with pytest.raises(BufferError, match=f"{bit} bit set"):
+                dm.import_tensor(MathBitTensor(**kwargs))
+            with pytest.raises(BufferError, match=f"{bit} bit set"):
+                dm.borrow_tensor(MathBitTensor(**kwargs))
+        np.testing.assert_array_equal(data, np.arange(6).reshape(2, 3), "nothing written")
+        # Without the bits the same producer is read and written.
+        np.testing.assert_array_equal(np.from_dlpack(dm.MemArray.from_dlpack(MathBitTensor())), data)
+        dm.add_index(MathBitTensor())
+        np.testing.assert_array_equal(data, [[0, 2, 4], [4, 6, 8]])
+    finally:
+        dm.use_exchange_api(before)
