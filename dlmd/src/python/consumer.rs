@@ -283,13 +283,25 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         _ => None,
     };
     // Managed and pinned CUDA memory is read on the host next unless a stream says otherwise:
-    // the producer orders its work before the legacy default stream (asked for by name, since
-    // torch 2.10 reads no `stream` as no synchronisation), which the host then waits for.
+    // the producer orders its work before the legacy default stream, which the host then waits
+    // for. Data left on a CUDA or ROCm device is used on the default stream unless a stream
+    // says otherwise. Either way the default stream is asked for by name (1 for CUDA's legacy
+    // one, 0 for ROCm's), never left out: torch 2.10 and later read no `stream` as "no
+    // synchronisation", and would hand over data its queued work has not written yet.
     let host_read = stays && args.stream.is_none() && host_reachable_cuda(device);
+    let default_stream = match device.device_type {
+        _ if !stays || args.stream.is_some() => None,
+        DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED | DLDeviceType::CUDA_HOST => Some(1isize),
+        DLDeviceType::ROCM | DLDeviceType::ROCM_HOST => Some(0),
+        _ => None,
+    };
     let stream = match (&queue, args.stream) {
         (Some(queue), _) => Some(queue.clone()),
         (None, Some(stream)) if device.device_type != DLDeviceType::CPU => Some(stream.into_pyobject(py)?.into_any()),
-        (None, None) if host_read => Some(1isize.into_pyobject(py)?.into_any()),
+        (None, None) => match default_stream {
+            Some(s) => Some(s.into_pyobject(py)?.into_any()),
+            None => None,
+        },
         _ => None,
     };
     let exported = if queue.is_some() || args.dl_device.is_some() || args.copy.is_some() {

@@ -621,3 +621,33 @@ def test_every_public_name_has_a_user_facing_docstring():
     assert str(inspect.signature(dm.MemArray)) == "(shape, dtype)"
     assert str(inspect.signature(dm.add_index)) == "(x, /)"
     assert str(inspect.signature(dm.MemArray.__dlpack__)) == "(self, /, *, stream=None, max_version=None, dl_device=None, copy=None)"
+
+
+class StreamRecorder:
+    """A GPU producer that records the `stream` each `__dlpack__` call asks for (and exports
+    nothing: there is no GPU here)."""
+
+    def __init__(self, device):
+        self.device, self.asked = device, []
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self.asked.append(stream)
+        raise BufferError("recorded")
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+@pytest.mark.parametrize(
+    "device, default",
+    [((2, 0), 1), ((13, 0), 1), ((3, 0), 1), ((10, 0), 0), ((11, 0), 0)],
+    ids=["cuda", "managed", "pinned", "rocm", "rocm_host"],
+)
+def test_gpu_producers_are_always_told_the_stream(device, default):
+    # torch >= 2.10 reads a missing `stream` as "no synchronisation": the default stream is
+    # asked for by name (CUDA's legacy 1, ROCm's 0), on every consumer path.
+    p = StreamRecorder(device)
+    for consume in (dm.import_tensor, dm.add_index, dm.MemArray.from_dlpack, dm.borrow_tensor):
+        with pytest.raises(BufferError, match="recorded"):
+            consume(p)
+    assert p.asked == [default] * 4
