@@ -4,7 +4,8 @@
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
 use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
-use dlmd::cuda::{self, CudaError, KernelView};
+use dlmd::cuda::{self, CudaError};
+use dlmd::kernel::ViewParam;
 use dlmd::layout::{Layout, Mapping, RelaxedMapping, StrideMapping};
 use dlmd::{Device, Dims, LayoutLeft, LayoutRight, Mdspan};
 use dlmd_tests::gpu;
@@ -13,11 +14,18 @@ use std::sync::Arc;
 const KERNELS: &str = r#"
 
 extern "C" __global__ void layout(long long* out) {
-    out[0] = sizeof(dlmd::view<float, 3>);
-    out[1] = (long long)((char*)&((dlmd::view<float, 3>*)0)->extents - (char*)0);
-    out[2] = (long long)((char*)&((dlmd::view<float, 3>*)0)->strides - (char*)0);
-    out[3] = alignof(dlmd::view<float, 3>);
-    out[4] = sizeof(dlmd::view<double, 0>);
+    typedef dlmd::view<float, 3> V;
+    typedef dlmd::view<double, 0> S;
+    out[0] = sizeof(V);
+    out[1] = alignof(V);
+    out[2] = (long long)((char*)&((V*)0)->offset - (char*)0);
+    out[3] = (long long)((char*)&((V*)0)->extents - (char*)0);
+    out[4] = (long long)((char*)&((V*)0)->strides - (char*)0);
+    out[5] = (long long)((char*)&((V*)0)->span - (char*)0);
+    out[6] = (long long)((char*)&((V*)0)->device - (char*)0);
+    out[7] = sizeof(S);
+    out[8] = (long long)((char*)&((S*)0)->span - (char*)0);
+    out[9] = (long long)((char*)&((S*)0)->device - (char*)0);
 }
 
 extern "C" __global__ void offsets(dlmd::view<float, 3> v, long long* out) {
@@ -25,7 +33,8 @@ extern "C" __global__ void offsets(dlmd::view<float, 3> v, long long* out) {
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
         long long idx[3];
         v.unravel(t, idx);
-        out[t] = &v(idx[0], idx[1], idx[2]) - v.data;
+        // From the span's start, as the Rust mapping counts.
+        out[t] = &v(idx[0], idx[1], idx[2]) - (v.data - v.offset);
     }
 }
 "#;
@@ -39,22 +48,30 @@ fn function(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
 fn header_layout_matches_rust() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.default_stream();
-    let mut out = stream.alloc_zeros::<i64>(5).unwrap();
+    let mut out = stream.alloc_zeros::<i64>(10).unwrap();
     let func = function(&ctx, "layout");
     let mut launch = stream.launch_builder(&func);
     launch.arg(&mut out);
-    // SAFETY: the kernel writes 5 values into `out`, which holds 5.
+    // SAFETY: the kernel writes 10 values into `out`, which holds 10.
     unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }.unwrap();
     let got = stream.clone_dtoh(&out).unwrap();
+    type V = ViewParam<f32, 3>;
+    type S = ViewParam<f64, 0>;
     assert_eq!(
         got,
         [
-            size_of::<KernelView<f32, 3>>() as i64,
-            std::mem::offset_of!(KernelView<f32, 3>, extents) as i64,
-            std::mem::offset_of!(KernelView<f32, 3>, strides) as i64,
-            align_of::<KernelView<f32, 3>>() as i64,
-            size_of::<KernelView<f64, 0>>() as i64,
-        ]
+            size_of::<V>() as i64,
+            align_of::<V>() as i64,
+            std::mem::offset_of!(V, offset) as i64,
+            std::mem::offset_of!(V, extents) as i64,
+            std::mem::offset_of!(V, strides) as i64,
+            std::mem::offset_of!(V, span) as i64,
+            std::mem::offset_of!(V, device) as i64,
+            size_of::<S>() as i64,
+            std::mem::offset_of!(S, span) as i64,
+            std::mem::offset_of!(S, device) as i64,
+        ],
+        "dlmd::view<T, R> of view.cuh is ViewParam<T, R>, field for field"
     );
 }
 
@@ -75,7 +92,7 @@ fn same_offsets<L: Layout>(ctx: &Arc<CudaContext>, view: &Mdspan<'_, f32, Dims<3
     for i in 0..e[0] {
         for j in 0..e[1] {
             for k in 0..e[2] {
-                let expected = view.mapping().offset_of(&[i, j, k]) as i64 - view.mapping().offset() as i64;
+                let expected = view.mapping().offset_of(&[i, j, k]) as i64;
                 assert_eq!(got[t], expected, "{} index [{i}, {j}, {k}]", L::NAME);
                 t += 1;
             }

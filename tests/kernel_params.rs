@@ -33,7 +33,11 @@ where
     for<'v> Mdspan<'v, f32, E, L, S, A>: KernelParam<Param = ViewParam<f32, R>>,
 {
     let param = original.to_param();
-    assert_eq!(param.data, original.data_handle());
+    // Element `[0, …]`, as `view.cuh`'s `data`; the span starts `offset` elements before it.
+    assert_eq!(
+        param.data,
+        original.data_handle().wrapping_add(original.mapping().offset())
+    );
     assert_eq!(param.offset, original.mapping().offset() as i64);
     assert_eq!(param.extents, original.extents().to_array().map(|e| e as i64));
     assert_eq!(param.strides, original.mapping().strides().map(|s| s as i64));

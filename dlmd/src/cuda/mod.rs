@@ -4,16 +4,17 @@
 //! Where there is no driver, [`context`] returns [`CudaError::NoDriver`] instead of the panic
 //! cudarc would raise.
 //!
-//! A device view goes to a kernel by value as a [`KernelView`], whose `#[repr(C)]` layout (the
-//! pointer to element `[0, …]`, then the extents, then the strides, as 64-bit integers) is the
-//! `dlmd::view<T, R>` of the header [`HEADER`] (`include/dlmd/view.cuh`), usable from NVRTC and
-//! nvcc. Indexing there matches the Rust view exactly.
+//! A device view goes to a kernel by value as a [`ViewParam`], whose `#[repr(C)]` layout is
+//! the `dlmd::view<T, R>` of the header [`HEADER`] (`include/dlmd/view.cuh`), usable from
+//! NVRTC, nvcc and host C++: one argument layout for C++ kernels and Rust kernels
+//! (`#[dlmd::kernel]`) alike. Indexing there matches the Rust view exactly.
 
 use crate::dlpack::{DLDeviceType, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents};
 use crate::import::{ImportError, check_bools};
-use crate::layout::{CompactLayout, Layout, Mapping, to_i64};
+use crate::kernel::ViewParam;
+use crate::layout::{CompactLayout, Layout, Mapping};
 use crate::space::{Device, Managed};
 use crate::view::{Access, DeviceMdspan, DeviceMdspanMut, HostMdspan, ManagedMdspan, Mdspan, ViewError};
 use cudarc::driver::{
@@ -383,31 +384,9 @@ where
     Ok(CudaImport::Device(device))
 }
 
-/// A device view as a kernel receives it: `dlmd::view<T, R>` of `view.cuh`.
-///
-/// `data` points at element `[0, …]` (a relaxed layout's offset is folded in); extents and
-/// strides are in elements.
-#[repr(C)]
-#[derive(Debug)]
-pub struct KernelView<T, const R: usize> {
-    /// Element `[0, …]`.
-    pub data: *mut T,
-    /// The extents.
-    pub extents: [i64; R],
-    /// The strides, in elements.
-    pub strides: [i64; R],
-}
-
-impl<T, const R: usize> Clone for KernelView<T, R> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T, const R: usize> Copy for KernelView<T, R> {}
-
-// SAFETY: `#[repr(C)]` of a pointer and `i64` arrays, the layout of `dlmd::view<T, R>` in
-// `view.cuh` (checked on a GPU by the GPU tests); a kernel receives it by value.
-unsafe impl<T, const R: usize> DeviceRepr for KernelView<T, R> {}
+// SAFETY: `#[repr(C)]` of a pointer, `i64`s and an `i32` (its layout asserted in
+// `crate::kernel`, and in `view.cuh`), a kernel parameter by value; it holds no reference.
+unsafe impl<T, const R: usize> DeviceRepr for ViewParam<T, R> {}
 
 impl<'a, T, E, L, A, const R: usize> Mdspan<'a, T, E, L, Device, A>
 where
@@ -422,30 +401,17 @@ where
         scope::primary(self.space().ordinal())
     }
 
-    /// The view for a kernel argument (`.arg(&view.kernel_view())`). Pass it only to kernels
-    /// on this view's device, and keep the view (and its allocation) borrowed until they finish.
-    pub fn kernel_view(&self) -> KernelView<T, R> {
-        let mapping = self.mapping();
-        let (extents, strides) = to_i64(mapping);
-        KernelView {
-            data: self.data_handle().wrapping_add(mapping.offset()),
-            extents,
-            strides,
-        }
+    /// The view as a C++ kernel's `dlmd::view<T, R>` argument (`.arg(&view.kernel_view())`),
+    /// the [`ViewParam`] a `#[dlmd::kernel]` launcher passes too. Pass it only to kernels on
+    /// this view's device, and keep the view (and its allocation) borrowed until they finish.
+    pub fn kernel_view(&self) -> ViewParam<T, R> {
+        ViewParam::of(self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kernel_views_are_pointer_then_extents_then_strides() {
-        assert_eq!(size_of::<KernelView<f32, 3>>(), 8 + 3 * 8 + 3 * 8);
-        assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, extents), 8);
-        assert_eq!(std::mem::offset_of!(KernelView<f32, 3>, strides), 32);
-        assert_eq!(size_of::<KernelView<f64, 0>>(), 8);
-    }
 
     #[test]
     #[cfg_attr(miri, ignore = "reads a file, which Miri's isolation forbids")]

@@ -184,14 +184,22 @@ const fn dtype_fingerprint<T: DlElement>(hash: u64) -> u64 {
     signature::mix(hash, size_of::<T>() as u64)
 }
 
-/// A view as a kernel parameter: the start of its span, the offset of index `[0, …]`, the
-/// extents and strides (in elements) and the device ordinal, all fixed-width.
+/// A view as a kernel parameter, to Rust kernels and C++ ones alike: the address of element
+/// `[0, …]`, how far before it the span starts, the extents and strides (in elements), the
+/// span's length and the device ordinal, all fixed-width.
+///
+/// It is `dlmd::view<T, R>` of the C++ header [`view.cuh`](https://docs.rs/dlmd/latest/dlmd/cuda/constant.HEADER.html)
+/// field for field (`T* data; long long offset, extents[R], strides[R], span; int device;`),
+/// so one view passes the same way to a `#[dlmd::kernel]` and to a CUDA C++ kernel, where
+/// element `(i0, …)` is `data[i0 * strides[0] + …]` (negative strides reach back towards
+/// `data - offset`). The layout is asserted at compile time on the host and on `nvptx64`,
+/// and by `static_assert`s in the header on the C++ side.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ViewParam<T, const R: usize> {
-    /// The start of the span.
+    /// Element `[0, …]`.
     pub data: *mut T,
-    /// The offset of index `[0, …]` from `data`, in elements.
+    /// How many elements before `data` the span starts (where negative strides reach).
     pub offset: i64,
     /// The extents.
     pub extents: [i64; R],
@@ -216,6 +224,31 @@ const _: () = {
     assert!(size_of::<ViewParam<f32, 3>>() == 80);
     assert!(size_of::<ViewParam<f64, 0>>() == 32 && offset_of!(ViewParam<f64, 0>, device) == 24);
 };
+
+impl<T: DlElement, const R: usize> ViewParam<T, R> {
+    /// The parameter form of any view of rank `R`, whatever its space and access: what a
+    /// launch passes (and what C++ kernels take as `dlmd::view<T, R>`).
+    #[inline]
+    pub fn of<E, L, S, A>(view: &Mdspan<'_, T, E, L, S, A>) -> Self
+    where
+        E: Extents<Index = [usize; R]>,
+        L: Layout,
+        S: MemorySpace,
+        A: Access,
+    {
+        let mapping = view.mapping();
+        // Casts cannot wrap: a mapping's extents, strides and offset fit in `isize`.
+        ViewParam {
+            // Inside the span, or one past an empty one: no wrap.
+            data: view.data_handle().wrapping_add(mapping.offset()),
+            offset: mapping.offset() as i64,
+            extents: view.extents().to_array().map(|e| e as i64),
+            strides: mapping.strides().map(|s| s as i64),
+            span: mapping.required_span_size() as i64,
+            device: view.space().device().device_id,
+        }
+    }
+}
 
 impl<T, const R: usize> Clone for ViewParam<T, R> {
     #[inline(always)]
@@ -245,16 +278,7 @@ where
     };
 
     fn to_param(&self) -> ViewParam<T, R> {
-        let mapping = self.mapping();
-        // Casts cannot wrap: a mapping's extents, strides and offset fit in `isize`.
-        ViewParam {
-            data: self.data_handle(),
-            offset: mapping.offset() as i64,
-            extents: self.extents().to_array().map(|e| e as i64),
-            strides: mapping.strides().map(|s| s as i64),
-            span: mapping.required_span_size() as i64,
-            device: self.space().device().device_id,
-        }
+        ViewParam::of(self)
     }
 
     fn device_ordinal(&self) -> Option<i32> {
@@ -286,7 +310,14 @@ where
             )
         };
         // SAFETY: `param` describes a live view of this type (caller), whose memory stays valid
-        // and accessed as `A` allows while the result lives.
-        unsafe { Self::from_raw_parts(param.data, mapping, S::with_id(param.device)) }
+        // and accessed as `A` allows while the result lives; its span starts `offset` elements
+        // before element `[0, …]`.
+        unsafe {
+            Self::from_raw_parts(
+                param.data.wrapping_sub(param.offset as usize),
+                mapping,
+                S::with_id(param.device),
+            )
+        }
     }
 }

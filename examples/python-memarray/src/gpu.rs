@@ -3,7 +3,7 @@
 use crate::MAX_RANK;
 use crate::dtype::{AddIndex, DType};
 use cudarc::driver::{CudaModule, CudaStream, LaunchConfig, PushKernelArg};
-use dlmd::cuda::KernelView;
+use dlmd::kernel::ViewParam;
 use dlmd::layout::Layout;
 use dlmd::view::Access;
 use dlmd::{Device, Dims, Mdspan};
@@ -119,7 +119,7 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
     let func = module
         .load_function(&format!("add_index_{}_{R}", dtype.name()))
         .map_err(cuda_error)?;
-    let kv: KernelView<T, R> = view.kernel_view();
+    let kv: ViewParam<T, R> = view.kernel_view();
     let n = view.size();
     if n == 0 {
         return Ok(());
