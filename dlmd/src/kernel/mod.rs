@@ -309,15 +309,14 @@ where
                 param.span as usize,
             )
         };
+        // The span starts `offset` elements before element `[0, …]`; layouts without an offset
+        // have it 0, and pay no arithmetic for it on the device.
+        let start = match L::HAS_OFFSET {
+            true => param.data.wrapping_sub(param.offset as usize),
+            false => param.data,
+        };
         // SAFETY: `param` describes a live view of this type (caller), whose memory stays valid
-        // and accessed as `A` allows while the result lives; its span starts `offset` elements
-        // before element `[0, …]`.
-        unsafe {
-            Self::from_raw_parts(
-                param.data.wrapping_sub(param.offset as usize),
-                mapping,
-                S::with_id(param.device),
-            )
-        }
+        // and accessed as `A` allows while the result lives; `start` is its span's start.
+        unsafe { Self::from_raw_parts(start, mapping, S::with_id(param.device)) }
     }
 }
