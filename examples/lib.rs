@@ -11,8 +11,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 #[cfg(feature = "cuda")]
 pub mod cxx {
     use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig};
-    use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
-    use dlmd::cuda::HEADER;
+    use dlmd::cuda::Kernels;
     use std::error::Error;
     use std::sync::Arc;
 
@@ -55,17 +54,7 @@ pub mod cxx {
     /// Compiles C++ `kernels` (with `view.cuh` before them) by NVRTC for `ctx`'s device and loads
     /// the function `name`.
     pub fn compile(ctx: &Arc<CudaContext>, kernels: &str, name: &str) -> Result<CudaFunction, Box<dyn Error>> {
-        let (major, minor) = ctx.compute_capability()?;
-        let arch = format!("--gpu-architecture=sm_{major}{minor}");
-        let source = format!("{HEADER}\n{kernels}");
-        let ptx = compile_ptx_with_opts(
-            source,
-            CompileOptions {
-                options: vec![arch],
-                ..Default::default()
-            },
-        )?;
-        Ok(ctx.load_module(ptx)?.load_function(name)?)
+        Ok(Kernels::compile_cxx(ctx, kernels)?.function(name)?)
     }
 
     /// The C++ transpose of a row-major matrix into a column-major one, the same partition as

@@ -30,10 +30,7 @@ fn check(stream: &Arc<CudaStream>) -> Result<(), Box<dyn Error>> {
     assert!(array.device().is_err(), "the device copy is stale");
     array.to_device()?;
     {
-        let module = stream
-            .context()
-            .load_module(cuda::compile_ptx(KERNEL, Default::default())?)?;
-        let func = module.load_function("add_index")?;
+        let func = cuda::Kernels::compile_cxx(stream.context(), KERNEL)?.function("add_index")?;
         let view = array.device_mut()?;
         let kv = view.kernel_view();
         let mut launch = stream.launch_builder(&func);

@@ -10,13 +10,13 @@ cd "$(dirname "$0")/.."
 ptxas=$(scripts/cuda-wheel.sh)/ptxas
 "$ptxas" --version | tail -1
 
-# The kernel crate's build script writes OUT_DIR/kernels.ptx.
-out_dir=$(cargo build -p dlmd-example-kernels --message-format=json 2>/dev/null | python3 -c 'import json, sys
+# The kernel crate's build script writes the PTX and hands its path to the crate's compilation
+# (DLMD_KERNELS_PTX, which dlmd::kernels_ptx!() reads).
+ptx=$(cargo build -p dlmd-example-kernels --message-format=json 2>/dev/null | python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "build-script-executed" and "dlmd-example-kernels" in m["package_id"]:
-        print(m["out_dir"])')
-ptx="$out_dir/kernels.ptx"
+        print(dict(m["env"])["DLMD_KERNELS_PTX"])')
 
 # Self-contained: no function declared `.extern`. The check itself is checked on a PTX file
 # that has one.

@@ -40,8 +40,8 @@ extern "C" __global__ void offsets(dlmd::view<float, 3> v, long long* out) {
 "#;
 
 fn function(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
-    let ptx = cuda::compile_ptx(KERNELS, Default::default()).expect("NVRTC compiles the header");
-    ctx.load_module(ptx).unwrap().load_function(name).unwrap()
+    let kernels = cuda::Kernels::compile_cxx(ctx, KERNELS).expect("NVRTC compiles the header");
+    kernels.function(name).unwrap()
 }
 
 #[test]

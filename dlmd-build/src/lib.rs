@@ -21,7 +21,7 @@
 //!
 //! ```no_run
 //! // build.rs, in `fn main`:
-//! dlmd_build::Kernels::from_env().arch("sm_70").build_or_exit();
+//! dlmd_build::PtxBuild::from_env().arch("sm_70").build_or_exit();
 //! ```
 //!
 //! and in its `lib.rs`, beside the kernels:
@@ -31,7 +31,7 @@
 //!
 //! /// The kernels' PTX, for `dlmd::cuda::Kernels::load`.
 //! #[cfg(not(target_arch = "nvptx64"))]
-//! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+//! pub const PTX: &str = dlmd::kernels_ptx!();
 //! ```
 //!
 //! The nightly toolchain and its `rust-src` component are what the machine needs beyond the
@@ -44,16 +44,23 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The architecture PTX is built for unless [`Kernels::arch`] says otherwise: `sm_70` (Volta),
+/// The architecture PTX is built for unless [`PtxBuild::arch`] says otherwise: `sm_70` (Volta),
 /// which the driver compiles forward for every later GPU (Ampere `sm_80`, Hopper `sm_90`, …).
 pub const DEFAULT_ARCH: &str = "sm_70";
 
 /// The target kernels are compiled for.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// The PTX file's name in `OUT_DIR`.
+const PTX_FILE: &str = "kernels.ptx";
+
+/// The variable that tells the kernel crate's compilation where its PTX is, for
+/// `dlmd::kernels_ptx!()`.
+pub const PTX_ENV: &str = "DLMD_KERNELS_PTX";
+
 /// A kernel crate to compile to PTX.
 #[derive(Clone, Debug)]
-pub struct Kernels {
+pub struct PtxBuild {
     manifest_dir: PathBuf,
     out_dir: PathBuf,
     name: String,
@@ -113,7 +120,7 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-impl Kernels {
+impl PtxBuild {
     /// The crate whose build script this is, from cargo's variables (`CARGO_MANIFEST_DIR`,
     /// `CARGO_PKG_NAME`, `OUT_DIR`).
     ///
@@ -186,8 +193,9 @@ impl Kernels {
         self
     }
 
-    /// Builds the PTX into `OUT_DIR/kernels.ptx` and returns its path. In the nested build for
-    /// `nvptx64` (the one this starts), does nothing and returns `None`.
+    /// Builds the PTX into `OUT_DIR/kernels.ptx` and returns its path, which it also hands the
+    /// crate's compilation as `DLMD_KERNELS_PTX` (read by `dlmd::kernels_ptx!()`). In the nested
+    /// build for `nvptx64` (the one this starts), does nothing and returns `None`.
     pub fn build(self) -> Result<Option<PathBuf>, BuildError> {
         if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
             return Ok(None);
@@ -251,8 +259,9 @@ impl Kernels {
             return Err(BuildError::NotSelfContained { ptx: asm, externs });
         }
         std::fs::create_dir_all(&self.out_dir).map_err(|e| BuildError::Io(self.out_dir.clone(), e))?;
-        let out = self.out_dir.join("kernels.ptx");
+        let out = self.out_dir.join(PTX_FILE);
         std::fs::write(&out, ptx).map_err(|e| BuildError::Io(out.clone(), e))?;
+        println!("cargo::rustc-env={PTX_ENV}={}", out.display());
         Ok(Some(out))
     }
 
@@ -428,6 +437,6 @@ mod tests {
     #[test]
     fn outside_a_build_script_is_an_error() {
         // `cargo test` sets the manifest directory for tests, not the output directory.
-        assert!(matches!(Kernels::try_from_env(), Err(BuildError::Env("OUT_DIR"))));
+        assert!(matches!(PtxBuild::try_from_env(), Err(BuildError::Env("OUT_DIR"))));
     }
 }

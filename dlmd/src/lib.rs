@@ -261,6 +261,29 @@ macro_rules! dlmd {
     };
 }
 
+/// The PTX of the kernel crate this is written in, as `dlmd-build` made it from the crate's
+/// `build.rs` (`dlmd_build::PtxBuild::from_env().build_or_exit()`), for
+/// [`cuda::Kernels::load`](https://docs.rs/dlmd/latest/dlmd/cuda/struct.Kernels.html#method.load):
+///
+/// ```text
+/// /// The kernels' PTX.
+/// #[cfg(not(target_arch = "nvptx64"))]
+/// pub const PTX: &str = dlmd::kernels_ptx!();
+/// ```
+///
+/// `dlmd-build` says where the file is (the variable `DLMD_KERNELS_PTX`, which it sets for the
+/// crate's compilation): no path is written twice. Without that build script this does not
+/// compile, and says so.
+#[macro_export]
+macro_rules! kernels_ptx {
+    () => {
+        ::core::include_str!(::core::env!(
+            "DLMD_KERNELS_PTX",
+            "no kernel PTX: the crate's build.rs must run `dlmd_build::PtxBuild::from_env().build_or_exit()`"
+        ))
+    };
+}
+
 /// Items the macros expand to. Not part of the public API.
 #[doc(hidden)]
 #[path = "macro_runtime.rs"]

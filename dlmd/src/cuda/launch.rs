@@ -1,17 +1,19 @@
-//! Launching Rust kernels: a kernel crate's PTX loaded on a device ([`Kernels`]), and a launch
-//! queued in a [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
+//! Loading and launching kernels: a module of Rust kernels (a kernel crate's PTX) or of C++
+//! ones (compiled by NVRTC) loaded on a device ([`Kernels`]), and a launch queued in a
+//! [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
 use super::{CudaError, Scope};
 use crate::kernel::Footprint;
 use crate::kernel::disjoint::check_disjoint;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
-use cudarc::nvrtc::Ptx;
+use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-/// The kernels of one kernel crate, loaded on one device: the PTX `dlmd-build` made, with the
-/// signature digest of each `#[dlmd::kernel]` read from it.
+/// A module of kernels loaded on one device: a kernel crate's PTX (`dlmd-build`'s, with the
+/// signature digest of each `#[dlmd::kernel]` read from it), or C++ kernels over `view.cuh`
+/// compiled by NVRTC.
 #[derive(Debug)]
 pub struct Kernels {
     module: Arc<CudaModule>,
@@ -24,17 +26,41 @@ pub struct Kernels {
 const DIGEST_SUFFIX: &str = "__dlmd_signature";
 
 impl Kernels {
-    /// Loads `ptx` (a kernel crate's, from `dlmd-build`) into `ctx`; the driver compiles it
-    /// for the device.
+    /// Loads `ptx` (a kernel crate's, from `dlmd-build`: [`kernels_ptx!`](crate::kernels_ptx))
+    /// into `ctx`; the driver compiles it for the device.
     pub fn load(ctx: &Arc<CudaContext>, ptx: &str) -> Result<Self, CudaError> {
-        let digests = signature_digests(ptx);
-        let module = ctx.load_module(Ptx::from_src(ptx))?;
+        Self::load_ptx(ctx, signature_digests(ptx), Ptx::from_src(ptx))
+    }
+
+    /// Compiles CUDA C++ `source` with NVRTC, [`view.cuh`](super::HEADER) before it, for the
+    /// architecture of `ctx`'s device, and loads it into `ctx`: kernels over `dlmd::view<T, R>`,
+    /// which take a view's [`kernel_view`](crate::Mdspan::kernel_view) and are launched through
+    /// cudarc with [`function`](Self::function).
+    pub fn compile_cxx(ctx: &Arc<CudaContext>, source: &str) -> Result<Self, CudaError> {
+        let (major, minor) = ctx.compute_capability()?;
+        let options = CompileOptions {
+            options: vec![format!("--gpu-architecture=sm_{major}{minor}")],
+            ..Default::default()
+        };
+        let ptx = super::compile_ptx(source, options)?;
+        Self::load_ptx(ctx, signature_digests(&ptx.to_src()), ptx)
+    }
+
+    fn load_ptx(ctx: &Arc<CudaContext>, digests: HashMap<String, u64>, ptx: Ptx) -> Result<Self, CudaError> {
+        let module = ctx.load_module(ptx)?;
         Ok(Self {
             module,
             ordinal: ctx.ordinal(),
             digests,
             functions: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The entry point `name`, for a launch through cudarc's `launch_builder`: how C++ kernels
+    /// ([`compile_cxx`](Self::compile_cxx)) are launched. A `#[dlmd::kernel]` is launched
+    /// through its typed launcher instead, which checks its signature and arguments.
+    pub fn function(&self, name: &str) -> Result<CudaFunction, CudaError> {
+        Ok(self.module.load_function(name)?)
     }
 
     /// The ordinal of the device the kernels are loaded on.
@@ -54,7 +80,7 @@ impl Kernels {
 
     /// The entry point `name`, once its digest was checked against `digest`: on every call, so
     /// that a launcher of another kernel of the same name is refused even after this one ran.
-    fn function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
+    fn checked_function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
         check_digest(&self.digests, name, digest)?;
         let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = functions.get(name) {
@@ -177,7 +203,7 @@ impl Launch<'_, '_, '_> {
             });
         }
         check_disjoint(footprints).map_err(|overlap| CudaError::KernelArguments { kernel: name, overlap })?;
-        let function = self.kernels.function(name, digest)?;
+        let function = self.kernels.checked_function(name, digest)?;
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
             super::order::order_after(self.stream, footprint.start, footprint.bytes)?;

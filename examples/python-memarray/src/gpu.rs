@@ -2,7 +2,8 @@
 
 use crate::MAX_RANK;
 use crate::dtype::{AddIndex, DType};
-use cudarc::driver::{CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use dlmd::cuda::Kernels;
 use dlmd::kernel::ViewParam;
 use dlmd::layout::Layout;
 use dlmd::view::Access;
@@ -15,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 /// once per device.
 pub struct Gpu {
     pub stream: Arc<CudaStream>,
-    kernels: OnceLock<Result<Arc<CudaModule>, String>>,
+    kernels: OnceLock<Result<Kernels, String>>,
 }
 
 /// The most CUDA devices a MemArray uses.
@@ -108,16 +109,13 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
             dtype.name()
         )));
     }
-    let module = gpu
+    let kernels = gpu
         .kernels
-        .get_or_init(|| {
-            let ptx = dlmd::cuda::compile_ptx(&kernel_source(), Default::default()).map_err(|e| e.to_string())?;
-            gpu.stream.context().load_module(ptx).map_err(|e| e.to_string())
-        })
+        .get_or_init(|| Kernels::compile_cxx(gpu.stream.context(), &kernel_source()).map_err(|e| e.to_string()))
         .as_ref()
         .map_err(cuda_error)?;
-    let func = module
-        .load_function(&format!("add_index_{}_{R}", dtype.name()))
+    let func = kernels
+        .function(&format!("add_index_{}_{R}", dtype.name()))
         .map_err(cuda_error)?;
     let kv: ViewParam<T, R> = view.kernel_view();
     let n = view.size();

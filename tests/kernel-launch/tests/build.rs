@@ -2,7 +2,7 @@
 //! compares, the features the nested build gets, and kernels that race refused by that build.
 
 use dlmd::cuda::signature_digests;
-use dlmd_build::{BuildError, Kernels};
+use dlmd_build::{BuildError, PtxBuild};
 use dlmd_test_kernels_other as other;
 use dlmd_test_kernels_real as real;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ fn a_kernel_built_with_other_features_has_another_digest() {
     // build made before it got the dependant's features: the tokens of the signature are the
     // same (`Real`), the types are not, and neither is the digest the launch compares.
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-f64");
-    let ptx = Kernels::new(fixture("real"), "dlmd-test-kernels-real", &out)
+    let ptx = PtxBuild::new(fixture("real"), "dlmd-test-kernels-real", &out)
         .features(std::iter::empty::<String>())
         .target_dir(target_dir().join("real-f64"))
         .build()
@@ -72,7 +72,7 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
     let dir = fixture("misuse");
     let source = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("misuse");
-    let log = match Kernels::new(&dir, "dlmd-test-kernels-misuse", &out)
+    let log = match PtxBuild::new(&dir, "dlmd-test-kernels-misuse", &out)
         .target_dir(target_dir().join("shared"))
         .build()
     {

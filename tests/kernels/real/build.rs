@@ -1,5 +1,5 @@
 //! The kernels' PTX, built with this crate's features.
 
 fn main() {
-    dlmd_build::Kernels::from_env().build_or_exit();
+    dlmd_build::PtxBuild::from_env().build_or_exit();
 }

@@ -8,7 +8,7 @@ use dlmd::{DeviceMdspanMut, Dims};
 
 /// The kernels' PTX.
 #[cfg(not(target_arch = "nvptx64"))]
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+pub const PTX: &str = dlmd::kernels_ptx!();
 
 /// Multiplies every element of a matrix by `factor`.
 #[dlmd::kernel]

@@ -15,7 +15,7 @@ pub type Real = f64;
 
 /// The kernels' PTX.
 #[cfg(not(target_arch = "nvptx64"))]
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+pub const PTX: &str = dlmd::kernels_ptx!();
 
 /// Multiplies every element by `factor`.
 #[dlmd::kernel]
