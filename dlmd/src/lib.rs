@@ -284,6 +284,43 @@ macro_rules! kernels_ptx {
     };
 }
 
+/// Runs code generic over a rank known only at run time: `$body` once per rank, with `$R` a
+/// `const usize` of that rank, chosen by matching `$rank` (`Dims<R>` views of a tensor whose
+/// `ndim` a producer gave).
+///
+/// `with_rank!(rank, R => body, r => fallback)` covers ranks 0 to 8;
+/// `with_rank!(rank, [0, 1, 2], R => body, r => fallback)` the ranks listed (fewer ranks,
+/// fewer copies of `body` to compile). Any other rank runs `fallback`, with the rank bound to
+/// the pattern `r`. Both arms are expressions of one type.
+///
+/// ```
+/// use dlmd::{Dims, Extents};
+///
+/// fn volume(shape: &[usize]) -> Result<usize, String> {
+///     dlmd::with_rank!(shape.len(), [1, 2, 3], R => {
+///         let extents = Dims::<R>::new(shape.try_into().unwrap());
+///         Ok(extents.to_array().iter().product())
+///     }, r => Err(format!("rank {r} is not 1 to 3")))
+/// }
+/// assert_eq!(volume(&[2, 3, 4]), Ok(24));
+/// assert!(volume(&[]).is_err());
+/// ```
+#[macro_export]
+macro_rules! with_rank {
+    ($rank:expr, [$($n:literal),* $(,)?], $R:ident => $body:expr, $other:pat => $fallback:expr $(,)?) => {
+        match $rank {
+            $($n => {
+                const $R: usize = $n;
+                $body
+            })*
+            $other => $fallback,
+        }
+    };
+    ($rank:expr, $R:ident => $body:expr, $other:pat => $fallback:expr $(,)?) => {
+        $crate::with_rank!($rank, [0, 1, 2, 3, 4, 5, 6, 7, 8], $R => $body, $other => $fallback)
+    };
+}
+
 /// Items the macros expand to. Not part of the public API.
 #[doc(hidden)]
 #[path = "macro_runtime.rs"]

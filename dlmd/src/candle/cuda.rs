@@ -6,8 +6,7 @@
 //! it), and an export is ready for the consumer once that stream has run what was queued before
 //! it.
 
-use super::import::with_rank;
-use super::{Borrowed, CandleElement, CandleError, candle_mapping};
+use super::{Borrowed, CandleElement, CandleError, Visit, candle_mapping};
 use crate::cuda::{CudaError, pointer_info};
 use crate::dlpack::DLDeviceType;
 use crate::extents::{Dims, Extents};
@@ -15,37 +14,10 @@ use crate::layout::{Layout, LayoutError, LayoutRight, Mapping};
 use crate::managed::ManagedTensor;
 use crate::space::Device as DeviceSpace;
 use crate::view::{DeviceMdspan, Mdspan};
-use crate::{F4E2M1FNx2, F8E4M3FN, F8E8M0FNU};
-use candle_core::cuda_backend::CudaStorageSlice;
 use candle_core::op::BackpropOp;
 use candle_core::{CudaDevice, CudaStorage, DType, Storage, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
-use half::{bf16, f16};
 use std::sync::Arc;
-
-/// The device pointer of a CUDA storage's first element, its length in elements and its ordinal.
-pub(super) fn storage_parts(storage: &CudaStorage) -> (sys::CUdeviceptr, usize, usize) {
-    fn parts<T>(slice: &CudaSlice<T>) -> (sys::CUdeviceptr, usize, usize) {
-        let (ptr, _record) = slice.device_ptr(slice.stream());
-        (ptr, slice.len(), slice.ordinal())
-    }
-    match &storage.slice {
-        CudaStorageSlice::U8(s) => parts(s),
-        CudaStorageSlice::U32(s) => parts(s),
-        CudaStorageSlice::I16(s) => parts(s),
-        CudaStorageSlice::I32(s) => parts(s),
-        CudaStorageSlice::I64(s) => parts(s),
-        CudaStorageSlice::BF16(s) => parts(s),
-        CudaStorageSlice::F16(s) => parts(s),
-        CudaStorageSlice::F32(s) => parts(s),
-        CudaStorageSlice::F64(s) => parts(s),
-        CudaStorageSlice::F8E4M3(s) => parts(s),
-        CudaStorageSlice::F6E2M3(s)
-        | CudaStorageSlice::F6E3M2(s)
-        | CudaStorageSlice::F4(s)
-        | CudaStorageSlice::F8E8M0(s) => parts(s),
-    }
-}
 
 impl Borrowed<'_> {
     /// A read-only device view of a CUDA tensor, on its device: as
@@ -66,7 +38,12 @@ impl Borrowed<'_> {
                 wanted: "a CUDA device",
             });
         };
-        let (start, len, ordinal) = storage_parts(cuda);
+        let Some((start, len, ordinal)) = T::cuda_parts(&cuda.slice) else {
+            return Err(CandleError::Dtype {
+                found: self.dtype,
+                wanted: T::CANDLE_DTYPE,
+            });
+        };
         // Work over the view, on any stream, runs after what candle queued on its stream.
         crate::cuda::after_queued(&cuda.device.cuda_stream(), start, len * size_of::<T>());
         let (mapping, offset) = candle_mapping::<T, E, L>(self.layout, len)?;
@@ -156,31 +133,26 @@ pub(super) fn import_cuda(
     if dl.device.device_type != DLDeviceType::CUDA && dl.device.device_type != DLDeviceType::CUDA_MANAGED {
         return Err(CandleError::ImportDevice(dl.device.device_type.0));
     }
-    let stream = device.cuda_stream();
-    let ordinal = stream.context().ordinal();
-    macro_rules! copy {
-        ($t:ty, $stored:ty, $variant:ident) => {
-            with_rank!(ndim, R => {
-                let (src, bytes, shape) = device_span::<$t, R>(tensor, ordinal)?;
-                let slice = copy_on_device::<$stored>(&stream, src, bytes / size_of::<$stored>())?;
-                let storage = CudaStorage { slice: CudaStorageSlice::$variant(slice), device: device.clone() };
+    struct DeviceCopy<'a> {
+        tensor: &'a ManagedTensor,
+        ndim: usize,
+        device: &'a CudaDevice,
+    }
+    impl Visit for DeviceCopy<'_> {
+        type Out = Result<Tensor, CandleError>;
+        fn visit<T: CandleElement>(self) -> Self::Out {
+            let stream = self.device.cuda_stream();
+            let ordinal = stream.context().ordinal();
+            crate::with_rank!(self.ndim, R => {
+                let (src, bytes, shape) = device_span::<T, R>(self.tensor, ordinal)?;
+                let slice = copy_on_device::<T::Stored>(&stream, src, bytes / size_of::<T::Stored>())?;
+                let storage = CudaStorage {
+                    slice: T::cuda_storage(slice),
+                    device: self.device.clone(),
+                };
                 Ok(Tensor::from_storage(Storage::Cuda(storage), shape, BackpropOp::none(), false))
-            })
-        };
+            }, r => Err(CandleError::RankTooHigh(r)))
+        }
     }
-    match dtype {
-        DType::U8 => copy!(u8, u8, U8),
-        DType::U32 => copy!(u32, u32, U32),
-        DType::I16 => copy!(i16, i16, I16),
-        DType::I32 => copy!(i32, i32, I32),
-        DType::I64 => copy!(i64, i64, I64),
-        DType::BF16 => copy!(bf16, bf16, BF16),
-        DType::F16 => copy!(f16, f16, F16),
-        DType::F32 => copy!(f32, f32, F32),
-        DType::F64 => copy!(f64, f64, F64),
-        DType::F8E4M3 => copy!(F8E4M3FN, float8::F8E4M3, F8E4M3),
-        DType::F8E8M0 => copy!(F8E8M0FNU, u8, F8E8M0),
-        DType::F4 => copy!(F4E2M1FNx2, u8, F4),
-        _ => Err(CandleError::Unsupported(dtype)),
-    }
+    super::element::visit(dtype, DeviceCopy { tensor, ndim, device })?
 }

@@ -1,8 +1,8 @@
 //! candle tensors out as DLPack managed tensors, keeping the tensor alive.
 
-use super::{CandleError, cpu_storage_parts, dl_dtype};
+use super::{CandleElement, CandleError, Visit, dl_dtype};
 use crate::dlpack::{DLDevice, DLManagedTensorVersioned, DLTensor, ManagedTensorAbi, READ_ONLY};
-use candle_core::{Storage, Tensor};
+use candle_core::{CpuStorage, Storage, Tensor};
 use core::ffi::c_void;
 use std::boxed::Box;
 use std::vec::Vec;
@@ -58,13 +58,13 @@ pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleEr
     let (storage, layout) = tensor.storage_and_layout();
     let (start, device, elem_bytes) = match &*storage {
         Storage::Cpu(cpu) => (
-            cpu_storage_parts(cpu).0.cast_mut(),
+            cpu_parts(cpu, tensor.dtype())?.cast_mut(),
             DLDevice::CPU,
             tensor.dtype().size_in_bytes(),
         ),
         #[cfg(feature = "candle-cuda")]
         Storage::Cuda(cuda) => {
-            let (ptr, _, ordinal) = super::cuda::storage_parts(cuda);
+            let (ptr, ordinal) = cuda_parts(&cuda.slice, tensor.dtype())?;
             let ordinal = i32::try_from(ordinal).map_err(|_| crate::cuda::CudaError::Ordinal(ordinal))?;
             (
                 ptr as usize as *mut u8,
@@ -129,4 +129,32 @@ pub fn export(tensor: &Tensor) -> Result<*mut DLManagedTensorVersioned, CandleEr
         t.strides = block.strides.as_mut_ptr();
     }
     Ok(raw.cast())
+}
+
+/// The first byte of candle's CPU storage of `dtype`.
+fn cpu_parts(storage: &CpuStorage, dtype: candle_core::DType) -> Result<*const u8, CandleError> {
+    struct Parts<'a>(&'a CpuStorage);
+    impl Visit for Parts<'_> {
+        type Out = Option<*const u8>;
+        fn visit<T: CandleElement>(self) -> Self::Out {
+            T::cpu_parts(self.0).map(|(start, _)| start)
+        }
+    }
+    super::element::visit(dtype, Parts(storage))?.ok_or(CandleError::Unsupported(dtype))
+}
+
+/// The first byte and the ordinal of candle's CUDA storage of `dtype`.
+#[cfg(feature = "candle-cuda")]
+fn cuda_parts(
+    storage: &candle_core::cuda_backend::CudaStorageSlice,
+    dtype: candle_core::DType,
+) -> Result<(cudarc::driver::sys::CUdeviceptr, usize), CandleError> {
+    struct Parts<'a>(&'a candle_core::cuda_backend::CudaStorageSlice);
+    impl Visit for Parts<'_> {
+        type Out = Option<(cudarc::driver::sys::CUdeviceptr, usize)>;
+        fn visit<T: CandleElement>(self) -> Self::Out {
+            T::cuda_parts(self.0).map(|(ptr, _, ordinal)| (ptr, ordinal))
+        }
+    }
+    super::element::visit(dtype, Parts(storage))?.ok_or(CandleError::Unsupported(dtype))
 }

@@ -1,16 +1,14 @@
 //! DLPack managed tensors in as candle tensors.
 
 use super::export::{Exported, export_marker};
-use super::{CandleElement, CandleError, candle_dtype};
+use super::{CandleElement, CandleError, Visit, candle_dtype};
 use crate::dlpack::{DLDeviceType, ManagedTensorAbi};
 use crate::extents::{Dims, Extents};
 use crate::layout::LayoutStrideRelaxed;
 use crate::managed::ManagedTensor;
 use crate::space::Host;
-use crate::{F4E2M1FNx2, F8E4M3FN, F8E8M0FNU};
 use candle_core::op::BackpropOp;
-use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
-use half::{bf16, f16};
+use candle_core::{DType, Device, Storage, Tensor};
 use std::vec::Vec;
 
 /// The highest rank [`import`] copies (candle's own tensors come back whatever their rank).
@@ -72,53 +70,6 @@ pub fn import(tensor: ManagedTensor, device: &Device) -> Result<Tensor, CandleEr
     }
 }
 
-/// Runs `$body` with `$R` the const rank `$rank` (0 to [`MAX_RANK`]).
-macro_rules! with_rank {
-    ($rank:expr, $R:ident => $body:expr) => {
-        match $rank {
-            0 => {
-                const $R: usize = 0;
-                $body
-            }
-            1 => {
-                const $R: usize = 1;
-                $body
-            }
-            2 => {
-                const $R: usize = 2;
-                $body
-            }
-            3 => {
-                const $R: usize = 3;
-                $body
-            }
-            4 => {
-                const $R: usize = 4;
-                $body
-            }
-            5 => {
-                const $R: usize = 5;
-                $body
-            }
-            6 => {
-                const $R: usize = 6;
-                $body
-            }
-            7 => {
-                const $R: usize = 7;
-                $body
-            }
-            8 => {
-                const $R: usize = 8;
-                $body
-            }
-            r => Err(CandleError::RankTooHigh(r)),
-        }
-    };
-}
-#[cfg(feature = "candle-cuda")]
-pub(super) use with_rank;
-
 /// The elements of a host-readable tensor of rank `R`, in row-major order, read through dlmd's
 /// checked import (the producer may write them meanwhile: they are copied by value), and candle's
 /// shape (in values: FP4 pairs count two).
@@ -131,34 +82,20 @@ fn host_values<T: CandleElement, const R: usize>(tensor: &ManagedTensor) -> Resu
     Ok((view.values().collect(), shape))
 }
 
+/// A copy of a host-readable tensor into candle's own CPU storage.
 fn host_copy(tensor: &ManagedTensor, dtype: DType, ndim: usize) -> Result<Tensor, CandleError> {
-    macro_rules! copy {
-        ($t:ty, $wrap:expr) => {
-            with_rank!(ndim, R => {
-                let (values, shape) = host_values::<$t, R>(tensor)?;
-                Ok(Tensor::from_storage(Storage::Cpu($wrap(values)), shape, BackpropOp::none(), false))
-            })
-        };
+    struct HostCopy<'a> {
+        tensor: &'a ManagedTensor,
+        ndim: usize,
     }
-    match dtype {
-        DType::U8 => copy!(u8, CpuStorage::U8),
-        DType::U32 => copy!(u32, CpuStorage::U32),
-        DType::I16 => copy!(i16, CpuStorage::I16),
-        DType::I32 => copy!(i32, CpuStorage::I32),
-        DType::I64 => copy!(i64, CpuStorage::I64),
-        DType::BF16 => copy!(bf16, CpuStorage::BF16),
-        DType::F16 => copy!(f16, CpuStorage::F16),
-        DType::F32 => copy!(f32, CpuStorage::F32),
-        DType::F64 => copy!(f64, CpuStorage::F64),
-        DType::F8E4M3 => copy!(F8E4M3FN, |v: Vec<F8E4M3FN>| CpuStorage::F8E4M3(
-            v.into_iter().map(|x| float8::F8E4M3::from_bits(x.to_bits())).collect()
-        )),
-        DType::F8E8M0 => copy!(F8E8M0FNU, |v: Vec<F8E8M0FNU>| CpuStorage::F8E8M0(
-            v.into_iter().map(F8E8M0FNU::to_bits).collect()
-        )),
-        DType::F4 => copy!(F4E2M1FNx2, |v: Vec<F4E2M1FNx2>| CpuStorage::F4(
-            v.into_iter().map(F4E2M1FNx2::to_bits).collect()
-        )),
-        _ => Err(CandleError::Unsupported(dtype)),
+    impl Visit for HostCopy<'_> {
+        type Out = Result<Tensor, CandleError>;
+        fn visit<T: CandleElement>(self) -> Self::Out {
+            crate::with_rank!(self.ndim, R => {
+                let (values, shape) = host_values::<T, R>(self.tensor)?;
+                Ok(Tensor::from_storage(Storage::Cpu(T::cpu_storage(values)), shape, BackpropOp::none(), false))
+            }, r => Err(CandleError::RankTooHigh(r)))
+        }
     }
+    super::element::visit(dtype, HostCopy { tensor, ndim })?
 }

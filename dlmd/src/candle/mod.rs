@@ -56,19 +56,21 @@
 #[cfg(feature = "candle-cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "candle-cuda")))]
 pub mod cuda;
+mod element;
 mod export;
 mod import;
 
 use crate::dlpack::DLDataType;
-use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping};
 use crate::space::Host;
 use crate::view::{Mdspan, Shared, ViewError};
+#[cfg(doc)]
 use crate::{F4E2M1FNx2, F8E4M3FN, F8E8M0FNU};
-use candle_core::{CpuStorage, DType, Storage, StorageRef, Tensor};
-use half::{bf16, f16};
+use candle_core::{DType, Storage, StorageRef, Tensor};
 
+pub use element::CandleElement;
+use element::Visit;
 pub use export::export;
 pub use import::{MAX_RANK, import};
 
@@ -163,100 +165,26 @@ impl From<crate::extents::ExtentsError> for CandleError {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// A dlmd element type that candle stores bit for bit: candle's storage of
-/// [`CANDLE_DTYPE`](Self::CANDLE_DTYPE)
-/// is an array of `Self`. Implemented by dlmd for every candle dtype it maps (see the
-/// [module docs](self)); sealed, since views trust it.
-pub trait CandleElement: DlElement + sealed::Sealed {
-    /// candle's dtype.
-    const CANDLE_DTYPE: DType;
-    /// candle elements per `Self`: 2 for FP4 pairs, whose candle shape counts values and dlmd's
-    /// bytes.
-    const PER_ELEMENT: usize;
-}
-
-macro_rules! candle_elements {
-    ($($t:ty => $dtype:ident, $per:expr;)*) => {$(
-        impl sealed::Sealed for $t {}
-        impl CandleElement for $t {
-            const CANDLE_DTYPE: DType = DType::$dtype;
-            const PER_ELEMENT: usize = $per;
-        }
-    )*};
-}
-
-candle_elements! {
-    u8 => U8, 1;
-    u32 => U32, 1;
-    i16 => I16, 1;
-    i32 => I32, 1;
-    i64 => I64, 1;
-    bf16 => BF16, 1;
-    f16 => F16, 1;
-    f32 => F32, 1;
-    f64 => F64, 1;
-    F8E4M3FN => F8E4M3, 1;
-    F8E8M0FNU => F8E8M0, 1;
-    F4E2M1FNx2 => F4, 2;
-}
-
 /// The DLPack data type of candle's `dtype` (FP4 as two values a byte, `{FLOAT4_E2M1FN, 4, 2}`),
 /// or [`CandleError::Unsupported`] for the packed FP6 dtypes.
 pub fn dl_dtype(dtype: DType) -> Result<DLDataType, CandleError> {
-    Ok(match dtype {
-        DType::U8 => <u8 as DlElement>::DTYPE,
-        DType::U32 => <u32 as DlElement>::DTYPE,
-        DType::I16 => <i16 as DlElement>::DTYPE,
-        DType::I32 => <i32 as DlElement>::DTYPE,
-        DType::I64 => <i64 as DlElement>::DTYPE,
-        DType::BF16 => <bf16 as DlElement>::DTYPE,
-        DType::F16 => <f16 as DlElement>::DTYPE,
-        DType::F32 => <f32 as DlElement>::DTYPE,
-        DType::F64 => <f64 as DlElement>::DTYPE,
-        DType::F8E4M3 => <F8E4M3FN as DlElement>::DTYPE,
-        DType::F8E8M0 => <F8E8M0FNU as DlElement>::DTYPE,
-        DType::F4 => <F4E2M1FNx2 as DlElement>::DTYPE,
-        _ => return Err(CandleError::Unsupported(dtype)),
-    })
+    struct DlDtype;
+    impl Visit for DlDtype {
+        type Out = DLDataType;
+        fn visit<T: CandleElement>(self) -> DLDataType {
+            T::DTYPE
+        }
+    }
+    element::visit(dtype, DlDtype)
 }
 
 /// candle's dtype for the DLPack data type `dtype`, or [`CandleError::NoCandleDtype`].
 pub fn candle_dtype(dtype: DLDataType) -> Result<DType, CandleError> {
-    const ALL: [DType; 12] = [
-        DType::U8,
-        DType::U32,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::BF16,
-        DType::F16,
-        DType::F32,
-        DType::F64,
-        DType::F8E4M3,
-        DType::F8E8M0,
-        DType::F4,
-    ];
-    ALL.into_iter()
+    element::ALL
+        .iter()
+        .copied()
         .find(|&d| dl_dtype(d).is_ok_and(|dl| dl == dtype))
         .ok_or(CandleError::NoCandleDtype(dtype))
-}
-
-/// The start and length (in its elements) of candle's CPU storage.
-fn cpu_storage_parts(storage: &CpuStorage) -> (*const u8, usize) {
-    macro_rules! parts {
-        ($($variant:ident),*) => {
-            match storage {
-                $(CpuStorage::$variant(v) => (v.as_ptr().cast::<u8>(), v.len()),)*
-            }
-        };
-    }
-    parts!(
-        U8, U32, I16, I32, I64, BF16, F16, F32, F64, F8E4M3, F6E2M3, F6E3M2, F4, F8E8M0
-    )
 }
 
 /// candle's layout in units of `T`: shape, strides and the offset of index 0. FP4 pairs halve
@@ -376,7 +304,12 @@ impl Borrowed<'_> {
                 wanted: "the CPU",
             });
         };
-        let (start, len) = cpu_storage_parts(cpu);
+        let Some((start, len)) = T::cpu_parts(cpu) else {
+            return Err(CandleError::Dtype {
+                found: self.dtype,
+                wanted: T::CANDLE_DTYPE,
+            });
+        };
         let (mapping, offset) = candle_mapping::<T, E, L>(self.layout, len)?;
         let ptr = start.cast::<T>().cast_mut().wrapping_add(offset);
         // SAFETY: candle's storage of `T::CANDLE_DTYPE` is a `Vec` of `len` values with `T`'s size,

@@ -12,35 +12,14 @@
 //! class), `exported` (what an exported tensor owns), `cell` (the GIL-guarded cell the class
 //! keeps its data in), `gpu` (the stream and the kernels).
 
-/// Runs `$body` with `$R` the const rank `$rank` (0 to 4).
+/// Runs `$body` with `$R` the const rank `$rank` (0 to 4, dlmd's dispatch), or raises
+/// `ValueError`.
 macro_rules! with_rank {
     ($rank:expr, $R:ident => $body:expr) => {
-        match $rank {
-            0 => {
-                const $R: usize = 0;
-                $body
-            }
-            1 => {
-                const $R: usize = 1;
-                $body
-            }
-            2 => {
-                const $R: usize = 2;
-                $body
-            }
-            3 => {
-                const $R: usize = 3;
-                $body
-            }
-            4 => {
-                const $R: usize = 4;
-                $body
-            }
-            r => Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "rank {r} is not supported; MemArray holds rank 0 to {}",
-                $crate::MAX_RANK
-            ))),
-        }
+        dlmd::with_rank!($rank, [0, 1, 2, 3, 4], $R => $body, r => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "rank {r} is not supported; MemArray holds rank 0 to {}",
+            $crate::MAX_RANK
+        ))))
     };
 }
 
