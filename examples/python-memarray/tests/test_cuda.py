@@ -436,3 +436,51 @@ def test_negative_and_conjugate_bits_are_refused_either_way(exchange_path, devic
             np.testing.assert_array_equal(resolved.cpu().numpy(), expected)
         copied = dm.MemArray.from_dlpack(resolved.cpu())
         np.testing.assert_array_equal(np.from_dlpack(copied), resolved.cpu().numpy())
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
+     torch.int32, torch.int64],
+)
+def test_add_index_follows_work_still_pending_on_torch_stream(exchange_path, dtype):
+    # The tensor's last write is still queued on torch's current stream (behind a sleep) when
+    # add_index imports it. Through the table the kernel runs on that stream; through
+    # __dlpack__ the producer is told the stream the kernel runs on (torch 2.10 and later do
+    # nothing for a missing `stream`), so either way the kernel sees the write: 3 + index,
+    # never (1 + index) * 3.
+    side = torch.cuda.Stream()
+    t = torch.ones((16, 32), dtype=dtype, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        t.mul_(3)
+        dm.add_index(t)
+    torch.cuda.synchronize()
+    want = 3 + index_sum((16, 32))
+    np.testing.assert_array_equal(t.to(torch.float64).cpu().numpy(), want.astype(np.float64))
+
+
+def test_a_reversed_cupy_array_as_cupy_14_2_exports_it_names_the_stride():
+    # cupy 14.2 divides the byte stride by an unsigned item size (cupy#10172): a[::-1] of 8 f32s
+    # arrives with stride 4611686018427387903 where -1 was meant. Refused, naming the dimension,
+    # the stride and what it looks like.
+    cupy = pytest.importorskip("cupy")
+    a = cupy.arange(8, dtype=cupy.float32)[::-1]
+    capsule = a.__dlpack__(max_version=(1, 0), stream=1)
+    from dlpack_abi import DLManagedTensorVersioned, capsule_pointer
+
+    managed = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, b"dltensor_versioned"))
+    exported = managed.dl_tensor.strides[0]
+    del managed, capsule
+    if exported != -1:
+        assert exported == 4611686018427387903, exported
+        with pytest.raises(BufferError, match="stride 4611686018427387903 of dimension 0 .extent 8.") as e:
+            dm.add_index(a)
+        assert "a stride of -1 elements whose byte stride (-4)" in str(e.value)
+        np.testing.assert_array_equal(cupy.asnumpy(a), np.arange(8, dtype=np.float32)[::-1], "nothing written")
+    else:
+        # A cupy that exports -1 as DLPack means it: written in place as the CPU path writes.
+        dm.add_index(a)
+        cupy.cuda.Device().synchronize()
+        np.testing.assert_array_equal(cupy.asnumpy(a), np.arange(8, dtype=np.float32)[::-1] + np.arange(8))
