@@ -11,7 +11,7 @@ use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLDataType, DLDevice, DLDeviceType, DLTensor};
 use dlmd::kernel::disjoint::check_disjoint;
 use dlmd::kernel::{Footprint, KernelParam, Use};
-use dlmd::view::{Atomic, Shared, Unique};
+use dlmd::view::{Shared, Unique};
 use dlmd::{Device, Dims, LayoutStrideRelaxed, Mdspan};
 
 /// The buffer's length in `f32`s.
