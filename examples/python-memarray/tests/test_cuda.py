@@ -440,8 +440,8 @@ def test_negative_and_conjugate_bits_are_refused_either_way(exchange_path, devic
 
 @pytest.mark.parametrize(
     "dtype",
-    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
-     torch.int32, torch.int64],
+    # Every dtype the GPU add_index handles (it has no half-precision kernel).
+    [torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64],
 )
 def test_add_index_follows_work_still_pending_on_torch_stream(exchange_path, dtype):
     # The tensor's last write is still queued on torch's current stream (behind a sleep) when
