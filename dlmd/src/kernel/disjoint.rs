@@ -220,7 +220,12 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 24 } else { 2048 }))]
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 24 } else { 2048 },
+            // Miri's isolation has no working directory for the regression file.
+            failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+            ..ProptestConfig::default()
+        })]
 
         /// The check agrees with a byte-by-byte model: it fails exactly when two arguments
         /// that may not share memory reach a common byte, and names the first such pair.
