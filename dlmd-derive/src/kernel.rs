@@ -1,7 +1,8 @@
 //! `#[dlmd::kernel]`: one function, two expansions. For `nvptx64` a PTX entry point that
 //! rebuilds each parameter from its `KernelParam::Param` and calls the body; for the host a
-//! launcher with the same parameters (lifetimes tied to the `cuda::scope` of the launch) that
-//! checks the views' devices and the module's signature digest, then launches.
+//! launcher whose parameters take values of the same types (lifetimes tied to the `cuda::scope`
+//! of the launch) or imported tensors checked as them, which checks the arguments and the
+//! module's signature digest, then launches.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -111,27 +112,27 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #[cfg(not(target_arch = "nvptx64"))]
         #(#docs)*
         ///
-        /// Launches the kernel (built for the host by `#[dlmd::kernel]`): queued in `launch`'s
-        /// `cuda::scope`, on its stream, with its grid; every device view must be on the
-        /// stream's device.
+        /// Launches the kernel (built for the host by `#[dlmd::kernel]`) on `launch`'s stream,
+        /// with its grid: in a `cuda::scope`, which waits for it, or without one (an imported
+        /// tensor's launch, on its producer's stream), which waits for nothing. Each argument is
+        /// a value of the parameter's type or an imported tensor checked as one
+        /// (`imported.arg()?`); every device view must be on the stream's device.
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<'scope>(
             launch: #krate::cuda::Launch<'_, 'scope, '_>,
-            #(#names: #scope_types),*
+            #(#names: impl #krate::cuda::KernelArg<#scope_types>),*
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
             #(#param_checks)*
-            #(let mut #params = #krate::kernel::KernelParam::to_param(&#names);)*
-            let devices: [::core::option::Option<i32>; #count] =
-                [#(#krate::kernel::KernelParam::device_ordinal(&#names)),*];
-            let footprints: [::core::option::Option<#krate::kernel::Footprint>; #count] =
-                [#(#krate::kernel::KernelParam::footprint(&#names)),*];
+            #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#names);)*
+            let args: [#krate::cuda::ArgInfo<'_>; #count] =
+                [#(#krate::cuda::KernelArg::<#scope_types>::info(&#names)),*];
             let mut params: [*mut ::core::ffi::c_void; #count] =
                 [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
             // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'
-            // `Param` forms in this order (both expansions come from this signature), which
-            // `run` checks through the digest the PTX carries; the views live for `'scope`,
-            // which the scope waits out.
-            unsafe { launch.run(#name_str, #signature_symbol, &devices, &footprints, &mut params) }
+            // forms in this order (both expansions come from this signature), which `run`
+            // checks through the digest the PTX carries; the views not imported live for
+            // `'scope`, which the scope waits out (or is `'static`, without a scope).
+            unsafe { launch.run(#name_str, #signature_symbol, &args, &mut params) }
         }
     })
 }

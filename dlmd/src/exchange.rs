@@ -92,6 +92,15 @@ impl WorkStream {
     pub fn is_default(self) -> bool {
         self.0 == 0 || self.0 == 1
     }
+
+    /// Whether this names the CUDA stream whose driver handle is `handle` (NULL for the legacy
+    /// default stream, `0x2` for the per-thread one).
+    pub fn is(self, handle: usize) -> bool {
+        match self.0 {
+            0 | 1 => handle == 0,
+            value => value == handle,
+        }
+    }
 }
 
 /// Follows the table at `table` through `prev_api` to one of major version 1 and checks that

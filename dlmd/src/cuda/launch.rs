@@ -2,9 +2,11 @@
 //! ones (compiled by NVRTC) loaded on a device ([`Kernels`]), and a launch queued in a
 //! [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
+use super::imported::Imported;
+use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
-use crate::kernel::Footprint;
 use crate::kernel::disjoint::check_disjoint;
+use crate::kernel::{Footprint, KernelParam};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
@@ -134,13 +136,18 @@ pub fn signature_digests(ptx: &str) -> HashMap<String, u64> {
         .collect()
 }
 
-/// Where and how a kernel runs: a [`Scope`] that waits for it, a stream, the loaded module and
-/// the grid. Made by [`Scope::launch`], taken by a `#[dlmd::kernel]` launcher.
+/// Where and how a kernel runs: the stream, the loaded module, the grid, and the [`Scope`] that
+/// waits for it, if any. Made by [`Scope::launch`] (views borrowed for the scope), by
+/// [`Imported::launch`](super::Imported::launch) (the producer's stream, no scope) or by
+/// [`Kernels::launch_on`] (no scope); taken by a `#[dlmd::kernel]` launcher.
+///
+/// A launch without a scope has `'scope = 'static`: its views are imports, which it keeps until
+/// the kernel is done, or views that borrow for `'static`.
 #[derive(Debug)]
 pub struct Launch<'a, 'scope, 'env> {
-    scope: &'a Scope<'scope, 'env>,
-    stream: &'a Arc<CudaStream>,
-    kernels: &'scope Kernels,
+    scope: Option<&'a Scope<'scope, 'env>>,
+    stream: Arc<CudaStream>,
+    kernels: &'a Kernels,
     config: LaunchConfig,
 }
 
@@ -154,35 +161,103 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         config: LaunchConfig,
     ) -> Launch<'a, 'scope, 'env> {
         Launch {
-            scope: self,
-            stream,
+            scope: Some(self),
+            stream: stream.clone(),
             kernels,
             config,
         }
     }
 }
 
+impl Kernels {
+    /// A launch of one of these kernels on `stream` with `config`, outside any scope: it is
+    /// queued and returns at once, and keeps its imported arguments and the module until the
+    /// kernel is done. Its views are [imports](super::Imported) whose producer named `stream`,
+    /// or views that borrow for `'static`.
+    pub fn launch_on<'a>(&'a self, stream: &Arc<CudaStream>, config: LaunchConfig) -> Launch<'a, 'static, 'static> {
+        Launch {
+            scope: None,
+            stream: stream.clone(),
+            kernels: self,
+            config,
+        }
+    }
+}
+
+pub(crate) mod sealed {
+    pub trait Sealed<P> {}
+}
+
+/// What a launch needs to know of one argument besides its parameter form.
+#[derive(Clone, Copy, Debug, Default)]
+#[doc(hidden)]
+pub struct ArgInfo<'a> {
+    /// The CUDA device its memory is on (see [`KernelParam::device_ordinal`]).
+    pub device: Option<i32>,
+    /// The memory it reaches and how (see [`KernelParam::footprint`]).
+    pub footprint: Option<Footprint>,
+    /// The import it comes from, kept until the kernel is done.
+    pub held: Option<&'a Imported>,
+}
+
+/// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed
+/// for the launch's scope, an element), or an imported tensor checked as `P`
+/// ([`Imported::arg`](super::Imported::arg)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
+    label = "not a `{P}`",
+    note = "pass a view of exactly the parameter's type, or an imported tensor checked as one: `imported.arg()?`; \
+            views of shared memory (`Aliased`, `AliasedMut`) are not kernel arguments"
+)]
+pub trait KernelArg<P: KernelParam>: sealed::Sealed<P> {
+    /// The parameter form the kernel receives.
+    #[doc(hidden)]
+    fn to_param(&self) -> P::Param;
+
+    /// Its device, footprint and import, which the launch checks.
+    #[doc(hidden)]
+    fn info(&self) -> ArgInfo<'_>;
+}
+
+impl<P: KernelParam> sealed::Sealed<P> for P {}
+
+impl<P: KernelParam> KernelArg<P> for P {
+    #[inline]
+    fn to_param(&self) -> P::Param {
+        KernelParam::to_param(self)
+    }
+
+    #[inline]
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo {
+            device: self.device_ordinal(),
+            footprint: self.footprint(),
+            held: None,
+        }
+    }
+}
+
 impl Launch<'_, '_, '_> {
-    /// Queues the kernel `name` with `params` on the stream, in the scope, after checking that
-    /// the stream, the module and every view (`devices`) are on one device, that no argument
-    /// the kernel writes shares memory with another (`footprints`,
-    /// [`check_disjoint`](crate::kernel::disjoint::check_disjoint)) and that the module's
+    /// Queues the kernel `name` with `params` on the stream, after checking that the stream,
+    /// the module and every view (`args`) are on one device, that every imported argument was
+    /// made ready on this stream, that no argument the kernel writes shares memory with another
+    /// ([`check_disjoint`](crate::kernel::disjoint::check_disjoint)) and that the module's
     /// kernel was built from the signature whose digest is `digest`. The kernel runs after the
     /// work queued on the views' memory before the views were made, whatever stream that work
-    /// is on.
+    /// is on. In a scope, the scope waits for it; without one, the imports and the module are
+    /// kept until it is done, and nothing waits.
     ///
     /// # Safety
     ///
-    /// `params` point at the parameters' `KernelParam::Param` forms, in order, for a kernel whose
-    /// signature digest is `digest` (what a `#[dlmd::kernel]` launcher passes), and the memory
-    /// of every view among them stays valid, and accessed only as the view allows, until the
-    /// scope ends.
+    /// `params` point at the arguments' parameter forms, in order, for a kernel whose signature
+    /// digest is `digest` (what a `#[dlmd::kernel]` launcher passes), and the memory of every
+    /// view among them that is not imported (`held` is `None`) stays valid, and accessed only as
+    /// the view allows, until the scope ends (for a launch without a scope: forever).
     pub unsafe fn run(
         self,
         name: &'static str,
         digest: u64,
-        devices: &[Option<i32>],
-        footprints: &[Option<Footprint>],
+        args: &[ArgInfo<'_>],
         params: &mut [*mut c_void],
     ) -> Result<(), CudaError> {
         let stream = self.stream.context().ordinal();
@@ -194,7 +269,11 @@ impl Launch<'_, '_, '_> {
                 stream,
             });
         }
-        if let Some(&device) = devices.iter().flatten().find(|&&d| d as i64 != stream as i64) {
+        if let Some(device) = args
+            .iter()
+            .filter_map(|a| a.device)
+            .find(|&d| d as i64 != stream as i64)
+        {
             return Err(CudaError::KernelDevice {
                 kernel: name,
                 what: "a view",
@@ -202,11 +281,22 @@ impl Launch<'_, '_, '_> {
                 stream,
             });
         }
-        check_disjoint(footprints).map_err(|overlap| CudaError::KernelArguments { kernel: name, overlap })?;
+        let handle = self.stream.cu_stream() as usize;
+        for held in args.iter().filter_map(|a| a.held) {
+            if !held.work_stream().is(handle) {
+                return Err(CudaError::KernelStream {
+                    kernel: name,
+                    producer: held.work_stream().0,
+                    launch: handle,
+                });
+            }
+        }
+        let footprints: Vec<Option<Footprint>> = args.iter().map(|a| a.footprint).collect();
+        check_disjoint(&footprints).map_err(|overlap| CudaError::KernelArguments { kernel: name, overlap })?;
         let function = self.kernels.checked_function(name, digest)?;
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
-            super::order::order_after(self.stream, footprint.start, footprint.bytes)?;
+            super::order::order_after(&self.stream, footprint.start, footprint.bytes)?;
         }
         let LaunchConfig {
             grid_dim,
@@ -214,9 +304,10 @@ impl Launch<'_, '_, '_> {
             shared_mem_bytes,
         } = self.config;
         // SAFETY: `function` is the entry point `name` of the module, whose parameters are the
-        // `Param` forms `params` points at (the digest matched; the caller promises the forms);
-        // the context is bound; the memory of the views stays valid until the scope ends, and
-        // the scope waits for this stream before it does.
+        // forms `params` points at (the digest matched; the caller promises the forms); the
+        // context is bound; the memory of the views stays valid until the kernel is done: Rust's
+        // until the scope ends, which waits for this stream first (or forever, without a scope:
+        // the caller), imports' because they are held below until an event after the kernel.
         unsafe {
             result::launch_kernel(
                 function.cu_function(),
@@ -227,7 +318,17 @@ impl Launch<'_, '_, '_> {
                 params,
             )
         }?;
-        self.scope.queued_on(self.stream);
+        let held = Held {
+            tensors: args.iter().filter_map(|a| a.held.map(Imported::keep)).collect(),
+            // Without a scope nothing else keeps the module loaded while the kernel runs.
+            module: self.scope.is_none().then(|| self.kernels.module.clone()),
+        };
+        if let Some(scope) = self.scope {
+            scope.queued_on(&self.stream);
+        }
+        if !held.tensors.is_empty() || held.module.is_some() {
+            hold_until_done(&self.stream, held)?;
+        }
         Ok(())
     }
 }

@@ -24,14 +24,17 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod imported;
 mod launch;
 mod library;
 mod mirrored;
 mod order;
+mod release;
 mod scope;
 mod stream;
 
-pub use launch::{Kernels, Launch, signature_digests};
+pub use imported::{Arg, ImportParam, Imported};
+pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
 pub use mirrored::{Current, MirroredArray};
@@ -39,6 +42,7 @@ pub use mirrored::{Current, MirroredArray};
 pub(crate) use order::after_queued;
 #[cfg(feature = "nccl")]
 pub(crate) use order::order_after;
+pub use release::release_completed;
 pub use scope::{DeviceMemory, Scope, device_location, scope};
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 
@@ -152,6 +156,41 @@ pub enum CudaError {
         device: i64,
         /// The stream's device ordinal.
         stream: usize,
+    },
+    /// An imported argument's producer made its data ready on another stream than the launch's:
+    /// the kernel would not be ordered after the producer's work, nor the producer's next work
+    /// after it.
+    #[error(
+        "cannot launch `{kernel}` on stream {launch:#x}: an imported argument's producer named stream {producer:#x} (launch on the producer's stream: `imported.launch(..)`)"
+    )]
+    KernelStream {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The producer's stream (DLPack's value: 0 or 1 the legacy default stream, 2 the
+        /// per-thread one, otherwise a handle).
+        producer: usize,
+        /// The launch's stream handle.
+        launch: usize,
+    },
+    /// An imported tensor's data pointer is not memory the CUDA driver knows.
+    #[error("the tensor's data at {address:#x} is not CUDA memory (the driver knows no allocation there)")]
+    NotDeviceMemory {
+        /// The address of the span's first byte.
+        address: usize,
+    },
+    /// An imported tensor's span reaches outside the allocation its data pointer is in.
+    #[error(
+        "the tensor's {bytes} bytes at {start:#x} reach outside the allocation they start in ({allocation_bytes} bytes at {allocation:#x}): its shape or strides are wrong"
+    )]
+    OutsideAllocation {
+        /// The span's first byte.
+        start: usize,
+        /// The span's length in bytes.
+        bytes: usize,
+        /// The allocation's first byte.
+        allocation: usize,
+        /// The allocation's length in bytes.
+        allocation_bytes: usize,
     },
     /// A tensor's device label disagrees with where its pointer really is.
     #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]

@@ -222,7 +222,7 @@ impl ManagedTensor {
     }
 
     /// Refuses a mutable view where the producer forbids writes.
-    fn check_writable(&self) -> Result<(), ImportError> {
+    pub(crate) fn check_writable(&self) -> Result<(), ImportError> {
         if let Some(why) = self.writes_refused {
             return Err(ImportError::WritesRefused(why));
         }
@@ -247,7 +247,7 @@ impl ManagedTensor {
     /// Views the tensor in any space this view type accepts, checking everything the importers
     /// check and that sub-byte elements are declared padded, or packed, as the element type
     /// stores them.
-    fn view<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
+    pub(crate) fn view<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
     where
         T: DlElement,
         E: Extents,

@@ -75,6 +75,11 @@ pub fn from_dlpack_on_stream(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> P
 /// `copy=False`).
 pub fn from_dlpack_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
     refuse_unimportable(obj)?;
+    import_with(obj, args)
+}
+
+/// [`from_dlpack_with`] of an object [`refuse_unimportable`] let through.
+fn import_with(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedTensor> {
     if args.copy != Some(true)
         && let Some(table) = usable_table(obj)?
     {
@@ -116,6 +121,68 @@ fn import_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkSt
         return Ok((tensor, stream));
     }
     Ok((dlpack_method(obj, &FromDlpack::default())?, WorkStream::DEFAULT))
+}
+
+/// Imports `obj` (a CUDA tensor of any producer) for `#[dlmd::kernel]` launches on the stream
+/// its data is ready on: with `stream` `None`, the producer's current work stream where its type
+/// publishes the C exchange table (no synchronisation at all), the legacy default stream through
+/// `__dlpack__(stream=1)` otherwise; with a DLPack stream value (`1`, `2` or a handle, such as
+/// `torch.cuda.current_stream().cuda_stream`), that stream, which the producer is asked to make
+/// the data ready on. Launch with [`Imported::launch`](crate::cuda::Imported::launch): the
+/// kernel is queued there, and the call returns without waiting for it.
+///
+/// On the `__dlpack__` path the producer orders its earlier work before the stream, but its
+/// later work is ordered after the kernel only if it runs on that stream, or on one that
+/// synchronises with the legacy default stream: pass the producer's current stream where it
+/// has one (PyTorch's non-default streams do not synchronise with the legacy default stream).
+///
+/// Errors as [`from_dlpack`] (torch tensors with the negative or conjugate bit set are
+/// refused too), and `BufferError` for `stream=-1` or `0`, which name no stream to order a
+/// kernel on.
+///
+/// ```no_run
+/// # use pyo3::prelude::*;
+/// # fn f(x: &Bound<'_, PyAny>) -> PyResult<()> {
+/// let x = dlmd::python::import_for_kernel(x, None)?;
+/// assert!(x.ordinal().is_ok());
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "cuda")]
+pub fn import_for_kernel(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<crate::cuda::Imported> {
+    refuse_unimportable(obj)?;
+    let (tensor, on) = match stream {
+        None => match usable_table(obj)? {
+            Some(table) => {
+                let tensor = table_export(obj, table)?;
+                let on = table_work_stream(obj, table.api, tensor.dl_tensor().device)?;
+                (tensor, on)
+            }
+            None => {
+                let args = FromDlpack {
+                    stream: Some(1),
+                    ..FromDlpack::default()
+                };
+                (dlpack_method(obj, &args)?, WorkStream(1))
+            }
+        },
+        Some(value @ (-1 | 0)) => {
+            return Err(PyBufferError::new_err(format!(
+                "stream={value} names no stream to queue a kernel on: pass 1 (the legacy default stream), 2 (the \
+                 per-thread one) or a stream handle"
+            )));
+        }
+        Some(value) => {
+            let args = FromDlpack {
+                stream: Some(value),
+                ..FromDlpack::default()
+            };
+            // DLPack stream values are non-negative, or -1 (refused above).
+            let on = usize::try_from(value)
+                .map_err(|_| PyBufferError::new_err(format!("stream={value} is not a DLPack stream value")))?;
+            (import_with(obj, &args)?, WorkStream(on))
+        }
+    };
+    Ok(crate::cuda::Imported::new(tensor, on))
 }
 
 /// Lends `f` the object's tensor for the duration of the call: through the C exchange table's

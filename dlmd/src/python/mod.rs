@@ -48,6 +48,9 @@ mod request;
 mod table;
 
 pub use capsule::{capsule, take_capsule};
+#[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+pub use consumer::import_for_kernel;
 pub use consumer::{
     FromDlpack, LentTensor, WorkStream, cpu_device, from_dlpack, from_dlpack_on_stream, from_dlpack_with,
     from_dlpack_work_stream, with_dlpack_borrowed,

@@ -1,0 +1,314 @@
+//! Framework tensors as kernel arguments: an [`Imported`] tensor (from `__dlpack__`, DLPack's C
+//! exchange table, a [`ManagedTensor`] or candle) goes to a `#[dlmd::kernel]` launcher from safe
+//! code, on the stream its producer named, and the launch returns without waiting.
+//!
+//! # Why this is sound
+//!
+//! An imported tensor's memory is shared: its producer and every other consumer reach it too.
+//! The kernel is nevertheless given the access its signature declares ([`Shared`](crate::Shared),
+//! [`Unique`](crate::Unique), [`Atomic`](crate::Atomic)), because each thing those accesses rely
+//! on is checked at the launch, where a failure is a named [`CudaError`]:
+//!
+//! - **Other work on the memory** is ordered by the producer's stream. DLPack's contract is that
+//!   the data is ready on the stream the consumer asked for (or the producer's current work
+//!   stream, which its C exchange table names), and the producer's own later work on that
+//!   stream runs after what is queued there now. A launch runs on that stream and no other:
+//!   every imported argument must name the launch's stream ([`CudaError::KernelStream`]). Work
+//!   the producer's user queues on other streams without ordering it is outside what any
+//!   consumer can see; it is as much a race for the producer's own operations.
+//! - **Other arguments of the same launch** are checked against each other: no argument the
+//!   kernel writes shares a byte of its span with another argument
+//!   ([`CudaError::KernelArguments`]: the same tensor passed twice, two views of one tensor).
+//! - **The argument itself**: a written argument's layout maps no two indices to one element
+//!   (stride 0, as expanded tensors have, is refused by the import: [`ImportError`]); the
+//!   producer allows writes (`READ_ONLY`, or a torch tensor that requires grad, is refused);
+//!   torch tensors whose negative or conjugate bit is set are refused on import, as their
+//!   memory does not hold the values they stand for.
+//! - **The memory is where the tensor says**: the driver must know the span's first byte as
+//!   memory of the labelled device (or managed memory), and the whole span must lie inside
+//!   that allocation ([`CudaError::WrongDevice`], [`CudaError::NotDeviceMemory`],
+//!   [`CudaError::OutsideAllocation`]). A kernel never reaches past what the producer
+//!   allocated, whatever the tensor's strides claim.
+//! - **The memory outlives the kernel**: the launch keeps the imported tensor (and the kernel's
+//!   module) until an event recorded after the kernel completes, without a host wait (see
+//!   [`release_completed`](super::release_completed)). A stream capturing a CUDA graph is the
+//!   exception: the graph's memory is its capturer's to keep.
+//!
+//! Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
+//! go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they
+//! borrow for `'static`.
+
+use super::launch::{ArgInfo, KernelArg};
+use super::{CudaError, Kernels, Launch, check_stream, scope::primary};
+use crate::dlpack::DLDeviceType;
+use crate::dtype::{DlElement, PlainStorage};
+use crate::exchange::WorkStream;
+use crate::extents::Extents;
+use crate::import::ImportError;
+use crate::kernel::{Footprint, KernelAccess, KernelParam, ViewParam};
+use crate::layout::{Layout, Mapping};
+use crate::managed::ManagedTensor;
+use crate::space::Device;
+use crate::view::{Aliased, AliasedMut, Mdspan};
+use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, sys};
+use std::sync::Arc;
+
+/// A tensor from another framework, held for kernels queued on the stream its producer named.
+///
+/// Made from an import and the stream the data is ready on: [`new`](Self::new), or
+/// [`python::import_for_kernel`](crate::python::import_for_kernel) for any Python producer.
+/// Its arguments ([`arg`](Self::arg)) go to `#[dlmd::kernel]` launchers, and
+/// [`launch`](Self::launch) queues them on the producer's stream; see the [module
+/// docs](self) for what is checked.
+#[derive(Debug)]
+pub struct Imported {
+    tensor: Arc<ManagedTensor>,
+    stream: WorkStream,
+}
+
+impl Imported {
+    /// Holds `tensor`, whose data is ready on `stream`, for kernels queued there.
+    pub fn new(tensor: ManagedTensor, stream: WorkStream) -> Self {
+        Self {
+            tensor: Arc::new(tensor),
+            stream,
+        }
+    }
+
+    /// The imported tensor.
+    pub fn tensor(&self) -> &ManagedTensor {
+        &self.tensor
+    }
+
+    /// The stream the producer made the data ready on, which launches over it must use.
+    pub fn work_stream(&self) -> WorkStream {
+        self.stream
+    }
+
+    /// The CUDA device the tensor is on (`kDLCUDA` or `kDLCUDAManaged`).
+    pub fn ordinal(&self) -> Result<usize, CudaError> {
+        let device = self.tensor.dl_tensor().device;
+        match device.device_type {
+            DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => {
+                usize::try_from(device.device_id).map_err(|_| CudaError::NoSuchDevice {
+                    ordinal: device.device_id,
+                })
+            }
+            _ => Err(ImportError::from(crate::space::SpaceError::DeviceType {
+                expected: "Device",
+                found: device.device_type,
+            })
+            .into()),
+        }
+    }
+
+    /// The primary context of the tensor's device: load the kernels for it there.
+    pub fn context(&self) -> Result<Arc<CudaContext>, CudaError> {
+        primary(self.ordinal()? as i32)
+    }
+
+    /// The producer's stream, checked to be a stream of the device's primary context.
+    pub(crate) fn stream(&self) -> Result<Arc<CudaStream>, CudaError> {
+        let ctx = self.context()?;
+        match self.stream.0 {
+            0 | 1 => Ok(ctx.default_stream()),
+            // SAFETY: `0x2` is `CU_STREAM_PER_THREAD`, a handle every context accepts, and it
+            // is never destroyed.
+            2 => Ok(unsafe { ctx.wrap_borrowed_stream(core::ptr::without_provenance_mut(2)) }),
+            value => {
+                let handle = check_stream(value, &ctx)?;
+                // SAFETY: `handle` is a stream of this context (checked above), which its
+                // producer keeps alive while work on the tensor may be queued on it (DLPack's
+                // contract for the stream the data is made ready on); the wrapper lives only for
+                // one launch and is never destroyed by it.
+                Ok(unsafe { ctx.wrap_borrowed_stream(handle) })
+            }
+        }
+    }
+
+    /// A launch of one of `kernels` on the producer's stream: it is queued there and returns at
+    /// once, keeping the imported arguments (and the module) until the kernel is done. Other
+    /// arguments must be imports on the same stream, elements, or views that borrow for
+    /// `'static`; for views over memory Rust owns, launch in a [`scope`](super::scope).
+    pub fn launch<'a>(
+        &'a self,
+        kernels: &'a Kernels,
+        config: LaunchConfig,
+    ) -> Result<Launch<'a, 'static, 'static>, CudaError> {
+        Ok(kernels.launch_on(&self.stream()?, config))
+    }
+
+    /// The tensor as the kernel argument `P` (a device view type of a `#[dlmd::kernel]`'s
+    /// signature, any access), checked as the [module docs](self) say: element type, rank,
+    /// static extents and layout as for any import; for `Unique` and `Atomic` views, that the
+    /// producer allows writes and that no two indices share an element; that the span lies in
+    /// one allocation of the labelled device.
+    pub fn arg<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
+        let (param, footprint, device) = P::import(&self.tensor)?;
+        check_allocation(footprint, device)?;
+        Ok(Arg {
+            param,
+            footprint,
+            device,
+            held: self,
+        })
+    }
+
+    /// A clone of the handle that keeps the tensor alive.
+    pub(crate) fn keep(&self) -> Arc<ManagedTensor> {
+        self.tensor.clone()
+    }
+}
+
+/// An imported tensor checked as the kernel argument `P`, for one launch: pass it where the
+/// launcher takes `P`. Made by [`Imported::arg`].
+#[derive(Debug)]
+pub struct Arg<'i, P: KernelParam> {
+    param: P::Param,
+    footprint: Footprint,
+    device: i32,
+    held: &'i Imported,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A device view type an [`Imported`] tensor can be passed as: `Mdspan<'_, T, E, L, Device, A>`
+/// with a kernel's access ([`KernelAccess`]) and an element type the data type describes
+/// exactly.
+#[diagnostic::on_unimplemented(
+    message = "an imported tensor cannot be passed as `{Self}`",
+    label = "not a device view a kernel takes",
+    note = "imported tensors are passed as device views (`DeviceMdspan`, `DeviceMdspanMut`, `DeviceMdspanAtomic`) \
+            of plain elements"
+)]
+pub trait ImportParam: KernelParam + sealed::Sealed {
+    /// The tensor's parameter form as `Self`, its footprint and its device, every property an
+    /// import checks checked, and for written views that the producer allows writes.
+    #[doc(hidden)]
+    fn import(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), ImportError>;
+}
+
+impl<T, E, L, A> sealed::Sealed for Mdspan<'_, T, E, L, Device, A>
+where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    A: KernelAccess,
+{
+}
+
+impl<T, E, L, A, const R: usize> ImportParam for Mdspan<'_, T, E, L, Device, A>
+where
+    T: DlElement,
+    T::Storage: PlainStorage,
+    E: Extents<Index = [usize; R]>,
+    L: Layout,
+    A: KernelAccess,
+{
+    fn import(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), ImportError> {
+        fn parts<T: DlElement, E: Extents<Index = [usize; R]>, L: Layout, B: crate::view::Access, const R: usize>(
+            view: Mdspan<'_, T, E, L, Device, B>,
+            used: crate::kernel::Use,
+        ) -> (ViewParam<T, R>, Footprint, i32) {
+            let footprint = Footprint {
+                start: view.data_handle() as usize,
+                // A mapping's span is memory that exists: its bytes fit `usize`.
+                bytes: view.mapping().required_span_size() * size_of::<T>(),
+                used,
+            };
+            (ViewParam::of(&view), footprint, view.space().ordinal())
+        }
+        if A::MUTABLE {
+            // An aliased view's checks: writes allowed, a unique mapping.
+            tensor.check_writable()?;
+            Ok(parts(tensor.view::<T, E, L, Device, AliasedMut>()?, A::USE))
+        } else {
+            Ok(parts(tensor.view::<T, E, L, Device, Aliased>()?, A::USE))
+        }
+    }
+}
+
+impl<P: KernelParam> super::launch::sealed::Sealed<P> for Arg<'_, P> {}
+
+impl<'i, P: KernelParam> KernelArg<P> for Arg<'i, P> {
+    #[inline]
+    fn to_param(&self) -> P::Param {
+        self.param
+    }
+
+    #[inline]
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo {
+            device: Some(self.device),
+            footprint: Some(self.footprint),
+            held: Some(self.held),
+        }
+    }
+}
+
+/// Checks with the driver that the `footprint`'s bytes are device memory of device `ordinal`
+/// (or managed memory) and lie inside one allocation.
+fn check_allocation(footprint: Footprint, ordinal: i32) -> Result<(), CudaError> {
+    if footprint.bytes == 0 {
+        return Ok(());
+    }
+    let mut device: i32 = -1;
+    let mut managed: u32 = 0;
+    let mut range_start: sys::CUdeviceptr = 0;
+    let mut range_bytes: usize = 0;
+    let mut attributes = [
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut values: [*mut core::ffi::c_void; 4] = [
+        (&raw mut device).cast(),
+        (&raw mut managed).cast(),
+        (&raw mut range_start).cast(),
+        (&raw mut range_bytes).cast(),
+    ];
+    // SAFETY: each value pointer is valid for one value of its attribute's documented type
+    // (`int`, `unsigned int`, `CUdeviceptr`, `size_t`); the address is only looked up.
+    let status = unsafe {
+        sys::cuPointerGetAttributes(
+            attributes.len() as u32,
+            attributes.as_mut_ptr(),
+            values.as_mut_ptr(),
+            footprint.start as sys::CUdeviceptr,
+        )
+    };
+    match status {
+        sys::CUresult::CUDA_SUCCESS => {}
+        sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
+            return Err(CudaError::NotDeviceMemory {
+                address: footprint.start,
+            });
+        }
+        e => e.result()?,
+    }
+    // Memory the driver does not know reads back as no range.
+    if range_bytes == 0 {
+        return Err(CudaError::NotDeviceMemory {
+            address: footprint.start,
+        });
+    }
+    if managed == 0 && device != ordinal {
+        return Err(CudaError::WrongDevice {
+            labelled: ordinal,
+            actual: device,
+        });
+    }
+    let (start, end) = (range_start as usize, (range_start as usize).saturating_add(range_bytes));
+    if footprint.start < start || footprint.start.saturating_add(footprint.bytes) > end {
+        return Err(CudaError::OutsideAllocation {
+            start: footprint.start,
+            bytes: footprint.bytes,
+            allocation: start,
+            allocation_bytes: range_bytes,
+        });
+    }
+    Ok(())
+}

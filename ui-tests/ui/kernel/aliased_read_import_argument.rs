@@ -1,0 +1,17 @@
+// A read-only view of an imported tensor is aliased (`Aliased`): its producer may write the
+// memory meanwhile. A kernel's read-only parameter is a `Shared` view, which no safe code makes
+// of an aliased one; the checked way in is `Imported::arg`, which orders the launch on the
+// producer's stream and checks the arguments against each other.
+use cudarc::driver::LaunchConfig;
+use dlmd::cuda::{CudaError, Imported, Kernels};
+use dlmd::{Device, DeviceMdspan, DeviceMdspanMut, Dims, LayoutRight};
+
+#[dlmd::kernel]
+pub fn copy(src: DeviceMdspan<'_, f32, Dims<1>>, dst: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+
+fn run(x: &Imported, y: &Imported, kernels: &Kernels) -> Result<(), CudaError> {
+    let src = x.tensor().as_mdspan::<f32, Dims<1>, LayoutRight, Device>()?;
+    copy(x.launch(kernels, LaunchConfig::for_num_elems(16))?, src, y.arg()?)
+}
+
+fn main() {}
