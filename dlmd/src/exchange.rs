@@ -83,6 +83,13 @@ impl WorkStream {
     /// The default stream: NULL, CUDA's legacy default stream.
     pub const DEFAULT: Self = Self(0);
 
+    /// The stream a DLPack stream value names (for CUDA: `0` or `1` the legacy default stream,
+    /// `2` the per-thread one, otherwise a `CUstream` handle), such as a stream a producer's
+    /// data is ready on.
+    pub const fn from_raw(value: usize) -> Self {
+        Self(value)
+    }
+
     /// The stream's handle (for CUDA a `CUstream`; NULL for the default stream).
     pub fn handle(self) -> *mut c_void {
         self.0 as *mut c_void

@@ -80,6 +80,12 @@ impl Imported {
         &self.tensor
     }
 
+    /// The imported tensor to change, for work on the host (a CPU tensor): `None` once a
+    /// launch holds it.
+    pub fn tensor_mut(&mut self) -> Option<&mut ManagedTensor> {
+        Arc::get_mut(&mut self.tensor)
+    }
+
     /// The stream the producer made the data ready on, which launches over it must use.
     pub fn work_stream(&self) -> WorkStream {
         self.stream

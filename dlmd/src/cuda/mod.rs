@@ -33,6 +33,9 @@ mod release;
 mod scope;
 mod stream;
 
+/// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
+/// that launching needs no other crate).
+pub use cudarc::driver::LaunchConfig;
 pub use imported::{Arg, ImportParam, Imported};
 pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]

@@ -130,6 +130,22 @@ impl ManagedTensor {
         unsafe { self.tensor.as_ref() }
     }
 
+    /// The extents as the producer wrote them, unchecked (views check them); `None` where
+    /// `shape` is NULL or `ndim` negative, which every view refuses.
+    pub fn shape(&self) -> Option<&[i64]> {
+        let t = self.dl_tensor();
+        let ndim = usize::try_from(t.ndim).ok()?;
+        if ndim == 0 {
+            return Some(&[]);
+        }
+        if t.shape.is_null() {
+            return None;
+        }
+        // SAFETY: a non-NULL `shape` holds `ndim` values, valid until drop (`from_raw`), which
+        // the borrow of `self` cannot outlive.
+        Some(unsafe { core::slice::from_raw_parts(t.shape, ndim) })
+    }
+
     /// The producer's DLPack version, `None` for a legacy tensor.
     pub fn version(&self) -> Option<DLPackVersion> {
         self.version

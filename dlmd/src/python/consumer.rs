@@ -126,7 +126,8 @@ fn import_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkSt
 /// Imports `obj` (a CUDA tensor of any producer) for `#[dlmd::kernel]` launches on the stream
 /// its data is ready on: with `stream` `None`, the producer's current work stream where its type
 /// publishes the C exchange table (no synchronisation at all), the legacy default stream through
-/// `__dlpack__(stream=1)` otherwise; with a DLPack stream value (`1`, `2` or a handle, such as
+/// `__dlpack__(stream=1)` otherwise (CPU data is imported as [`from_dlpack`] does, for work on
+/// the host: [`Imported::tensor_mut`](crate::cuda::Imported::tensor_mut)); with a DLPack stream value (`1`, `2` or a handle, such as
 /// `torch.cuda.current_stream().cuda_stream`), that stream, which the producer is asked to make
 /// the data ready on. Launch with [`Imported::launch`](crate::cuda::Imported::launch): the
 /// kernel is queued there, and the call returns without waiting for it.
@@ -157,13 +158,8 @@ pub fn import_for_kernel(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyRes
                 let on = table_work_stream(obj, table.api, tensor.dl_tensor().device)?;
                 (tensor, on)
             }
-            None => {
-                let args = FromDlpack {
-                    stream: Some(1),
-                    ..FromDlpack::default()
-                };
-                (dlpack_method(obj, &args)?, WorkStream(1))
-            }
+            // `stream=1` for CUDA device data, none for the CPU.
+            None => (dlpack_method(obj, &FromDlpack::default())?, WorkStream(1)),
         },
         Some(value @ (-1 | 0)) => {
             return Err(PyBufferError::new_err(format!(

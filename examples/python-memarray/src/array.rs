@@ -4,7 +4,7 @@ use crate::MAX_RANK;
 use crate::cell::GilCell;
 use crate::dtype::{AddIndex, Buffer, DType, DeviceBuffer, dtype_arg};
 use crate::exported::{ExportCount, Exported};
-use crate::gpu::{add_index_device, cuda_error, gpu};
+use crate::gpu::{cuda_error, gpu};
 use dlmd::dlpack::{DLDevice, DLDeviceType, DLTensor};
 use dlmd::managed::ManagedTensor;
 use dlmd::python::{
@@ -58,8 +58,15 @@ impl MemArray {
         }
     }
 
-    /// The data, to change: refused while consumers hold exported tensors.
+    /// The data, to change: refused while consumers hold exported tensors. Exports that kernels
+    /// still hold (`add_index` on the GPU) are waited for first: the host is about to change
+    /// the data, which must follow them anyway.
     fn data_mut<'a>(&'a self, py: Python<'a>) -> PyResult<RefMut<'a, Data>> {
+        if self.exports.get() > 0 && dlmd::cuda::release_completed().map_err(cuda_error)? > 0 {
+            let ordinal = self.data.borrow(py)?.ordinal;
+            gpu(ordinal)?.stream.context().synchronize().map_err(cuda_error)?;
+            dlmd::cuda::release_completed().map_err(cuda_error)?;
+        }
         match self.exports.get() {
             0 => self.data.borrow_mut(py),
             n => Err(PyBufferError::new_err(format!(
@@ -180,10 +187,14 @@ impl MemArray {
         Ok(self.data.borrow(py)?.buffer.dtype().name())
     }
 
-    /// How many tensors exported from this array consumers still hold.
+    /// How many tensors exported from this array consumers still hold (kernels queued on it
+    /// among them, until they are done).
     #[getter]
-    fn exports(&self) -> usize {
-        self.exports.get()
+    fn exports(&self) -> PyResult<usize> {
+        if self.exports.get() > 0 {
+            dlmd::cuda::release_completed().map_err(cuda_error)?;
+        }
+        Ok(self.exports.get())
     }
 
     /// The DLPack device of the data, `(device_type, device_id)`: `(1, 0)` on the CPU,
@@ -280,23 +291,17 @@ impl MemArray {
 
     /// Adds to each element the sum of its indices (for `m[i, j]`, `i + j`), in place, on the
     /// GPU when the data is there. `bool` elements become true where the sum is not zero.
-    fn add_index(&self, py: Python<'_>) -> PyResult<()> {
-        let mut data = self.data_mut(py)?;
-        let Data {
-            shape,
-            buffer,
-            device,
-            on_device,
-            ..
-        } = &mut *data;
-        if *on_device {
-            return with_buffers!(buffer, device.as_mut(), |_v, d, _wrap| with_rank!(shape.len(), R => {
-                let d = d.expect("the data is on the GPU, so a copy of its type is there");
-                let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
-                    .map_err(cuda_error)?;
-                add_index_device(&view, None, true)
-            }));
+    ///
+    /// On the GPU the array lends itself to the kernel as any producer does (through its
+    /// DLPack exchange table, on its stream), and the call returns without waiting: the export
+    /// is held until the kernel is done, so the array cannot be changed under it.
+    fn add_index(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        if slf.get().data.borrow(py)?.on_device {
+            return crate::gpu::add_index(&dlmd::python::import_for_kernel(slf.as_any(), None)?);
         }
+        let mut data = slf.get().data_mut(py)?;
+        let Data { shape, buffer, .. } = &mut *data;
         with_buffer!(buffer, |v| with_rank!(shape.len(), R => {
             let mut view = HostMdspanMut::<_, Dims<R>, LayoutRight>::from_slice_mut(v, dims::<R>(shape))
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -1,9 +1,11 @@
-//! The GPU: its stream and the `add_index` kernels, compiled once with NVRTC.
+//! The GPU: its stream and the `add_index` kernels: Rust kernels (`kernels/`, PTX from
+//! `dlmd-build`), and as their benchmark reference the same kernel in CUDA C++, compiled once
+//! with NVRTC.
 
 use crate::MAX_RANK;
 use crate::dtype::{AddIndex, DType};
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
-use dlmd::cuda::Kernels;
+use dlmd::cuda::{CudaError, Imported, Kernels};
 use dlmd::kernel::ViewParam;
 use dlmd::layout::Layout;
 use dlmd::view::Access;
@@ -12,11 +14,12 @@ use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-/// One device, its stream (the legacy default stream) and the kernels compiled for it, made
-/// once per device.
+/// One device, its stream (the legacy default stream) and the kernels loaded on it, made once
+/// per device.
 pub struct Gpu {
     pub stream: Arc<CudaStream>,
     kernels: OnceLock<Result<Kernels, String>>,
+    cxx: OnceLock<Result<Kernels, String>>,
 }
 
 /// The most CUDA devices a MemArray uses.
@@ -36,6 +39,7 @@ pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
         Ok(Gpu {
             stream: ctx.default_stream(),
             kernels: OnceLock::new(),
+            cxx: OnceLock::new(),
         })
     })
     .as_ref()
@@ -86,12 +90,43 @@ template <typename T> __device__ void add_index_impl(dlmd::view<T, 0> v) {
     src
 }
 
-/// Runs `add_index_<dtype>_<R>` over a writable device view on `stream` (the GPU's own when
-/// `None`), waiting for it to finish only when `wait` is set.
-pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
+/// Queues the Rust `add_index` over an imported CUDA tensor on the stream its producer named,
+/// without waiting: the launch keeps the tensor until the kernel is done.
+pub fn add_index(x: &Imported) -> PyResult<()> {
+    dlmd_memarray_kernels::add_index(kernels(x)?, x).map_err(kernel_error)
+}
+
+/// The Rust kernels on `x`'s device, loaded once.
+fn kernels(x: &Imported) -> PyResult<&'static Kernels> {
+    let gpu = gpu(x.ordinal().map_err(cuda_error)?)?;
+    gpu.kernels
+        .get_or_init(|| Kernels::load(gpu.stream.context(), dlmd_memarray_kernels::PTX).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(cuda_error)
+}
+
+/// A kernel refused or failed, as Python sees it: `TypeError` for an element type or rank no
+/// kernel takes, the import's own error for a tensor that does not fit, `BufferError` for the
+/// rest (a refused launch, CUDA failing).
+fn kernel_error(e: dlmd_memarray_kernels::Error) -> PyErr {
+    match e {
+        dlmd_memarray_kernels::Error::Unsupported { .. } => PyTypeError::new_err(e.to_string()),
+        dlmd_memarray_kernels::Error::Shapes => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+        dlmd_memarray_kernels::Error::Cuda(CudaError::Import(e)) => e.into(),
+        dlmd_memarray_kernels::Error::Cuda(e) => cuda_error(e),
+    }
+}
+
+/// Queues the Rust `out += x` on `out`'s producer's stream, without waiting.
+pub fn accumulate(out: &Imported, x: &Imported) -> PyResult<()> {
+    dlmd_memarray_kernels::accumulate(kernels(out)?, out, x).map_err(kernel_error)
+}
+
+/// Runs the C++ `add_index_<dtype>_<R>` over a writable device view on `stream` and waits for
+/// it: the benchmark reference of the Rust kernel.
+pub fn add_index_cxx<T: AddIndex, const R: usize, L: Layout, A: Access>(
     view: &Mdspan<'_, T, Dims<R>, L, Device, A>,
-    stream: Option<&Arc<CudaStream>>,
-    wait: bool,
+    stream: &Arc<CudaStream>,
 ) -> PyResult<()> {
     const { assert!(A::MUTABLE, "add_index writes: pass a Unique or AliasedMut view") };
     // The kernels are loaded into, and launched in, the context of the view's device.
@@ -104,13 +139,13 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
             .map(|d| d.name())
             .collect();
         return Err(PyTypeError::new_err(format!(
-            "add_index on the GPU handles {}, not {}",
+            "the C++ add_index handles {}, not {}",
             names.join(", "),
             dtype.name()
         )));
     }
     let kernels = gpu
-        .kernels
+        .cxx
         .get_or_init(|| Kernels::compile_cxx(gpu.stream.context(), &kernel_source()).map_err(|e| e.to_string()))
         .as_ref()
         .map_err(cuda_error)?;
@@ -123,14 +158,11 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
         return Ok(());
     }
     let blocks = n.div_ceil(256).min(65_535) as u32;
-    let stream = stream.unwrap_or(&gpu.stream);
     let mut launch = stream.launch_builder(&func);
     launch.arg(&kv);
     // SAFETY: the kernel reads and writes exactly the view's elements (a writable view, checked
-    // unique by its importer or made over an allocation borrowed exclusively), which the view's
-    // owner keeps alive until the kernel has run (the stream is synchronised below, or the
-    // owner is the producer whose work stream this is and which orders its own release after
-    // its work); the producer made them ready on this stream.
+    // unique by its importer), which the view's owner keeps alive until the kernel has run (the
+    // stream is synchronised below); the producer made them ready on this stream.
     unsafe {
         launch.launch(LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -139,10 +171,7 @@ pub fn add_index_device<T: AddIndex, const R: usize, L: Layout, A: Access>(
         })
     }
     .map_err(cuda_error)?;
-    if wait {
-        stream.synchronize().map_err(cuda_error)?;
-    }
-    Ok(())
+    stream.synchronize().map_err(cuda_error)
 }
 
 /// The stream behind a consumer's [`WorkStream`](dlmd::python::WorkStream) on device

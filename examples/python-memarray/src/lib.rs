@@ -38,8 +38,7 @@ use dlmd::dlpack::DLDeviceType;
 use dlmd::managed::ManagedTensor;
 use dlmd::oneapi::{self, OneApiImport};
 use dlmd::python::{
-    add_dlpack_method, from_dlpack as import, from_dlpack_work_stream, publish_exchange_api_borrowing,
-    with_dlpack_borrowed,
+    add_dlpack_method, from_dlpack as import, import_for_kernel, publish_exchange_api_borrowing, with_dlpack_borrowed,
 };
 use dlmd::space::OneApi;
 use dlmd::view::AliasedMut;
@@ -109,42 +108,104 @@ fn import_error(e: ImportError) -> PyErr {
     e.into()
 }
 
-/// Adds to each element of `x` the sum of its indices, in place and without a copy. `x` is any
-/// DLPack producer: a numpy array (C or Fortran order, sliced, transposed, negatively strided),
-/// a MemArray, a torch tensor on the CPU or a GPU, a cupy array, a dpnp array in oneAPI host or
-/// shared USM. Raises `BufferError` for read-only or overlapping data, and for oneAPI device
-/// USM.
-///
-/// On a GPU the work is queued on the producer's current stream where its type publishes
-/// DLPack's C exchange table (torch: `torch.cuda.current_stream()`), without waiting, so that it
-/// is ordered like the producer's own work and can be captured in a CUDA graph; for other
-/// producers it runs on the default stream and is waited for.
-#[pyfunction]
-#[pyo3(signature = (x, /))]
-fn add_index(x: &Bound<'_, PyAny>) -> PyResult<()> {
-    let (mut tensor, stream) = from_dlpack_work_stream(x)?;
+/// The element type and rank of `tensor`, where a MemArray has them.
+fn dtype_and_rank(tensor: &ManagedTensor) -> PyResult<(DType, usize)> {
     let t = tensor.dl_tensor();
     let (dtype, ndim) = (t.dtype, t.ndim);
     let rank = usize::try_from(ndim).map_err(|_| PyValueError::new_err(format!("ndim {ndim} is negative")))?;
-    let on_host = matches!(t.device.device_type, DLDeviceType::CPU | DLDeviceType::ONE_API);
     let dtype =
         DType::from_dlpack(dtype).ok_or_else(|| PyTypeError::new_err(format!("dtype {dtype} is not supported")))?;
+    Ok((dtype, rank))
+}
+
+/// Adds to each element of `x` the sum of its indices, in place and without a copy. `x` is any
+/// DLPack producer: a numpy array (C or Fortran order, sliced, transposed, negatively strided),
+/// a MemArray, a torch tensor on the CPU or a GPU, a cupy array, a jax array, a dpnp array in
+/// oneAPI host or shared USM. Raises `BufferError` for read-only or overlapping data, and for
+/// oneAPI device USM.
+///
+/// On a GPU, the kernel is queued on the stream the data is ready on, and the call returns
+/// without waiting for it: `stream` (a DLPack stream value, such as
+/// `torch.cuda.current_stream().cuda_stream`) where given; otherwise the producer's current
+/// stream where its type publishes DLPack's C exchange table (torch:
+/// `torch.cuda.current_stream()`), the legacy default stream through `__dlpack__` for others.
+/// So the work is ordered like the producer's own and can be captured in a CUDA graph.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, stream = None))]
+fn add_index(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
+    let mut imported = import_for_kernel(x, stream)?;
+    let device = imported.tensor().dl_tensor().device.device_type;
+    if !matches!(device, DLDeviceType::CPU | DLDeviceType::ONE_API) {
+        return gpu::add_index(&imported);
+    }
+    let tensor = imported
+        .tensor_mut()
+        .expect("a tensor no launch has taken is held once");
+    let (dtype, rank) = dtype_and_rank(tensor)?;
     with_dtype!(dtype, T => with_rank!(rank, R => {
-        if on_host {
-            let view = host_view_mut::<T, R>(&mut tensor)?;
-            view.update(|index, mut x| {
-                dtype::AddIndex::add_index(&mut x, index.as_ref().iter().sum());
-                x
-            });
-            Ok(())
-        } else {
-            let view = tensor
-                .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Device>()
-                .map_err(import_error)?;
-            let on = gpu::work_stream(stream, gpu::ordinal_of(view.space())?)?;
-            gpu::add_index_device(&view, Some(&on), stream.is_default())
-        }
+        let view = host_view_mut::<T, R>(tensor)?;
+        view.update(|index, mut x| {
+            dtype::AddIndex::add_index(&mut x, index.as_ref().iter().sum());
+            x
+        });
+        Ok(())
     }))
+}
+
+/// `add_index` on a CUDA tensor through CUDA C++ kernels compiled by NVRTC, over the same
+/// `dlmd::view` argument, on the same stream, waited for: the reference `add_index`'s kernel
+/// is measured against.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, stream = None))]
+fn add_index_cxx(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
+    let mut imported = import_for_kernel(x, stream)?;
+    let on = imported.work_stream();
+    let tensor = imported
+        .tensor_mut()
+        .expect("a tensor no launch has taken is held once");
+    let (dtype, rank) = dtype_and_rank(tensor)?;
+    with_dtype!(dtype, T => with_rank!(rank, R => {
+        let view = tensor
+            .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Device>()
+            .map_err(import_error)?;
+        let stream = gpu::work_stream(on, gpu::ordinal_of(view.space())?)?;
+        gpu::add_index_cxx(&view, &stream)
+    }))
+}
+
+/// Adds `x` to `out` in place (`out += x`), for `float32` CUDA tensors of rank 1 or 2 and one
+/// shape, from any producers: a kernel of two arguments, queued on `out`'s stream as
+/// `add_index` is (both must be ready on it), without waiting. Raises `BufferError` where `out`
+/// and `x` share memory (the same tensor, overlapping views of one).
+#[pyfunction]
+#[pyo3(signature = (out, x, /, *, stream = None))]
+fn accumulate(out: &Bound<'_, PyAny>, x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
+    let out = import_for_kernel(out, stream)?;
+    let x = import_for_kernel(x, stream)?;
+    gpu::accumulate(&out, &x)
+}
+
+/// Lets go of the tensors that queued kernels held and that are done now, without waiting for
+/// the others; returns how many launches still hold theirs.
+#[pyfunction]
+fn release_completed() -> PyResult<usize> {
+    dlmd::cuda::release_completed().map_err(gpu::cuda_error)
+}
+
+/// `add_index` as the torch custom op `dlmd::add_index` (registered on the first call, which
+/// imports torch), for `torch.compile(fullgraph=True)` and CUDA graphs: on a GPU it runs on
+/// torch's current stream, passed explicitly, and never waits. Returns the op, also reachable as
+/// `torch.ops.dlmd.add_index`.
+#[pyfunction]
+fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    static OP: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    OP.get_or_try_init(py, || {
+        let code = std::ffi::CString::new(include_str!("python/torch_op.py"))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let module = PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?;
+        Ok(module.getattr("add_index")?.unbind())
+    })
+    .map(|op| op.clone_ref(py))
 }
 
 /// Imports `x` through DLPack and releases it at once, returning its rank: the consumer side
@@ -298,6 +359,10 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_dlpack_method::<MemArray>(m.py())?;
     publish_exchange_api_borrowing::<MemArray>(m.py())?;
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
+    m.add_function(wrap_pyfunction!(add_index_cxx, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_op, m)?)?;
+    m.add_function(wrap_pyfunction!(accumulate, m)?)?;
+    m.add_function(wrap_pyfunction!(release_completed, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(borrow_tensor, m)?)?;

@@ -619,7 +619,7 @@ def test_every_public_name_has_a_user_facing_docstring():
         for internal in ("GilCell", "frozen", "RefCell", "Rust", "pyo3", "unsafe"):
             assert internal not in doc, f"{obj!r} mentions {internal}: {doc!r}"
     assert str(inspect.signature(dm.MemArray)) == "(shape, dtype)"
-    assert str(inspect.signature(dm.add_index)) == "(x, /)"
+    assert str(inspect.signature(dm.add_index)) == "(x, /, *, stream=None)"
     assert str(inspect.signature(dm.MemArray.__dlpack__)) == "(self, /, *, stream=None, max_version=None, dl_device=None, copy=None)"
 
 

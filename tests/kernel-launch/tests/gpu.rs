@@ -1,16 +1,22 @@
 //! Kernel launches on a GPU: a launcher refused by a module whose kernel of that name has
-//! another signature, and launches ordered after the work queued on their views' memory.
+//! another signature, launches ordered after the work queued on their views' memory, and
+//! imported tensors launched on their producer's stream, held until the kernel is done, and
+//! refused on another stream, outside their allocation or off the device.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
-use dlmd::cuda::{self, CudaError, Kernels, device_view_mut};
-use dlmd::{Dims, LayoutRight};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
+use dlmd::cuda::{self, CudaError, Imported, Kernels, device_view_mut};
+use dlmd::dlpack::{DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use dlmd::exchange::WorkStream;
+use dlmd::managed::ManagedTensor;
+use dlmd::{DeviceMdspanMut, Dims, DlElement, LayoutRight};
 use dlmd_test_kernels_other as other;
 use dlmd_test_kernels_real as real;
 use dlmd_tests::gpu;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `real::scale` by 2 over `x` on `stream`, through `kernels`.
 fn real_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<real::Real>) -> Result<(), CudaError> {
@@ -98,4 +104,118 @@ fn a_launch_on_another_stream_reads_what_a_copy_still_in_flight_writes() {
             .count();
         assert_eq!(wrong, 0, "round {round}: {wrong} of {n} elements missed the copy");
     }
+}
+
+/// A versioned managed tensor over device memory Rust allocated, as a foreign producer hands
+/// one over: it owns the allocation, and its deleter counts the releases.
+#[repr(C)]
+struct Foreign {
+    managed: DLManagedTensorVersioned,
+    shape: [i64; 1],
+    strides: [i64; 1],
+    memory: Option<CudaSlice<real::Real>>,
+    released: Arc<AtomicUsize>,
+}
+
+unsafe extern "C" fn release_foreign(tensor: *mut DLManagedTensorVersioned) {
+    // SAFETY: `tensor` is the first field of a boxed `Foreign` (`foreign`), released once.
+    let owner = unsafe { Box::from_raw(tensor.cast::<Foreign>()) };
+    owner.released.fetch_add(1, Ordering::SeqCst);
+}
+
+/// `memory` (or, without it, the host address `host`) as a 1-D tensor of `len` elements labelled
+/// on CUDA device 0, handed to an `Imported` whose producer named `stream`.
+fn foreign(
+    memory: Option<CudaSlice<real::Real>>,
+    host: usize,
+    len: i64,
+    stream: WorkStream,
+) -> (Imported, Arc<AtomicUsize>) {
+    let released = Arc::new(AtomicUsize::new(0));
+    let data = memory.as_ref().map_or(host, |m| m.device_ptr(m.stream()).0 as usize);
+    let mut owner = Box::new(Foreign {
+        managed: DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 3 },
+            manager_ctx: core::ptr::null_mut(),
+            deleter: Some(release_foreign),
+            flags: 0,
+            dl_tensor: DLTensor {
+                data: data as *mut core::ffi::c_void,
+                device: DLDevice::cuda(0),
+                ndim: 1,
+                dtype: <real::Real as DlElement>::DTYPE,
+                shape: core::ptr::null_mut(),
+                strides: core::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        },
+        shape: [len],
+        strides: [1],
+        memory,
+        released: released.clone(),
+    });
+    owner.managed.dl_tensor.shape = owner.shape.as_mut_ptr();
+    owner.managed.dl_tensor.strides = owner.strides.as_mut_ptr();
+    let raw = Box::into_raw(owner).cast::<DLManagedTensorVersioned>();
+    // SAFETY: a fresh tensor handed over, its arrays in the same box, its memory owned by it
+    // until the deleter (which frees the box) runs once.
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    (Imported::new(tensor, stream), released)
+}
+
+#[test]
+fn an_import_launches_on_its_producers_stream_and_is_held_until_the_kernel_is_done() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.new_stream().unwrap();
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let n = 1 << 20;
+    let memory = stream.clone_htod(&vec![1.5 as real::Real; n]).unwrap();
+    let (x, released) = foreign(
+        Some(memory),
+        0,
+        n as i64,
+        WorkStream::from_raw(stream.cu_stream() as usize),
+    );
+    let grid = LaunchConfig::for_num_elems(n as u32);
+    real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
+    real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
+    // The caller lets go at once; the launches still hold the tensor, which nothing releases
+    // before a launch or `release_completed` finds its kernel done.
+    let data = x.tensor().dl_tensor().data as u64;
+    drop(x);
+    assert_eq!(released.load(Ordering::SeqCst), 0, "released under a queued kernel");
+    stream.synchronize().unwrap();
+    let mut host = vec![0.0 as real::Real; n];
+    // SAFETY: the holds keep the allocation (`n` elements of device memory), and no work is
+    // queued on it any more.
+    unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, data) }.unwrap();
+    assert!(host.iter().all(|&v| v == 6.0), "{:?}", &host[..4]);
+    assert_eq!(cuda::release_completed().unwrap(), 0);
+    assert_eq!(released.load(Ordering::SeqCst), 1, "released once, after the kernels");
+}
+
+#[test]
+fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device() {
+    let Some(ctx) = gpu() else { return };
+    let (producer, other) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let on = |s: &Arc<CudaStream>| WorkStream::from_raw(s.cu_stream() as usize);
+    let grid = LaunchConfig::for_num_elems(64);
+
+    let (x, released) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 64, on(&producer));
+    let e = real::scale(kernels.launch_on(&other, grid), x.arg().unwrap(), 2.0).unwrap_err();
+    assert!(matches!(e, CudaError::KernelStream { kernel: "scale", .. }), "{e}");
+    drop(x);
+    assert_eq!(released.load(Ordering::SeqCst), 1, "a refused launch holds nothing");
+
+    // A shape past the allocation: the span reaches outside it.
+    let (x, _) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 1 << 30, on(&producer));
+    let e = x.arg::<DeviceMdspanMut<'_, real::Real, Dims<1>>>().unwrap_err();
+    assert!(matches!(e, CudaError::OutsideAllocation { .. }), "{e}");
+
+    // Host memory labelled as the device's.
+    let host = vec![0.0 as real::Real; 64];
+    let (x, _) = foreign(None, host.as_ptr() as usize, 64, on(&producer));
+    let e = x.arg::<DeviceMdspanMut<'_, real::Real, Dims<1>>>().unwrap_err();
+    assert!(matches!(e, CudaError::NotDeviceMemory { .. }), "{e}");
 }
