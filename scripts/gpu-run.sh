@@ -3,7 +3,8 @@
 # table of what passed. GPU tests run with DLMD_REQUIRE_GPU=1: a missing GPU fails.
 # Usage: gpu-run.sh [BUNDLE_DIR]   (default: the folder of this script)
 # DLMD_SKIP_SINGLE_GPU_BENCH=1 leaves out the one-GPU benchmarks (for a run on a multi-GPU
-# machine whose one-GPU figures were taken elsewhere); every test still runs.
+# machine whose one-GPU figures were taken elsewhere); every test still runs. DLMD_GPU_RUN=kernels
+# runs only the Rust kernels on framework tensors: their launches, tests and benchmark.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -35,6 +36,26 @@ cuda_libs=$(python3 -c 'import nvidia, os
 print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s in os.listdir(b)
     if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
 [ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
+if [ "${DLMD_GPU_RUN:-all}" = kernels ]; then
+    # The kernels on framework tensors alone: launches, the Python tests of the road from a
+    # framework's tensor to a Rust kernel (under compute-sanitizer too) and its benchmark.
+    run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
+    site=$(mktemp -d)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    run "pytest: kernels on imports, torch/cupy/jax" python3 -m pytest -q -p no:cacheprovider \
+        "$dir/python/tests/test_kernels.py" "$dir/python/tests/test_cuda.py"
+    for tool in memcheck racecheck; do
+        run "compute-sanitizer $tool: kernels on imports" /usr/local/cuda/bin/compute-sanitizer --tool "$tool" \
+            --error-exitcode 1 python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_kernels.py" \
+            -k "held_until or negative_strides or same_tensor or expanded"
+    done
+    run "bench: Rust kernel vs torch, Triton" python3 "$dir/python/bench_kernels.py"
+    echo
+    echo "== summary"
+    printf '%s\n' "${rows[@]}"
+    exit $status
+fi
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 # Launches ordered after work still queued on their memory, under compute-sanitizer: no
@@ -95,16 +116,22 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
     fi
     run "pytest: numpy, torch, cupy, jax, tvm-ffi" python3 -m pytest -q -p no:cacheprovider "$dir/python/tests" \
         "${ignore[@]}"
-    # The host copy of cupy managed memory with a write queued, under compute-sanitizer.
+    # The host copy of cupy managed memory with a write queued, and Rust kernels on imported
+    # tensors (released right after the call, negative strides, refused arguments), under
+    # compute-sanitizer.
     for tool in "${pending_python_sanitizer[@]}"; do
         run "compute-sanitizer $tool: managed import" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_cuda.py" -k waits_for_cupy_managed
+        run "compute-sanitizer $tool: kernels on imports" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_kernels.py" \
+            -k "held_until or negative_strides or same_tensor or expanded"
     done
     if [ "$single_bench" = 1 ]; then
         run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
         run "bench: DLPack C exchange table" python3 "$dir/python/bench_exchange.py"
         run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
         run "bench: torch -> candle exchanges" python3 "$dir/python/bench_candle.py"
+        run "bench: Rust kernel vs torch, Triton" python3 "$dir/python/bench_kernels.py"
     fi
     if [ "$gpus" -ge 2 ]; then
         run "bench: $gpus GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"

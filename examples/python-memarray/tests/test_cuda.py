@@ -19,7 +19,8 @@ try:
 except BufferError as e:  # pragma: no cover - only without a driver
     pytest.skip(f"dlmd sees no GPU: {e}", allow_module_level=True)
 
-GPU_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+GPU_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+              "float64", "complex64", "complex128"]
 
 
 def index_sum(shape):
@@ -440,8 +441,9 @@ def test_negative_and_conjugate_bits_are_refused_either_way(exchange_path, devic
 
 @pytest.mark.parametrize(
     "dtype",
-    # Every dtype the GPU add_index handles (it has no half-precision kernel).
-    [torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64],
+    # Every dtype the GPU add_index handles that torch multiplies on the GPU.
+    [torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64,
+     torch.complex64, torch.complex128],
 )
 def test_add_index_follows_work_still_pending_on_torch_stream(exchange_path, dtype):
     # The tensor's last write is still queued on torch's current stream (behind a sleep) when
@@ -458,7 +460,7 @@ def test_add_index_follows_work_still_pending_on_torch_stream(exchange_path, dty
         dm.add_index(t)
     torch.cuda.synchronize()
     want = 3 + index_sum((16, 32))
-    np.testing.assert_array_equal(t.to(torch.float64).cpu().numpy(), want.astype(np.float64))
+    np.testing.assert_array_equal(t.cpu().numpy().astype(np.complex128), want.astype(np.complex128))
 
 
 def test_a_reversed_cupy_array_as_cupy_14_2_exports_it_names_the_stride():
