@@ -14,8 +14,10 @@
 
 use candle_core::{DType, Device, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use dlmd::Mdspan;
 use dlmd::dlpack::{DLDevice, DLManagedTensorVersioned};
 use dlmd::managed::{ManagedTensor, TensorOwner, export_with};
+use dlmd::view::Aliased;
 use dlmd::{Device as DeviceSpace, Dims, LayoutRight};
 use dlmd_examples::cxx::{add_index_grid, compile};
 use dlmd_examples::median;
@@ -146,7 +148,7 @@ fn check(
         .device_view::<f32, Dims<3>, LayoutRight>()?
         .as_ptr();
     let managed = own(dlmd::candle::export(&t)?)?;
-    let seen = managed.as_mdspan::<f32, Dims<3>, LayoutRight, DeviceSpace>()?;
+    let seen = managed.view::<Mdspan<'_, f32, Dims<3>, LayoutRight, DeviceSpace, Aliased>>()?;
     if seen.as_ptr() != view_ptr || managed.flags() & dlmd::dlpack::READ_ONLY == 0 {
         return Err("the export is not candle's memory, read-only".into());
     }
@@ -157,7 +159,7 @@ fn check(
     // A strided candle tensor exports in its own strides.
     let tt = t.transpose(1, 2)?;
     let managed = own(dlmd::candle::export(&tt)?)?;
-    let strided = managed.as_mdspan::<f32, Dims<3>, dlmd::LayoutStride, DeviceSpace>()?;
+    let strided = managed.view::<Mdspan<'_, f32, Dims<3>, dlmd::LayoutStride, DeviceSpace, Aliased>>()?;
     if strided.stride(1) != 1 || strided.stride(2) != 64 {
         return Err("the transposed export lost candle's strides".into());
     }

@@ -5,10 +5,8 @@
 
 use dlmd::half::{bf16, f16};
 use dlmd::num_complex::Complex;
-use dlmd::{
-    DlElement, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU, LayoutRight, dlmd, to_dlpack_tensor,
-    to_host_mdspan,
-};
+use dlmd::{Dims, HostMdspan};
+use dlmd::{DlElement, F4E2M1FN, F6E2M3FN, F6E3M2FN, F8E4M3FN, F8E5M2, F8E8M0FNU, LayoutRight, dlmd, to_dlpack_tensor};
 use std::error::Error;
 use std::process::ExitCode;
 
@@ -68,7 +66,7 @@ fn round_trip() -> Result<(), Box<dyn Error>> {
     println!("  byte_offset {}", t.byte_offset);
 
     // SAFETY: `t` describes `data`, which outlives `back` and is not written meanwhile.
-    let back = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }?;
+    let back = unsafe { HostMdspan::<i32, Dims<2>, LayoutRight>::from_dlpack(&t) }?;
     println!(
         "imported back: extents {:?}, back[[1, 2]] = {}",
         back.extents().0,

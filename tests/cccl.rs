@@ -6,8 +6,9 @@ use dlmd::layout::LayoutError;
 use dlmd::space::SpaceError;
 use dlmd::{
     Const, DlElement, HostMdspan, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, dlmd,
-    to_device_mdspan, to_dlpack_tensor, to_host_mdspan, to_host_mdspan_mut, to_managed_mdspan,
+    to_dlpack_tensor,
 };
+use dlmd::{DeviceMdspan, Dims, HostMdspanMut, ManagedMdspan};
 use std::ptr;
 
 use dlmd_tests::tensor;
@@ -57,7 +58,7 @@ fn seed_001_import_2x3_int() {
     let (shape, strides) = ([2, 3], [3, 1]);
     tensor!(let t = &mut data, shape, Some(strides));
     // SAFETY: `t` describes `data`, alive and unwritten for the view's use.
-    let md = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<i32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap();
     assert_eq!((md.extent(0), md.extent(1)), (2, 3));
     assert_eq!((md.stride(0), md.stride(1)), (3, 1));
     for i in 0..2 {
@@ -66,7 +67,7 @@ fn seed_001_import_2x3_int() {
         }
     }
     // SAFETY: as above.
-    let right = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+    let right = unsafe { HostMdspan::<i32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(right[[1, 2]], 5);
 }
 
@@ -75,7 +76,7 @@ fn rank_0() {
     let mut data = [42.0f32];
     tensor!(let t = &mut data, [], None);
     // SAFETY: `t` describes `data`.
-    let md = unsafe { to_host_mdspan::<f32, 0, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<f32, Dims<0>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(md.size(), 1);
     assert_eq!(md[[]], 42.0);
     assert_eq!(md.as_ptr(), data.as_ptr());
@@ -86,7 +87,7 @@ fn wrong_rank() {
     let mut data = [0i32; 6];
     tensor!(let t = &mut data, [2, 3], Some([3, 1]));
     // SAFETY: `t` describes `data`.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Rank { expected: 1, found: 2 });
 }
 
@@ -95,7 +96,7 @@ fn wrong_dtype() {
     let mut data = [0i32; 4];
     tensor!(let t = &mut data, [4], Some([1]));
     // SAFETY: `t` describes `data`.
-    let err = unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<f32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::DataType {
@@ -112,13 +113,13 @@ fn wrong_lanes_and_bits() {
     // SAFETY (every call below): `t` describes `data`.
     assert!(matches!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<[f32; 2], 1, LayoutStride>(&t) },
+        unsafe { HostMdspan::<[f32; 2], Dims<1>, LayoutStride>::from_dlpack(&t) },
         Err(ImportError::DataType { .. })
     ));
     t.dtype.bits = 64;
     assert!(matches!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<f32, 1, LayoutStride>(&t) },
+        unsafe { HostMdspan::<f32, Dims<1>, LayoutStride>::from_dlpack(&t) },
         Err(ImportError::DataType { .. })
     ));
 }
@@ -128,7 +129,7 @@ fn null_data() {
     tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.data = ptr::null_mut();
     // SAFETY: `shape` and `strides` are valid; `data` is never read.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::NullData { elements: 4 });
 }
 
@@ -140,7 +141,7 @@ fn null_data_with_zero_elements_is_accepted() {
     tensor!(let mut t = &mut [0i32; 0], shape, Some(strides));
     t.data = ptr::null_mut();
     // SAFETY: `shape` and `strides` are valid; there are no elements.
-    let md = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<i32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert!(md.is_empty());
     assert_eq!(md.iter().count(), 0);
 }
@@ -150,7 +151,7 @@ fn null_shape() {
     tensor!(let mut t = &mut [0i32; 4], [4], None);
     t.shape = ptr::null_mut();
     // SAFETY: nothing behind NULL is read.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::NullShape { ndim: 1 });
 }
 
@@ -158,7 +159,7 @@ fn null_shape() {
 fn negative_shape() {
     tensor!(let t = &mut [0i32; 4], [-3], Some([1]));
     // SAFETY: `t` describes its arrays.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::NegativeExtent { dim: 0, extent: -3 });
 }
 
@@ -167,7 +168,7 @@ fn wrong_device_type_host() {
     tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(0);
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Space(SpaceError::DeviceType {
@@ -181,7 +182,7 @@ fn wrong_device_type_host() {
 fn wrong_device_type_device() {
     tensor!(let t = &mut [0i32; 4], [4], Some([1]));
     // SAFETY: refused before any data access.
-    let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { DeviceMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Space(SpaceError::DeviceType {
@@ -195,7 +196,7 @@ fn wrong_device_type_device() {
 fn wrong_device_type_managed() {
     tensor!(let t = &mut [0i32; 4], [4], Some([1]));
     // SAFETY: refused before any data access.
-    let err = unsafe { to_managed_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { ManagedMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Space(SpaceError::DeviceType {
@@ -210,7 +211,7 @@ fn negative_device_ordinal() {
     tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(-1);
     // SAFETY: refused before any data access.
-    let err = unsafe { to_device_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { DeviceMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Space(SpaceError::DeviceOrdinal { ordinal: -1 }));
 }
 
@@ -219,7 +220,7 @@ fn device_views_keep_the_ordinal() {
     tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device = DLDevice::cuda(3);
     // SAFETY: a device view never dereferences on the host; the pointer only travels.
-    let md = unsafe { to_device_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { DeviceMdspan::<i32, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(md.space().ordinal(), 3);
     assert_eq!(to_dlpack_tensor(&md).get().device, DLDevice::cuda(3));
 }
@@ -228,7 +229,7 @@ fn device_views_keep_the_ordinal() {
 fn stride_mismatch_layout_right() {
     tensor!(let t = &mut [0f32; 6], [2, 3], Some([1, 2]));
     // SAFETY: `t` describes its arrays.
-    let err = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Layout(LayoutError::StrideMismatch {
@@ -248,7 +249,7 @@ fn stride_mismatch_layout_right() {
 fn stride_mismatch_layout_left() {
     tensor!(let t = &mut [0f32; 6], [2, 3], Some([3, 1]));
     // SAFETY: `t` describes its arrays.
-    let err = unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<f32, Dims<2>, LayoutLeft>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Layout(LayoutError::StrideMismatch {
@@ -268,12 +269,12 @@ fn strides_of_unit_dimensions_are_ignored() {
     // SAFETY (both): `t` describes `data`.
     assert_eq!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap()[[0, 2]],
+        unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap()[[0, 2]],
         2.
     );
     assert_eq!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<f32, 2, LayoutStride>(&t) }.unwrap()[[0, 1]],
+        unsafe { HostMdspan::<f32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap()[[0, 1]],
         1.
     );
 }
@@ -282,7 +283,7 @@ fn strides_of_unit_dimensions_are_ignored() {
 fn zero_stride_layout_stride() {
     tensor!(let t = &mut [0i32; 6], [2, 3], Some([0, 1]));
     // SAFETY: `t` describes its arrays.
-    let err = unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::Layout(LayoutError::NonPositiveStride { dim: 0, stride: 0 })
@@ -310,7 +311,7 @@ fn null_strides_of_older_or_unknown_versions_are_row_major() {
     tensor!(let t = &mut data, shape, None);
     // SAFETY (all): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-    let md = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(md[[1, 0]], 3.);
     let v11 = Some(DLPackVersion { major: 1, minor: 1 });
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
@@ -318,7 +319,7 @@ fn null_strides_of_older_or_unknown_versions_are_row_major() {
     assert_eq!(md.stride(0), 3);
     assert!(matches!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<f32, 2, LayoutLeft>(&t) },
+        unsafe { HostMdspan::<f32, Dims<2>, LayoutLeft>::from_dlpack(&t) },
         Err(ImportError::Layout(LayoutError::StrideMismatch { .. }))
     ));
 }
@@ -339,7 +340,7 @@ fn misaligned_data() {
         byte_offset: 0,
     };
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert!(matches!(err, ImportError::Misaligned { alignment: 4, .. }), "{err:?}");
 }
 
@@ -348,7 +349,7 @@ fn byte_offset_not_a_multiple_of_the_element_size() {
     tensor!(let mut t = &mut [0i32; 4], [3], Some([1]));
     t.byte_offset = 2;
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(
         err,
         ImportError::ByteOffset {
@@ -364,7 +365,7 @@ fn byte_offset_moves_element_zero() {
     tensor!(let mut t = &mut data, [3], Some([1]));
     t.byte_offset = 4;
     // SAFETY: elements 1..4 of `data`.
-    let md = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<i32, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(md[[0]], 11);
     assert_eq!(md[[2]], 13);
 }
@@ -375,9 +376,9 @@ fn overlapping_strides_refused_for_mutable_views_only() {
     tensor!(let t = &mut data, [3, 2], Some([1, 1]));
     // SAFETY (both): `t` describes `data`.
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-    assert!(unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.is_ok());
+    assert!(unsafe { HostMdspan::<i32, Dims<2>, LayoutStride>::from_dlpack(&t) }.is_ok());
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-    let err = unsafe { to_host_mdspan_mut::<i32, 2, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspanMut::<i32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Layout(LayoutError::Overlapping));
 }
 
@@ -389,11 +390,11 @@ fn negative_strides_need_the_relaxed_layout() {
     // SAFETY (all): `t` describes `data` from element 3, rows going backwards.
     assert_eq!(
         // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-        unsafe { to_host_mdspan::<i32, 2, LayoutStride>(&t) }.unwrap_err(),
+        unsafe { HostMdspan::<i32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap_err(),
         ImportError::Layout(LayoutError::NonPositiveStride { dim: 0, stride: -3 })
     );
     // SAFETY: `t` describes live arrays of this test; refused tensors are never read.
-    let md = unsafe { to_host_mdspan::<i32, 2, LayoutStrideRelaxed>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<i32, Dims<2>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap();
     assert_eq!(md[[0, 0]], 3);
     assert_eq!(md[[1, 2]], 2);
     // Exported again, the offset to element 0 is kept.
@@ -417,7 +418,7 @@ fn negative_strides_whose_offset_does_not_cover_them() {
         byte_offset: 0,
     };
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutStrideRelaxed>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::AddressOverflow);
 }
 
@@ -426,7 +427,7 @@ fn element_count_overflowing_isize() {
     tensor!(let mut t = &mut [0u8; 4], [1 << 40, 1 << 40], Some([1 << 40, 1]));
     t.dtype = u8::DTYPE;
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<u8, 2, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<u8, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Layout(LayoutError::SpanOverflow));
 }
 
@@ -434,7 +435,7 @@ fn element_count_overflowing_isize() {
 fn byte_span_overflowing_isize() {
     tensor!(let t = &mut [0u64; 4], [1 << 61], Some([1]));
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<u64, 1, LayoutRight>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<u64, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::Layout(LayoutError::SpanOverflow));
 }
 
@@ -472,12 +473,12 @@ fn bool_bytes_must_be_zero_or_one() {
         byte_offset: 0,
     };
     // SAFETY: `t` describes `data`; its bytes are checked before any is read as `bool`.
-    let err = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<bool, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 2, value: 2 });
     // SAFETY: `t.data` points at `data`'s 4 bytes; writing through it keeps `t` valid.
     unsafe { t.data.cast::<u8>().wrapping_add(2).write(1) };
     // SAFETY: as above.
-    let md = unsafe { to_host_mdspan::<bool, 1, LayoutRight>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<bool, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(md.iter().filter(|&&b| b).count(), 3);
 }
 
@@ -486,7 +487,7 @@ fn unknown_device_types_are_reported_by_number() {
     tensor!(let mut t = &mut [0i32; 4], [4], Some([1]));
     t.device.device_type = DLDeviceType(77);
     // SAFETY: refused before any data access.
-    let err = unsafe { to_host_mdspan::<i32, 1, LayoutRight>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<i32, Dims<1>, LayoutRight>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err.to_string(), "device type DLDeviceType(77) cannot back a host view");
 }
 

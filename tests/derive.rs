@@ -1,5 +1,6 @@
 //! `#[derive(DlElement)]` on the shapes it accepts.
 
+use dlmd::Dims;
 use dlmd::dlpack::{DLDataType, DLDataTypeCode as C};
 use dlmd::{DlElement, ElementStorage, F4E2M1FN};
 use half::f16;
@@ -250,6 +251,6 @@ fn derived_newtypes_are_vector_lanes() {
     let t = dl.get();
     assert_eq!(t.dtype, dt(C::FLOAT, 64, 2));
     // SAFETY: the tensor describes `data`, alive and unchanged here.
-    let back = unsafe { dlmd::to_host_mdspan::<[Meters; 2], 1, dlmd::LayoutRight>(&t) }.unwrap();
+    let back = unsafe { dlmd::HostMdspan::<[Meters; 2], Dims<1>, dlmd::LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(back[[1]][1].0, 4.0);
 }

@@ -7,8 +7,9 @@ use dlmd::managed::{ManagedTensor, export};
 use dlmd::view::Aliased;
 use dlmd::{
     Dims, DlElement, Extents, HostMdspan, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed,
-    Mdspan, dlmd, to_dlpack_tensor, to_host_mdspan, to_host_mdspan_mut,
+    Mdspan, dlmd, to_dlpack_tensor,
 };
+use dlmd::{HostMdspanAliased, HostMdspanAliasedMut, HostMdspanMut};
 use dlmd_tests::tensor;
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ fn broadcast_bools_are_checked_by_element_not_by_index() {
     let mut strides = [0i64];
     let t = bools(&mut one, &mut shape, &mut strides);
     // SAFETY: every index of `t` reaches `one`, alive and unwritten while the view lives.
-    let md = unsafe { to_host_mdspan::<bool, 1, LayoutStrideRelaxed>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<bool, Dims<1>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap();
     assert!(md[[(1 << 61) - 1]]);
 
     let mut two = [2u8];
@@ -37,7 +38,7 @@ fn broadcast_bools_are_checked_by_element_not_by_index() {
     let mut strides = [0i64, 0];
     let t = bools(&mut two, &mut shape, &mut strides);
     // SAFETY: as above.
-    let err = unsafe { to_host_mdspan::<bool, 2, LayoutStrideRelaxed>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<bool, Dims<2>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 0, value: 2 });
 }
 
@@ -52,14 +53,14 @@ fn overlapping_bool_strides_check_exactly_the_reached_bytes() {
     let mut strides = [2i64, 3];
     let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: the span is `bytes`, alive and unwritten while the view lives.
-    let md = unsafe { to_host_mdspan::<bool, 2, LayoutStride>(&t) }.unwrap();
+    let md = unsafe { HostMdspan::<bool, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap();
     assert!(md[[999, 999]]);
 
     let last = bytes.len() - 1;
     bytes[last] = 9;
     let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: as above.
-    let err = unsafe { to_host_mdspan::<bool, 2, LayoutStride>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<bool, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: last, value: 9 });
 }
 
@@ -72,7 +73,7 @@ fn sliding_window_bools() {
     let mut strides = [1i64, 1];
     let t = bools(&mut bytes, &mut shape, &mut strides);
     // SAFETY: the span is `bytes`, alive and unwritten while the view lives.
-    let err = unsafe { to_host_mdspan::<bool, 2, LayoutStrideRelaxed>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<bool, Dims<2>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::InvalidBool { offset: 4095, value: 3 });
 }
 
@@ -92,7 +93,7 @@ fn a_span_starting_at_address_zero_is_refused() {
         byte_offset: 8,
     };
     // SAFETY: the importer refuses the tensor before it could read an element.
-    let err = unsafe { to_host_mdspan::<f32, 1, LayoutStrideRelaxed>(&t) }.unwrap_err();
+    let err = unsafe { HostMdspan::<f32, Dims<1>, LayoutStrideRelaxed>::from_dlpack(&t) }.unwrap_err();
     assert_eq!(err, ImportError::SpanAtNull { address: 32, back: 32 });
     assert!(err.to_string().contains("address 0"), "{err}");
 }
@@ -108,23 +109,27 @@ fn empty_tensors_take_any_strides() {
         let t = tensor(&mut none, &mut shape, Some(&mut strides));
         let empty = [
             // SAFETY: the tensor has no elements; nothing is read.
-            unsafe { to_host_mdspan::<f64, 3, LayoutRight>(&t) }.unwrap().is_empty(),
-            // SAFETY: as above.
-            unsafe { to_host_mdspan::<f64, 3, LayoutLeft>(&t) }.unwrap().is_empty(),
-            // SAFETY: as above.
-            unsafe { to_host_mdspan::<f64, 3, LayoutStride>(&t) }
+            unsafe { HostMdspan::<f64, Dims<3>, LayoutRight>::from_dlpack(&t) }
                 .unwrap()
                 .is_empty(),
             // SAFETY: as above.
-            unsafe { to_host_mdspan::<f64, 3, LayoutStrideRelaxed>(&t) }
+            unsafe { HostMdspan::<f64, Dims<3>, LayoutLeft>::from_dlpack(&t) }
                 .unwrap()
                 .is_empty(),
             // SAFETY: as above.
-            unsafe { to_host_mdspan_mut::<f64, 3, LayoutStride>(&t) }
+            unsafe { HostMdspan::<f64, Dims<3>, LayoutStride>::from_dlpack(&t) }
                 .unwrap()
                 .is_empty(),
             // SAFETY: as above.
-            unsafe { to_host_mdspan_mut::<f64, 3, LayoutStrideRelaxed>(&t) }
+            unsafe { HostMdspan::<f64, Dims<3>, LayoutStrideRelaxed>::from_dlpack(&t) }
+                .unwrap()
+                .is_empty(),
+            // SAFETY: as above.
+            unsafe { HostMdspanMut::<f64, Dims<3>, LayoutStride>::from_dlpack(&t) }
+                .unwrap()
+                .is_empty(),
+            // SAFETY: as above.
+            unsafe { HostMdspanMut::<f64, Dims<3>, LayoutStrideRelaxed>::from_dlpack(&t) }
                 .unwrap()
                 .is_empty(),
         ];
@@ -142,7 +147,7 @@ fn dlmd_empty_views_reimport_and_slice() {
     let t = dl.get();
     assert_eq!(t.strides(), Some(&[0, 5, 1][..]));
     // SAFETY: no elements.
-    let back = unsafe { to_host_mdspan::<i32, 3, LayoutStride>(&t) }.unwrap();
+    let back = unsafe { HostMdspan::<i32, Dims<3>, LayoutStride>::from_dlpack(&t) }.unwrap();
     assert_eq!(back.extents().to_array(), [2, 0, 5]);
     let sliced = md.submdspan((.., .., 1..3)).unwrap();
     assert_eq!(sliced.extents().to_array(), [2, 0, 2]);
@@ -200,8 +205,12 @@ fn two_imports_of_one_buffer_never_alias() {
     let mut a = unsafe { ManagedTensor::from_raw(&mut m1) }.unwrap();
     // SAFETY: as above.
     let mut b = unsafe { ManagedTensor::from_raw(&mut m2) }.unwrap();
-    let va = a.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
-    let vb = b.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
+    let va = a
+        .view_mut::<HostMdspanAliasedMut<'_, f64, Dims<1>, LayoutRight>>()
+        .unwrap();
+    let vb = b
+        .view_mut::<HostMdspanAliasedMut<'_, f64, Dims<1>, LayoutRight>>()
+        .unwrap();
     va.store([0], 10.0);
     vb.store([0], vb.load([0]) + 1.0);
     assert_eq!(va.load([0]), 11.0);
@@ -222,7 +231,9 @@ fn references_from_imports_take_an_unsafe_promise() {
     let raw = export::<DLManagedTensorVersioned>(vec![1u16, 2, 3, 4], Dims::new([2, 2])).unwrap();
     // SAFETY: a fresh dlmd export, handed over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    let aliased = tensor.as_host_mdspan::<u16, 2, LayoutRight>().unwrap();
+    let aliased = tensor
+        .view::<HostMdspanAliased<'_, u16, Dims<2>, LayoutRight>>()
+        .unwrap();
     // SAFETY: the export above is this tensor's only holder; nothing writes it while `md` lives.
     let md = unsafe { aliased.assume_unaliased() };
     let first: &u16 = &md[[0, 0]];
@@ -254,9 +265,9 @@ fn aliased_c_imports_share_one_tensor() {
     let t = tensor(&mut data, &mut shape, Some(&mut strides));
     // SAFETY: `t` describes `data`, alive and reached only through these aliased views while
     // they live, from this thread.
-    let a = unsafe { dlmd::to_host_mdspan_aliased_mut::<u32, 2, LayoutRight>(&t) }.unwrap();
+    let a = unsafe { dlmd::HostMdspanAliasedMut::<u32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap();
     // SAFETY: as above.
-    let b = unsafe { dlmd::to_host_mdspan_aliased::<u32, 2, LayoutStride>(&t) }.unwrap();
+    let b = unsafe { dlmd::HostMdspanAliased::<u32, Dims<2>, LayoutStride>::from_dlpack(&t) }.unwrap();
     a.store([1, 0], 30);
     assert_eq!(b.load([1, 0]), 30);
     assert_eq!(b.values().collect::<Vec<_>>(), [1, 2, 30, 4]);

@@ -9,6 +9,7 @@ use dlmd::dlpack::{
 use dlmd::export::ExportError;
 use dlmd::managed::{ManagedError, ManagedTensor, TensorOwner, export, export_with};
 use dlmd::{Const, Dims, DlElement, Dyn, F4E2M1FN, ImportError, LayoutRight, LayoutStride};
+use dlmd::{HostMdspanAliased, HostMdspanAliasedMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -55,7 +56,9 @@ fn versioned_round_trip_frees_once() {
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.version(), Some(DLPackVersion::CURRENT));
     assert_eq!(tensor.flags(), 0);
-    let md = tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap();
+    let md = tensor
+        .view::<HostMdspanAliased<'_, i32, Dims<2>, LayoutRight>>()
+        .unwrap();
     assert_eq!(md.load([1, 2]), 5);
     assert_eq!(drops.load(Ordering::SeqCst), 0);
     drop(tensor);
@@ -70,10 +73,16 @@ fn legacy_round_trip_frees_once() {
     let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.version(), None);
     tensor
-        .as_host_mdspan_mut::<i32, 1, LayoutStride>()
+        .view_mut::<HostMdspanAliasedMut<'_, i32, Dims<1>, LayoutStride>>()
         .unwrap()
         .store([0], 40);
-    assert_eq!(tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap().load([0]), 40);
+    assert_eq!(
+        tensor
+            .view::<HostMdspanAliased<'_, i32, Dims<1>, LayoutRight>>()
+            .unwrap()
+            .load([0]),
+        40
+    );
     drop(tensor);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
@@ -162,7 +171,13 @@ fn null_pointers_and_null_deleters() {
     };
     // SAFETY: `managed` describes `data`, both alive beyond the wrapper; there is no deleter.
     let tensor = unsafe { ManagedTensor::from_raw(&mut managed) }.unwrap();
-    assert_eq!(tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap().load([1]), 2.5);
+    assert_eq!(
+        tensor
+            .view::<HostMdspanAliased<'_, f32, Dims<1>, LayoutRight>>()
+            .unwrap()
+            .load([1]),
+        2.5
+    );
 }
 
 #[test]
@@ -174,10 +189,18 @@ fn shared_buffers_are_read_only() {
     assert!(tensor.is_read_only());
     assert_eq!(tensor.flags() & READ_ONLY, READ_ONLY);
     assert_eq!(
-        tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err(),
+        tensor
+            .view_mut::<HostMdspanAliasedMut<'_, u8, Dims<1>, LayoutRight>>()
+            .unwrap_err(),
         ImportError::ReadOnly
     );
-    assert_eq!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().unwrap().load([2]), 3);
+    assert_eq!(
+        tensor
+            .view::<HostMdspanAliased<'_, u8, Dims<1>, LayoutRight>>()
+            .unwrap()
+            .load([2]),
+        3
+    );
     assert_eq!(Arc::strong_count(&shared), 2);
     drop(tensor);
     assert_eq!(Arc::strong_count(&shared), 1);
@@ -190,7 +213,9 @@ fn sub_byte_elements_are_flagged_padded() {
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.flags() & IS_SUBBYTE_TYPE_PADDED, IS_SUBBYTE_TYPE_PADDED);
-    let md = tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>().unwrap();
+    let md = tensor
+        .view::<HostMdspanAliased<'_, F4E2M1FN, Dims<1>, LayoutRight>>()
+        .unwrap();
     assert_eq!(md.load([2]).to_f32(), 6.0);
     assert_eq!(
         export::<DLManagedTensor>(vec![F4E2M1FN::from_f32(1.0)], Dims::new([1])).unwrap_err(),
@@ -207,7 +232,7 @@ fn packed_sub_byte_tensors_are_refused() {
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(matches!(
-        tensor.as_host_mdspan::<F4E2M1FN, 1, LayoutRight>(),
+        tensor.view::<HostMdspanAliased<'_, F4E2M1FN, Dims<1>, LayoutRight>>(),
         Err(ImportError::PackedSubbyte { .. })
     ));
 }
@@ -221,12 +246,12 @@ fn copied_flag_and_static_extents() {
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.is_copied());
     let md = tensor
-        .as_host_mdspan_extents::<u16, (Const<2>, Const<3>), LayoutRight>()
+        .view::<HostMdspanAliased<'_, u16, (Const<2>, Const<3>), LayoutRight>>()
         .unwrap();
     assert_eq!(md.load([1, 2]), 7);
     assert!(
         tensor
-            .as_host_mdspan_extents::<u16, (Const<3>, Dyn), LayoutRight>()
+            .view::<HostMdspanAliased<'_, u16, (Const<3>, Dyn), LayoutRight>>()
             .is_err()
     );
 }
@@ -249,7 +274,10 @@ fn arrays_export_with_their_shape() {
     let t = tensor.dl_tensor();
     assert_eq!(t.ndim, 2);
     assert_eq!(
-        tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap().load([1, 1]),
+        tensor
+            .view::<HostMdspanAliased<'_, f64, Dims<2>, LayoutRight>>()
+            .unwrap()
+            .load([1, 1]),
         3.0
     );
     let empty = Array::<f64, Dims<2>>::zeros(Dims::new([0, 4]))
@@ -259,7 +287,12 @@ fn arrays_export_with_their_shape() {
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw(empty) }.unwrap();
     assert!(tensor.dl_tensor().data.is_null());
-    assert!(tensor.as_host_mdspan::<f64, 2, LayoutRight>().unwrap().is_empty());
+    assert!(
+        tensor
+            .view::<HostMdspanAliased<'_, f64, Dims<2>, LayoutRight>>()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -268,7 +301,13 @@ fn rank_zero_exports() {
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.dl_tensor().shape.is_null());
-    assert_eq!(tensor.as_host_mdspan::<i8, 0, LayoutRight>().unwrap().load([]), 9);
+    assert_eq!(
+        tensor
+            .view::<HostMdspanAliased<'_, i8, Dims<0>, LayoutRight>>()
+            .unwrap()
+            .load([]),
+        9
+    );
 }
 
 #[test]
@@ -278,7 +317,9 @@ fn a_panic_while_a_view_is_borrowed_still_releases_once() {
     let caught = std::panic::catch_unwind(move || {
         // SAFETY: produced by dlmd above.
         let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-        let md = tensor.as_host_mdspan_mut::<i32, 1, LayoutRight>().unwrap();
+        let md = tensor
+            .view_mut::<HostMdspanAliasedMut<'_, i32, Dims<1>, LayoutRight>>()
+            .unwrap();
         md.update(|[i], x| {
             assert!(i < 2, "a closure that panics half-way");
             x + 1
@@ -348,7 +389,9 @@ fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
     let raw = export::<DLManagedTensor>(bytes.clone(), Dims::new([2, 3])).unwrap();
     // SAFETY: dlmd just made the tensor and hands it over.
     let legacy = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    let view = legacy.as_host_mdspan::<F4E2M1FNx2, 2, LayoutRight>().unwrap();
+    let view = legacy
+        .view::<HostMdspanAliased<'_, F4E2M1FNx2, Dims<2>, LayoutRight>>()
+        .unwrap();
     assert_eq!(view.load([1, 2]).to_f32_pair(), (4.0, -4.0));
     assert_eq!(legacy.dl_tensor().dtype.to_string(), "float4_e2m1fnx2");
     // Two padded values per element: the same code, bits and lanes, flagged padded, two bytes.
@@ -358,12 +401,12 @@ fn packed_fp4_pairs_travel_in_plain_tensors_and_are_told_from_padded_ones() {
     let flagged = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_ne!(flagged.flags() & IS_SUBBYTE_TYPE_PADDED, 0);
     assert!(matches!(
-        flagged.as_host_mdspan::<F4E2M1FNx2, 1, LayoutRight>(),
+        flagged.view::<HostMdspanAliased<'_, F4E2M1FNx2, Dims<1>, LayoutRight>>(),
         Err(ImportError::PaddedSubbyte { .. })
     ));
     assert_eq!(
         flagged
-            .as_host_mdspan::<[F4E2M1FN; 2], 1, LayoutRight>()
+            .view::<HostMdspanAliased<'_, [F4E2M1FN; 2], Dims<1>, LayoutRight>>()
             .unwrap()
             .load([3])[1]
             .to_f32(),
@@ -396,7 +439,9 @@ fn a_callers_padded_flag_is_dropped_where_the_elements_are_packed() {
         IS_COPIED,
         "the caller's other flags are kept"
     );
-    let view = tensor.as_host_mdspan::<F4E2M1FNx2, 1, LayoutRight>().unwrap();
+    let view = tensor
+        .view::<HostMdspanAliased<'_, F4E2M1FNx2, Dims<1>, LayoutRight>>()
+        .unwrap();
     assert_eq!(view.extent(0), 8);
     assert_eq!(view.load([7]).to_f32_pair(), (1.0, -1.0));
 }
@@ -442,10 +487,18 @@ fn deferred(refuse: bool) -> (ManagedTensor, Arc<Asked>) {
 #[test]
 fn deferred_write_checks_are_asked_for_mutable_views_only() {
     let (mut tensor, asked) = deferred(true);
-    assert_eq!(tensor.as_host_mdspan::<i32, 2, LayoutRight>().unwrap().load([1, 2]), 1);
+    assert_eq!(
+        tensor
+            .view::<HostMdspanAliased<'_, i32, Dims<2>, LayoutRight>>()
+            .unwrap()
+            .load([1, 2]),
+        1
+    );
     assert_eq!(asked.checks.load(Ordering::Relaxed), 0, "a read asked the producer");
     assert_eq!(
-        tensor.as_host_mdspan_mut::<i32, 2, LayoutRight>().unwrap_err(),
+        tensor
+            .view_mut::<HostMdspanAliasedMut<'_, i32, Dims<2>, LayoutRight>>()
+            .unwrap_err(),
         ImportError::WritesRefused("the producer tracks it")
     );
     assert!(tensor.is_read_only());
@@ -455,7 +508,7 @@ fn deferred_write_checks_are_asked_for_mutable_views_only() {
 
     let (mut tensor, asked) = deferred(false);
     tensor
-        .as_host_mdspan_mut::<i32, 2, LayoutRight>()
+        .view_mut::<HostMdspanAliasedMut<'_, i32, Dims<2>, LayoutRight>>()
         .unwrap()
         .store([0, 0], 7);
     // A second check replaces the first, which is released at once; giving the pointer back
@@ -473,5 +526,10 @@ fn deferred_write_checks_are_asked_for_mutable_views_only() {
     assert_eq!(again.releases.load(Ordering::Relaxed), 1);
     // SAFETY: given back by `into_raw`, still owned.
     let back = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    assert_eq!(back.as_host_mdspan::<i32, 2, LayoutRight>().unwrap().load([0, 0]), 7);
+    assert_eq!(
+        back.view::<HostMdspanAliased<'_, i32, Dims<2>, LayoutRight>>()
+            .unwrap()
+            .load([0, 0]),
+        7
+    );
 }

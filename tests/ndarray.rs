@@ -198,7 +198,7 @@ fn exported(raw: *mut DLManagedTensorVersioned) -> ManagedTensor {
 
 fn values(t: &DLTensor) -> Vec<i32> {
     // SAFETY: the tensor is a live export of this test, read while it lives.
-    let view = unsafe { dlmd::to_host_mdspan::<i32, 2, LayoutRight>(t) }.unwrap();
+    let view = unsafe { dlmd::HostMdspan::<i32, Dims<2>, LayoutRight>::from_dlpack(t) }.unwrap();
     view.iter().copied().collect()
 }
 

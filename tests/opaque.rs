@@ -9,10 +9,8 @@ use dlmd::space::{
     Ascend, DeviceKind, ExtDev, Hexagon, Maia, MemorySpace, Metal, OneApi, OpenCl, Rocm, RocmHost, SpaceError, Tpu,
     TpuHost, Trn, Vpi, Vulkan, WebGpu,
 };
-use dlmd::{
-    Aliased, Dims, ImportError, LayoutRight, LayoutStride, Mdspan, Opaque, OpaqueMdspan, to_dlpack_tensor,
-    to_host_mdspan, to_opaque_mdspan, to_opaque_mdspan_mut,
-};
+use dlmd::{Aliased, Dims, ImportError, LayoutRight, LayoutStride, Mdspan, Opaque, OpaqueMdspan, to_dlpack_tensor};
+use dlmd::{HostMdspan, HostMdspanAliased, OpaqueMdspanMut};
 use dlmd_tests::tensor;
 
 /// A 2×3 view of `data` in the opaque space of kind `K`, device `id` (the memory is host memory
@@ -43,11 +41,11 @@ fn round_trip<K: DeviceKind>() {
         K::NAME
     );
     // SAFETY: the tensor describes `data`, alive and unchanged for this scope.
-    let back = unsafe { to_opaque_mdspan::<K, f32, 2, LayoutRight>(t) }.unwrap();
+    let back = unsafe { OpaqueMdspan::<f32, Dims<2>, K, LayoutRight>::from_dlpack(t) }.unwrap();
     assert_eq!((back.as_ptr(), back.space().id()), (ptr, 3));
     assert_eq!(back.extents().to_array(), [2, 3]);
     // SAFETY: as above.
-    let refused = unsafe { to_host_mdspan::<f32, 2, LayoutRight>(t) };
+    let refused = unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(t) };
     if K::DEVICE_TYPE == DLDeviceType::ROCM_HOST {
         // Pinned ROCm host memory is host memory too, as numpy reads it.
         assert!(refused.is_ok());
@@ -116,28 +114,28 @@ fn imports_check_the_kind_and_the_id() {
         device_id: 0,
     };
     // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-    assert!(unsafe { to_opaque_mdspan::<OneApi, f32, 2, LayoutRight>(&t) }.is_ok());
+    assert!(unsafe { OpaqueMdspan::<f32, Dims<2>, OneApi, LayoutRight>::from_dlpack(&t) }.is_ok());
     assert_eq!(
         // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-        unsafe { to_opaque_mdspan::<Rocm, f32, 2, LayoutRight>(&t) }.unwrap_err(),
+        unsafe { OpaqueMdspan::<f32, Dims<2>, Rocm, LayoutRight>::from_dlpack(&t) }.unwrap_err(),
         ImportError::Space(SpaceError::DeviceType {
             expected: "ROCm",
             found: DLDeviceType::ONE_API
         })
     );
     // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-    assert!(unsafe { dlmd::to_device_mdspan::<f32, 2, LayoutRight>(&t) }.is_err());
+    assert!(unsafe { dlmd::DeviceMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(&t) }.is_err());
     t.device.device_id = -1;
     assert_eq!(
         // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-        unsafe { to_opaque_mdspan::<OneApi, f32, 2, LayoutRight>(&t) }.unwrap_err(),
+        unsafe { OpaqueMdspan::<f32, Dims<2>, OneApi, LayoutRight>::from_dlpack(&t) }.unwrap_err(),
         ImportError::Space(SpaceError::DeviceOrdinal { ordinal: -1 })
     );
     // The layout checks of every import: the rank, the layout, and overlap for writing.
     t.device.device_id = 2;
     assert!(matches!(
         // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-        unsafe { to_opaque_mdspan::<OneApi, f32, 3, LayoutRight>(&t) },
+        unsafe { OpaqueMdspan::<f32, Dims<3>, OneApi, LayoutRight>::from_dlpack(&t) },
         Err(ImportError::Rank { .. })
     ));
     strides = [1, 2];
@@ -147,11 +145,11 @@ fn imports_check_the_kind_and_the_id() {
     };
     assert!(matches!(
         // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-        unsafe { to_opaque_mdspan::<OneApi, f32, 2, LayoutRight>(&t) },
+        unsafe { OpaqueMdspan::<f32, Dims<2>, OneApi, LayoutRight>::from_dlpack(&t) },
         Err(ImportError::Layout(LayoutError::StrideMismatch { .. }))
     ));
     // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-    let strided = unsafe { to_opaque_mdspan::<OneApi, f32, 2, LayoutStride>(&t) }.unwrap();
+    let strided = unsafe { OpaqueMdspan::<f32, Dims<2>, OneApi, LayoutStride>::from_dlpack(&t) }.unwrap();
     assert_eq!((strided.stride(0), strided.stride(1), strided.space().id()), (1, 2, 2));
     strides = [1, 1];
     let t = DLTensor {
@@ -159,10 +157,10 @@ fn imports_check_the_kind_and_the_id() {
         ..t
     };
     // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-    assert!(unsafe { to_opaque_mdspan::<OneApi, f32, 2, LayoutStride>(&t) }.is_ok());
+    assert!(unsafe { OpaqueMdspan::<f32, Dims<2>, OneApi, LayoutStride>::from_dlpack(&t) }.is_ok());
     assert!(matches!(
         // SAFETY: the tensor describes arrays of this test, alive and unchanged while viewed.
-        unsafe { to_opaque_mdspan_mut::<OneApi, f32, 2, LayoutStride>(&t) },
+        unsafe { OpaqueMdspanMut::<f32, Dims<2>, OneApi, LayoutStride>::from_dlpack(&t) },
         Err(ImportError::Layout(LayoutError::Overlapping))
     ));
 }
@@ -176,9 +174,15 @@ fn owned_exports_of_opaque_memory_carry_the_device() {
     // SAFETY: dlmd just made the tensor and hands it over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.dl_tensor().device, device);
-    let view = tensor.as_mdspan::<u16, Dims<2>, LayoutRight, Opaque<OneApi>>().unwrap();
+    let view = tensor
+        .view::<Mdspan<'_, u16, Dims<2>, LayoutRight, Opaque<OneApi>, Aliased>>()
+        .unwrap();
     assert_eq!((view.space(), view.extents().to_array()), (Opaque::new(1), [3, 4]));
-    assert!(tensor.as_host_mdspan::<u16, 2, LayoutRight>().is_err());
+    assert!(
+        tensor
+            .view::<HostMdspanAliased<'_, u16, Dims<2>, LayoutRight>>()
+            .is_err()
+    );
     // Imports of shared memory are aliased views, as for every space.
     let _: Mdspan<'_, u16, Dims<2>, LayoutRight, Opaque<OneApi>, Aliased> = view;
 }

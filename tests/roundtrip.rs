@@ -116,7 +116,7 @@ fn mutable_views_import_and_write() {
         let t = dl.get();
         // SAFETY: `t` describes `md`'s elements; `md` is not used while `out` lives.
         let mut out: Mdspan<'_, i16, Dims<2>, LayoutRight, dlmd::Host, dlmd::Unique> =
-            unsafe { dlmd::to_host_mdspan_mut(&t) }.unwrap();
+            unsafe { dlmd::HostMdspanMut::from_dlpack(&t) }.unwrap();
         out[[2, 1]] = 9;
     }
     assert_eq!(md[[2, 1]], 9);

@@ -7,7 +7,7 @@
 
 use dlmd::dlpack::DLTensor;
 use dlmd::layout::StrideMapping;
-use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, to_dlpack_tensor, to_host_mdspan};
+use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, to_dlpack_tensor};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -84,18 +84,18 @@ fn main() {
     let (q2, q4, qs4) = (black_box(&t2), black_box(&t4), black_box(&ts4));
     case!("import/rank2 layout_right", fast, {
         // SAFETY: each tensor describes `data`, alive and never written while the benchmark runs.
-        keep(&unsafe { to_host_mdspan::<f32, 2, LayoutRight>(black_box(q2)) });
+        keep(&unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(black_box(q2)) });
     });
     case!("import/rank4 layout_right", fast, {
         // SAFETY: each tensor describes `data`, alive and never written while the benchmark runs.
-        keep(&unsafe { to_host_mdspan::<f32, 4, LayoutRight>(black_box(q4)) });
+        keep(&unsafe { HostMdspan::<f32, Dims<4>, LayoutRight>::from_dlpack(black_box(q4)) });
     });
     case!("import/rank4 layout_stride", fast, {
         // SAFETY: each tensor describes `data`, alive and never written while the benchmark runs.
-        keep(&unsafe { to_host_mdspan::<f32, 4, LayoutStride>(black_box(qs4)) });
+        keep(&unsafe { HostMdspan::<f32, Dims<4>, LayoutStride>::from_dlpack(black_box(qs4)) });
     });
     case!("import error/rank4 stride mismatch", slow, {
         // SAFETY: each tensor describes `data`, alive and never written while the benchmark runs.
-        keep(&unsafe { to_host_mdspan::<f32, 4, LayoutRight>(black_box(qs4)) });
+        keep(&unsafe { HostMdspan::<f32, Dims<4>, LayoutRight>::from_dlpack(black_box(qs4)) });
     });
 }

@@ -5,9 +5,10 @@
 //! `cuda::to_dlpack_tensor` / `cuda::to_host_mdspan` doing the same work.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlmd::HostMdspanMut;
 use dlmd::dlpack::DLTensor;
 use dlmd::layout::StrideMapping;
-use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, to_dlpack_tensor, to_host_mdspan};
+use dlmd::{Dims, HostMdspan, LayoutRight, LayoutStride, to_dlpack_tensor};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -50,19 +51,21 @@ fn import(c: &mut Criterion) {
     let mut group = c.benchmark_group("import");
     group.bench_function("rank2 layout_right", |b| {
         // SAFETY: each tensor describes `data`, alive and unwritten during the benchmark.
-        b.iter(|| unsafe { to_host_mdspan::<f32, 2, LayoutRight>(black_box(&t2)) }.map(|v| v.as_ptr()))
+        b.iter(|| unsafe { HostMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(black_box(&t2)) }.map(|v| v.as_ptr()))
     });
     group.bench_function("rank4 layout_right", |b| {
         // SAFETY: as above.
-        b.iter(|| unsafe { to_host_mdspan::<f32, 4, LayoutRight>(black_box(&t4)) }.map(|v| v.as_ptr()))
+        b.iter(|| unsafe { HostMdspan::<f32, Dims<4>, LayoutRight>::from_dlpack(black_box(&t4)) }.map(|v| v.as_ptr()))
     });
     group.bench_function("rank4 layout_stride", |b| {
         // SAFETY: as above.
-        b.iter(|| unsafe { to_host_mdspan::<f32, 4, LayoutStride>(black_box(&ts4)) }.map(|v| v.as_ptr()))
+        b.iter(|| unsafe { HostMdspan::<f32, Dims<4>, LayoutStride>::from_dlpack(black_box(&ts4)) }.map(|v| v.as_ptr()))
     });
     group.bench_function("rank4 layout_stride mutable", |b| {
-        // SAFETY: as above; the mutable view is dropped at once and never written.
-        b.iter(|| unsafe { dlmd::to_host_mdspan_mut::<f32, 4, LayoutStride>(black_box(&ts4)) }.map(|v| v.as_ptr()))
+        b.iter(|| {
+            // SAFETY: as above; the mutable view is dropped at once and never written.
+            unsafe { HostMdspanMut::<f32, Dims<4>, LayoutStride>::from_dlpack(black_box(&ts4)) }.map(|v| v.as_ptr())
+        })
     });
     group.finish();
 
@@ -70,8 +73,10 @@ fn import(c: &mut Criterion) {
     let strided: DLTensor = *ts4;
     let mut group = c.benchmark_group("import error");
     group.bench_function("rank4 stride mismatch", |b| {
-        // SAFETY: as above; the import fails before any data access.
-        b.iter(|| unsafe { to_host_mdspan::<f32, 4, LayoutRight>(black_box(&strided)) }.map(|v| v.as_ptr()))
+        b.iter(|| {
+            // SAFETY: as above; the import fails before any data access.
+            unsafe { HostMdspan::<f32, Dims<4>, LayoutRight>::from_dlpack(black_box(&strided)) }.map(|v| v.as_ptr())
+        })
     });
     group.finish();
 }

@@ -5,6 +5,7 @@
 //! Run with `cargo bench -p dlmd --bench managed`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlmd::HostMdspanAliased;
 use dlmd::dlpack::DLManagedTensorVersioned;
 use dlmd::managed::{ManagedTensor, export};
 use dlmd::{Dims, LayoutRight};
@@ -15,7 +16,9 @@ fn dlmd_round_trip(data: Vec<f32>) -> f32 {
     let raw = export::<DLManagedTensorVersioned>(data, Dims::new([1024])).unwrap();
     // SAFETY: `raw` was just produced by dlmd and is handed over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    let view = tensor.as_host_mdspan::<f32, 1, LayoutRight>().unwrap();
+    let view = tensor
+        .view::<HostMdspanAliased<'_, f32, Dims<1>, LayoutRight>>()
+        .unwrap();
     view.load([1023])
 }
 

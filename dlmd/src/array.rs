@@ -99,7 +99,7 @@ impl<T: DlElement, E: Extents> Array<T, E, LayoutRight> {
     /// let raw = a.into_dlpack::<DLManagedTensorVersioned>().unwrap();
     /// // SAFETY: `raw` was just produced by dlmd and is handed over.
     /// let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    /// assert_eq!(tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap().load([2]), 3);
+    /// assert_eq!(tensor.view::<HostMdspanAliased<'_, i32, Dims<1>, LayoutRight>>().unwrap().load([2]), 3);
     /// ```
     pub fn into_dlpack<M: ManagedTensorAbi>(self) -> Result<*mut M, ExportError> {
         let extents = *self.extents();

@@ -118,11 +118,7 @@ pub use dtype::{
 };
 pub use export::{DLTensorRef, DlpackTensor, to_dlpack_tensor};
 pub use extents::{Const, Dims, Dyn, Extents};
-pub use import::{
-    ImportError, to_device_mdspan, to_device_mdspan_mut, to_host_mdspan, to_host_mdspan_aliased,
-    to_host_mdspan_aliased_mut, to_host_mdspan_mut, to_managed_mdspan, to_managed_mdspan_mut, to_opaque_mdspan,
-    to_opaque_mdspan_mut,
-};
+pub use import::ImportError;
 pub use layout::{LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mapping};
 pub use space::{Device, Host, Managed, Opaque};
 pub use view::{

@@ -8,6 +8,7 @@
 //! over is released exactly once; accepted views reach exactly the described bytes.
 #![no_main]
 
+use dlmd::HostMdspanAliased;
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{
     DLDevice, DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackVersion,
@@ -247,7 +248,7 @@ dlmd_fuzz::fuzz_cases!(|input: Input| {
         Ok(tensor) => {
             assert!(matches!(input.export_answer, Answer::Tensor) && input.major % 3 == 1);
             // SAFETY: as above: `tensor` describes `built`.
-            if let Ok(view) = tensor.as_host_mdspan::<f32, 2, LayoutStrideRelaxed>() {
+            if let Ok(view) = tensor.view::<HostMdspanAliased<'_, f32, Dims<2>, LayoutStrideRelaxed>>() {
                 let d = describe(&built, 2, 4).expect("accepted a tensor the importer must refuse");
                 check_view(&view, &built, &d);
             }

@@ -5,6 +5,7 @@
 //! in a versioned tensor; accepted views reach exactly the described bytes.
 #![no_main]
 
+use dlmd::{HostMdspanAliased, HostMdspanAliasedMut, Dims};
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{
     DLDataTypeCode, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, IS_SUBBYTE_TYPE_PADDED,
@@ -48,7 +49,7 @@ fn views<T: DlElement, const R: usize, L: Layout>(tensor: &mut ManagedTensor, in
     let described = describe(built, R, size_of::<T>());
     for &mutable in input.views.iter().take(4) {
         if mutable {
-            match tensor.as_host_mdspan_mut::<T, R, L>() {
+            match tensor.view_mut::<HostMdspanAliasedMut<'_, T, Dims<R>, L>>() {
                 Ok(view) => {
                     assert!(!tensor_read_only(input), "a READ_ONLY tensor gave a mutable view");
                     assert!(padded_ok, "FP4 accepted without IS_SUBBYTE_TYPE_PADDED");
@@ -66,7 +67,7 @@ fn views<T: DlElement, const R: usize, L: Layout>(tensor: &mut ManagedTensor, in
                 Err(e) => assert!(!e.to_string().is_empty()),
             }
         } else {
-            match tensor.as_host_mdspan::<T, R, L>() {
+            match tensor.view::<HostMdspanAliased<'_, T, Dims<R>, L>>() {
                 Ok(view) => {
                     assert!(padded_ok, "FP4 accepted without IS_SUBBYTE_TYPE_PADDED");
                     let d = described.as_ref().expect("accepted a tensor the importer must refuse");

@@ -9,6 +9,7 @@
 //! row-major.
 #![no_main]
 
+use dlmd::HostMdspanAliased;
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLManagedTensorVersioned, IS_COPIED};
 use dlmd::layout::Layout;
@@ -215,7 +216,7 @@ where
         "IS_COPIED where the array was {standard}"
     );
     let md = tensor
-        .as_host_mdspan::<u32, R, LayoutRight>()
+        .view::<HostMdspanAliased<'_, u32, Dims<R>, LayoutRight>>()
         .expect("a row-major export");
     assert_eq!(
         md.values().collect::<Vec<_>>(),

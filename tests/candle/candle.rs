@@ -3,6 +3,7 @@
 
 use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, DType, Device, IndexOp, Storage, Tensor};
+use dlmd::HostMdspanAliased;
 use dlmd::candle::{self, CandleError};
 use dlmd::dlpack::{DLManagedTensorVersioned, READ_ONLY};
 use dlmd::managed::{ManagedTensor, export};
@@ -53,7 +54,7 @@ macro_rules! every_plain_dtype {
         assert_eq!(values::<$t, 2>(&tt)?, expected, "{:?} transposed", DType::$dtype);
         // Through DLPack and back.
         let managed = round_trip(&tt)?;
-        let seen: Vec<$t> = managed.as_host_mdspan::<$t, 2, LayoutStride>()?.values().collect();
+        let seen: Vec<$t> = managed.view::<HostMdspanAliased<'_, $t, Dims<2>, LayoutStride>>()?.values().collect();
         assert_eq!(seen, expected);
         // A tensor of another producer becomes a copy in candle's storage.
         let foreign = own(export::<DLManagedTensorVersioned>(data.clone(), Dims::new([3, 4]))?);
@@ -273,7 +274,7 @@ proptest! {
         drop(b);
         // The export carries candle's strides; a consumer reads the same values.
         let managed = own(candle::export(&t).unwrap());
-        let seen: Vec<u32> = managed.as_host_mdspan::<u32, 3, LayoutStride>().unwrap().values().collect();
+        let seen: Vec<u32> = managed.view::<HostMdspanAliased<'_, u32, Dims<3>, LayoutStride>>().unwrap().values().collect();
         prop_assert_eq!(seen, t.flatten_all().unwrap().to_vec1::<u32>().unwrap());
     }
 }

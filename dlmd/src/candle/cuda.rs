@@ -13,6 +13,7 @@ use crate::extents::{Dims, Extents};
 use crate::layout::{Layout, LayoutError, LayoutRight, Mapping};
 use crate::managed::ManagedTensor;
 use crate::space::Device as DeviceSpace;
+use crate::view::Aliased;
 use crate::view::{DeviceMdspan, Mdspan};
 use candle_core::op::BackpropOp;
 use candle_core::{CudaDevice, CudaStorage, DType, Storage, Tensor};
@@ -73,7 +74,7 @@ fn device_span<T: CandleElement, const R: usize>(
     ordinal: usize,
 ) -> Result<(sys::CUdeviceptr, usize, Vec<usize>), CandleError> {
     let view = tensor
-        .as_mdspan::<T, Dims<R>, LayoutRight, DeviceSpace>()
+        .view::<Mdspan<'_, T, Dims<R>, LayoutRight, DeviceSpace, Aliased>>()
         .map_err(|e| match e {
             crate::import::ImportError::Layout(
                 LayoutError::StrideMismatch { .. } | LayoutError::NonPositiveStride { .. },

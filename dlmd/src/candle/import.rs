@@ -6,7 +6,6 @@ use crate::dlpack::{DLDeviceType, ManagedTensorAbi};
 use crate::extents::{Dims, Extents};
 use crate::layout::LayoutStrideRelaxed;
 use crate::managed::ManagedTensor;
-use crate::space::Host;
 use candle_core::op::BackpropOp;
 use candle_core::{DType, Device, Storage, Tensor};
 use std::vec::Vec;
@@ -74,7 +73,7 @@ pub fn import(tensor: ManagedTensor, device: &Device) -> Result<Tensor, CandleEr
 /// checked import (the producer may write them meanwhile: they are copied by value), and candle's
 /// shape (in values: FP4 pairs count two).
 fn host_values<T: CandleElement, const R: usize>(tensor: &ManagedTensor) -> Result<(Vec<T>, Vec<usize>), CandleError> {
-    let view = tensor.as_mdspan::<T, Dims<R>, LayoutStrideRelaxed, Host>()?;
+    let view = tensor.view::<crate::HostMdspanAliased<'_, T, Dims<R>, LayoutStrideRelaxed>>()?;
     let mut shape = view.extents().to_array().to_vec();
     if let Some(last) = shape.last_mut() {
         *last *= T::PER_ELEMENT;

@@ -1,7 +1,10 @@
-//! `DLTensor` → view: [`to_host_mdspan`], [`to_device_mdspan`], [`to_managed_mdspan`] and their
-//! `_mut` twins, as CCCL's `cuda::to_{host,device,managed}_mdspan`.
+//! `DLTensor` → view: [`Mdspan::from_dlpack`], one entry for every view type, whose type says
+//! what is checked (CCCL's `cuda::to_host_mdspan` is `HostMdspan::<T, E, L>::from_dlpack`,
+//! `to_device_mdspan` is `DeviceMdspan`'s, `to_managed_mdspan` is `ManagedMdspan`'s; an
+//! owned [`ManagedTensor`](crate::managed::ManagedTensor) is viewed with its `view` and
+//! `view_mut`, which take the same view types).
 //!
-//! The functions are `unsafe` only because a `DLTensor` cannot prove its pointers valid. Every
+//! The import is `unsafe` only because a `DLTensor` cannot prove its pointers valid. Every
 //! other property is checked, and each failure is its own [`ImportError`]:
 //!
 //! - the device type (and for device views, a non-negative ordinal);
@@ -20,7 +23,7 @@
 //!
 //! ```
 //! use dlmd::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLTensor};
-//! use dlmd::{LayoutRight, import::to_host_mdspan};
+//! use dlmd::{Dims, HostMdspan, LayoutRight};
 //!
 //! let mut data = [1i32, 2, 3, 4, 5, 6];
 //! let mut shape = [2i64, 3];
@@ -35,16 +38,16 @@
 //!     byte_offset: 0,
 //! };
 //! // SAFETY: `t` describes `data`, which outlives the view and is not written meanwhile.
-//! let md = unsafe { to_host_mdspan::<i32, 2, LayoutRight>(&t) }.unwrap();
+//! let md = unsafe { HostMdspan::<i32, Dims<2>, LayoutRight>::from_dlpack(&t) }.unwrap();
 //! assert_eq!(md[[1, 2]], 6);
 //! ```
 
 use crate::dlpack::{DLDataType, DLDataTypeCode, DLPackVersion, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
-use crate::extents::{Dims, Extents, ExtentsError, IndexArray};
+use crate::extents::{Extents, ExtentsError, IndexArray};
 use crate::layout::{Layout, LayoutError, Mapping, compact_strides, for_each_reached, negative_reach};
-use crate::space::{Device, DeviceKind, Host, Managed, MemorySpace, Opaque, SpaceError};
-use crate::view::{Access, Aliased, AliasedMut, Mdspan, Shared, Unique};
+use crate::space::{MemorySpace, SpaceError};
+use crate::view::{Access, Mdspan};
 use core::ptr::NonNull;
 
 /// Why a `DLTensor` cannot be viewed as asked.
@@ -178,7 +181,6 @@ fn to_isize(value: i64) -> Result<isize, LayoutError> {
 impl<'a, T, E, L, S, A> Mdspan<'a, T, E, L, S, A>
 where
     T: DlElement,
-    T::Storage: PlainStorage,
     E: Extents,
     L: Layout,
     S: MemorySpace,
@@ -202,7 +204,10 @@ where
     ///   synchronisation), and an `AliasedMut` view is made only over memory its producer lets
     ///   consumers write.
     #[inline]
-    pub unsafe fn from_dlpack(tensor: &'a DLTensor) -> Result<Self, ImportError> {
+    pub unsafe fn from_dlpack(tensor: &'a DLTensor) -> Result<Self, ImportError>
+    where
+        T::Storage: PlainStorage,
+    {
         // SAFETY: forwarded from the caller.
         unsafe { Self::from_dlpack_with_version(tensor, None) }
     }
@@ -217,7 +222,10 @@ where
     pub unsafe fn from_dlpack_with_version(
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
-    ) -> Result<Self, ImportError> {
+    ) -> Result<Self, ImportError>
+    where
+        T::Storage: PlainStorage,
+    {
         // SAFETY: forwarded from the caller; `PlainStorage` means the data type describes the
         // bytes exactly.
         unsafe { Self::import(tensor, version) }
@@ -479,103 +487,6 @@ pub(crate) unsafe fn check_bools<T: DlElement, E: Extents, L: Layout>(
         }
     })
 }
-
-macro_rules! import_fn {
-    ($(#[$meta:meta])* $name:ident, $space:ty, $access:ty) => {
-        $(#[$meta])*
-        ///
-        /// # Safety
-        ///
-        /// As for [`Mdspan::from_dlpack`].
-        #[inline]
-        pub unsafe fn $name<'a, T, const R: usize, L: Layout>(
-            tensor: &'a DLTensor,
-        ) -> Result<Mdspan<'a, T, Dims<R>, L, $space, $access>, ImportError>
-        where
-            T: DlElement,
-            T::Storage: PlainStorage,
-        {
-            // SAFETY: forwarded from the caller.
-            unsafe { Mdspan::from_dlpack(tensor) }
-        }
-    };
-}
-
-import_fn!(
-    /// A read-only host view of `tensor` (`kDLCPU`, `kDLCUDAHost` or `kDLCUDAManaged`), rank
-    /// `R`, layout `L` (CCCL's `cuda::to_host_mdspan`; use [`LayoutStride`](crate::LayoutStride)
-    /// where CCCL's default applies).
-    to_host_mdspan, Host, Shared
-);
-import_fn!(
-    /// A read-write host view of `tensor`; refused when its strides overlap.
-    to_host_mdspan_mut, Host, Unique
-);
-import_fn!(
-    /// A read-only device view of `tensor` (`kDLCUDA`, or `kDLCUDAManaged` on its device)
-    /// (CCCL's `cuda::to_device_mdspan`).
-    to_device_mdspan, Device, Shared
-);
-import_fn!(
-    /// A read-write device view of `tensor`; refused when its strides overlap.
-    to_device_mdspan_mut, Device, Unique
-);
-import_fn!(
-    /// A read-only managed view of `tensor` (`kDLCUDAManaged`) (CCCL's
-    /// `cuda::to_managed_mdspan`).
-    to_managed_mdspan, Managed, Shared
-);
-import_fn!(
-    /// A read-write managed view of `tensor`; refused when its strides overlap.
-    to_managed_mdspan_mut, Managed, Unique
-);
-/// A read-only view of `tensor` on a device of kind `K` (`K`'s device type, id ≥ 0) that the
-/// host never touches: `to_opaque_mdspan::<OneApi, f32, 2, LayoutRight>(&t)`.
-///
-/// # Safety
-///
-/// As for [`Mdspan::from_dlpack`].
-#[inline]
-pub unsafe fn to_opaque_mdspan<'a, K, T, const R: usize, L: Layout>(
-    tensor: &'a DLTensor,
-) -> Result<Mdspan<'a, T, Dims<R>, L, Opaque<K>, Shared>, ImportError>
-where
-    K: DeviceKind,
-    T: DlElement,
-    T::Storage: PlainStorage,
-{
-    // SAFETY: forwarded from the caller.
-    unsafe { Mdspan::from_dlpack(tensor) }
-}
-
-/// A read-write view of `tensor` on a device of kind `K`; refused when its strides overlap.
-///
-/// # Safety
-///
-/// As for [`Mdspan::from_dlpack`].
-#[inline]
-pub unsafe fn to_opaque_mdspan_mut<'a, K, T, const R: usize, L: Layout>(
-    tensor: &'a DLTensor,
-) -> Result<Mdspan<'a, T, Dims<R>, L, Opaque<K>, Unique>, ImportError>
-where
-    K: DeviceKind,
-    T: DlElement,
-    T::Storage: PlainStorage,
-{
-    // SAFETY: forwarded from the caller.
-    unsafe { Mdspan::from_dlpack(tensor) }
-}
-
-import_fn!(
-    /// A read-only host view of `tensor` by value, for memory others may write meanwhile
-    /// (see [`Aliased`]).
-    to_host_mdspan_aliased, Host, Aliased
-);
-import_fn!(
-    /// A read-write host view of `tensor` by value, for memory others may read and write
-    /// meanwhile (see [`AliasedMut`]); refused when its strides overlap.
-    to_host_mdspan_aliased_mut, Host, AliasedMut
-);
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,10 @@
 use super::*;
 use crate::LayoutStrideRelaxed;
 use crate::dlpack::DLDevice;
+use crate::extents::Dims;
 use crate::layout::{LayoutLeft, LayoutRight, LayoutStride};
+use crate::space::Host;
+use crate::view::{AliasedMut, Shared, Unique};
 
 /// Values at the edges of what the one-pass reading accepts: zero, one, small, negative,
 /// and the bounds of its unchecked arithmetic.

@@ -1,13 +1,12 @@
 //! Owned import: [`ManagedTensor`] owns a producer's managed tensor and releases it once.
 
-use crate::Dims;
 use crate::dlpack::{DLPackVersion, DLTensor, IS_COPIED, IS_SUBBYTE_TYPE_PADDED, ManagedTensorAbi, READ_ONLY};
 use crate::dtype::{DlElement, ElementStorage};
 use crate::extents::Extents;
 use crate::import::ImportError;
 use crate::layout::Layout;
 use crate::space::MemorySpace;
-use crate::view::{Aliased, AliasedMut, HostMdspanAliased, HostMdspanAliasedMut, Mdspan};
+use crate::view::{Access, Aliased, AliasedMut, Mdspan};
 use core::ffi::c_void;
 use core::fmt;
 use core::ptr::NonNull;
@@ -179,8 +178,8 @@ impl ManagedTensor {
     /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     /// tensor.refuse_writes("the producer's autograd tracks it");
     /// assert!(tensor.is_read_only());
-    /// assert!(tensor.as_host_mdspan::<u8, 1, LayoutRight>().is_ok());
-    /// let e = tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err();
+    /// assert!(tensor.view::<HostMdspanAliased<'_, u8, Dims<1>, LayoutRight>>().is_ok());
+    /// let e = tensor.view_mut::<HostMdspanAliasedMut<'_, u8, Dims<1>, LayoutRight>>().unwrap_err();
     /// assert_eq!(e, ImportError::WritesRefused("the producer's autograd tracks it"));
     /// ```
     pub fn refuse_writes(&mut self, why: &'static str) {
@@ -211,9 +210,9 @@ impl ManagedTensor {
     /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     /// // SAFETY: `ask` and `release` take any context, from any thread.
     /// unsafe { tensor.defer_write_check(NonNull::dangling(), ask, release) };
-    /// assert!(tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().is_ok());
+    /// assert!(tensor.view_mut::<HostMdspanAliasedMut<'_, u8, Dims<1>, LayoutRight>>().is_ok());
     /// TRACKED.store(true, Ordering::Relaxed);
-    /// let e = tensor.as_host_mdspan_mut::<u8, 1, LayoutRight>().unwrap_err();
+    /// let e = tensor.view_mut::<HostMdspanAliasedMut<'_, u8, Dims<1>, LayoutRight>>().unwrap_err();
     /// assert_eq!(e, ImportError::WritesRefused("the producer's autograd tracks it"));
     /// ```
     ///
@@ -263,7 +262,7 @@ impl ManagedTensor {
     /// Views the tensor in any space this view type accepts, checking everything the importers
     /// check and that sub-byte elements are declared padded, or packed, as the element type
     /// stores them.
-    pub(crate) fn view<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
+    pub(crate) fn view_as<T, E, L, S, A>(&self) -> Result<Mdspan<'_, T, E, L, S, A>, ImportError>
     where
         T: DlElement,
         E: Extents,
@@ -287,44 +286,35 @@ impl ManagedTensor {
         unsafe { Mdspan::import(self.dl_tensor(), self.version()) }
     }
 
-    /// A read-only host view with rank `R` and layout `L`, by value: others may write the
-    /// memory meanwhile (see [`Aliased`]).
-    pub fn as_host_mdspan<T: DlElement, const R: usize, L: Layout>(
-        &self,
-    ) -> Result<HostMdspanAliased<'_, T, Dims<R>, L>, ImportError> {
-        self.view()
+    /// The tensor as the read-only view `V`: any `Mdspan<'_, T, E, L, S, Aliased>`, whose type
+    /// says what is checked (element type, rank and static extents, layout, memory space; see
+    /// [`import`](crate::import)). Others may write the memory meanwhile, so the view is
+    /// [aliased](Aliased): elements by value, no references.
+    ///
+    /// ```
+    /// use dlmd::dlpack::DLManagedTensorVersioned;
+    /// use dlmd::managed::{export, ManagedTensor};
+    /// use dlmd::{Dims, Host, HostMdspanAliased, LayoutStride, Mdspan, view::Aliased};
+    ///
+    /// let raw = export::<DLManagedTensorVersioned>(vec![1u8, 2, 3, 4, 5, 6], Dims::new([2, 3])).unwrap();
+    /// // SAFETY: a fresh export, handed over.
+    /// let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    /// let rows: HostMdspanAliased<'_, u8, Dims<2>> = tensor.view().unwrap();
+    /// assert_eq!(rows.get([1, 2]), Some(6));
+    /// let strided = tensor.view::<Mdspan<'_, u8, Dims<2>, LayoutStride, Host, Aliased>>().unwrap();
+    /// assert_eq!(strided.get([0, 1]), Some(2));
+    /// assert!(tensor.view::<HostMdspanAliased<'_, u16, Dims<2>>>().is_err());
+    /// ```
+    pub fn view<'a, V: TensorView<'a, Access = Aliased>>(&'a self) -> Result<V, ImportError> {
+        V::of(self)
     }
 
-    /// A read-only host view with static or mixed extents `E`, by value.
-    pub fn as_host_mdspan_extents<T: DlElement, E: Extents, L: Layout>(
-        &self,
-    ) -> Result<HostMdspanAliased<'_, T, E, L>, ImportError> {
-        self.view()
-    }
-
-    /// A read-write host view, by value (see [`AliasedMut`]); refused when the producer set
-    /// `READ_ONLY` (or writes were [refused](Self::refuse_writes)), and for overlapping strides.
-    pub fn as_host_mdspan_mut<T: DlElement, const R: usize, L: Layout>(
-        &mut self,
-    ) -> Result<HostMdspanAliasedMut<'_, T, Dims<R>, L>, ImportError> {
+    /// The tensor as the read-write view `V`: any `Mdspan<'_, T, E, L, S, AliasedMut>`, checked
+    /// as [`view`](Self::view) checks, and refused where the producer set `READ_ONLY` (or writes
+    /// were [refused](Self::refuse_writes)) and where two indices would reach one element.
+    pub fn view_mut<'a, V: TensorView<'a, Access = AliasedMut>>(&'a mut self) -> Result<V, ImportError> {
         self.check_writable()?;
-        self.view()
-    }
-
-    /// Any read-only view: host, device or managed memory.
-    pub fn as_mdspan<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
-        &self,
-    ) -> Result<Mdspan<'_, T, E, L, S, Aliased>, ImportError> {
-        self.view()
-    }
-
-    /// Any read-write view; refused when the producer set `READ_ONLY` (or writes were
-    /// [refused](Self::refuse_writes)), and for overlapping strides.
-    pub fn as_mdspan_mut<T: DlElement, E: Extents, L: Layout, S: MemorySpace>(
-        &mut self,
-    ) -> Result<Mdspan<'_, T, E, L, S, AliasedMut>, ImportError> {
-        self.check_writable()?;
-        self.view()
+        V::of(self)
     }
 
     /// The versioned tensor this owns, if it is one (still owned by `self`).
@@ -359,5 +349,43 @@ impl Drop for ManagedTensor {
         // SAFETY: the wrapper owns the tensor and drops once; `release` was made for its kind,
         // and the deleter may be called once, from any thread (`from_raw`).
         unsafe { (self.release)(self.ptr) }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A view a [`ManagedTensor`] is imported as: `Mdspan<'a, T, E, L, S, A>` of any element type,
+/// extents, layout and memory space; [`ManagedTensor::view`] takes the [`Aliased`] ones,
+/// [`ManagedTensor::view_mut`] the [`AliasedMut`] ones.
+#[diagnostic::on_unimplemented(
+    message = "a managed tensor cannot be viewed as `{Self}`",
+    note = "view it as an `Mdspan<'_, T, E, L, S, Aliased>` (`view`) or `AliasedMut` (`view_mut`)"
+)]
+pub trait TensorView<'a>: Sized + sealed::Sealed {
+    /// The view's access.
+    type Access: Access;
+
+    /// `tensor` as this view, every import check made.
+    #[doc(hidden)]
+    fn of(tensor: &'a ManagedTensor) -> Result<Self, ImportError>;
+}
+
+impl<T, E: Extents, L: Layout, S: MemorySpace, A: Access> sealed::Sealed for Mdspan<'_, T, E, L, S, A> {}
+
+impl<'a, T, E, L, S, A> TensorView<'a> for Mdspan<'a, T, E, L, S, A>
+where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    S: MemorySpace,
+    A: Access,
+{
+    type Access = A;
+
+    #[inline]
+    fn of(tensor: &'a ManagedTensor) -> Result<Self, ImportError> {
+        tensor.view_as()
     }
 }

@@ -23,7 +23,7 @@
 //! let raw = export::<DLManagedTensorVersioned>(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], Dims::new([2, 3])).unwrap();
 //! // SAFETY: `raw` was just produced by dlmd and is handed over here.
 //! let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-//! let md = tensor.as_host_mdspan::<f32, 2, LayoutRight>().unwrap();
+//! let md = tensor.view::<HostMdspanAliased<'_, f32, Dims<2>, LayoutRight>>().unwrap();
 //! assert_eq!(md.load([1, 2]), 6.0);
 //! // Dropping `tensor` calls the deleter, which frees the `Vec`.
 //! ```
@@ -40,5 +40,5 @@ mod owner;
 use crate::dlpack::ManagedTensorAbi;
 
 pub use export::{export, export_with};
-pub use import::{ManagedError, ManagedTensor};
+pub use import::{ManagedError, ManagedTensor, TensorView};
 pub use owner::TensorOwner;

@@ -89,3 +89,17 @@ impl From<crate::import::ImportError> for pyo3::PyErr {
         }
     }
 }
+
+/// CUDA work refused or failed, as Python sees it: the import's own error for a tensor that does
+/// not fit the view asked for, `BufferError` for everything else (a launch refused, a stream
+/// that is none, the driver failing), with the message.
+#[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+impl From<crate::cuda::CudaError> for pyo3::PyErr {
+    fn from(e: crate::cuda::CudaError) -> Self {
+        match e {
+            crate::cuda::CudaError::Import(e) => e.into(),
+            e => pyo3::exceptions::PyBufferError::new_err(e.to_string()),
+        }
+    }
+}

@@ -11,7 +11,7 @@
 //! let raw = export::<DLManagedTensorVersioned>(vec![1.0f64, 2.0, 3.0], Dims::new([3])).unwrap();
 //! // SAFETY: `raw` is a fresh dlmd export, handed over.
 //! let mut tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-//! let md = tensor.as_host_mdspan_mut::<f64, 1, LayoutRight>().unwrap();
+//! let md = tensor.view_mut::<HostMdspanAliasedMut<'_, f64, Dims<1>, LayoutRight>>().unwrap();
 //! md.store([1], 20.0);
 //! assert_eq!(md.load([1]), 20.0);
 //! assert_eq!(md.values().collect::<Vec<_>>(), [1.0, 20.0, 3.0]);

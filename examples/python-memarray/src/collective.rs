@@ -2,11 +2,13 @@
 //! from this one process.
 
 use crate::gpu::{cuda_error, gpu};
+use dlmd::Mdspan;
 use dlmd::dlpack::DLDeviceType;
 use dlmd::half::{bf16, f16};
 use dlmd::managed::ManagedTensor;
 use dlmd::nccl::{Communicator, DataType, NcclElement, NcclError, ReduceOp, group};
 use dlmd::python::from_dlpack;
+use dlmd::view::AliasedMut;
 use dlmd::{Device, Dims, F8E4M3FN, F8E5M2, LayoutRight};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -112,7 +114,7 @@ fn reduce<T: NcclElement>(
     with_rank!(rank, R => {
         let mut views = tensors
             .iter_mut()
-            .map(|t| t.as_mdspan_mut::<T, Dims<R>, LayoutRight, Device>())
+            .map(|t| t.view_mut::<Mdspan<'_, T, Dims<R>, LayoutRight, Device, AliasedMut>>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(crate::import_error)?;
         dlmd::cuda::scope(|s| {

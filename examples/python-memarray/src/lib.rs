@@ -41,6 +41,7 @@ use dlmd::python::{
     add_dlpack_method, from_dlpack as import, import_for_kernel, publish_exchange_api_borrowing, with_dlpack_borrowed,
 };
 use dlmd::space::OneApi;
+use dlmd::view::Aliased;
 use dlmd::view::AliasedMut;
 use dlmd::{Device, Dims, DlElement, Host, HostMdspanAliased, ImportError, LayoutStrideRelaxed, Mdspan, Opaque};
 use dtype::{DType, dtype_arg};
@@ -57,7 +58,7 @@ fn host_view<T: DlElement, const R: usize>(
 ) -> PyResult<HostMdspanAliased<'_, T, Dims<R>, LayoutStrideRelaxed>> {
     if tensor.dl_tensor().device.device_type == DLDeviceType::ONE_API {
         let view = tensor
-            .as_mdspan::<T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>>()
+            .view::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>, Aliased>>()
             .map_err(import_error)?;
         return match oneapi::place(view).map_err(oneapi_error)? {
             OneApiImport::Host(view, _) => Ok(view),
@@ -65,7 +66,7 @@ fn host_view<T: DlElement, const R: usize>(
         };
     }
     tensor
-        .as_host_mdspan::<T, R, LayoutStrideRelaxed>()
+        .view::<HostMdspanAliased<'_, T, Dims<R>, LayoutStrideRelaxed>>()
         .map_err(import_error)
 }
 
@@ -75,7 +76,7 @@ fn host_view_mut<T: DlElement, const R: usize>(
 ) -> PyResult<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Host, AliasedMut>> {
     if tensor.dl_tensor().device.device_type == DLDeviceType::ONE_API {
         let view = tensor
-            .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>>()
+            .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>, AliasedMut>>()
             .map_err(import_error)?;
         return match oneapi::place(view).map_err(oneapi_error)? {
             OneApiImport::Host(view, _) => Ok(view),
@@ -83,7 +84,7 @@ fn host_view_mut<T: DlElement, const R: usize>(
         };
     }
     tensor
-        .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Host>()
+        .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Host, AliasedMut>>()
         .map_err(import_error)
 }
 
@@ -166,7 +167,7 @@ fn add_index_cxx(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
     let (dtype, rank) = dtype_and_rank(tensor)?;
     with_dtype!(dtype, T => with_rank!(rank, R => {
         let view = tensor
-            .as_mdspan_mut::<T, Dims<R>, LayoutStrideRelaxed, Device>()
+            .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Device, AliasedMut>>()
             .map_err(import_error)?;
         let stream = gpu::work_stream(on, gpu::ordinal_of(view.space())?)?;
         gpu::add_index_cxx(&view, &stream)

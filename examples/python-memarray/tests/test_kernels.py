@@ -247,11 +247,10 @@ def test_a_tensor_released_right_after_the_call_is_held_until_the_kernel_is_done
     n = 1 << 22
     t = torch.ones(n, device="cuda")
     torch.cuda.synchronize()
-    torch.cuda._sleep(200_000_000)  # the kernel queues behind this on torch's stream
+    torch.cuda._sleep(2_000_000_000)  # about a second: the kernel queues behind this
     dm.add_index(t)
     address = t.data_ptr()
     del t
-    gc.collect()
     # The launch holds the tensor: its memory is not torch's to hand out again yet.
     assert dm.release_completed() >= 1
     u = torch.empty(n, device="cuda")

@@ -1,6 +1,8 @@
 // A launch passes a view imported from DLPack. Its producer shares the memory, so the view is
 // aliased (`AliasedMut`), and a kernel's mutable parameter is a unique view, which no safe code
 // makes of an aliased one: an import does not reach a launcher unchecked.
+use dlmd::Mdspan;
+use dlmd::view::AliasedMut;
 use cudarc::driver::{CudaStream, LaunchConfig};
 use dlmd::cuda::{self, CudaError, Kernels};
 use dlmd::managed::ManagedTensor;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 pub fn fill(v: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, tensor: &mut ManagedTensor) -> Result<(), CudaError> {
-    let v = tensor.as_mdspan_mut::<f32, Dims<1>, LayoutRight, Device>()?;
+    let v = tensor.view_mut::<Mdspan<'_, f32, Dims<1>, LayoutRight, Device, AliasedMut>>()?;
     cuda::scope(|s| fill(s.launch(stream, kernels, LaunchConfig::for_num_elems(1)), v))
 }
 

@@ -1,9 +1,10 @@
 // An import of memory others share is an aliased view: it does not become an ndarray view,
 // which would hand out references to elements someone else may write.
-use dlmd::{dlpack::DLTensor, to_host_mdspan_aliased, LayoutRight};
+use dlmd::{HostMdspanAliased, Dims};
+use dlmd::{dlpack::DLTensor, LayoutRight};
 
 fn as_ndarray(t: &DLTensor) -> ndarray::ArrayView2<'_, f32> {
-    let md = unsafe { to_host_mdspan_aliased::<f32, 2, LayoutRight>(t) }.unwrap();
+    let md = unsafe { HostMdspanAliased::<f32, Dims<2>, LayoutRight>::from_dlpack(t) }.unwrap();
     dlmd::ndarray::to_array_view(md)
 }
 

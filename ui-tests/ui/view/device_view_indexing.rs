@@ -1,8 +1,9 @@
 // Device memory is not addressable by the CPU: a device view has no host indexing.
-use dlmd::{to_device_mdspan, LayoutRight, dlpack::DLTensor};
+use dlmd::{DeviceMdspan, Dims};
+use dlmd::{ LayoutRight, dlpack::DLTensor};
 
 fn first(t: &DLTensor) -> f32 {
-    let md = unsafe { to_device_mdspan::<f32, 2, LayoutRight>(t) }.unwrap();
+    let md = unsafe { DeviceMdspan::<f32, Dims<2>, LayoutRight>::from_dlpack(t) }.unwrap();
     md[[0, 0]]
 }
 

@@ -1,9 +1,10 @@
 // A plain `DLTensor` of FP6 elements means packed data, which dlmd's one-per-byte `F6E2M3FN`
 // cannot view: the import does not compile.
-use dlmd::{to_host_mdspan, LayoutRight, F6E2M3FN, dlpack::DLTensor};
+use dlmd::{HostMdspan, Dims};
+use dlmd::{ LayoutRight, F6E2M3FN, dlpack::DLTensor};
 
 fn view(t: &DLTensor) {
-    let _ = unsafe { to_host_mdspan::<F6E2M3FN, 1, LayoutRight>(t) };
+    let _ = unsafe { HostMdspan::<F6E2M3FN, Dims<1>, LayoutRight>::from_dlpack(t) };
 }
 
 fn main() {}

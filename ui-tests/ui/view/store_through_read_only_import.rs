@@ -1,10 +1,11 @@
 // A read-only view of an imported tensor (the producer may have set READ_ONLY) has no `store`:
-// ask for `as_host_mdspan_mut`, which checks the flag.
+// ask for `view_mut`, which checks the flag.
+use dlmd::{HostMdspanAliased, Dims};
 use dlmd::managed::ManagedTensor;
 use dlmd::LayoutRight;
 
 fn zero(tensor: &ManagedTensor) {
-    let md = tensor.as_host_mdspan::<i32, 1, LayoutRight>().unwrap();
+    let md = tensor.view::<HostMdspanAliased<'_, i32, Dims<1>, LayoutRight>>().unwrap();
     md.store([0], 0);
 }
 

@@ -11,7 +11,9 @@ import dlmd_memarray
 def add_index(x: torch.Tensor) -> None:
     """Adds to each element of ``x`` the sum of its indices, in place, on ``x``'s device: on a GPU
     on torch's current stream there, without waiting."""
-    stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else None
+    # DLPack's value for the legacy default stream is 1 (torch's handle for it is 0, which DLPack
+    # reserves).
+    stream = (torch.cuda.current_stream(x.device).cuda_stream or 1) if x.is_cuda else None
     dlmd_memarray.add_index(x, stream=stream)
 
 
