@@ -40,6 +40,7 @@ if [ "${DLMD_GPU_RUN:-all}" = kernels ]; then
     # The kernels on framework tensors alone: launches, the Python tests of the road from a
     # framework's tensor to a Rust kernel (under compute-sanitizer too) and its benchmark.
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
+    run "Rust kernels (checked against the CPU)" "$dir/rust_kernels"
     site=$(mktemp -d)
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$dir"/*.whl
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"

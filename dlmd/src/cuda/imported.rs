@@ -91,6 +91,22 @@ impl Imported {
         self.stream
     }
 
+    /// The number of elements, the product of the extents (0 for a tensor without a shape, which
+    /// [`arg`](Self::arg) refuses): what a grid covers.
+    pub fn len(&self) -> usize {
+        self.tensor.shape().map_or(0, |shape| {
+            shape
+                .iter()
+                .try_fold(1usize, |n, &e| n.checked_mul(usize::try_from(e).ok()?))
+                .unwrap_or(0)
+        })
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The CUDA device the tensor is on (`kDLCUDA` or `kDLCUDAManaged`).
     pub fn ordinal(&self) -> Result<usize, CudaError> {
         let device = self.tensor.dl_tensor().device;

@@ -235,7 +235,8 @@ impl Thread {
     /// (the last, or the first for [`LayoutLeft`](crate::LayoutLeft)) goes to the `x` threads,
     /// so a warp touches neighbouring elements; for rank 2 and more the next one goes to `y`
     /// and the remaining dimensions, flattened, to `z`. A rank-1 view goes to all threads in
-    /// linear order, a rank-0 view to thread 0. Each thread strides through its axis (a
+    /// linear order, a rank-0 view to thread 0. Along the fastest dimension each thread takes
+    /// four neighbours at a time (one vector access where they are contiguous and aligned). Each thread strides through its axis (a
     /// grid-stride loop), so a smaller grid still covers the view.
     #[inline(always)]
     pub fn for_each_mut<T, E, L, S>(&self, view: &mut Mdspan<'_, T, E, L, S, Unique>, f: impl FnMut(E::Index, &mut T))
@@ -448,10 +449,17 @@ fn walk<E: Extents, L: Layout, const PAIRS: bool>(extents: &E, mut f: impl FnMut
         return;
     }
     if rank == 1 {
-        geometry::linear().stride(e[0], |i| {
-            let mut index = E::Index::zeros();
-            index.as_mut()[0] = i;
-            f(Visit::One(index));
+        // Four neighbours a thread, in linear order over every thread of the launch.
+        let mut index = E::Index::zeros();
+        geometry::linear().chunks::<PAIRS>(e[0], |chunk| match chunk {
+            Chunk::One(i) => {
+                index.as_mut()[0] = i;
+                f(Visit::One(index));
+            }
+            Chunk::Four(i) => {
+                index.as_mut()[0] = i;
+                f(Visit::Four(index, 0));
+            }
         });
         return;
     }

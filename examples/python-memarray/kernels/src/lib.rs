@@ -237,13 +237,14 @@ mod host {
     }
 
     /// A grid for the partition `for_each_mut` makes of a view of `shape`: the last dimension
-    /// on the `x` threads, the one before on `y`, the rest flattened on `z`, each thread
-    /// striding through what its grid does not cover; 256 threads a block, shaped to the
-    /// extents so that small last dimensions do not leave threads idle.
+    /// on the `x` threads, four neighbours each (a rank-1 view on all threads, four each), the
+    /// one before on `y`, the rest flattened on `z`, each thread striding through what its
+    /// grid does not cover; 256 threads a block, shaped to the extents so that small last
+    /// dimensions do not leave threads idle.
     pub fn grid(shape: &[i64]) -> LaunchConfig {
         let extent = |i: Option<usize>| i.and_then(|i| shape.get(i)).map_or(1, |&e| e.max(1) as u64);
         let rank = shape.len();
-        let x = extent(rank.checked_sub(1));
+        let x = extent(rank.checked_sub(1)).div_ceil(4);
         let y = extent(rank.checked_sub(2));
         let z: u64 = shape[..rank.saturating_sub(2)]
             .iter()
