@@ -274,6 +274,20 @@ mod tests {
     }
 
     #[test]
+    fn a_work_stream_names_the_stream_a_launch_must_use() {
+        // The legacy default stream, as DLPack writes it (1) and as tables give it (NULL).
+        for legacy in [WorkStream::DEFAULT, WorkStream::from_raw(1)] {
+            assert!(legacy.is(0) && legacy.is_default());
+            assert!(!legacy.is(2) && !legacy.is(0x7f00_0000_1000));
+        }
+        // The per-thread default stream and handles name themselves only.
+        assert!(WorkStream::from_raw(2).is(2) && !WorkStream::from_raw(2).is(0));
+        let handle = WorkStream::from_raw(0x7f00_0000_1000);
+        assert!(handle.is(0x7f00_0000_1000) && !handle.is(0x7f00_0000_2000) && !handle.is(0));
+        assert!(!handle.is_default());
+    }
+
+    #[test]
     fn the_chain_leads_to_major_version_1() {
         let old = table(1, core::ptr::null_mut());
         let new = table(3, old.cast());

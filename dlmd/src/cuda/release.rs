@@ -29,9 +29,11 @@ pub(crate) struct Held {
     pub(crate) module: Option<Arc<CudaModule>>,
 }
 
-/// A hold and the event that ends it.
+/// A hold and the event that ends it, recorded on the stream whose driver handle and device
+/// are `stream`.
 struct Pending {
     event: CudaEvent,
+    stream: (usize, usize),
     held: Held,
 }
 
@@ -79,7 +81,8 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held) -> Result<()
         drop(held);
         return Err(e.into());
     }
-    queue().pending.push_back(Pending { event, held });
+    let stream = (stream.cu_stream() as usize, ctx.ordinal());
+    queue().pending.push_back(Pending { event, stream, held });
     Ok(())
 }
 
@@ -91,10 +94,20 @@ pub fn release_completed() -> Result<usize, CudaError> {
     let mut failed = None;
     let left = {
         let mut queue = queue();
+        // Events of one stream complete in the order they were recorded: past the first that
+        // has not, none of that stream's later ones is asked, so a deep queue costs one query
+        // a stream.
+        let mut busy: Vec<(usize, usize)> = Vec::new();
         let mut i = 0;
         while i < queue.pending.len() {
+            let stream = queue.pending[i].stream;
+            if busy.contains(&stream) {
+                i += 1;
+                continue;
+            }
             let complete = queue.pending[i].event.try_is_complete();
             if let Ok(false) = complete {
+                busy.push(stream);
                 i += 1;
                 continue;
             }
@@ -103,7 +116,7 @@ pub fn release_completed() -> Result<usize, CudaError> {
             if let Err(e) = complete {
                 failed.get_or_insert(e);
             }
-            if let Some(Pending { event, held }) = queue.pending.remove(i) {
+            if let Some(Pending { event, held, .. }) = queue.pending.remove(i) {
                 if queue.free.len() < FREE_EVENTS {
                     queue.free.push(event);
                 }
