@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks the PTX of the Rust kernels (examples/kernels, built by dlmd-build with the nightly
-# toolchain): it must be self-contained (no `.extern` function: the CUDA driver could not load
+# Checks the PTX of the Rust kernels (examples/kernels and examples/python-memarray/kernels, built
+# by dlmd-build with the nightly toolchain): each must be self-contained (no `.extern` function: the CUDA driver could not load
 # it), and ptxas from NVIDIA's `nvidia-cuda-nvcc` wheel (pinned in
 # scripts/requirements-ptx.txt, installed into .venv-ptx or $DLMD_PTX_VENV) must assemble it
 # for sm_80 and sm_90. Needs no GPU and no CUDA toolkit.
@@ -10,13 +10,16 @@ cd "$(dirname "$0")/.."
 ptxas=$(scripts/cuda-wheel.sh)/ptxas
 "$ptxas" --version | tail -1
 
-# The kernel crate's build script writes the PTX and hands its path to the crate's compilation
+# A kernel crate's build script writes the PTX and hands its path to the crate's compilation
 # (DLMD_KERNELS_PTX, which dlmd::kernels_ptx!() reads).
-ptx=$(cargo build -p dlmd-example-kernels --message-format=json 2>/dev/null | python3 -c 'import json, sys
+ptx_of() {
+    local package=$1; shift
+    cargo build "$@" -p "$package" --message-format=json 2>/dev/null | PACKAGE=$package python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "build-script-executed" and "dlmd-example-kernels" in m["package_id"]:
-        print(dict(m["env"])["DLMD_KERNELS_PTX"])')
+    if m.get("reason") == "build-script-executed" and os.environ["PACKAGE"] in m["package_id"]:
+        print(dict(m["env"])["DLMD_KERNELS_PTX"])'
+}
 
 # Self-contained: no function declared `.extern`. The check itself is checked on a PTX file
 # that has one.
@@ -28,12 +31,26 @@ if self_contained "$bad"; then
     exit 1
 fi
 rm -f "$bad"
-if ! self_contained "$ptx"; then
-    echo "$ptx is not self-contained:" >&2
-    grep '\.extern' "$ptx" >&2
-    exit 1
-fi
-echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$ptx") ($(grep -m1 '^\.target' "$ptx")), no .extern"
-for arch in sm_80 sm_90; do
-    "$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1 | sed -n "s/^ptxas info    : Function properties for /$arch: /p; s/^ptxas info    : Used/    used/p"
-done
+
+check() {
+    local ptx=$1 each=$2
+    if ! self_contained "$ptx"; then
+        echo "$ptx is not self-contained:" >&2
+        grep '\.extern' "$ptx" >&2
+        exit 1
+    fi
+    echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$(dirname "$(dirname "$ptx")")") ($(grep -m1 '^\.target' "$ptx")), no .extern"
+    for arch in sm_80 sm_90; do
+        local info
+        info=$("$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1)
+        if [ "$each" = each ]; then
+            sed -n "s/^ptxas info    : Function properties for /$arch: /p; s/^ptxas info    : Used/    used/p" <<<"$info"
+        else
+            echo "$arch: $(grep -c 'Compiling entry function' <<<"$info") assembled, at most $(grep -o 'Used [0-9]* registers' <<<"$info" | awk '{print $2}' | sort -n | tail -1) registers"
+        fi
+    done
+}
+
+check "$(ptx_of dlmd-example-kernels)" each
+# The MemArray's kernels: every element type and rank, and a kernel of two arguments.
+check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-memarray/Cargo.toml)" summary
