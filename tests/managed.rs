@@ -533,3 +533,38 @@ fn deferred_write_checks_are_asked_for_mutable_views_only() {
         7
     );
 }
+
+#[test]
+fn the_shape_is_the_producers_and_none_where_it_cannot_be_read() {
+    let raw = export::<DLManagedTensorVersioned>(vec![0u16; 6], Dims::new([2, 3])).unwrap();
+    // SAFETY: a fresh export, handed over.
+    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    assert_eq!(tensor.shape(), Some(&[2i64, 3][..]));
+    let raw = export::<DLManagedTensorVersioned>(vec![7u8], Dims::new([])).unwrap();
+    // SAFETY: as above.
+    let scalar = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+    assert_eq!(scalar.shape(), Some(&[][..]));
+
+    // A producer's NULL shape, and a negative rank: no extents to read, and no view either.
+    let mut data = [1u8, 2];
+    for ndim in [2, -1] {
+        let mut managed = DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: data.as_mut_ptr().cast(),
+                device: DLDevice::CPU,
+                ndim,
+                dtype: u8::DTYPE,
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: None,
+        };
+        // SAFETY: `managed` outlives the wrapper and has no deleter; the NULL arrays are never
+        // read (`shape` is checked for NULL, every view refuses it).
+        let tensor = unsafe { ManagedTensor::from_raw(&mut managed) }.unwrap();
+        assert_eq!(tensor.shape(), None, "ndim {ndim}");
+        assert!(tensor.view::<HostMdspanAliased<'_, u8, Dims<2>>>().is_err());
+    }
+}
