@@ -2,7 +2,7 @@
 alternating round by round (medians of the rounds, quartiles of the per-round ratios):
 
 1. Per-call latency from Python on a 1,024-element float32 CUDA tensor: `dm.add_index(x)` and
-   the custom op `torch.ops.dlmd.add_index(x)`, against torch's own `x.add_(1)` and, where
+   the torch operator `torch.ops.dlmd.add_index(x)`, against torch's own `x.add_(1)` and, where
    triton is installed, a Triton kernel doing `x += 1`. A round is 2,000 calls and one
    synchronisation.
 2. A 1 GiB float32 tensor through `add_index`: device time (CUDA events around 5 calls) against
@@ -110,7 +110,7 @@ def latency():
     if triton is not None:
         t = statistics.median(samples["Triton x += 1"])
         print(f"  dm.add_index / Triton: {statistics.median(samples['dm.add_index(x)']) / t:.3f}, "
-              f"custom op / Triton: {statistics.median(samples['torch.ops.dlmd.add_index(x)']) / t:.3f}")
+              f"torch operator / Triton: {statistics.median(samples['torch.ops.dlmd.add_index(x)']) / t:.3f}")
     else:
         print("  Triton: not installed here")
 

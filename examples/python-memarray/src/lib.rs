@@ -193,20 +193,20 @@ fn release_completed() -> PyResult<usize> {
     dlmd::cuda::release_completed().map_err(gpu::cuda_error)
 }
 
-/// `add_index` as the torch custom op `dlmd::add_index` (registered on the first call, which
-/// imports torch), for `torch.compile(fullgraph=True)` and CUDA graphs: on a GPU it runs on
-/// torch's current stream, passed explicitly, and never waits. Returns the op, also reachable as
-/// `torch.ops.dlmd.add_index`.
+/// `add_index` as the torch operator `dlmd::add_index` (defined on the first call, which imports
+/// torch), for `torch.compile(fullgraph=True)` and CUDA graphs, with a fake implementation for
+/// tracing: on a GPU it runs on torch's current stream, passed explicitly, and never waits.
+/// Returns the operator, also reachable as `torch.ops.dlmd.add_index`.
 #[pyfunction]
 fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    static OP: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    OP.get_or_try_init(py, || {
+    // The module, kept for good: the operator's definition lives as long as its library object.
+    static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || {
         let code = std::ffi::CString::new(include_str!("python/torch_op.py"))
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let module = PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?;
-        Ok(module.getattr("add_index")?.unbind())
-    })
-    .map(|op| op.clone_ref(py))
+        Ok::<_, PyErr>(PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?.unbind())
+    })?;
+    Ok(module.bind(py).getattr("add_index")?.unbind())
 }
 
 /// Imports `x` through DLPack and releases it at once, returning its rank: the consumer side

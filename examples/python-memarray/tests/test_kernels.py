@@ -1,7 +1,7 @@
 """The Rust kernels behind `add_index` and `accumulate` on framework tensors on a GPU: every
 dtype and rank, torch, cupy, jax and MemArray memory through both import paths on non-default
 streams, negative strides, arguments the launch refuses, CUDA graph capture and replay,
-torch.compile(fullgraph=True) over the custom op, and tensors held until their kernel is done.
+torch.compile(fullgraph=True) over the torch operator, and tensors held until their kernel is done.
 Skipped, with the reason, where there is no CUDA device or framework.
 """
 
@@ -62,7 +62,7 @@ def test_every_dtype_and_rank_on_a_torch_side_stream(exchange_path, dtype):
         np.testing.assert_array_equal(after.cpu().numpy(), want, err_msg=f"{dtype} {shape}")
 
 
-def test_the_custom_op_passes_torch_stream_either_way(exchange_path):
+def test_the_torch_operator_passes_torch_stream_either_way(exchange_path):
     op = dm.torch_op()
     side = torch.cuda.Stream()
     t = torch.ones((64, 48), device="cuda")
@@ -74,6 +74,10 @@ def test_the_custom_op_passes_torch_stream_either_way(exchange_path):
         t.mul_(2.0)
     side.synchronize()
     np.testing.assert_array_equal(t.cpu().numpy(), (2.0 + index_sum((64, 48))) * 2.0)
+    # An in-place operation to autograd: the version counter moves, as torch's own do.
+    version = t._version
+    op(t)
+    assert t._version > version
 
 
 def test_cupy_on_a_non_default_stream(exchange_path):
@@ -209,7 +213,7 @@ def test_an_expanded_tensor_is_refused_where_written_and_read_where_read(exchang
     np.testing.assert_array_equal(out.cpu().numpy(), np.broadcast_to(np.arange(4), (3, 4)))
 
 
-def test_the_custom_op_is_captured_in_a_cuda_graph_and_replayed():
+def test_the_torch_operator_is_captured_in_a_cuda_graph_and_replayed():
     op = dm.torch_op()
     t = torch.zeros((8, 8), device="cuda")
     op(t)  # outside the capture first: the module is loaded once
@@ -226,7 +230,7 @@ def test_the_custom_op_is_captured_in_a_cuda_graph_and_replayed():
         np.testing.assert_array_equal(t.cpu().numpy(), replays * index_sum((8, 8)))
 
 
-def test_torch_compile_fullgraph_includes_the_custom_op():
+def test_torch_compile_fullgraph_includes_the_torch_operator():
     op = dm.torch_op()
     assert torch.ops.dlmd.add_index is not None
 
