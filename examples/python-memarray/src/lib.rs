@@ -204,7 +204,9 @@ fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let module = MODULE.get_or_try_init(py, || {
         let code = std::ffi::CString::new(include_str!("python/torch_op.py"))
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok::<_, PyErr>(PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?.unbind())
+        Ok::<_, PyErr>(
+            PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?.unbind(),
+        )
     })?;
     Ok(module.bind(py).getattr("add_index")?.unbind())
 }
