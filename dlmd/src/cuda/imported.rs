@@ -1,42 +1,6 @@
 //! Framework tensors as kernel arguments: an [`Imported`] tensor (from `__dlpack__`, DLPack's C
 //! exchange table, a [`ManagedTensor`] or candle) goes to a `#[dlmd::kernel]` launcher from safe
 //! code, on the stream its producer named, and the launch returns without waiting.
-//!
-//! # Why this is sound
-//!
-//! An imported tensor's memory is shared: its producer and every other consumer reach it too.
-//! The kernel is nevertheless given the access its signature declares ([`Shared`](crate::Shared),
-//! [`Unique`](crate::Unique), [`Atomic`](crate::Atomic)), because each thing those accesses rely
-//! on is checked at the launch, where a failure is a named [`CudaError`]:
-//!
-//! - **Other work on the memory** is ordered by the producer's stream. DLPack's contract is that
-//!   the data is ready on the stream the consumer asked for (or the producer's current work
-//!   stream, which its C exchange table names), and the producer's own later work on that
-//!   stream runs after what is queued there now. A launch runs on that stream and no other:
-//!   every imported argument must name the launch's stream ([`CudaError::KernelStream`]). Work
-//!   the producer's user queues on other streams without ordering it is outside what any
-//!   consumer can see; it is as much a race for the producer's own operations.
-//! - **Other arguments of the same launch** are checked against each other: no argument the
-//!   kernel writes shares a byte of its span with another argument
-//!   ([`CudaError::KernelArguments`]: the same tensor passed twice, two views of one tensor).
-//! - **The argument itself**: a written argument's layout maps no two indices to one element
-//!   (stride 0, as expanded tensors have, is refused by the import: [`ImportError`]); the
-//!   producer allows writes (`READ_ONLY`, or a torch tensor that requires grad, is refused);
-//!   torch tensors whose negative or conjugate bit is set are refused on import, as their
-//!   memory does not hold the values they stand for.
-//! - **The memory is where the tensor says**: the driver must know the span's first byte as
-//!   memory of the labelled device (or managed memory), and the whole span must lie inside
-//!   that allocation ([`CudaError::WrongDevice`], [`CudaError::NotDeviceMemory`],
-//!   [`CudaError::OutsideAllocation`]). A kernel never reaches past what the producer
-//!   allocated, whatever the tensor's strides claim.
-//! - **The memory outlives the kernel**: the launch keeps the imported tensor (and the kernel's
-//!   module) until an event recorded after the kernel completes, without a host wait (see
-//!   [`release_completed`](super::release_completed)). A stream capturing a CUDA graph is the
-//!   exception: the graph's memory is its capturer's to keep.
-//!
-//! Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
-//! go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they
-//! borrow for `'static`.
 
 use super::launch::{ArgInfo, KernelArg};
 use super::{CudaError, Kernels, Launch, check_stream, scope::primary};
@@ -58,8 +22,43 @@ use std::sync::Arc;
 /// Made from an import and the stream the data is ready on: [`new`](Self::new), or
 /// [`python::import_for_kernel`](crate::python::import_for_kernel) for any Python producer.
 /// Its arguments ([`arg`](Self::arg)) go to `#[dlmd::kernel]` launchers, and
-/// [`launch`](Self::launch) queues them on the producer's stream; see the [module
-/// docs](self) for what is checked.
+/// [`launch`](Self::launch) queues them on the producer's stream.
+///
+/// # Why this is sound
+///
+/// An imported tensor's memory is shared: its producer and every other consumer reach it too.
+/// The kernel is nevertheless given the access its signature declares ([`Shared`](crate::Shared),
+/// [`Unique`](crate::Unique), [`Atomic`](crate::Atomic)), because each thing those accesses rely
+/// on is checked at the launch, where a failure is a named [`CudaError`]:
+///
+/// - **Other work on the memory** is ordered by the producer's stream. DLPack's contract is that
+///   the data is ready on the stream the consumer asked for (or the producer's current work
+///   stream, which its C exchange table names), and the producer's own later work on that
+///   stream runs after what is queued there now. A launch runs on that stream and no other:
+///   every imported argument must name the launch's stream ([`CudaError::KernelStream`]). Work
+///   the producer's user queues on other streams without ordering it is outside what any
+///   consumer can see; it is as much a race for the producer's own operations.
+/// - **Other arguments of the same launch** are checked against each other: no argument the
+///   kernel writes shares a byte of its span with another argument
+///   ([`CudaError::KernelArguments`]: the same tensor passed twice, two views of one tensor).
+/// - **The argument itself**: a written argument's layout maps no two indices to one element
+///   (stride 0, as expanded tensors have, is refused by the import: [`ImportError`]); the
+///   producer allows writes (`READ_ONLY`, or a torch tensor that requires grad, is refused);
+///   torch tensors whose negative or conjugate bit is set are refused on import, as their
+///   memory does not hold the values they stand for.
+/// - **The memory is where the tensor says**: the driver must know the span's first byte as
+///   memory of the labelled device (or managed memory), and the whole span must lie inside
+///   that allocation ([`CudaError::WrongDevice`], [`CudaError::NotDeviceMemory`],
+///   [`CudaError::OutsideAllocation`]). A kernel never reaches past what the producer
+///   allocated, whatever the tensor's strides claim.
+/// - **The memory outlives the kernel**: the launch keeps the imported tensor (and the kernel's
+///   module) until an event recorded after the kernel completes, without a host wait (see
+///   [`release_completed`](super::release_completed)). A stream capturing a CUDA graph is the
+///   exception: the graph's memory is its capturer's to keep.
+///
+/// Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
+/// go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they
+/// borrow for `'static`.
 #[derive(Debug)]
 pub struct Imported {
     tensor: Arc<ManagedTensor>,
@@ -161,7 +160,7 @@ impl Imported {
     }
 
     /// The tensor as the kernel argument `P` (a device view type of a `#[dlmd::kernel]`'s
-    /// signature, any access), checked as the [module docs](self) say: element type, rank,
+    /// signature, any access), checked as the [type's docs](Imported) say: element type, rank,
     /// static extents and layout as for any import; for `Unique` and `Atomic` views, that the
     /// producer allows writes and that no two indices share an element; that the span lies in
     /// one allocation of the labelled device.

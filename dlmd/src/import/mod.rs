@@ -197,9 +197,11 @@ where
     ///   values of `T`'s data type, and stay valid for `'a`; where `T`'s scalar is `bool`, every
     ///   byte is 0 or 1, which the import checks only in memory the host can read (a device
     ///   view's `bool` bytes are the caller's promise);
-    /// - for a reference view ([`Shared`], [`Unique`]): for `'a`, nothing writes them except
-    ///   through this view, and for [`Unique`] nothing reads them either except through it;
-    /// - for an aliased view ([`Aliased`], [`AliasedMut`]): others may read and write them for `'a`, but
+    /// - for a reference view ([`Shared`](crate::view::Shared), [`Unique`](crate::view::Unique)):
+    ///   for `'a`, nothing writes them except through this view, and for `Unique` nothing reads
+    ///   them either except through it;
+    /// - for an aliased view ([`Aliased`](crate::view::Aliased), [`AliasedMut`](crate::view::AliasedMut)):
+    ///   others may read and write them for `'a`, but
     ///   not at the same time as this view's loads and stores (on another thread without
     ///   synchronisation), and an `AliasedMut` view is made only over memory its producer lets
     ///   consumers write.
