@@ -93,7 +93,7 @@ impl<T: DlElement, E: Extents> Array<T, E, LayoutRight> {
     /// ```
     /// use dlmd::dlpack::DLManagedTensorVersioned;
     /// use dlmd::managed::ManagedTensor;
-    /// use dlmd::{Array, Dims, LayoutRight};
+    /// use dlmd::{Array, Dims, HostMdspanAliased, LayoutRight};
     ///
     /// let a = Array::<i32, Dims<1>>::from_vec(vec![1, 2, 3], Dims::new([3])).unwrap();
     /// let raw = a.into_dlpack::<DLManagedTensorVersioned>().unwrap();

@@ -171,7 +171,7 @@ impl ManagedTensor {
     /// ```
     /// use dlmd::dlpack::DLManagedTensorVersioned;
     /// use dlmd::managed::{export, ManagedTensor};
-    /// use dlmd::{Dims, ImportError, LayoutRight};
+    /// use dlmd::{Dims, HostMdspanAliased, HostMdspanAliasedMut, ImportError, LayoutRight};
     ///
     /// let raw = export::<DLManagedTensorVersioned>(vec![1u8; 4], Dims::new([4])).unwrap();
     /// // SAFETY: a fresh export, handed over.
@@ -196,7 +196,7 @@ impl ManagedTensor {
     /// use core::ptr::NonNull;
     /// use dlmd::dlpack::DLManagedTensorVersioned;
     /// use dlmd::managed::{export, ManagedTensor};
-    /// use dlmd::{Dims, ImportError, LayoutRight};
+    /// use dlmd::{Dims, HostMdspanAliasedMut, ImportError, LayoutRight};
     /// use std::sync::atomic::{AtomicBool, Ordering};
     ///
     /// static TRACKED: AtomicBool = AtomicBool::new(false);
@@ -300,9 +300,9 @@ impl ManagedTensor {
     /// // SAFETY: a fresh export, handed over.
     /// let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     /// let rows: HostMdspanAliased<'_, u8, Dims<2>> = tensor.view().unwrap();
-    /// assert_eq!(rows.get([1, 2]), Some(6));
+    /// assert_eq!(rows.load([1, 2]), 6);
     /// let strided = tensor.view::<Mdspan<'_, u8, Dims<2>, LayoutStride, Host, Aliased>>().unwrap();
-    /// assert_eq!(strided.get([0, 1]), Some(2));
+    /// assert_eq!(strided.load([0, 1]), 2);
     /// assert!(tensor.view::<HostMdspanAliased<'_, u16, Dims<2>>>().is_err());
     /// ```
     pub fn view<'a, V: TensorView<'a, Access = Aliased>>(&'a self) -> Result<V, ImportError> {

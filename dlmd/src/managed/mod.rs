@@ -18,7 +18,7 @@
 //! ```
 //! use dlmd::dlpack::DLManagedTensorVersioned;
 //! use dlmd::managed::{export, ManagedTensor};
-//! use dlmd::{Dims, LayoutRight};
+//! use dlmd::{Dims, HostMdspanAliased, LayoutRight};
 //!
 //! let raw = export::<DLManagedTensorVersioned>(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], Dims::new([2, 3])).unwrap();
 //! // SAFETY: `raw` was just produced by dlmd and is handed over here.

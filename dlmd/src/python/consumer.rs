@@ -147,6 +147,7 @@ fn import_work_stream(obj: &Bound<'_, PyAny>) -> PyResult<(ManagedTensor, WorkSt
 /// let x = dlmd::python::import_for_kernel(x, None)?;
 /// assert!(x.ordinal().is_ok());
 /// # Ok(()) }
+/// # let _ = f;
 /// ```
 #[cfg(feature = "cuda")]
 pub fn import_for_kernel(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<crate::cuda::Imported> {

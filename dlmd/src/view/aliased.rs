@@ -6,7 +6,7 @@
 //! ```
 //! use dlmd::dlpack::DLManagedTensorVersioned;
 //! use dlmd::managed::{ManagedTensor, export};
-//! use dlmd::{Dims, LayoutRight};
+//! use dlmd::{Dims, HostMdspanAliasedMut, LayoutRight};
 //!
 //! let raw = export::<DLManagedTensorVersioned>(vec![1.0f64, 2.0, 3.0], Dims::new([3])).unwrap();
 //! // SAFETY: `raw` is a fresh dlmd export, handed over.
