@@ -174,11 +174,6 @@ impl Imported {
             held: self,
         })
     }
-
-    /// A clone of the handle that keeps the tensor alive.
-    pub(crate) fn keep(&self) -> Arc<ManagedTensor> {
-        self.tensor.clone()
-    }
 }
 
 /// An imported tensor checked as the kernel argument `P`, for one launch: pass it where the
@@ -264,7 +259,7 @@ impl<'i, P: KernelParam> KernelArg<P> for Arg<'i, P> {
         ArgInfo {
             device: Some(self.device),
             footprint: Some(self.footprint),
-            held: Some(self.held),
+            held: Some((&self.held.tensor, self.held.stream)),
         }
     }
 }

@@ -2,11 +2,12 @@
 //! ones (compiled by NVRTC) loaded on a device ([`Kernels`]), and a launch queued in a
 //! [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
-use super::imported::Imported;
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
+use crate::exchange::WorkStream;
 use crate::kernel::disjoint::check_disjoint;
 use crate::kernel::{Footprint, KernelParam};
+use crate::managed::ManagedTensor;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
@@ -196,8 +197,9 @@ pub struct ArgInfo<'a> {
     pub device: Option<i32>,
     /// The memory it reaches and how (see [`KernelParam::footprint`]).
     pub footprint: Option<Footprint>,
-    /// The import it comes from, kept until the kernel is done.
-    pub held: Option<&'a Imported>,
+    /// The imported tensor it comes from, kept until the kernel is done, and the stream its
+    /// producer named.
+    pub held: Option<(&'a Arc<ManagedTensor>, WorkStream)>,
 }
 
 /// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed
@@ -282,11 +284,11 @@ impl Launch<'_, '_, '_> {
             });
         }
         let handle = self.stream.cu_stream() as usize;
-        for held in args.iter().filter_map(|a| a.held) {
-            if !held.work_stream().is(handle) {
+        for (_, producer) in args.iter().filter_map(|a| a.held) {
+            if !producer.is(handle) {
                 return Err(CudaError::KernelStream {
                     kernel: name,
-                    producer: held.work_stream().0,
+                    producer: producer.0,
                     launch: handle,
                 });
             }
@@ -319,7 +321,10 @@ impl Launch<'_, '_, '_> {
             )
         }?;
         let held = Held {
-            tensors: args.iter().filter_map(|a| a.held.map(Imported::keep)).collect(),
+            tensors: args
+                .iter()
+                .filter_map(|a| a.held.map(|(tensor, _)| tensor.clone()))
+                .collect(),
             // Without a scope nothing else keeps the module loaded while the kernel runs.
             module: self.scope.is_none().then(|| self.kernels.module.clone()),
         };
