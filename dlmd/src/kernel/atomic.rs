@@ -5,8 +5,6 @@ use super::{KernelSpace, Thread};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::Layout;
-#[cfg(target_arch = "nvptx64")]
-use crate::layout::Mapping;
 use crate::view::{Atomic, Mdspan};
 
 mod sealed {
@@ -146,6 +144,7 @@ fn element<T: DlElement, E: Extents, L: Layout, S: KernelSpace>(
     view: &Mdspan<'_, T, E, L, S, Atomic>,
     index: E::Index,
 ) -> Option<*mut T> {
+    use crate::layout::Mapping;
     let mapping = view.mapping();
     mapping
         .contains(&index)

@@ -1,0 +1,122 @@
+//! A thread's four neighbouring elements moved at once (kernels only): as one vector load and
+//! store where they are contiguous and aligned, otherwise as four loads before four stores.
+
+/// `f` on four elements: all four read, `f` on the values, all four written, so that a thread
+/// keeps four loads in flight (the compiler moves no load above a store it cannot tell apart).
+/// `f` sees what it would through the elements; a read it does not make (a plain write) the
+/// compiler drops.
+///
+/// # Safety
+///
+/// The four pointers are four different elements of a unique view, given to this thread.
+#[inline(always)]
+pub(crate) unsafe fn four<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I; 4], elements: [*mut T; 4]) {
+    let [ia, ib, ic, id] = indices;
+    let [pa, pb, pc, pd] = elements;
+    // SAFETY: an element of the view, this thread's alone (caller); as are the three other
+    // reads and the four writes below.
+    let mut va = unsafe { pa.read() };
+    // SAFETY: as above.
+    let mut vb = unsafe { pb.read() };
+    // SAFETY: as above.
+    let mut vc = unsafe { pc.read() };
+    // SAFETY: as above.
+    let mut vd = unsafe { pd.read() };
+    f(ia, &mut va);
+    f(ib, &mut vb);
+    f(ic, &mut vc);
+    f(id, &mut vd);
+    // SAFETY: as above.
+    unsafe { pa.write(va) };
+    // SAFETY: as above.
+    unsafe { pb.write(vb) };
+    // SAFETY: as above.
+    unsafe { pc.write(vc) };
+    // SAFETY: as above.
+    unsafe { pd.write(vd) };
+}
+
+/// Four elements aligned to their size, read and written as one vector.
+macro_rules! aligned {
+    ($($name:ident $align:literal),*) => {$(
+        #[repr(C, align($align))]
+        #[derive(Clone, Copy)]
+        struct $name<T>([T; 4]);
+    )*};
+}
+aligned!(Align4 4, Align8 8, Align16 16);
+
+/// [`four`] over four contiguous elements from `first`, moved as one vector load and store
+/// where their size allows it (4, 8 or 16 bytes).
+///
+/// # Safety
+///
+/// `first` and the three elements after it are elements of a unique view given to this thread,
+/// and `first` is aligned to four elements' size.
+#[inline(always)]
+pub(crate) unsafe fn four_contiguous<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I; 4], first: *mut T) {
+    macro_rules! vector {
+        ($v:ident) => {{
+            let p = first.cast::<$v<T>>();
+            // SAFETY: four elements from `first`, aligned to their size (caller).
+            let $v([mut a, mut b, mut c, mut d]) = unsafe { p.read() };
+            let [ia, ib, ic, id] = indices;
+            f(ia, &mut a);
+            f(ib, &mut b);
+            f(ic, &mut c);
+            f(id, &mut d);
+            // SAFETY: as for the read.
+            unsafe { p.write($v([a, b, c, d])) };
+        }};
+    }
+    match 4 * size_of::<T>() {
+        4 => vector!(Align4),
+        8 => vector!(Align8),
+        16 => vector!(Align16),
+        // SAFETY: four different elements of the view, this thread's (caller).
+        _ => unsafe { four(f, indices, [0, 1, 2, 3].map(|k| first.wrapping_add(k))) },
+    }
+}
+
+/// The four elements from `first`, read as one vector where their size allows it.
+///
+/// # Safety
+///
+/// `first` and the three elements after it are readable elements, and `first` is aligned to
+/// four elements' size.
+#[inline(always)]
+pub(crate) unsafe fn read_contiguous<T: Copy>(first: *const T) -> [T; 4] {
+    match 4 * size_of::<T>() {
+        // SAFETY: four readable elements from `first`, aligned to their size (caller).
+        4 => unsafe { first.cast::<Align4<T>>().read().0 },
+        // SAFETY: as above.
+        8 => unsafe { first.cast::<Align8<T>>().read().0 },
+        16 => {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            // SAFETY: sixteen readable bytes at `first`, 16-aligned (caller), in global memory
+            // (a kernel's view) that nothing writes while the read-only view lives, which is
+            // what the non-coherent path (`.nc`) asks. One vector load, which the compiler
+            // would otherwise split where the elements are used one by one.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
+                    p = in(reg64) first,
+                    a = out(reg32) a,
+                    b = out(reg32) b,
+                    c = out(reg32) c,
+                    d = out(reg32) d,
+                    options(pure, readonly, nostack),
+                )
+            };
+            [a, b, c, d].map(|x| {
+                // SAFETY: `T` is 4 bytes (this arm), `Copy`, and these are its bytes as stored.
+                unsafe { core::mem::transmute_copy::<u32, T>(&x) }
+            })
+        }
+        _ => [0, 1, 2, 3].map(|k| {
+            let element = first.wrapping_add(k);
+            // SAFETY: one of the four readable elements from `first` (caller).
+            unsafe { element.read() }
+        }),
+    }
+}
