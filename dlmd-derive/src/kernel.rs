@@ -30,19 +30,28 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
 
     let mut names = Vec::new();
     let mut types = Vec::new();
+    let mut context = None;
     for (i, input) in sig.inputs.iter().enumerate() {
         let FnArg::Typed(arg) = input else {
             return Err(syn::Error::new(input.span(), "a kernel takes no `self`"));
         };
-        names.push(match &*arg.pat {
+        let name = match &*arg.pat {
             Pat::Ident(ident) if ident.subpat.is_none() => ident.ident.clone(),
             _ => format_ident!("arg{}", i),
-        });
+        };
+        if is_context(&arg.ty) {
+            if context.is_some() {
+                return Err(syn::Error::new(
+                    arg.ty.span(),
+                    "a kernel takes one context: a `Thread` (element-wise) or a `Block` (cooperative)",
+                ));
+            }
+            context = Some((i, name.clone(), (*arg.ty).clone()));
+        }
+        names.push(name);
         types.push((*arg.ty).clone());
     }
-    let params: Vec<_> = (0..names.len()).map(|i| format_ident!("__dlmd_param{}", i)).collect();
-    let count = names.len();
-    let with = |lifetime: &str| -> Vec<Type> {
+    let with = |lifetime: &str, types: &[Type]| -> Vec<Type> {
         types
             .iter()
             .map(|ty| {
@@ -52,17 +61,54 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             })
             .collect()
     };
-    let (static_types, inferred_types, scope_types) = (with("'static"), with("'_"), with("'scope"));
-    let written = signature_digest(&name.to_string(), &inferred_types);
+    // The parameters the launcher passes: all but the context, which the entry point makes.
+    let context_index = context.as_ref().map(|(i, ..)| *i);
+    let (launch_names, launch_types): (Vec<_>, Vec<_>) = names
+        .iter()
+        .zip(&types)
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != context_index)
+        .map(|(_, (n, t))| (n.clone(), t.clone()))
+        .unzip();
+    let params: Vec<_> = (0..launch_names.len())
+        .map(|i| format_ident!("__dlmd_param{}", i))
+        .collect();
+    let count = launch_names.len();
+    let (static_types, inferred_types, scope_types) = (
+        with("'static", &launch_types),
+        with("'_", &launch_types),
+        with("'scope", &launch_types),
+    );
+    let written = signature_digest(&name.to_string(), &with("'_", &types));
+    // The block size a cooperative kernel needs, which the launcher enforces and the digest
+    // carries; `None` for any.
+    let block_threads = match &context {
+        Some((_, _, ty)) => {
+            let ty = &with("'static", std::slice::from_ref(ty))[0];
+            quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS)
+        }
+        None => quote!(::core::option::Option::<u32>::None),
+    };
     // The digest as the compiler resolves it: the written signature with each parameter
-    // type's fingerprint (`cfg`-chosen aliases, features) mixed in, the same expression on
-    // both targets.
+    // type's fingerprint (`cfg`-chosen aliases, features) and the block size mixed in, the
+    // same expression on both targets.
     let digest = quote! {
         #krate::kernel::signature::digest(
             #written,
-            &[#(<#static_types as #krate::kernel::KernelParam>::FINGERPRINT),*],
+            &[
+                #(<#static_types as #krate::kernel::KernelParam>::FINGERPRINT,)*
+                match #block_threads { ::core::option::Option::Some(n) => n as u64 + 1, ::core::option::Option::None => 0 },
+            ],
         )
     };
+    let enter_context = context.as_ref().map(|(_, name, ty)| {
+        let ty = &with("'_", std::slice::from_ref(ty))[0];
+        quote! {
+            let __dlmd_anchor = ();
+            // SAFETY: first in the entry point, run by every thread of the launch.
+            let #name: #ty = unsafe { #krate::kernel::Context::enter(&__dlmd_anchor) };
+        }
+    });
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
     let name_str = name.to_string();
 
@@ -71,7 +117,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     body.vis = syn::Visibility::Inherited;
     body.attrs.retain(|a| !a.path().is_ident("doc"));
 
-    let param_checks: Vec<_> = types
+    let param_checks: Vec<_> = launch_types
         .iter()
         .map(|ty| {
             quote_spanned! {ty.span()=>
@@ -88,10 +134,11 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #[inline(always)]
             #body
             #(#param_checks)*
+            #enter_context
             #(
                 // SAFETY: the launcher made the parameter with `to_param` from a value of this
                 // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
-                let #names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
+                let #launch_names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
             )*
             __dlmd_kernel_body(#(#names),*)
         }
@@ -120,12 +167,13 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<'scope>(
             launch: #krate::cuda::Launch<'_, 'scope, '_>,
-            #(#names: impl #krate::cuda::KernelArg<#scope_types>),*
+            #(#launch_names: impl #krate::cuda::KernelArg<#scope_types>),*
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
             #(#param_checks)*
-            #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#names);)*
+            let launch = launch.block_threads(#name_str, #block_threads)?;
+            #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#launch_names);)*
             let args: [#krate::cuda::ArgInfo<'_>; #count] =
-                [#(#krate::cuda::KernelArg::<#scope_types>::info(&#names)),*];
+                [#(#krate::cuda::KernelArg::<#scope_types>::info(&#launch_names)),*];
             let mut params: [*mut ::core::ffi::c_void; #count] =
                 [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
             // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'
@@ -218,6 +266,19 @@ fn check_signature(function: &ItemFn) -> syn::Result<()> {
     }) {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Whether a parameter is the kernel's context (`Thread` or `Block<…>`, by the last segment of
+/// its path), which the entry point makes and the launcher does not pass.
+fn is_context(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "Thread" || segment.ident == "Block"),
+        _ => false,
     }
 }
 

@@ -152,6 +152,9 @@ pub trait Extents: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     /// into a kernel's signature digest.
     #[doc(hidden)]
     const FINGERPRINT: u64;
+    /// The number of elements, where every extent is static (and the product fits `usize`):
+    /// what a block-shared tile of these extents holds.
+    const STATIC_SIZE: Option<usize>;
 
     /// The extent of dimension `dim`.
     ///
@@ -189,6 +192,7 @@ impl<const R: usize> sealed::Sealed for Dims<R> {}
 impl<const R: usize> Extents for Dims<R> {
     const RANK: usize = R;
     const RANK_DYNAMIC: usize = R;
+    const STATIC_SIZE: Option<usize> = if R == 0 { Some(1) } else { None };
     const FINGERPRINT: u64 = {
         let mut hash = crate::kernel::signature::mix(crate::kernel::signature::START, R as u64);
         let mut i = 0;
@@ -226,6 +230,7 @@ impl sealed::Sealed for () {}
 impl Extents for () {
     const RANK: usize = 0;
     const RANK_DYNAMIC: usize = 0;
+    const STATIC_SIZE: Option<usize> = Some(1);
     const FINGERPRINT: u64 = crate::kernel::signature::mix(crate::kernel::signature::START, 0);
     type Index = [usize; 0];
     #[inline(always)]
@@ -251,6 +256,16 @@ macro_rules! tuple_extents {
         impl<$($name: Extent),+> Extents for ($($name,)+) {
             const RANK: usize = $rank;
             const RANK_DYNAMIC: usize = 0 $(+ $name::STATIC.is_none() as usize)+;
+            const STATIC_SIZE: Option<usize> = {
+                let size = Some(1usize);
+                $(
+                    let size = match (size, $name::STATIC) {
+                        (Some(size), Some(n)) => size.checked_mul(n),
+                        _ => None,
+                    };
+                )+
+                size
+            };
             const FINGERPRINT: u64 = {
                 let hash = crate::kernel::signature::mix(crate::kernel::signature::START, $rank);
                 $(
@@ -312,6 +327,16 @@ mod tests {
         assert_eq!(size_of::<(Const<2>, Dyn)>(), size_of::<usize>());
         assert_eq!(size_of::<Dims<4>>(), 4 * size_of::<usize>());
         assert_eq!(<(Const<2>, Dyn, Dyn)>::RANK_DYNAMIC, 2);
+    }
+
+    #[test]
+    fn only_all_static_extents_have_a_static_size() {
+        assert_eq!(<(Const<32>, Const<33>)>::STATIC_SIZE, Some(32 * 33));
+        assert_eq!(<(Const<2>, Dyn)>::STATIC_SIZE, None);
+        assert_eq!(<()>::STATIC_SIZE, Some(1));
+        assert_eq!(Dims::<0>::STATIC_SIZE, Some(1));
+        assert_eq!(Dims::<2>::STATIC_SIZE, None);
+        assert_eq!(<(Const<{ usize::MAX }>, Const<2>)>::STATIC_SIZE, None);
     }
 
     #[test]

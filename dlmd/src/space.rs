@@ -257,6 +257,38 @@ impl MemorySpace for Managed {
     }
 }
 
+/// Block-shared memory (CUDA's `__shared__`, PTX's `.shared`): one instance per thread block of
+/// a running kernel, shared by the block's threads and gone when the block ends.
+///
+/// Views of it are the tiles of a cooperative kernel ([`kernel::block`](crate::kernel::block)):
+/// made only by the kernel's [`Block`](crate::kernel::block::Block), never a kernel parameter,
+/// never exported, and never reached from the host. A tile's access is its phase: written
+/// through the block's partition (each element by one thread), then, after a barrier, read by
+/// every thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BlockShared;
+
+impl sealed::Sealed for BlockShared {}
+
+impl MemorySpace for BlockShared {
+    // Memory of the CUDA device running the kernel; no DLPack device describes it, and
+    // `device()` names none (ordinal -1).
+    const DEVICE_TYPE: DLDeviceType = DLDeviceType::CUDA;
+    const NAME: &'static str = "block-shared";
+    const HOST_READABLE: bool = false;
+    #[inline]
+    fn device(&self) -> DLDevice {
+        DLDevice::cuda(-1)
+    }
+    #[inline]
+    fn from_device(device: DLDevice) -> Result<Self, SpaceError> {
+        Err(SpaceError::DeviceType {
+            expected: Self::NAME,
+            found: device.device_type,
+        })
+    }
+}
+
 /// A kind of DLPack device whose memory dlmd keeps opaque: the type parameter of [`Opaque`].
 pub trait DeviceKind: Copy + Debug + Default + Eq + Hash + Send + Sync + 'static + sealed::Sealed {
     /// The device type.
@@ -397,6 +429,10 @@ macro_rules! shared_reborrows {
 }
 #[cfg(target_arch = "nvptx64")]
 shared_reborrows!(Device, Managed);
+// A readable tile is read by every thread of its block: borrowed and sliced freely. A tile
+// being written is reached only through the block's partition.
+#[cfg(target_arch = "nvptx64")]
+impl Reborrow<Shared> for BlockShared {}
 #[cfg(target_arch = "nvptx64")]
 impl<K: DeviceKind> Reborrow<Shared> for Opaque<K> {}
 #[cfg(target_arch = "nvptx64")]
@@ -413,6 +449,8 @@ impl<A: RefAccess> Reachable<A> for Managed {}
 impl Reachable<Shared> for Managed {}
 #[cfg(target_arch = "nvptx64")]
 impl Reachable<Shared> for Device {}
+#[cfg(target_arch = "nvptx64")]
+impl Reachable<Shared> for BlockShared {}
 
 /// Spaces a view of `From` may be converted to, keeping its data.
 #[diagnostic::on_unimplemented(

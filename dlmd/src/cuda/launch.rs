@@ -240,6 +240,24 @@ impl<P: KernelParam> KernelArg<P> for P {
 }
 
 impl Launch<'_, '_, '_> {
+    /// The launch, checked for a kernel that needs blocks of `threads` threads (a cooperative
+    /// kernel's [`Block`](crate::kernel::Block)): its block must be `(threads, 1, 1)`, and it
+    /// asks for no dynamic shared memory (the kernel's tiles are reserved with it). `None`
+    /// checks nothing.
+    pub fn block_threads(self, kernel: &'static str, threads: Option<u32>) -> Result<Self, CudaError> {
+        match threads {
+            Some(threads) if self.config.block_dim != (threads, 1, 1) || self.config.shared_mem_bytes != 0 => {
+                Err(CudaError::KernelBlock {
+                    kernel,
+                    threads,
+                    block_dim: self.config.block_dim,
+                    shared_mem_bytes: self.config.shared_mem_bytes,
+                })
+            }
+            _ => Ok(self),
+        }
+    }
+
     /// Queues the kernel `name` with `params` on the stream, after checking that the stream,
     /// the module and every view (`args`) are on one device, that every imported argument was
     /// made ready on this stream, that no argument the kernel writes shares memory with another

@@ -148,6 +148,21 @@ pub enum CudaError {
         /// The two arguments and how the kernel uses them.
         overlap: crate::kernel::disjoint::Overlap,
     },
+    /// A cooperative kernel's launch has another block shape than its `Block` says, or asks for
+    /// dynamic shared memory (its tiles are static).
+    #[error(
+        "cannot launch `{kernel}` with block {block_dim:?} and {shared_mem_bytes} bytes of dynamic shared memory: its `Block` needs block ({threads}, 1, 1) and no dynamic shared memory"
+    )]
+    KernelBlock {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The threads of a block the kernel needs.
+        threads: u32,
+        /// The launch's block.
+        block_dim: (u32, u32, u32),
+        /// The launch's dynamic shared memory.
+        shared_mem_bytes: u32,
+    },
     /// A launch's module or view is on another device than its stream.
     #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]
     KernelDevice {

@@ -29,6 +29,7 @@
 //! [`Thread`] cannot be made.
 
 mod atomic;
+pub mod block;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
@@ -41,6 +42,7 @@ mod thread;
 mod vector;
 
 pub use atomic::AtomicElement;
+pub use block::{Block, Context, Lane, Varying};
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::Thread;

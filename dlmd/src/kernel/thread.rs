@@ -10,8 +10,9 @@ use crate::view::{Access, Mdspan, Shared, Unique};
 /// The thread of a kernel that runs the code: its place in the launch, and the elements of a
 /// mutable view it owns.
 ///
-/// Made by `Thread::current()` in code compiled for `nvptx64`; on the host there is none (the
-/// type has no value there), so its methods type-check everywhere and run only in kernels.
+/// An element-wise kernel takes it as its first parameter (`thread: Thread`), which the entry
+/// point makes and the launcher does not pass. On the host there is none (the type has no value
+/// there), so its methods type-check everywhere and run only in kernels.
 #[derive(Clone, Copy, Debug)]
 pub struct Thread(pub(super) Inner);
 
@@ -24,10 +25,16 @@ pub(super) struct Inner;
 pub(super) enum Inner {}
 
 impl Thread {
-    /// The running thread.
+    /// The running thread, for code that was not handed its kernel's `Thread`.
+    ///
+    /// # Safety
+    ///
+    /// Not in a cooperative kernel (one that takes a [`Block`](super::Block)): there the body
+    /// is uniform code, which must not see which thread runs it, or a barrier could be reached
+    /// by some threads of a block and not others.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub fn current() -> Thread {
+    pub unsafe fn current() -> Thread {
         Thread(Inner)
     }
 

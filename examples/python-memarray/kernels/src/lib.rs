@@ -8,7 +8,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 use dlmd::half::f16;
-#[cfg(target_arch = "nvptx64")]
 use dlmd::kernel::Thread;
 use dlmd::num_complex::Complex;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, F4E2M1FNx2, LayoutStrideRelaxed};
@@ -103,8 +102,8 @@ macro_rules! kernels {
     (@each $($t:ty, $name:ident, $rank:literal;)*) => {$(
         #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of `", stringify!($t), "`.")]
         #[dlmd::kernel]
-        pub fn $name(mut x: DeviceMdspanMut<'_, $t, Dims<$rank>, LayoutStrideRelaxed>) {
-            Thread::current().for_each_mut(&mut x, |index, x| x.add_index(index.iter().sum()));
+        pub fn $name(thread: Thread, mut x: DeviceMdspanMut<'_, $t, Dims<$rank>, LayoutStrideRelaxed>) {
+            thread.for_each_mut(&mut x, |index, x| x.add_index(index.iter().sum()));
         }
     )*};
 }
@@ -135,10 +134,11 @@ macro_rules! accumulate {
         #[doc = concat!("`out += x` over rank-", stringify!($rank), " `float32` views of any strides.")]
         #[dlmd::kernel]
         pub fn $name(
+            thread: Thread,
             mut out: DeviceMdspanMut<'_, f32, Dims<$rank>, LayoutStrideRelaxed>,
             x: DeviceMdspan<'_, f32, Dims<$rank>, LayoutStrideRelaxed>,
         ) {
-            Thread::current().for_each_mut(&mut out, |index, o| *o += x[index]);
+            thread.for_each_mut(&mut out, |index, o| *o += x[index]);
         }
     )*};
 }

@@ -8,7 +8,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 #![allow(unused_mut)]
 
-#[cfg(target_arch = "nvptx64")]
 use dlmd::kernel::Thread;
 use dlmd::space::{Host, Managed};
 use dlmd::view::Atomic;
@@ -16,42 +15,42 @@ use dlmd::{DeviceMdspanMut, Dims, LayoutRight, ManagedMdspanMut, Mdspan};
 
 /// Every thread reads element 0 while the thread that owns it writes it.
 #[dlmd::kernel]
-pub fn read_a_mutable_view(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn read_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let first = out.as_view()[[0]]; // refused: cannot be borrowed again in a kernel
-    Thread::current().for_each_mut(&mut out, |_, x| *x += first);
+    thread.for_each_mut(&mut out, |_, x| *x += first);
 }
 
 /// A read-only slice of a mutable view: read by every thread, written by one.
 #[dlmd::kernel]
-pub fn slice_a_mutable_view(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn slice_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let Ok(head) = out.submdspan((0..1,)) else { return }; // refused: cannot be borrowed again in a kernel
     let first = head[[0]];
-    Thread::current().for_each_mut(&mut out, |_, x| *x += first);
+    thread.for_each_mut(&mut out, |_, x| *x += first);
 }
 
 /// A second partition of a mutable slice: its elements go to other threads than the first
 /// partition gave them to, so two threads write one element.
 #[dlmd::kernel]
-pub fn partition_twice(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
-    Thread::current().for_each_mut(&mut out, |_, x| *x = 1.0);
+pub fn partition_twice(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    thread.for_each_mut(&mut out, |_, x| *x = 1.0);
     let rest = out.submdspan_mut((1..,)); // refused: cannot be borrowed again in a kernel
     if let Ok(mut rest) = rest {
-        Thread::current().for_each_mut(&mut rest, |_, x| *x += 1.0);
+        thread.for_each_mut(&mut rest, |_, x| *x += 1.0);
     }
 }
 
 /// A mutable reborrow of a mutable view, handed on.
 #[dlmd::kernel]
-pub fn reborrow_a_mutable_view(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn reborrow_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut again = out.as_view_mut(); // refused: cannot be borrowed again in a kernel
-    Thread::current().for_each_mut(&mut again, |_, x| *x = 2.0);
+    thread.for_each_mut(&mut again, |_, x| *x = 2.0);
 }
 
 /// Atomic adds from some threads where others write plainly.
 #[dlmd::kernel]
-pub fn plain_and_atomic(out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn plain_and_atomic(thread: Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let sums = out.into_atomic(); // refused: cannot be borrowed again in a kernel
-    Thread::current().atomic_add(&sums, [0], 1.0);
+    thread.atomic_add(&sums, [0], 1.0);
 }
 
 /// Managed memory as a thread's own host memory: a read-modify-write by every thread.
@@ -63,8 +62,8 @@ pub fn managed_as_host(out: ManagedMdspanMut<'_, f32, Dims<1>>) {
 
 /// An atomic managed view read plainly, as host memory, while other threads add to it.
 #[dlmd::kernel]
-pub fn atomic_managed_read_as_host(sums: Mdspan<'_, f32, Dims<1>, LayoutRight, Managed, Atomic>) {
-    Thread::current().atomic_add(&sums, [0], 1.0);
+pub fn atomic_managed_read_as_host(thread: Thread, sums: Mdspan<'_, f32, Dims<1>, LayoutRight, Managed, Atomic>) {
+    thread.atomic_add(&sums, [0], 1.0);
     let host = sums.into_space(Host); // refused: cannot become a `Host` view
     let _ = host.load([0]);
 }

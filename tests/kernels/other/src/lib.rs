@@ -2,7 +2,6 @@
 //! crate's module, each must be refused.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
-#[cfg(target_arch = "nvptx64")]
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspanMut, Dims};
 
@@ -12,6 +11,6 @@ pub const PTX: &str = dlmd::kernels_ptx!();
 
 /// Multiplies every element of a matrix by `factor`.
 #[dlmd::kernel]
-pub fn scale(mut x: DeviceMdspanMut<'_, i32, Dims<2>>, factor: i32) {
-    Thread::current().for_each_mut(&mut x, |_, v| *v *= factor);
+pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, i32, Dims<2>>, factor: i32) {
+    thread.for_each_mut(&mut x, |_, v| *v *= factor);
 }

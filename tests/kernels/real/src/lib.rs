@@ -2,7 +2,6 @@
 //! launcher and the kernel must agree on it, whatever features a dependant chose.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
-#[cfg(target_arch = "nvptx64")]
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspanMut, Dims};
 
@@ -19,6 +18,6 @@ pub const PTX: &str = dlmd::kernels_ptx!();
 
 /// Multiplies every element by `factor`.
 #[dlmd::kernel]
-pub fn scale(mut x: DeviceMdspanMut<'_, Real, Dims<1>>, factor: Real) {
-    Thread::current().for_each_mut(&mut x, |_, v| *v *= factor);
+pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, Real, Dims<1>>, factor: Real) {
+    thread.for_each_mut(&mut x, |_, v| *v *= factor);
 }

@@ -1,0 +1,133 @@
+//! A mutable view cut into chunks, each owned by one block of the launch and written by its
+//! threads: how a cooperative kernel writes global memory.
+
+use crate::dtype::DlElement;
+use crate::extents::{Extents, IndexArray};
+use crate::kernel::KernelSpace;
+use crate::layout::Layout;
+use crate::view::{Mdspan, Unique};
+use core::marker::PhantomData;
+
+/// The chunks of a mutable view that one block owns ([`Block::chunks_mut`](super::Block::chunks_mut)),
+/// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
+/// smaller grid still covers the view.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
+    data: *mut T,
+    mapping: L::Mapping<E>,
+    shape: E::Index,
+    /// Chunks along each dimension.
+    counts: E::Index,
+    next: usize,
+    total: usize,
+    step: usize,
+    view: PhantomData<&'v mut Mdspan<'v, T, E, L, S, Unique>>,
+}
+
+/// One chunk of a mutable view, owned by the running block: its threads write it with
+/// [`Block::store`](super::Block::store), each element by one of them.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
+    data: *mut T,
+    mapping: L::Mapping<E>,
+    origin: E::Index,
+    extents: E::Index,
+    view: PhantomData<&'v mut Mdspan<'v, T, E, L, S, Unique>>,
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L, S> {
+    /// The chunks of `view` of `shape` (a zero extent counts as 1) that block `block` of
+    /// `blocks` owns.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn new(
+        view: &'v mut Mdspan<'_, T, E, L, S, Unique>,
+        shape: E::Index,
+        block: usize,
+        blocks: usize,
+    ) -> Self {
+        let mut shape = shape;
+        shape.as_mut().iter_mut().for_each(|s| *s = (*s).max(1));
+        let extents = view.extents().to_array();
+        let mut counts = E::Index::zeros();
+        for d in 0..E::RANK {
+            counts.as_mut()[d] = extents.as_ref()[d].div_ceil(shape.as_ref()[d]);
+        }
+        let total = counts.as_ref().iter().product();
+        Chunks {
+            data: view.data_handle(),
+            mapping: *view.mapping(),
+            shape,
+            counts,
+            next: block,
+            total,
+            step: blocks,
+            view: PhantomData,
+        }
+    }
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunks<'v, T, E, L, S> {
+    type Item = Chunk<'v, T, E, L, S>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.total {
+            return None;
+        }
+        let mut rest = self.next;
+        self.next += self.step;
+        let extents = crate::layout::Mapping::extents(&self.mapping).to_array();
+        let (mut origin, mut clipped) = (E::Index::zeros(), E::Index::zeros());
+        let rank = E::RANK;
+        // Chunks numbered in the view's memory order: its fastest dimension varies fastest.
+        for step in 0..rank {
+            let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
+            let c = rest % self.counts.as_ref()[d];
+            rest /= self.counts.as_ref()[d];
+            let start = c * self.shape.as_ref()[d];
+            origin.as_mut()[d] = start;
+            clipped.as_mut()[d] = self.shape.as_ref()[d].min(extents.as_ref()[d] - start);
+        }
+        Some(Chunk {
+            data: self.data,
+            mapping: self.mapping,
+            origin,
+            extents: clipped,
+            view: PhantomData,
+        })
+    }
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
+    /// The index, in the whole view, of the chunk's first element.
+    #[inline(always)]
+    pub fn origin(&self) -> E::Index {
+        self.origin
+    }
+
+    /// The chunk's extents: the chunk shape, cut short at the view's edge.
+    #[inline(always)]
+    pub fn extents(&self) -> E::Index {
+        self.extents
+    }
+
+    /// Writes every element: `f(index)` (the index in the whole view) by one thread of a block
+    /// of `THREADS`.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn store<const THREADS: usize>(&mut self, f: impl Fn(E::Index) -> T) {
+        use crate::layout::Mapping;
+        let (data, mapping, origin) = (self.data, self.mapping, self.origin);
+        super::shared::partition::<THREADS, E::Index>(self.extents, L::FIRST_FASTEST, |local| {
+            let mut index = origin;
+            for d in 0..E::RANK {
+                index.as_mut()[d] += local.as_ref()[d];
+            }
+            // SAFETY: `index` is inside the chunk, so inside the view's extents and its
+            // element in the span of a unique view; the chunk is this block's alone
+            // (`Chunks`), and the partition gives the element to this thread alone.
+            unsafe { data.wrapping_add(mapping.offset_of(&index)).write(f(index)) }
+        });
+    }
+}

@@ -1,0 +1,512 @@
+//! Cooperative kernels: the threads of a block share tiles of block-shared memory, meet at
+//! barriers and reduce together, and safe code can neither race on a tile nor reach a barrier
+//! that some of the block's threads skip.
+//!
+//! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
+//! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
+//! ([`CudaError::KernelBlock`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.CudaError.html)),
+//! and the tiles' memory is reserved by the GPU for each block as the kernel starts (no
+//! `shared_mem_bytes` to pass).
+//!
+//! ```ignore
+//! type Tile32 = TileOf<f32, (Const<32>, Const<33>)>;
+//!
+//! #[dlmd::kernel]
+//! pub fn transpose(block: Block<'_, 256, Tile32>, src: DeviceMdspan<'_, f32, Dims<2>>,
+//!                  mut dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
+//!     let (mut block, mut tile) = block.split();
+//!     for mut chunk in block.chunks_mut(&mut dst, [32, 32]) {
+//!         let [i0, j0] = chunk.origin();
+//!         let written = block.write(tile, |[a, b]| src.get([j0 + a, i0 + b]).copied().unwrap_or(0.0));
+//!         let readable = block.sync(written);
+//!         block.store(&mut chunk, |[i, j]| readable[[j - j0, i - i0]]);
+//!         tile = block.sync(readable);
+//!     }
+//! }
+//! ```
+//!
+//! # Why safe code cannot race, nor split a barrier
+//!
+//! The kernel's body is *uniform* code: every thread of a block runs it with the same values,
+//! so it takes the same branches and reaches the same barriers. It holds the [`Block`]; what
+//! differs from thread to thread lives only inside closures the block runs on each thread.
+//!
+//! 1. **The body cannot see which thread it is.** A cooperative kernel has no
+//!    [`Thread`](super::Thread) (the kernel's context is its `Block`, and `Thread::current` is
+//!    `unsafe`). Its values are the parameters, the block's own index ([`Block::index`], the
+//!    same for all its threads), what it reads from memory that no thread writes in the phase
+//!    (read-only views, [`Readable`] tiles), and the results of block reductions, which every
+//!    thread receives whole.
+//! 2. **Per-thread values stay inside per-thread closures.** [`Block::each`] runs a closure on
+//!    every thread with its [`Lane`]; what it returns is a [`Varying`], which uniform code cannot
+//!    look into: it only hands it to more per-thread closures ([`Varying::map`]) or to a
+//!    collective ([`Block::sum`], [`Block::warp_sum`], …) whose result is uniform again (or, for
+//!    warp operations, another `Varying`). The closures are `Fn + Sync`: they cannot write what
+//!    they capture (no `&mut`, no `Cell`), so no thread's value leaks out through a capture.
+//! 3. **Barriers and collectives take `&mut Block`**, which no per-thread closure can hold: a
+//!    `Block` is neither `Sync` nor `Send`, so an `Fn + Sync` closure captures it in no form.
+//!    Every barrier is therefore reached from uniform code, by every thread or by none.
+//! 4. **A tile's phase is in its type, and moves by value.** A [`Writable`] tile is written by
+//!    [`Block::write`], which gives every element to exactly one thread (the same partition in
+//!    every phase); it returns the tile [`Written`], which nothing can read. Only
+//!    [`Block::sync`] (a barrier) turns it [`Readable`], and only the next barrier turns it
+//!    [`Writable`] again. A readable tile is borrowed for reads; the barrier takes it by value,
+//!    so no borrow from one phase survives into the next. Hence no thread reads an element
+//!    another writes in the same phase, and no two threads write one element.
+//! 5. **Global memory is split the same way.** A mutable view is cut into chunks
+//!    ([`Block::chunks_mut`]) of which each block owns its own, and [`Block::store`] gives each
+//!    element of a chunk to one thread of that block.
+//!
+//! The one way around this in safe code is shared interior mutability that no closure bound
+//! can see: an atomic (in a `static`, or captured by reference) written by some threads and
+//! read by the body. Reading it is a race by design, and branching on it makes the body no
+//! longer uniform: keep atomics out of the control flow of a cooperative kernel's body. Any
+//! other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
+//! `core::arch::nvptx` and inline assembly, under their own contracts.
+
+mod chunk;
+#[cfg(target_arch = "nvptx64")]
+mod shared;
+mod tile;
+mod warp;
+
+pub use chunk::{Chunk, Chunks};
+pub use tile::{Barrier, Phase, Readable, Tile, TileOf, TileSet, Writable, Written};
+pub use warp::WarpValue;
+
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::layout::{CompactLayout, Layout};
+use crate::view::{Mdspan, Shared};
+use core::marker::PhantomData;
+
+/// `$gpu` in a kernel; on the host, where no `Block` exists (`$never` is uninhabited there),
+/// only a use of the arguments.
+macro_rules! on_gpu {
+    ($never:expr, ($($unused:expr),*), $gpu:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        return $gpu;
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = ($($unused,)*);
+            match $never {}
+        }
+    }};
+}
+
+/// The block-shared bytes a block keeps for its reductions: two buffers (used in turn, so that
+/// one barrier per reduction suffices) of one 8-byte slot per warp.
+const SCRATCH_BYTES: usize = 2 * 32 * 8;
+
+/// The threads of one block of a cooperative kernel, and the tiles `S` they share: the
+/// kernel's context, which it takes as its first parameter (never passed by the launcher).
+///
+/// `THREADS` is the block's size, a multiple of 32 from 32 to 1024 (otherwise the kernel does
+/// not compile): the launch's block must be `(THREADS, 1, 1)`. See the [module docs](self) for
+/// what it lets safe code do, and why that cannot race.
+pub struct Block<'k, const THREADS: usize, S: TileSet = ()> {
+    inner: Inner,
+    tiles: PhantomData<(S, &'k ())>,
+}
+
+#[cfg(target_arch = "nvptx64")]
+struct Inner {
+    /// The block-shared memory: the reductions' scratch, then the tiles.
+    base: *mut u8,
+    /// The scratch buffer the next reduction uses.
+    turn: usize,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+enum Inner {}
+
+/// A value of each thread of a block (a register per thread): what [`Block::each`] returns.
+/// Uniform code cannot read it; it hands it to per-thread closures ([`map`](Self::map)) or to a
+/// block or warp collective.
+#[derive(Clone, Copy)]
+pub struct Varying<T>(T);
+
+// Opaque: a printed value would be a way for uniform code to look into it.
+impl<T> core::fmt::Debug for Varying<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Varying(..)")
+    }
+}
+
+impl<T> Varying<T> {
+    /// `f` of this thread's value, on every thread.
+    #[inline(always)]
+    pub fn map<U>(self, f: impl Fn(T) -> U + Sync) -> Varying<U> {
+        Varying(f(self.0))
+    }
+
+    /// Both values of each thread, as a pair.
+    #[inline(always)]
+    pub fn zip<U>(self, other: Varying<U>) -> Varying<(T, U)> {
+        Varying((self.0, other.0))
+    }
+}
+
+/// One thread of a block, as a per-thread closure sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Lane<const THREADS: usize> {
+    index: usize,
+}
+
+impl<const THREADS: usize> Lane<THREADS> {
+    /// The thread's index in its block, below `THREADS`.
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The thread's warp in the block.
+    #[inline(always)]
+    pub fn warp(&self) -> usize {
+        self.index / 32
+    }
+
+    /// The thread's lane in its warp, below 32.
+    #[inline(always)]
+    pub fn lane(&self) -> usize {
+        self.index % 32
+    }
+
+    /// Calls `f` with each index of the read-only `view` this thread owns in the block's
+    /// partition and its element: along the view's fastest dimension in memory, thread `t` of
+    /// the block takes the four neighbours from `4 t`, then those `4 THREADS` further, … (one
+    /// vector load where they are contiguous and aligned), and the last `extent % 4` one at a
+    /// time; every other index is walked by every thread. Across the block, every element goes
+    /// to exactly one thread.
+    #[inline(always)]
+    pub fn for_each<T, E, L, S>(&self, view: &Mdspan<'_, T, E, L, S, Shared>, f: impl FnMut(E::Index, &T))
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        S: super::KernelSpace,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        shared::read_partition::<THREADS, T, E, L, S>(self.index, view, f);
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = (view, f);
+    }
+
+    /// `f(i)` for this thread's share of `0..end`: `i = index, index + THREADS, …`. Across the
+    /// block, every `i` goes to exactly one thread.
+    #[inline(always)]
+    pub fn stride(&self, end: usize, mut f: impl FnMut(usize)) {
+        let mut i = self.index;
+        while i < end {
+            f(i);
+            i += THREADS;
+        }
+    }
+}
+
+impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
+    /// Threads of a block: a multiple of 32 from 32 to 1024 (checked where a kernel of this
+    /// block is built, for the GPU or its launcher).
+    pub const THREADS: u32 = {
+        assert!(
+            THREADS >= 32 && THREADS <= 1024 && THREADS.is_multiple_of(32),
+            "a block has a multiple of 32 threads, from 32 to 1024"
+        );
+        THREADS as u32
+    };
+
+    /// The block-shared bytes the block reserves: its reductions' scratch, then its tiles.
+    pub const SHARED_BYTES: usize = SCRATCH_BYTES + S::BYTES;
+
+    /// The block of the running kernel.
+    ///
+    /// # Safety
+    ///
+    /// Called once per thread, at the top of a kernel's entry point (in uniform control flow,
+    /// by every thread of a block of `THREADS` threads), and nothing else there uses
+    /// block-shared memory.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn enter(_anchor: &'k ()) -> Self {
+        let _ = Self::THREADS;
+        // SAFETY: once per kernel entry, in its uniform control flow (caller).
+        let base = unsafe { shared::declare::<THREADS, S>() };
+        Block {
+            inner: Inner { base, turn: 0 },
+            tiles: PhantomData,
+        }
+    }
+
+    /// The block's tiles, fresh, and the block without them: each tile is made once.
+    #[inline(always)]
+    pub fn split(self) -> (Block<'k, THREADS>, S::Tiles<'k>) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // SAFETY: the tiles' bytes follow the scratch in the block's shared memory, which
+            // `declare` sized `SHARED_BYTES` and 16-aligned; `self` is consumed, so they are made
+            // once, and the block returned has no tiles.
+            let tiles = unsafe { S::tiles(self.inner.base.wrapping_add(SCRATCH_BYTES)) };
+            (
+                Block {
+                    inner: self.inner,
+                    tiles: PhantomData,
+                },
+                tiles,
+            )
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        match self.inner {}
+    }
+
+    /// The block's index in the launch (`x` fastest, then `y`, then `z`): the same for every
+    /// thread of the block, so uniform code may branch on it.
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        on_gpu!(self.inner, (), shared::block_index().0)
+    }
+
+    /// The number of blocks in the launch.
+    #[inline(always)]
+    pub fn count(&self) -> usize {
+        on_gpu!(self.inner, (), shared::block_index().1)
+    }
+
+    /// `f` on every thread of the block, with its [`Lane`]; what each returns stays its own
+    /// ([`Varying`]).
+    #[inline(always)]
+    pub fn each<R>(&self, f: impl Fn(Lane<THREADS>) -> R + Sync) -> Varying<R> {
+        on_gpu!(
+            self.inner,
+            (f),
+            Varying(f(Lane {
+                index: shared::thread_index()
+            }))
+        )
+    }
+
+    /// Writes every element of `tile`: `f(index)` by exactly one thread of the block (element
+    /// `k` in memory order by thread `k % THREADS`), and returns the tile [`Written`], which no
+    /// thread reads before the next [`sync`](Self::sync).
+    #[inline(always)]
+    pub fn write<T, E, L>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        f: impl Fn(E::Index) -> T + Sync,
+    ) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: CompactLayout,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use crate::layout::Mapping;
+            let storage = tile.storage();
+            let (mapping, data) = (*storage.mapping(), storage.data_handle());
+            shared::partition::<THREADS, E::Index>(storage.extents().to_array(), L::FIRST_FASTEST, |index| {
+                // SAFETY: `index` is inside the tile's extents, so its element is in the
+                // tile's span; the partition gives it to this thread alone, and nothing
+                // reads a writable tile.
+                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(f(index)) }
+            });
+            // SAFETY: every element written in this phase, each by one thread.
+            unsafe { Tile::from_view(tile.into_storage()) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (tile, f);
+            match self.inner {}
+        }
+    }
+
+    /// A barrier: every thread of the block waits here for the others, and every write to
+    /// block-shared and global memory before it is seen by every thread of the block after it.
+    /// The tiles passed move to their next phase: [`Written`] ones become [`Readable`],
+    /// [`Readable`] ones [`Writable`].
+    #[inline(always)]
+    pub fn sync<B: Barrier>(&mut self, tiles: B) -> B::After {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            shared::barrier();
+            tiles.after()
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = tiles;
+            match self.inner {}
+        }
+    }
+
+    /// This block's chunks of `view`: the view cut into chunks of `shape` (the last ones cut
+    /// short at the view's edge), numbered in the view's memory order, chunk `c` to block
+    /// `c % blocks`. Each chunk is written by [`store`](Self::store); no two blocks own one.
+    #[inline(always)]
+    pub fn chunks_mut<'v, T, E, L, Sp>(
+        &self,
+        view: &'v mut crate::view::Mdspan<'_, T, E, L, Sp, crate::view::Unique>,
+        shape: E::Index,
+    ) -> Chunks<'v, T, E, L, Sp>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: super::KernelSpace,
+    {
+        on_gpu!(
+            self.inner,
+            (view, shape),
+            Chunks::new(view, shape, self.index(), self.count())
+        )
+    }
+
+    /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one
+    /// thread of the block, neighbouring threads on neighbouring elements of the view's fastest
+    /// dimension.
+    #[inline(always)]
+    pub fn store<T, E, L, Sp>(&mut self, chunk: &mut Chunk<'_, T, E, L, Sp>, f: impl Fn(E::Index) -> T + Sync)
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: super::KernelSpace,
+    {
+        on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
+    }
+
+    /// Combines every thread's value with `op` (associative and commutative, with `identity`
+    /// its neutral element), in a fixed order, and gives the result to every thread: a warp
+    /// reduction by shuffles, then one barrier and a reduction of the warps' results.
+    #[inline(always)]
+    pub fn reduce<T: WarpValue>(&mut self, value: Varying<T>, identity: T, op: impl Fn(T, T) -> T + Sync) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let warps = THREADS / 32;
+            let warp = warp::reduce(value.0, &op);
+            let lane = shared::thread_index();
+            // Two buffers in turn: a thread still reading the results of the reduction before
+            // last has passed the last one's barrier, so this write reaches no slot it reads.
+            let slots = self.inner.base.wrapping_add(self.inner.turn * 32 * 8).cast::<T>();
+            self.inner.turn ^= 1;
+            if lane.is_multiple_of(32) {
+                // SAFETY: slot `lane / 32` (below 32) of this turn's buffer, 8 bytes each (`T`
+                // is at most 8 bytes and 8-aligned at most): written by this warp's first lane
+                // alone, read only after the barrier below.
+                unsafe { slots.wrapping_add(lane / 32 * (8 / size_of::<T>())).write(warp) };
+            }
+            shared::barrier();
+            let mine = if lane % 32 < warps {
+                // SAFETY: a slot written before the barrier, which nothing writes until the
+                // next reduction's barrier after this one.
+                unsafe { slots.wrapping_add(lane % 32 * (8 / size_of::<T>())).read() }
+            } else {
+                identity
+            };
+            // Lane 0's result to every lane: each warp reduced the same slots in the same
+            // lanes, so every thread of the block holds the same bits, whatever `op` is.
+            warp::shuffle_index(warp::reduce(mine, &op), 0)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (value, identity, op);
+            match self.inner {}
+        }
+    }
+
+    /// The sum of every thread's value, to every thread ([`reduce`](Self::reduce)).
+    #[inline(always)]
+    pub fn sum<T: WarpValue>(&mut self, value: Varying<T>) -> T {
+        self.reduce(value, T::ZERO, T::add)
+    }
+
+    /// The largest of every thread's value, to every thread (for floats, NaN only where all
+    /// are).
+    #[inline(always)]
+    pub fn max<T: WarpValue>(&mut self, value: Varying<T>) -> T {
+        self.reduce(value, T::LOWEST, T::max)
+    }
+
+    /// The smallest of every thread's value, to every thread.
+    #[inline(always)]
+    pub fn min<T: WarpValue>(&mut self, value: Varying<T>) -> T {
+        self.reduce(value, T::HIGHEST, T::min)
+    }
+
+    /// Each warp's sum, to each of its lanes.
+    #[inline(always)]
+    pub fn warp_sum<T: WarpValue>(&mut self, value: Varying<T>) -> Varying<T> {
+        self.warp_reduce(value, T::add)
+    }
+
+    /// Each warp's values combined with `op` (associative and commutative), to each of its
+    /// lanes, by butterfly shuffles.
+    #[inline(always)]
+    pub fn warp_reduce<T: WarpValue>(&mut self, value: Varying<T>, op: impl Fn(T, T) -> T + Sync) -> Varying<T> {
+        on_gpu!(self.inner, (value, op), Varying(warp::reduce(value.0, &op)))
+    }
+
+    /// The value of the lane `lane ^ mask` of each lane's warp (`mask` below 32).
+    #[inline(always)]
+    pub fn shuffle_xor<T: WarpValue>(&mut self, value: Varying<T>, mask: u32) -> Varying<T> {
+        on_gpu!(
+            self.inner,
+            (value, mask),
+            Varying(warp::shuffle_xor(value.0, mask % 32))
+        )
+    }
+
+    /// The value of lane `source` (below 32) of each lane's warp, to all its lanes.
+    #[inline(always)]
+    pub fn broadcast<T: WarpValue>(&mut self, value: Varying<T>, source: u32) -> Varying<T> {
+        on_gpu!(
+            self.inner,
+            (value, source),
+            Varying(warp::shuffle_index(value.0, source % 32))
+        )
+    }
+}
+
+/// What a kernel's entry point makes for its context parameter: a [`Thread`](super::Thread)
+/// for element-wise kernels, a [`Block`] for cooperative ones.
+///
+/// # Safety
+///
+/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, which
+/// the launcher enforces.
+pub unsafe trait Context<'k>: Sized {
+    /// The block size the kernel needs (`(n, 1, 1)`), or `None` for any.
+    const BLOCK_THREADS: Option<u32>;
+
+    /// The context of the running thread.
+    ///
+    /// # Safety
+    ///
+    /// Called once, first, in a kernel's entry point, by every thread.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    unsafe fn enter(anchor: &'k ()) -> Self;
+}
+
+// SAFETY: a `Thread` works in any block shape.
+unsafe impl<'k> Context<'k> for super::Thread {
+    const BLOCK_THREADS: Option<u32> = None;
+
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn enter(_: &'k ()) -> Self {
+        // SAFETY: a kernel's entry point, which takes a `Thread` (caller).
+        unsafe { super::Thread::current() }
+    }
+}
+
+// SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code.
+unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
+    const BLOCK_THREADS: Option<u32> = Some(Self::THREADS);
+
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn enter(anchor: &'k ()) -> Self {
+        // SAFETY: first in the kernel's entry point, by every thread (caller).
+        unsafe { Block::enter(anchor) }
+    }
+}

@@ -1,0 +1,154 @@
+//! The block's machinery on the GPU: its block-shared memory, the barrier, and the partition
+//! of a box of indices among its threads.
+
+use super::TileSet;
+use crate::dtype::DlElement;
+use crate::extents::{Extents, IndexArray};
+use crate::kernel::KernelSpace;
+use crate::kernel::geometry::{Axis, Chunk};
+use crate::kernel::vector::read_contiguous;
+use crate::layout::{Layout, Mapping};
+use crate::view::{Mdspan, Shared};
+use core::arch::{asm, nvptx};
+
+/// The block-shared memory of a kernel whose block has `THREADS` threads and the tiles `S`:
+/// `SHARED_BYTES` bytes, 16-aligned, declared in the kernel's entry point (PTX `.shared` at
+/// function scope: the GPU reserves it per block as the kernel starts), as a generic address.
+///
+/// # Safety
+///
+/// Called once per kernel, in its entry point (a second declaration in one entry point does
+/// not assemble).
+#[inline(always)]
+pub(super) unsafe fn declare<const THREADS: usize, S: TileSet>() -> *mut u8 {
+    let base: u64;
+    // SAFETY: declares the entry point's block-shared array and converts its address to a
+    // generic one; reads and writes no memory.
+    unsafe {
+        asm!(
+            ".shared .align 16 .b8 dlmd_block_shared[{bytes}];",
+            "cvta.shared.u64 {base}, dlmd_block_shared;",
+            bytes = const super::Block::<'static, THREADS, S>::SHARED_BYTES,
+            base = out(reg64) base,
+            options(pure, nomem, nostack),
+        )
+    };
+    base as *mut u8
+}
+
+/// `bar.sync 0`: every thread of the block waits for the others, and memory written before is
+/// seen after.
+#[inline(always)]
+pub(super) fn barrier() {
+    // SAFETY: reached by every thread of the block (`Block`'s methods run in uniform code).
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// The running thread's index in its block (`x` only: a block is `(THREADS, 1, 1)`).
+#[inline(always)]
+pub(super) fn thread_index() -> usize {
+    // SAFETY: reads a special register; no precondition.
+    unsafe { nvptx::_thread_idx_x() as usize }
+}
+
+/// The block's index in the launch (`x` fastest) and the number of blocks.
+#[inline(always)]
+pub(super) fn block_index() -> (usize, usize) {
+    macro_rules! read {
+        ($($register:ident),*) => {
+            // SAFETY: each reads a special register; none has a precondition.
+            ($(unsafe { nvptx::$register() } as usize),*)
+        };
+    }
+    let (x, y, z) = read!(_block_idx_x, _block_idx_y, _block_idx_z);
+    let (nx, ny, nz) = read!(_grid_dim_x, _grid_dim_y, _grid_dim_z);
+    ((z * ny + y) * nx + x, nx * ny * nz)
+}
+
+/// `f(index)` for this thread's share of the indices below `shape`: the `k`-th index in order
+/// (the first dimension fastest with `first_fastest`, else the last) to thread `k % THREADS`,
+/// so that every index goes to exactly one thread of the block and neighbouring threads take
+/// neighbouring indices.
+#[inline(always)]
+pub(super) fn partition<const THREADS: usize, I: IndexArray>(shape: I, first_fastest: bool, mut f: impl FnMut(I)) {
+    let extents = shape.as_ref();
+    let count: usize = extents.iter().product();
+    let mut k = thread_index();
+    while k < count {
+        let mut index = I::zeros();
+        let mut rest = k;
+        let rank = extents.len();
+        for step in 0..rank {
+            let d = if first_fastest { step } else { rank - 1 - step };
+            index.as_mut()[d] = rest % extents[d];
+            rest /= extents[d];
+        }
+        f(index);
+        k += THREADS;
+    }
+}
+
+/// [`Lane::for_each`](super::Lane::for_each) for thread `lane` of a block of `THREADS`.
+#[inline(always)]
+pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
+    lane: usize,
+    view: &Mdspan<'_, T, E, L, S, Shared>,
+    mut f: impl FnMut(E::Index, &T),
+) where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    S: KernelSpace,
+{
+    let rank = E::RANK;
+    let extents = view.extents().to_array();
+    if rank == 0 {
+        if lane == 0 {
+            // SAFETY: the one element of a rank-0 view, read-only while the view lives.
+            f(E::Index::zeros(), unsafe { &*view.data_handle() });
+        }
+        return;
+    }
+    let mapping = *view.mapping();
+    let data = view.data_handle().cast_const();
+    let fast = if L::FIRST_FASTEST { 0 } else { rank - 1 };
+    let outer: usize = (0..rank).filter(|&d| d != fast).map(|d| extents.as_ref()[d]).product();
+    let axis = Axis {
+        id: lane,
+        count: THREADS,
+    };
+    for mut o in 0..outer {
+        let mut index = E::Index::zeros();
+        for d in (0..rank).rev().filter(|&d| d != fast) {
+            let extent = extents.as_ref()[d];
+            index.as_mut()[d] = o % extent;
+            o /= extent;
+        }
+        axis.chunks::<true>(extents.as_ref()[fast], |chunk| match chunk {
+            Chunk::One(i) => {
+                index.as_mut()[fast] = i;
+                // SAFETY: inside the extents, so in the span of a view nothing writes while it
+                // lives.
+                f(index, unsafe { &*data.wrapping_add(mapping.offset_of(&index)) });
+            }
+            Chunk::Four(i) => {
+                index.as_mut()[fast] = i;
+                let first = data.wrapping_add(mapping.offset_of(&index));
+                let stride = mapping.stride(fast);
+                let values = if stride == 1 && (first as usize).is_multiple_of(4 * size_of::<T>()) {
+                    // SAFETY: four elements of the view from `first` (stride 1), aligned to
+                    // their size, which nothing writes while the view lives.
+                    unsafe { read_contiguous(first) }
+                } else {
+                    // SAFETY: four elements of the view, one stride apart, read-only.
+                    [0, 1, 2, 3].map(|k| unsafe { first.wrapping_offset(k * stride).read() })
+                };
+                for (k, value) in values.iter().enumerate() {
+                    let mut at = index;
+                    at.as_mut()[fast] = i + k;
+                    f(at, value);
+                }
+            }
+        });
+    }
+}
