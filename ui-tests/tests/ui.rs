@@ -16,6 +16,7 @@ fn ui() {
     t.compile_fail("ui/view/*.rs");
     t.compile_fail("ui/nccl/*.rs");
     t.compile_fail("ui/kernel/*.rs");
+    t.compile_fail("ui/block/*.rs");
 }
 
 /// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features

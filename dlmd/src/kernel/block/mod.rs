@@ -501,7 +501,13 @@ unsafe impl<'k> Context<'k> for super::Thread {
 
 // SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code.
 unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
-    const BLOCK_THREADS: Option<u32> = Some(Self::THREADS);
+    const BLOCK_THREADS: Option<u32> = {
+        assert!(
+            Self::SHARED_BYTES <= 48 * 1024,
+            "a block's tiles and reduction scratch take at most 48 KiB of shared memory"
+        );
+        Some(Self::THREADS)
+    };
 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]

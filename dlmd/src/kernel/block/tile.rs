@@ -299,6 +299,13 @@ impl<'k, T: DlElement, E: Extents, L: CompactLayout, P: Phase> Barrier for Tile<
     }
 }
 
+// A barrier with no tiles: the block's writes to global memory before it are seen after it.
+impl Barrier for () {
+    type After = ();
+    #[inline(always)]
+    fn after(self) {}
+}
+
 macro_rules! barrier_tuples {
     ($($name:ident $index:tt),+) => {
         impl<$($name: Barrier),+> Barrier for ($($name,)+) {

@@ -1,0 +1,9 @@
+// A block writes global memory through chunks of a mutable view; a read-only view has none.
+use dlmd::kernel::Block;
+use dlmd::{DeviceMdspan, Dims};
+
+pub fn body(block: Block<'_, 256>, mut src: DeviceMdspan<'_, f32, Dims<1>>) {
+    for _chunk in block.chunks_mut(&mut src, [256]) {}
+}
+
+fn main() {}
