@@ -78,49 +78,40 @@ macro_rules! warp_int {
 warp_float!(f32, u32; f64, u64;);
 warp_int!(i32, u32; u32, u32; i64, u64; u64, u64;);
 
-/// One `shfl.sync` of 32 bits across the whole warp, in mode `$mode`.
+// The LLVM intrinsics, not inline assembly: LLVM knows them as convergent, so no pass moves a
+// shuffle into or out of a branch, or copies it into two.
 #[cfg(target_arch = "nvptx64")]
-macro_rules! shfl {
-    ($mode:literal, $value:expr, $b:expr, $c:literal) => {{
-        let out: u32;
-        // SAFETY: every lane of the warp runs this shuffle (the full mask): the block's
-        // collectives run in uniform code, and a block is whole warps. It reads and writes
-        // registers only.
-        unsafe {
-            core::arch::asm!(
-                concat!("shfl.sync.", $mode, ".b32 {out}, {value}, {b}, ", $c, ", 0xffffffff;"),
-                out = out(reg32) out,
-                value = in(reg32) $value,
-                b = in(reg32) $b,
-                options(nomem, nostack),
-            )
-        };
-        out
-    }};
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn shfl_sync_bfly_i32(members: u32, value: i32, lane_mask: i32, clamp: i32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn shfl_sync_idx_i32(members: u32, value: i32, source: i32, clamp: i32) -> i32;
 }
 
-/// Moves `value` from lane `source(lane)` to each lane: a 32-bit shuffle, twice for 8 bytes.
+/// Moves `value` between the lanes of the warp with `$intrinsic` (32 bits at a time).
 #[cfg(target_arch = "nvptx64")]
 macro_rules! shuffle_fn {
-    ($name:ident, $mode:literal, $c:literal) => {
+    ($name:ident, $intrinsic:ident) => {
         #[inline(always)]
         pub(super) fn $name<T: WarpValue>(value: T, b: u32) -> T {
-            let bits = value.to_bits();
-            let low = shfl!($mode, bits as u32, b, $c);
-            let high = if size_of::<T>() == 8 {
-                shfl!($mode, (bits >> 32) as u32, b, $c)
-            } else {
-                0
+            let shuffle = |bits: u32| {
+                // SAFETY: every lane of the warp runs this shuffle (the full mask): the block's
+                // collectives run in uniform code, and a block is whole warps. `b` is below 32
+                // (callers), and 0x1f makes the whole warp one segment.
+                unsafe { $intrinsic(u32::MAX, bits as i32, b as i32, 0x1f) as u32 }
             };
+            let bits = value.to_bits();
+            let low = shuffle(bits as u32);
+            let high = if size_of::<T>() == 8 { shuffle((bits >> 32) as u32) } else { 0 };
             T::from_bits(u64::from(low) | (u64::from(high) << 32))
         }
     };
 }
 
 #[cfg(target_arch = "nvptx64")]
-shuffle_fn!(shuffle_xor, "bfly", "0x1f");
+shuffle_fn!(shuffle_xor, shfl_sync_bfly_i32);
 #[cfg(target_arch = "nvptx64")]
-shuffle_fn!(shuffle_index, "idx", "0x1f");
+shuffle_fn!(shuffle_index, shfl_sync_idx_i32);
 
 /// `op` over the warp's 32 values, by butterfly shuffles: every lane ends with the result,
 /// combined in the same order on each.
