@@ -95,9 +95,22 @@ pub enum BuildError {
         /// The undefined functions.
         externs: Vec<String>,
     },
+    /// The toolchain is older than the compiler fixes that keep a barrier one barrier: before
+    /// them, rustc could copy `bar.sync` into the arms of a branch (rust#137086), and a block
+    /// whose threads took different arms would wait forever.
+    OldToolchain {
+        /// The toolchain.
+        toolchain: String,
+        /// Its commit date, as `rustc -vV` prints it (`YYYY-MM-DD`).
+        date: String,
+    },
     /// Reading or writing a file, or starting a program, failed.
     Io(PathBuf, std::io::Error),
 }
+
+/// The first nightly with both fixes for barriers in divergent code: MIR jump threading off
+/// for GPU targets (rust#149637) and every GPU function `convergent` (rust#153995).
+pub const MIN_NIGHTLY_DATE: &str = "2026-04-15";
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -112,6 +125,12 @@ impl fmt::Display for BuildError {
                 "{} calls functions it does not define, which the CUDA driver cannot load: {}",
                 ptx.display(),
                 externs.join(", ")
+            ),
+            BuildError::OldToolchain { toolchain, date } => write!(
+                f,
+                "the {toolchain} toolchain is from {date}, before rustc kept GPU barriers out of divergent \
+                 branches (rust#149637, rust#153995): a kernel's barrier could hang its block. Update it \
+                 (`rustup update {toolchain}`) or pin one from {MIN_NIGHTLY_DATE} or later"
             ),
             BuildError::Io(path, e) => write!(f, "{}: {e}", path.display()),
         }
@@ -297,6 +316,18 @@ impl PtxBuild {
                 ));
             }
         };
+        let version = Command::new(sysroot.join("bin").join("rustc"))
+            .arg("-vV")
+            .output()
+            .map_err(|e| BuildError::Io(sysroot.join("bin").join("rustc"), e))?;
+        if let Some(date) = commit_date(&String::from_utf8_lossy(&version.stdout))
+            && date < MIN_NIGHTLY_DATE
+        {
+            return Err(BuildError::OldToolchain {
+                toolchain: self.toolchain.clone(),
+                date: date.into(),
+            });
+        }
         let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
         if !core.exists() {
             return Err(missing(
@@ -306,6 +337,19 @@ impl PtxBuild {
         }
         Ok(sysroot)
     }
+}
+
+/// The commit date `rustc -vV` prints (`commit-date: YYYY-MM-DD`), where it has one that reads
+/// as a date.
+fn commit_date(version: &str) -> Option<&str> {
+    let date = version
+        .lines()
+        .find_map(|line| line.strip_prefix("commit-date: "))?
+        .trim();
+    let bytes = date.as_bytes();
+    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
+    (bytes.len() == 10 && bytes[4] == b'-' && bytes[7] == b'-' && digits(0..4) && digits(5..7) && digits(8..10))
+        .then_some(date)
 }
 
 /// The `cargo` of the toolchain at `sysroot`, driving its `rustc`, without what the outer
@@ -408,6 +452,23 @@ mod tests {
 ";
         assert_eq!(extern_functions(ptx), ["_ZN4dlmd5check"]);
         assert!(extern_functions(".visible .entry k(\n)\n{\n\tret;\n}\n").is_empty());
+    }
+
+    #[test]
+    fn the_commit_date_is_read_and_compared_as_a_date() {
+        let version = "rustc 1.97.0-nightly (e50aa6fba 2026-05-19)\nbinary: rustc\ncommit-date: 2026-05-19\nhost: x\n";
+        assert_eq!(commit_date(version), Some("2026-05-19"));
+        assert!(commit_date(version).unwrap() >= MIN_NIGHTLY_DATE);
+        let old = "commit-date: 2026-03-01\n";
+        assert!(commit_date(old).unwrap() < MIN_NIGHTLY_DATE);
+        // Builds without a date (a local rustc prints `unknown`) are not refused for it.
+        assert_eq!(commit_date("commit-date: unknown\n"), None);
+        assert_eq!(commit_date("rustc 1.95.0\n"), None);
+        let error = BuildError::OldToolchain {
+            toolchain: "nightly".into(),
+            date: "2026-03-01".into(),
+        };
+        assert!(error.to_string().contains("rustup update nightly"), "{error}");
     }
 
     #[test]

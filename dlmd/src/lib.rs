@@ -65,7 +65,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Kernels: the thread registers and PTX's atomics (`asm!`) are nightly-only, and nightly is
 // what builds for nvptx64.
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics)
+)]
 // Warp shuffles are LLVM's convergent intrinsics (`core::arch::nvptx` has none yet): an
 // internal feature, used for exactly that.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]

@@ -98,3 +98,22 @@ pub fn row_sums_block(
         block.store(&mut chunk, |_| total);
     }
 }
+
+/// The tile of [`reverse_blocks`].
+pub type ReverseTile = TileOf<u32, (Const<256>,)>;
+
+/// Each 256-element chunk of `out`, reversed, of `f(i) = 3 i` where `i` is a multiple of 3 and
+/// `i + 1` elsewhere: the barrier comes right after per-thread code that branches on the
+/// thread's index. The compiler must keep it one barrier that every thread reaches (older
+/// nightlies copied it into both arms of such a branch, rust#137086): the PTX has one
+/// `bar.sync`, and the kernel finishes. Launch with blocks of 256 threads.
+#[dlmd::kernel]
+pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, mut out: DeviceMdspanMut<'_, u32, Dims<1>>) {
+    let (mut block, tile) = block.split();
+    let written = block.write(tile, |[i]| if i % 3 == 0 { 3 * i as u32 } else { i as u32 + 1 });
+    let readable = block.sync(written);
+    for mut chunk in block.chunks_mut(&mut out, [256]) {
+        let [start] = chunk.origin();
+        block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
+    }
+}

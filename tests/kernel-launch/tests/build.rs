@@ -17,6 +17,15 @@ fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvptx")
 }
 
+/// The PTX of entry point `name`: from its `.entry` line to its closing brace.
+fn entry<'p>(ptx: &'p str, name: &str) -> &'p str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no entry point {name}"));
+    let end = ptx[start..].find("\n}").map_or(ptx.len(), |e| start + e);
+    &ptx[start..end]
+}
+
 /// The `scale` kernel's instruction lines of a PTX file.
 fn multiplies(ptx: &str) -> Vec<&str> {
     ptx.lines().map(str::trim).filter(|l| l.starts_with("mul.")).collect()
@@ -106,4 +115,39 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
         refused,
         "one error per refused line, no other: {errors:#?}"
     );
+}
+
+#[test]
+fn a_barrier_after_a_thread_dependent_branch_stays_one_barrier() {
+    // `reverse_blocks` branches on each thread's index, then meets at a barrier: a compiler that
+    // copied the barrier into the arms would leave two (rust#137086), and the block could hang.
+    let body = entry(dlmd_example_kernels::PTX, "reverse_blocks");
+    assert!(
+        body.contains("rem.u") || body.contains("mul.hi"),
+        "the branch on `i % 3` is there"
+    );
+    assert_eq!(body.matches("bar.sync").count(), 1, "{body}");
+}
+
+#[test]
+fn a_cooperative_kernel_reserves_its_tiles_and_reduction_scratch_in_its_entry_point() {
+    use dlmd::kernel::Block;
+    // 512 bytes of reduction scratch, then a 32 × 33 tile of f32.
+    let bytes = Block::<'static, 256, dlmd_example_kernels::TransposeTile>::SHARED_BYTES;
+    assert_eq!(bytes, 512 + 32 * 33 * 4);
+    let body = entry(dlmd_example_kernels::PTX, "transpose_tiled");
+    assert!(
+        body.contains(&format!(".shared .align 16 .b8 dlmd_block_shared[{bytes}];")),
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("bar.sync").count(),
+        2,
+        "one barrier after the tile is written, one before it is again"
+    );
+    // A block reduction: one barrier, and warp shuffles with immediate lane masks.
+    let body = entry(dlmd_example_kernels::PTX, "row_sums_block");
+    assert_eq!(body.matches("bar.sync").count(), 1, "{body}");
+    assert!(body.contains("shfl.sync.bfly.b32"), "{body}");
+    assert!(body.contains(".shared .align 16 .b8 dlmd_block_shared[512];"), "{body}");
 }

@@ -102,7 +102,11 @@ macro_rules! shuffle_fn {
             };
             let bits = value.to_bits();
             let low = shuffle(bits as u32);
-            let high = if size_of::<T>() == 8 { shuffle((bits >> 32) as u32) } else { 0 };
+            let high = if size_of::<T>() == 8 {
+                shuffle((bits >> 32) as u32)
+            } else {
+                0
+            };
             T::from_bits(u64::from(low) | (u64::from(high) << 32))
         }
     };
