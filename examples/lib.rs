@@ -68,4 +68,93 @@ extern "C" __global__ void transpose(dlmd::view<float, 2> src, dlmd::view<float,
             dst(i, j) = src(i, j);
 }
 "#;
+
+    /// The classic tiled transpose in C++ over `dlmd::view<float, 2>` (`dst(i, j) = src(j,
+    /// i)`): a 32 × 33 shared tile, blocks of 32 × 8 threads, one block per 32 × 32 chunk of
+    /// `dst` in its memory order (grid-stride), as `examples/kernels`' `transpose_tiled`.
+    pub const TRANSPOSE_TILED: &str = r#"
+extern "C" __global__ void transpose_tiled(dlmd::view<float, 2> src, dlmd::view<float, 2> dst) {
+    __shared__ float tile[32][33];
+    long long rows = src.extent(0), cols = src.extent(1);
+    long long chunk_rows = (cols + 31) / 32, chunk_cols = (rows + 31) / 32;
+    int tx = threadIdx.x, ty = threadIdx.y;
+    for (long long c = blockIdx.x; c < chunk_rows * chunk_cols; c += gridDim.x) {
+        long long i0 = c / chunk_cols * 32, j0 = c % chunk_cols * 32;
+        for (int a = ty; a < 32; a += 8) {
+            long long r = j0 + a, k = i0 + tx;
+            tile[a][tx] = (r < rows && k < cols) ? src(r, k) : 0.0f;
+        }
+        __syncthreads();
+        for (int a = ty; a < 32; a += 8) {
+            long long i = i0 + a, j = j0 + tx;
+            if (i < cols && j < rows) dst(i, j) = tile[tx][a];
+        }
+        __syncthreads();
+    }
+}
+"#;
+
+    /// Row sums in C++ over `dlmd::view` the way CUB's `BlockReduce` does them: one block of
+    /// 256 threads per row (grid-stride), `float4` loads, warp shuffles, the warps' sums through
+    /// shared memory. Rows must be 16-aligned (`cols % 4 == 0`).
+    pub const ROW_SUMS: &str = r#"
+extern "C" __global__ void row_sums(dlmd::view<float, 2> x, dlmd::view<float, 1> sums) {
+    __shared__ float warp_sums[2][8];
+    long long rows = x.extent(0), cols = x.extent(1);
+    int t = threadIdx.x, turn = 0;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float4* row = (const float4*)&x(r, 0);
+        float s = 0.0f;
+        for (long long j = t; j < cols / 4; j += 256) {
+            float4 v = __ldg(&row[j]);
+            s += (v.x + v.y) + (v.z + v.w);
+        }
+        for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);
+        if (t % 32 == 0) warp_sums[turn][t / 32] = s;
+        __syncthreads();
+        float total = t % 32 < 8 ? warp_sums[turn][t % 32] : 0.0f;
+        for (int m = 16; m > 0; m >>= 1) total += __shfl_xor_sync(0xffffffffu, total, m);
+        if (t == 0) sums(r) = total;
+        turn ^= 1;
+    }
+}
+"#;
+}
+
+/// Timing work queued on a CUDA stream between two events.
+#[cfg(feature = "cuda")]
+pub mod timing {
+    use cudarc::driver::{CudaStream, sys};
+    use dlmd::cuda::{self, CudaError};
+    use std::error::Error;
+    use std::sync::Arc;
+
+    const TIMING: Option<sys::CUevent_flags> = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+
+    /// Times the work `f` queues on `stream` between two events, in milliseconds.
+    pub fn time(
+        stream: &Arc<CudaStream>,
+        f: impl FnOnce() -> Result<(), Box<dyn Error>>,
+    ) -> Result<f64, Box<dyn Error>> {
+        let start = stream.record_event(TIMING)?;
+        f()?;
+        let end = stream.record_event(TIMING)?;
+        end.synchronize()?;
+        Ok(f64::from(start.elapsed_ms(&end)?))
+    }
+
+    /// Times a launch in a `cuda::scope`: the closing event is queued inside the scope, before
+    /// the scope waits for the stream, so the wait is not timed.
+    pub fn time_scoped<'env>(
+        stream: &Arc<CudaStream>,
+        launch: impl for<'s> FnOnce(&'s cuda::Scope<'s, 'env>) -> Result<(), CudaError>,
+    ) -> Result<f64, Box<dyn Error>> {
+        let start = stream.record_event(TIMING)?;
+        let end = cuda::scope(|s| {
+            launch(s)?;
+            Ok::<_, CudaError>(stream.record_event(TIMING)?)
+        })?;
+        end.synchronize()?;
+        Ok(f64::from(start.elapsed_ms(&end)?))
+    }
 }

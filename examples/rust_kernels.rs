@@ -8,11 +8,13 @@
 //! PTX). `--bench-row-sums` times the row sums alone, for `scripts/bench_row_sums_torch.py` to
 //! alternate with torch's.
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use dlmd::cuda::{self, CudaError, Kernels};
 use dlmd::{Dims, LayoutLeft, LayoutRight, dlmd};
 use dlmd_example_kernels as rust;
 use dlmd_examples::cxx::{ADD_INDEX, TRANSPOSE, add_index_grid, compile};
+use dlmd_examples::median;
+use dlmd_examples::timing::{time, time_scoped};
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -91,44 +93,13 @@ fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Erro
     Ok(())
 }
 
-const TIMING: Option<sys::CUevent_flags> = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-
-/// Times the work `f` queues on `stream` between two events, in milliseconds.
-fn time(stream: &Arc<CudaStream>, f: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<f32, Box<dyn Error>> {
-    let start = stream.record_event(TIMING)?;
-    f()?;
-    let end = stream.record_event(TIMING)?;
-    end.synchronize()?;
-    Ok(start.elapsed_ms(&end)?)
-}
-
-/// Times a launch in a `cuda::scope`: the closing event is queued inside the scope, before the
-/// scope waits for the stream, so the wait is not timed.
-fn time_scoped<'env>(
-    stream: &Arc<CudaStream>,
-    launch: impl for<'s> FnOnce(&'s cuda::Scope<'s, 'env>) -> Result<(), CudaError>,
-) -> Result<f32, Box<dyn Error>> {
-    let start = stream.record_event(TIMING)?;
-    let end = cuda::scope(|s| {
-        launch(s)?;
-        Ok::<_, CudaError>(stream.record_event(TIMING)?)
-    })?;
-    end.synchronize()?;
-    Ok(start.elapsed_ms(&end)?)
-}
-
-fn median(mut v: Vec<f32>) -> f32 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Rounds of the three sides, alternated; the first rounds warm up.
 const ROUNDS: usize = 30;
 const WARM_UP: usize = 5;
 
-fn report(what: &str, bytes: f64, rust: Vec<f32>, cxx: Vec<f32>, copy: Vec<f32>) {
+fn report(what: &str, bytes: f64, rust: Vec<f64>, cxx: Vec<f64>, copy: Vec<f64>) {
     let (r, c, d) = (median(rust), median(cxx), median(copy));
-    let gbs = |ms: f32| bytes / ms as f64 / 1e6;
+    let gbs = |ms: f64| bytes / ms / 1e6;
     println!(
         "bench {what}: Rust kernel {r:.3} ms ({:.0} GB/s), C++ kernel {c:.3} ms ({:.0} GB/s), device copy {d:.3} ms ({:.0} GB/s); Rust / C++ = {:.3}, Rust / copy = {:.3} (bandwidth)",
         gbs(r),
@@ -239,9 +210,9 @@ fn bench_row_sums(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box
     let read = (rows * cols * 4) as f64;
     println!(
         "bench row_sums 8192x8192 f32: Rust kernel {r:.4} ms ({:.0} GB/s read), device copy {d:.4} ms ({:.0} GB/s); Rust read bandwidth / copy bandwidth = {:.3}",
-        read / r as f64 / 1e6,
-        2.0 * read / d as f64 / 1e6,
-        (read / r as f64) / (2.0 * read / d as f64)
+        read / r / 1e6,
+        2.0 * read / d / 1e6,
+        (read / r) / (2.0 * read / d)
     );
     Ok(())
 }

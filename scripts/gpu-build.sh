@@ -8,10 +8,10 @@ out=${1:-target/gpu-bundle}
 mkdir -p "$out"
 # (rust_kernels builds its PTX with the nightly toolchain and rust-src.)
 cargo build --release -p dlmd-examples --features nccl,kernels --example add_index --example mirrored --example nccl \
-    --example rust_kernels
-cp target/release/examples/{add_index,mirrored,nccl,rust_kernels} "$out/"
+    --example rust_kernels --example cooperative
+cp target/release/examples/{add_index,mirrored,nccl,rust_kernels,cooperative} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
-    "$out/"
+    scripts/bench_cooperative_torch.py "$out/"
 # candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
 # pinned wheels (for $CUDA_COMPUTE_CAP, default 90: H100/H200), and link-time stand-ins for the
 # CUDA libraries candle links (the GPU machine's real ones load at run time).
@@ -35,14 +35,17 @@ for line in sys.stdin:
         print(m["executable"])')
     cp "$test_bin" "$out/${name//_/-}-tests"
 done
-# Kernel crates' launches: signatures refused, launches ordered after queued copies.
-kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test gpu --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json, sys
+# Kernel crates' launches (signatures refused, launches ordered after queued copies) and the
+# cooperative kernels against the CPU.
+for name in gpu cooperative; do
+    kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test "$name" --no-run --message-format=json 2>/dev/null |
+        NAME=$name python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == os.environ["NAME"]:
         print(m["executable"])')
-cp "$kernel_bin" "$out/kernel-tests"
+    cp "$kernel_bin" "$out/$([ "$name" = gpu ] && echo kernel-tests || echo cooperative-tests)"
+done
 cp scripts/gpu-run.sh "$out/"
 # The Python module (abi3, Python >= 3.10) and its tests and benchmarks, with candle on CUDA (the
 # CUDA libraries it links are the GPU machine's: the wheel carries none).

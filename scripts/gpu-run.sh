@@ -4,7 +4,9 @@
 # Usage: gpu-run.sh [BUNDLE_DIR]   (default: the folder of this script)
 # DLMD_SKIP_SINGLE_GPU_BENCH=1 leaves out the one-GPU benchmarks (for a run on a multi-GPU
 # machine whose one-GPU figures were taken elsewhere); every test still runs. DLMD_GPU_RUN=kernels
-# runs only the Rust kernels on framework tensors: their launches, tests and benchmark.
+# runs only the Rust kernels on framework tensors: their launches, tests and benchmark;
+# DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests and examples, under
+# compute-sanitizer's four tools, and the cooperative kernels' benchmark.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -36,6 +38,43 @@ cuda_libs=$(python3 -c 'import nvidia, os
 print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s in os.listdir(b)
     if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
 [ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+# Every Rust kernel (the launch tests, the cooperative tests, both kernel examples) under each
+# compute-sanitizer tool: out-of-bounds and misaligned accesses, shared-memory races, barrier
+# misuse, uninitialised reads. Any reported error fails the row.
+sanitize_rust_kernels() {
+    if [ ! -x "$sanitizer" ]; then
+        rows+=("$(printf '%-34s %s' "compute-sanitizer" "NOT RUN (missing)")")
+        return
+    fi
+    for tool in memcheck racecheck synccheck initcheck; do
+        run "compute-sanitizer $tool: Rust kernels" bash -c '
+            s=$1; tool=$2; dir=$3; status=0
+            for cmd in "$dir/kernel-tests --test-threads=1" "$dir/cooperative-tests --test-threads=1" \
+                       "$dir/rust_kernels" "$dir/cooperative"; do
+                out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
+                echo "-- $tool: ${cmd##*/}"
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|match the CPU" <<<"$out"
+                [ $rc -eq 0 ] || { tail -40 <<<"$out"; echo "FAILED (exit $rc): $tool $cmd"; status=1; }
+            done
+            exit $status' _ "$sanitizer" "$tool" "$dir"
+    done
+}
+if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
+    run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
+    run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+    sanitize_rust_kernels
+    for round in 1 2 3; do
+        run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench
+        if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+            run "bench: torch, same shapes (round $round)" python3 "$dir/bench_cooperative_torch.py"
+        fi
+    done
+    echo
+    echo "== summary"
+    printf '%s\n' "${rows[@]}"
+    exit $status
+fi
 if [ "${DLMD_GPU_RUN:-all}" = kernels ]; then
     # The kernels on framework tensors alone: launches, the Python tests of the road from a
     # framework's tensor to a Rust kernel (under compute-sanitizer too) and its benchmark.
@@ -59,19 +98,15 @@ if [ "${DLMD_GPU_RUN:-all}" = kernels ]; then
 fi
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
-# Launches ordered after work still queued on their memory, under compute-sanitizer: no
-# out-of-bounds or uninitialised access, no race, any reported error fails the row.
-sanitizer=/usr/local/cuda/bin/compute-sanitizer
+run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+sanitize_rust_kernels
+# candle, and (below) the Python paths, under memcheck and racecheck.
 pending_python_sanitizer=()
 if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
-        run "compute-sanitizer $tool: kernel launches" "$sanitizer" --tool "$tool" --error-exitcode 1 \
-            "$dir/kernel-tests" --test-threads=1
         run "compute-sanitizer $tool: candle" "$sanitizer" --tool "$tool" --error-exitcode 1 "$dir/candle_cuda"
         pending_python_sanitizer+=("$tool")
     done
-else
-    rows+=("$(printf '%-34s %s' "compute-sanitizer" "NOT RUN (missing)")")
 fi
 # Two GPUs or more (all of them): skipped with a line below that, failing under
 # DLMD_REQUIRE_GPU=1 (set above) unless this machine has fewer than 2, where it is said and not run.
@@ -85,6 +120,10 @@ single_bench=$([ "${DLMD_SKIP_SINGLE_GPU_BENCH:-0}" = 1 ] && echo 0 || echo 1)
 if [ "$single_bench" = 1 ]; then
     run "add_index example + benchmark" "$dir/add_index" --bench
     run "Rust kernels + benchmarks" "$dir/rust_kernels" --bench
+    run "cooperative kernels + benchmarks" "$dir/cooperative" --bench
+    if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+        run "torch on the cooperative shapes" python3 "$dir/bench_cooperative_torch.py"
+    fi
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         # The Rust row sums and torch.sum(x, dim=1), alternated process by process.
         for round in 1 2 3; do
@@ -100,6 +139,7 @@ if [ "$single_bench" = 1 ]; then
 else
     run "add_index example" "$dir/add_index"
     run "Rust kernels" "$dir/rust_kernels"
+    run "cooperative kernels" "$dir/cooperative"
     run "MirroredArray example" "$dir/mirrored"
 fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then

@@ -2,7 +2,11 @@
 //! `nvptx64-nvidia-cuda` each `#[dlmd::kernel]` is a PTX entry point, compiled for the host it
 //! is the typed launcher of that entry point, and [`PTX`] holds the kernels for
 //! [`Kernels::load`](dlmd::cuda::Kernels::load).
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    no_std,
+    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
+)]
 
 use dlmd::kernel::block::TileOf;
 use dlmd::kernel::{Block, Thread};
@@ -116,4 +120,185 @@ pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, mut out: DeviceMdspanM
         let [start] = chunk.origin();
         block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
     }
+}
+
+/// The raw twins of the cooperative kernels: the same work written the CUDA C++ way, with a
+/// block-shared array of their own, bare barriers and shuffles, and raw pointers, all `unsafe`.
+/// They exist to measure what the safe kernels cost (`examples/cooperative.rs --bench`).
+#[cfg(target_arch = "nvptx64")]
+mod raw {
+    use core::arch::{asm, nvptx};
+
+    /// Four `f32` as CUDA's `float4`: 16-aligned, moved by one vector load.
+    #[repr(C, align(16))]
+    pub struct Float4(pub [f32; 4]);
+
+    /// A block-shared array of `BYTES` bytes declared in the calling kernel's entry point, as a
+    /// generic address.
+    ///
+    /// # Safety
+    ///
+    /// Called once, inlined into a kernel's entry point.
+    #[inline(always)]
+    pub unsafe fn shared<const BYTES: usize>() -> *mut f32 {
+        let base: u64;
+        // SAFETY: declares the array and takes its address; no memory is read or written.
+        unsafe {
+            asm!(
+                ".shared .align 16 .b8 raw_shared[{bytes}];",
+                "cvta.shared.u64 {base}, raw_shared;",
+                bytes = const BYTES,
+                base = out(reg64) base,
+                options(pure, nomem, nostack),
+            )
+        };
+        base as *mut f32
+    }
+
+    /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
+    #[inline(always)]
+    pub fn ids() -> (usize, usize, usize) {
+        // SAFETY: a special register, no precondition.
+        let thread = unsafe { nvptx::_thread_idx_x() };
+        // SAFETY: as above.
+        let block = unsafe { nvptx::_block_idx_x() };
+        // SAFETY: as above.
+        let blocks = unsafe { nvptx::_grid_dim_x() };
+        (thread as usize, block as usize, blocks as usize)
+    }
+
+    /// `shfl.sync.bfly` of `value` with lane `lane ^ mask`.
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp runs it.
+    #[inline(always)]
+    pub unsafe fn shuffle_xor(value: f32, mask: u32) -> f32 {
+        let out: f32;
+        // SAFETY: every lane runs it (caller); registers only.
+        unsafe {
+            asm!(
+                "shfl.sync.bfly.b32 {out}, {value}, {mask}, 0x1f, 0xffffffff;",
+                out = out(reg32) out,
+                value = in(reg32) value,
+                mask = in(reg32) mask,
+                options(nomem, nostack),
+            )
+        };
+        out
+    }
+}
+
+/// [`transpose_tiled`] written raw: a 32 × 33 shared array, the 256 threads as 32 × 8, bare
+/// barriers. Launch with blocks of 256 threads.
+#[dlmd::kernel]
+pub fn transpose_tiled_raw(
+    thread: Thread,
+    src: DeviceMdspan<'_, f32, Dims<2>>,
+    dst: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, cols) = (src.extent(0), src.extent(1));
+        let (s, d) = (src.data_handle(), dst.data_handle());
+        let (t, block, blocks) = raw::ids();
+        let (tx, ty) = (t % 32, t / 32);
+        let (chunk_rows, chunk_cols) = (cols.div_ceil(32), rows.div_ceil(32));
+        // SAFETY: once, in this kernel's entry point (the body is inlined into it).
+        let tile = unsafe { raw::shared::<{ 32 * 33 * 4 }>() };
+        let mut c = block;
+        while c < chunk_rows * chunk_cols {
+            let (i0, j0) = (c / chunk_cols * 32, c % chunk_cols * 32);
+            let mut a = ty;
+            while a < 32 {
+                let (r, k) = (j0 + a, i0 + tx);
+                let value = if r < rows && k < cols {
+                    // SAFETY: inside `src`'s extents, row-major.
+                    unsafe { *s.wrapping_add(r * cols + k) }
+                } else {
+                    0.0
+                };
+                // SAFETY: element (a, tx) of the 32 × 33 array, this thread's in this phase.
+                unsafe { *tile.wrapping_add(a * 33 + tx) = value };
+                a += 8;
+            }
+            // SAFETY: every thread of the block reaches it (uniform loop).
+            unsafe { core::arch::nvptx::_syncthreads() };
+            let mut a = ty;
+            while a < 32 {
+                let (i, j) = (i0 + a, j0 + tx);
+                if i < cols && j < rows {
+                    // SAFETY: the tile element (tx, a), written before the barrier.
+                    let value = unsafe { *tile.wrapping_add(tx * 33 + a) };
+                    // SAFETY: inside `dst`'s extents (cols × rows), written by this thread alone.
+                    unsafe { *d.wrapping_add(i * rows + j) = value };
+                }
+                a += 8;
+            }
+            // SAFETY: as above.
+            unsafe { core::arch::nvptx::_syncthreads() };
+            c += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (src, dst);
+}
+
+/// [`row_sums_block`] written raw: four neighbours a thread with 16-byte loads, shuffles, a
+/// shared array of the warps' sums and a bare barrier. Launch with blocks of 256 threads; the
+/// rows must start 16-aligned (`cols % 4 == 0`).
+#[dlmd::kernel]
+pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, cols) = (x.extent(0), x.extent(1));
+        let (p, out) = (x.data_handle(), sums.data_handle());
+        let (t, block, blocks) = raw::ids();
+        // SAFETY: once, in this kernel's entry point.
+        let partials = unsafe { raw::shared::<{ 2 * 8 * 4 }>() };
+        let mut r = block;
+        let mut turn = 0;
+        while r < rows {
+            let row = p.wrapping_add(r * cols);
+            let mut sum = 0.0f32;
+            let mut j = 4 * t;
+            while j + 4 <= cols {
+                // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller).
+                let raw::Float4(v) = unsafe { row.wrapping_add(j).cast::<raw::Float4>().read() };
+                sum += (v[0] + v[1]) + (v[2] + v[3]);
+                j += 4 * 256;
+            }
+            for mask in [16, 8, 4, 2, 1] {
+                // SAFETY: every lane runs the shuffles; the block is whole warps.
+                sum += unsafe { raw::shuffle_xor(sum, mask) };
+            }
+            let slots = partials.wrapping_add(turn * 8);
+            if t % 32 == 0 {
+                // SAFETY: this warp's slot, read after the barrier.
+                unsafe { *slots.wrapping_add(t / 32) = sum };
+            }
+            // SAFETY: reached by every thread (uniform loop).
+            unsafe { core::arch::nvptx::_syncthreads() };
+            // SAFETY: the 8 slots written before the barrier.
+            let mut total = if t % 32 < 8 {
+                unsafe { *slots.wrapping_add(t % 32) }
+            } else {
+                0.0
+            };
+            for mask in [16, 8, 4, 2, 1] {
+                // SAFETY: as above.
+                total += unsafe { raw::shuffle_xor(total, mask) };
+            }
+            if t == 0 {
+                // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
+                unsafe { *out.wrapping_add(r) = total };
+            }
+            turn ^= 1;
+            r += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, sums);
 }

@@ -1,0 +1,243 @@
+//! Cooperative Rust kernels (`examples/kernels`: block-shared tiles, barriers, block
+//! reductions), each checked against the CPU with its raw twin; with `--bench`, each timed
+//! against its raw twin (the same work, `unsafe`, written the CUDA C++ way), the C++ kernel of
+//! the same tiling over `view.cuh` (NVRTC) and a device-to-device copy of the same bytes,
+//! alternated in one run (medians of 25 rounds, CUDA events).
+//!
+//! Run with `cargo run --release --features kernels --example cooperative [-- --bench]` on a
+//! machine with an NVIDIA GPU; `scripts/bench_cooperative_torch.py` times torch on the same
+//! shapes.
+
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use dlmd::cuda::{self, CudaError, Kernels};
+use dlmd::{Dims, LayoutRight};
+use dlmd_example_kernels as rust;
+use dlmd_examples::cxx::{ROW_SUMS, TRANSPOSE_TILED, compile};
+use dlmd_examples::median;
+use dlmd_examples::timing::{time, time_scoped};
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// `blocks` blocks of 256 threads in a row, as the cooperative kernels take them.
+fn blocks(blocks: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks.max(1) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Whether `got` is `expected`, element for element.
+fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
+    let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
+    if wrong != 0 || got.len() != expected.len() {
+        return Err(format!("{what}: {wrong} of {} elements differ from the CPU", expected.len()).into());
+    }
+    println!("{what}: all {} elements match the CPU", got.len());
+    Ok(())
+}
+
+/// `$kernel` (a transpose) over `$src` (`rows × cols`) into a fresh `cols × rows` matrix, read
+/// back.
+macro_rules! transpose_with {
+    ($stream:expr, $kernels:expr, $kernel:path, $src:expr, ($rows:expr, $cols:expr), $grid:expr) => {{
+        let (stream, rows, cols) = ($stream, $rows, $cols);
+        let mut out = stream.alloc_zeros::<f32>(rows * cols)?;
+        {
+            let src = cuda::device_view::<f32, Dims<2>, LayoutRight>($src, Dims::new([rows, cols]))?;
+            let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([cols, rows]))?;
+            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), src, dst.as_view_mut()))?;
+        }
+        stream.clone_dtoh(&out)?
+    }};
+}
+
+/// `$kernel` (row sums) over `$x` (`rows × cols`), read back.
+macro_rules! row_sums_with {
+    ($stream:expr, $kernels:expr, $kernel:path, $x:expr, ($rows:expr, $cols:expr), $grid:expr) => {{
+        let (stream, rows, cols) = ($stream, $rows, $cols);
+        let mut out = stream.alloc_zeros::<f32>(rows)?;
+        {
+            let x = cuda::device_view::<f32, Dims<2>, LayoutRight>($x, Dims::new([rows, cols]))?;
+            let mut sums = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut out, Dims::new([rows]))?;
+            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), x, sums.as_view_mut()))?;
+        }
+        stream.clone_dtoh(&out)?
+    }};
+}
+
+fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (300, 71);
+    let host: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
+    let expected: Vec<f32> = (0..rows * cols).map(|k| host[(k % rows) * cols + k / rows]).collect();
+    let src = stream.clone_htod(&host)?;
+    let got = transpose_with!(stream, kernels, rust::transpose_tiled, &src, (rows, cols), blocks(7));
+    compare("transpose_tiled 300x71", &got, &expected)?;
+    let got = transpose_with!(
+        stream,
+        kernels,
+        rust::transpose_tiled_raw,
+        &src,
+        (rows, cols),
+        blocks(7)
+    );
+    compare("transpose_tiled_raw 300x71", &got, &expected)?;
+    // Small integers: exact sums in any order. The raw twin needs 16-aligned rows.
+    let (rows, cols) = (37, 1000);
+    let host: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
+    let expected: Vec<f32> = (0..rows).map(|i| host[i * cols..(i + 1) * cols].iter().sum()).collect();
+    let x = stream.clone_htod(&host)?;
+    let got = row_sums_with!(stream, kernels, rust::row_sums_block, &x, (rows, cols), blocks(5));
+    compare("row_sums_block 37x1000", &got, &expected)?;
+    let got = row_sums_with!(stream, kernels, rust::row_sums_block_raw, &x, (rows, cols), blocks(5));
+    compare("row_sums_block_raw 37x1000", &got, &expected)?;
+    Ok(())
+}
+
+const ROUNDS: usize = 30;
+const WARM_UP: usize = 5;
+
+/// The medians of each side's rounds after the warm-up.
+struct Sides {
+    ms: Vec<Vec<f64>>,
+}
+
+impl Sides {
+    fn new(count: usize) -> Self {
+        Sides {
+            ms: vec![Vec::new(); count],
+        }
+    }
+
+    fn push(&mut self, round: usize, times: &[f64]) {
+        if round >= WARM_UP {
+            self.ms.iter_mut().zip(times).for_each(|(side, &t)| side.push(t));
+        }
+    }
+
+    fn medians(&self) -> Vec<f64> {
+        self.ms.iter().map(|side| median(side.clone())).collect()
+    }
+}
+
+fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFunction) -> Result<(), Box<dyn Error>> {
+    let (rows, cols) = (8192usize, 8192usize);
+    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let grid = blocks(rows.div_ceil(32) * cols.div_ceil(32));
+    let cxx_grid = LaunchConfig {
+        block_dim: (32, 8, 1),
+        ..grid
+    };
+    let mut sides = Sides::new(4);
+    for round in 0..ROUNDS {
+        let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
+        let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([cols, rows]))?;
+        let safe = time_scoped(stream, |s| {
+            rust::transpose_tiled(s.launch(stream, kernels, grid), src, dst.as_view_mut())
+        })?;
+        let raw = time_scoped(stream, |s| {
+            rust::transpose_tiled_raw(s.launch(stream, kernels, grid), src, dst.as_view_mut())
+        })?;
+        let (ks, kd) = (src.kernel_view(), dst.kernel_view());
+        let c = time(stream, || {
+            let mut launch = stream.launch_builder(cxx);
+            launch.arg(&ks).arg(&kd);
+            // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited for
+            // before either is used again.
+            unsafe { launch.launch(cxx_grid) }?;
+            Ok(())
+        })?;
+        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        sides.push(round, &[safe, raw, c, copy]);
+    }
+    let m = sides.medians();
+    let (safe, raw, c, copy) = (m[0], m[1], m[2], m[3]);
+    let bytes = 2.0 * (rows * cols * 4) as f64;
+    let gbs = |ms: f64| bytes / ms / 1e6;
+    println!(
+        "bench transpose 8192x8192 f32: safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, C++ (view.cuh, 32x33 tile) {c:.4} ms ({:.0} GB/s), device copy {copy:.4} ms ({:.0} GB/s); safe / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
+        gbs(safe),
+        gbs(c),
+        gbs(copy),
+        copy / safe,
+        c / safe,
+        raw / safe
+    );
+    Ok(())
+}
+
+fn bench_row_sums(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    cxx: &CudaFunction,
+    (rows, cols): (usize, usize),
+) -> Result<(), Box<dyn Error>> {
+    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let mut out = stream.alloc_zeros::<f32>(rows)?;
+    let grid = blocks(rows);
+    let mut sides = Sides::new(4);
+    for round in 0..ROUNDS {
+        let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
+        let mut sums = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut out, Dims::new([rows]))?;
+        let safe = time_scoped(stream, |s| {
+            rust::row_sums_block(s.launch(stream, kernels, grid), x, sums.as_view_mut())
+        })?;
+        let raw = time_scoped(stream, |s| {
+            rust::row_sums_block_raw(s.launch(stream, kernels, grid), x, sums.as_view_mut())
+        })?;
+        let (kx, ks) = (x.kernel_view(), sums.kernel_view());
+        let c = time(stream, || {
+            let mut launch = stream.launch_builder(cxx);
+            launch.arg(&kx).arg(&ks);
+            // SAFETY: `kx` and `ks` are live views of `a` and `out` on this device, waited for
+            // before either is used again.
+            unsafe { launch.launch(grid) }?;
+            Ok(())
+        })?;
+        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        sides.push(round, &[safe, raw, c, copy]);
+    }
+    let m = sides.medians();
+    let (safe, raw, c, copy) = (m[0], m[1], m[2], m[3]);
+    let read = (rows * cols * 4) as f64;
+    println!(
+        "bench row_sums {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read), device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
+        read / safe / 1e6,
+        read / c / 1e6,
+        2.0 * read / copy / 1e6,
+        (read / safe) / (2.0 * read / copy),
+        c / safe,
+        raw / safe
+    );
+    Ok(())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let ctx = cuda::context(0)?;
+    let stream = ctx.default_stream();
+    let kernels = Kernels::load(&ctx, rust::PTX)?;
+    check(&stream, &kernels)?;
+    if std::env::args().any(|a| a == "--bench") {
+        bench_transpose(&stream, &kernels, &compile(&ctx, TRANSPOSE_TILED, "transpose_tiled")?)?;
+        let row_sums = compile(&ctx, ROW_SUMS, "row_sums")?;
+        bench_row_sums(&stream, &kernels, &row_sums, (8192, 8192))?;
+        bench_row_sums(&stream, &kernels, &row_sums, (65536, 1024))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            match e.downcast_ref::<CudaError>() {
+                Some(CudaError::NoDriver) => eprintln!("cooperative: {e}"),
+                _ => eprintln!("cooperative failed: {e}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

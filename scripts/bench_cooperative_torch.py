@@ -1,0 +1,37 @@
+"""torch on the shapes of the cooperative kernels' benchmark (examples/cooperative.rs --bench),
+in the same GPU run: a device copy of the same bytes (the reference both report against),
+x.t().contiguous() at 8192 x 8192, and torch.sum(x, dim=1) at 8192 x 8192 and 65536 x 1024,
+float32. Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
+to warm up, CUDA events."""
+import torch
+
+
+def timed(f):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    f()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def bench(name, x, f, read_bytes):
+    copy_into = torch.empty_like(x)
+    ms, copy_ms = [], []
+    for i in range(30):
+        t, c = timed(f), timed(lambda: copy_into.copy_(x))
+        if i >= 5:
+            ms.append(t)
+            copy_ms.append(c)
+    ms, copy_ms = sorted(ms)[len(ms) // 2], sorted(copy_ms)[len(copy_ms) // 2]
+    copy_gbs = 2 * x.numel() * 4 / copy_ms / 1e6
+    gbs = read_bytes / ms / 1e6
+    print(f"bench {name}: torch {ms:.4f} ms ({gbs:.0f} GB/s), device copy {copy_ms:.4f} ms ({copy_gbs:.0f} GB/s); "
+          f"torch / copy bandwidth = {gbs / copy_gbs:.3f}")
+
+
+x = torch.randn(8192, 8192, device="cuda", dtype=torch.float32)
+bench("transpose 8192x8192 f32, x.t().contiguous()", x, lambda: x.t().contiguous(), 2 * x.numel() * 4)
+bench("row_sums 8192x8192 f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)
+x = torch.randn(65536, 1024, device="cuda", dtype=torch.float32)
+bench("row_sums 65536x1024 f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)

@@ -1,0 +1,160 @@
+//! Cooperative kernels (`examples/kernels`) on a GPU, against the CPU: a tiled transpose through
+//! a block-shared tile, row sums by block reduction, and a barrier after a thread-dependent
+//! branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
+//! covers the view and one that does not; and launches of the wrong block shape refused.
+//!
+//! Without a GPU each test prints one line saying it was skipped and passes; with
+//! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
+
+use cudarc::driver::LaunchConfig;
+use dlmd::cuda::{self, CudaError, Kernels, device_view, device_view_mut};
+use dlmd::{Dims, LayoutRight};
+use dlmd_example_kernels as kernels;
+use dlmd_tests::gpu;
+
+/// `blocks` blocks (at least one) of `threads` threads.
+fn grid(blocks: usize, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks.max(1) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+const SHAPES: [(usize, usize); 9] = [
+    (0, 0),
+    (0, 7),
+    (7, 0),
+    (1, 1),
+    (31, 33),
+    (64, 96),
+    (100, 37),
+    (33, 1000),
+    (1000, 1000),
+];
+
+#[test]
+fn a_tiled_transpose_matches_the_cpu_for_ragged_and_empty_shapes() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    for (rows, cols) in SHAPES {
+        let src: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
+        let expected: Vec<f32> = (0..cols * rows).map(|k| src[(k % rows) * cols + k / rows]).collect();
+        let chunks = rows.div_ceil(32) * cols.div_ceil(32);
+        // Every chunk its own block, then three blocks for all of them.
+        for blocks in [chunks, 3] {
+            let d_src = stream.clone_htod(&src).unwrap();
+            let mut d_dst = stream.alloc_zeros::<f32>(rows * cols).unwrap();
+            {
+                let src = device_view::<_, Dims<2>, LayoutRight>(&d_src, Dims::new([rows, cols])).unwrap();
+                let mut dst = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_dst, Dims::new([cols, rows])).unwrap();
+                cuda::scope(|s| {
+                    kernels::transpose_tiled(s.launch(&stream, &module, grid(blocks, 256)), src, dst.as_view_mut())
+                })
+                .unwrap();
+            }
+            let got = stream.clone_dtoh(&d_dst).unwrap();
+            assert_eq!(got, expected, "{rows} x {cols}, {blocks} blocks");
+        }
+    }
+}
+
+#[test]
+fn row_sums_by_block_reduction_match_the_cpu() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    for (rows, cols) in [
+        (0, 5),
+        (5, 0),
+        (1, 1),
+        (7, 1023),
+        (300, 4099),
+        (2, 100_000),
+        (1000, 1000),
+    ] {
+        // Small integers, so that every sum is exact in f32 whatever the order.
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|k| ((k / cols * 7 + k % cols * 3) % 11) as f32 - 5.0)
+            .collect();
+        let expected: Vec<f32> = (0..rows).map(|i| x[i * cols..(i + 1) * cols].iter().sum()).collect();
+        for blocks in [rows, 5] {
+            let d_x = stream.clone_htod(&x).unwrap();
+            let mut d_sums = stream.alloc_zeros::<f32>(rows).unwrap();
+            {
+                let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
+                let mut sums = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_sums, Dims::new([rows])).unwrap();
+                cuda::scope(|s| {
+                    kernels::row_sums_block(s.launch(&stream, &module, grid(blocks, 256)), x, sums.as_view_mut())
+                })
+                .unwrap();
+            }
+            assert_eq!(
+                stream.clone_dtoh(&d_sums).unwrap(),
+                expected,
+                "{rows} x {cols}, {blocks} blocks"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_barrier_after_a_thread_dependent_branch_is_reached_by_the_whole_block() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let f = |i: usize| if i % 3 == 0 { 3 * i as u32 } else { i as u32 + 1 };
+    for (n, blocks) in [(1000, 4), (1000, 1), (256, 1), (0, 1)] {
+        let mut d_out = stream.alloc_zeros::<u32>(n).unwrap();
+        {
+            let mut out = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_out, Dims::new([n])).unwrap();
+            cuda::scope(|s| kernels::reverse_blocks(s.launch(&stream, &module, grid(blocks, 256)), out.as_view_mut()))
+                .unwrap();
+        }
+        let expected: Vec<u32> = (0..n).map(|k| f(255 - k % 256)).collect();
+        assert_eq!(
+            stream.clone_dtoh(&d_out).unwrap(),
+            expected,
+            "{n} elements, {blocks} blocks"
+        );
+    }
+}
+
+#[test]
+fn a_launch_of_another_block_shape_is_refused() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let d_src = stream.clone_htod(&[1.0f32; 64]).unwrap();
+    let mut d_dst = stream.alloc_zeros::<f32>(64).unwrap();
+    let src = device_view::<_, Dims<2>, LayoutRight>(&d_src, Dims::new([8, 8])).unwrap();
+    let mut dst = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_dst, Dims::new([8, 8])).unwrap();
+    let wrong = [
+        grid(1, 128),
+        LaunchConfig {
+            block_dim: (32, 8, 1),
+            ..grid(1, 256)
+        },
+        LaunchConfig {
+            shared_mem_bytes: 1024,
+            ..grid(1, 256)
+        },
+    ];
+    for config in wrong {
+        let result =
+            cuda::scope(|s| kernels::transpose_tiled(s.launch(&stream, &module, config), src, dst.as_view_mut()));
+        assert!(
+            matches!(
+                result,
+                Err(CudaError::KernelBlock {
+                    kernel: "transpose_tiled",
+                    threads: 256,
+                    ..
+                })
+            ),
+            "{config:?}: {result:?}"
+        );
+    }
+    assert_eq!(stream.clone_dtoh(&d_dst).unwrap(), [0.0; 64], "nothing ran");
+}
