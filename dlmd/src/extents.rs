@@ -155,6 +155,10 @@ pub trait Extents: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     /// The number of elements, where every extent is static (and the product fits `usize`):
     /// what a block-shared tile of these extents holds.
     const STATIC_SIZE: Option<usize>;
+    /// The static extents of the first and the last dimension (`None` where dynamic, or for
+    /// rank 0): what a padded block-shared tile's span is computed from.
+    #[doc(hidden)]
+    const STATIC_ENDS: (Option<usize>, Option<usize>);
 
     /// The extent of dimension `dim`.
     ///
@@ -193,6 +197,7 @@ impl<const R: usize> Extents for Dims<R> {
     const RANK: usize = R;
     const RANK_DYNAMIC: usize = R;
     const STATIC_SIZE: Option<usize> = if R == 0 { Some(1) } else { None };
+    const STATIC_ENDS: (Option<usize>, Option<usize>) = (None, None);
     const FINGERPRINT: u64 = {
         let mut hash = crate::kernel::signature::mix(crate::kernel::signature::START, R as u64);
         let mut i = 0;
@@ -231,6 +236,7 @@ impl Extents for () {
     const RANK: usize = 0;
     const RANK_DYNAMIC: usize = 0;
     const STATIC_SIZE: Option<usize> = Some(1);
+    const STATIC_ENDS: (Option<usize>, Option<usize>) = (None, None);
     const FINGERPRINT: u64 = crate::kernel::signature::mix(crate::kernel::signature::START, 0);
     type Index = [usize; 0];
     #[inline(always)]
@@ -265,6 +271,16 @@ macro_rules! tuple_extents {
                     };
                 )+
                 size
+            };
+            const STATIC_ENDS: (Option<usize>, Option<usize>) = {
+                let ends: (Option<usize>, Option<usize>) = (None, None);
+                $(
+                    let ends = match ends.0 {
+                        None if $index == 0 => ($name::STATIC, $name::STATIC),
+                        first => (first, $name::STATIC),
+                    };
+                )+
+                ends
             };
             const FINGERPRINT: u64 = {
                 let hash = crate::kernel::signature::mix(crate::kernel::signature::START, $rank);
@@ -336,6 +352,8 @@ mod tests {
         assert_eq!(<()>::STATIC_SIZE, Some(1));
         assert_eq!(Dims::<0>::STATIC_SIZE, Some(1));
         assert_eq!(Dims::<2>::STATIC_SIZE, None);
+        assert_eq!(<(Const<4>, Dyn, Const<9>)>::STATIC_ENDS, (Some(4), Some(9)));
+        assert_eq!(<(Const<4>,)>::STATIC_ENDS, (Some(4), Some(4)));
         assert_eq!(<(Const<{ usize::MAX }>, Const<2>)>::STATIC_SIZE, None);
     }
 

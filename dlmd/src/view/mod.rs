@@ -474,9 +474,12 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
     #[inline]
     pub fn get(&self, index: E::Index) -> Option<&T> {
         let offset = self.checked_offset(&index)?;
-        // SAFETY: `index` is inside the extents, so `offset` is inside the span, which holds
-        // initialised `T`s reachable from this code (`S: Reachable<A>`) for the view's borrow.
-        Some(unsafe { &*self.ptr.as_ptr().wrapping_add(offset) })
+        // SAFETY: `index` is inside the extents, so `offset` is inside the span, one allocation
+        // (an in-bounds offset, which keeps the pointer non-null: no check of it follows).
+        let element = unsafe { self.ptr.add(offset) };
+        // SAFETY: the span holds initialised `T`s reachable from this code (`S: Reachable<A>`)
+        // for the view's borrow.
+        Some(unsafe { element.as_ref() })
     }
 
     /// The element at `index`, without checking it.

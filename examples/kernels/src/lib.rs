@@ -8,7 +8,7 @@
     feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
 )]
 
-use dlmd::kernel::block::TileOf;
+use dlmd::kernel::block::{RightPadded, TileOf};
 use dlmd::kernel::{Block, Thread};
 use dlmd::{Const, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, LayoutLeft};
 
@@ -55,9 +55,9 @@ pub fn row_sums(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceM
     }
 }
 
-/// The tile of [`transpose_tiled`]: 32 × 32 elements, each row padded to 33 so that a warp
-/// reading a column touches 32 different banks of shared memory.
-pub type TransposeTile = TileOf<f32, (Const<32>, Const<33>)>;
+/// The tile of [`transpose_tiled`]: 32 × 32 elements, rows 33 apart, so that a warp reading a
+/// column touches 32 different banks of shared memory.
+pub type TransposeTile = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
 
 /// `dst[[i, j]] = src[[j, i]]` for row-major matrices, through a block-shared tile: each block
 /// reads a 32 × 32 chunk of `src` along its rows (coalesced) into the tile, and after a barrier
@@ -106,15 +106,24 @@ pub fn row_sums_block(
 /// The tile of [`reverse_blocks`].
 pub type ReverseTile = TileOf<u32, (Const<256>,)>;
 
-/// Each 256-element chunk of `out`, reversed, of `f(i) = 3 i` where `i` is a multiple of 3 and
-/// `i + 1` elsewhere: the barrier comes right after per-thread code that branches on the
-/// thread's index. The compiler must keep it one barrier that every thread reaches (older
+/// What [`reverse_blocks`] computes for index `i`: a loop of `i` steps where `i` is a multiple
+/// of 3, `i + 1` elsewhere (a branch the compiler cannot turn into a select).
+pub fn reverse_blocks_value(i: usize) -> u32 {
+    if i.is_multiple_of(3) {
+        (0..i as u32).fold(7u32, |a, k| a.wrapping_mul(31).wrapping_add(k))
+    } else {
+        i as u32 + 1
+    }
+}
+
+/// Each 256-element chunk of `out`, reversed, of [`reverse_blocks_value`]: the barrier comes
+/// right after per-thread code that branches on the thread's index. The compiler must keep it one barrier that every thread reaches (older
 /// nightlies copied it into both arms of such a branch, rust#137086): the PTX has one
 /// `bar.sync`, and the kernel finishes. Launch with blocks of 256 threads.
 #[dlmd::kernel]
 pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, mut out: DeviceMdspanMut<'_, u32, Dims<1>>) {
     let (mut block, tile) = block.split();
-    let written = block.write(tile, |[i]| if i % 3 == 0 { 3 * i as u32 } else { i as u32 + 1 });
+    let written = block.write(tile, |[i]| reverse_blocks_value(i));
     let readable = block.sync(written);
     for mut chunk in block.chunks_mut(&mut out, [256]) {
         let [start] = chunk.origin();

@@ -104,7 +104,7 @@ fn a_barrier_after_a_thread_dependent_branch_is_reached_by_the_whole_block() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.default_stream();
     let module = Kernels::load(&ctx, kernels::PTX).unwrap();
-    let f = |i: usize| if i % 3 == 0 { 3 * i as u32 } else { i as u32 + 1 };
+    let f = kernels::reverse_blocks_value;
     for (n, blocks) in [(1000, 4), (1000, 1), (256, 1), (0, 1)] {
         let mut d_out = stream.alloc_zeros::<u32>(n).unwrap();
         {

@@ -31,6 +31,7 @@ pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     data: *mut T,
     mapping: L::Mapping<E>,
     origin: E::Index,
+    shape: E::Index,
     extents: E::Index,
     view: PhantomData<&'v mut Mdspan<'v, T, E, L, S, Unique>>,
 }
@@ -93,6 +94,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
             data: self.data,
             mapping: self.mapping,
             origin,
+            shape: self.shape,
             extents: clipped,
             view: PhantomData,
         })
@@ -119,7 +121,9 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     pub(super) fn store<const THREADS: usize>(&mut self, f: impl Fn(E::Index) -> T) {
         use crate::layout::Mapping;
         let (data, mapping, origin) = (self.data, self.mapping, self.origin);
-        super::shared::partition::<THREADS, E::Index>(self.extents, L::FIRST_FASTEST, |local| {
+        // Over the chunk shape (the same for every chunk, so its arithmetic is compiled in),
+        // skipping what the view's edge cuts off.
+        super::shared::partition::<THREADS, E::Index>(self.shape, self.extents, L::FIRST_FASTEST, |local| {
             let mut index = origin;
             for d in 0..E::RANK {
                 index.as_mut()[d] += local.as_ref()[d];

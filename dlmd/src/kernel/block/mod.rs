@@ -71,12 +71,14 @@ mod tile;
 mod warp;
 
 pub use chunk::{Chunk, Chunks};
-pub use tile::{Barrier, Phase, Readable, Tile, TileOf, TileSet, Writable, Written};
+pub use tile::{
+    Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, Writable, Written,
+};
 pub use warp::WarpValue;
 
 use crate::dtype::DlElement;
 use crate::extents::Extents;
-use crate::layout::{CompactLayout, Layout};
+use crate::layout::Layout;
 use crate::view::{Mdspan, Shared};
 use core::marker::PhantomData;
 
@@ -297,14 +299,15 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
     where
         T: DlElement,
         E: Extents,
-        L: CompactLayout,
+        L: Layout,
     {
         #[cfg(target_arch = "nvptx64")]
         {
             use crate::layout::Mapping;
             let storage = tile.storage();
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
-            shared::partition::<THREADS, E::Index>(storage.extents().to_array(), L::FIRST_FASTEST, |index| {
+            let extents = storage.extents().to_array();
+            shared::partition::<THREADS, E::Index>(extents, extents, L::FIRST_FASTEST, |index| {
                 // SAFETY: `index` is inside the tile's extents, so its element is in the
                 // tile's span; the partition gives it to this thread alone, and nothing
                 // reads a writable tile.

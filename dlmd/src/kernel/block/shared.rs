@@ -65,25 +65,37 @@ pub(super) fn block_index() -> (usize, usize) {
     ((z * ny + y) * nx + x, nx * ny * nz)
 }
 
-/// `f(index)` for this thread's share of the indices below `shape`: the `k`-th index in order
-/// (the first dimension fastest with `first_fastest`, else the last) to thread `k % THREADS`,
-/// so that every index goes to exactly one thread of the block and neighbouring threads take
-/// neighbouring indices.
+/// `f(index)` for this thread's share of the indices below `extents`, within a box of `shape`
+/// (at least `extents` in each dimension, and known when the kernel is compiled, so that the
+/// index arithmetic is shifts and multiplications): the `k`-th index of the box in order (the
+/// first dimension fastest with `first_fastest`, else the last) to thread `k % THREADS`, so
+/// that every index goes to exactly one thread of the block and neighbouring threads take
+/// neighbouring indices; indices of the box outside `extents` are skipped.
 #[inline(always)]
-pub(super) fn partition<const THREADS: usize, I: IndexArray>(shape: I, first_fastest: bool, mut f: impl FnMut(I)) {
-    let extents = shape.as_ref();
-    let count: usize = extents.iter().product();
+pub(super) fn partition<const THREADS: usize, I: IndexArray>(
+    shape: I,
+    extents: I,
+    first_fastest: bool,
+    mut f: impl FnMut(I),
+) {
+    let (shape, extents) = (shape.as_ref(), extents.as_ref());
+    let count: usize = shape.iter().product();
+    let rank = shape.len();
     let mut k = thread_index();
     while k < count {
         let mut index = I::zeros();
         let mut rest = k;
-        let rank = extents.len();
+        let mut inside = true;
         for step in 0..rank {
             let d = if first_fastest { step } else { rank - 1 - step };
-            index.as_mut()[d] = rest % extents[d];
-            rest /= extents[d];
+            let i = rest % shape[d];
+            rest /= shape[d];
+            index.as_mut()[d] = i;
+            inside &= i < extents[d];
         }
-        f(index);
+        if inside {
+            f(index);
+        }
         k += THREADS;
     }
 }

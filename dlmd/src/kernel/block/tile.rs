@@ -4,7 +4,7 @@
 
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
-use crate::layout::{CompactLayout, LayoutRight};
+use crate::layout::{CompactLayout, Layout, LayoutLeft, LayoutRight, LayoutStride, Mapping};
 use crate::space::BlockShared;
 use crate::view::{Mdspan, Shared, Unique};
 use core::marker::PhantomData;
@@ -61,12 +61,12 @@ impl Phase for Readable {
 ///   one thread, and returns the tile [`Written`];
 /// - [`Written`]: the next [`Block::sync`](super::Block::sync) makes it [`Readable`];
 /// - [`Readable`]: every thread reads it; the next barrier makes it [`Writable`] again.
-pub struct Tile<'k, T, E: Extents, L: CompactLayout, P: Phase> {
+pub struct Tile<'k, T, E: Extents, L: Layout, P: Phase> {
     view: Mdspan<'k, T, E, L, BlockShared, Unique>,
     phase: PhantomData<P>,
 }
 
-impl<'k, T: DlElement, E: Extents, L: CompactLayout, P: Phase> Tile<'k, T, E, L, P> {
+impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Tile<'k, T, E, L, P> {
     /// The tile over `view`, in phase `P`.
     ///
     /// # Safety
@@ -112,7 +112,7 @@ impl<'k, T: DlElement, E: Extents, L: CompactLayout, P: Phase> Tile<'k, T, E, L,
     }
 }
 
-impl<'k, T: DlElement, E: Extents, L: CompactLayout> Tile<'k, T, E, L, Readable> {
+impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
     /// The tile as a read-only view, for as long as it stays readable: what [`submdspan`](Mdspan::submdspan)
     /// and the view's other reading methods take.
     #[inline(always)]
@@ -125,17 +125,30 @@ impl<'k, T: DlElement, E: Extents, L: CompactLayout> Tile<'k, T, E, L, Readable>
     /// The element at `index`, `None` outside the extents.
     #[inline(always)]
     pub fn get(&self, index: E::Index) -> Option<&T> {
-        use crate::layout::Mapping;
-        let mapping = self.view.mapping();
-        // SAFETY: inside the extents, so in the tile's span; readable, so nothing writes it
-        // while the returned reference (which borrows the tile) lives.
-        mapping
+        // SAFETY: checked inside the extents.
+        self.view
+            .mapping()
             .contains(&index)
-            .then(|| unsafe { &*self.view.data_handle().wrapping_add(mapping.offset_of(&index)) })
+            .then(|| unsafe { self.element(index) })
+    }
+
+    /// The element at `index`.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    unsafe fn element(&self, index: E::Index) -> &T {
+        let offset = self.view.mapping().offset_of(&index);
+        // SAFETY: inside the extents (caller), so in the tile's span: an in-bounds offset.
+        let element = unsafe { self.view.data_handle().add(offset) };
+        // SAFETY: readable, so every element was written and nothing writes it while the
+        // returned reference (which borrows the tile) lives.
+        unsafe { &*element }
     }
 }
 
-impl<T: DlElement, E: Extents, L: CompactLayout> Index<E::Index> for Tile<'_, T, E, L, Readable> {
+impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, Readable> {
     type Output = T;
 
     /// The element at `index`.
@@ -146,18 +159,159 @@ impl<T: DlElement, E: Extents, L: CompactLayout> Index<E::Index> for Tile<'_, T,
     #[inline(always)]
     #[track_caller]
     fn index(&self, index: E::Index) -> &T {
-        match self.get(index) {
-            Some(element) => element,
-            None => crate::view::index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
+        if !self.view.mapping().contains(&index) {
+            crate::view::index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref());
         }
+        // SAFETY: inside the extents, checked above.
+        unsafe { self.element(index) }
     }
 }
 
 /// The shape of one block-shared tile, as a cooperative kernel's [`Block`](super::Block)
-/// declares it: element type `T`, static extents `E`, layout `L` (row-major by default). Its
-/// byte size is known at compile time, and the kernel's block-shared memory is the sum of its
-/// tiles' (each aligned to 16 bytes), which the GPU reserves per block when the kernel starts.
+/// declares it: element type `T`, static extents `E`, and a [`TileLayout`] (row-major by
+/// default; [`RightPadded`] and [`LeftPadded`] pad the rows or columns so that a warp reading
+/// across them meets every bank of shared memory once). Its byte size is known at compile time,
+/// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 16 bytes),
+/// which the GPU reserves per block when the kernel starts.
 pub struct TileOf<T, E, L = LayoutRight>(PhantomData<(T, E, L)>);
+
+/// How a tile lays out its elements: [`LayoutRight`] and [`LayoutLeft`] (compact), or
+/// [`RightPadded`] and [`LeftPadded`] (a [`LayoutStride`] view whose rows, or columns, are
+/// `PAD` elements longer than the tile).
+pub trait TileLayout: sealed::Sealed + 'static {
+    /// The layout of the tile's view.
+    type Layout: Layout;
+    /// Elements added to the fastest dimension's stride (0 for compact layouts).
+    #[doc(hidden)]
+    const PAD: usize;
+    /// Whether the first dimension is the fastest (column-major).
+    #[doc(hidden)]
+    const FIRST_FASTEST: bool;
+    /// The mapping of static extents `extents`.
+    ///
+    /// # Safety
+    ///
+    /// Every extent of `E` is static and the tile's span fits in 48 KiB.
+    #[doc(hidden)]
+    unsafe fn mapping<E: Extents>(extents: E) -> <Self::Layout as Layout>::Mapping<E>;
+}
+
+/// Row-major, with `PAD` more elements between the starts of consecutive rows than a row
+/// holds: a 32 × 32 tile of `f32` with `RightPadded<1>` has rows 33 apart, so a warp reading a
+/// column touches 32 different banks.
+#[derive(Debug)]
+pub struct RightPadded<const PAD: usize>;
+
+/// Column-major, with `PAD` more elements between the starts of consecutive columns than a
+/// column holds.
+#[derive(Debug)]
+pub struct LeftPadded<const PAD: usize>;
+
+impl sealed::Sealed for LayoutRight {}
+impl sealed::Sealed for LayoutLeft {}
+impl<const PAD: usize> sealed::Sealed for RightPadded<PAD> {}
+impl<const PAD: usize> sealed::Sealed for LeftPadded<PAD> {}
+
+/// The mapping of a compact layout for `extents`.
+///
+/// # Safety
+///
+/// As for [`TileLayout::mapping`].
+#[inline(always)]
+unsafe fn compact<L: CompactLayout, E: Extents>(extents: E) -> L::Mapping<E> {
+    match L::mapping(extents) {
+        Ok(mapping) => mapping,
+        // SAFETY: the extents are static and their span fits in 48 KiB (caller), so the
+        // layout's size check cannot fail.
+        Err(_) => unsafe { core::hint::unreachable_unchecked() },
+    }
+}
+
+impl TileLayout for LayoutRight {
+    type Layout = LayoutRight;
+    const PAD: usize = 0;
+    const FIRST_FASTEST: bool = false;
+    #[inline(always)]
+    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutRight as Layout>::Mapping<E> {
+        // SAFETY: as this function's contract.
+        unsafe { compact::<LayoutRight, E>(extents) }
+    }
+}
+
+impl TileLayout for LayoutLeft {
+    type Layout = LayoutLeft;
+    const PAD: usize = 0;
+    const FIRST_FASTEST: bool = true;
+    #[inline(always)]
+    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutLeft as Layout>::Mapping<E> {
+        // SAFETY: as this function's contract.
+        unsafe { compact::<LayoutLeft, E>(extents) }
+    }
+}
+
+/// The mapping of `extents` with the fastest dimension (the first with `first_fastest`, else
+/// the last) padded by `pad` elements.
+///
+/// # Safety
+///
+/// As for [`TileLayout::mapping`]; `span` is the padded span of `extents`.
+#[inline(always)]
+unsafe fn padded<E: Extents>(
+    extents: E,
+    pad: usize,
+    first_fastest: bool,
+    span: usize,
+) -> <LayoutStride as Layout>::Mapping<E> {
+    let e = extents.to_array();
+    let rank = E::RANK;
+    let mut strides = <E::Index as IndexArray>::isize_zeros();
+    let mut stride = 1usize;
+    for step in 0..rank {
+        let d = if first_fastest { step } else { rank - 1 - step };
+        strides.as_mut()[d] = stride as isize;
+        stride *= e.as_ref()[d] + if step == 0 && rank > 1 { pad } else { 0 };
+    }
+    // SAFETY: positive strides, each dimension's above the span of the faster ones (a padded
+    // row-major or column-major layout), so unique, with offset 0 and this span (caller): the
+    // parts of a `LayoutStride` mapping.
+    unsafe { <LayoutStride as Layout>::Mapping::<E>::from_parts_unchecked(extents, &strides, 0, span) }
+}
+
+impl<const PAD: usize> TileLayout for RightPadded<PAD> {
+    type Layout = LayoutStride;
+    const PAD: usize = PAD;
+    const FIRST_FASTEST: bool = false;
+    #[inline(always)]
+    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutStride as Layout>::Mapping<E> {
+        // SAFETY: as this function's contract; the span is `padded_span`'s.
+        unsafe { padded(extents, PAD, false, padded_span::<E>(PAD, false)) }
+    }
+}
+
+impl<const PAD: usize> TileLayout for LeftPadded<PAD> {
+    type Layout = LayoutStride;
+    const PAD: usize = PAD;
+    const FIRST_FASTEST: bool = true;
+    #[inline(always)]
+    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutStride as Layout>::Mapping<E> {
+        // SAFETY: as this function's contract; the span is `padded_span`'s.
+        unsafe { padded(extents, PAD, true, padded_span::<E>(PAD, true)) }
+    }
+}
+
+/// The span of static extents `E` with the fastest dimension padded by `pad`: `lines - 1`
+/// padded lines and one unpadded, where a line is the fastest dimension (no padding for rank
+/// 1, where there is one line). 0 if the tile is empty, `None` if an extent is dynamic.
+const fn padded_span<E: Extents>(pad: usize, first_fastest: bool) -> usize {
+    let (Some(size), (Some(first), Some(last))) = (E::STATIC_SIZE, E::STATIC_ENDS) else {
+        return 0;
+    };
+    let line = if first_fastest { first } else { last };
+    if size == 0 || E::RANK < 2 {
+        return size;
+    }
+    (size / line - 1) * (line + pad) + line
+}
 
 /// The tiles a cooperative kernel declares: `()`, one [`TileOf`], or a tuple of up to four.
 ///
@@ -188,15 +342,24 @@ const fn aligned(bytes: usize) -> usize {
 
 impl<T, E, L> sealed::Sealed for TileOf<T, E, L> {}
 
-impl<T: DlElement, E: Extents, L: CompactLayout> TileOf<T, E, L> {
-    /// The tile's elements, which must be static; more than fit in a block's shared memory
-    /// (48 KiB for statically sized shared memory) fails to compile.
-    const SIZE: usize = match E::STATIC_SIZE {
-        Some(size) if size <= 48 * 1024 => size,
-        _ => panic!("a tile's extents must all be static (`Const<N>`), and fit in 48 KiB of shared memory"),
+impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
+    /// The elements the tile's span holds (its size, and padding); its extents must all be
+    /// static and its bytes fit in a block's shared memory (48 KiB for statically sized shared
+    /// memory), or the kernel fails to compile.
+    const SPAN: usize = {
+        let span = match (E::STATIC_SIZE, L::PAD) {
+            (Some(size), 0) => size,
+            (Some(_), pad) => padded_span::<E>(pad, L::FIRST_FASTEST),
+            (None, _) => usize::MAX,
+        };
+        assert!(
+            span <= 48 * 1024 / size_of::<T>(),
+            "a tile's extents must all be static (`Const<N>`), and fit in 48 KiB of shared memory"
+        );
+        span
     };
     /// The tile's bytes, aligned to 16.
-    const TILE_BYTES: usize = aligned(Self::SIZE * size_of::<T>());
+    const TILE_BYTES: usize = aligned(Self::SPAN * size_of::<T>());
 
     /// The fresh tile at `base`.
     ///
@@ -204,23 +367,17 @@ impl<T: DlElement, E: Extents, L: CompactLayout> TileOf<T, E, L> {
     ///
     /// As for [`TileSet::tiles`], for this tile's bytes.
     #[inline(always)]
-    unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L, Writable> {
+    unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L::Layout, Writable> {
         let mut index = E::Index::zeros();
         for (d, extent) in index.as_mut().iter_mut().enumerate() {
-            // Every extent is static (`SIZE`): the type's own.
+            // Every extent is static (`SPAN`): the type's own.
             *extent = E::static_extent(d).unwrap_or(0);
         }
-        let extents = E::from_array_unchecked(index);
-        let mapping = match L::mapping(extents) {
-            Ok(mapping) => mapping,
-            // SAFETY: the extents are static and their size fits in 48 KiB (`SIZE`), so the
-            // layout's size check cannot fail.
-            Err(_) => unsafe { core::hint::unreachable_unchecked() },
-        };
-        // A compact layout's span is its size: `TILE_BYTES` covers it.
         let _ = Self::TILE_BYTES;
+        // SAFETY: static extents whose span fits in 48 KiB (`SPAN`).
+        let mapping = unsafe { L::mapping(E::from_array_unchecked(index)) };
         // SAFETY: `TILE_BYTES` bytes at `base` are this tile's alone (caller), aligned to 16,
-        // and hold the span of `mapping`.
+        // and hold the mapping's span (`SPAN` elements).
         let view = unsafe { Mdspan::from_raw_parts(base.cast::<T>(), mapping, BlockShared) };
         // SAFETY: a fresh tile is `Writable`: nothing reads it before it is written.
         unsafe { Tile::from_view(view) }
@@ -238,8 +395,8 @@ unsafe impl TileSet for () {
 }
 
 // SAFETY: one tile of `TILE_BYTES` at `base`.
-unsafe impl<T: DlElement, E: Extents, L: CompactLayout> TileSet for TileOf<T, E, L> {
-    type Tiles<'k> = Tile<'k, T, E, L, Writable>;
+unsafe impl<T: DlElement, E: Extents, L: TileLayout> TileSet for TileOf<T, E, L> {
+    type Tiles<'k> = Tile<'k, T, E, L::Layout, Writable>;
     const BYTES: usize = Self::TILE_BYTES;
     #[inline(always)]
     unsafe fn tiles<'k>(base: *mut u8) -> Self::Tiles<'k> {
@@ -289,9 +446,9 @@ pub trait Barrier: sealed::Sealed {
     fn after(self) -> Self::After;
 }
 
-impl<T, E: Extents, L: CompactLayout, P: Phase> sealed::Sealed for Tile<'_, T, E, L, P> {}
+impl<T, E: Extents, L: Layout, P: Phase> sealed::Sealed for Tile<'_, T, E, L, P> {}
 
-impl<'k, T: DlElement, E: Extents, L: CompactLayout, P: Phase> Barrier for Tile<'k, T, E, L, P> {
+impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Barrier for Tile<'k, T, E, L, P> {
     type After = Tile<'k, T, E, L, P::Next>;
     #[inline(always)]
     fn after(self) -> Self::After {
