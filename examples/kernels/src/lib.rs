@@ -176,6 +176,25 @@ mod raw {
         (thread as usize, block as usize, blocks as usize)
     }
 
+    /// The sum of the warp's values, to every lane: five butterfly shuffles.
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp runs it.
+    #[inline(always)]
+    pub unsafe fn warp_sum(value: f32) -> f32 {
+        // SAFETY: every lane runs it (caller); as for the four below.
+        let value = value + unsafe { shuffle_xor(value, 16) };
+        // SAFETY: as above.
+        let value = value + unsafe { shuffle_xor(value, 8) };
+        // SAFETY: as above.
+        let value = value + unsafe { shuffle_xor(value, 4) };
+        // SAFETY: as above.
+        let value = value + unsafe { shuffle_xor(value, 2) };
+        // SAFETY: as above.
+        value + unsafe { shuffle_xor(value, 1) }
+    }
+
     /// `shfl.sync.bfly` of `value` with lane `lane ^ mask`.
     ///
     /// # Safety
@@ -279,10 +298,8 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
                 sum += (v[0] + v[1]) + (v[2] + v[3]);
                 j += 4 * 256;
             }
-            for mask in [16, 8, 4, 2, 1] {
-                // SAFETY: every lane runs the shuffles; the block is whole warps.
-                sum += unsafe { raw::shuffle_xor(sum, mask) };
-            }
+            // SAFETY: every lane runs the shuffles; the block is whole warps.
+            let sum = unsafe { raw::warp_sum(sum) };
             let slots = partials.wrapping_add(turn * 8);
             if t % 32 == 0 {
                 // SAFETY: this warp's slot, read after the barrier.
@@ -291,15 +308,14 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
             // SAFETY: reached by every thread (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
             // SAFETY: the 8 slots written before the barrier.
-            let mut total = if t % 32 < 8 {
+            let total = if t % 32 < 8 {
+                // SAFETY: one of the 8 slots written before the barrier.
                 unsafe { *slots.wrapping_add(t % 32) }
             } else {
                 0.0
             };
-            for mask in [16, 8, 4, 2, 1] {
-                // SAFETY: as above.
-                total += unsafe { raw::shuffle_xor(total, mask) };
-            }
+            // SAFETY: every lane runs the shuffles.
+            let total = unsafe { raw::warp_sum(total) };
             if t == 0 {
                 // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
                 unsafe { *out.wrapping_add(r) = total };

@@ -84,8 +84,14 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         // Chunks numbered in the view's memory order: its fastest dimension varies fastest.
         for step in 0..rank {
             let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
-            let c = rest % self.counts.as_ref()[d];
-            rest /= self.counts.as_ref()[d];
+            // The slowest dimension takes what is left (below its count: `next < total`), with
+            // no division.
+            let c = if step + 1 == rank {
+                rest
+            } else {
+                rest % self.counts.as_ref()[d]
+            };
+            rest /= if step + 1 == rank { 1 } else { self.counts.as_ref()[d] };
             let start = c * self.shape.as_ref()[d];
             origin.as_mut()[d] = start;
             clipped.as_mut()[d] = self.shape.as_ref()[d].min(extents.as_ref()[d] - start);
@@ -123,15 +129,25 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         let (data, mapping, origin) = (self.data, self.mapping, self.origin);
         // Over the chunk shape (the same for every chunk, so its arithmetic is compiled in),
         // skipping what the view's edge cuts off.
-        super::shared::partition::<THREADS, E::Index>(self.shape, self.extents, L::FIRST_FASTEST, |local| {
+        let global = |local: E::Index| {
             let mut index = origin;
             for d in 0..E::RANK {
                 index.as_mut()[d] += local.as_ref()[d];
             }
-            // SAFETY: `index` is inside the chunk, so inside the view's extents and its
-            // element in the span of a unique view; the chunk is this block's alone
-            // (`Chunks`), and the partition gives the element to this thread alone.
-            unsafe { data.wrapping_add(mapping.offset_of(&index)).write(f(index)) }
-        });
+            index
+        };
+        super::shared::write_partition::<THREADS, E::Index, T>(
+            self.shape,
+            self.extents,
+            L::FIRST_FASTEST,
+            |local| f(global(local)),
+            |local, value| {
+                let index = global(local);
+                // SAFETY: `index` is inside the chunk, so inside the view's extents and its
+                // element in the span of a unique view; the chunk is this block's alone
+                // (`Chunks`), and the partition gives the element to this thread alone.
+                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
+            },
+        );
     }
 }

@@ -282,7 +282,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             self.inner,
             (f),
             Varying(f(Lane {
-                index: shared::thread_index()
+                index: shared::thread_index::<THREADS>()
             }))
         )
     }
@@ -307,11 +307,11 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let storage = tile.storage();
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let extents = storage.extents().to_array();
-            shared::partition::<THREADS, E::Index>(extents, extents, L::FIRST_FASTEST, |index| {
+            shared::write_partition::<THREADS, E::Index, T>(extents, extents, L::FIRST_FASTEST, f, |index, value| {
                 // SAFETY: `index` is inside the tile's extents, so its element is in the
                 // tile's span; the partition gives it to this thread alone, and nothing
                 // reads a writable tile.
-                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(f(index)) }
+                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
             });
             // SAFETY: every element written in this phase, each by one thread.
             unsafe { Tile::from_view(tile.into_storage()) }
@@ -386,7 +386,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         {
             let warps = THREADS / 32;
             let warp = warp::reduce(value.0, &op);
-            let lane = shared::thread_index();
+            let lane = shared::thread_index::<THREADS>();
             // Two buffers in turn: a thread still reading the results of the reduction before
             // last has passed the last one's barrier, so this write reaches no slot it reads.
             let slots = self.inner.base.wrapping_add(self.inner.turn * 32 * 8).cast::<T>();

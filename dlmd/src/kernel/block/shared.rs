@@ -46,9 +46,13 @@ pub(super) fn barrier() {
 
 /// The running thread's index in its block (`x` only: a block is `(THREADS, 1, 1)`).
 #[inline(always)]
-pub(super) fn thread_index() -> usize {
+pub(super) fn thread_index<const THREADS: usize>() -> usize {
     // SAFETY: reads a special register; no precondition.
-    unsafe { nvptx::_thread_idx_x() as usize }
+    let index = unsafe { nvptx::_thread_idx_x() as usize };
+    // SAFETY: a block's launcher makes it `(THREADS, 1, 1)` (`Launch::block_threads`). Said to
+    // the compiler, which then knows how often each thread runs a partition's loop.
+    unsafe { core::hint::assert_unchecked(index < THREADS) };
+    index
 }
 
 /// The block's index in the launch (`x` fastest) and the number of blocks.
@@ -65,38 +69,68 @@ pub(super) fn block_index() -> (usize, usize) {
     ((z * ny + y) * nx + x, nx * ny * nz)
 }
 
-/// `f(index)` for this thread's share of the indices below `extents`, within a box of `shape`
-/// (at least `extents` in each dimension, and known when the kernel is compiled, so that the
-/// index arithmetic is shifts and multiplications): the `k`-th index of the box in order (the
-/// first dimension fastest with `first_fastest`, else the last) to thread `k % THREADS`, so
-/// that every index goes to exactly one thread of the block and neighbouring threads take
-/// neighbouring indices; indices of the box outside `extents` are skipped.
+/// Index `k` of the box `shape` in order (the first dimension fastest with `first_fastest`),
+/// `None` where it is outside `extents`.
 #[inline(always)]
-pub(super) fn partition<const THREADS: usize, I: IndexArray>(
+fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool) -> Option<I> {
+    let (shape, extents) = (shape.as_ref(), extents.as_ref());
+    let rank = shape.len();
+    let mut index = I::zeros();
+    let mut rest = k;
+    let mut inside = true;
+    for step in 0..rank {
+        let d = if first_fastest { step } else { rank - 1 - step };
+        let i = rest % shape[d];
+        rest /= shape[d];
+        index.as_mut()[d] = i;
+        inside &= i < extents[d];
+    }
+    inside.then_some(index)
+}
+
+/// `store(index, value(index))` for this thread's share of the indices below `extents`, within
+/// a box of `shape` (at least `extents` in each dimension, and known when the kernel is
+/// compiled, so that the index arithmetic is shifts and multiplications): the `k`-th index of
+/// the box in order (the first dimension fastest with `first_fastest`, else the last) to thread
+/// `k % THREADS`, so that every index goes to exactly one thread of the block and neighbouring
+/// threads take neighbouring indices; indices of the box outside `extents` are skipped. Four
+/// at a time: the four values are made before any is stored, so that the loads `value` makes
+/// are in flight together (the compiler moves no load above a store it cannot tell apart).
+#[inline(always)]
+pub(super) fn write_partition<const THREADS: usize, I: IndexArray, T: Copy>(
     shape: I,
     extents: I,
     first_fastest: bool,
-    mut f: impl FnMut(I),
+    value: impl Fn(I) -> T,
+    mut store: impl FnMut(I, T),
 ) {
-    let (shape, extents) = (shape.as_ref(), extents.as_ref());
-    let count: usize = shape.iter().product();
-    let rank = shape.len();
-    let mut k = thread_index();
+    let count: usize = shape.as_ref().iter().product();
+    let mut k = thread_index::<THREADS>();
     while k < count {
-        let mut index = I::zeros();
-        let mut rest = k;
-        let mut inside = true;
-        for step in 0..rank {
-            let d = if first_fastest { step } else { rank - 1 - step };
-            let i = rest % shape[d];
-            rest /= shape[d];
-            index.as_mut()[d] = i;
-            inside &= i < extents[d];
+        let index = |j: usize| {
+            let at = k + j * THREADS;
+            if at < count {
+                unravel(at, shape, extents, first_fastest)
+            } else {
+                None
+            }
+        };
+        // Written out four times (no arrays: they would live in local memory).
+        let (i0, i1, i2, i3) = (index(0), index(1), index(2), index(3));
+        let (v0, v1, v2, v3) = (i0.map(&value), i1.map(&value), i2.map(&value), i3.map(&value));
+        if let (Some(i), Some(v)) = (i0, v0) {
+            store(i, v);
         }
-        if inside {
-            f(index);
+        if let (Some(i), Some(v)) = (i1, v1) {
+            store(i, v);
         }
-        k += THREADS;
+        if let (Some(i), Some(v)) = (i2, v2) {
+            store(i, v);
+        }
+        if let (Some(i), Some(v)) = (i3, v3) {
+            store(i, v);
+        }
+        k += 4 * THREADS;
     }
 }
 
