@@ -10,6 +10,7 @@
 //! | [`Device`] (carries its ordinal) | `kDLCUDA` | `kDLCUDA`, `kDLCUDAManaged` (ordinal ≥ 0) | no: indexing does not compile | — |
 //! | [`Managed`] (carries its ordinal) | `kDLCUDAManaged` | `kDLCUDAManaged` (ordinal ≥ 0) | yes | [`Host`], [`Device`] |
 //! | [`Opaque<K>`](Opaque) (carries its device id) | `K`'s device type | `K`'s device type (id ≥ 0) | no: indexing does not compile | — |
+//! | [`BlockShared`] (a kernel's tiles) | never | never | no: it exists only in a running kernel | — |
 //!
 //! Pinned (`kDLCUDAHost`, `kDLROCMHost`) and managed memory are host memory too, and managed
 //! memory is device memory too, so views of those spaces accept them.

@@ -8,6 +8,11 @@
 //! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
 //! passed: element type, rank, static extents, layout, memory space and access.
 //!
+//! A kernel's first parameter may be its context, which the entry point makes and the launcher
+//! does not pass: a [`Thread`] for element-wise kernels, or a [`Block`] for cooperative ones,
+//! whose threads share block-shared tiles, barriers and reductions ([`block`]: why safe code
+//! cannot race there, nor reach a barrier that part of the block skips).
+//!
 //! Inside a kernel (code compiled for `nvptx64`):
 //!
 //! - read-only device and managed views ([`DeviceMdspan`](crate::DeviceMdspan),
@@ -22,7 +27,7 @@
 //!   reborrow or slice (split among the threads again, differently), no atomic view of it
 //!   ([`Reborrow`](crate::space::Reborrow)); and a managed view does not become a host view;
 //! - an atomic view ([`DeviceMdspanAtomic`](crate::DeviceMdspanAtomic), from
-//!   [`Mdspan::into_atomic`]) takes [`Thread::atomic_add`] from any thread, for reductions;
+//!   [`Mdspan::into_atomic`](crate::Mdspan::into_atomic)) takes [`Thread::atomic_add`] from any thread, for reductions;
 //! - `dlmd!` views over a thread's local arrays are host views, indexed as on the host.
 //!
 //! On the host, device views stay out of reach: indexing them does not compile, and a

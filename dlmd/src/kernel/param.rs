@@ -61,7 +61,7 @@ pub unsafe trait KernelParam: Sized {
 
     /// The device memory the value reaches (its span's first byte and length) and how the
     /// kernel uses it: the launch checks that no written argument shares memory with another
-    /// ([`disjoint`]), and orders the kernel after work queued on it. `None` for elements.
+    /// ([`disjoint`](super::disjoint)), and orders the kernel after work queued on it. `None` for elements.
     fn footprint(&self) -> Option<Footprint> {
         None
     }

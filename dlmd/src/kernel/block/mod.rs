@@ -6,7 +6,7 @@
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
 //! ([`CudaError::KernelBlock`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.CudaError.html)),
 //! and the tiles' memory is reserved by the GPU for each block as the kernel starts (no
-//! `shared_mem_bytes` to pass).
+//! `shared_mem_bytes` to pass). From `examples/kernels`, whose tests build and run it:
 //!
 //! ```ignore
 //! type Tile32 = TileOf<f32, (Const<32>, Const<33>)>;
