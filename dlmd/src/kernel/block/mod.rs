@@ -9,7 +9,7 @@
 //! `shared_mem_bytes` to pass). From `examples/kernels`, whose tests build and run it:
 //!
 //! ```ignore
-//! type Tile32 = TileOf<f32, (Const<32>, Const<33>)>;
+//! type Tile32 = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
 //!
 //! #[dlmd::kernel]
 //! pub fn transpose(block: Block<'_, 256, Tile32>, src: DeviceMdspan<'_, f32, Dims<2>>,
