@@ -2,7 +2,8 @@
 //! reductions), each checked against the CPU with its raw twin; with `--bench`, each timed
 //! against its raw twin (the same work, `unsafe`, written the CUDA C++ way), the C++ kernel of
 //! the same tiling over `view.cuh` (NVRTC) and a device-to-device copy of the same bytes,
-//! alternated in one run (medians of 25 rounds, CUDA events).
+//! alternated in one run (medians of 25 rounds, CUDA events); the row softmax against the copy
+//! alone.
 //!
 //! Run with `cargo run --release --features kernels --example cooperative [-- --bench]` on a
 //! machine with an NVIDIA GPU; `scripts/bench_cooperative_torch.py` times torch on the same
@@ -215,6 +216,43 @@ fn bench_row_sums(
     Ok(())
 }
 
+/// The row softmax of `rows × cols` `f32` (blocks of 1024 threads, one per row), against a
+/// device copy of the matrix: the kernel reads and writes it once, as the copy does.
+fn bench_softmax(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    (rows, cols): (usize, usize),
+) -> Result<(), Box<dyn Error>> {
+    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let grid = LaunchConfig {
+        block_dim: (1024, 1, 1),
+        ..blocks(rows)
+    };
+    let mut sides = Sides::new(2);
+    for round in 0..ROUNDS {
+        let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
+        let safe = {
+            let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([rows, cols]))?;
+            time_scoped(stream, |s| {
+                rust::softmax_rows(s.launch(stream, kernels, grid), x, y.as_view_mut())
+            })?
+        };
+        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        sides.push(round, &[safe, copy]);
+    }
+    let m = sides.medians();
+    let (safe, copy) = (m[0], m[1]);
+    let bytes = 2.0 * (rows * cols * 4) as f64;
+    println!(
+        "bench softmax {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s), device copy {copy:.4} ms ({:.0} GB/s); safe time / copy time = {:.3}",
+        bytes / safe / 1e6,
+        bytes / copy / 1e6,
+        safe / copy
+    );
+    Ok(())
+}
+
 fn run() -> Result<(), Box<dyn Error>> {
     let ctx = cuda::context(0)?;
     let stream = ctx.default_stream();
@@ -225,6 +263,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         let row_sums = compile(&ctx, ROW_SUMS, "row_sums")?;
         bench_row_sums(&stream, &kernels, &row_sums, (8192, 8192))?;
         bench_row_sums(&stream, &kernels, &row_sums, (65536, 1024))?;
+        bench_softmax(&stream, &kernels, (8192, 8192))?;
+        bench_softmax(&stream, &kernels, (65536, 1024))?;
     }
     Ok(())
 }

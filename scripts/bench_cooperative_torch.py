@@ -1,7 +1,7 @@
 """torch on the shapes of the cooperative kernels' benchmark (examples/cooperative.rs --bench),
 in the same GPU run: a device copy of the same bytes (the reference both report against),
-x.t().contiguous() at 8192 x 8192, and torch.sum(x, dim=1) at 8192 x 8192 and 65536 x 1024,
-float32. Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
+x.t().contiguous() at 8192 x 8192, and torch.sum(x, dim=1) and torch.softmax(x, dim=1) at
+8192 x 8192 and 65536 x 1024, float32. Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
 to warm up, CUDA events."""
 import torch
 
@@ -32,6 +32,7 @@ def bench(name, x, f, read_bytes):
 
 x = torch.randn(8192, 8192, device="cuda", dtype=torch.float32)
 bench("transpose 8192x8192 f32, x.t().contiguous()", x, lambda: x.t().contiguous(), 2 * x.numel() * 4)
-bench("row_sums 8192x8192 f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)
-x = torch.randn(65536, 1024, device="cuda", dtype=torch.float32)
-bench("row_sums 65536x1024 f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)
+for rows, cols in [(8192, 8192), (65536, 1024)]:
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.float32)
+    bench(f"row_sums {rows}x{cols} f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)
+    bench(f"softmax {rows}x{cols} f32, torch.softmax(x, dim=1)", x, lambda: torch.softmax(x, dim=1), 2 * x.numel() * 4)

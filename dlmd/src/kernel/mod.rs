@@ -38,6 +38,8 @@ pub mod block;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
+#[cfg(target_arch = "nvptx64")]
+pub mod math;
 mod param;
 #[cfg(target_arch = "nvptx64")]
 mod partition;

@@ -103,6 +103,36 @@ pub fn row_sums_block(
     }
 }
 
+/// The longest row [`softmax_rows`] keeps in registers: 8 elements for each of 1024 threads.
+pub const SOFTMAX_COLS: usize = 8 * 1024;
+
+/// `y[[i, j]] = exp(x[[i, j]] − max_i) / Σ_j exp(x[[i, j]] − max_i)`, the numerically stable
+/// softmax of each row of `x`, one block per row: the row is read once into registers (8
+/// elements a thread), its maximum and its sum of exponentials are block reductions, and it is
+/// written once. Rows longer than [`SOFTMAX_COLS`] are left as they are (the launcher's caller
+/// checks the width). Launch with blocks of 1024 threads, one per row or fewer.
+#[dlmd::kernel]
+pub fn softmax_rows(
+    block: Block<'_, 1024>,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    mut y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let mut block = block;
+    let cols = x.extent(1);
+    for mut chunk in block.chunks_mut(&mut y, [1, cols]) {
+        let [row, _] = chunk.origin();
+        let Ok(row) = x.submdspan((row, ..)) else { return };
+        let values = block.each(|lane| lane.gather::<f32, 8>(cols, f32::NEG_INFINITY, |j| row[[j]]));
+        let max = block.max(values.map(|v| v.into_iter().fold(f32::NEG_INFINITY, f32::max)));
+        let exps = values.map(|v| v.map(|x| dlmd::kernel::math::exp(x - max)));
+        let inverse = 1.0 / block.sum(exps.map(|e| e.into_iter().sum::<f32>()));
+        let scaled = exps.map(|e| e.map(|x| x * inverse));
+        if !block.store_array(&mut chunk, scaled) {
+            return;
+        }
+    }
+}
+
 /// The tile of [`reverse_blocks`].
 pub type ReverseTile = TileOf<u32, (Const<256>,)>;
 

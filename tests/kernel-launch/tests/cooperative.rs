@@ -1,6 +1,6 @@
 //! Cooperative kernels (`examples/kernels`) on a GPU, against the CPU: a tiled transpose through
-//! a block-shared tile, row sums by block reduction, and a barrier after a thread-dependent
-//! branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
+//! a block-shared tile, row sums by block reduction, a row softmax kept in registers, and a
+//! barrier after a thread-dependent branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
 //! covers the view and one that does not; and launches of the wrong block shape refused.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
@@ -95,6 +95,60 @@ fn row_sums_by_block_reduction_match_the_cpu() {
                 expected,
                 "{rows} x {cols}, {blocks} blocks"
             );
+        }
+    }
+}
+
+#[test]
+fn a_row_softmax_matches_the_cpu() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let softmax = |row: &[f32]| -> Vec<f32> {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exps: Vec<f64> = row.iter().map(|&x| f64::from(x - max).exp()).collect();
+        let sum: f64 = exps.iter().sum();
+        exps.iter().map(|e| (e / sum) as f32).collect()
+    };
+    let widest = kernels::SOFTMAX_COLS;
+    for (rows, cols) in [
+        (0, 5),
+        (1, 1),
+        (7, 100),
+        (5, 1023),
+        (3, widest),
+        (300, 1024),
+        (2, widest + 1),
+    ] {
+        let x: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        for blocks in [rows, 2] {
+            let d_x = stream.clone_htod(&x).unwrap();
+            let mut d_y = stream.alloc_zeros::<f32>(rows * cols).unwrap();
+            {
+                let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
+                let mut y = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([rows, cols])).unwrap();
+                cuda::scope(|s| {
+                    kernels::softmax_rows(s.launch(&stream, &module, grid(blocks, 1024)), x, y.as_view_mut())
+                })
+                .unwrap();
+            }
+            let got = stream.clone_dtoh(&d_y).unwrap();
+            if cols > widest {
+                assert!(
+                    got.iter().all(|&y| y == 0.0),
+                    "rows wider than {widest} are left as they were"
+                );
+                continue;
+            }
+            for i in 0..rows {
+                let expected = softmax(&x[i * cols..(i + 1) * cols]);
+                for (j, (&g, e)) in got[i * cols..(i + 1) * cols].iter().zip(expected).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 1e-5 * e.max(1e-3),
+                        "{rows} x {cols}, [{i}, {j}]: {g} vs {e}"
+                    );
+                }
+            }
         }
     }
 }

@@ -120,6 +120,38 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         self.extents
     }
 
+    /// The number of elements of the chunk's box (its shape), which a block's partition deals
+    /// out.
+    #[inline(always)]
+    pub(super) fn box_size(&self) -> usize {
+        self.shape.as_ref().iter().product()
+    }
+
+    /// Writes `values[m]` to the `m`-th element this thread owns in the block's partition, for
+    /// each `m` (unrolled: `K` is known when the kernel is compiled).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn store_array<const THREADS: usize, const K: usize>(&mut self, values: [T; K]) {
+        use crate::layout::Mapping;
+        // Indexed, not iterated: the unrolled loop keeps the array in registers.
+        #[allow(clippy::needless_range_loop)]
+        for m in 0..K {
+            let value = values[m];
+            if let Some(local) =
+                super::shared::owned::<THREADS, E::Index>(m, self.shape, self.extents, L::FIRST_FASTEST)
+            {
+                let mut index = self.origin;
+                for d in 0..E::RANK {
+                    index.as_mut()[d] += local.as_ref()[d];
+                }
+                // SAFETY: `index` is inside the chunk, so inside the view's extents and its
+                // element in the span of a unique view; the chunk is this block's alone
+                // (`Chunks`), and the partition gives the element to this thread alone.
+                unsafe { self.data.wrapping_add(self.mapping.offset_of(&index)).write(value) }
+            }
+        }
+    }
+
     /// Writes every element: `f(index)` (the index in the whole view) by one thread of a block
     /// of `THREADS`.
     #[cfg(target_arch = "nvptx64")]

@@ -194,6 +194,18 @@ impl<const THREADS: usize> Lane<THREADS> {
         let _ = (view, f);
     }
 
+    /// `[f(index), f(index + THREADS), …]`, `K` of them, with `fill` from `end` on: this
+    /// thread's share of `0..end` (its `m`-th index at `m`), kept in registers (the loop over
+    /// `m` is unrolled). Across the block, `0..end` goes to the threads once each, as long as
+    /// `end ≤ K × THREADS`. [`Block::store_array`] writes such an array back in the same order.
+    #[inline(always)]
+    pub fn gather<T: Copy, const K: usize>(&self, end: usize, fill: T, f: impl Fn(usize) -> T) -> [T; K] {
+        core::array::from_fn(|m| {
+            let i = self.index + m * THREADS;
+            if i < end { f(i) } else { fill }
+        })
+    }
+
     /// `f(i)` for this thread's share of `0..end`: `i = index, index + THREADS, …`. Across the
     /// block, every `i` goes to exactly one thread.
     #[inline(always)]
@@ -375,6 +387,33 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         Sp: super::KernelSpace,
     {
         on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
+    }
+
+    /// Writes each thread's `values[m]` to the `m`-th element it owns of `chunk` in the block's
+    /// partition (element `k` of the chunk's box in the view's memory order, for `k = thread +
+    /// m × THREADS`): the order [`Lane::gather`] reads a row in. Returns `false`, writing
+    /// nothing, where the chunk's box holds more than `K × THREADS` elements (the same answer
+    /// on every thread: the box is the block's).
+    #[must_use]
+    #[inline(always)]
+    pub fn store_array<T, E, L, Sp, const K: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        values: Varying<[T; K]>,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: super::KernelSpace,
+    {
+        if chunk.box_size() > K * THREADS {
+            return false;
+        }
+        on_gpu!(self.inner, (values), {
+            chunk.store_array::<THREADS, K>(values.0);
+            true
+        })
     }
 
     /// Combines every thread's value with `op` (associative and commutative, with `identity`

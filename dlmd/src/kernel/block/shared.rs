@@ -80,12 +80,36 @@ fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool) -
     let mut inside = true;
     for step in 0..rank {
         let d = if first_fastest { step } else { rank - 1 - step };
-        let i = rest % shape[d];
-        rest /= shape[d];
+        // No division where the rest fits the dimension (a chunk of one row, with a length
+        // known only at run time, divides nothing).
+        let (i, next) = if rest < shape[d] {
+            (rest, 0)
+        } else {
+            (rest % shape[d], rest / shape[d])
+        };
+        rest = next;
         index.as_mut()[d] = i;
         inside &= i < extents[d];
     }
     inside.then_some(index)
+}
+
+/// The `m`-th index this thread owns of the box `shape` cut to `extents` (index `k = thread +
+/// m THREADS` of the box in order), `None` past the box or outside `extents`.
+#[inline(always)]
+pub(super) fn owned<const THREADS: usize, I: IndexArray>(
+    m: usize,
+    shape: I,
+    extents: I,
+    first_fastest: bool,
+) -> Option<I> {
+    let count: usize = shape.as_ref().iter().product();
+    let k = thread_index::<THREADS>() + m * THREADS;
+    if k < count {
+        unravel(k, shape, extents, first_fastest)
+    } else {
+        None
+    }
 }
 
 /// `store(index, value(index))` for this thread's share of the indices below `extents`, within
