@@ -39,8 +39,8 @@ print(":".join(sorted({os.path.join(b, s, "lib") for b in nvidia.__path__ for s 
     if os.path.isdir(os.path.join(b, s, "lib"))})))' 2>/dev/null)
 [ -n "$cuda_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_libs"
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
-# Every Rust kernel (the launch tests, the cooperative tests, both kernel examples) under each
-# compute-sanitizer tool: out-of-bounds and misaligned accesses, shared-memory races, barrier
+# Every Rust kernel (the GPU tests, the launch tests, the cooperative tests, both kernel
+# examples) under each compute-sanitizer tool: out-of-bounds and misaligned accesses, shared-memory races, barrier
 # misuse, uninitialised reads. Any reported error fails the row.
 sanitize_rust_kernels() {
     if [ ! -x "$sanitizer" ]; then
@@ -50,8 +50,9 @@ sanitize_rust_kernels() {
     for tool in memcheck racecheck synccheck initcheck; do
         run "compute-sanitizer $tool: Rust kernels" bash -c '
             s=$1; tool=$2; dir=$3; status=0
-            for cmd in "$dir/kernel-tests --test-threads=1" "$dir/cooperative-tests --test-threads=1" \
-                       "$dir/rust_kernels" "$dir/cooperative"; do
+            for cmd in "$dir/gpu-tests --test-threads=1" "$dir/kernel-tests --test-threads=1" \
+                       "$dir/cooperative-tests --test-threads=1" "$dir/rust_kernels" "$dir/cooperative"; do
+                [ -x "${cmd%% *}" ] || { echo "-- $tool: ${cmd##*/}: not in this bundle"; continue; }
                 out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
                 echo "-- $tool: ${cmd##*/}"
                 grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|match the CPU" <<<"$out"

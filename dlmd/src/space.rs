@@ -28,13 +28,7 @@
 //! memory, while a managed view is shared by every thread of the launch.
 
 use crate::dlpack::{DLDevice, DLDeviceType};
-#[cfg(any(doc, target_arch = "nvptx64"))]
-use crate::view::Shared;
-#[cfg(doc)]
-use crate::view::Unique;
 use crate::view::{Access, RefAccess};
-#[cfg(target_arch = "nvptx64")]
-use crate::view::{Aliased, AliasedMut, Atomic};
 use core::fmt::Debug;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -106,6 +100,9 @@ pub trait HostAccessible: MemorySpace {}
 ///
 /// Every thread of a kernel receives the same views, so a mutable device view is never indexed
 /// there: its elements are handed out one thread each by [`Thread`](crate::kernel::Thread).
+///
+/// [`Shared`]: crate::view::Shared
+/// [`Unique`]: crate::view::Unique
 #[diagnostic::on_unimplemented(
     message = "elements of a `{Self}` view with `{A}` access cannot be reached through references here",
     label = "the CPU cannot address device memory, and a kernel's threads share its mutable views",
@@ -124,6 +121,8 @@ pub trait Reachable<A: Access>: MemorySpace {}
 /// |---|---|---|
 /// | [`Host`] | every access | every access (the thread's own memory) |
 /// | [`Device`], [`Managed`], [`Opaque`] | every access | every access but [`Unique`] |
+///
+/// [`Unique`]: crate::view::Unique
 ///
 /// Every thread of a kernel holds the same mutable views. A read-only borrow of one would let
 /// a thread read elements that other threads write, and a mutable slice of it would be split
@@ -414,44 +413,44 @@ impl HostAccessible for Host {}
 #[cfg(not(target_arch = "nvptx64"))]
 impl HostAccessible for Managed {}
 
+// On the host every view borrows again and host (and managed) memory is reached through
+// references; the rules in a kernel are `kernel_rules`'.
 #[cfg(not(target_arch = "nvptx64"))]
 impl<S: MemorySpace, A: Access> Reborrow<A> for S {}
-#[cfg(target_arch = "nvptx64")]
-impl<A: Access> Reborrow<A> for Host {}
-// In a kernel: every access but `Unique`, whose views every thread holds.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! shared_reborrows {
-    ($($space:ty),*) => {$(
-        impl Reborrow<Shared> for $space {}
-        impl Reborrow<Aliased> for $space {}
-        impl Reborrow<AliasedMut> for $space {}
-        impl Reborrow<Atomic> for $space {}
-    )*};
-}
-#[cfg(target_arch = "nvptx64")]
-shared_reborrows!(Device, Managed);
-// A readable tile is read by every thread of its block: borrowed and sliced freely. A tile
-// being written is reached only through the block's partition.
-#[cfg(target_arch = "nvptx64")]
-impl Reborrow<Shared> for BlockShared {}
-#[cfg(target_arch = "nvptx64")]
-impl<K: DeviceKind> Reborrow<Shared> for Opaque<K> {}
-#[cfg(target_arch = "nvptx64")]
-impl<K: DeviceKind> Reborrow<Aliased> for Opaque<K> {}
-#[cfg(target_arch = "nvptx64")]
-impl<K: DeviceKind> Reborrow<AliasedMut> for Opaque<K> {}
-#[cfg(target_arch = "nvptx64")]
-impl<K: DeviceKind> Reborrow<Atomic> for Opaque<K> {}
-
 impl<A: RefAccess> Reachable<A> for Host {}
 #[cfg(not(target_arch = "nvptx64"))]
 impl<A: RefAccess> Reachable<A> for Managed {}
+
+/// What a kernel may borrow again and reach through references (the tables of [`Reborrow`]
+/// and [`Reachable`]).
 #[cfg(target_arch = "nvptx64")]
-impl Reachable<Shared> for Managed {}
-#[cfg(target_arch = "nvptx64")]
-impl Reachable<Shared> for Device {}
-#[cfg(target_arch = "nvptx64")]
-impl Reachable<Shared> for BlockShared {}
+mod kernel_rules {
+    use super::{BlockShared, Device, DeviceKind, Host, Managed, Opaque, Reachable, Reborrow};
+    use crate::view::{Access, Aliased, AliasedMut, Atomic, Shared};
+
+    impl<A: Access> Reborrow<A> for Host {}
+    // Every access but `Unique`, whose views every thread holds.
+    macro_rules! shared_reborrows {
+        ($($space:ty),*) => {$(
+            impl Reborrow<Shared> for $space {}
+            impl Reborrow<Aliased> for $space {}
+            impl Reborrow<AliasedMut> for $space {}
+            impl Reborrow<Atomic> for $space {}
+        )*};
+    }
+    shared_reborrows!(Device, Managed);
+    // A readable tile is read by every thread of its block: borrowed and sliced freely. A tile
+    // being written is reached only through the block's partition.
+    impl Reborrow<Shared> for BlockShared {}
+    impl<K: DeviceKind> Reborrow<Shared> for Opaque<K> {}
+    impl<K: DeviceKind> Reborrow<Aliased> for Opaque<K> {}
+    impl<K: DeviceKind> Reborrow<AliasedMut> for Opaque<K> {}
+    impl<K: DeviceKind> Reborrow<Atomic> for Opaque<K> {}
+
+    impl Reachable<Shared> for Managed {}
+    impl Reachable<Shared> for Device {}
+    impl Reachable<Shared> for BlockShared {}
+}
 
 /// Spaces a view of `From` may be converted to, keeping its data.
 #[diagnostic::on_unimplemented(
