@@ -68,6 +68,20 @@ macro_rules! row_sums_with {
     }};
 }
 
+/// `$kernel` (a row softmax) over `$x` (`rows × cols`) into a fresh matrix, read back.
+macro_rules! softmax_with {
+    ($stream:expr, $kernels:expr, $kernel:path, $x:expr, ($rows:expr, $cols:expr), $grid:expr) => {{
+        let (stream, rows, cols) = ($stream, $rows, $cols);
+        let mut out = stream.alloc_zeros::<f32>(rows * cols)?;
+        {
+            let x = cuda::device_view::<f32, Dims<2>, LayoutRight>($x, Dims::new([rows, cols]))?;
+            let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([rows, cols]))?;
+            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), x, y.as_view_mut()))?;
+        }
+        stream.clone_dtoh(&out)?
+    }};
+}
+
 fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
     let (rows, cols) = (300, 71);
     let host: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
@@ -93,6 +107,35 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     compare("row_sums_block 37x1000", &got, &expected)?;
     let got = row_sums_with!(stream, kernels, rust::row_sums_block_raw, &x, (rows, cols), blocks(5));
     compare("row_sums_block_raw 37x1000", &got, &expected)?;
+    // The softmax of each row, against the CPU's within the GPU's `exp` (ex2.approx) error.
+    let (rows, cols) = (37, 1000);
+    let host: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
+    let expected: Vec<f32> = host
+        .chunks(cols)
+        .flat_map(|row| {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let sum: f64 = row.iter().map(|&v| f64::from(v - max).exp()).sum();
+            row.iter().map(move |&v| (f64::from(v - max).exp() / sum) as f32)
+        })
+        .collect();
+    let x = stream.clone_htod(&host)?;
+    let grid = LaunchConfig {
+        block_dim: (1024, 1, 1),
+        ..blocks(5)
+    };
+    let safe = softmax_with!(stream, kernels, rust::softmax_rows, &x, (rows, cols), grid);
+    let raw = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), grid);
+    for (name, got) in [("softmax_rows 37x1000", safe), ("softmax_rows_raw 37x1000", raw)] {
+        let worst = got
+            .iter()
+            .zip(&expected)
+            .map(|(g, e)| (g - e).abs() / e.max(1e-3))
+            .fold(0.0f32, f32::max);
+        if worst > 1e-5 {
+            return Err(format!("{name}: relative error {worst:e} against the CPU").into());
+        }
+        println!("{name}: all {} elements within {worst:.1e} of the CPU", got.len());
+    }
     Ok(())
 }
 
@@ -229,26 +272,28 @@ fn bench_softmax(
         block_dim: (1024, 1, 1),
         ..blocks(rows)
     };
-    let mut sides = Sides::new(2);
+    let mut sides = Sides::new(3);
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
-        let safe = {
-            let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([rows, cols]))?;
-            time_scoped(stream, |s| {
-                rust::softmax_rows(s.launch(stream, kernels, grid), x, y.as_view_mut())
-            })?
-        };
+        let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([rows, cols]))?;
+        let safe = time_scoped(stream, |s| {
+            rust::softmax_rows(s.launch(stream, kernels, grid), x, y.as_view_mut())
+        })?;
+        let raw = time_scoped(stream, |s| {
+            rust::softmax_rows_raw(s.launch(stream, kernels, grid), x, y.as_view_mut())
+        })?;
         let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
-        sides.push(round, &[safe, copy]);
+        sides.push(round, &[safe, raw, copy]);
     }
     let m = sides.medians();
-    let (safe, copy) = (m[0], m[1]);
+    let (safe, raw, copy) = (m[0], m[1], m[2]);
     let bytes = 2.0 * (rows * cols * 4) as f64;
     println!(
-        "bench softmax {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s), device copy {copy:.4} ms ({:.0} GB/s); safe time / copy time = {:.3}",
+        "bench softmax {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, device copy {copy:.4} ms ({:.0} GB/s); safe time / copy time = {:.3}, safe / raw = {:.3}",
         bytes / safe / 1e6,
         bytes / copy / 1e6,
-        safe / copy
+        safe / copy,
+        raw / safe
     );
     Ok(())
 }

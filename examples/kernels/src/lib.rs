@@ -225,6 +225,53 @@ mod raw {
         value + unsafe { shuffle_xor(value, 1) }
     }
 
+    /// `op` over the block's values (1024 threads), to every thread: shuffles, the warps'
+    /// results through `slots` (32 of them), one barrier, shuffles again; a second barrier
+    /// before `slots` is written again.
+    ///
+    /// # Safety
+    ///
+    /// Every thread of the block runs it, and `slots` is 32 `f32` of block-shared memory that
+    /// nothing else uses meanwhile.
+    #[inline(always)]
+    pub unsafe fn block_reduce(value: f32, slots: *mut f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+        let (t, _, _) = ids();
+        // SAFETY: every lane runs it (caller).
+        let warp = unsafe { warp_reduce(value, &op) };
+        if t % 32 == 0 {
+            // SAFETY: this warp's slot (caller's array).
+            unsafe { *slots.wrapping_add(t / 32) = warp };
+        }
+        // SAFETY: every thread reaches it (caller).
+        unsafe { nvptx::_syncthreads() };
+        // SAFETY: a slot written before the barrier.
+        let mine = unsafe { *slots.wrapping_add(t % 32) };
+        // SAFETY: every lane runs it.
+        let total = unsafe { warp_reduce(mine, &op) };
+        // SAFETY: every thread reaches it; no slot is read after it until it is written again.
+        unsafe { nvptx::_syncthreads() };
+        total
+    }
+
+    /// `op` over the warp's values, to every lane.
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp runs it.
+    #[inline(always)]
+    pub unsafe fn warp_reduce(value: f32, op: &impl Fn(f32, f32) -> f32) -> f32 {
+        // SAFETY: every lane runs it (caller); as for the four below.
+        let value = op(value, unsafe { shuffle_xor(value, 16) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 8) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 4) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 2) });
+        // SAFETY: as above.
+        op(value, unsafe { shuffle_xor(value, 1) })
+    }
+
     /// `shfl.sync.bfly` of `value` with lane `lane ^ mask`.
     ///
     /// # Safety
@@ -356,4 +403,48 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, sums);
+}
+
+/// [`softmax_rows`] written raw: the row in registers (8 a thread), shuffles and a shared
+/// array of the warps' results for the maximum and the sum, bare barriers. Launch with blocks
+/// of 1024 threads; rows of at most [`SOFTMAX_COLS`].
+#[dlmd::kernel]
+pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, cols) = (x.extent(0), x.extent(1));
+        let (p, q) = (x.data_handle(), y.data_handle());
+        let (t, block, blocks) = raw::ids();
+        // SAFETY: once, in this kernel's entry point.
+        let partials = unsafe { raw::shared::<{ 2 * 32 * 4 }>() };
+        let mut r = block;
+        while r < rows && cols <= SOFTMAX_COLS {
+            let mut v = [f32::NEG_INFINITY; 8];
+            for (m, value) in v.iter_mut().enumerate() {
+                let j = t + m * 1024;
+                if j < cols {
+                    // SAFETY: element (r, j) of `x`, row-major.
+                    *value = unsafe { *p.wrapping_add(r * cols + j) };
+                }
+            }
+            let mine = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            // SAFETY: every thread of the block runs both reductions (uniform loop).
+            let max = unsafe { raw::block_reduce(mine, partials, f32::max) };
+            let e = v.map(|value| dlmd::kernel::math::exp(value - max));
+            // SAFETY: as above, in the other half of the shared array.
+            let sum = unsafe { raw::block_reduce(e.iter().sum(), partials.wrapping_add(32), |a, b| a + b) };
+            let inverse = 1.0 / sum;
+            for (m, value) in e.iter().enumerate() {
+                let j = t + m * 1024;
+                if j < cols {
+                    // SAFETY: element (r, j) of `y`, written by this thread alone.
+                    unsafe { *q.wrapping_add(r * cols + j) = value * inverse };
+                }
+            }
+            r += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, y);
 }
