@@ -67,10 +67,10 @@ pub type TransposeTile = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
 pub fn transpose_tiled(
     block: Block<'_, 256, TransposeTile>,
     src: DeviceMdspan<'_, f32, Dims<2>>,
-    mut dst: DeviceMdspanMut<'_, f32, Dims<2>>,
+    dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks_mut(&mut dst, [32, 32]) {
+    for mut chunk in block.chunks(dst, [32, 32]) {
         let [i0, j0] = chunk.origin();
         let written = block.write(tile, |[a, b]| src.get([j0 + a, i0 + b]).copied().unwrap_or(0.0));
         let readable = block.sync(written);
@@ -87,10 +87,10 @@ pub fn transpose_tiled(
 pub fn row_sums_block(
     block: Block<'_, 256>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
-    mut sums: DeviceMdspanMut<'_, f32, Dims<1>>,
+    sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks_mut(&mut sums, [1]) {
+    for mut chunk in block.chunks(sums, [1]) {
         let [row] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         let partial = block.each(|lane| {
@@ -112,14 +112,10 @@ pub const SOFTMAX_COLS: usize = 8 * 1024;
 /// written once. Rows longer than [`SOFTMAX_COLS`] are left as they are (the launcher's caller
 /// checks the width). Launch with blocks of 1024 threads, one per row or fewer.
 #[dlmd::kernel]
-pub fn softmax_rows(
-    block: Block<'_, 1024>,
-    x: DeviceMdspan<'_, f32, Dims<2>>,
-    mut y: DeviceMdspanMut<'_, f32, Dims<2>>,
-) {
+pub fn softmax_rows(block: Block<'_, 1024>, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let mut block = block;
     let cols = x.extent(1);
-    for mut chunk in block.chunks_mut(&mut y, [1, cols]) {
+    for mut chunk in block.chunks(y, [1, cols]) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         let values = block.each(|lane| lane.gather::<f32, 8>(cols, f32::NEG_INFINITY, |j| row[[j]]));
@@ -151,11 +147,11 @@ pub fn reverse_blocks_value(i: usize) -> u32 {
 /// nightlies copied it into both arms of such a branch, rust#137086): the PTX has one
 /// `bar.sync`, and the kernel finishes. Launch with blocks of 256 threads.
 #[dlmd::kernel]
-pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, mut out: DeviceMdspanMut<'_, u32, Dims<1>>) {
+pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
     let (mut block, tile) = block.split();
     let written = block.write(tile, |[i]| reverse_blocks_value(i));
     let readable = block.sync(written);
-    for mut chunk in block.chunks_mut(&mut out, [256]) {
+    for mut chunk in block.chunks(out, [256]) {
         let [start] = chunk.origin();
         block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
     }

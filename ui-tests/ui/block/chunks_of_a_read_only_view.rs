@@ -2,8 +2,8 @@
 use dlmd::kernel::Block;
 use dlmd::{DeviceMdspan, Dims};
 
-pub fn body(block: Block<'_, 256>, mut src: DeviceMdspan<'_, f32, Dims<1>>) {
-    for _chunk in block.chunks_mut(&mut src, [256]) {}
+pub fn body(block: Block<'_, 256>, src: DeviceMdspan<'_, f32, Dims<1>>) {
+    for _chunk in block.chunks(src, [256]) {}
 }
 
 fn main() {}

@@ -8,7 +8,7 @@ use crate::layout::Layout;
 use crate::view::{Mdspan, Unique};
 use core::marker::PhantomData;
 
-/// The chunks of a mutable view that one block owns ([`Block::chunks_mut`](super::Block::chunks_mut)),
+/// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
 /// smaller grid still covers the view.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
@@ -21,7 +21,7 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     next: usize,
     total: usize,
     step: usize,
-    view: PhantomData<&'v mut Mdspan<'v, T, E, L, S, Unique>>,
+    view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
 /// One chunk of a mutable view, owned by the running block: its threads write it with
@@ -33,7 +33,7 @@ pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     origin: E::Index,
     shape: E::Index,
     extents: E::Index,
-    view: PhantomData<&'v mut Mdspan<'v, T, E, L, S, Unique>>,
+    view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
 impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L, S> {
@@ -41,12 +41,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// `blocks` owns.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn new(
-        view: &'v mut Mdspan<'_, T, E, L, S, Unique>,
-        shape: E::Index,
-        block: usize,
-        blocks: usize,
-    ) -> Self {
+    pub(super) fn new(view: Mdspan<'v, T, E, L, S, Unique>, shape: E::Index, block: usize, blocks: usize) -> Self {
         let mut shape = shape;
         shape.as_mut().iter_mut().for_each(|s| *s = (*s).max(1));
         let extents = view.extents().to_array();

@@ -13,9 +13,9 @@
 //!
 //! #[dlmd::kernel]
 //! pub fn transpose(block: Block<'_, 256, Tile32>, src: DeviceMdspan<'_, f32, Dims<2>>,
-//!                  mut dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
+//!                  dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
 //!     let (mut block, mut tile) = block.split();
-//!     for mut chunk in block.chunks_mut(&mut dst, [32, 32]) {
+//!     for mut chunk in block.chunks(dst, [32, 32]) {
 //!         let [i0, j0] = chunk.origin();
 //!         let written = block.write(tile, |[a, b]| src.get([j0 + a, i0 + b]).copied().unwrap_or(0.0));
 //!         let readable = block.sync(written);
@@ -54,7 +54,8 @@
 //!    so no borrow from one phase survives into the next. Hence no thread reads an element
 //!    another writes in the same phase, and no two threads write one element.
 //! 5. **Global memory is split the same way.** A mutable view is cut into chunks
-//!    ([`Block::chunks_mut`]) of which each block owns its own, and [`Block::store`] gives each
+//!    ([`Block::chunks`], which takes the view, so it is cut once) of which each block owns its
+//!    own, and [`Block::store`] gives each
 //!    element of a chunk to one thread of that block.
 //!
 //! The one way around this in safe code is shared interior mutability that no closure bound
@@ -355,11 +356,16 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
 
     /// This block's chunks of `view`: the view cut into chunks of `shape` (the last ones cut
     /// short at the view's edge), numbered in the view's memory order, chunk `c` to block
-    /// `c % blocks`. Each chunk is written by [`store`](Self::store); no two blocks own one.
+    /// `c % blocks`. Each chunk is written by [`store`](Self::store) or
+    /// [`store_array`](Self::store_array); no two blocks own one.
+    ///
+    /// The view is taken: it is cut once in a kernel, so each of its elements belongs to one
+    /// block for the whole kernel (cut twice, with two shapes, an element could go to one block
+    /// the first time and to another, running at the same time, the second).
     #[inline(always)]
-    pub fn chunks_mut<'v, T, E, L, Sp>(
+    pub fn chunks<'v, T, E, L, Sp>(
         &self,
-        view: &'v mut crate::view::Mdspan<'_, T, E, L, Sp, crate::view::Unique>,
+        view: crate::view::Mdspan<'v, T, E, L, Sp, crate::view::Unique>,
         shape: E::Index,
     ) -> Chunks<'v, T, E, L, Sp>
     where
