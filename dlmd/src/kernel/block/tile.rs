@@ -125,11 +125,11 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
     /// The element at `index`, `None` outside the extents.
     #[inline(always)]
     pub fn get(&self, index: E::Index) -> Option<&T> {
-        // SAFETY: checked inside the extents.
-        self.view
-            .mapping()
-            .contains(&index)
-            .then(|| unsafe { self.element(index) })
+        if !self.view.mapping().contains(&index) {
+            return None;
+        }
+        // SAFETY: inside the extents, checked above.
+        Some(unsafe { self.element(index) })
     }
 
     /// The element at `index`.
