@@ -202,25 +202,6 @@ mod raw {
         (thread as usize, block as usize, blocks as usize)
     }
 
-    /// The sum of the warp's values, to every lane: five butterfly shuffles.
-    ///
-    /// # Safety
-    ///
-    /// Every lane of the warp runs it.
-    #[inline(always)]
-    pub unsafe fn warp_sum(value: f32) -> f32 {
-        // SAFETY: every lane runs it (caller); as for the four below.
-        let value = value + unsafe { shuffle_xor(value, 16) };
-        // SAFETY: as above.
-        let value = value + unsafe { shuffle_xor(value, 8) };
-        // SAFETY: as above.
-        let value = value + unsafe { shuffle_xor(value, 4) };
-        // SAFETY: as above.
-        let value = value + unsafe { shuffle_xor(value, 2) };
-        // SAFETY: as above.
-        value + unsafe { shuffle_xor(value, 1) }
-    }
-
     /// `op` over the block's values (1024 threads), to every thread: shuffles, the warps'
     /// results through `slots` (32 of them), one barrier, shuffles again; a second barrier
     /// before `slots` is written again.
@@ -372,7 +353,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
                 j += 4 * 256;
             }
             // SAFETY: every lane runs the shuffles; the block is whole warps.
-            let sum = unsafe { raw::warp_sum(sum) };
+            let sum = unsafe { raw::warp_reduce(sum, &|a, b| a + b) };
             let slots = partials.wrapping_add(turn * 8);
             if t % 32 == 0 {
                 // SAFETY: this warp's slot, read after the barrier.
@@ -388,7 +369,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
                 0.0
             };
             // SAFETY: every lane runs the shuffles.
-            let total = unsafe { raw::warp_sum(total) };
+            let total = unsafe { raw::warp_reduce(total, &|a, b| a + b) };
             if t == 0 {
                 // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
                 unsafe { *out.wrapping_add(r) = total };
