@@ -273,14 +273,8 @@ macro_rules! tuple_extents {
                 size
             };
             const STATIC_ENDS: (Option<usize>, Option<usize>) = {
-                let ends: (Option<usize>, Option<usize>) = (None, None);
-                $(
-                    let ends = match ends.0 {
-                        None if $index == 0 => ($name::STATIC, $name::STATIC),
-                        first => (first, $name::STATIC),
-                    };
-                )+
-                ends
+                let statics = [$($name::STATIC),+];
+                (statics[0], statics[$rank - 1])
             };
             const FINGERPRINT: u64 = {
                 let hash = crate::kernel::signature::mix(crate::kernel::signature::START, $rank);
