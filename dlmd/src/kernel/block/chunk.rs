@@ -122,12 +122,23 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         self.shape.as_ref().iter().product()
     }
 
+    /// The index in the whole view of index `local` of the chunk, and its element.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    fn element(&self, local: E::Index) -> (E::Index, *mut T) {
+        use crate::layout::Mapping;
+        let mut index = self.origin;
+        for d in 0..E::RANK {
+            index.as_mut()[d] += local.as_ref()[d];
+        }
+        (index, self.data.wrapping_add(self.mapping.offset_of(&index)))
+    }
+
     /// Writes `values[m]` to the `m`-th element this thread owns in the block's partition, for
     /// each `m` (unrolled: `K` is known when the kernel is compiled).
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(super) fn store_array<const THREADS: usize, const K: usize>(&mut self, values: [T; K]) {
-        use crate::layout::Mapping;
         // Indexed, not iterated: the unrolled loop keeps the array in registers.
         #[allow(clippy::needless_range_loop)]
         for m in 0..K {
@@ -135,14 +146,10 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             if let Some(local) =
                 super::shared::owned::<THREADS, E::Index>(m, self.shape, self.extents, L::FIRST_FASTEST)
             {
-                let mut index = self.origin;
-                for d in 0..E::RANK {
-                    index.as_mut()[d] += local.as_ref()[d];
-                }
-                // SAFETY: `index` is inside the chunk, so inside the view's extents and its
-                // element in the span of a unique view; the chunk is this block's alone
+                // SAFETY: `local` is inside the chunk, so the element is inside the view's
+                // extents, in the span of a unique view; the chunk is this block's alone
                 // (`Chunks`), and the partition gives the element to this thread alone.
-                unsafe { self.data.wrapping_add(self.mapping.offset_of(&index)).write(value) }
+                unsafe { self.element(local).1.write(value) }
             }
         }
     }
@@ -152,28 +159,17 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(super) fn store<const THREADS: usize>(&mut self, f: impl Fn(E::Index) -> T) {
-        use crate::layout::Mapping;
-        let (data, mapping, origin) = (self.data, self.mapping, self.origin);
         // Over the chunk shape (the same for every chunk, so its arithmetic is compiled in),
         // skipping what the view's edge cuts off.
-        let global = |local: E::Index| {
-            let mut index = origin;
-            for d in 0..E::RANK {
-                index.as_mut()[d] += local.as_ref()[d];
-            }
-            index
-        };
         super::shared::write_partition::<THREADS, E::Index, T>(
             self.shape,
             self.extents,
             L::FIRST_FASTEST,
-            |local| f(global(local)),
+            |local| f(self.element(local).0),
             |local, value| {
-                let index = global(local);
-                // SAFETY: `index` is inside the chunk, so inside the view's extents and its
-                // element in the span of a unique view; the chunk is this block's alone
-                // (`Chunks`), and the partition gives the element to this thread alone.
-                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
+                // SAFETY: as in `store_array`: an element of this block's chunk, given to this
+                // thread alone.
+                unsafe { self.element(local).1.write(value) }
             },
         );
     }
