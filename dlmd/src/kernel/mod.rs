@@ -35,6 +35,7 @@
 
 mod atomic;
 pub mod block;
+mod context;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
@@ -49,7 +50,8 @@ mod thread;
 mod vector;
 
 pub use atomic::AtomicElement;
-pub use block::{Block, Context, Lane, Varying};
+pub use block::{Block, Lane, Varying};
+pub use context::Context;
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::Thread;

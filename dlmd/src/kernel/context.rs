@@ -1,0 +1,57 @@
+//! A kernel's context: what its entry point makes for its first parameter, a [`Thread`] for
+//! element-wise kernels or a [`Block`] for cooperative ones, and the block shape the launcher
+//! enforces for it.
+
+use super::Thread;
+use super::block::{Block, TileSet};
+
+/// What a kernel's entry point makes for its context parameter: a [`Thread`]
+/// for element-wise kernels, a [`Block`] for cooperative ones.
+///
+/// # Safety
+///
+/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, which
+/// the launcher enforces.
+pub unsafe trait Context<'k>: Sized {
+    /// The block size the kernel needs (`(n, 1, 1)`), or `None` for any.
+    const BLOCK_THREADS: Option<u32>;
+
+    /// The context of the running thread.
+    ///
+    /// # Safety
+    ///
+    /// Called once, first, in a kernel's entry point, by every thread.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    unsafe fn enter(anchor: &'k ()) -> Self;
+}
+
+// SAFETY: a `Thread` works in any block shape.
+unsafe impl<'k> Context<'k> for Thread {
+    const BLOCK_THREADS: Option<u32> = None;
+
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn enter(_: &'k ()) -> Self {
+        // SAFETY: a kernel's entry point, which takes a `Thread` (caller).
+        unsafe { Thread::current() }
+    }
+}
+
+// SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code.
+unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
+    const BLOCK_THREADS: Option<u32> = {
+        assert!(
+            Self::SHARED_BYTES <= 48 * 1024,
+            "a block's tiles and reduction scratch take at most 48 KiB of shared memory"
+        );
+        Some(Self::THREADS)
+    };
+
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn enter(anchor: &'k ()) -> Self {
+        // SAFETY: first in the kernel's entry point, by every thread (caller).
+        unsafe { Block::enter(anchor) }
+    }
+}
