@@ -373,11 +373,13 @@ fn peer_copy() -> Result<()> {
             // A scope keeps the views it is given until it ends: each timed copy writes a view
             // of its own.
             let (ptr, mapping, space) = (dst.data_handle(), *dst.mapping(), dst.space());
-            // SAFETY: views of `dst`'s memory, which `dst` keeps borrowed meanwhile; every copy
-            // into them is queued on `stream`, one after the other, and the memory is read
-            // only after the scopes have waited.
             let mut dsts: Vec<DeviceMdspanMut<'_, f32, Dims<1>>> = (0..iters)
-                .map(|_| unsafe { Mdspan::from_raw_parts(ptr, mapping, space) })
+                .map(|_| {
+                    // SAFETY: views of `dst`'s memory, which `dst` keeps borrowed meanwhile;
+                    // every copy into them is queued on `stream`, one after the other, and the
+                    // memory is read only after the scopes have waited.
+                    unsafe { Mdspan::from_raw_parts(ptr, mapping, space) }
+                })
                 .collect();
             for _ in 0..reps {
                 let mut next = dsts.iter_mut();
