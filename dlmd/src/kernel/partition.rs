@@ -4,7 +4,7 @@
 
 use super::KernelSpace;
 use super::geometry::{self, Chunk};
-use super::vector::{four, four_contiguous, read_contiguous};
+use super::vector::{four, four_contiguous, read_four};
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::layout::{Layout, Mapping};
@@ -32,15 +32,8 @@ where
         Visit::Four(index, fast) => {
             let first = element(&index);
             let [ia, ib, ic, id] = four_indices(index, fast);
-            let stride = mapping.stride(fast);
-            let [a, b, c, d] = if stride == 1 && (first as usize).is_multiple_of(4 * size_of::<T>()) {
-                // SAFETY: see `element`; with stride 1 the four elements are the four from
-                // `first`, which is aligned to their size.
-                unsafe { read_contiguous(first) }
-            } else {
-                // SAFETY: see `element`: four elements of the view, one stride apart.
-                [0, 1, 2, 3].map(|k| unsafe { first.wrapping_offset(k * stride).read() })
-            };
+            // SAFETY: see `element`: four elements of the view, one stride apart.
+            let [a, b, c, d] = unsafe { read_four(first, mapping.stride(fast)) };
             f(ia, &a);
             f(ib, &b);
             f(ic, &c);

@@ -6,7 +6,7 @@ use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
 use crate::kernel::geometry::{Axis, Chunk};
-use crate::kernel::vector::read_contiguous;
+use crate::kernel::vector::read_four;
 use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
 use core::arch::{asm, nvptx};
@@ -204,15 +204,9 @@ pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
             Chunk::Four(i) => {
                 index.as_mut()[fast] = i;
                 let first = data.wrapping_add(mapping.offset_of(&index));
-                let stride = mapping.stride(fast);
-                let values = if stride == 1 && (first as usize).is_multiple_of(4 * size_of::<T>()) {
-                    // SAFETY: four elements of the view from `first` (stride 1), aligned to
-                    // their size, which nothing writes while the view lives.
-                    unsafe { read_contiguous(first) }
-                } else {
-                    // SAFETY: four elements of the view, one stride apart, read-only.
-                    [0, 1, 2, 3].map(|k| unsafe { first.wrapping_offset(k * stride).read() })
-                };
+                // SAFETY: four elements of the view, one stride apart, which nothing writes
+                // while the view lives.
+                let values = unsafe { read_four(first, mapping.stride(fast)) };
                 for (k, value) in values.iter().enumerate() {
                     let mut at = index;
                     at.as_mut()[fast] = i + k;
