@@ -40,6 +40,8 @@
 //! names the command to run.
 #![deny(missing_docs)]
 
+mod bounds;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -273,6 +275,7 @@ impl PtxBuild {
         }
         let asm = newest_asm(&release.join("deps"), &self.name)?;
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
+        let ptx = bounds::with_launch_bounds(&ptx);
         let externs = extern_functions(&ptx);
         if !externs.is_empty() {
             return Err(BuildError::NotSelfContained { ptx: asm, externs });

@@ -20,7 +20,10 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let krate = crate_path(args)?;
+    let Options {
+        krate,
+        min_blocks_per_sm,
+    } = options(args)?;
     let function: ItemFn = syn::parse2(item)?;
     check_signature(&function)?;
     let sig = &function.sig;
@@ -109,6 +112,30 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             let #name: #ty = unsafe { #krate::kernel::Context::enter(&__dlmd_anchor) };
         }
     });
+    // A cooperative kernel's launch bounds, which `dlmd-build` writes into its entry point
+    // (`.reqntid`, `.minnctapersm`): the block's threads, and the blocks per multiprocessor.
+    let is_block = context.as_ref().is_some_and(|(_, _, ty)| is_block(ty));
+    if let (Some(n), false) = (&min_blocks_per_sm, is_block) {
+        return Err(syn::Error::new(
+            n.span(),
+            "`min_blocks_per_sm` bounds a cooperative kernel's blocks: take a `Block` first, whose size it bounds",
+        ));
+    }
+    let bounds_symbol = format_ident!("{}__dlmd_launch_bounds", name);
+    let min_blocks = min_blocks_per_sm.map_or_else(|| quote!(0u32), |n| quote!(#n));
+    let launch_bounds = is_block.then(|| {
+        quote! {
+            /// The kernel's launch bounds: its block's threads and the blocks each
+            /// multiprocessor must hold (0: any), which `dlmd-build` writes into the entry point.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            #vis static #bounds_symbol: [u32; 2] = [
+                match #block_threads { ::core::option::Option::Some(n) => n, ::core::option::Option::None => 0 },
+                #min_blocks,
+            ];
+        }
+    });
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
     let name_str = name.to_string();
 
@@ -142,6 +169,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             )*
             __dlmd_kernel_body(#(#names),*)
         }
+
+        #launch_bounds
 
         /// The digest of the kernel's signature, which its launcher checks in the PTX.
         #[cfg(target_arch = "nvptx64")]
@@ -185,9 +214,20 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     })
 }
 
-/// `crate = path` from the attribute's arguments, `::dlmd` by default.
-fn crate_path(args: TokenStream) -> syn::Result<Path> {
+/// The attribute's options.
+struct Options {
+    /// `crate = path`: the `dlmd` crate's path, `::dlmd` by default.
+    krate: Path,
+    /// `min_blocks_per_sm = N`: the blocks of a cooperative kernel each multiprocessor must
+    /// hold at once (CUDA's `__launch_bounds__(threads, N)`), which caps the registers a thread
+    /// may use.
+    min_blocks_per_sm: Option<syn::LitInt>,
+}
+
+/// The [`Options`] from the attribute's arguments.
+fn options(args: TokenStream) -> syn::Result<Options> {
     let mut krate: Option<Path> = None;
+    let mut min_blocks_per_sm: Option<syn::LitInt> = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("crate") {
             if krate.is_some() {
@@ -195,12 +235,30 @@ fn crate_path(args: TokenStream) -> syn::Result<Path> {
             }
             krate = Some(meta.value()?.parse()?);
             Ok(())
+        } else if meta.path.is_ident("min_blocks_per_sm") {
+            if min_blocks_per_sm.is_some() {
+                return Err(meta.error("`min_blocks_per_sm` is given twice"));
+            }
+            let n: syn::LitInt = meta.value()?.parse()?;
+            match n.base10_parse::<u32>() {
+                Ok(1..=32) => min_blocks_per_sm = Some(n),
+                _ => {
+                    return Err(syn::Error::new(
+                        n.span(),
+                        "`min_blocks_per_sm` is a number of blocks from 1 to 32",
+                    ));
+                }
+            }
+            Ok(())
         } else {
-            Err(meta.error("unknown option; the only option is `crate = path::to::dlmd`"))
+            Err(meta.error("unknown option; the options are `crate = path::to::dlmd` and `min_blocks_per_sm = N`"))
         }
     });
     parser.parse2(args)?;
-    Ok(krate.unwrap_or_else(|| syn::parse_quote!(::dlmd)))
+    Ok(Options {
+        krate: krate.unwrap_or_else(|| syn::parse_quote!(::dlmd)),
+        min_blocks_per_sm,
+    })
 }
 
 /// Refuses what a PTX entry point cannot be.
@@ -272,12 +330,22 @@ fn check_signature(function: &ItemFn) -> syn::Result<()> {
 /// Whether a parameter is the kernel's context (`Thread` or `Block<…>`, by the last segment of
 /// its path), which the entry point makes and the launcher does not pass.
 fn is_context(ty: &Type) -> bool {
+    last_segment_is(ty, &["Thread", "Block"])
+}
+
+/// Whether `ty` is a cooperative kernel's context (`Block<…>`).
+fn is_block(ty: &Type) -> bool {
+    last_segment_is(ty, &["Block"])
+}
+
+/// Whether `ty` is a path whose last segment is one of `names`.
+fn last_segment_is(ty: &Type, names: &[&str]) -> bool {
     match ty {
         Type::Path(path) if path.qself.is_none() => path
             .path
             .segments
             .last()
-            .is_some_and(|segment| segment.ident == "Thread" || segment.ident == "Block"),
+            .is_some_and(|segment| names.iter().any(|name| segment.ident == name)),
         _ => false,
     }
 }
