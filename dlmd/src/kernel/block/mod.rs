@@ -65,12 +65,14 @@
 //! other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 
+mod cells;
 mod chunk;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
 mod tile;
 mod warp;
 
+pub use cells::Cells;
 pub use chunk::{Chunk, Chunks};
 pub use tile::{
     Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, Writable, Written,
@@ -207,6 +209,13 @@ impl<const THREADS: usize> Lane<THREADS> {
         })
     }
 
+    /// This thread's `M × N` cells of a two-dimensional box of `shape` (`[rows, cols]`), the
+    /// elements it keeps in registers and [`Block::store_cells`] writes back: see [`Cells`].
+    #[inline(always)]
+    pub fn cells<const M: usize, const N: usize>(&self, shape: [usize; 2]) -> Cells<M, N> {
+        Cells::of(self.index, shape)
+    }
+
     /// `f(i)` for this thread's share of `0..end`: `i = index, index + THREADS, …`. Across the
     /// block, every `i` goes to exactly one thread.
     #[inline(always)]
@@ -320,12 +329,19 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let storage = tile.storage();
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let extents = storage.extents().to_array();
-            shared::write_partition::<THREADS, E::Index, T>(extents, extents, L::FIRST_FASTEST, f, |index, value| {
-                // SAFETY: `index` is inside the tile's extents, so its element is in the
-                // tile's span; the partition gives it to this thread alone, and nothing
-                // reads a writable tile.
-                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
-            });
+            shared::write_partition::<THREADS, E::Index, T>(
+                extents,
+                extents,
+                L::FIRST_FASTEST,
+                true,
+                f,
+                |index, value| {
+                    // SAFETY: `index` is inside the tile's extents, so its element is in the
+                    // tile's span; the partition gives it to this thread alone, and nothing
+                    // reads a writable tile.
+                    unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
+                },
+            );
             // SAFETY: every element written in this phase, each by one thread.
             unsafe { Tile::from_view(tile.into_storage()) }
         }
@@ -418,6 +434,33 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         }
         on_gpu!(self.inner, (values), {
             chunk.store_array::<THREADS, K>(values.0);
+            true
+        })
+    }
+
+    /// Writes each thread's `values[m][n]` to its cell `[m, n]` of `chunk`
+    /// ([`Lane::cells`] of the chunk's shape: row `row(m)` and column `col(n)` of the chunk),
+    /// skipping cells the view's edge cuts off. Returns `false`, writing nothing, where the
+    /// block's threads do not cover the chunk's shape `M × N` cells each ([`Cells::covers`]; the
+    /// same answer on every thread: the shape is the block's).
+    #[must_use]
+    #[inline(always)]
+    pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        values: Varying<[[T; N]; M]>,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: super::KernelSpace,
+    {
+        if !Cells::<M, N>::covers::<THREADS>(chunk.shape()) {
+            return false;
+        }
+        on_gpu!(self.inner, (values), {
+            chunk.store_cells::<M, N>(Cells::of(shared::thread_index::<THREADS>(), chunk.shape()), values.0);
             true
         })
     }

@@ -70,9 +70,11 @@ pub(super) fn block_index() -> (usize, usize) {
 }
 
 /// Index `k` of the box `shape` in order (the first dimension fastest with `first_fastest`),
-/// `None` where it is outside `extents`.
+/// `None` where it is outside `extents`. With `constant` (a shape known when the kernel is
+/// compiled: a tile's) every dimension divides, which the compiler turns into shifts and folds
+/// into the offset of the element; otherwise a dimension the rest fits is not divided.
 #[inline(always)]
-fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool) -> Option<I> {
+fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool, constant: bool) -> Option<I> {
     let (shape, extents) = (shape.as_ref(), extents.as_ref());
     let rank = shape.len();
     let mut index = I::zeros();
@@ -82,7 +84,7 @@ fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool) -
         let d = if first_fastest { step } else { rank - 1 - step };
         // No division where the rest fits the dimension (a chunk of one row, with a length
         // known only at run time, divides nothing).
-        let (i, next) = if rest < shape[d] {
+        let (i, next) = if !constant && rest < shape[d] {
             (rest, 0)
         } else {
             (rest % shape[d], rest / shape[d])
@@ -106,7 +108,7 @@ pub(super) fn owned<const THREADS: usize, I: IndexArray>(
     let count: usize = shape.as_ref().iter().product();
     let k = thread_index::<THREADS>() + m * THREADS;
     if k < count {
-        unravel(k, shape, extents, first_fastest)
+        unravel(k, shape, extents, first_fastest, false)
     } else {
         None
     }
@@ -117,7 +119,8 @@ pub(super) fn owned<const THREADS: usize, I: IndexArray>(
 /// compiled, so that the index arithmetic is shifts and multiplications): the `k`-th index of
 /// the box in order (the first dimension fastest with `first_fastest`, else the last) to thread
 /// `k % THREADS`, so that every index goes to exactly one thread of the block and neighbouring
-/// threads take neighbouring indices; indices of the box outside `extents` are skipped. Four
+/// threads take neighbouring indices; indices of the box outside `extents` are skipped
+/// (`constant`: the box is a tile's, see [`unravel`]). Four
 /// at a time: the four values are made before any is stored, so that the loads `value` makes
 /// are in flight together (the compiler moves no load above a store it cannot tell apart).
 #[inline(always)]
@@ -125,6 +128,7 @@ pub(super) fn write_partition<const THREADS: usize, I: IndexArray, T: Copy>(
     shape: I,
     extents: I,
     first_fastest: bool,
+    constant: bool,
     value: impl Fn(I) -> T,
     mut store: impl FnMut(I, T),
 ) {
@@ -134,7 +138,7 @@ pub(super) fn write_partition<const THREADS: usize, I: IndexArray, T: Copy>(
         let index = |j: usize| {
             let at = k + j * THREADS;
             if at < count {
-                unravel(at, shape, extents, first_fastest)
+                unravel(at, shape, extents, first_fastest, constant)
             } else {
                 None
             }
