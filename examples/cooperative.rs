@@ -3,7 +3,8 @@
 //! against its raw twin (the same work, `unsafe`, written the CUDA C++ way), the C++ kernel of
 //! the same tiling over `view.cuh` (NVRTC) and a device-to-device copy of the same bytes,
 //! alternated in one run (medians of 25 rounds, CUDA events); the row softmax against the copy
-//! alone.
+//! alone, and the tiled matrix product against its raw twin (`scripts/bench_cooperative_torch.py`
+//! times `torch.matmul`, cuBLAS, on the same shape).
 //!
 //! Run with `cargo run --release --features kernels --example cooperative [-- --bench]` on a
 //! machine with an NVIDIA GPU; `scripts/bench_cooperative_torch.py` times torch on the same
@@ -82,6 +83,28 @@ macro_rules! softmax_with {
     }};
 }
 
+/// `$kernel` (a matrix product) of `$a` (`m × k`) and `$b` (`k × n`) into a fresh `m × n`
+/// matrix, read back.
+macro_rules! matmul_with {
+    ($stream:expr, $kernels:expr, $kernel:path, ($a:expr, $b:expr), ($m:expr, $k:expr, $n:expr), $grid:expr) => {{
+        let (stream, m, k, n) = ($stream, $m, $k, $n);
+        let mut out = stream.alloc_zeros::<f32>(m * n)?;
+        {
+            let a = cuda::device_view::<f32, Dims<2>, LayoutRight>($a, Dims::new([m, k]))?;
+            let b = cuda::device_view::<f32, Dims<2>, LayoutRight>($b, Dims::new([k, n]))?;
+            let mut c = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([m, n]))?;
+            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), a, b, c.as_view_mut()))?;
+        }
+        stream.clone_dtoh(&out)?
+    }};
+}
+
+/// The blocks of 256 threads that give every `128 × 128` chunk of an `m × n` product its own.
+fn matmul_blocks(m: usize, n: usize) -> LaunchConfig {
+    let [bm, bn, _] = rust::MATMUL_TILE;
+    blocks(m.div_ceil(bm) * n.div_ceil(bn))
+}
+
 fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
     let (rows, cols) = (300, 71);
     let host: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
@@ -136,6 +159,25 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         }
         println!("{name}: all {} elements within {worst:.1e} of the CPU", got.len());
     }
+    // A product of small integers, exact in f32 in any order; ragged in every dimension.
+    let (m, k, n) = (300, 77, 200);
+    let a: Vec<f32> = (0..m * k).map(|i| (i * 7 % 9) as f32 - 4.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i * 5 % 7) as f32 - 3.0).collect();
+    let expected: Vec<f32> = (0..m * n)
+        .map(|i| (0..k).map(|p| a[i / n * k + p] * b[p * n + i % n]).sum())
+        .collect();
+    let (da, db) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
+    let got = matmul_with!(
+        stream,
+        kernels,
+        rust::matmul,
+        (&da, &db),
+        (m, k, n),
+        matmul_blocks(m, n)
+    );
+    compare("matmul 300x77 · 77x200", &got, &expected)?;
+    let got = matmul_with!(stream, kernels, rust::matmul_raw, (&da, &db), (m, k, n), blocks(3));
+    compare("matmul_raw 300x77 · 77x200 (3 blocks)", &got, &expected)?;
     Ok(())
 }
 
@@ -298,6 +340,38 @@ fn bench_softmax(
     Ok(())
 }
 
+/// The tiled matrix product of two `size × size` `f32` matrices, against its raw twin, in
+/// alternated rounds.
+fn bench_matmul(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Result<(), Box<dyn Error>> {
+    let host: Vec<f32> = (0..size * size).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let (a, b) = (&stream.clone_htod(&host)?, &stream.clone_htod(&host)?);
+    let mut out = stream.alloc_zeros::<f32>(size * size)?;
+    let grid = matmul_blocks(size, size);
+    let mut sides = Sides::new(2);
+    for round in 0..ROUNDS {
+        let av = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([size, size]))?;
+        let bv = cuda::device_view::<f32, Dims<2>, LayoutRight>(b, Dims::new([size, size]))?;
+        let mut c = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([size, size]))?;
+        let safe = time_scoped(stream, |s| {
+            rust::matmul(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
+        })?;
+        let raw = time_scoped(stream, |s| {
+            rust::matmul_raw(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
+        })?;
+        sides.push(round, &[safe, raw]);
+    }
+    let m = sides.medians();
+    let (safe, raw) = (m[0], m[1]);
+    let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
+    println!(
+        "bench matmul {size}x{size}x{size} f32: safe {safe:.4} ms ({:.1} TFLOP/s), raw {raw:.4} ms ({:.1} TFLOP/s); safe / raw = {:.3}",
+        tflops(safe),
+        tflops(raw),
+        raw / safe
+    );
+    Ok(())
+}
+
 fn run() -> Result<(), Box<dyn Error>> {
     let ctx = cuda::context(0)?;
     let stream = ctx.default_stream();
@@ -310,6 +384,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         bench_row_sums(&stream, &kernels, &row_sums, (65536, 1024))?;
         bench_softmax(&stream, &kernels, (8192, 8192))?;
         bench_softmax(&stream, &kernels, (65536, 1024))?;
+        bench_matmul(&stream, &kernels, 4096)?;
     }
     Ok(())
 }

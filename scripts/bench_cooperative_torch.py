@@ -1,7 +1,8 @@
 """torch on the shapes of the cooperative kernels' benchmark (examples/cooperative.rs --bench),
 in the same GPU run: a device copy of the same bytes (the reference both report against),
-x.t().contiguous() at 8192 x 8192, and torch.sum(x, dim=1) and torch.softmax(x, dim=1) at
-8192 x 8192 and 65536 x 1024, float32. Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
+x.t().contiguous() at 8192 x 8192, torch.sum(x, dim=1) and torch.softmax(x, dim=1) at
+8192 x 8192 and 65536 x 1024, float32, and torch.matmul at 4096 x 4096 x 4096, float32 with
+TF32 off (cuBLAS's f32 kernels, the reference of the tiled matrix product). Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
 to warm up, CUDA events."""
 import torch
 
@@ -36,3 +37,19 @@ for rows, cols in [(8192, 8192), (65536, 1024)]:
     x = torch.randn(rows, cols, device="cuda", dtype=torch.float32)
     bench(f"row_sums {rows}x{cols} f32, torch.sum(x, dim=1) (read)", x, lambda: torch.sum(x, dim=1), x.numel() * 4)
     bench(f"softmax {rows}x{cols} f32, torch.softmax(x, dim=1)", x, lambda: torch.softmax(x, dim=1), 2 * x.numel() * 4)
+
+
+# cuBLAS f32, TF32 off: what the Rust matmul is measured against (examples/cooperative.rs --bench).
+torch.backends.cuda.matmul.allow_tf32 = False
+size = 4096
+a = torch.randn(size, size, device="cuda", dtype=torch.float32)
+b = torch.randn(size, size, device="cuda", dtype=torch.float32)
+c = torch.empty(size, size, device="cuda", dtype=torch.float32)
+ms = []
+for i in range(30):
+    t = timed(lambda: torch.matmul(a, b, out=c))
+    if i >= 5:
+        ms.append(t)
+ms = sorted(ms)[len(ms) // 2]
+print(f"bench matmul {size}x{size}x{size} f32: torch.matmul (cuBLAS, TF32 off) {ms:.4f} ms "
+      f"({2 * size ** 3 / ms / 1e9:.1f} TFLOP/s)")

@@ -129,6 +129,73 @@ pub fn softmax_rows(block: Block<'_, 1024>, x: DeviceMdspan<'_, f32, Dims<2>>, y
     }
 }
 
+/// The rows and columns of `c` each block of [`matmul`] computes, and the depth of a step.
+pub const MATMUL_TILE: [usize; 3] = [128, 128, 8];
+
+/// The tiles of [`matmul`]: a `128 × 8` slice of `a` and an `8 × 128` slice of `b`, both
+/// row-major.
+pub type MatmulTiles = (TileOf<f32, (Const<128>, Const<8>)>, TileOf<f32, (Const<8>, Const<128>)>);
+
+/// `acc[m][n] += x[m] · y[n]`, fused multiply-adds in registers (the loops unroll: their
+/// counts are known when the kernel is compiled).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32; N]; M], x: &[f32; M], y: &[f32; N]) {
+    for m in 0..M {
+        for n in 0..N {
+            acc[m][n] = dlmd::kernel::math::mul_add(x[m], y[n], acc[m][n]);
+        }
+    }
+}
+
+/// `c = a · b` for row-major `f32` matrices (`m × k` by `k × n`; other extents leave `c` as it
+/// is), each block computing `128 × 128` chunks of `c`: in steps of 8 along `k`, the block
+/// copies a slice of `a` and one of `b` into its tiles, and after a barrier each thread adds
+/// their products into the `8 × 8` cells of the chunk it keeps in registers
+/// ([`Lane::cells`](dlmd::kernel::Lane::cells): rows and columns 16 apart, so that a warp's
+/// reads of the tiles meet no bank twice). Two blocks share a multiprocessor
+/// (`min_blocks_per_sm`: one loads its tiles while the other multiplies), which keeps a thread
+/// to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
+#[dlmd::kernel(min_blocks_per_sm = 2)]
+pub fn matmul(
+    block: Block<'_, 256, MatmulTiles>,
+    a: DeviceMdspan<'_, f32, Dims<2>>,
+    b: DeviceMdspan<'_, f32, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let [bm, bn, bk] = MATMUL_TILE;
+    let (mut block, (mut ta, mut tb)) = block.split();
+    let depth = a.extent(1);
+    if b.extent(0) != depth || a.extent(0) != c.extent(0) || b.extent(1) != c.extent(1) {
+        return;
+    }
+    let cells = block.each(|lane| lane.cells::<8, 8>([bm, bn]));
+    for mut chunk in block.chunks(c, [bm, bn]) {
+        let [i0, j0] = chunk.origin();
+        let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
+        let mut k0 = 0;
+        while k0 < depth {
+            let wa = block.write(ta, |[i, k]| a.get([i0 + i, k0 + k]).copied().unwrap_or(0.0));
+            let wb = block.write(tb, |[k, j]| b.get([k0 + k, j0 + j]).copied().unwrap_or(0.0));
+            let (ra, rb) = block.sync((wa, wb));
+            acc = acc.zip(cells).map(|(mut acc, cells)| {
+                for k in 0..bk {
+                    let x: [f32; 8] = core::array::from_fn(|m| ra[[cells.row(m), k]]);
+                    let y: [f32; 8] = core::array::from_fn(|n| rb[[k, cells.col(n)]]);
+                    outer_product_add(&mut acc, &x, &y);
+                }
+                acc
+            });
+            (ta, tb) = block.sync((ra, rb));
+            k0 += bk;
+        }
+        if !block.store_cells(&mut chunk, acc) {
+            return;
+        }
+    }
+}
+
 /// The tile of [`reverse_blocks`].
 pub type ReverseTile = TileOf<u32, (Const<256>,)>;
 
@@ -200,6 +267,16 @@ mod raw {
         // SAFETY: as above.
         let blocks = unsafe { nvptx::_grid_dim_x() };
         (thread as usize, block as usize, blocks as usize)
+    }
+
+    /// `f(m, n)` for every `m` and `n` below 8, written out.
+    #[inline(always)]
+    pub fn unrolled_8x8(mut f: impl FnMut(usize, usize)) {
+        macro_rules! each {
+            ($($m:literal)*) => { $( each!(@ $m, 0 1 2 3 4 5 6 7); )* };
+            (@ $m:literal, $($n:literal)*) => { $( f($m, $n); )* };
+        }
+        each!(0 1 2 3 4 5 6 7);
     }
 
     /// `op` over the block's values (1024 threads), to every thread: shuffles, the warps'
@@ -424,4 +501,84 @@ pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: De
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
+}
+
+/// [`matmul`] written raw: two block-shared arrays, the 256 threads as 16 × 16 with `8 × 8`
+/// results each (rows and columns 16 apart), raw pointers and bare barriers. Launch with blocks
+/// of 256 threads.
+#[dlmd::kernel]
+pub fn matmul_raw(
+    thread: Thread,
+    a: DeviceMdspan<'_, f32, Dims<2>>,
+    b: DeviceMdspan<'_, f32, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
+        if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
+            return;
+        }
+        let (pa, pb, pc) = (a.data_handle(), b.data_handle(), c.data_handle());
+        let (t, block, blocks) = raw::ids();
+        let (ty, tx) = (t / 16, t % 16);
+        // SAFETY: once, in this kernel's entry point.
+        let sa = unsafe { raw::shared::<{ 2 * 128 * 8 * 4 }>() };
+        let sb = sa.wrapping_add(128 * 8);
+        let (chunk_rows, chunk_cols) = (rows.div_ceil(128), cols.div_ceil(128));
+        let mut chunk = block;
+        while chunk < chunk_rows * chunk_cols {
+            let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
+            let mut acc = [[0.0f32; 8]; 8];
+            let mut k0 = 0;
+            while k0 < depth {
+                for q in 0..4 {
+                    let e = t + 256 * q;
+                    let (i, k) = (i0 + e / 8, k0 + e % 8);
+                    let x = if i < rows && k < depth {
+                        // SAFETY: inside `a`'s extents, row-major.
+                        unsafe { *pa.wrapping_add(i * depth + k) }
+                    } else {
+                        0.0
+                    };
+                    // SAFETY: element `e` of the `128 × 8` array, this thread's in this phase.
+                    unsafe { *sa.wrapping_add(e) = x };
+                    let (k, j) = (k0 + e / 128, j0 + e % 128);
+                    let y = if k < depth && j < cols {
+                        // SAFETY: inside `b`'s extents, row-major.
+                        unsafe { *pb.wrapping_add(k * cols + j) }
+                    } else {
+                        0.0
+                    };
+                    // SAFETY: element `e` of the `8 × 128` array, this thread's in this phase.
+                    unsafe { *sb.wrapping_add(e) = y };
+                }
+                // SAFETY: reached by every thread of the block (uniform loop).
+                unsafe { core::arch::nvptx::_syncthreads() };
+                for k in 0..8 {
+                    // SAFETY: elements of the arrays written before the barrier.
+                    let x: [f32; 8] = core::array::from_fn(|m| unsafe { *sa.wrapping_add((ty + 16 * m) * 8 + k) });
+                    // SAFETY: as above.
+                    let y: [f32; 8] = core::array::from_fn(|n| unsafe { *sb.wrapping_add(k * 128 + tx + 16 * n) });
+                    outer_product_add(&mut acc, &x, &y);
+                }
+                // SAFETY: as above; no element is written again before every thread has read.
+                unsafe { core::arch::nvptx::_syncthreads() };
+                k0 += 8;
+            }
+            // Written out (`#pragma unroll` in CUDA C++): a loop the compiler kept would index
+            // `acc` at run time and put it in local memory.
+            raw::unrolled_8x8(|m, n| {
+                let (i, j) = (i0 + ty + 16 * m, j0 + tx + 16 * n);
+                if i < rows && j < cols {
+                    // SAFETY: inside `c`'s extents, written by this thread alone.
+                    unsafe { *pc.wrapping_add(i * cols + j) = acc[m][n] };
+                }
+            });
+            chunk += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (a, b, c);
 }

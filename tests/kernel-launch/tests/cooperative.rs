@@ -1,6 +1,6 @@
 //! Cooperative kernels (`examples/kernels`) on a GPU, against the CPU: a tiled transpose through
-//! a block-shared tile, row sums by block reduction, a row softmax kept in registers, and a
-//! barrier after a thread-dependent branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
+//! a block-shared tile, row sums by block reduction, a row softmax kept in registers, a tiled
+//! matrix product (and its raw twin), and a barrier after a thread-dependent branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
 //! covers the view and one that does not; and launches of the wrong block shape refused.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
@@ -151,6 +151,79 @@ fn a_row_softmax_matches_the_cpu() {
             }
         }
     }
+}
+
+#[test]
+fn a_tiled_matrix_product_matches_the_cpu_for_ragged_and_empty_shapes() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let [bm, bn, _] = kernels::MATMUL_TILE;
+    for (m, k, n) in [
+        (0, 5, 7),
+        (5, 0, 7),
+        (5, 7, 0),
+        (1, 1, 1),
+        (128, 8, 128),
+        (129, 9, 130),
+        (300, 77, 200),
+        (64, 1000, 33),
+        (257, 256, 255),
+    ] {
+        // Small integers: every product and sum is exact in f32, whatever the order.
+        let a: Vec<f32> = (0..m * k).map(|i| (i * 7 % 9) as f32 - 4.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i * 5 % 7) as f32 - 3.0).collect();
+        let expected: Vec<f32> = (0..m * n)
+            .map(|i| (0..k).map(|p| a[i / n * k + p] * b[p * n + i % n]).sum())
+            .collect();
+        let chunks = m.div_ceil(bm) * n.div_ceil(bn);
+        let (d_a, d_b) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+        // Every chunk its own block, then two blocks for all of them; the safe kernel and its
+        // raw twin.
+        for blocks in [chunks, 2] {
+            for raw in [false, true] {
+                // Not zero: a product over an empty `k` must write its zeros.
+                let mut d_c = stream.clone_htod(&vec![-1.0f32; m * n]).unwrap();
+                {
+                    let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
+                    let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+                    let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
+                    let config = grid(blocks, 256);
+                    cuda::scope(|s| {
+                        let launch = s.launch(&stream, &module, config);
+                        if raw {
+                            kernels::matmul_raw(launch, av, bv, cv.as_view_mut())
+                        } else {
+                            kernels::matmul(launch, av, bv, cv.as_view_mut())
+                        }
+                    })
+                    .unwrap();
+                }
+                let got = stream.clone_dtoh(&d_c).unwrap();
+                assert_eq!(got, expected, "{m} x {k} · {k} x {n}, {blocks} blocks, raw: {raw}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_matrix_product_of_mismatched_extents_writes_nothing() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let (d_a, d_b) = (
+        stream.clone_htod(&[1.0f32; 12]).unwrap(),
+        stream.clone_htod(&[1.0f32; 12]).unwrap(),
+    );
+    let mut d_c = stream.clone_htod(&[7.0f32; 16]).unwrap();
+    {
+        // 3 × 4 by 3 × 4: the inner extents differ.
+        let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([3, 4])).unwrap();
+        let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([3, 4])).unwrap();
+        let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([4, 4])).unwrap();
+        cuda::scope(|s| kernels::matmul(s.launch(&stream, &module, grid(1, 256)), av, bv, cv.as_view_mut())).unwrap();
+    }
+    assert_eq!(stream.clone_dtoh(&d_c).unwrap(), [7.0; 16]);
 }
 
 #[test]
