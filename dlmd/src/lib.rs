@@ -206,6 +206,14 @@ pub use dlmd_derive::DlElement;
 /// [`DlElement`] scalars, by value, with `'_` for a view's lifetime. Refused at compile time:
 /// generics, a return value, `async`, `const`, `unsafe`, an ABI, references and named lifetimes.
 /// `#[dlmd::kernel(crate = path)]` names dlmd where it is not `::dlmd`.
+///
+/// A cooperative kernel (a [`Block`](kernel::Block) first) declares its block's size in its
+/// type, and `dlmd-build` writes it into the entry point (PTX `.reqntid`), as CUDA C++'s
+/// `__launch_bounds__` does. `#[dlmd::kernel(min_blocks_per_sm = N)]` also asks that `N` blocks
+/// fit on one multiprocessor at once (`.minnctapersm N`), which caps the registers a thread may
+/// use: the tiled matrix product of `examples/kernels` keeps two blocks of 256 threads per
+/// multiprocessor this way (128 registers a thread). An element-wise kernel, whose blocks may be
+/// of any size, takes no bounds (`ui-tests/ui/kernel/min_blocks_without_block.rs`).
 #[cfg(feature = "derive")]
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use dlmd_derive::kernel;

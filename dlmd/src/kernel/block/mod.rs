@@ -56,7 +56,9 @@
 //! 5. **Global memory is split the same way.** A mutable view is cut into chunks
 //!    ([`Block::chunks`], which takes the view, so it is cut once) of which each block owns its
 //!    own, and [`Block::store`] gives each
-//!    element of a chunk to one thread of that block.
+//!    element of a chunk to one thread of that block; [`Block::store_cells`] gives it to the
+//!    thread whose [`Cells`] hold it, and writes nothing where the block's threads would not
+//!    cover the chunk exactly once ([`Cells::covers`]).
 //!
 //! The one way around this in safe code is shared interior mutability that no closure bound
 //! can see: an atomic (in a `static`, or captured by reference) written by some threads and
