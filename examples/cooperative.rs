@@ -148,7 +148,21 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     };
     let safe = softmax_with!(stream, kernels, rust::softmax_rows, &x, (rows, cols), grid);
     let raw = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), grid);
-    for (name, got) in [("softmax_rows 37x1000", safe), ("softmax_rows_raw 37x1000", raw)] {
+    let short = softmax_with!(stream, kernels, rust::softmax_rows_short, &x, (rows, cols), blocks(5));
+    let short_raw = softmax_with!(
+        stream,
+        kernels,
+        rust::softmax_rows_short_raw,
+        &x,
+        (rows, cols),
+        blocks(5)
+    );
+    for (name, got) in [
+        ("softmax_rows 37x1000", safe),
+        ("softmax_rows_raw 37x1000", raw),
+        ("softmax_rows_short 37x1000", short),
+        ("softmax_rows_short_raw 37x1000", short_raw),
+    ] {
         let worst = got
             .iter()
             .zip(&expected)
@@ -301,17 +315,20 @@ fn bench_row_sums(
     Ok(())
 }
 
-/// The row softmax of `rows × cols` `f32` (blocks of 1024 threads, one per row), against a
-/// device copy of the matrix: the kernel reads and writes it once, as the copy does.
+/// The row softmax of `rows × cols` `f32` (one block per row: of 256 threads for rows of at
+/// most `SOFTMAX_SHORT_COLS`, of 1024 for longer ones), against a device copy of the matrix:
+/// the kernel reads and writes it once, as the copy does.
 fn bench_softmax(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (rows, cols): (usize, usize),
 ) -> Result<(), Box<dyn Error>> {
-    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    let host: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
+    let a = &stream.clone_htod(&host)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
+    let short = cols <= rust::SOFTMAX_SHORT_COLS;
     let grid = LaunchConfig {
-        block_dim: (1024, 1, 1),
+        block_dim: (if short { 256 } else { 1024 }, 1, 1),
         ..blocks(rows)
     };
     let mut sides = Sides::new(3);
@@ -319,10 +336,20 @@ fn bench_softmax(
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([rows, cols]))?;
         let safe = time_scoped(stream, |s| {
-            rust::softmax_rows(s.launch(stream, kernels, grid), x, y.as_view_mut())
+            let launch = s.launch(stream, kernels, grid);
+            if short {
+                rust::softmax_rows_short(launch, x, y.as_view_mut())
+            } else {
+                rust::softmax_rows(launch, x, y.as_view_mut())
+            }
         })?;
         let raw = time_scoped(stream, |s| {
-            rust::softmax_rows_raw(s.launch(stream, kernels, grid), x, y.as_view_mut())
+            let launch = s.launch(stream, kernels, grid);
+            if short {
+                rust::softmax_rows_short_raw(launch, x, y.as_view_mut())
+            } else {
+                rust::softmax_rows_raw(launch, x, y.as_view_mut())
+            }
         })?;
         let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         sides.push(round, &[safe, raw, copy]);
@@ -331,7 +358,8 @@ fn bench_softmax(
     let (safe, raw, copy) = (m[0], m[1], m[2]);
     let bytes = 2.0 * (rows * cols * 4) as f64;
     println!(
-        "bench softmax {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, device copy {copy:.4} ms ({:.0} GB/s); safe time / copy time = {:.3}, safe / raw = {:.3}",
+        "bench softmax {rows}x{cols} f32 ({} threads a block): safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, device copy {copy:.4} ms ({:.0} GB/s); safe time / copy time = {:.3}, safe / raw = {:.3}",
+        grid.block_dim.0,
         bytes / safe / 1e6,
         bytes / copy / 1e6,
         safe / copy,

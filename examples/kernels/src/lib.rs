@@ -106,6 +106,10 @@ pub fn row_sums_block(
 /// The longest row [`softmax_rows`] keeps in registers: 8 elements for each of 1024 threads.
 pub const SOFTMAX_COLS: usize = 8 * 1024;
 
+/// The longest row [`softmax_rows_short`] keeps in registers: 8 elements for each of 256
+/// threads.
+pub const SOFTMAX_SHORT_COLS: usize = 8 * 256;
+
 /// `y[[i, j]] = exp(x[[i, j]] − max_i) / Σ_j exp(x[[i, j]] − max_i)`, the numerically stable
 /// softmax of each row of `x`, one block per row: the row is read once into registers (8
 /// elements a thread), its maximum and its sum of exponentials are block reductions, and it is
@@ -113,12 +117,37 @@ pub const SOFTMAX_COLS: usize = 8 * 1024;
 /// checks the width). Launch with blocks of 1024 threads, one per row or fewer.
 #[dlmd::kernel]
 pub fn softmax_rows(block: Block<'_, 1024>, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    softmax::<1024, 8>(block, x, y);
+}
+
+/// [`softmax_rows`] for rows of at most [`SOFTMAX_SHORT_COLS`] (longer ones are left as they
+/// are), in blocks of 256 threads, six of them on each multiprocessor (`min_blocks_per_sm`, 40
+/// registers a thread): six rows in flight where [`softmax_rows`] has one, which short rows
+/// need (a row of 1024 is one element a thread in a block of 1024, whose reductions then cost
+/// more than its loads). Launch with blocks of 256 threads, one per row or fewer.
+#[dlmd::kernel(min_blocks_per_sm = 6)]
+pub fn softmax_rows_short(
+    block: Block<'_, 256>,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    softmax::<256, 8>(block, x, y);
+}
+
+/// The body of the softmax kernels: rows of up to `K × THREADS` elements, `K` a thread.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn softmax<const THREADS: usize, const K: usize>(
+    block: Block<'_, THREADS>,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
     let mut block = block;
     let cols = x.extent(1);
     for mut chunk in block.chunks(y, [1, cols]) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
-        let values = block.each(|lane| lane.gather::<f32, 8>(cols, f32::NEG_INFINITY, |j| row[[j]]));
+        let values = block.each(|lane| lane.gather::<f32, K>(cols, f32::NEG_INFINITY, |j| row[[j]]));
         let max = block.max(values.map(|v| v.into_iter().fold(f32::NEG_INFINITY, f32::max)));
         let exps = values.map(|v| v.map(|x| dlmd::kernel::math::exp(x - max)));
         let inverse = 1.0 / block.sum(exps.map(|e| e.into_iter().sum::<f32>()));
@@ -279,16 +308,22 @@ mod raw {
         each!(0 1 2 3 4 5 6 7);
     }
 
-    /// `op` over the block's values (1024 threads), to every thread: shuffles, the warps'
-    /// results through `slots` (32 of them), one barrier, shuffles again; a second barrier
-    /// before `slots` is written again.
+    /// `op` over the values of a block of `THREADS` threads (whole warps), to every thread:
+    /// shuffles, the warps' results through `slots` (one a warp), one barrier, shuffles again
+    /// (lanes past the warps' count with `identity`); a second barrier before `slots` is
+    /// written again.
     ///
     /// # Safety
     ///
-    /// Every thread of the block runs it, and `slots` is 32 `f32` of block-shared memory that
-    /// nothing else uses meanwhile.
+    /// Every thread of the block runs it, the block has `THREADS` threads, and `slots` is
+    /// `THREADS / 32` `f32` of block-shared memory that nothing else uses meanwhile.
     #[inline(always)]
-    pub unsafe fn block_reduce(value: f32, slots: *mut f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    pub unsafe fn block_reduce<const THREADS: usize>(
+        value: f32,
+        identity: f32,
+        slots: *mut f32,
+        op: impl Fn(f32, f32) -> f32,
+    ) -> f32 {
         let (t, _, _) = ids();
         // SAFETY: every lane runs it (caller).
         let warp = unsafe { warp_reduce(value, &op) };
@@ -298,8 +333,12 @@ mod raw {
         }
         // SAFETY: every thread reaches it (caller).
         unsafe { nvptx::_syncthreads() };
-        // SAFETY: a slot written before the barrier.
-        let mine = unsafe { *slots.wrapping_add(t % 32) };
+        let mine = if t % 32 < THREADS / 32 {
+            // SAFETY: a slot written before the barrier.
+            unsafe { *slots.wrapping_add(t % 32) }
+        } else {
+            identity
+        };
         // SAFETY: every lane runs it.
         let total = unsafe { warp_reduce(mine, &op) };
         // SAFETY: every thread reaches it; no slot is read after it until it is written again.
@@ -466,41 +505,62 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
 pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    {
-        let (rows, cols) = (x.extent(0), x.extent(1));
-        let (p, q) = (x.data_handle(), y.data_handle());
-        let (t, block, blocks) = raw::ids();
-        // SAFETY: once, in this kernel's entry point.
-        let partials = unsafe { raw::shared::<{ 2 * 32 * 4 }>() };
-        let mut r = block;
-        while r < rows && cols <= SOFTMAX_COLS {
-            let mut v = [f32::NEG_INFINITY; 8];
-            for (m, value) in v.iter_mut().enumerate() {
-                let j = t + m * 1024;
-                if j < cols {
-                    // SAFETY: element (r, j) of `x`, row-major.
-                    *value = unsafe { *p.wrapping_add(r * cols + j) };
-                }
-            }
-            let mine = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            // SAFETY: every thread of the block runs both reductions (uniform loop).
-            let max = unsafe { raw::block_reduce(mine, partials, f32::max) };
-            let e = v.map(|value| dlmd::kernel::math::exp(value - max));
-            // SAFETY: as above, in the other half of the shared array.
-            let sum = unsafe { raw::block_reduce(e.iter().sum(), partials.wrapping_add(32), |a, b| a + b) };
-            let inverse = 1.0 / sum;
-            for (m, value) in e.iter().enumerate() {
-                let j = t + m * 1024;
-                if j < cols {
-                    // SAFETY: element (r, j) of `y`, written by this thread alone.
-                    unsafe { *q.wrapping_add(r * cols + j) = value * inverse };
-                }
-            }
-            r += blocks;
-        }
-    }
+    softmax_raw::<1024, 8>(x, y);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
+}
+
+/// [`softmax_rows_short`] written raw, as [`softmax_rows_raw`] is. Launch with blocks of 256
+/// threads; rows of at most [`SOFTMAX_SHORT_COLS`].
+#[dlmd::kernel]
+pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    softmax_raw::<256, 8>(x, y);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, y);
+}
+
+/// The body of the raw softmax kernels, for blocks of `THREADS` threads and `K` elements a
+/// thread.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn softmax_raw<const THREADS: usize, const K: usize>(
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let (rows, cols) = (x.extent(0), x.extent(1));
+    let (p, q) = (x.data_handle(), y.data_handle());
+    let (t, block, blocks) = raw::ids();
+    // SAFETY: once, in this kernel's entry point (this body is inlined into it).
+    let partials = unsafe { raw::shared::<{ 2 * 32 * 4 }>() };
+    let mut r = block;
+    while r < rows && cols <= K * THREADS {
+        let mut v = [f32::NEG_INFINITY; K];
+        for (m, value) in v.iter_mut().enumerate() {
+            let j = t + m * THREADS;
+            if j < cols {
+                // SAFETY: element (r, j) of `x`, row-major.
+                *value = unsafe { *p.wrapping_add(r * cols + j) };
+            }
+        }
+        let mine = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        // SAFETY: every thread of the block runs both reductions (uniform loop), in blocks of
+        // `THREADS` (the launch's); the two halves of the shared array, 32 slots each.
+        let max = unsafe { raw::block_reduce::<THREADS>(mine, f32::NEG_INFINITY, partials, f32::max) };
+        let e = v.map(|value| dlmd::kernel::math::exp(value - max));
+        // SAFETY: as above, in the other half of the shared array.
+        let sum = unsafe { raw::block_reduce::<THREADS>(e.iter().sum(), 0.0, partials.wrapping_add(32), |a, b| a + b) };
+        let inverse = 1.0 / sum;
+        for (m, value) in e.iter().enumerate() {
+            let j = t + m * THREADS;
+            if j < cols {
+                // SAFETY: element (r, j) of `y`, written by this thread alone.
+                unsafe { *q.wrapping_add(r * cols + j) = value * inverse };
+            }
+        }
+        r += blocks;
+    }
 }
 
 /// [`matmul`] written raw: two block-shared arrays, the 256 threads as 16 × 16 with `8 × 8`

@@ -110,43 +110,50 @@ fn a_row_softmax_matches_the_cpu() {
         let sum: f64 = exps.iter().sum();
         exps.iter().map(|e| (e / sum) as f32).collect()
     };
-    let widest = kernels::SOFTMAX_COLS;
-    for (rows, cols) in [
-        (0, 5),
-        (1, 1),
-        (7, 100),
-        (5, 1023),
-        (3, widest),
-        (300, 1024),
-        (2, widest + 1),
-    ] {
-        let x: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
-        for blocks in [rows, 2] {
-            let d_x = stream.clone_htod(&x).unwrap();
-            let mut d_y = stream.alloc_zeros::<f32>(rows * cols).unwrap();
-            {
-                let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
-                let mut y = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([rows, cols])).unwrap();
-                cuda::scope(|s| {
-                    kernels::softmax_rows(s.launch(&stream, &module, grid(blocks, 1024)), x, y.as_view_mut())
-                })
-                .unwrap();
-            }
-            let got = stream.clone_dtoh(&d_y).unwrap();
-            if cols > widest {
-                assert!(
-                    got.iter().all(|&y| y == 0.0),
-                    "rows wider than {widest} are left as they were"
-                );
-                continue;
-            }
-            for i in 0..rows {
-                let expected = softmax(&x[i * cols..(i + 1) * cols]);
-                for (j, (&g, e)) in got[i * cols..(i + 1) * cols].iter().zip(expected).enumerate() {
+    // The long-row kernel (blocks of 1024) and the short-row one (blocks of 256).
+    for (threads, widest) in [(1024, kernels::SOFTMAX_COLS), (256, kernels::SOFTMAX_SHORT_COLS)] {
+        for (rows, cols) in [
+            (0, 5),
+            (1, 1),
+            (7, 100),
+            (5, 1023),
+            (3, widest),
+            (300, 1024),
+            (2, widest + 1),
+        ] {
+            let x: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
+            for blocks in [rows, 2] {
+                let d_x = stream.clone_htod(&x).unwrap();
+                let mut d_y = stream.alloc_zeros::<f32>(rows * cols).unwrap();
+                {
+                    let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
+                    let mut y = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([rows, cols])).unwrap();
+                    cuda::scope(|s| {
+                        let launch = s.launch(&stream, &module, grid(blocks, threads));
+                        if threads == 1024 {
+                            kernels::softmax_rows(launch, x, y.as_view_mut())
+                        } else {
+                            kernels::softmax_rows_short(launch, x, y.as_view_mut())
+                        }
+                    })
+                    .unwrap();
+                }
+                let got = stream.clone_dtoh(&d_y).unwrap();
+                if cols > widest {
                     assert!(
-                        (g - e).abs() <= 1e-5 * e.max(1e-3),
-                        "{rows} x {cols}, [{i}, {j}]: {g} vs {e}"
+                        got.iter().all(|&y| y == 0.0),
+                        "rows wider than {widest} are left as they were ({threads} threads)"
                     );
+                    continue;
+                }
+                for i in 0..rows {
+                    let expected = softmax(&x[i * cols..(i + 1) * cols]);
+                    for (j, (&g, e)) in got[i * cols..(i + 1) * cols].iter().zip(expected).enumerate() {
+                        assert!(
+                            (g - e).abs() <= 1e-5 * e.max(1e-3),
+                            "{rows} x {cols}, {threads} threads, [{i}, {j}]: {g} vs {e}"
+                        );
+                    }
                 }
             }
         }
