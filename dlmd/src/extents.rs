@@ -199,10 +199,10 @@ impl<const R: usize> Extents for Dims<R> {
     const STATIC_SIZE: Option<usize> = if R == 0 { Some(1) } else { None };
     const STATIC_ENDS: (Option<usize>, Option<usize>) = (None, None);
     const FINGERPRINT: u64 = {
-        let mut hash = crate::kernel::signature::mix(crate::kernel::signature::START, R as u64);
+        let mut hash = crate::fingerprint::mix(crate::fingerprint::START, R as u64);
         let mut i = 0;
         while i < R {
-            hash = crate::kernel::signature::mix(hash, 0);
+            hash = crate::fingerprint::mix(hash, 0);
             i += 1;
         }
         hash
@@ -237,7 +237,7 @@ impl Extents for () {
     const RANK_DYNAMIC: usize = 0;
     const STATIC_SIZE: Option<usize> = Some(1);
     const STATIC_ENDS: (Option<usize>, Option<usize>) = (None, None);
-    const FINGERPRINT: u64 = crate::kernel::signature::mix(crate::kernel::signature::START, 0);
+    const FINGERPRINT: u64 = crate::fingerprint::mix(crate::fingerprint::START, 0);
     type Index = [usize; 0];
     #[inline(always)]
     fn to_array(&self) -> [usize; 0] {
@@ -277,9 +277,9 @@ macro_rules! tuple_extents {
                 (statics[0], statics[$rank - 1])
             };
             const FINGERPRINT: u64 = {
-                let hash = crate::kernel::signature::mix(crate::kernel::signature::START, $rank);
+                let hash = crate::fingerprint::mix(crate::fingerprint::START, $rank);
                 $(
-                    let hash = crate::kernel::signature::mix(hash, match $name::STATIC {
+                    let hash = crate::fingerprint::mix(hash, match $name::STATIC {
                         Some(n) => n as u64 + 1,
                         None => 0,
                     });

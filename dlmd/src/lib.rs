@@ -46,12 +46,21 @@
 //!
 //! # Modules
 //!
-//! [`dlpack`] is the C ABI (with one trait over both managed-tensor structs), [`dtype`] maps
-//! element types to data types, [`extents`], [`layout`] (all index arithmetic) and [`space`]
-//! (memory spaces and the DLPack devices behind them) make up a view's type, [`view`] is the
-//! view, [`export`] and [`import`] convert views to and from `DLTensor`, [`managed`] exchanges
-//! owned tensors, and [`cuda`], [`python`] and [`ndarray`](mod@ndarray) talk to those runtimes
-//! and crates.
+//! - The C ABI and the types of a view: [`dlpack`] is the C ABI (with one trait over both
+//!   managed-tensor structs), [`dtype`] maps element types to data types, and [`extents`],
+//!   [`layout`] (all index arithmetic), [`space`] (memory spaces and the DLPack devices behind
+//!   them) and the access markers ([`Shared`], [`Unique`], [`Atomic`], [`Aliased`],
+//!   [`AliasedMut`]: how a view reaches its elements) make up a view's type.
+//! - Views and exchange: [`view`] is the view, [`export`] and [`import`] convert views to and
+//!   from `DLTensor`, [`managed`] exchanges owned tensors, [`array`](mod@array) owns host
+//!   memory behind a view, and [`exchange`] consumes a producer's DLPack C exchange table
+//!   without Python.
+//! - Kernels: [`kernel`](mod@kernel) is what a `#[dlmd::kernel]` receives (element-wise
+//!   [`kernel::Thread`]s, cooperative [`kernel::Block`]s with block-shared tiles), and
+//!   [`cuda`] loads and launches kernels, holds device views and orders work on streams.
+//! - Runtimes and crates: [`python`] (pyo3), [`nccl`] (collectives over device views),
+//!   [`oneapi`] (SYCL USM as dpctl places it), [`ndarray`](mod@ndarray) and
+//!   [`candle`](mod@candle).
 //!
 //! [DLPack]: https://dmlc.github.io/dlpack/latest/
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
@@ -73,6 +82,7 @@
 // internal feature, used for exactly that.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+mod access;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod array;
@@ -89,6 +99,7 @@ pub mod dtype;
 pub mod exchange;
 pub mod export;
 pub mod extents;
+mod fingerprint;
 pub mod import;
 pub mod kernel;
 pub mod layout;

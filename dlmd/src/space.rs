@@ -27,8 +27,8 @@
 //! managed memory does not become host memory either: there, host views are a thread's own
 //! memory, while a managed view is shared by every thread of the launch.
 
+use crate::access::{Access, RefAccess};
 use crate::dlpack::{DLDevice, DLDeviceType};
-use crate::view::{Access, RefAccess};
 use core::fmt::Debug;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -426,7 +426,7 @@ impl<A: RefAccess> Reachable<A> for Managed {}
 #[cfg(target_arch = "nvptx64")]
 mod kernel_rules {
     use super::{BlockShared, Device, DeviceKind, Host, Managed, Opaque, Reachable, Reborrow};
-    use crate::view::{Access, Aliased, AliasedMut, Atomic, Shared};
+    use crate::access::{Access, Aliased, AliasedMut, Atomic, Shared};
 
     impl<A: Access> Reborrow<A> for Host {}
     // Every access but `Unique`, whose views every thread holds.

@@ -17,40 +17,13 @@
 //! assert_eq!(md.values().collect::<Vec<_>>(), [1.0, 20.0, 3.0]);
 //! ```
 
-use super::{
-    Access, CopyAccess, Mdspan, RefAccess, Shared, Unique, first_index, index_out_of_bounds, next_index, sealed,
-};
+use super::{Mdspan, first_index, index_out_of_bounds, next_index};
+use crate::access::{Access, Aliased, AliasedAccess, AliasedMut, RefAccess, Shared, Unique};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::{Layout, Mapping};
 use crate::space::{HostAccessible, MemorySpace};
 use core::marker::PhantomData;
-
-/// Read-only access by value to memory others may write: loads copy elements out, and no
-/// reference to an element is ever lent. The view is `Copy` but neither `Send` nor `Sync`.
-#[derive(Clone, Copy, Debug)]
-pub enum Aliased {}
-
-/// Read-write access by value to memory others may read and write, like `&[Cell<T>]`: loads and
-/// stores take `&self`, the view is `Copy` but neither `Send` nor `Sync`.
-#[derive(Clone, Copy, Debug)]
-pub enum AliasedMut {}
-
-impl sealed::Sealed for Aliased {}
-impl sealed::Sealed for AliasedMut {}
-impl Access for Aliased {
-    const NAME: &'static str = "aliased";
-    const MUTABLE: bool = false;
-    type ReadOnly = Aliased;
-}
-impl Access for AliasedMut {
-    const NAME: &'static str = "aliased_mut";
-    const MUTABLE: bool = true;
-    type ReadOnly = Aliased;
-}
-impl CopyAccess for Aliased {}
-impl CopyAccess for AliasedMut {}
-impl super::WriteAccess for AliasedMut {}
 
 /// A read-only view of host memory that others may write meanwhile.
 pub type HostMdspanAliased<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, Aliased>;
@@ -202,11 +175,6 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: RefAccess> Mdsp
         self.retyped()
     }
 }
-
-/// [`Aliased`] and [`AliasedMut`]: access that lends no references.
-pub trait AliasedAccess: CopyAccess {}
-impl AliasedAccess for Aliased {}
-impl AliasedAccess for AliasedMut {}
 
 impl<'a, T, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<'a, T, E, L, S, A> {
     /// The same pointer, mapping and space under another access; callers prove the new access

@@ -16,120 +16,26 @@
 //! ```
 
 mod aliased;
+mod elements;
+mod error;
 mod sub;
 
-pub use aliased::{Aliased, AliasedAccess, AliasedMut, HostMdspanAliased, HostMdspanAliasedMut, Values};
+pub use crate::access::{
+    Access, Aliased, AliasedAccess, AliasedMut, Atomic, CopyAccess, RefAccess, Shared, Unique, WriteAccess,
+};
+pub use aliased::{HostMdspanAliased, HostMdspanAliasedMut, Values};
+pub use elements::Iter;
+pub(crate) use elements::{first_index, index_out_of_bounds, next_index};
+pub use error::ViewError;
 pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayoutOf, Submdspan};
 
 use crate::dtype::DlElement;
-use crate::extents::{Extents, ExtentsError, IndexArray};
+use crate::extents::Extents;
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::{Device, Host, Managed, MemorySpace, Reachable, Reborrow, SpaceFrom};
+use crate::space::{Device, Host, Managed, MemorySpace, Reborrow, SpaceFrom};
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Index, IndexMut};
 use core::ptr::NonNull;
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// How a view reaches its elements: [`Shared`] and [`Unique`] lend references (`&T`,
-/// `&mut T`), [`Aliased`] and [`AliasedMut`] copy values in and out, for memory others may
-/// write meanwhile.
-pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
-    /// Whether the view may write through its pointer.
-    const MUTABLE: bool;
-    /// The access's name, for messages and a kernel's signature digest.
-    #[doc(hidden)]
-    const NAME: &'static str;
-    /// The access of a read-only view borrowed from this one: [`Shared`] for reference views,
-    /// [`Aliased`] for aliased ones (a borrow never promises more than its source).
-    type ReadOnly: CopyAccess;
-}
-
-/// Access whose views lend references to their elements: [`Shared`] and [`Unique`]. Such a
-/// view promises that nothing else writes its elements while it lives, so `&T` stays valid.
-#[diagnostic::on_unimplemented(
-    message = "a view with `{Self}` access lends no references to its elements and stays on its thread",
-    label = "others may write this memory while the view lives",
-    note = "copy elements in and out with `load`/`store`, or, where nothing else can reach the memory, call the `unsafe` `assume_unaliased`/`assume_unique`"
-)]
-pub trait RefAccess: Access {}
-
-/// Access whose views may write their elements: [`Unique`] and [`AliasedMut`]. Device work
-/// (peer copies, collectives) writes through either.
-#[diagnostic::on_unimplemented(
-    message = "a view with `{Self}` access is read-only",
-    label = "this view cannot be written",
-    note = "write through a `Unique` view (a `*Mut` alias) or an `AliasedMut` one"
-)]
-pub trait WriteAccess: Access {}
-
-impl WriteAccess for Unique {}
-
-/// Access whose views are `Copy`: [`Shared`], [`Aliased`] and [`AliasedMut`].
-pub trait CopyAccess: Access {}
-
-/// Read-only access: the view is `Copy`, and many may alias.
-#[derive(Clone, Copy, Debug)]
-pub enum Shared {}
-
-/// Read-write access: the view is the only way to its elements while it lives, and no two of its
-/// indices reach the same element.
-#[derive(Clone, Copy, Debug)]
-pub enum Unique {}
-
-/// Read-write access through atomic operations only: the threads of a kernel may all update one
-/// element at once (sums, histograms), through [`Thread`](crate::kernel::Thread)'s atomic
-/// additions. The view is `Copy`, and on the host neither `Send` nor `Sync`.
-#[derive(Clone, Copy, Debug)]
-pub enum Atomic {}
-
-impl sealed::Sealed for Shared {}
-impl sealed::Sealed for Unique {}
-impl sealed::Sealed for Atomic {}
-impl Access for Atomic {
-    const NAME: &'static str = "atomic";
-    const MUTABLE: bool = true;
-    type ReadOnly = Aliased;
-}
-impl CopyAccess for Atomic {}
-impl Access for Shared {
-    const NAME: &'static str = "shared";
-    const MUTABLE: bool = false;
-    type ReadOnly = Shared;
-}
-impl Access for Unique {
-    const NAME: &'static str = "unique";
-    const MUTABLE: bool = true;
-    type ReadOnly = Shared;
-}
-impl RefAccess for Shared {}
-impl RefAccess for Unique {}
-impl CopyAccess for Shared {}
-
-/// Why a view cannot be made over some memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ViewError {
-    /// The slice is shorter than the span the mapping needs.
-    #[error("the mapping needs {needed} elements but the slice holds {len}")]
-    SliceTooShort {
-        /// Elements the mapping reaches.
-        needed: usize,
-        /// Elements in the slice.
-        len: usize,
-    },
-    /// The mapping is invalid, or aliases where a mutable view must not.
-    #[error(transparent)]
-    Layout(#[from] LayoutError),
-    /// The extents do not fit the static extents of the target type.
-    #[error(transparent)]
-    Extents(#[from] ExtentsError),
-    /// The span in bytes does not fit in `isize`.
-    #[error("the view spans more bytes than isize can count")]
-    ByteSpanOverflow,
-}
 
 /// An n-dimensional view of elements `T`, borrowed for `'a`.
 ///
@@ -466,157 +372,6 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
     #[inline(always)]
     fn checked_offset(&self, index: &E::Index) -> Option<usize> {
         self.mapping.contains(index).then(|| self.mapping.offset_of(index))
-    }
-}
-
-impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
-    /// The element at `index`, or `None` outside the extents.
-    #[inline]
-    pub fn get(&self, index: E::Index) -> Option<&T> {
-        let offset = self.checked_offset(&index)?;
-        // SAFETY: `index` is inside the extents, so `offset` is inside the span, one allocation
-        // (an in-bounds offset, which keeps the pointer non-null: no check of it follows).
-        let element = unsafe { self.ptr.add(offset) };
-        // SAFETY: the span holds initialised `T`s reachable from this code (`S: Reachable<A>`)
-        // for the view's borrow.
-        Some(unsafe { element.as_ref() })
-    }
-
-    /// The element at `index`, without checking it.
-    ///
-    /// # Safety
-    ///
-    /// `index` is inside the extents.
-    #[inline(always)]
-    pub unsafe fn get_unchecked(&self, index: E::Index) -> &T {
-        // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
-        unsafe { &*self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
-    }
-
-    /// The elements in row-major index order, whatever the layout.
-    pub fn iter(&self) -> Iter<'_, T, E, L, S, A> {
-        Iter {
-            view: self,
-            next: first_index(self.extents()),
-        }
-    }
-}
-
-impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> Mdspan<'a, T, E, L, S, Unique> {
-    /// The element at `index` for writing, or `None` outside the extents.
-    #[inline]
-    pub fn get_mut(&mut self, index: E::Index) -> Option<&mut T> {
-        let offset = self.checked_offset(&index)?;
-        // SAFETY: as in `get`; the view is unique, so `&mut self` is the only access to the
-        // element for the returned borrow.
-        Some(unsafe { &mut *self.ptr.as_ptr().wrapping_add(offset) })
-    }
-
-    /// The element at `index` for writing, without checking it.
-    ///
-    /// # Safety
-    ///
-    /// `index` is inside the extents.
-    #[inline(always)]
-    pub unsafe fn get_unchecked_mut(&mut self, index: E::Index) -> &mut T {
-        // SAFETY: the caller promises `index` is inside the extents; the view is unique.
-        unsafe { &mut *self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
-    }
-
-    /// Calls `f` with each index, in row-major order, and a mutable reference to its element.
-    pub fn for_each_mut(&mut self, mut f: impl FnMut(E::Index, &mut T)) {
-        let mut next = first_index(self.extents());
-        while let Some(index) = next {
-            next = next_index(self.extents(), index);
-            // SAFETY: `index` comes from walking the extents, so it is inside them; the
-            // reference ends before the next iteration.
-            f(index, unsafe { self.get_unchecked_mut(index) });
-        }
-    }
-
-    /// Sets every element to `value`.
-    pub fn fill(&mut self, value: T) {
-        self.for_each_mut(|_, x| *x = value);
-    }
-}
-
-#[cold]
-#[track_caller]
-pub(crate) fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
-    panic!("index {index:?} is out of bounds for extents {extents:?}")
-}
-
-impl<T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Index<E::Index> for Mdspan<'_, T, E, L, S, A> {
-    type Output = T;
-
-    #[inline]
-    #[track_caller]
-    fn index(&self, index: E::Index) -> &T {
-        match self.get(index) {
-            Some(x) => x,
-            None => index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
-        }
-    }
-}
-
-impl<T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> IndexMut<E::Index> for Mdspan<'_, T, E, L, S, Unique> {
-    #[inline]
-    #[track_caller]
-    fn index_mut(&mut self, index: E::Index) -> &mut T {
-        let extents = self.extents().to_array();
-        match self.get_mut(index) {
-            Some(x) => x,
-            None => index_out_of_bounds(index.as_ref(), extents.as_ref()),
-        }
-    }
-}
-
-/// The first index of a row-major walk, `None` when the extents hold no element.
-#[inline]
-pub(crate) fn first_index<E: Extents>(extents: &E) -> Option<E::Index> {
-    let e = extents.to_array();
-    (!e.as_ref().contains(&0)).then(E::Index::zeros)
-}
-
-/// The index after `index` in row-major order.
-#[inline]
-pub(crate) fn next_index<E: Extents>(extents: &E, mut index: E::Index) -> Option<E::Index> {
-    let e = extents.to_array();
-    for (i, &n) in index.as_mut().iter_mut().zip(e.as_ref()).rev() {
-        *i += 1;
-        if *i < n {
-            return Some(index);
-        }
-        *i = 0;
-    }
-    None
-}
-
-/// Iterator over a host-accessible view's elements in row-major index order.
-pub struct Iter<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
-    view: &'v Mdspan<'v, T, E, L, S, A>,
-    next: Option<E::Index>,
-}
-
-impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Iterator for Iter<'v, T, E, L, S, A> {
-    type Item = &'v T;
-
-    #[inline]
-    fn next(&mut self) -> Option<&'v T> {
-        let index = self.next?;
-        self.next = next_index(self.view.extents(), index);
-        // SAFETY: `index` comes from walking the extents, so it is inside them.
-        Some(unsafe { self.view.get_unchecked(index) })
-    }
-}
-
-impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> IntoIterator
-    for &'v Mdspan<'v, T, E, L, S, A>
-{
-    type Item = &'v T;
-    type IntoIter = Iter<'v, T, E, L, S, A>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
     }
 }
 

@@ -1,0 +1,163 @@
+//! A view's elements by reference, where its memory space and access allow it: `get`,
+//! `get_mut`, indexing and iteration for reference views ([`Shared`](crate::view::Shared),
+//! [`Unique`]) that the running code can reach, and the index walk that aliased views' copies
+//! share.
+
+use super::Mdspan;
+use crate::access::{Access, RefAccess, Unique};
+use crate::dtype::DlElement;
+use crate::extents::{Extents, IndexArray};
+use crate::layout::{Layout, Mapping};
+use crate::space::{MemorySpace, Reachable};
+use core::ops::{Index, IndexMut};
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mdspan<'a, T, E, L, S, A> {
+    /// The element at `index`, or `None` outside the extents.
+    #[inline]
+    pub fn get(&self, index: E::Index) -> Option<&T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: `index` is inside the extents, so `offset` is inside the span, one allocation
+        // (an in-bounds offset, which keeps the pointer non-null: no check of it follows).
+        let element = unsafe { self.ptr.add(offset) };
+        // SAFETY: the span holds initialised `T`s reachable from this code (`S: Reachable<A>`)
+        // for the view's borrow.
+        Some(unsafe { element.as_ref() })
+    }
+
+    /// The element at `index`, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, index: E::Index) -> &T {
+        // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
+        unsafe { &*self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
+    }
+
+    /// The elements in row-major index order, whatever the layout.
+    pub fn iter(&self) -> Iter<'_, T, E, L, S, A> {
+        Iter {
+            view: self,
+            next: first_index(self.extents()),
+        }
+    }
+}
+
+impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> Mdspan<'a, T, E, L, S, Unique> {
+    /// The element at `index` for writing, or `None` outside the extents.
+    #[inline]
+    pub fn get_mut(&mut self, index: E::Index) -> Option<&mut T> {
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: as in `get`; the view is unique, so `&mut self` is the only access to the
+        // element for the returned borrow.
+        Some(unsafe { &mut *self.ptr.as_ptr().wrapping_add(offset) })
+    }
+
+    /// The element at `index` for writing, without checking it.
+    ///
+    /// # Safety
+    ///
+    /// `index` is inside the extents.
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, index: E::Index) -> &mut T {
+        // SAFETY: the caller promises `index` is inside the extents; the view is unique.
+        unsafe { &mut *self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
+    }
+
+    /// Calls `f` with each index, in row-major order, and a mutable reference to its element.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(E::Index, &mut T)) {
+        let mut next = first_index(self.extents());
+        while let Some(index) = next {
+            next = next_index(self.extents(), index);
+            // SAFETY: `index` comes from walking the extents, so it is inside them; the
+            // reference ends before the next iteration.
+            f(index, unsafe { self.get_unchecked_mut(index) });
+        }
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&mut self, value: T) {
+        self.for_each_mut(|_, x| *x = value);
+    }
+}
+
+#[cold]
+#[track_caller]
+pub(crate) fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
+    panic!("index {index:?} is out of bounds for extents {extents:?}")
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Index<E::Index> for Mdspan<'_, T, E, L, S, A> {
+    type Output = T;
+
+    #[inline]
+    #[track_caller]
+    fn index(&self, index: E::Index) -> &T {
+        match self.get(index) {
+            Some(x) => x,
+            None => index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
+        }
+    }
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> IndexMut<E::Index> for Mdspan<'_, T, E, L, S, Unique> {
+    #[inline]
+    #[track_caller]
+    fn index_mut(&mut self, index: E::Index) -> &mut T {
+        let extents = self.extents().to_array();
+        match self.get_mut(index) {
+            Some(x) => x,
+            None => index_out_of_bounds(index.as_ref(), extents.as_ref()),
+        }
+    }
+}
+
+/// The first index of a row-major walk, `None` when the extents hold no element.
+#[inline]
+pub(crate) fn first_index<E: Extents>(extents: &E) -> Option<E::Index> {
+    let e = extents.to_array();
+    (!e.as_ref().contains(&0)).then(E::Index::zeros)
+}
+
+/// The index after `index` in row-major order.
+#[inline]
+pub(crate) fn next_index<E: Extents>(extents: &E, mut index: E::Index) -> Option<E::Index> {
+    let e = extents.to_array();
+    for (i, &n) in index.as_mut().iter_mut().zip(e.as_ref()).rev() {
+        *i += 1;
+        if *i < n {
+            return Some(index);
+        }
+        *i = 0;
+    }
+    None
+}
+
+/// Iterator over a host-accessible view's elements in row-major index order.
+pub struct Iter<'v, T, E: Extents, L: Layout, S: MemorySpace, A: Access> {
+    view: &'v Mdspan<'v, T, E, L, S, A>,
+    next: Option<E::Index>,
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Iterator for Iter<'v, T, E, L, S, A> {
+    type Item = &'v T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'v T> {
+        let index = self.next?;
+        self.next = next_index(self.view.extents(), index);
+        // SAFETY: `index` comes from walking the extents, so it is inside them.
+        Some(unsafe { self.view.get_unchecked(index) })
+    }
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> IntoIterator
+    for &'v Mdspan<'v, T, E, L, S, A>
+{
+    type Item = &'v T;
+    type IntoIter = Iter<'v, T, E, L, S, A>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
