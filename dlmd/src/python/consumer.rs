@@ -2,6 +2,7 @@
 //! producer's C exchange table where its type publishes one, through `__dlpack__` otherwise.
 
 use super::capsule::take_capsule;
+use super::interned::ConsumerArgs;
 use super::math_bits::refuse_math_bits;
 use super::request::device_pair;
 use super::table::{
@@ -13,7 +14,6 @@ pub use crate::exchange::WorkStream;
 use crate::managed::ManagedTensor;
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyString, PyTuple};
 use pyo3::{IntoPyObjectExt, ffi};
 
@@ -437,45 +437,6 @@ fn dlpack_method(obj: &Bound<'_, PyAny>, args: &FromDlpack) -> PyResult<ManagedT
         return Err(PyBufferError::new_err("copy=False, but the producer copied the data"));
     }
     Ok(tensor)
-}
-
-/// The names and arguments the consumer passes on every import, made once per interpreter.
-pub(super) struct ConsumerArgs {
-    pub(super) dlpack: Py<PyString>,
-    dlpack_device: Py<PyString>,
-    pub(super) exchange_api: Py<PyString>,
-    pub(super) exchange_api_1_2: Py<PyString>,
-    pub(super) requires_grad: Py<PyString>,
-    max_version_name: Py<PyString>,
-    /// `(1, 3)`.
-    max_version: Py<PyTuple>,
-    /// `("max_version",)`.
-    max_version_kw: Py<PyTuple>,
-    /// `("max_version", "stream")`.
-    max_version_stream_kw: Py<PyTuple>,
-}
-
-impl ConsumerArgs {
-    pub(super) fn get(py: Python<'_>) -> PyResult<&Self> {
-        static ARGS: PyOnceLock<ConsumerArgs> = PyOnceLock::new();
-        ARGS.get_or_try_init(py, || {
-            Ok(Self {
-                dlpack: PyString::intern(py, "__dlpack__").unbind(),
-                dlpack_device: PyString::intern(py, "__dlpack_device__").unbind(),
-                exchange_api: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE).unbind(),
-                exchange_api_1_2: PyString::intern(py, DLPackExchangeAPI::ATTRIBUTE_1_2).unbind(),
-                requires_grad: PyString::intern(py, "requires_grad").unbind(),
-                max_version_name: PyString::intern(py, "max_version").unbind(),
-                max_version: PyTuple::new(py, [1u32, 3u32])?.unbind(),
-                max_version_kw: PyTuple::new(py, [PyString::intern(py, "max_version")])?.unbind(),
-                max_version_stream_kw: PyTuple::new(
-                    py,
-                    [PyString::intern(py, "max_version"), PyString::intern(py, "stream")],
-                )?
-                .unbind(),
-            })
-        })
-    }
 }
 
 /// The `(device_type, device_id)` a `__dlpack_device__` returned.

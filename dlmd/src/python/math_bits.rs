@@ -10,7 +10,7 @@
 //! (`is_neg`, `is_conj`, `resolve_neg`) for them first, and refuses a tensor with either set,
 //! for reading and writing alike, naming the bit and the call that resolves it.
 
-use super::request::Remembered;
+use super::interned::Remembered;
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::{ffi, intern};

@@ -1,8 +1,9 @@
 //! The fast `__dlpack__`: a method in CPython's vectorcall convention that reads its keywords
 //! without pyo3's general argument handling, remembering the objects it has seen.
 
+use super::interned::Remembered;
 use super::producer::DlpackExport;
-use super::request::{DlpackRequest, Remembered};
+use super::request::DlpackRequest;
 use core::ffi::CStr;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

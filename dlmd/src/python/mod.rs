@@ -40,6 +40,7 @@
 mod capsule;
 mod consumer;
 mod exchange;
+mod interned;
 mod keep_alive;
 mod math_bits;
 mod method;

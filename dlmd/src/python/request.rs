@@ -1,11 +1,11 @@
 //! The arguments of `__dlpack__`, parsed and checked once for every producer.
 
+use super::interned::Remembered;
 use crate::dlpack::{DLDevice, DLDeviceType};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
-use std::sync::OnceLock;
 
 /// The arguments of `__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)`,
 /// checked.
@@ -178,42 +178,3 @@ fn int_pair(value: &Bound<'_, PyAny>) -> Option<(i64, i64)> {
 /// `max_version` tuples seen before, with whether they ask for versioned tensors: consumers
 /// pass the same constant tuple on every call.
 static MAX_VERSIONS: Remembered<bool, 8> = Remembered::new();
-
-/// Objects seen before, recognised by address, each with a value worked out from it once.
-///
-/// Every object remembered keeps a reference for good, so its address is never another
-/// object's. Only objects whose value, as far as it is worked out here, cannot change are
-/// remembered: immutable ones (strings, tuples of `int`s, tuples of strings), and type objects,
-/// whose exchange table attribute a producer publishes once for the process (the consumer's
-/// table cache) and whose methods are defined once (torch's math bits): the same address means
-/// the same value. First come, first kept: at most `N`.
-pub(super) struct Remembered<T, const N: usize>([OnceLock<(usize, T)>; N]);
-
-impl<T: Copy, const N: usize> Remembered<T, N> {
-    pub(super) const fn new() -> Self {
-        Self([const { OnceLock::new() }; N])
-    }
-
-    /// The value remembered for the object at `obj`.
-    pub(super) fn find(&self, obj: *mut ffi::PyObject) -> Option<T> {
-        for entry in &self.0 {
-            match entry.get() {
-                Some(&(address, value)) if address == obj as usize => return Some(value),
-                Some(_) => {}
-                None => return None,
-            }
-        }
-        None
-    }
-
-    /// Remembers `value` for `obj`, an immutable object, if there is room.
-    pub(super) fn remember(&self, obj: &Bound<'_, PyAny>, value: T) {
-        for entry in &self.0 {
-            if entry.get().is_none() && entry.set((obj.as_ptr() as usize, value)).is_ok() {
-                // The reference that keeps the address this object's, never released.
-                core::mem::forget(obj.clone());
-                return;
-            }
-        }
-    }
-}

@@ -3,8 +3,8 @@
 //! failures as Python exceptions, and what a table does not say (an autograd type's
 //! `requires_grad`, which its `__dlpack__` refuses to export) asked of the object.
 
-use super::consumer::ConsumerArgs;
-use super::request::Remembered;
+use super::interned::ConsumerArgs;
+use super::interned::Remembered;
 use crate::dlpack::{DLDataType, DLDataTypeCode, DLDevice, DLPackExchangeAPI, DLPackVersion};
 use crate::exchange::{self, EntryError, Resolved, TableError, WorkStream};
 use crate::managed::ManagedTensor;
