@@ -12,6 +12,7 @@ use cudarc::driver::{CudaContext, CudaStream, PushKernelArg, sys};
 use dlmd::cuda::{self, CudaError};
 use dlmd::{Const, Dims, LayoutRight, dlmd};
 use dlmd_examples::cxx::{ADD_INDEX, add_index_grid, compile};
+use dlmd_examples::median;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -53,11 +54,6 @@ fn check(
     Ok(())
 }
 
-fn median(mut v: Vec<f32>) -> f32 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 fn bench(stream: &Arc<CudaStream>, func: &cudarc::driver::CudaFunction) -> Result<(), Box<dyn Error>> {
     let extents = [1024usize, 1024, 256];
     let n: usize = extents.iter().product();
@@ -77,7 +73,7 @@ fn bench(stream: &Arc<CudaStream>, func: &cudarc::driver::CudaFunction) -> Resul
             let end = stream.record_event(timing)?;
             end.synchronize()?;
             if run >= 5 {
-                kernel.push(start.elapsed_ms(&end)?);
+                kernel.push(f64::from(start.elapsed_ms(&end)?));
             }
         }
         let start = stream.record_event(timing)?;
@@ -85,15 +81,15 @@ fn bench(stream: &Arc<CudaStream>, func: &cudarc::driver::CudaFunction) -> Resul
         let end = stream.record_event(timing)?;
         end.synchronize()?;
         if run >= 5 {
-            copy.push(start.elapsed_ms(&end)?);
+            copy.push(f64::from(start.elapsed_ms(&end)?));
         }
     }
     let (k, c) = (median(kernel), median(copy));
     let bytes = 2.0 * (n * 4) as f64;
     println!(
         "bench add_index 1024x1024x256 f32: kernel {k:.3} ms ({:.0} GB/s), device-to-device copy {c:.3} ms ({:.0} GB/s), kernel bandwidth / copy bandwidth = {:.3}",
-        bytes / k as f64 / 1e6,
-        bytes / c as f64 / 1e6,
+        bytes / k / 1e6,
+        bytes / c / 1e6,
         c / k
     );
     Ok(())
