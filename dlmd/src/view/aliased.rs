@@ -25,11 +25,6 @@ use crate::layout::{Layout, Mapping};
 use crate::space::{HostAccessible, MemorySpace};
 use core::marker::PhantomData;
 
-/// A read-only view of host memory that others may write meanwhile.
-pub type HostMdspanAliased<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, Aliased>;
-/// A read-write view of host memory that others may read and write meanwhile.
-pub type HostMdspanAliasedMut<'a, T, E, L = crate::LayoutRight> = Mdspan<'a, T, E, L, crate::Host, AliasedMut>;
-
 impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdspan<'a, T, E, L, S, A> {
     /// A copy of the element at `index`, or `None` outside the extents.
     #[inline]

@@ -16,6 +16,7 @@
 //! ```
 
 mod aliased;
+mod aliases;
 mod elements;
 mod error;
 mod sub;
@@ -23,7 +24,11 @@ mod sub;
 pub use crate::access::{
     Access, Aliased, AliasedAccess, AliasedMut, Atomic, CopyAccess, RefAccess, Shared, Unique, WriteAccess,
 };
-pub use aliased::{HostMdspanAliased, HostMdspanAliasedMut, Values};
+pub use aliased::Values;
+pub use aliases::{
+    DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, HostMdspan, HostMdspanAliased, HostMdspanAliasedMut,
+    HostMdspanMut, ManagedMdspan, ManagedMdspanMut, OpaqueMdspan, OpaqueMdspanMut,
+};
 pub use elements::Iter;
 pub(crate) use elements::{first_index, index_out_of_bounds, next_index};
 pub use error::ViewError;
@@ -32,7 +37,7 @@ pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayo
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::{CompactLayout, Layout, LayoutError, LayoutRight, Mapping};
-use crate::space::{Device, Host, Managed, MemorySpace, Reborrow, SpaceFrom};
+use crate::space::{Host, MemorySpace, Reborrow, SpaceFrom};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -57,27 +62,6 @@ pub struct Mdspan<'a, T, E: Extents, L: Layout = LayoutRight, S: MemorySpace = H
     space: S,
     _marker: PhantomData<(&'a T, A)>,
 }
-
-/// A read-only view of host memory.
-pub type HostMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Host, Shared>;
-/// A read-write view of host memory.
-pub type HostMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Host, Unique>;
-/// A read-only view of CUDA device memory.
-pub type DeviceMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Shared>;
-/// A read-write view of CUDA device memory.
-pub type DeviceMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Unique>;
-/// A view of CUDA device memory whose elements a kernel's threads update atomically
-/// ([`Atomic`]).
-pub type DeviceMdspanAtomic<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Device, Atomic>;
-/// A read-only view of CUDA managed memory.
-pub type ManagedMdspan<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Shared>;
-/// A read-write view of CUDA managed memory.
-pub type ManagedMdspanMut<'a, T, E, L = LayoutRight> = Mdspan<'a, T, E, L, Managed, Unique>;
-/// A read-only view of memory on a device of kind `K` that the host never touches
-/// ([`Opaque`](crate::space::Opaque)).
-pub type OpaqueMdspan<'a, T, E, K, L = LayoutRight> = Mdspan<'a, T, E, L, crate::space::Opaque<K>, Shared>;
-/// A read-write view of memory on a device of kind `K` that the host never touches.
-pub type OpaqueMdspanMut<'a, T, E, K, L = LayoutRight> = Mdspan<'a, T, E, L, crate::space::Opaque<K>, Unique>;
 
 // SAFETY: a reference view is a borrow of `T`s (shared or unique); `DlElement` types are
 // `Send + Sync`, so moving or sharing the borrow across threads is as safe as for `&T` / `&mut T`.
