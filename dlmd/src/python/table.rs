@@ -22,6 +22,10 @@ static EXCHANGE_API: AtomicBool = AtomicBool::new(true);
 
 /// Turns the C exchange table path of every consumer on (the default) or off: off, every import
 /// goes through `__dlpack__` and a capsule.
+///
+/// A benchmark and test aid, process-wide: it lets one process compare the two import paths,
+/// and test a producer's `__dlpack__` where its type also publishes a table. Applications leave
+/// it on; nothing in the library turns it off.
 pub fn set_exchange_api_enabled(enabled: bool) {
     EXCHANGE_API.store(enabled, Ordering::Relaxed);
 }
