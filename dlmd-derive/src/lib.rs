@@ -10,14 +10,11 @@
     clippy::missing_safety_doc
 )]
 
-mod ast;
-mod attr;
-mod expand;
+mod element;
 mod kernel;
-mod repr;
+mod options;
 #[cfg(test)]
 mod tests;
-mod valid;
 mod view;
 
 use proc_macro::TokenStream;
@@ -27,7 +24,7 @@ use syn::{DeriveInput, parse_macro_input};
 #[proc_macro_derive(DlElement, attributes(dlmd))]
 pub fn derive_dl_element(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand::derive(&input).into()
+    element::derive(&input).into()
 }
 
 /// Builds a host view; documented on the re-export in `dlmd`.

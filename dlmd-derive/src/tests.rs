@@ -1,6 +1,8 @@
 //! Snapshot tests of what the macros expand to, printed as formatted Rust. A change to the
 //! generated code shows up as a diff of `src/snapshots/`: review it, then accept it with
-//! `INSTA_UPDATE=always cargo test -p dlmd-derive` (or `cargo insta review`).
+//! `INSTA_UPDATE=always cargo test -p dlmd-derive` (or `cargo insta review`). `#[dlmd::kernel]`
+//! is snapshot once per target: the PTX entry point a build for `nvptx64` sees, and the launcher
+//! the host sees.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -8,7 +10,7 @@ use quote::quote;
 /// The expansion of `#[derive(DlElement)]` on `item`, formatted.
 fn derived(item: TokenStream) -> String {
     let input: syn::DeriveInput = syn::parse2(item).expect("the test input is a struct");
-    let output = crate::expand::derive(&input);
+    let output = crate::element::derive(&input);
     prettyplease::unparse(&syn::parse2(output).expect("the derive expands to items"))
 }
 
@@ -94,4 +96,93 @@ fn view_scalar() {
 #[test]
 fn view_every_error() {
     insta::assert_snapshot!(viewed(quote!(&data, [_, 3, _], layout_diagonal)));
+}
+
+/// The expansion of `#[dlmd::kernel(args)] item`, formatted and split by target: what a build
+/// for `nvptx64` sees (the PTX entry point, its signature digest and launch bounds), and what
+/// the host sees (the digest it compares and the launcher).
+fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
+    let output = crate::kernel::expand(args, item);
+    let file: syn::File = syn::parse2(output).expect("`#[dlmd::kernel]` expands to items");
+    let for_host = |item: &syn::Item| {
+        let attrs = match item {
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Static(s) => &s.attrs,
+            syn::Item::Const(c) => &c.attrs,
+            other => panic!("unexpected item in the expansion: {}", quote!(#other)),
+        };
+        let cfg = attrs
+            .iter()
+            .find(|a| a.path().is_ident("cfg"))
+            .map(|a| quote!(#a).to_string())
+            .expect("every item of the expansion is for one target");
+        assert!(cfg.contains("nvptx64"), "{cfg}");
+        cfg.contains("not")
+    };
+    let (host, gpu): (Vec<_>, Vec<_>) = file.items.into_iter().partition(for_host);
+    let unparse = |items| {
+        prettyplease::unparse(&syn::File {
+            shebang: None,
+            attrs: Vec::new(),
+            items,
+        })
+    };
+    (unparse(gpu), unparse(host))
+}
+
+#[test]
+fn kernel_element_wise() {
+    let (gpu, host) = kernel(
+        quote!(),
+        quote! {
+            /// `y = a x + y`.
+            pub fn saxpy(thread: Thread, a: f32, x: DeviceMdspan<'_, f32, Dims<1>>, mut y: DeviceMdspanMut<'_, f32, Dims<1>>) {
+                thread.for_each_mut(&mut y, |[i], v| *v += a * x[[i]]);
+            }
+        },
+    );
+    insta::assert_snapshot!("kernel_element_wise_gpu", gpu);
+    insta::assert_snapshot!("kernel_element_wise_host", host);
+}
+
+#[test]
+fn kernel_cooperative_with_launch_bounds() {
+    let (gpu, host) = kernel(
+        quote!(crate = my::dlmd, min_blocks_per_sm = 2),
+        quote! {
+            pub fn reverse(block: Block<'_, 256, Tile>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
+                let (mut block, tile) = block.split();
+                let written = block.write(tile, |[i]| i as u32);
+                let readable = block.sync(written);
+                for mut chunk in block.chunks(out, [256]) {
+                    block.store(&mut chunk, |[i]| readable[[255 - i % 256]]);
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!("kernel_cooperative_gpu", gpu);
+    insta::assert_snapshot!("kernel_cooperative_host", host);
+}
+
+#[test]
+fn kernel_option_errors_name_what_to_change() {
+    let scale = quote! {
+        pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+    };
+    for (args, message) in [
+        (quote!(min_blocks_per_sm = 2), "take a `Block` first"),
+        (quote!(min_blocks_per_sm = 0), "a number of blocks from 1 to 32"),
+        (quote!(min_blocks_per_sm = 33), "a number of blocks from 1 to 32"),
+        (quote!(crate = a, crate = b), "keep one `#[dlmd::kernel(crate = ...)]`"),
+        (
+            quote!(threads = 256),
+            "the options are `crate = path::to::dlmd` and `min_blocks_per_sm = N`",
+        ),
+    ] {
+        let output = crate::kernel::expand(args.clone(), scale.clone()).to_string();
+        assert!(
+            output.starts_with(":: core :: compile_error !") && output.contains(message),
+            "{args}: {output}"
+        );
+    }
 }

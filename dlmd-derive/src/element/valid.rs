@@ -3,8 +3,8 @@
 //! What needs types (that a field is an element, that fields agree, that there is no padding)
 //! is left to the trait bounds and `const` assertions `expand` emits.
 
-use crate::ast::{Body, Field, Input};
-use crate::repr::Repr;
+use super::ast::{Body, Field, Input};
+use super::repr::Repr;
 use syn::{Error, GenericParam, Type};
 
 /// Most lanes a vector element may have, as for `[S; N]`.

@@ -15,12 +15,7 @@ pub fn options(attrs: &[Attribute]) -> syn::Result<Options> {
     for attr in attrs.iter().filter(|a| a.path().is_ident("dlmd")) {
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {
-                let path: Path = meta.value()?.parse()?;
-                if krate.is_some() {
-                    return Err(meta.error("`crate` is given twice; keep one `#[dlmd(crate = ...)]`"));
-                }
-                krate = Some(path);
-                Ok(())
+                crate::options::crate_path(&meta, &mut krate, "`#[dlmd(crate = ...)]`")
             } else {
                 Err(meta.error("unknown `dlmd` option; the only option is `crate = path::to::dlmd`"))
             }

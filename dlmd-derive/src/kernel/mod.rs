@@ -230,11 +230,7 @@ fn options(args: TokenStream) -> syn::Result<Options> {
     let mut min_blocks_per_sm: Option<syn::LitInt> = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("crate") {
-            if krate.is_some() {
-                return Err(meta.error("`crate` is given twice"));
-            }
-            krate = Some(meta.value()?.parse()?);
-            Ok(())
+            crate::options::crate_path(&meta, &mut krate, "`#[dlmd::kernel(crate = ...)]`")
         } else if meta.path.is_ident("min_blocks_per_sm") {
             if min_blocks_per_sm.is_some() {
                 return Err(meta.error("`min_blocks_per_sm` is given twice"));
@@ -256,7 +252,7 @@ fn options(args: TokenStream) -> syn::Result<Options> {
     });
     parser.parse2(args)?;
     Ok(Options {
-        krate: krate.unwrap_or_else(|| syn::parse_quote!(::dlmd)),
+        krate: crate::options::dlmd_path(krate),
         min_blocks_per_sm,
     })
 }

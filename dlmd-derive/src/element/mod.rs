@@ -1,12 +1,18 @@
-//! Generates the `DlElement` impl and the compile-time checks that need types.
+//! `#[derive(DlElement)]`: the deriving type read ([`ast`]), its `#[repr]` and `#[dlmd]` options
+//! ([`repr`], [`attr`]), its shape checked ([`valid`]), and the `DlElement` impl generated with
+//! the compile-time checks that need types.
 
-use crate::ast::Input;
-use crate::valid::Shape;
-use crate::{attr, repr, valid};
+mod ast;
+mod attr;
+mod repr;
+mod valid;
+
+use ast::Input;
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, LitStr};
+use valid::Shape;
 
 /// Expands `#[derive(DlElement)]`; errors become `compile_error!` beside a placeholder impl so
 /// that one mistake does not cascade into errors at every use of the type.
@@ -14,9 +20,10 @@ pub fn derive(input: &DeriveInput) -> TokenStream {
     let parsed = Input::from_syn(input);
     let options = attr::options(&input.attrs);
     let krate = match &options {
-        Ok(attr::Options { krate: Some(path) }) => quote!(#path),
-        _ => quote!(::dlmd),
+        Ok(attr::Options { krate }) => crate::options::dlmd_path(krate.clone()),
+        Err(_) => crate::options::dlmd_path(None),
     };
+    let krate = quote!(#krate);
     let result = options.and_then(|_| {
         let repr = repr::repr(&input.attrs)?;
         let shape = valid::shape(&parsed, &repr)?;
