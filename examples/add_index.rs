@@ -1,4 +1,5 @@
-//! The seed's test kernel on a GPU: each element of a 3-D view gains the sum of its indices.
+//! The seed's test kernel (the seed: the C++/CUDA AMSO MemArray that `examples/python-memarray`
+//! rebuilds) on a GPU: each element of a 3-D view gains the sum of its indices.
 //!
 //! The view is built with `dlmd!`, copied to the device with cudarc, passed to a kernel compiled
 //! by NVRTC as a `dlmd::view<float, 3>` (from `dlmd/view.cuh`), and checked against the same

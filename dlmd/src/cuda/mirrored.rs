@@ -1,5 +1,6 @@
-//! [`MirroredArray`]: the seed's MemArray in Rust, an n-d array with a pinned host copy and a
-//! device copy, moved between them asynchronously.
+//! [`MirroredArray`]: the seed's MemArray in Rust (the seed: the AMSO MemArray, a C++/CUDA
+//! array with a host and a device copy, which `examples/python-memarray` also rebuilds), an n-d
+//! array with a pinned host copy and a device copy, moved between them asynchronously.
 
 use super::CudaError;
 use crate::dtype::DlElement;

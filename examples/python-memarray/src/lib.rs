@@ -1,4 +1,6 @@
-//! `dlmd_memarray`: the AMSO MemArray in Rust, built on dlmd.
+//! `dlmd_memarray`: the AMSO MemArray in Rust, built on dlmd. The AMSO MemArray (the seed this
+//! example grows from) is a C++/CUDA n-dimensional array that Python frameworks share through
+//! DLPack; "the seed's" names here are its names.
 //!
 //! A `MemArray(shape, dtype)` owns a host buffer of any numpy dtype except strings and objects,
 //! rank 0 to 4, and exchanges it with every DLPack consumer (`np.from_dlpack(m)`) and producer
