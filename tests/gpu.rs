@@ -176,11 +176,11 @@ fn cuda_imports_check_the_pointer() {
         byte_offset: 0,
     };
     // SAFETY: `t` describes the live allocation `slice`.
-    let right = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) };
-    assert!(matches!(right, Ok(cuda::CudaImport::Device(_))));
+    let right = unsafe { cuda::place::<f32, 1, LayoutRight>(&t) };
+    assert!(matches!(right, Ok(cuda::Placed::Device(_))));
     t.device.device_id = 1;
     // SAFETY: as above.
-    let wrong = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) };
+    let wrong = unsafe { cuda::place::<f32, 1, LayoutRight>(&t) };
     assert!(
         matches!(wrong, Err(CudaError::WrongDevice { labelled: 1, actual: 0 })),
         "{wrong:?}"
@@ -196,8 +196,8 @@ fn cuda_imports_check_the_pointer() {
         device_id: 0,
     };
     // SAFETY: as above.
-    match unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap() {
-        cuda::CudaImport::Managed(m) => assert_eq!(m.into_space(dlmd::Host)[[7]], 2.5),
+    match unsafe { cuda::place::<f32, 1, LayoutRight>(&t) }.unwrap() {
+        cuda::Placed::Managed(m) => assert_eq!(m.into_space(dlmd::Host)[[7]], 2.5),
         other => panic!("managed memory labelled kDLCUDA imported as {other:?}"),
     }
 }
@@ -279,7 +279,7 @@ fn managed_bools_labelled_cuda_are_checked() {
         byte_offset: 0,
     };
     // SAFETY: `t` describes the 3 managed bytes, alive and unwritten while the view lives.
-    let err = unsafe { cuda::import_cuda::<bool, 1, LayoutRight>(&t) }.unwrap_err();
+    let err = unsafe { cuda::place::<bool, 1, LayoutRight>(&t) }.unwrap_err();
     assert!(
         matches!(
             err,
@@ -289,9 +289,9 @@ fn managed_bools_labelled_cuda_are_checked() {
     );
     managed.as_mut_slice().unwrap()[2] = 1;
     // SAFETY: as above.
-    match unsafe { cuda::import_cuda::<bool, 1, LayoutRight>(&t) }.unwrap() {
-        cuda::CudaImport::Managed(view) => assert!(view[[2]] && !view[[1]]),
-        cuda::CudaImport::Device(_) => panic!("managed memory viewed as device memory"),
+    match unsafe { cuda::place::<bool, 1, LayoutRight>(&t) }.unwrap() {
+        cuda::Placed::Managed(view) => assert!(view[[2]] && !view[[1]]),
+        cuda::Placed::Device(_) => panic!("managed memory viewed as device memory"),
     }
 }
 

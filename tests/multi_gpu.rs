@@ -9,7 +9,7 @@
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use cudarc::driver::{DevicePtr, DevicePtrMut};
-use dlmd::cuda::{self, CudaError, CudaImport, MirroredArray, device_view, device_view_mut};
+use dlmd::cuda::{self, CudaError, MirroredArray, Placed, device_view, device_view_mut};
 use dlmd::dlpack::{DLDevice, DLTensor};
 use dlmd::nccl::{self, Communicator, NcclElement, NcclError, ReduceOp, Rendezvous, UniqueId, group};
 use dlmd::{Device, DeviceMdspanMut, Dims, DlElement, F8E4M3FN, LayoutLeft, LayoutRight, Mdspan};
@@ -91,15 +91,15 @@ fn imports_check_the_device_of_the_pointer() {
         // Labelled with the right device: imported, on that device.
         let t = tensor_of(ptr, DLDevice::cuda(d as i32), &mut shape, f32::DTYPE);
         // SAFETY: the tensor describes `data`, alive for the import.
-        match unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap() {
-            CudaImport::Device(v) => assert_eq!(v.space().ordinal(), d as i32),
-            CudaImport::Managed(_) => panic!("device memory imported as managed"),
+        match unsafe { cuda::place::<f32, 1, LayoutRight>(&t) }.unwrap() {
+            Placed::Device(v) => assert_eq!(v.space().ordinal(), d as i32),
+            Placed::Managed(_) => panic!("device memory imported as managed"),
         }
         // Labelled with any other device: refused, naming both.
         for other in (0..n).filter(|&o| o != d) {
             let t = tensor_of(ptr, DLDevice::cuda(other as i32), &mut shape, f32::DTYPE);
             // SAFETY: as above.
-            let e = unsafe { cuda::import_cuda::<f32, 1, LayoutRight>(&t) }.unwrap_err();
+            let e = unsafe { cuda::place::<f32, 1, LayoutRight>(&t) }.unwrap_err();
             assert!(
                 matches!(e, CudaError::WrongDevice { labelled, actual } if labelled == other as i32 && actual == d as i32),
                 "{e}"

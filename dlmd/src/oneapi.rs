@@ -366,7 +366,7 @@ unsafe impl UsmRuntime for NoRuntime {
 
 /// A oneAPI tensor viewed where its allocation can be reached.
 #[derive(Debug)]
-pub enum OneApiImport<'a, T, const R: usize, L: Layout, A: Access> {
+pub enum Placed<'a, T, const R: usize, L: Layout, A: Access> {
     /// Host or shared USM (its kind; `None` for a view with no elements, which reaches no
     /// memory at all): a host view.
     Host(Mdspan<'a, T, Dims<R>, L, Host, A>, Option<UsmKind>),
@@ -381,7 +381,7 @@ pub enum OneApiImport<'a, T, const R: usize, L: Layout, A: Access> {
 /// USM stays opaque.
 pub fn place<'a, T, const R: usize, L, A>(
     view: Mdspan<'a, T, Dims<R>, L, Opaque<OneApi>, A>,
-) -> Result<OneApiImport<'a, T, R, L, A>, OneApiError>
+) -> Result<Placed<'a, T, R, L, A>, OneApiError>
 where
     T: DlElement,
     L: Layout,
@@ -397,7 +397,7 @@ where
 pub fn place_with<'a, T, const R: usize, L, A>(
     runtime: &impl UsmRuntime,
     view: Mdspan<'a, T, Dims<R>, L, Opaque<OneApi>, A>,
-) -> Result<OneApiImport<'a, T, R, L, A>, OneApiError>
+) -> Result<Placed<'a, T, R, L, A>, OneApiError>
 where
     T: DlElement,
     L: Layout,
@@ -406,11 +406,11 @@ where
     if view.is_empty() {
         // SAFETY: a view with no elements reaches no memory: any space holds it.
         let host = unsafe { Mdspan::from_raw_parts(view.data_handle(), *view.mapping(), Host) };
-        return Ok(OneApiImport::Host(host, None));
+        return Ok(Placed::Host(host, None));
     }
     let kind = usm_kind_with(runtime, view.as_ptr() as usize, view.space().id())?;
     if !kind.host_accessible() {
-        return Ok(OneApiImport::Device(view));
+        return Ok(Placed::Device(view));
     }
     // SAFETY: the runtime reports host-accessible USM (truthfully: `UsmRuntime`'s contract), and
     // the span holds the view's elements (the importer's checks).
@@ -418,7 +418,7 @@ where
     // SAFETY: the same elements, the same access, now in host memory (the runtime's word);
     // bools checked above.
     let host = unsafe { Mdspan::from_raw_parts(view.data_handle(), *view.mapping(), Host) };
-    Ok(OneApiImport::Host(host, Some(kind)))
+    Ok(Placed::Host(host, Some(kind)))
 }
 
 /// Imports a `kDLOneAPI` tensor read-only, viewed on the host where its USM kind allows
@@ -429,7 +429,7 @@ where
 /// As for [`Mdspan::from_dlpack`].
 pub unsafe fn import_oneapi<'a, T, const R: usize, L>(
     tensor: &'a DLTensor,
-) -> Result<OneApiImport<'a, T, R, L, Shared>, OneApiError>
+) -> Result<Placed<'a, T, R, L, Shared>, OneApiError>
 where
     T: DlElement,
     T::Storage: PlainStorage,
@@ -475,17 +475,14 @@ mod tests {
         let data = [true, false, true];
         let host = Answer(Some((UsmKind::Host, 1)), Cell::new(0));
         match place_with(&host, view(&data, 1)).unwrap() {
-            OneApiImport::Host(v, kind) => {
+            Placed::Host(v, kind) => {
                 assert_eq!(kind, Some(UsmKind::Host));
                 assert_eq!(v.values().collect::<Vec<_>>(), data);
             }
-            OneApiImport::Device(_) => panic!("host USM placed on the device"),
+            Placed::Device(_) => panic!("host USM placed on the device"),
         }
         let device = Answer(Some((UsmKind::Device, 1)), Cell::new(0));
-        assert!(matches!(
-            place_with(&device, view(&data, 1)),
-            Ok(OneApiImport::Device(_))
-        ));
+        assert!(matches!(place_with(&device, view(&data, 1)), Ok(Placed::Device(_))));
         assert!(matches!(
             place_with(&host, view(&data, 0)),
             Err(OneApiError::WrongDevice { labelled: 0, actual: 1 })
@@ -503,10 +500,7 @@ mod tests {
         assert_eq!(device_of_with(&host, 0).map(|d| d.device_id), Some(1));
         // An empty view reaches no memory: the runtime is not asked.
         let asked = Answer(Some((UsmKind::Device, 0)), Cell::new(0));
-        assert!(matches!(
-            place_with(&asked, view(&[], 0)),
-            Ok(OneApiImport::Host(_, None))
-        ));
+        assert!(matches!(place_with(&asked, view(&[], 0)), Ok(Placed::Host(_, None))));
         assert_eq!(asked.1.get(), 0);
     }
 

@@ -8,8 +8,8 @@
 //! over is released exactly once; accepted views reach exactly the described bytes.
 #![no_main]
 
-use dlmd::HostMdspanAliased;
 use arbitrary::Arbitrary;
+use dlmd::HostMdspanAliased;
 use dlmd::dlpack::{
     DLDevice, DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackVersion,
     DLTensor,

@@ -5,7 +5,6 @@
 //! in a versioned tensor; accepted views reach exactly the described bytes.
 #![no_main]
 
-use dlmd::{HostMdspanAliased, HostMdspanAliasedMut, Dims};
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{
     DLDataTypeCode, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, IS_SUBBYTE_TYPE_PADDED,
@@ -13,6 +12,7 @@ use dlmd::dlpack::{
 };
 use dlmd::layout::Layout;
 use dlmd::managed::{ManagedError, ManagedTensor};
+use dlmd::{Dims, HostMdspanAliased, HostMdspanAliasedMut};
 use dlmd::{DlElement, Extents, F4E2M1FN, ImportError, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed};
 use dlmd_fuzz::{Built, TensorFields, check_view, describe, inside};
 use std::cell::Cell;

@@ -9,8 +9,8 @@
 //! row-major.
 #![no_main]
 
-use dlmd::HostMdspanAliased;
 use arbitrary::Arbitrary;
+use dlmd::HostMdspanAliased;
 use dlmd::dlpack::{DLManagedTensorVersioned, IS_COPIED};
 use dlmd::layout::Layout;
 use dlmd::managed::ManagedTensor;

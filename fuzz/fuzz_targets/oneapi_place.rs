@@ -10,7 +10,7 @@
 use arbitrary::Arbitrary;
 use dlmd::dlpack::{DLDataTypeCode, DLDeviceType};
 use dlmd::layout::Layout;
-use dlmd::oneapi::{OneApiError, OneApiImport, UsmKind, UsmRuntime, place_with};
+use dlmd::oneapi::{OneApiError, Placed, UsmKind, UsmRuntime, place_with};
 use dlmd::space::{OneApi, Opaque};
 use dlmd::view::Access;
 use dlmd::{Dims, DlElement, LayoutLeft, LayoutRight, LayoutStride, LayoutStrideRelaxed, Mdspan, Shared, Unique};
@@ -105,7 +105,7 @@ where
     if empty {
         assert_eq!(runtime.asked.get(), 0, "the runtime was asked about an empty view");
         assert!(
-            matches!(result, Ok(OneApiImport::Host(_, None))),
+            matches!(result, Ok(Placed::Host(_, None))),
             "an empty view was not placed on the host"
         );
         return;
@@ -143,11 +143,11 @@ where
             }
         }
         Err(e) => panic!("refused with {e}"),
-        Ok(OneApiImport::Device(v)) => {
+        Ok(Placed::Device(v)) => {
             assert_eq!(expected, Some(Some((UsmKind::Device, id))));
             assert_eq!(v.as_ptr(), ptr);
         }
-        Ok(OneApiImport::Host(v, kind)) => {
+        Ok(Placed::Host(v, kind)) => {
             let Some(Some((k, a))) = expected else {
                 panic!("placed on the host without the runtime's word")
             };

@@ -396,7 +396,7 @@ pub fn pointer_info(ptr: *const core::ffi::c_void) -> Result<PointerInfo, CudaEr
 
 /// A `kDLCUDA` (or `kDLCUDAManaged`) tensor viewed where its pointer really is.
 #[derive(Debug)]
-pub enum CudaImport<'a, T, const R: usize, L: Layout> {
+pub enum Placed<'a, T, const R: usize, L: Layout> {
     /// Device memory of the labelled device.
     Device(DeviceMdspan<'a, T, Dims<R>, L>),
     /// Managed memory, even where the producer labelled it `kDLCUDA` (as PyTorch must: it
@@ -404,13 +404,16 @@ pub enum CudaImport<'a, T, const R: usize, L: Layout> {
     Managed(ManagedMdspan<'a, T, Dims<R>, L>),
 }
 
-/// Imports a CUDA tensor, checking with the driver that its pointer belongs to the labelled
-/// device, and viewing managed memory as managed whatever the label.
+/// Imports a CUDA tensor where its pointer really is (its placement, as [`oneapi::place`] is
+/// for oneAPI tensors): checks with the driver that the pointer belongs to the labelled device,
+/// and views managed memory as managed whatever the label.
+///
+/// [`oneapi::place`]: https://docs.rs/dlmd/latest/dlmd/oneapi/fn.place.html
 ///
 /// # Safety
 ///
 /// As for [`Mdspan::from_dlpack`].
-pub unsafe fn import_cuda<'a, T, const R: usize, L>(tensor: &'a DLTensor) -> Result<CudaImport<'a, T, R, L>, CudaError>
+pub unsafe fn place<'a, T, const R: usize, L>(tensor: &'a DLTensor) -> Result<Placed<'a, T, R, L>, CudaError>
 where
     T: DlElement,
     T::Storage: PlainStorage,
@@ -419,7 +422,7 @@ where
     // SAFETY: forwarded from the caller; every field is checked by the importer.
     let device = unsafe { DeviceMdspan::<'a, T, Dims<R>, L>::from_dlpack(tensor) }?;
     if device.is_empty() {
-        return Ok(CudaImport::Device(device));
+        return Ok(Placed::Device(device));
     }
     let info = pointer_info(device.as_ptr().cast())?;
     if info.managed {
@@ -430,7 +433,7 @@ where
         let space = Managed::new(device.space().ordinal());
         // SAFETY: the driver reports managed memory, valid in the managed space; bools checked.
         let managed = unsafe { Mdspan::from_raw_parts(device.data_handle(), *device.mapping(), space) };
-        return Ok(CudaImport::Managed(managed));
+        return Ok(Placed::Managed(managed));
     }
     if tensor.device.device_type == DLDeviceType::CUDA && info.ordinal != tensor.device.device_id {
         return Err(CudaError::WrongDevice {
@@ -438,7 +441,7 @@ where
             actual: info.ordinal,
         });
     }
-    Ok(CudaImport::Device(device))
+    Ok(Placed::Device(device))
 }
 
 // SAFETY: `#[repr(C)]` of a pointer, `i64`s and an `i32` (its layout asserted in

@@ -40,7 +40,7 @@ mod gpu;
 use array::MemArray;
 use dlmd::dlpack::DLDeviceType;
 use dlmd::managed::ManagedTensor;
-use dlmd::oneapi::{self, OneApiImport};
+use dlmd::oneapi::{self, Placed};
 use dlmd::python::{
     add_dlpack_method, from_dlpack as import, import_for_kernel, publish_exchange_api_borrowing, with_dlpack_borrowed,
 };
@@ -65,8 +65,8 @@ fn host_view<T: DlElement, const R: usize>(
             .view::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>, Aliased>>()
             .map_err(import_error)?;
         return match oneapi::place(view).map_err(oneapi_error)? {
-            OneApiImport::Host(view, _) => Ok(view),
-            OneApiImport::Device(_) => Err(device_usm()),
+            Placed::Host(view, _) => Ok(view),
+            Placed::Device(_) => Err(device_usm()),
         };
     }
     tensor
@@ -83,8 +83,8 @@ fn host_view_mut<T: DlElement, const R: usize>(
             .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>, AliasedMut>>()
             .map_err(import_error)?;
         return match oneapi::place(view).map_err(oneapi_error)? {
-            OneApiImport::Host(view, _) => Ok(view),
-            OneApiImport::Device(_) => Err(device_usm()),
+            Placed::Host(view, _) => Ok(view),
+            Placed::Device(_) => Err(device_usm()),
         };
     }
     tensor
