@@ -101,7 +101,7 @@ fn imports_check_the_device_of_the_pointer() {
             // SAFETY: as above.
             let e = unsafe { cuda::place::<f32, 1, LayoutRight>(&t) }.unwrap_err();
             assert!(
-                matches!(e, CudaError::WrongDevice { labelled, actual } if labelled == other as i32 && actual == d as i32),
+                matches!(e, CudaError::Placement(dlmd::cuda::PlacementError::WrongDevice { labelled, actual }) if labelled == other as i32 && actual == d as i32),
                 "{e}"
             );
         }

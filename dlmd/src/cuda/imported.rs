@@ -35,12 +35,12 @@ use std::sync::Arc;
 ///   the data is ready on the stream the consumer asked for (or the producer's current work
 ///   stream, which its C exchange table names), and the producer's own later work on that
 ///   stream runs after what is queued there now. A launch runs on that stream and no other:
-///   every imported argument must name the launch's stream ([`CudaError::KernelStream`]). Work
+///   every imported argument must name the launch's stream ([`LaunchError::Stream`](super::LaunchError::Stream)). Work
 ///   the producer's user queues on other streams without ordering it is outside what any
 ///   consumer can see; it is as much a race for the producer's own operations.
 /// - **Other arguments of the same launch** are checked against each other: no argument the
 ///   kernel writes shares a byte of its span with another argument
-///   ([`CudaError::KernelArguments`]: the same tensor passed twice, two views of one tensor).
+///   ([`LaunchError::Arguments`](super::LaunchError::Arguments): the same tensor passed twice, two views of one tensor).
 /// - **The argument itself**: a written argument's layout maps no two indices to one element
 ///   (stride 0, as expanded tensors have, is refused by the import: [`ImportError`]); the
 ///   producer allows writes (`READ_ONLY`, or a torch tensor that requires grad, is refused);
@@ -48,8 +48,8 @@ use std::sync::Arc;
 ///   memory does not hold the values they stand for.
 /// - **The memory is where the tensor says**: the driver must know the span's first byte as
 ///   memory of the labelled device (or managed memory), and the whole span must lie inside
-///   that allocation ([`CudaError::WrongDevice`], [`CudaError::NotDeviceMemory`],
-///   [`CudaError::OutsideAllocation`]). A kernel never reaches past what the producer
+///   that allocation ([`PlacementError::WrongDevice`](super::PlacementError::WrongDevice), [`PlacementError::NotDeviceMemory`](super::PlacementError::NotDeviceMemory),
+///   [`PlacementError::OutsideAllocation`](super::PlacementError::OutsideAllocation)). A kernel never reaches past what the producer
 ///   allocated, whatever the tensor's strides claim.
 /// - **The memory outlives the kernel**: the launch keeps the imported tensor (and the kernel's
 ///   module) until an event recorded after the kernel completes, without a host wait (see
@@ -299,32 +299,32 @@ fn check_allocation(footprint: Footprint, ordinal: i32) -> Result<(), CudaError>
     match status {
         sys::CUresult::CUDA_SUCCESS => {}
         sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
-            return Err(CudaError::NotDeviceMemory {
+            return Err(CudaError::Placement(super::PlacementError::NotDeviceMemory {
                 address: footprint.start,
-            });
+            }));
         }
         e => e.result()?,
     }
     // Memory the driver does not know reads back as no range.
     if range_bytes == 0 {
-        return Err(CudaError::NotDeviceMemory {
+        return Err(CudaError::Placement(super::PlacementError::NotDeviceMemory {
             address: footprint.start,
-        });
+        }));
     }
     if managed == 0 && device != ordinal {
-        return Err(CudaError::WrongDevice {
+        return Err(CudaError::Placement(super::PlacementError::WrongDevice {
             labelled: ordinal,
             actual: device,
-        });
+        }));
     }
     let (start, end) = (range_start as usize, (range_start as usize).saturating_add(range_bytes));
     if footprint.start < start || footprint.start.saturating_add(footprint.bytes) > end {
-        return Err(CudaError::OutsideAllocation {
+        return Err(CudaError::Placement(super::PlacementError::OutsideAllocation {
             start: footprint.start,
             bytes: footprint.bytes,
             allocation: start,
             allocation_bytes: range_bytes,
-        });
+        }));
     }
     Ok(())
 }

@@ -99,10 +99,10 @@ impl Kernels {
 fn check_digest(digests: &HashMap<String, u64>, name: &'static str, digest: u64) -> Result<(), CudaError> {
     match digests.get(name) {
         Some(&found) if found == digest => Ok(()),
-        found => Err(CudaError::KernelSignature {
+        found => Err(CudaError::Launch(super::LaunchError::Signature {
             kernel: name,
             found: found.is_some(),
-        }),
+        })),
     }
 }
 
@@ -247,12 +247,12 @@ impl Launch<'_, '_, '_> {
     pub fn block_threads(self, kernel: &'static str, threads: Option<u32>) -> Result<Self, CudaError> {
         match threads {
             Some(threads) if self.config.block_dim != (threads, 1, 1) || self.config.shared_mem_bytes != 0 => {
-                Err(CudaError::KernelBlock {
+                Err(CudaError::Launch(super::LaunchError::Block {
                     kernel,
                     threads,
                     block_dim: self.config.block_dim,
                     shared_mem_bytes: self.config.shared_mem_bytes,
-                })
+                }))
             }
             _ => Ok(self),
         }
@@ -282,37 +282,38 @@ impl Launch<'_, '_, '_> {
     ) -> Result<(), CudaError> {
         let stream = self.stream.context().ordinal();
         if stream != self.kernels.ordinal {
-            return Err(CudaError::KernelDevice {
+            return Err(CudaError::Launch(super::LaunchError::Device {
                 kernel: name,
                 what: "its module",
                 device: self.kernels.ordinal as i64,
                 stream,
-            });
+            }));
         }
         if let Some(device) = args
             .iter()
             .filter_map(|a| a.device)
             .find(|&d| d as i64 != stream as i64)
         {
-            return Err(CudaError::KernelDevice {
+            return Err(CudaError::Launch(super::LaunchError::Device {
                 kernel: name,
                 what: "a view",
                 device: i64::from(device),
                 stream,
-            });
+            }));
         }
         let handle = self.stream.cu_stream() as usize;
         for (_, producer) in args.iter().filter_map(|a| a.held) {
             if !producer.is(handle) {
-                return Err(CudaError::KernelStream {
+                return Err(CudaError::Launch(super::LaunchError::Stream {
                     kernel: name,
                     producer: producer.0,
                     launch: handle,
-                });
+                }));
             }
         }
         let footprints: Vec<Option<Footprint>> = args.iter().map(|a| a.footprint).collect();
-        check_disjoint(&footprints).map_err(|overlap| CudaError::KernelArguments { kernel: name, overlap })?;
+        check_disjoint(&footprints)
+            .map_err(|overlap| CudaError::Launch(super::LaunchError::Arguments { kernel: name, overlap }))?;
         let function = self.kernels.checked_function(name, digest)?;
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
@@ -386,18 +387,18 @@ mod tests {
         assert!(check_digest(&found, "scale", 11).is_ok());
         assert!(matches!(
             check_digest(&found, "scale", 12),
-            Err(CudaError::KernelSignature {
+            Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "scale",
                 found: true
-            })
+            }))
         ));
         assert!(check_digest(&found, "scale", 11).is_ok());
         assert!(matches!(
             check_digest(&found, "other", 11),
-            Err(CudaError::KernelSignature {
+            Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "other",
                 found: false
-            })
+            }))
         ));
     }
 }

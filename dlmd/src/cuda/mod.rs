@@ -12,7 +12,7 @@
 use crate::dlpack::{DLDeviceType, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents};
-use crate::import::{ImportError, check_bools};
+use crate::import::check_bools;
 use crate::kernel::ViewParam;
 use crate::layout::{CompactLayout, Layout, Mapping};
 use crate::space::{Device, Managed};
@@ -24,6 +24,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod error;
 mod imported;
 mod launch;
 mod library;
@@ -36,6 +37,7 @@ mod stream;
 /// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
 /// that launching needs no other crate).
 pub use cudarc::driver::LaunchConfig;
+pub use error::{CompileError, CudaError, LaunchError, PlacementError, StreamError};
 pub use imported::{Arg, ImportParam, Imported};
 pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
@@ -56,170 +58,6 @@ pub const HEADER: &str = include_str!("../../include/dlmd/view.cuh");
 /// The directory holding `dlmd/view.cuh`, for nvcc's or NVRTC's include path.
 pub const INCLUDE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
 
-/// Why CUDA work could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum CudaError {
-    /// No CUDA driver library could be loaded on this machine.
-    #[error("no CUDA driver library could be loaded (libcuda.so); is there an NVIDIA GPU and driver?")]
-    NoDriver,
-    /// The driver reported an error.
-    #[error("CUDA driver error: {0}")]
-    Driver(#[from] cudarc::driver::DriverError),
-    /// The device ordinal is not a valid `i32`.
-    #[error("device ordinal {0} does not fit a DLPack device id")]
-    Ordinal(usize),
-    /// The allocation does not fit the view.
-    #[error(transparent)]
-    View(#[from] ViewError),
-    /// NVRTC could not be loaded.
-    #[error("NVRTC (libnvrtc.so) could not be loaded; install the CUDA runtime compiler")]
-    NoNvrtc,
-    /// NVRTC refused the program.
-    #[error("NVRTC: {0}")]
-    Compile(String),
-    /// A tensor does not fit the view asked for.
-    #[error(transparent)]
-    Import(#[from] ImportError),
-    /// A copy of a [`MirroredArray`] was asked for while the other one holds newer values.
-    #[error("the {want} copy is stale (current: {current:?}); move the data first (to_host / to_device)")]
-    Stale {
-        /// The copy asked for.
-        want: &'static str,
-        /// Which copy is current.
-        current: Current,
-    },
-    /// A consumer's `stream` argument is not one DLPack defines for CUDA.
-    #[error("stream={value}: {why}")]
-    StreamValue {
-        /// The value given.
-        value: isize,
-        /// Why it is refused.
-        why: &'static str,
-    },
-    /// The consumer's stream is capturing a CUDA graph while the producer still has work in
-    /// flight on another stream: a capture cannot wait for work queued outside it.
-    #[error(
-        "stream {stream:#x} is capturing a CUDA graph and the producer's stream still has work in flight, which a capture cannot wait for; synchronize the producer before capturing, or export with stream=-1 and order the work yourself"
-    )]
-    Capture {
-        /// The consumer's stream handle.
-        stream: usize,
-    },
-    /// A stream value from a consumer names no stream of this context.
-    #[error("stream {value:#x} is not a CUDA stream of this context: {why}")]
-    NotAStream {
-        /// The value given.
-        value: usize,
-        /// What is wrong with it.
-        why: &'static str,
-    },
-    /// A device ordinal names no device (it is negative).
-    #[error("device ordinal {ordinal} names no CUDA device")]
-    NoSuchDevice {
-        /// The ordinal given.
-        ordinal: i32,
-    },
-    /// A copy's source and destination have different extents.
-    #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
-    CopyExtents {
-        /// The source's extents.
-        src: Vec<usize>,
-        /// The destination's extents.
-        dst: Vec<usize>,
-    },
-    /// A module holds no kernel `kernel` built from the signature its launcher has: the PTX is
-    /// of another kernel crate, or of another version of this one.
-    #[error(
-        "the module's kernel `{kernel}` {}",
-        if *found { "was built from another signature than its launcher's: rebuild the PTX from the same source" } else { "is missing (no `#[dlmd::kernel]` of that name in its PTX)" }
-    )]
-    KernelSignature {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// Whether the module has a kernel of that name (with another signature).
-        found: bool,
-    },
-    /// Two arguments of a launch share memory where the kernel writes one of them (the same
-    /// tensor passed twice, or views of one tensor).
-    #[error("cannot launch `{kernel}`: {overlap}")]
-    KernelArguments {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// The two arguments and how the kernel uses them.
-        overlap: crate::kernel::disjoint::Overlap,
-    },
-    /// A cooperative kernel's launch has another block shape than its `Block` says, or asks for
-    /// dynamic shared memory (its tiles are static).
-    #[error(
-        "cannot launch `{kernel}` with block {block_dim:?} and {shared_mem_bytes} bytes of dynamic shared memory: its `Block` needs block ({threads}, 1, 1) and no dynamic shared memory"
-    )]
-    KernelBlock {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// The threads of a block the kernel needs.
-        threads: u32,
-        /// The launch's block.
-        block_dim: (u32, u32, u32),
-        /// The launch's dynamic shared memory.
-        shared_mem_bytes: u32,
-    },
-    /// A launch's module or view is on another device than its stream.
-    #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]
-    KernelDevice {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// What is on the other device: its module, or a view.
-        what: &'static str,
-        /// That device's ordinal.
-        device: i64,
-        /// The stream's device ordinal.
-        stream: usize,
-    },
-    /// An imported argument's producer made its data ready on another stream than the launch's:
-    /// the kernel would not be ordered after the producer's work, nor the producer's next work
-    /// after it.
-    #[error(
-        "cannot launch `{kernel}` on stream {launch:#x}: an imported argument's producer named stream {producer:#x} (launch on the producer's stream: `imported.launch(..)`)"
-    )]
-    KernelStream {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// The producer's stream (DLPack's value: 0 or 1 the legacy default stream, 2 the
-        /// per-thread one, otherwise a handle).
-        producer: usize,
-        /// The launch's stream handle.
-        launch: usize,
-    },
-    /// An imported tensor's data pointer is not memory the CUDA driver knows.
-    #[error("the tensor's data at {address:#x} is not CUDA memory (the driver knows no allocation there)")]
-    NotDeviceMemory {
-        /// The address of the span's first byte.
-        address: usize,
-    },
-    /// An imported tensor's span reaches outside the allocation its data pointer is in.
-    #[error(
-        "the tensor's {bytes} bytes at {start:#x} reach outside the allocation they start in ({allocation_bytes} bytes at {allocation:#x}): its shape or strides are wrong"
-    )]
-    OutsideAllocation {
-        /// The span's first byte.
-        start: usize,
-        /// The span's length in bytes.
-        bytes: usize,
-        /// The allocation's first byte.
-        allocation: usize,
-        /// The allocation's length in bytes.
-        allocation_bytes: usize,
-    },
-    /// A tensor's device label disagrees with where its pointer really is.
-    #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
-    WrongDevice {
-        /// The `device_id` the tensor carries.
-        labelled: i32,
-        /// The device the driver reports for the pointer.
-        actual: i32,
-    },
-}
-
 /// Whether NVRTC can be used here: it loads, or the program links it.
 pub fn nvrtc_available() -> bool {
     static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -230,13 +68,13 @@ pub fn nvrtc_available() -> bool {
 /// take `dlmd::view<T, R>` without an include path). Errors, never panics, without NVRTC.
 pub fn compile_ptx(source: &str, options: CompileOptions) -> Result<Ptx, CudaError> {
     if !nvrtc_available() {
-        return Err(CudaError::NoNvrtc);
+        return Err(CudaError::Compile(CompileError::Unavailable));
     }
     let program = format!("{HEADER}\n{source}");
     match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(program, options)) {
         Ok(Ok(ptx)) => Ok(ptx),
-        Ok(Err(e)) => Err(CudaError::Compile(format!("{e:?}"))),
-        Err(_) => Err(CudaError::NoNvrtc),
+        Ok(Err(e)) => Err(CudaError::Compile(CompileError::Refused(format!("{e:?}")))),
+        Err(_) => Err(CudaError::Compile(CompileError::Unavailable)),
     }
 }
 
@@ -436,10 +274,10 @@ where
         return Ok(Placed::Managed(managed));
     }
     if tensor.device.device_type == DLDeviceType::CUDA && info.ordinal != tensor.device.device_id {
-        return Err(CudaError::WrongDevice {
+        return Err(CudaError::Placement(PlacementError::WrongDevice {
             labelled: tensor.device.device_id,
             actual: info.ordinal,
-        });
+        }));
     }
     Ok(Placed::Device(device))
 }

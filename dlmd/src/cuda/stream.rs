@@ -13,7 +13,7 @@ use cudarc::driver::{CudaContext, CudaStream, sys};
 ///
 /// A consumer's stream that is capturing a CUDA graph (`torch.cuda.graph`) is left untouched
 /// when the producer's stream has nothing in flight (the data is ready for the capture and every
-/// replay), and refused with [`CudaError::Capture`] otherwise: waiting there for work queued
+/// replay), and refused with [`StreamError::Capture`](super::StreamError::Capture) otherwise: waiting there for work queued
 /// outside the capture would break it. The check itself runs in relaxed capture mode, so that it
 /// does not break the capture either.
 pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Result<(), CudaError> {
@@ -22,17 +22,17 @@ pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Res
         Some(2) => 0x2 as sys::CUstream,        // CU_STREAM_PER_THREAD
         Some(-1) => return Ok(()),
         Some(0) => {
-            return Err(CudaError::StreamValue {
+            return Err(CudaError::Stream(super::StreamError::Value {
                 value: 0,
                 why: "ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread default)",
-            });
+            }));
         }
         Some(s) if s > 2 => check_stream(s as usize, producer.context())?,
         Some(value) => {
-            return Err(CudaError::StreamValue {
+            return Err(CudaError::Stream(super::StreamError::Value {
                 value,
                 why: "not a CUDA stream (DLPack allows -1, 1, 2 or a stream handle)",
-            });
+            }));
         }
     };
     // The null stream of a context is the legacy default stream: nothing to wait for there.
@@ -44,9 +44,9 @@ pub fn sync_consumer_stream(producer: &CudaStream, stream: Option<isize>) -> Res
         return if relaxed(|| idle(producer))? {
             Ok(())
         } else {
-            Err(CudaError::Capture {
+            Err(CudaError::Stream(super::StreamError::Capture {
                 stream: handle as usize,
-            })
+            }))
         };
     }
     let event = producer.record_event(None)?;
@@ -131,14 +131,14 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
         None
     };
     if let Some(why) = why {
-        return Err(CudaError::NotAStream { value, why });
+        return Err(CudaError::Stream(super::StreamError::NotAStream { value, why }));
     }
     #[cfg(target_os = "linux")]
     if !mapped(value, STREAM_PROBE) {
-        return Err(CudaError::NotAStream {
+        return Err(CudaError::Stream(super::StreamError::NotAStream {
             value,
             why: "no memory is mapped there",
-        });
+        }));
     }
     if !driver_available() {
         return Err(CudaError::NoDriver);
@@ -150,10 +150,10 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
     // valid pointer.
     unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
     if owner != context.cu_ctx() {
-        return Err(CudaError::NotAStream {
+        return Err(CudaError::Stream(super::StreamError::NotAStream {
             value,
             why: "it belongs to another context",
-        });
+        }));
     }
     Ok(handle)
 }

@@ -281,11 +281,11 @@ fn a_launch_of_another_block_shape_is_refused() {
         assert!(
             matches!(
                 result,
-                Err(CudaError::KernelBlock {
+                Err(CudaError::Launch(dlmd::cuda::LaunchError::Block {
                     kernel: "transpose_tiled",
                     threads: 256,
                     ..
-                })
+                }))
             ),
             "{config:?}: {result:?}"
         );

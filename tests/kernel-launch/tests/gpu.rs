@@ -41,10 +41,10 @@ fn other_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<i3
 fn refused(result: Result<(), CudaError>) -> bool {
     matches!(
         result,
-        Err(CudaError::KernelSignature {
+        Err(CudaError::Launch(dlmd::cuda::LaunchError::Signature {
             kernel: "scale",
             found: true
-        })
+        }))
     )
 }
 
@@ -204,18 +204,36 @@ fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device
 
     let (x, released) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 64, on(&producer));
     let e = real::scale(kernels.launch_on(&other, grid), x.arg().unwrap(), 2.0).unwrap_err();
-    assert!(matches!(e, CudaError::KernelStream { kernel: "scale", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CudaError::Launch(dlmd::cuda::LaunchError::Stream { kernel: "scale", .. })
+        ),
+        "{e}"
+    );
     drop(x);
     assert_eq!(released.load(Ordering::SeqCst), 1, "a refused launch holds nothing");
 
     // A shape past the allocation: the span reaches outside it.
     let (x, _) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 1 << 30, on(&producer));
     let e = x.arg::<DeviceMdspanMut<'_, real::Real, Dims<1>>>().unwrap_err();
-    assert!(matches!(e, CudaError::OutsideAllocation { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CudaError::Placement(dlmd::cuda::PlacementError::OutsideAllocation { .. })
+        ),
+        "{e}"
+    );
 
     // Host memory labelled as the device's.
     let host = vec![0.0 as real::Real; 64];
     let (x, _) = foreign(None, host.as_ptr() as usize, 64, on(&producer));
     let e = x.arg::<DeviceMdspanMut<'_, real::Real, Dims<1>>>().unwrap_err();
-    assert!(matches!(e, CudaError::NotDeviceMemory { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CudaError::Placement(dlmd::cuda::PlacementError::NotDeviceMemory { .. })
+        ),
+        "{e}"
+    );
 }

@@ -4,7 +4,7 @@
 //!
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
-//! ([`CudaError::KernelBlock`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.CudaError.html)),
+//! ([`LaunchError::Block`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.LaunchError.html)),
 //! and the tiles' memory is reserved by the GPU for each block as the kernel starts (no
 //! `shared_mem_bytes` to pass). From `examples/kernels`, whose tests build and run it:
 //!

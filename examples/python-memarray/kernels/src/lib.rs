@@ -146,7 +146,7 @@ accumulate!(accumulate_1: 1, accumulate_2: 2);
 
 /// Queues `out += x` (rank-1 or rank-2 `float32` tensors of one shape) on `out`'s producer's
 /// stream, which `x`'s must be too, and returns without waiting. The launch refuses arguments
-/// that share memory ([`dlmd::cuda::CudaError::KernelArguments`]): `out` and `x` the same
+/// that share memory ([`dlmd::cuda::LaunchError::Arguments`]): `out` and `x` the same
 /// tensor, or overlapping views of one.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn accumulate(

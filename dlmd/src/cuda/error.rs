@@ -1,0 +1,206 @@
+//! Why CUDA work could not start: [`CudaError`], whose variants group the concerns a caller
+//! matches on whole ([`CompileError`], [`StreamError`], [`LaunchError`], [`PlacementError`]),
+//! beside the driver's, the views' and the mirrored array's own.
+
+use super::Current;
+use crate::import::ImportError;
+use crate::view::ViewError;
+
+/// Why CUDA work could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    /// No CUDA driver library could be loaded on this machine.
+    #[error("no CUDA driver library could be loaded (libcuda.so); is there an NVIDIA GPU and driver?")]
+    NoDriver,
+    /// The driver reported an error.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// The device ordinal is not a valid `i32`.
+    #[error("device ordinal {0} does not fit a DLPack device id")]
+    Ordinal(usize),
+    /// A device ordinal names no device (it is negative).
+    #[error("device ordinal {ordinal} names no CUDA device")]
+    NoSuchDevice {
+        /// The ordinal given.
+        ordinal: i32,
+    },
+    /// The allocation does not fit the view.
+    #[error(transparent)]
+    View(#[from] ViewError),
+    /// A tensor does not fit the view asked for.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// A copy's source and destination have different extents.
+    #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
+    CopyExtents {
+        /// The source's extents.
+        src: Vec<usize>,
+        /// The destination's extents.
+        dst: Vec<usize>,
+    },
+    /// NVRTC could not compile C++ kernels.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// A copy of a [`MirroredArray`](super::MirroredArray) was asked for while the other one holds newer values.
+    #[error("the {want} copy is stale (current: {current:?}); move the data first (to_host / to_device)")]
+    Stale {
+        /// The copy asked for.
+        want: &'static str,
+        /// Which copy is current.
+        current: Current,
+    },
+    /// A consumer's stream could not be ordered after the producer's work (DLPack's stream
+    /// protocol).
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// A kernel launch was refused before anything was queued.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// An imported tensor's memory is not where, or not as large as, its fields say.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+}
+
+/// Why NVRTC could not compile C++ kernels.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// NVRTC could not be loaded.
+    #[error("NVRTC (libnvrtc.so) could not be loaded; install the CUDA runtime compiler")]
+    Unavailable,
+    /// NVRTC refused the program.
+    #[error("NVRTC: {0}")]
+    Refused(String),
+}
+
+/// Why a consumer's stream could not be ordered after a producer's work: DLPack's `stream`
+/// argument, and CUDA graph capture.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// A consumer's `stream` argument is not one DLPack defines for CUDA.
+    #[error("stream={value}: {why}")]
+    Value {
+        /// The value given.
+        value: isize,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// The consumer's stream is capturing a CUDA graph while the producer still has work in
+    /// flight on another stream: a capture cannot wait for work queued outside it.
+    #[error(
+        "stream {stream:#x} is capturing a CUDA graph and the producer's stream still has work in flight, which a capture cannot wait for; synchronize the producer before capturing, or export with stream=-1 and order the work yourself"
+    )]
+    Capture {
+        /// The consumer's stream handle.
+        stream: usize,
+    },
+    /// A stream value from a consumer names no stream of this context.
+    #[error("stream {value:#x} is not a CUDA stream of this context: {why}")]
+    NotAStream {
+        /// The value given.
+        value: usize,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+/// Why a kernel launch was refused, before anything was queued.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// A module holds no kernel `kernel` built from the signature its launcher has: the PTX is
+    /// of another kernel crate, or of another version of this one.
+    #[error(
+        "the module's kernel `{kernel}` {}",
+        if *found { "was built from another signature than its launcher's: rebuild the PTX from the same source" } else { "is missing (no `#[dlmd::kernel]` of that name in its PTX)" }
+    )]
+    Signature {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// Whether the module has a kernel of that name (with another signature).
+        found: bool,
+    },
+    /// Two arguments of a launch share memory where the kernel writes one of them (the same
+    /// tensor passed twice, or views of one tensor).
+    #[error("cannot launch `{kernel}`: {overlap}")]
+    Arguments {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The two arguments and how the kernel uses them.
+        overlap: crate::kernel::disjoint::Overlap,
+    },
+    /// A cooperative kernel's launch has another block shape than its `Block` says, or asks for
+    /// dynamic shared memory (its tiles are static).
+    #[error(
+        "cannot launch `{kernel}` with block {block_dim:?} and {shared_mem_bytes} bytes of dynamic shared memory: its `Block` needs block ({threads}, 1, 1) and no dynamic shared memory"
+    )]
+    Block {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The threads of a block the kernel needs.
+        threads: u32,
+        /// The launch's block.
+        block_dim: (u32, u32, u32),
+        /// The launch's dynamic shared memory.
+        shared_mem_bytes: u32,
+    },
+    /// A launch's module or view is on another device than its stream.
+    #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]
+    Device {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// What is on the other device: its module, or a view.
+        what: &'static str,
+        /// That device's ordinal.
+        device: i64,
+        /// The stream's device ordinal.
+        stream: usize,
+    },
+    /// An imported argument's producer made its data ready on another stream than the launch's:
+    /// the kernel would not be ordered after the producer's work, nor the producer's next work
+    /// after it.
+    #[error(
+        "cannot launch `{kernel}` on stream {launch:#x}: an imported argument's producer named stream {producer:#x} (launch on the producer's stream: `imported.launch(..)`)"
+    )]
+    Stream {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The producer's stream (DLPack's value: 0 or 1 the legacy default stream, 2 the
+        /// per-thread one, otherwise a handle).
+        producer: usize,
+        /// The launch's stream handle.
+        launch: usize,
+    },
+}
+
+/// Why an imported tensor's memory is not where, or not as large as, its fields say (what
+/// the driver answers for its data pointer).
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    /// An imported tensor's data pointer is not memory the CUDA driver knows.
+    #[error("the tensor's data at {address:#x} is not CUDA memory (the driver knows no allocation there)")]
+    NotDeviceMemory {
+        /// The address of the span's first byte.
+        address: usize,
+    },
+    /// An imported tensor's span reaches outside the allocation its data pointer is in.
+    #[error(
+        "the tensor's {bytes} bytes at {start:#x} reach outside the allocation they start in ({allocation_bytes} bytes at {allocation:#x}): its shape or strides are wrong"
+    )]
+    OutsideAllocation {
+        /// The span's first byte.
+        start: usize,
+        /// The span's length in bytes.
+        bytes: usize,
+        /// The allocation's first byte.
+        allocation: usize,
+        /// The allocation's length in bytes.
+        allocation_bytes: usize,
+    },
+    /// A tensor's device label disagrees with where its pointer really is.
+    #[error("the tensor says device {labelled} but its pointer belongs to device {actual}")]
+    WrongDevice {
+        /// The `device_id` the tensor carries.
+        labelled: i32,
+        /// The device the driver reports for the pointer.
+        actual: i32,
+    },
+}
