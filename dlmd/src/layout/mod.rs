@@ -64,7 +64,9 @@ pub enum LayoutError {
         layout: &'static str,
     },
     /// A stride of `layout_stride` is zero or negative.
-    #[error("stride {stride} of dimension {dim} is not positive, as layout_stride needs")]
+    #[error(
+        "stride {stride} of dimension {dim} is not positive, as layout_stride needs (a view of LayoutStrideRelaxed takes zero and negative strides)"
+    )]
     NonPositiveStride {
         /// The dimension.
         dim: usize,

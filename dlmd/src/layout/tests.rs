@@ -271,3 +271,17 @@ fn unsigned_negatives_are_recognised_for_each_item_size() {
         assert_eq!(super::span::unsigned_negative(plain), None, "{plain}");
     }
 }
+
+#[test]
+fn a_stride_layout_refusing_negative_strides_names_the_relaxed_one() {
+    let refused = LayoutError::NonPositiveStride { dim: 0, stride: -1 };
+    let message = refused.to_string();
+    assert!(
+        message.starts_with("stride -1 of dimension 0 is not positive"),
+        "{message}"
+    );
+    assert!(
+        message.contains("LayoutStrideRelaxed takes zero and negative strides"),
+        "{message}"
+    );
+}
