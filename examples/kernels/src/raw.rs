@@ -1,0 +1,398 @@
+//! The raw twins of the cooperative kernels: the same work written the CUDA C++ way, with a
+//! block-shared array of their own, bare barriers and shuffles, and raw pointers, all `unsafe`.
+//! They exist to measure what the safe kernels cost (`examples/cooperative.rs --bench`).
+
+#[cfg(target_arch = "nvptx64")]
+use crate::outer_product_add;
+use dlmd::kernel::Thread;
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+
+/// What the raw kernels share: their block-shared array, the thread's indices, shuffles and
+/// reductions, written with inline assembly and bare intrinsics.
+#[cfg(target_arch = "nvptx64")]
+mod ops {
+    use core::arch::{asm, nvptx};
+
+    /// Four `f32` as CUDA's `float4`: 16-aligned, moved by one vector load.
+    #[repr(C, align(16))]
+    pub struct Float4(pub [f32; 4]);
+
+    /// A block-shared array of `BYTES` bytes declared in the calling kernel's entry point, as a
+    /// generic address.
+    ///
+    /// # Safety
+    ///
+    /// Called once, inlined into a kernel's entry point.
+    #[inline(always)]
+    pub unsafe fn shared<const BYTES: usize>() -> *mut f32 {
+        let base: u64;
+        // SAFETY: declares the array and takes its address; no memory is read or written.
+        unsafe {
+            asm!(
+                ".shared .align 16 .b8 raw_shared[{bytes}];",
+                "cvta.shared.u64 {base}, raw_shared;",
+                bytes = const BYTES,
+                base = out(reg64) base,
+                options(pure, nomem, nostack),
+            )
+        };
+        base as *mut f32
+    }
+
+    /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
+    #[inline(always)]
+    pub fn ids() -> (usize, usize, usize) {
+        // SAFETY: a special register, no precondition.
+        let thread = unsafe { nvptx::_thread_idx_x() };
+        // SAFETY: as above.
+        let block = unsafe { nvptx::_block_idx_x() };
+        // SAFETY: as above.
+        let blocks = unsafe { nvptx::_grid_dim_x() };
+        (thread as usize, block as usize, blocks as usize)
+    }
+
+    /// `f(m, n)` for every `m` and `n` below 8, written out.
+    #[inline(always)]
+    pub fn unrolled_8x8(mut f: impl FnMut(usize, usize)) {
+        macro_rules! each {
+            ($($m:literal)*) => { $( each!(@ $m, 0 1 2 3 4 5 6 7); )* };
+            (@ $m:literal, $($n:literal)*) => { $( f($m, $n); )* };
+        }
+        each!(0 1 2 3 4 5 6 7);
+    }
+
+    /// `op` over the values of a block of `THREADS` threads (whole warps), to every thread:
+    /// shuffles, the warps' results through `slots` (one a warp), one barrier, shuffles again
+    /// (lanes past the warps' count with `identity`); a second barrier before `slots` is
+    /// written again.
+    ///
+    /// # Safety
+    ///
+    /// Every thread of the block runs it, the block has `THREADS` threads, and `slots` is
+    /// `THREADS / 32` `f32` of block-shared memory that nothing else uses meanwhile.
+    #[inline(always)]
+    pub unsafe fn block_reduce<const THREADS: usize>(
+        value: f32,
+        identity: f32,
+        slots: *mut f32,
+        op: impl Fn(f32, f32) -> f32,
+    ) -> f32 {
+        let (t, _, _) = ids();
+        // SAFETY: every lane runs it (caller).
+        let warp = unsafe { warp_reduce(value, &op) };
+        if t % 32 == 0 {
+            // SAFETY: this warp's slot (caller's array).
+            unsafe { *slots.wrapping_add(t / 32) = warp };
+        }
+        // SAFETY: every thread reaches it (caller).
+        unsafe { nvptx::_syncthreads() };
+        let mine = if t % 32 < THREADS / 32 {
+            // SAFETY: a slot written before the barrier.
+            unsafe { *slots.wrapping_add(t % 32) }
+        } else {
+            identity
+        };
+        // SAFETY: every lane runs it.
+        let total = unsafe { warp_reduce(mine, &op) };
+        // SAFETY: every thread reaches it; no slot is read after it until it is written again.
+        unsafe { nvptx::_syncthreads() };
+        total
+    }
+
+    /// `op` over the warp's values, to every lane.
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp runs it.
+    #[inline(always)]
+    pub unsafe fn warp_reduce(value: f32, op: &impl Fn(f32, f32) -> f32) -> f32 {
+        // SAFETY: every lane runs it (caller); as for the four below.
+        let value = op(value, unsafe { shuffle_xor(value, 16) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 8) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 4) });
+        // SAFETY: as above.
+        let value = op(value, unsafe { shuffle_xor(value, 2) });
+        // SAFETY: as above.
+        op(value, unsafe { shuffle_xor(value, 1) })
+    }
+
+    /// `shfl.sync.bfly` of `value` with lane `lane ^ mask`.
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp runs it.
+    #[inline(always)]
+    pub unsafe fn shuffle_xor(value: f32, mask: u32) -> f32 {
+        let out: f32;
+        // SAFETY: every lane runs it (caller); registers only.
+        unsafe {
+            asm!(
+                "shfl.sync.bfly.b32 {out}, {value}, {mask}, 0x1f, 0xffffffff;",
+                out = out(reg32) out,
+                value = in(reg32) value,
+                mask = in(reg32) mask,
+                options(nomem, nostack),
+            )
+        };
+        out
+    }
+}
+
+/// [`transpose_tiled`](crate::transpose_tiled) written raw: a 32 × 33 shared array, the 256 threads
+/// as 32 × 8, bare barriers. Launch with blocks of 256 threads.
+#[dlmd::kernel]
+pub fn transpose_tiled_raw(
+    thread: Thread,
+    src: DeviceMdspan<'_, f32, Dims<2>>,
+    dst: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, cols) = (src.extent(0), src.extent(1));
+        let (s, d) = (src.data_handle(), dst.data_handle());
+        let (t, block, blocks) = ops::ids();
+        let (tx, ty) = (t % 32, t / 32);
+        let (chunk_rows, chunk_cols) = (cols.div_ceil(32), rows.div_ceil(32));
+        // SAFETY: once, in this kernel's entry point (the body is inlined into it).
+        let tile = unsafe { ops::shared::<{ 32 * 33 * 4 }>() };
+        let mut c = block;
+        while c < chunk_rows * chunk_cols {
+            let (i0, j0) = (c / chunk_cols * 32, c % chunk_cols * 32);
+            let mut a = ty;
+            while a < 32 {
+                let (r, k) = (j0 + a, i0 + tx);
+                let value = if r < rows && k < cols {
+                    // SAFETY: inside `src`'s extents, row-major.
+                    unsafe { *s.wrapping_add(r * cols + k) }
+                } else {
+                    0.0
+                };
+                // SAFETY: element (a, tx) of the 32 × 33 array, this thread's in this phase.
+                unsafe { *tile.wrapping_add(a * 33 + tx) = value };
+                a += 8;
+            }
+            // SAFETY: every thread of the block reaches it (uniform loop).
+            unsafe { core::arch::nvptx::_syncthreads() };
+            let mut a = ty;
+            while a < 32 {
+                let (i, j) = (i0 + a, j0 + tx);
+                if i < cols && j < rows {
+                    // SAFETY: the tile element (tx, a), written before the barrier.
+                    let value = unsafe { *tile.wrapping_add(tx * 33 + a) };
+                    // SAFETY: inside `dst`'s extents (cols × rows), written by this thread alone.
+                    unsafe { *d.wrapping_add(i * rows + j) = value };
+                }
+                a += 8;
+            }
+            // SAFETY: as above.
+            unsafe { core::arch::nvptx::_syncthreads() };
+            c += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (src, dst);
+}
+
+/// [`row_sums_block`](crate::row_sums_block) written raw: four neighbours a thread with 16-byte
+/// loads, shuffles, a shared array of the warps' sums and a bare barrier. Launch with blocks of 256
+/// threads; the rows must start 16-aligned (`cols % 4 == 0`).
+#[dlmd::kernel]
+pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, cols) = (x.extent(0), x.extent(1));
+        let (p, out) = (x.data_handle(), sums.data_handle());
+        let (t, block, blocks) = ops::ids();
+        // SAFETY: once, in this kernel's entry point.
+        let partials = unsafe { ops::shared::<{ 2 * 8 * 4 }>() };
+        let mut r = block;
+        let mut turn = 0;
+        while r < rows {
+            let row = p.wrapping_add(r * cols);
+            let mut sum = 0.0f32;
+            let mut j = 4 * t;
+            while j + 4 <= cols {
+                // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller).
+                let ops::Float4(v) = unsafe { row.wrapping_add(j).cast::<ops::Float4>().read() };
+                sum += (v[0] + v[1]) + (v[2] + v[3]);
+                j += 4 * 256;
+            }
+            // SAFETY: every lane runs the shuffles; the block is whole warps.
+            let sum = unsafe { ops::warp_reduce(sum, &|a, b| a + b) };
+            let slots = partials.wrapping_add(turn * 8);
+            if t % 32 == 0 {
+                // SAFETY: this warp's slot, read after the barrier.
+                unsafe { *slots.wrapping_add(t / 32) = sum };
+            }
+            // SAFETY: reached by every thread (uniform loop).
+            unsafe { core::arch::nvptx::_syncthreads() };
+            // SAFETY: the 8 slots written before the barrier.
+            let total = if t % 32 < 8 {
+                // SAFETY: one of the 8 slots written before the barrier.
+                unsafe { *slots.wrapping_add(t % 32) }
+            } else {
+                0.0
+            };
+            // SAFETY: every lane runs the shuffles.
+            let total = unsafe { ops::warp_reduce(total, &|a, b| a + b) };
+            if t == 0 {
+                // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
+                unsafe { *out.wrapping_add(r) = total };
+            }
+            turn ^= 1;
+            r += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, sums);
+}
+
+/// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (8 a thread), shuffles
+/// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
+/// blocks of 1024 threads; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
+#[dlmd::kernel]
+pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    softmax_raw::<1024, 8>(x, y);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, y);
+}
+
+/// [`softmax_rows_short`](crate::softmax_rows_short) written raw, as [`softmax_rows_raw`] is.
+/// Launch with blocks of 256 threads; rows of at most
+/// [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
+#[dlmd::kernel]
+pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    softmax_raw::<256, 8>(x, y);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, y);
+}
+
+/// The body of the raw softmax kernels, for blocks of `THREADS` threads and `K` elements a
+/// thread.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn softmax_raw<const THREADS: usize, const K: usize>(
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let (rows, cols) = (x.extent(0), x.extent(1));
+    let (p, q) = (x.data_handle(), y.data_handle());
+    let (t, block, blocks) = ops::ids();
+    // SAFETY: once, in this kernel's entry point (this body is inlined into it).
+    let partials = unsafe { ops::shared::<{ 2 * 32 * 4 }>() };
+    let mut r = block;
+    while r < rows && cols <= K * THREADS {
+        let mut v = [f32::NEG_INFINITY; K];
+        for (m, value) in v.iter_mut().enumerate() {
+            let j = t + m * THREADS;
+            if j < cols {
+                // SAFETY: element (r, j) of `x`, row-major.
+                *value = unsafe { *p.wrapping_add(r * cols + j) };
+            }
+        }
+        let mine = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        // SAFETY: every thread of the block runs both reductions (uniform loop), in blocks of
+        // `THREADS` (the launch's); the two halves of the shared array, 32 slots each.
+        let max = unsafe { ops::block_reduce::<THREADS>(mine, f32::NEG_INFINITY, partials, f32::max) };
+        let e = v.map(|value| dlmd::kernel::math::exp(value - max));
+        // SAFETY: as above, in the other half of the shared array.
+        let sum = unsafe { ops::block_reduce::<THREADS>(e.iter().sum(), 0.0, partials.wrapping_add(32), |a, b| a + b) };
+        let inverse = 1.0 / sum;
+        for (m, value) in e.iter().enumerate() {
+            let j = t + m * THREADS;
+            if j < cols {
+                // SAFETY: element (r, j) of `y`, written by this thread alone.
+                unsafe { *q.wrapping_add(r * cols + j) = value * inverse };
+            }
+        }
+        r += blocks;
+    }
+}
+
+/// [`matmul`](crate::matmul) written raw: two block-shared arrays, the 256 threads as 16 × 16 with
+/// `8 × 8` results each (rows and columns 16 apart), raw pointers and bare barriers. Launch with
+/// blocks of 256 threads.
+#[dlmd::kernel]
+pub fn matmul_raw(
+    thread: Thread,
+    a: DeviceMdspan<'_, f32, Dims<2>>,
+    b: DeviceMdspan<'_, f32, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
+        if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
+            return;
+        }
+        let (pa, pb, pc) = (a.data_handle(), b.data_handle(), c.data_handle());
+        let (t, block, blocks) = ops::ids();
+        let (ty, tx) = (t / 16, t % 16);
+        // SAFETY: once, in this kernel's entry point.
+        let sa = unsafe { ops::shared::<{ 2 * 128 * 8 * 4 }>() };
+        let sb = sa.wrapping_add(128 * 8);
+        let (chunk_rows, chunk_cols) = (rows.div_ceil(128), cols.div_ceil(128));
+        let mut chunk = block;
+        while chunk < chunk_rows * chunk_cols {
+            let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
+            let mut acc = [[0.0f32; 8]; 8];
+            let mut k0 = 0;
+            while k0 < depth {
+                for q in 0..4 {
+                    let e = t + 256 * q;
+                    let (i, k) = (i0 + e / 8, k0 + e % 8);
+                    let x = if i < rows && k < depth {
+                        // SAFETY: inside `a`'s extents, row-major.
+                        unsafe { *pa.wrapping_add(i * depth + k) }
+                    } else {
+                        0.0
+                    };
+                    // SAFETY: element `e` of the `128 × 8` array, this thread's in this phase.
+                    unsafe { *sa.wrapping_add(e) = x };
+                    let (k, j) = (k0 + e / 128, j0 + e % 128);
+                    let y = if k < depth && j < cols {
+                        // SAFETY: inside `b`'s extents, row-major.
+                        unsafe { *pb.wrapping_add(k * cols + j) }
+                    } else {
+                        0.0
+                    };
+                    // SAFETY: element `e` of the `8 × 128` array, this thread's in this phase.
+                    unsafe { *sb.wrapping_add(e) = y };
+                }
+                // SAFETY: reached by every thread of the block (uniform loop).
+                unsafe { core::arch::nvptx::_syncthreads() };
+                for k in 0..8 {
+                    // SAFETY: elements of the arrays written before the barrier.
+                    let x: [f32; 8] = core::array::from_fn(|m| unsafe { *sa.wrapping_add((ty + 16 * m) * 8 + k) });
+                    // SAFETY: as above.
+                    let y: [f32; 8] = core::array::from_fn(|n| unsafe { *sb.wrapping_add(k * 128 + tx + 16 * n) });
+                    outer_product_add(&mut acc, &x, &y);
+                }
+                // SAFETY: as above; no element is written again before every thread has read.
+                unsafe { core::arch::nvptx::_syncthreads() };
+                k0 += 8;
+            }
+            // Written out (`#pragma unroll` in CUDA C++): a loop the compiler kept would index
+            // `acc` at run time and put it in local memory.
+            ops::unrolled_8x8(|m, n| {
+                let (i, j) = (i0 + ty + 16 * m, j0 + tx + 16 * n);
+                if i < rows && j < cols {
+                    // SAFETY: inside `c`'s extents, written by this thread alone.
+                    unsafe { *pc.wrapping_add(i * cols + j) = acc[m][n] };
+                }
+            });
+            chunk += blocks;
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (a, b, c);
+}
