@@ -19,10 +19,7 @@ use valid::Shape;
 pub fn derive(input: &DeriveInput) -> TokenStream {
     let parsed = Input::from_syn(input);
     let options = attr::options(&input.attrs);
-    let krate = match &options {
-        Ok(attr::Options { krate }) => crate::options::dlmd_path(krate.clone()),
-        Err(_) => crate::options::dlmd_path(None),
-    };
+    let krate = crate::options::dlmd_path(options.as_ref().ok().and_then(|o| o.krate.clone()));
     let krate = quote!(#krate);
     let result = options.and_then(|_| {
         let repr = repr::repr(&input.attrs)?;
