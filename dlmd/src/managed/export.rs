@@ -1,13 +1,15 @@
 //! Owned export: an owned buffer handed over as a managed tensor whose deleter frees it.
 
 use super::TensorOwner;
+use super::recycle;
 use crate::dlpack::{DLDevice, DLTensor, IS_SUBBYTE_TYPE_PADDED, ManagedTensorAbi, READ_ONLY};
 use crate::dtype::{DlElement, ElementStorage};
 use crate::export::ExportError;
 use crate::extents::{Extents, IndexArray};
 use crate::layout::{CompactLayout, LayoutRight, Mapping, to_i64};
+use core::alloc::Layout;
 use core::ffi::c_void;
-use std::boxed::Box;
+use core::ptr::NonNull;
 
 /// The heap block behind an exported tensor, one allocation: the managed struct first, so that
 /// its address is the block's, then the shape and strides it points into, then the owner.
@@ -19,19 +21,23 @@ struct Exported<M, I: IndexArray, O> {
     owner: O,
 }
 
-/// The deleter of every tensor [`export_with`] makes: frees the block, and so the owner.
+/// The deleter of every tensor [`export_with`] makes: drops the owner and gives the block back.
 ///
 /// # Safety
 ///
 /// Called once (the DLPack contract), on a tensor made by [`export_with`] with these `M`, `I`,
 /// `O`, or with NULL.
 unsafe extern "C" fn delete<M: ManagedTensorAbi, I: IndexArray, O: TensorOwner>(managed: *mut M) {
-    if managed.is_null() {
+    let Some(block) = NonNull::new(managed.cast::<Exported<M, I, O>>()) else {
         return;
-    }
-    // SAFETY: dlmd made `managed` as the first field of a leaked `Box<Exported<M, I, O>>`
-    // (`#[repr(C)]`), and the DLPack contract calls the deleter once.
-    drop(unsafe { Box::from_raw(managed.cast::<Exported<M, I, O>>()) });
+    };
+    // SAFETY: dlmd made `managed` as the first field (`#[repr(C)]`) of an `Exported<M, I, O>`
+    // written into a block from `recycle::allocate`, and the DLPack contract calls the deleter
+    // once: the value is dropped once, here.
+    unsafe { block.drop_in_place() };
+    // SAFETY: the block came from `recycle::allocate` with this layout (`export_with`), what it
+    // held was dropped above, and it is given back once.
+    unsafe { recycle::release(block.cast(), Layout::new::<Exported<M, I, O>>()) };
 }
 
 /// Exports `owner` with row-major `extents` as a managed tensor of kind `M` on the CPU: a
@@ -73,6 +79,7 @@ pub fn export<M: ManagedTensorAbi>(owner: impl TensorOwner, extents: impl Extent
 /// `IS_SUBBYTE_TYPE_PADDED` says how the elements are stored, which the element type alone
 /// knows: it is set for padded sub-byte storage and cleared from `flags` otherwise, since a
 /// consumer that honours it reads packed FP4 bytes as twice as many elements.
+#[inline(always)]
 pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
     owner: O,
     extents: E,
@@ -109,7 +116,7 @@ pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
         strides: core::ptr::null_mut(),
         byte_offset: 0,
     };
-    let block = Box::new(Exported::<M, E::Index, O> {
+    let value = Exported::<M, E::Index, O> {
         managed: M::new(
             tensor,
             flags & M::FLAGS,
@@ -119,10 +126,15 @@ pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
         shape,
         strides,
         owner,
-    });
-    let raw = Box::into_raw(block);
-    // SAFETY: `raw` is a valid, leaked box that nothing else references yet; the pointers
-    // stored point into it, and stay valid until the deleter frees it.
+    };
+    let raw = recycle::allocate(Layout::new::<Exported<M, E::Index, O>>())
+        .cast::<Exported<M, E::Index, O>>()
+        .as_ptr();
+    // SAFETY: the block has the size and alignment of the value (`allocate`) and is this
+    // function's alone.
+    unsafe { raw.write(value) };
+    // SAFETY: `raw` holds the value just written, which nothing else references yet; the
+    // pointers stored point into it, and stay valid until the deleter frees it.
     let block = unsafe { &mut *raw };
     let data = if needed == 0 {
         core::ptr::null_mut()

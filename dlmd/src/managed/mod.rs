@@ -30,11 +30,13 @@
 
 //!
 //! The module is split by direction: `import.rs` (the owned import), `owner.rs` (buffers that can
-//! back an export) and `export.rs` (the owned export).
+//! back an export) and `export.rs` (the owned export), with `recycle.rs` (the export blocks a
+//! thread keeps for reuse).
 
 mod export;
 mod import;
 mod owner;
+mod recycle;
 
 #[cfg(doc)]
 use crate::dlpack::ManagedTensorAbi;
