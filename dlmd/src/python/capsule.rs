@@ -45,29 +45,47 @@ unsafe extern "C" fn destroy<M: ManagedTensorAbi>(capsule: *mut ffi::PyObject) {
         // Consumed (renamed `used_…`): the consumer releases it.
         return;
     }
+    // An exception in flight (the capsule freed while it unwinds) is set aside while the owner
+    // is released, which may run Python code, and put back after.
+    // SAFETY: see above.
+    let in_flight = !unsafe { ffi::PyErr_Occurred() }.is_null();
     let (mut kind, mut value, mut traceback) = (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
-    // SAFETY: see above; the three out-pointers are valid.
-    #[allow(deprecated)]
-    unsafe {
-        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
-    };
+    if in_flight {
+        // SAFETY: see above; the three out-pointers are valid.
+        #[allow(deprecated)]
+        unsafe {
+            ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
+        };
+    }
     // SAFETY: the capsule is valid under this name (checked above).
     let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule, M::CAPSULE.as_ptr()) };
     if !pointer.is_null() {
         // Owners that hold Python references release them through `PyKeepAlive`, which sees
         // the GIL held here, also while the interpreter shuts down (exports still alive then
         // are freed, not leaked).
-        IN_CAPSULE_DESTRUCTOR.set(true);
-        // SAFETY: the capsule still owns the tensor (nobody renamed it), which is released once,
-        // here, as it goes away.
-        unsafe { M::release(pointer.cast()) };
-        IN_CAPSULE_DESTRUCTOR.set(false);
+        IN_CAPSULE_DESTRUCTOR.with(|inside| {
+            inside.set(true);
+            // SAFETY: the capsule still owns the tensor (nobody renamed it), which is released
+            // once, here, as it goes away.
+            unsafe { M::release(pointer.cast()) };
+            inside.set(false);
+        });
     }
-    // SAFETY: restores what was fetched above, handing its references back.
-    #[allow(deprecated)]
-    unsafe {
-        ffi::PyErr_Restore(kind, value, traceback)
-    };
+    if in_flight {
+        // SAFETY: restores what was fetched above, handing its references back (an exception
+        // the release raised, which a destructor cannot report, is dropped for it).
+        #[allow(deprecated)]
+        unsafe {
+            ffi::PyErr_Restore(kind, value, traceback)
+        };
+    } else {
+        // A destructor leaves no exception of its own behind.
+        // SAFETY: see above.
+        if !unsafe { ffi::PyErr_Occurred() }.is_null() {
+            // SAFETY: see above.
+            unsafe { ffi::PyErr_Clear() };
+        }
+    }
 }
 
 /// Takes the tensor out of a DLPack capsule, renaming it `used_…` so that no one else takes it

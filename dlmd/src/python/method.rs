@@ -156,24 +156,26 @@ unsafe extern "C" fn dlpack_method<T: DlpackExporter>(
                 "__dlpack__() takes only keyword arguments (stream, max_version, dl_device, copy)",
             ));
         }
+        if kwnames.is_null() {
+            // A bare `__dlpack__()`, the commonest call: nothing to read.
+            return T::dlpack(&slf, &DlpackRequest::default())?.into_capsule(py);
+        }
         // Borrowed values of the keywords, in the order of `dlpack_keywords`; NULL: not given.
         let mut values = [core::ptr::null_mut(); 4];
-        if !kwnames.is_null() {
-            let (slots, given) = match KWNAMES.find(kwnames) {
-                Some(known) => known,
-                None => {
-                    // SAFETY: `kwnames` is a live tuple of strings (the caller's).
-                    let kwnames = unsafe { Borrowed::from_ptr(py, kwnames) };
-                    let known = keyword_slots(kwnames)?;
-                    KWNAMES.remember(&kwnames, known);
-                    known
-                }
-            };
-            for (i, &slot) in slots[..given as usize].iter().enumerate() {
-                // SAFETY: `args` holds one value per keyword name after the positional ones,
-                // alive for this call (the caller's).
-                values[slot as usize] = unsafe { *args.wrapping_add(positional + i) };
+        let (slots, given) = match KWNAMES.find(kwnames) {
+            Some(known) => known,
+            None => {
+                // SAFETY: `kwnames` is a live tuple of strings (the caller's).
+                let kwnames = unsafe { Borrowed::from_ptr(py, kwnames) };
+                let known = keyword_slots(kwnames)?;
+                KWNAMES.remember(&kwnames, known);
+                known
             }
+        };
+        for (i, &slot) in slots[..given as usize].iter().enumerate() {
+            // SAFETY: `args` holds one value per keyword name after the positional ones,
+            // alive for this call (the caller's).
+            values[slot as usize] = unsafe { *args.wrapping_add(positional + i) };
         }
         // SAFETY: each value is NULL or a live object borrowed for this call.
         let [stream, max_version, dl_device, copy] = values.map(|v| unsafe { Borrowed::from_ptr_or_opt(py, v) });

@@ -58,6 +58,7 @@ impl DlpackExport {
 
     /// The tensor in a capsule of its kind (`"dltensor_versioned"` or `"dltensor"`), as
     /// `__dlpack__` returns it.
+    #[inline]
     pub fn into_capsule(self, py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
         let this = core::mem::ManuallyDrop::new(self);
         match this.0 {
@@ -103,6 +104,7 @@ fn export_error(e: ExportError) -> PyErr {
 /// Consumers release tensors from any thread, with or without the GIL: an owner that holds
 /// Python references (such as the exporting object, to keep it alive) drops them inside
 /// [`Python::attach`], or pyo3 queues them until some thread next attaches.
+#[inline]
 pub fn export_cpu<S, C, E>(
     request: &DlpackRequest,
     extents: E,
@@ -164,6 +166,7 @@ where
 
 /// Exports `owner`, memory on `device`, as a managed tensor with `flags`: a versioned one for
 /// consumers that read them, a legacy one for the others.
+#[inline(always)]
 fn export_of<O: TensorOwner, E: Extents>(
     owner: O,
     extents: E,
@@ -172,6 +175,7 @@ fn export_of<O: TensorOwner, E: Extents>(
     device: DLDevice,
 ) -> PyResult<DlpackExport> {
     /// One kind of managed tensor.
+    #[inline(always)]
     fn of<M: ManagedTensorAbi>(
         owner: impl TensorOwner,
         extents: impl Extents,

@@ -8,8 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 
 /// The arguments of `__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)`,
-/// checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// checked. The default is a bare `__dlpack__()`: a legacy tensor of the data where it is,
+/// with no stream and copied only if needed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DlpackRequest {
     /// The stream, as the consumer passed it (`None` when not given).
     pub stream: Option<isize>,
@@ -82,6 +83,7 @@ impl DlpackRequest {
     /// Checks the request against data on the CPU: only `stream=None` (`ValueError` otherwise,
     /// as numpy raises), and no other device (`BufferError`: a copy to another device is not
     /// something CPU code can make).
+    #[inline]
     pub fn check_cpu(&self) -> PyResult<()> {
         if let Some(stream) = self.stream {
             return Err(PyValueError::new_err(format!(
