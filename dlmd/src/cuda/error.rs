@@ -30,6 +30,17 @@ pub enum CudaError {
     /// A tensor does not fit the view asked for.
     #[error(transparent)]
     Import(#[from] ImportError),
+    /// A host slice given for a [`DeviceArray`](super::DeviceArray) whose length is not the
+    /// number of elements of its extents.
+    #[error("the host data holds {len} elements, but extents {extents:?} hold exactly {needed}")]
+    HostLength {
+        /// The number of elements of the extents.
+        needed: usize,
+        /// The host slice's length.
+        len: usize,
+        /// The extents.
+        extents: Vec<usize>,
+    },
     /// A copy's source and destination have different extents.
     #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
     CopyExtents {

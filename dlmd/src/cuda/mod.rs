@@ -24,7 +24,9 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod array;
 mod error;
+mod grid;
 mod imported;
 mod launch;
 mod library;
@@ -37,6 +39,7 @@ mod stream;
 /// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
 /// that launching needs no other crate).
 pub use cudarc::driver::LaunchConfig;
+pub use array::{DeviceArray, Gpu};
 pub use error::{CompileError, CudaError, LaunchError, PlacementError, StreamError};
 pub use imported::{Arg, ImportParam, Imported};
 pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
@@ -49,6 +52,7 @@ pub(crate) use order::after_queued;
 pub(crate) use order::order_after;
 pub use release::release_completed;
 pub use scope::{DeviceMemory, Scope, device_location, scope};
+pub use grid::grid_for;
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
