@@ -254,3 +254,24 @@ fn derived_newtypes_are_vector_lanes() {
     let back = unsafe { dlmd::HostMdspan::<[Meters; 2], Dims<1>, dlmd::LayoutRight>::from_dlpack(&t) }.unwrap();
     assert_eq!(back[[1]][1].0, 4.0);
 }
+
+/// With the `cuda` feature the derive makes element types kernel-ready, with no `unsafe` of the
+/// user's: cudarc's `DeviceRepr` for every derived type, and `ValidAsZeroBits` where every lane
+/// is (so `alloc_zeros` and `Gpu::zeros` take them).
+#[test]
+fn derived_elements_are_device_repr_and_zeroable_where_their_lanes_are() {
+    use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+    fn zeroable<T: DeviceRepr + ValidAsZeroBits>() {}
+    fn device_repr<T: DeviceRepr>() {}
+    zeroable::<Float4>();
+    zeroable::<Meters>();
+    zeroable::<Rgb>();
+    zeroable::<Wrap<f32>>();
+    zeroable::<Lanes<3>>();
+    zeroable::<Half2>();
+    zeroable::<Packed4>();
+    zeroable::<AlignedFloat4>();
+    // FP4 lanes are not cudarc element types: the pair still crosses to kernels by value.
+    device_repr::<Fp4Pair>();
+    assert_eq!(size_of::<Float4>(), 16);
+}

@@ -7,6 +7,11 @@ pub use core;
 #[cfg(feature = "derive")]
 pub use dlmd_derive::dlmd as view;
 
+/// cudarc's traits for values that cross to kernels, which `#[derive(DlElement)]` implements
+/// (through [`__cuda_element`](crate::__cuda_element)) with the `cuda` feature.
+#[cfg(feature = "cuda")]
+pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+
 use crate::DlElement;
 use crate::extents::Extents;
 use crate::layout::{CompactLayout, LayoutStride, StrideMapping};
@@ -133,3 +138,31 @@ pub const fn assert_element<T: crate::DlElement>() {}
 /// Compiles only for a kernel parameter type: the error points at the parameter.
 #[inline(always)]
 pub fn kernel_param<P: crate::kernel::KernelParam>() {}
+
+/// What `#[derive(DlElement)]` adds for CUDA: cudarc's `DeviceRepr` (the type is plain data
+/// without padding, so it crosses to a kernel as its bytes) and `ValidAsZeroBits` where every
+/// lane is (all-zero bytes are then a valid value), so that a derived element type goes into
+/// cudarc's allocations and copies with no `unsafe` of the user's. Without the `cuda` feature
+/// it adds nothing. The arguments: the impl's generics, the type, and the where clauses of the
+/// two impls.
+#[cfg(feature = "cuda")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cuda_element {
+    ({$($generics:tt)*} {$($ty:tt)*} {$($repr_where:tt)*} {$($zero_where:tt)*}) => {
+        // SAFETY: the derive checked that the type is `repr(C)` or `repr(transparent)` over
+        // element types, with no padding: plain data that a kernel reads as its bytes.
+        unsafe impl $($generics)* $crate::__private::DeviceRepr for $($ty)* $($repr_where)* {}
+        // SAFETY: where every lane's type is valid as zero bits, so is a type made of those lanes
+        // and nothing else (no padding).
+        unsafe impl $($generics)* $crate::__private::ValidAsZeroBits for $($ty)* $($zero_where)* {}
+    };
+}
+
+/// What `#[derive(DlElement)]` adds for CUDA: nothing, without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cuda_element {
+    ($($tokens:tt)*) => {};
+}

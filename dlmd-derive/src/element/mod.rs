@@ -76,7 +76,17 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                     &quote!(#ty).to_string(),
                 )
             };
+            let zero_trait = respan(quote!(#krate::__private::ValidAsZeroBits), ty.span());
+            let cuda = quote! {
+                #krate::__cuda_element! {
+                    {#impl_generics}
+                    {#ident #ty_generics}
+                    {#where_clause, for<'__dlmd> Self: #krate::DlElement}
+                    {#where_clause, for<'__dlmd> #ty: #zero_trait}
+                }
+            };
             quote! {
+                #cuda
                 unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
                     const DTYPE: #krate::dlpack::DLDataType = <#ty as #krate::DlElement>::DTYPE;
                     const LANES: ::core::primitive::u16 = <#ty as #krate::DlElement>::LANES;
@@ -105,7 +115,17 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                 &name,
                 &quote!(#scalar).to_string(),
             );
+            let zero_trait = respan(quote!(#krate::__private::ValidAsZeroBits), scalar.span());
+            let cuda = quote! {
+                #krate::__cuda_element! {
+                    {}
+                    {#ident}
+                    {where for<'__dlmd> Self: #krate::DlElement}
+                    {where for<'__dlmd> #scalar: #zero_trait}
+                }
+            };
             quote! {
+                #cuda
                 unsafe impl #krate::DlElement for #ident where #bound {
                     const DTYPE: #krate::dlpack::DLDataType = #krate::dlpack::DLDataType {
                         lanes: #lanes,
