@@ -84,6 +84,38 @@ fn check_row_sums(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box
     compare("row_sums 37x1001", &stream.clone_dtoh(&sums)?, &expected)
 }
 
+/// A derived element type (`Vec3`) to the device, through a kernel with a scalar parameter, and
+/// back: `Gpu`, `DeviceArray` and `grid_for`, no cudarc.
+fn check_scale_vec3(gpu: &cuda::Gpu, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
+    for n in [0usize, 1, 5, 1003] {
+        let host: Vec<rust::Vec3> = (0..n)
+            .map(|i| rust::Vec3 {
+                x: i as f32,
+                y: -(i as f32),
+                z: 0.5,
+            })
+            .collect();
+        let mut v = gpu.to_device(&host, Dims::new([n]))?;
+        let grid = v.grid();
+        cuda::scope(|s| rust::scale_vec3(s.launch(gpu.stream(), kernels, grid), 3.0, v.view_mut()))?;
+        let got = v.to_vec()?;
+        let expected: Vec<rust::Vec3> = host
+            .iter()
+            .enumerate()
+            .map(|(i, v)| rust::Vec3 {
+                x: 3.0 * v.x + i as f32,
+                y: 3.0 * v.y,
+                z: 3.0 * v.z,
+            })
+            .collect();
+        if got != expected {
+            return Err(format!("scale_vec3 over {n} elements: the GPU's result differs from the CPU's").into());
+        }
+    }
+    println!("scale_vec3 (derived Vec3, through Gpu and DeviceArray): lengths 0, 1, 5, 1003 match the CPU");
+    Ok(())
+}
+
 fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
     let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
     if wrong != 0 {
@@ -224,6 +256,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     check_add_index(&stream, &kernels)?;
     check_transpose(&stream, &kernels)?;
     check_row_sums(&stream, &kernels)?;
+    check_scale_vec3(&cuda::Gpu::on(stream.clone()), &kernels)?;
     if std::env::args().any(|a| a == "--bench-row-sums") {
         return bench_row_sums(&stream, &kernels);
     }

@@ -27,6 +27,32 @@ pub fn add_index(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
     thread.for_each_mut(&mut out, |[i, j, k], x| *x += (i + j + k) as f32);
 }
 
+/// Three `f32` lanes, a derived element type: with dlmd's `cuda` feature the derive also makes
+/// it cudarc's `DeviceRepr` and `ValidAsZeroBits`, so it goes to the device and back with no
+/// `unsafe` (`Gpu::to_device`, `DeviceArray::to_vec`).
+#[derive(Clone, Copy, Debug, PartialEq, dlmd::DlElement)]
+#[repr(C)]
+pub struct Vec3 {
+    /// The first lane.
+    pub x: f32,
+    /// The second lane.
+    pub y: f32,
+    /// The third lane.
+    pub z: f32,
+}
+
+/// `v[i] = s · v[i] + (i, 0, 0)`: a scalar parameter and a derived element type.
+#[dlmd::kernel]
+pub fn scale_vec3(thread: Thread, s: f32, mut v: DeviceMdspanMut<'_, Vec3, Dims<1>>) {
+    thread.for_each_mut(&mut v, |[i], v| {
+        *v = Vec3 {
+            x: s * v.x + i as f32,
+            y: s * v.y,
+            z: s * v.z,
+        }
+    });
+}
+
 /// Copies a row-major matrix into a column-major one: `dst[[i, j]] = src[[i, j]]`, which in
 /// memory is a transpose. The threads walk `dst` in its own order (`i` on the `x` threads), so
 /// the writes are coalesced and the reads strided, through the layouts' index arithmetic.
