@@ -40,6 +40,8 @@
 #![deny(missing_docs)]
 
 mod bounds;
+mod dirs;
+mod log;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -59,6 +61,16 @@ const PTX_FILE: &str = "kernels.ptx";
 /// `dlmd::kernels_ptx!()`.
 pub const PTX_ENV: &str = "DLMD_KERNELS_PTX";
 
+/// The variable that chooses what the build script does: `build` (the default) compiles the
+/// kernels; `skip` writes no PTX, for `cargo check` and editors that need no kernels
+/// (`Kernels::load` then says so); `prebuilt` takes the PTX the crate ships
+/// ([`PtxBuild::prebuilt`]). On docs.rs (`DOCS_RS`) nothing is built either.
+pub const MODE_ENV: &str = "DLMD_PTX";
+
+/// How the PTX file of a crate whose kernels were not built begins (then the reason); dlmd's
+/// `Kernels::load` recognises it.
+const NOT_BUILT: &str = "// dlmd-build: not built: ";
+
 /// A kernel crate to compile to PTX.
 #[derive(Clone, Debug)]
 pub struct PtxBuild {
@@ -69,6 +81,7 @@ pub struct PtxBuild {
     toolchain: String,
     features: Vec<String>,
     target_dir: Option<PathBuf>,
+    prebuilt: Option<PathBuf>,
 }
 
 /// Why the PTX could not be built.
@@ -105,6 +118,10 @@ pub enum BuildError {
         /// Its commit date, as `rustc -vV` prints it (`YYYY-MM-DD`).
         date: String,
     },
+    /// `DLMD_PTX` has a value other than `build`, `skip` and `prebuilt`.
+    Mode(String),
+    /// `DLMD_PTX=prebuilt`, for a crate whose build script names no prebuilt PTX.
+    NoPrebuilt(String),
     /// Reading or writing a file, or starting a program, failed.
     Io(PathBuf, std::io::Error),
 }
@@ -120,7 +137,13 @@ impl fmt::Display for BuildError {
             BuildError::Toolchain { missing, install } => {
                 write!(f, "building kernels needs {missing}; install it with `{install}`")
             }
-            BuildError::Compile { log } => write!(f, "compiling the kernels for {TARGET} failed:\n{log}"),
+            BuildError::Compile { log } => {
+                let needing_std = log::needing_std(log);
+                if !needing_std.is_empty() {
+                    write!(f, "{}\n\n", log::explain_std(&needing_std))?;
+                }
+                write!(f, "compiling the kernels for {TARGET} failed:\n{}", log::readable(log))
+            }
             BuildError::NotSelfContained { ptx, externs } => write!(
                 f,
                 "{} calls functions it does not define, which the CUDA driver cannot load: {}",
@@ -132,6 +155,18 @@ impl fmt::Display for BuildError {
                 "the {toolchain} toolchain is from {date}, before rustc kept GPU barriers out of divergent \
                  branches (rust#149637, rust#153995): a kernel's barrier could hang its block. Update it \
                  (`rustup update {toolchain}`) or pin one from {MIN_NIGHTLY_DATE} or later"
+            ),
+            BuildError::Mode(value) => write!(
+                f,
+                "{MODE_ENV}={value}: expected `build` (the default), `skip` (no PTX: for `cargo check` \
+                 and editors; loading the kernels then fails) or `prebuilt` (the PTX the crate ships, \
+                 named by `PtxBuild::prebuilt`)"
+            ),
+            BuildError::NoPrebuilt(name) => write!(
+                f,
+                "{MODE_ENV}=prebuilt, but the build script of {name} names no prebuilt PTX: ship one \
+                 and name it with `PtxBuild::prebuilt(\"kernels.ptx\")`, or build the kernels \
+                 ({MODE_ENV}=build)"
             ),
             BuildError::Io(path, e) => write!(f, "{}: {e}", path.display()),
         }
@@ -163,6 +198,7 @@ impl PtxBuild {
             toolchain: "nightly".into(),
             features: enabled_features(std::env::var("CARGO_CFG_FEATURE").ok().as_deref()),
             target_dir: None,
+            prebuilt: None,
         })
     }
 
@@ -179,6 +215,7 @@ impl PtxBuild {
             toolchain: "nightly".into(),
             features: Vec::new(),
             target_dir: None,
+            prebuilt: None,
         }
     }
 
@@ -191,9 +228,10 @@ impl PtxBuild {
         self
     }
 
-    /// Where the nested build keeps its files (default: `nvptx` in the output directory). Builds
-    /// of different kernel crates that share one reuse the `core` it compiled; builds of one
-    /// crate with different features each need their own.
+    /// Where the nested build keeps its files. The default is `dlmd-nvptx/FEATURES` in the
+    /// outer build's target directory: every kernel crate of a workspace, and every profile,
+    /// reuse the `core` compiled there once. Builds of one crate with different features each
+    /// need their own.
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
@@ -225,8 +263,31 @@ impl PtxBuild {
             "cargo::rerun-if-changed={}",
             self.manifest_dir.join("Cargo.toml").display()
         );
-        let sysroot = self.sysroot()?;
-        let target_dir = self.target_dir.clone().unwrap_or_else(|| self.out_dir.join("nvptx"));
+        println!("cargo::rerun-if-env-changed={MODE_ENV}");
+        let mode = std::env::var(MODE_ENV).unwrap_or_default();
+        if std::env::var_os("DOCS_RS").is_some() {
+            return self.write_ptx(&format!("{NOT_BUILT}DOCS_RS is set (docs.rs builds no kernels)\n"));
+        }
+        match mode.as_str() {
+            "" | "build" => {}
+            "skip" => return self.write_ptx(&format!("{NOT_BUILT}{MODE_ENV}=skip\n")),
+            "prebuilt" => return self.use_prebuilt(),
+            other => return Err(BuildError::Mode(other.into())),
+        }
+        let sysroot = match self.sysroot() {
+            Ok(sysroot) => sysroot,
+            // No nightly here: a crate that ships its PTX still builds.
+            Err(BuildError::Toolchain { missing, .. }) if self.prebuilt.is_some() => {
+                println!("cargo::warning={missing} is not installed: using the prebuilt PTX this crate ships");
+                return self.use_prebuilt();
+            }
+            Err(e) => return Err(e),
+        };
+        let target = std::env::var("TARGET").ok();
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| dirs::nested_target_dir(&self.out_dir, &self.features, target.as_deref()));
         let output = cargo(&sysroot)
             .args([
                 "rustc",
@@ -279,6 +340,11 @@ impl PtxBuild {
         if !externs.is_empty() {
             return Err(BuildError::NotSelfContained { ptx: asm, externs });
         }
+        self.write_ptx(&ptx)
+    }
+
+    /// Writes `ptx` to `OUT_DIR/kernels.ptx` and tells the crate's compilation where it is.
+    fn write_ptx(&self, ptx: &str) -> Result<Option<PathBuf>, BuildError> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| BuildError::Io(self.out_dir.clone(), e))?;
         let out = self.out_dir.join(PTX_FILE);
         std::fs::write(&out, ptx).map_err(|e| BuildError::Io(out.clone(), e))?;
@@ -286,13 +352,42 @@ impl PtxBuild {
         Ok(Some(out))
     }
 
+    /// The PTX the crate ships ([`prebuilt`](Self::prebuilt)), checked self-contained, as the
+    /// crate's PTX.
+    fn use_prebuilt(&self) -> Result<Option<PathBuf>, BuildError> {
+        let Some(path) = &self.prebuilt else {
+            return Err(BuildError::NoPrebuilt(self.name.clone()));
+        };
+        let path = self.manifest_dir.join(path);
+        println!("cargo::rerun-if-changed={}", path.display());
+        let ptx = std::fs::read_to_string(&path).map_err(|e| BuildError::Io(path.clone(), e))?;
+        let externs = extern_functions(&ptx);
+        if !externs.is_empty() {
+            return Err(BuildError::NotSelfContained { ptx: path, externs });
+        }
+        self.write_ptx(&ptx)
+    }
+
+    /// PTX this crate ships (a path relative to its `Cargo.toml`; `OUT_DIR/kernels.ptx` of a
+    /// build is one), used where the nightly toolchain is missing, or always with
+    /// `DLMD_PTX=prebuilt`: a downstream host build then needs no nightly. The launchers still
+    /// check each kernel's signature digest in it when they load it, so PTX built from other
+    /// signatures is refused; a kernel body changed since it was built is not noticed, so
+    /// rebuild it with every change.
+    pub fn prebuilt(mut self, path: impl Into<PathBuf>) -> Self {
+        self.prebuilt = Some(path.into());
+        self
+    }
+
     /// [`build`](Self::build), ending the build script with the error where there is one.
     pub fn build_or_exit(self) {
         if let Err(e) = self.build() {
+            // One `cargo::error` directive with the whole message (cargo shows it once, and
+            // fails the build for it), and a normal exit, so that cargo does not print the
+            // script's output a second time as a crashed script's.
             for line in e.to_string().lines() {
                 println!("cargo::error={line}");
             }
-            std::process::exit(1);
         }
     }
 

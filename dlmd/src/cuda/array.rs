@@ -8,8 +8,8 @@ use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::{CompactLayout, LayoutRight, Mapping};
 use crate::view::{DeviceMdspan, DeviceMdspanMut, ViewError};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use core::marker::PhantomData;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use std::sync::Arc;
 
 /// A CUDA device and the stream its work goes on: arrays copied to it and back, kernels

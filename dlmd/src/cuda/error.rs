@@ -72,7 +72,8 @@ pub enum CudaError {
     Placement(#[from] PlacementError),
 }
 
-/// Why NVRTC could not compile C++ kernels.
+/// Why kernels could not be compiled: NVRTC's C++ kernels, or a Rust kernel crate's PTX that
+/// was not built.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
     /// NVRTC could not be loaded.
@@ -81,6 +82,10 @@ pub enum CompileError {
     /// NVRTC refused the program.
     #[error("NVRTC: {0}")]
     Refused(String),
+    /// The kernel crate's PTX was not built: `dlmd-build` skipped it (for docs, or
+    /// `DLMD_PTX=skip`, as a `cargo check` or an editor may set), and it has nothing to load.
+    #[error("the kernels' PTX was not built ({0}); build the kernel crate without DLMD_PTX=skip to load its kernels")]
+    NotBuilt(String),
 }
 
 /// Why a consumer's stream could not be ordered after a producer's work: DLPack's `stream`

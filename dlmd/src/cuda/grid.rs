@@ -3,9 +3,9 @@
 //! elements, one thread for four neighbours of the fastest dimension.
 
 use super::LaunchConfig;
+use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::Layout;
-use crate::dtype::DlElement;
 use crate::space::MemorySpace;
 use crate::view::{Access, Mdspan};
 
@@ -60,10 +60,7 @@ pub(crate) fn grid_of<E: Extents, L: Layout>(extents: &E) -> LaunchConfig {
         1 => (blocks(e[0].div_ceil(4), BLOCK, MAX_X), 1, 1),
         rank => {
             let (fast, next) = if L::FIRST_FASTEST { (0, 1) } else { (rank - 1, rank - 2) };
-            let rest: usize = (0..rank)
-                .filter(|&d| d != fast && d != next)
-                .map(|d| e[d])
-                .product();
+            let rest: usize = (0..rank).filter(|&d| d != fast && d != next).map(|d| e[d]).product();
             (
                 blocks(e[fast].div_ceil(4), BLOCK, MAX_X),
                 blocks(e[next], 1, MAX_YZ),
@@ -96,7 +93,11 @@ mod tests {
         assert_eq!(grid(&[0]), (1, 1, 1), "an empty view still gets a block");
         assert_eq!(grid(&[1024]), (1, 1, 1));
         assert_eq!(grid(&[1025]), (2, 1, 1));
-        assert_eq!(grid(&[usize::MAX]), (MAX_X, 1, 1), "the partition strides over the rest");
+        assert_eq!(
+            grid(&[usize::MAX]),
+            (MAX_X, 1, 1),
+            "the partition strides over the rest"
+        );
         assert_eq!(grid(&[100_000, 2048]), (2, MAX_YZ, 1));
         assert_eq!(grid(&[2, 3, 5, 7]), (1, 5, 6));
         let left = grid_of::<Dims<2>, LayoutLeft>(&Dims::new([4096, 3])).grid_dim;

@@ -25,6 +25,15 @@ pub struct Kernels {
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
 
+/// How `dlmd-build` begins the PTX file of a kernel crate it did not build (for docs, or
+/// `DLMD_PTX=skip`), followed by the reason.
+const NOT_BUILT: &str = "// dlmd-build: not built: ";
+
+/// Why `dlmd-build` did not build `ptx`, where it says so.
+fn not_built(ptx: &str) -> Option<&str> {
+    Some(ptx.strip_prefix(NOT_BUILT)?.lines().next().unwrap_or_default().trim())
+}
+
 /// The suffix of the symbol that carries a kernel's signature digest in the PTX.
 const DIGEST_SUFFIX: &str = "__dlmd_signature";
 
@@ -32,6 +41,9 @@ impl Kernels {
     /// Loads `ptx` (a kernel crate's, from `dlmd-build`: [`kernels_ptx!`](crate::kernels_ptx))
     /// into `ctx`; the driver compiles it for the device.
     pub fn load(ctx: &Arc<CudaContext>, ptx: &str) -> Result<Self, CudaError> {
+        if let Some(why) = not_built(ptx) {
+            return Err(CudaError::Compile(super::CompileError::NotBuilt(why.into())));
+        }
         Self::load_ptx(ctx, signature_digests(ptx), Ptx::from_src(ptx))
     }
 
@@ -360,6 +372,17 @@ impl Launch<'_, '_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ptx_that_dlmd_build_skipped_says_why() {
+        assert_eq!(
+            not_built("// dlmd-build: not built: DOCS_RS is set\n"),
+            Some("DOCS_RS is set")
+        );
+        assert_eq!(not_built(".version 7.0\n.target sm_70\n"), None);
+        let error = CudaError::Compile(super::super::CompileError::NotBuilt("DLMD_PTX=skip".into()));
+        assert!(error.to_string().contains("without DLMD_PTX=skip"), "{error}");
+    }
 
     #[test]
     fn digests_are_read_as_llvm_writes_them() {

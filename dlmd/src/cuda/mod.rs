@@ -36,11 +36,12 @@ mod release;
 mod scope;
 mod stream;
 
+pub use array::{DeviceArray, Gpu};
 /// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
 /// that launching needs no other crate).
 pub use cudarc::driver::LaunchConfig;
-pub use array::{DeviceArray, Gpu};
 pub use error::{CompileError, CudaError, LaunchError, PlacementError, StreamError};
+pub use grid::grid_for;
 pub use imported::{Arg, ImportParam, Imported};
 pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
@@ -52,7 +53,6 @@ pub(crate) use order::after_queued;
 pub(crate) use order::order_after;
 pub use release::release_completed;
 pub use scope::{DeviceMemory, Scope, device_location, scope};
-pub use grid::grid_for;
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
