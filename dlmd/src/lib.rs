@@ -141,7 +141,7 @@ pub use space::{Device, Host, Managed, Opaque};
 pub use view::{
     Aliased, AliasedMut, Atomic, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, HostMdspan, HostMdspanAliased,
     HostMdspanAliasedMut, HostMdspanMut, ManagedMdspan, ManagedMdspanMut, Mdspan, OpaqueMdspan, OpaqueMdspanMut,
-    Shared, Unique, ViewError,
+    OutOfBounds, Shared, Unique, ViewError,
 };
 
 /// Derives [`DlElement`] for a newtype or a vector struct.

@@ -91,6 +91,15 @@ impl From<crate::import::ImportError> for pyo3::PyErr {
     }
 }
 
+/// An index outside a view, as Python raises it: `IndexError`, with the dimension, the index and
+/// the extent ([`Mdspan::checked_load`](crate::Mdspan::checked_load),
+/// [`Mdspan::checked_store`](crate::Mdspan::checked_store)).
+impl From<crate::view::OutOfBounds> for pyo3::PyErr {
+    fn from(e: crate::view::OutOfBounds) -> Self {
+        pyo3::exceptions::PyIndexError::new_err(e.to_string())
+    }
+}
+
 /// CUDA work refused or failed, as Python sees it: the import's own error for a tensor that does
 /// not fit the view asked for, `BufferError` for everything else (a launch refused, a stream
 /// that is none, the driver failing), with the message.

@@ -17,7 +17,7 @@
 //! assert_eq!(md.values().collect::<Vec<_>>(), [1.0, 20.0, 3.0]);
 //! ```
 
-use super::{Mdspan, first_index, index_out_of_bounds, next_index};
+use super::{Mdspan, OutOfBounds, first_index, index_out_of_bounds, next_index};
 use crate::access::{Access, Aliased, AliasedAccess, AliasedMut, RefAccess, Shared, Unique};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
@@ -38,11 +38,31 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
         Some(value)
     }
 
+    /// A copy of the element at `index`, or which dimension of it is outside the extents: for
+    /// indices that come from outside the program (with the `python` feature, `?` turns the
+    /// error into Python's `IndexError`).
+    #[inline]
+    pub fn checked_load(&self, index: E::Index) -> Result<T, OutOfBounds> {
+        self.try_load(index).ok_or_else(|| self.out_of_bounds(&index))
+    }
+
+    /// Where `index`, which is not inside the extents, leaves them.
+    #[cold]
+    fn out_of_bounds(&self, index: &E::Index) -> OutOfBounds {
+        let extents = self.extents().to_array();
+        OutOfBounds::find(index.as_ref(), extents.as_ref()).unwrap_or(OutOfBounds {
+            dimension: 0,
+            index: index.as_ref().first().copied().unwrap_or(0),
+            extent: extents.as_ref().first().copied().unwrap_or(0),
+        })
+    }
+
     /// A copy of the element at `index`.
     ///
     /// # Panics
     ///
-    /// If `index` is outside the extents.
+    /// If `index` is outside the extents ([`checked_load`](Self::checked_load) returns an error
+    /// instead).
     #[inline]
     #[track_caller]
     pub fn load(&self, index: E::Index) -> T {
@@ -89,11 +109,22 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
         Some(old)
     }
 
+    /// Writes `value` at `index`, or says which dimension of it is outside the extents (writing
+    /// nothing).
+    #[inline]
+    pub fn checked_store(&self, index: E::Index, value: T) -> Result<(), OutOfBounds> {
+        match self.replace(index, value) {
+            Some(_) => Ok(()),
+            None => Err(self.out_of_bounds(&index)),
+        }
+    }
+
     /// Writes `value` at `index`.
     ///
     /// # Panics
     ///
-    /// If `index` is outside the extents.
+    /// If `index` is outside the extents ([`checked_store`](Self::checked_store) returns an
+    /// error instead).
     #[inline]
     #[track_caller]
     pub fn store(&self, index: E::Index, value: T) {
@@ -209,6 +240,7 @@ mod tests {
     use crate::extents::Dims;
     use crate::layout::{LayoutRight, RightMapping};
     use crate::space::Host;
+    use crate::view::OutOfBounds;
 
     /// Two aliased views of one buffer, as two imports of one foreign tensor give.
     #[test]
@@ -236,5 +268,29 @@ mod tests {
         assert_eq!(read.try_load([5]), None);
         b.fill(0.5);
         assert_eq!(data, [0.5; 3]);
+    }
+
+    #[test]
+    fn checked_access_says_which_dimension_is_out() {
+        let mut data = [0u16; 6];
+        let mapping = RightMapping::new(Dims::new([2, 3])).unwrap();
+        // SAFETY: `data` outlives the view and is reached only through it meanwhile.
+        let view = unsafe {
+            Mdspan::<u16, Dims<2>, LayoutRight, Host, AliasedMut>::from_raw_parts(data.as_mut_ptr(), mapping, Host)
+        };
+        assert_eq!(view.checked_store([1, 2], 7), Ok(()));
+        assert_eq!(view.checked_load([1, 2]), Ok(7));
+        let out = OutOfBounds {
+            dimension: 1,
+            index: 3,
+            extent: 3,
+        };
+        assert_eq!(view.checked_load([1, 3]), Err(out));
+        assert_eq!(view.checked_store([1, 3], 9), Err(out));
+        assert_eq!(
+            view.checked_load([5, 0]).unwrap_err().to_string(),
+            "index 5 is out of bounds for dimension 0 of extent 2"
+        );
+        assert_eq!(data, [0, 0, 0, 0, 0, 7], "nothing written out of bounds");
     }
 }

@@ -24,3 +24,33 @@ pub enum ViewError {
     #[error("the view spans more bytes than isize can count")]
     ByteSpanOverflow,
 }
+
+/// An index outside a view's extents: the first dimension where it is, as
+/// [`checked_load`](crate::Mdspan::checked_load) and [`checked_store`](crate::Mdspan::checked_store)
+/// report it (Python's `IndexError` with the `python` feature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("index {index} is out of bounds for dimension {dimension} of extent {extent}")]
+pub struct OutOfBounds {
+    /// The dimension.
+    pub dimension: usize,
+    /// The index given along it.
+    pub index: usize,
+    /// The extent there.
+    pub extent: usize,
+}
+
+impl OutOfBounds {
+    /// The first dimension where `index` is outside `extents`, if any.
+    pub(crate) fn find(index: &[usize], extents: &[usize]) -> Option<Self> {
+        index
+            .iter()
+            .zip(extents)
+            .enumerate()
+            .find(|(_, (i, e))| i >= e)
+            .map(|(dimension, (&index, &extent))| Self {
+                dimension,
+                index,
+                extent,
+            })
+    }
+}

@@ -31,7 +31,7 @@ pub use aliases::{
 };
 pub use elements::Iter;
 pub(crate) use elements::{first_index, index_out_of_bounds, next_index};
-pub use error::ViewError;
+pub use error::{OutOfBounds, ViewError};
 pub use sub::{SliceError, SliceResult, SliceSpec, SliceSpecs, SubLayout, SubLayoutOf, Submdspan};
 
 use crate::dtype::DlElement;

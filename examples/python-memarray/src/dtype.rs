@@ -10,8 +10,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 /// A `complex64` that can live on the GPU: cudarc copies only types it knows as `DeviceRepr`,
-/// and `num_complex::Complex` is not one. `#[repr(transparent)]` keeps the DLPack data type of
-/// the complex number it wraps.
+/// and `num_complex::Complex` is not one; the derive, with dlmd's `cuda` feature, makes this
+/// newtype one. `#[repr(transparent)]` keeps the DLPack data type of the complex number it
+/// wraps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, DlElement)]
 #[repr(transparent)]
 pub struct Complex64(pub Complex<f32>);
@@ -26,14 +27,6 @@ pub struct Complex128(pub Complex<f64>);
 #[derive(Clone, Copy, Debug, Default, PartialEq, DlElement)]
 #[repr(transparent)]
 pub struct Fp4x2(pub dlmd::F4E2M1FNx2);
-
-// SAFETY: one byte, every value valid.
-unsafe impl DeviceRepr for Fp4x2 {}
-
-// SAFETY: two `f32`s side by side, valid on the device byte for byte.
-unsafe impl DeviceRepr for Complex64 {}
-// SAFETY: two `f64`s side by side, as above.
-unsafe impl DeviceRepr for Complex128 {}
 
 /// The seed's kernel on one element: add the sum of its indices.
 pub trait AddIndex: DlElement + DeviceRepr + Default {

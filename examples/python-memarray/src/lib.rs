@@ -229,6 +229,34 @@ fn oneapi_device_of(x: &Bound<'_, PyAny>) -> PyResult<Option<(i32, i32)>> {
     }
 }
 
+/// One element of `x` (any producer's float32 or float64 tensor in host memory, read in place) as
+/// a Python float, at `index`, one entry a dimension. An index outside the shape raises
+/// `IndexError`, as numpy does: dlmd's `checked_load` says which dimension, and its error is
+/// Python's `IndexError`.
+#[pyfunction]
+#[pyo3(signature = (x, index, /))]
+fn element(x: &Bound<'_, PyAny>, index: Vec<usize>) -> PyResult<f64> {
+    let tensor = import(x)?;
+    let (dtype, rank) = dtype_and_rank(&tensor)?;
+    if index.len() != rank {
+        return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+            "{} indices for a tensor of rank {rank}",
+            index.len()
+        )));
+    }
+    with_rank!(rank, R => {
+        let at: [usize; R] = std::array::from_fn(|d| index[d]);
+        match dtype {
+            DType::F32 => Ok(f64::from(host_view::<f32, R>(&tensor)?.checked_load(at)?)),
+            DType::F64 => Ok(host_view::<f64, R>(&tensor)?.checked_load(at)?),
+            other => Err(PyTypeError::new_err(format!(
+                "element reads float32 and float64 tensors, not {}",
+                other.name()
+            ))),
+        }
+    })
+}
+
 /// The DLPack data type `(code, bits, lanes)` of a dtype MemArray holds (a name, a numpy dtype
 /// or a numpy scalar type): `dlpack_dtype("float32") == (2, 32, 1)`.
 #[pyfunction]
@@ -263,6 +291,7 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;
     m.add_function(wrap_pyfunction!(release_completed, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(element, m)?)?;
     m.add_function(wrap_pyfunction!(bench::import_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(bench::borrow_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(bench::import_batch, m)?)?;

@@ -651,3 +651,23 @@ def test_gpu_producers_are_always_told_the_stream(device, default):
         with pytest.raises(BufferError, match="recorded"):
             consume(p)
     assert p.asked == [default] * 4
+
+
+def test_element_reads_in_place_and_an_index_outside_raises_index_error():
+    a = np.arange(12.0).reshape(3, 4)
+    assert dm.element(a, [2, 3]) == 11.0
+    assert dm.element(a[::-1, ::2], [0, 1]) == 10.0  # negative and non-unit strides, in place
+    assert dm.element(np.float32([1.5]), [0]) == 1.5
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 of extent 4"):
+        dm.element(a, [0, 4])
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 of extent 3"):
+        dm.element(a, [3, 0])
+    with pytest.raises(IndexError, match="1 indices for a tensor of rank 2"):
+        dm.element(a, [0])
+    with pytest.raises(TypeError, match="float32 and float64"):
+        dm.element(np.arange(3), [0])
+    # An IndexError is an Exception, which a PanicException is not.
+    try:
+        dm.element(a, [9, 9])
+    except Exception as e:
+        assert isinstance(e, IndexError)
