@@ -103,11 +103,24 @@ pub trait HostAccessible: MemorySpace {}
 ///
 /// [`Shared`]: crate::view::Shared
 /// [`Unique`]: crate::view::Unique
-#[diagnostic::on_unimplemented(
-    message = "elements of a `{Self}` view with `{A}` access cannot be reached through references here",
-    label = "the CPU cannot address device memory, and a kernel's threads share its mutable views",
-    note = "on the host, copy device memory to host memory first; in a kernel, index read-only device views \
-            and write mutable ones through `dlmd::kernel::Thread` (each element to one thread)"
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    diagnostic::on_unimplemented(
+        message = "elements of a `{Self}` view with `{A}` access cannot be reached through references on the host",
+        label = "the CPU cannot address this memory",
+        note = "copy the data to host memory first (CUDA device memory: `DeviceArray::to_vec`, \
+                `Scope::copy`); in a kernel, read-only device views index"
+    )
+)]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    diagnostic::on_unimplemented(
+        message = "elements of a `{Self}` view with `{A}` access cannot be reached through references in a kernel",
+        label = "every thread of the kernel holds this view",
+        note = "write a mutable view (`DeviceMdspanMut`) with `thread.for_each_mut(&mut view, |index, x| ...)`, \
+                which hands each element to one thread, and read that element there; read-only views \
+                (`DeviceMdspan`) index"
+    )
 )]
 pub trait Reachable<A: Access>: MemorySpace {}
 

@@ -54,7 +54,7 @@ pub use block::{Block, Lane, Varying};
 pub use context::Context;
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
-pub use thread::Thread;
+pub use thread::{ForEachMut, Thread};
 
 use crate::space::{Device, Managed, MemorySpace};
 use crate::view::{Access, Atomic, Shared, Unique};

@@ -7,6 +7,38 @@ use crate::extents::Extents;
 use crate::layout::Layout;
 use crate::view::{Access, Mdspan, Shared, Unique};
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The access of the views [`Thread::for_each_mut`] writes: [`Unique`], that of a mutable view
+/// (`DeviceMdspanMut`, `ManagedMdspanMut`), which the launch proved no other argument reaches.
+#[diagnostic::on_unimplemented(
+    message = "`for_each_mut` writes a mutable view, and a view with `{Self}` access is not one",
+    label = "this view is read-only",
+    note = "make the kernel parameter a mutable view (`DeviceMdspanMut`, `ManagedMdspanMut`: access `Unique`), \
+            whose elements `for_each_mut` hands one to each thread; a read-only view (`DeviceMdspan`) is read \
+            with `view[index]` or `Thread::for_each`"
+)]
+pub trait ForEachMut: Access + sealed::Sealed {
+    /// The view, as the mutable view it is.
+    #[doc(hidden)]
+    fn unique<'s, 'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace>(
+        view: &'s mut Mdspan<'v, T, E, L, S, Self>,
+    ) -> &'s mut Mdspan<'v, T, E, L, S, Unique>;
+}
+
+impl sealed::Sealed for Unique {}
+
+impl ForEachMut for Unique {
+    #[inline(always)]
+    fn unique<'s, 'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace>(
+        view: &'s mut Mdspan<'v, T, E, L, S, Unique>,
+    ) -> &'s mut Mdspan<'v, T, E, L, S, Unique> {
+        view
+    }
+}
+
 /// The thread of a kernel that runs the code: its place in the launch, and the elements of a
 /// mutable view it owns.
 ///
@@ -70,15 +102,16 @@ impl Thread {
     /// four neighbours at a time (one vector access where they are contiguous and aligned). Each thread strides through its axis (a
     /// grid-stride loop), so a smaller grid still covers the view.
     #[inline(always)]
-    pub fn for_each_mut<T, E, L, S>(&self, view: &mut Mdspan<'_, T, E, L, S, Unique>, f: impl FnMut(E::Index, &mut T))
+    pub fn for_each_mut<T, E, L, S, A>(&self, view: &mut Mdspan<'_, T, E, L, S, A>, f: impl FnMut(E::Index, &mut T))
     where
         T: DlElement,
         E: Extents,
         L: Layout,
         S: KernelSpace,
+        A: ForEachMut,
     {
         #[cfg(target_arch = "nvptx64")]
-        super::partition::partition(view, f);
+        super::partition::partition(A::unique(view), f);
         #[cfg(not(target_arch = "nvptx64"))]
         {
             let _ = (view, f);

@@ -109,7 +109,7 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
             "line {number} is not refused with \"{message}\"; the errors: {errors:#?}\n{log}"
         );
     }
-    assert_eq!(refused, 7);
+    assert_eq!(refused, 9);
     assert_eq!(
         errors.len(),
         refused,

@@ -11,7 +11,7 @@
 use dlmd::kernel::Thread;
 use dlmd::space::{Host, Managed};
 use dlmd::view::Atomic;
-use dlmd::{DeviceMdspanMut, Dims, LayoutRight, ManagedMdspanMut, Mdspan};
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, LayoutRight, ManagedMdspanMut, Mdspan};
 
 /// Every thread reads element 0 while the thread that owns it writes it.
 #[dlmd::kernel]
@@ -66,4 +66,17 @@ pub fn atomic_managed_read_as_host(thread: Thread, sums: Mdspan<'_, f32, Dims<1>
     thread.atomic_add(&sums, [0], 1.0);
     let host = sums.into_space(Host); // refused: cannot become a `Host` view
     let _ = host.load([0]);
+}
+
+/// Every thread indexes the mutable view: element 0 read by all while its owner writes it.
+#[dlmd::kernel]
+pub fn index_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let first = out[[0]]; // refused: cannot be reached through references in a kernel
+    thread.for_each_mut(&mut out, |_, x| *x += first);
+}
+
+/// A read-only view written as if it were mutable.
+#[dlmd::kernel]
+pub fn write_a_read_only_view(thread: Thread, mut src: DeviceMdspan<'_, f32, Dims<1>>) {
+    thread.for_each_mut(&mut src, |_, x| *x = 0.0); // refused: `for_each_mut` writes a mutable view
 }
