@@ -94,10 +94,14 @@ impl<T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Index<E
     #[inline]
     #[track_caller]
     fn index(&self, index: E::Index) -> &T {
-        match self.get(index) {
-            Some(x) => x,
-            None => index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref()),
-        }
+        // The offset is checked, then the reference made: no `Option<&T>` between them, whose
+        // test would compare the pointer with null on every access (a kernel's loop pays it).
+        let Some(offset) = self.checked_offset(&index) else {
+            index_out_of_bounds(index.as_ref(), self.extents().to_array().as_ref())
+        };
+        // SAFETY: as in `get`: `offset` is inside the span, which holds initialised `T`s
+        // reachable from this code for the view's borrow.
+        unsafe { &*self.ptr.as_ptr().wrapping_add(offset) }
     }
 }
 

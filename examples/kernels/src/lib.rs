@@ -177,7 +177,8 @@ fn softmax<const THREADS: usize, const K: usize>(
     for mut chunk in block.chunks(y, [1, cols]) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
-        let values = block.each(|lane| lane.gather::<f32, K>(cols, f32::NEG_INFINITY, |j| row[[j]]));
+        // The row's own length bounds the gather: its indexing then checks nothing more.
+        let values = block.each(|lane| lane.gather::<f32, K>(row.extent(0), f32::NEG_INFINITY, |j| row[[j]]));
         let max = block.max(values.map(|v| v.into_iter().fold(f32::NEG_INFINITY, f32::max)));
         let exps = values.map(|v| v.map(|x| dlmd::kernel::math::exp(x - max)));
         let inverse = 1.0 / block.sum(exps.map(|e| e.into_iter().sum::<f32>()));

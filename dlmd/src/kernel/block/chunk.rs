@@ -38,6 +38,11 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     next: usize,
     total: usize,
     step: usize,
+    /// The next chunk's number as an index of the chunk grid (`next`, unravelled), and the step
+    /// unravelled the same way (its slowest dimension unbounded): the grid index moves by
+    /// digit-wise addition with carries, with no division after the first.
+    position: E::Index,
+    stride: E::Index,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -64,7 +69,13 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
         let extents = view.extents().to_array();
         let mut counts = E::Index::zeros();
         for d in 0..E::RANK {
-            counts.as_mut()[d] = extents.as_ref()[d].div_ceil(shape.as_ref()[d]);
+            let (extent, side) = (extents.as_ref()[d], shape.as_ref()[d]);
+            // No division where one chunk spans the dimension (a chunk of a whole row).
+            counts.as_mut()[d] = if extent <= side {
+                usize::from(extent > 0)
+            } else {
+                extent.div_ceil(side)
+            };
         }
         let total = counts.as_ref().iter().product();
         Chunks {
@@ -75,9 +86,40 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             next: block,
             total,
             step: blocks,
+            position: grid_index::<E, L>(block, &counts),
+            stride: grid_index::<E, L>(blocks, &counts),
             view: PhantomData,
         }
     }
+}
+
+/// `n` as an index of a grid of `counts` chunks numbered in memory order (the layout's fastest
+/// dimension fastest), the slowest dimension taking what is left, however large.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn grid_index<E: Extents, L: Layout>(n: usize, counts: &E::Index) -> E::Index {
+    let rank = E::RANK;
+    let mut index = E::Index::zeros();
+    let mut rest = n;
+    for step in 0..rank {
+        let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
+        let count = counts.as_ref()[d];
+        // No division where it is not needed: the slowest dimension takes what is left, a
+        // dimension of one chunk takes nothing (a kernel's whole-row chunks), and a number
+        // below the count is its own digit.
+        if step + 1 == rank {
+            index.as_mut()[d] = rest;
+        } else if count <= 1 {
+            index.as_mut()[d] = 0;
+        } else if rest < count {
+            index.as_mut()[d] = rest;
+            rest = 0;
+        } else {
+            index.as_mut()[d] = rest % count;
+            rest /= count;
+        }
+    }
+    index
 }
 
 impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunks<'v, T, E, L, S> {
@@ -88,23 +130,28 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         if self.next >= self.total {
             return None;
         }
-        let mut rest = self.next;
         self.next += self.step;
         let extents = crate::layout::Mapping::extents(&self.mapping).to_array();
         let (mut origin, mut clipped) = (E::Index::zeros(), E::Index::zeros());
         let rank = E::RANK;
         // Chunks numbered in the view's memory order: its fastest dimension varies fastest.
+        let current = self.position;
+        // The next of this block's chunks: `position + stride` digit by digit, fastest dimension
+        // first; each digit is below its count and so is the stride's, so one subtraction
+        // carries (the slowest dimension takes what is left: `next < total` bounds it).
+        let mut carry = 0;
         for step in 0..rank {
             let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
-            // The slowest dimension takes what is left (below its count: `next < total`), with
-            // no division.
-            let c = if step + 1 == rank {
-                rest
+            let digit = self.position.as_ref()[d] + self.stride.as_ref()[d] + carry;
+            let count = self.counts.as_ref()[d];
+            (self.position.as_mut()[d], carry) = if step + 1 < rank && digit >= count {
+                (digit - count, 1)
             } else {
-                rest % self.counts.as_ref()[d]
+                (digit, 0)
             };
-            rest /= if step + 1 == rank { 1 } else { self.counts.as_ref()[d] };
-            let start = c * self.shape.as_ref()[d];
+        }
+        for d in 0..rank {
+            let start = current.as_ref()[d] * self.shape.as_ref()[d];
             origin.as_mut()[d] = start;
             clipped.as_mut()[d] = self.shape.as_ref()[d].min(extents.as_ref()[d] - start);
         }
@@ -163,6 +210,29 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(super) fn store_array<const THREADS: usize, const K: usize>(&mut self, values: [T; K]) {
+        use crate::layout::Mapping;
+        let rank = E::RANK;
+        let fast = if L::FIRST_FASTEST { 0 } else { rank.saturating_sub(1) };
+        // A box that is one line along the fastest dimension (a row of a row-major matrix), the
+        // commonest chunk: the thread's `m`-th element is `thread + m THREADS` along it, one
+        // multiplication from the chunk's first element, with no index to unravel.
+        if rank > 0 && (0..rank).all(|d| d == fast || self.shape.as_ref()[d] == 1) {
+            let first = self.element(E::Index::zeros()).1;
+            let (stride, len) = (self.mapping.stride(fast), self.extents.as_ref()[fast]);
+            let thread = super::shared::thread_index::<THREADS>();
+            #[allow(clippy::needless_range_loop)]
+            for m in 0..K {
+                let k = thread + m * THREADS;
+                if k < len {
+                    // SAFETY: `k` is below the chunk's extent along its one line, so the element
+                    // is inside the view's extents, in the span of a unique view; the chunk is
+                    // this block's alone (`Chunks`), and `k` this thread's alone (the partition
+                    // of `owned`, which a one-line box makes `k` itself).
+                    unsafe { first.wrapping_offset(k as isize * stride).write(values[m]) }
+                }
+            }
+            return;
+        }
         // Indexed, not iterated: the unrolled loop keeps the array in registers.
         #[allow(clippy::needless_range_loop)]
         for m in 0..K {
