@@ -2,7 +2,8 @@
 //! reductions), each checked against the CPU with its raw twin; with `--bench`, each timed
 //! against its raw twin (the same work, `unsafe`, written the CUDA C++ way), the C++ kernel of
 //! the same tiling over `view.cuh` (NVRTC) and a device-to-device copy of the same bytes,
-//! alternated in one run (medians of 25 rounds, CUDA events); the row softmax against the copy
+//! alternated in one run (medians of 25 rounds, CUDA events, each span after a device copy that
+//! keeps the GPU busy while the host launches: `timing::Cover`); the row softmax against the copy
 //! alone, and the tiled matrix product against its raw twin (`scripts/bench_cooperative_torch.py`
 //! times `torch.matmul`, cuBLAS, on the same shape).
 //!
@@ -16,7 +17,7 @@ use dlmd::{Dims, LayoutRight};
 use dlmd_example_kernels as rust;
 use dlmd_examples::cxx::{ROW_SUMS, TRANSPOSE_TILED, compile};
 use dlmd_examples::median;
-use dlmd_examples::timing::{time, time_scoped};
+use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -231,17 +232,18 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
         ..grid
     };
     let mut sides = Sides::new(4);
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([cols, rows]))?;
-        let safe = time_scoped(stream, |s| {
+        let safe = cover.time_scoped(stream, |s| {
             rust::transpose_tiled(s.launch(stream, kernels, grid), src, dst.as_view_mut())
         })?;
-        let raw = time_scoped(stream, |s| {
+        let raw = cover.time_scoped(stream, |s| {
             rust::transpose_tiled_raw(s.launch(stream, kernels, grid), src, dst.as_view_mut())
         })?;
         let (ks, kd) = (src.kernel_view(), dst.kernel_view());
-        let c = time(stream, || {
+        let c = cover.time(stream, || {
             let mut launch = stream.launch_builder(cxx);
             launch.arg(&ks).arg(&kd);
             // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited for
@@ -249,7 +251,7 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
             unsafe { launch.launch(cxx_grid) }?;
             Ok(())
         })?;
-        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         sides.push(round, &[safe, raw, c, copy]);
     }
     let m = sides.medians();
@@ -279,17 +281,18 @@ fn bench_row_sums(
     let mut out = stream.alloc_zeros::<f32>(rows)?;
     let grid = blocks(rows);
     let mut sides = Sides::new(4);
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut sums = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut out, Dims::new([rows]))?;
-        let safe = time_scoped(stream, |s| {
+        let safe = cover.time_scoped(stream, |s| {
             rust::row_sums_block(s.launch(stream, kernels, grid), x, sums.as_view_mut())
         })?;
-        let raw = time_scoped(stream, |s| {
+        let raw = cover.time_scoped(stream, |s| {
             rust::row_sums_block_raw(s.launch(stream, kernels, grid), x, sums.as_view_mut())
         })?;
         let (kx, ks) = (x.kernel_view(), sums.kernel_view());
-        let c = time(stream, || {
+        let c = cover.time(stream, || {
             let mut launch = stream.launch_builder(cxx);
             launch.arg(&kx).arg(&ks);
             // SAFETY: `kx` and `ks` are live views of `a` and `out` on this device, waited for
@@ -297,7 +300,7 @@ fn bench_row_sums(
             unsafe { launch.launch(grid) }?;
             Ok(())
         })?;
-        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         sides.push(round, &[safe, raw, c, copy]);
     }
     let m = sides.medians();
@@ -332,10 +335,11 @@ fn bench_softmax(
         ..blocks(rows)
     };
     let mut sides = Sides::new(3);
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut y = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(b, Dims::new([rows, cols]))?;
-        let safe = time_scoped(stream, |s| {
+        let safe = cover.time_scoped(stream, |s| {
             let launch = s.launch(stream, kernels, grid);
             if short {
                 rust::softmax_rows_short(launch, x, y.as_view_mut())
@@ -343,7 +347,7 @@ fn bench_softmax(
                 rust::softmax_rows(launch, x, y.as_view_mut())
             }
         })?;
-        let raw = time_scoped(stream, |s| {
+        let raw = cover.time_scoped(stream, |s| {
             let launch = s.launch(stream, kernels, grid);
             if short {
                 rust::softmax_rows_short_raw(launch, x, y.as_view_mut())
@@ -351,7 +355,7 @@ fn bench_softmax(
                 rust::softmax_rows_raw(launch, x, y.as_view_mut())
             }
         })?;
-        let copy = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         sides.push(round, &[safe, raw, copy]);
     }
     let m = sides.medians();
@@ -376,14 +380,15 @@ fn bench_matmul(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Res
     let mut out = stream.alloc_zeros::<f32>(size * size)?;
     let grid = matmul_blocks(size, size);
     let mut sides = Sides::new(2);
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let av = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([size, size]))?;
         let bv = cuda::device_view::<f32, Dims<2>, LayoutRight>(b, Dims::new([size, size]))?;
         let mut c = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([size, size]))?;
-        let safe = time_scoped(stream, |s| {
+        let safe = cover.time_scoped(stream, |s| {
             rust::matmul(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
         })?;
-        let raw = time_scoped(stream, |s| {
+        let raw = cover.time_scoped(stream, |s| {
             rust::matmul_raw(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
         })?;
         sides.push(round, &[safe, raw]);
