@@ -51,11 +51,12 @@ sanitize_rust_kernels() {
         run "compute-sanitizer $tool: Rust kernels" bash -c '
             s=$1; tool=$2; dir=$3; status=0
             for cmd in "$dir/gpu-tests --test-threads=1" "$dir/kernel-tests --test-threads=1" \
-                       "$dir/cooperative-tests --test-threads=1" "$dir/rust_kernels" "$dir/cooperative"; do
+                       "$dir/cooperative-tests --test-threads=1" "$dir/rust_kernels" "$dir/cooperative" \
+                       "$dir/first-kernel"; do
                 [ -x "${cmd%% *}" ] || { echo "-- $tool: ${cmd##*/}: not in this bundle"; continue; }
                 out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
                 echo "-- $tool: ${cmd##*/}"
-                grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|match the CPU" <<<"$out"
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|match the CPU|elements right" <<<"$out"
                 [ $rc -eq 0 ] || { tail -40 <<<"$out"; echo "FAILED (exit $rc): $tool $cmd"; status=1; }
             done
             exit $status' _ "$sanitizer" "$tool" "$dir"
@@ -100,6 +101,7 @@ fi
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.
 pending_python_sanitizer=()
