@@ -87,14 +87,15 @@ macro_rules! softmax_with {
 /// `$kernel` (a matrix product) of `$a` (`m × k`) and `$b` (`k × n`) into a fresh `m × n`
 /// matrix, read back.
 macro_rules! matmul_with {
-    ($stream:expr, $kernels:expr, $kernel:path, ($a:expr, $b:expr), ($m:expr, $k:expr, $n:expr), $grid:expr) => {{
+    ($stream:expr, $kernels:expr, $kernel:path, $args:ident, ($a:expr, $b:expr), ($m:expr, $k:expr, $n:expr), $grid:expr) => {{
         let (stream, m, k, n) = ($stream, $m, $k, $n);
         let mut out = stream.alloc_zeros::<f32>(m * n)?;
         {
             let a = cuda::device_view::<f32, Dims<2>, LayoutRight>($a, Dims::new([m, k]))?;
             let b = cuda::device_view::<f32, Dims<2>, LayoutRight>($b, Dims::new([k, n]))?;
             let mut c = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([m, n]))?;
-            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), a, b, c.as_view_mut()))?;
+            let c = c.as_view_mut();
+            cuda::scope(|s| $kernel(s.launch(stream, $kernels, $grid), rust::$args { a, b, c }))?;
         }
         stream.clone_dtoh(&out)?
     }};
@@ -186,12 +187,21 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         stream,
         kernels,
         rust::matmul,
+        MatmulArgs,
         (&da, &db),
         (m, k, n),
         matmul_blocks(m, n)
     );
     compare("matmul 300x77 · 77x200", &got, &expected)?;
-    let got = matmul_with!(stream, kernels, rust::matmul_raw, (&da, &db), (m, k, n), blocks(3));
+    let got = matmul_with!(
+        stream,
+        kernels,
+        rust::matmul_raw,
+        MatmulRawArgs,
+        (&da, &db),
+        (m, k, n),
+        blocks(3)
+    );
     compare("matmul_raw 300x77 · 77x200 (3 blocks)", &got, &expected)?;
     Ok(())
 }
@@ -386,10 +396,12 @@ fn bench_matmul(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Res
         let bv = cuda::device_view::<f32, Dims<2>, LayoutRight>(b, Dims::new([size, size]))?;
         let mut c = cuda::device_view_mut::<f32, Dims<2>, LayoutRight>(&mut out, Dims::new([size, size]))?;
         let safe = cover.time_scoped(stream, |s| {
-            rust::matmul(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
+            let c = c.as_view_mut();
+            rust::matmul(s.launch(stream, kernels, grid), rust::MatmulArgs { a: av, b: bv, c })
         })?;
         let raw = cover.time_scoped(stream, |s| {
-            rust::matmul_raw(s.launch(stream, kernels, grid), av, bv, c.as_view_mut())
+            let c = c.as_view_mut();
+            rust::matmul_raw(s.launch(stream, kernels, grid), rust::MatmulRawArgs { a: av, b: bv, c })
         })?;
         sides.push(round, &[safe, raw]);
     }

@@ -109,13 +109,21 @@ fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
             syn::Item::Fn(f) => &f.attrs,
             syn::Item::Static(s) => &s.attrs,
             syn::Item::Const(c) => &c.attrs,
+            syn::Item::Struct(s) => &s.attrs,
             other => panic!("unexpected item in the expansion: {}", quote!(#other)),
         };
-        let cfg = attrs
+        // The arguments struct is the same on both targets: shown with the host's items.
+        let Some(cfg) = attrs
             .iter()
             .find(|a| a.path().is_ident("cfg"))
             .map(|a| quote!(#a).to_string())
-            .expect("every item of the expansion is for one target");
+        else {
+            assert!(
+                matches!(item, syn::Item::Struct(_)),
+                "every other item is for one target"
+            );
+            return true;
+        };
         assert!(cfg.contains("nvptx64"), "{cfg}");
         cfg.contains("not")
     };
@@ -143,6 +151,19 @@ fn kernel_element_wise() {
     );
     insta::assert_snapshot!("kernel_element_wise_gpu", gpu);
     insta::assert_snapshot!("kernel_element_wise_host", host);
+}
+
+#[test]
+fn kernel_with_two_parameters_of_one_type_takes_them_by_name() {
+    let (_, host) = kernel(
+        quote!(),
+        quote! {
+            pub fn add_rows(thread: Thread, a: DeviceMdspan<'_, f32, Dims<2>>, b: DeviceMdspan<'_, f32, Dims<2>>, mut c: DeviceMdspanMut<'_, f32, Dims<2>>) {
+                thread.for_each_mut(&mut c, |i, v| *v = a[i] + b[i]);
+            }
+        },
+    );
+    insta::assert_snapshot!("kernel_named_arguments_host", host);
 }
 
 #[test]

@@ -153,6 +153,59 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         })
         .collect();
 
+    // Two parameters of one type (as written) are easily swapped at a launch, and a swap still
+    // compiles: such a kernel's launcher takes its arguments by parameter name, in a struct.
+    let repeated = {
+        let written: Vec<String> = inferred_types.iter().map(|ty| quote!(#ty).to_string()).collect();
+        written.iter().enumerate().any(|(i, a)| written[..i].contains(a))
+    };
+    let launcher_doc = if repeated {
+        quote! {
+            ///
+            /// Two of its parameters have one type, so the arguments go by parameter name, in
+            /// the struct of the same name with `Args` after it: an argument given for the
+            /// other parameter of its type is then a visible mistake, not a silent one.
+        }
+    } else {
+        quote!()
+    };
+    let (args_struct, launcher_args, unpack) = if repeated {
+        let struct_name = format_ident!("{}Args", upper_camel(&name_str), span = name.span());
+        let generics: Vec<_> = (0..count).map(|i| format_ident!("__DlmdArg{}", i)).collect();
+        let fields = launch_names
+            .iter()
+            .zip(&generics)
+            .zip(&inferred_types)
+            .map(|((n, g), ty)| {
+                let doc = format!(
+                    "The argument for `{n}`: a `{}`, or an import checked as one.",
+                    type_text(ty)
+                );
+                quote! {
+                    #[doc = #doc]
+                    pub #n: #g
+                }
+            });
+        let doc = format!("The arguments of a launch of [`{name_str}`], by parameter name.");
+        (
+            // On both targets, so that a re-export of the kernel's names reads the same on each.
+            quote! {
+                #[doc = #doc]
+                #vis struct #struct_name<#(#generics),*> {
+                    #(#fields,)*
+                }
+            },
+            quote!(args: #struct_name<#(impl #krate::cuda::KernelArg<#scope_types>),*>),
+            quote!(let #struct_name { #(#launch_names),* } = args;),
+        )
+    } else {
+        (
+            quote!(),
+            quote!(#(#launch_names: impl #krate::cuda::KernelArg<#scope_types>),*),
+            quote!(),
+        )
+    };
+
     Ok(quote! {
         #[cfg(target_arch = "nvptx64")]
         #(#docs)*
@@ -171,6 +224,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         }
 
         #launch_bounds
+
+        #args_struct
 
         /// The digest of the kernel's signature, which its launcher checks in the PTX.
         #[cfg(target_arch = "nvptx64")]
@@ -193,11 +248,13 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         /// tensor's launch, on its producer's stream), which waits for nothing. Each argument is
         /// a value of the parameter's type or an imported tensor checked as one
         /// (`imported.arg()?`); every device view must be on the stream's device.
+        #launcher_doc
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<'scope>(
             launch: #krate::cuda::Launch<'_, 'scope, '_>,
-            #(#launch_names: impl #krate::cuda::KernelArg<#scope_types>),*
+            #launcher_args
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
+            #unpack
             #(#param_checks)*
             let launch = launch.block_threads(#name_str, #block_threads)?;
             #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#launch_names);)*
@@ -212,6 +269,32 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             unsafe { launch.run(#name_str, #signature_symbol, &args, &mut params) }
         }
     })
+}
+
+/// A type as it is written, without the spaces tokens print with: `Mdspan<'_, f32, Dims<2>>`.
+fn type_text(ty: &Type) -> String {
+    quote!(#ty)
+        .to_string()
+        .replace(" <", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace(" :: ", "::")
+        .replace("& ", "&")
+}
+
+/// `snake_case` as `UpperCamelCase`: `scale_rows` → `ScaleRows`.
+fn upper_camel(name: &str) -> String {
+    name.split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|first| first.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The attribute's options.

@@ -14,7 +14,9 @@ use dlmd::{Const, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, Layou
 
 mod raw;
 
-pub use raw::{matmul_raw, row_sums_block_raw, softmax_rows_raw, softmax_rows_short_raw, transpose_tiled_raw};
+pub use raw::{
+    MatmulRawArgs, matmul_raw, row_sums_block_raw, softmax_rows_raw, softmax_rows_short_raw, transpose_tiled_raw,
+};
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -199,9 +199,23 @@ fn a_tiled_matrix_product_matches_the_cpu_for_ragged_and_empty_shapes() {
                     cuda::scope(|s| {
                         let launch = s.launch(&stream, &module, config);
                         if raw {
-                            kernels::matmul_raw(launch, av, bv, cv.as_view_mut())
+                            kernels::matmul_raw(
+                                launch,
+                                kernels::MatmulRawArgs {
+                                    a: av,
+                                    b: bv,
+                                    c: cv.as_view_mut(),
+                                },
+                            )
                         } else {
-                            kernels::matmul(launch, av, bv, cv.as_view_mut())
+                            kernels::matmul(
+                                launch,
+                                kernels::MatmulArgs {
+                                    a: av,
+                                    b: bv,
+                                    c: cv.as_view_mut(),
+                                },
+                            )
                         }
                     })
                     .unwrap();
@@ -228,7 +242,17 @@ fn a_matrix_product_of_mismatched_extents_writes_nothing() {
         let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([3, 4])).unwrap();
         let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([3, 4])).unwrap();
         let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([4, 4])).unwrap();
-        cuda::scope(|s| kernels::matmul(s.launch(&stream, &module, grid(1, 256)), av, bv, cv.as_view_mut())).unwrap();
+        cuda::scope(|s| {
+            kernels::matmul(
+                s.launch(&stream, &module, grid(1, 256)),
+                kernels::MatmulArgs {
+                    a: av,
+                    b: bv,
+                    c: cv.as_view_mut(),
+                },
+            )
+        })
+        .unwrap();
     }
     assert_eq!(stream.clone_dtoh(&d_c).unwrap(), [7.0; 16]);
 }

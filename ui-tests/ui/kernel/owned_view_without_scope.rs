@@ -11,7 +11,7 @@ pub fn scale(out: DeviceMdspanMut<'_, f32, Dims<1>>, by: DeviceMdspanMut<'_, f32
 
 fn run(x: &Imported, kernels: &Kernels, data: &mut CudaSlice<f32>) -> Result<(), CudaError> {
     let mine = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(data, Dims::new([16]))?;
-    scale(x.launch(kernels, LaunchConfig::for_num_elems(16))?, x.arg()?, mine)
+    scale(x.launch(kernels, LaunchConfig::for_num_elems(16))?, ScaleArgs { out: x.arg()?, by: mine })
 }
 
 fn main() {}
