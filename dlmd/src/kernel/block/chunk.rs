@@ -87,7 +87,13 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             total,
             step: blocks,
             position: grid_index::<E, L>(block, &counts),
-            stride: grid_index::<E, L>(blocks, &counts),
+            // Unravelled only for a block that owns more than one chunk (a launch of a block a
+            // chunk never moves on, and saves the division).
+            stride: if block.saturating_add(blocks) < total {
+                grid_index::<E, L>(blocks, &counts)
+            } else {
+                E::Index::zeros()
+            },
             view: PhantomData,
         }
     }
@@ -139,16 +145,18 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         // The next of this block's chunks: `position + stride` digit by digit, fastest dimension
         // first; each digit is below its count and so is the stride's, so one subtraction
         // carries (the slowest dimension takes what is left: `next < total` bounds it).
-        let mut carry = 0;
-        for step in 0..rank {
-            let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
-            let digit = self.position.as_ref()[d] + self.stride.as_ref()[d] + carry;
-            let count = self.counts.as_ref()[d];
-            (self.position.as_mut()[d], carry) = if step + 1 < rank && digit >= count {
-                (digit - count, 1)
-            } else {
-                (digit, 0)
-            };
+        if self.next < self.total {
+            let mut carry = 0;
+            for step in 0..rank {
+                let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
+                let digit = self.position.as_ref()[d] + self.stride.as_ref()[d] + carry;
+                let count = self.counts.as_ref()[d];
+                (self.position.as_mut()[d], carry) = if step + 1 < rank && digit >= count {
+                    (digit - count, 1)
+                } else {
+                    (digit, 0)
+                };
+            }
         }
         for d in 0..rank {
             let start = current.as_ref()[d] * self.shape.as_ref()[d];
