@@ -144,25 +144,19 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         })
         .collect();
     let x = stream.clone_htod(&host)?;
-    let grid = LaunchConfig {
-        block_dim: (1024, 1, 1),
+    let grid = |threads: usize| LaunchConfig {
+        block_dim: (threads as u32, 1, 1),
         ..blocks(5)
     };
-    let safe = softmax_with!(stream, kernels, rust::softmax_rows, &x, (rows, cols), grid);
-    let raw = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), grid);
-    let short = softmax_with!(stream, kernels, rust::softmax_rows_short, &x, (rows, cols), blocks(5));
-    let short_raw = softmax_with!(
-        stream,
-        kernels,
-        rust::softmax_rows_short_raw,
-        &x,
-        (rows, cols),
-        blocks(5)
-    );
+    let (long, short) = (grid(rust::SOFTMAX_THREADS), grid(rust::SOFTMAX_SHORT_THREADS));
+    let safe = softmax_with!(stream, kernels, rust::softmax_rows, &x, (rows, cols), long);
+    let raw = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), long);
+    let short_safe = softmax_with!(stream, kernels, rust::softmax_rows_short, &x, (rows, cols), short);
+    let short_raw = softmax_with!(stream, kernels, rust::softmax_rows_short_raw, &x, (rows, cols), short);
     for (name, got) in [
         ("softmax_rows 37x1000", safe),
         ("softmax_rows_raw 37x1000", raw),
-        ("softmax_rows_short 37x1000", short),
+        ("softmax_rows_short 37x1000", short_safe),
         ("softmax_rows_short_raw 37x1000", short_raw),
     ] {
         let worst = got
@@ -328,8 +322,8 @@ fn bench_row_sums(
     Ok(())
 }
 
-/// The row softmax of `rows × cols` `f32` (one block per row: of 256 threads for rows of at
-/// most `SOFTMAX_SHORT_COLS`, of 1024 for longer ones), against a device copy of the matrix:
+/// The row softmax of `rows × cols` `f32` (one block per row: of `SOFTMAX_SHORT_THREADS` for
+/// rows of at most `SOFTMAX_SHORT_COLS`, of `SOFTMAX_THREADS` for longer ones), against a device copy of the matrix:
 /// the kernel reads and writes it once, as the copy does.
 fn bench_softmax(
     stream: &Arc<CudaStream>,
@@ -341,7 +335,15 @@ fn bench_softmax(
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
     let short = cols <= rust::SOFTMAX_SHORT_COLS;
     let grid = LaunchConfig {
-        block_dim: (if short { 256 } else { 1024 }, 1, 1),
+        block_dim: (
+            if short {
+                rust::SOFTMAX_SHORT_THREADS
+            } else {
+                rust::SOFTMAX_THREADS
+            } as u32,
+            1,
+            1,
+        ),
         ..blocks(rows)
     };
     let mut sides = Sides::new(3);

@@ -135,35 +135,43 @@ pub fn row_sums_block(
     }
 }
 
-/// The longest row [`softmax_rows`] keeps in registers: 8 elements for each of 1024 threads.
-pub const SOFTMAX_COLS: usize = 8 * 1024;
+/// The threads of a block of [`softmax_rows`].
+pub const SOFTMAX_THREADS: usize = 512;
 
-/// The longest row [`softmax_rows_short`] keeps in registers: 8 elements for each of 256
+/// The longest row [`softmax_rows`] keeps in registers: 16 elements for each of its threads.
+pub const SOFTMAX_COLS: usize = 16 * SOFTMAX_THREADS;
+
+/// The threads of a block of [`softmax_rows_short`].
+pub const SOFTMAX_SHORT_THREADS: usize = 128;
+
+/// The longest row [`softmax_rows_short`] keeps in registers: 8 elements for each of its
 /// threads.
-pub const SOFTMAX_SHORT_COLS: usize = 8 * 256;
+pub const SOFTMAX_SHORT_COLS: usize = 8 * SOFTMAX_SHORT_THREADS;
 
 /// `y[[i, j]] = exp(x[[i, j]] − max_i) / Σ_j exp(x[[i, j]] − max_i)`, the numerically stable
-/// softmax of each row of `x`, one block per row: the row is read once into registers (8
+/// softmax of each row of `x`, one block per row: the row is read once into registers (16
 /// elements a thread), its maximum and its sum of exponentials are block reductions, and it is
-/// written once. Rows longer than [`SOFTMAX_COLS`] are left as they are (the launcher's caller
-/// checks the width). Launch with blocks of 1024 threads, one per row or fewer.
-#[dlmd::kernel]
-pub fn softmax_rows(block: Block<'_, 1024>, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
-    softmax::<1024, 8>(block, x, y);
+/// written once. Two blocks share a multiprocessor (`min_blocks_per_sm`): one row's loads are in
+/// flight while the other's reductions wait at their barriers. Rows longer than
+/// [`SOFTMAX_COLS`] are left as they are (the launcher's caller checks the width). Launch with
+/// blocks of [`SOFTMAX_THREADS`], one per row or fewer.
+#[dlmd::kernel(min_blocks_per_sm = 2)]
+pub fn softmax_rows(block: Block<'_, 512>, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    softmax::<512, 16>(block, x, y);
 }
 
 /// [`softmax_rows`] for rows of at most [`SOFTMAX_SHORT_COLS`] (longer ones are left as they
-/// are), in blocks of 256 threads, six of them on each multiprocessor (`min_blocks_per_sm`, 40
-/// registers a thread): six rows in flight where [`softmax_rows`] has one, which short rows
-/// need (a row of 1024 is one element a thread in a block of 1024, whose reductions then cost
-/// more than its loads). Launch with blocks of 256 threads, one per row or fewer.
-#[dlmd::kernel(min_blocks_per_sm = 6)]
+/// are), in blocks of [`SOFTMAX_SHORT_THREADS`], twelve of them on each multiprocessor
+/// (`min_blocks_per_sm`): twelve rows in flight, each thread with eight elements of its row
+/// (a row of 1024 in a block of 1024 would be one element a thread, whose reductions then cost
+/// more than its loads). Launch with blocks of [`SOFTMAX_SHORT_THREADS`], one per row or fewer.
+#[dlmd::kernel(min_blocks_per_sm = 12)]
 pub fn softmax_rows_short(
-    block: Block<'_, 256>,
+    block: Block<'_, 128>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
-    softmax::<256, 8>(block, x, y);
+    softmax::<128, 8>(block, x, y);
 }
 
 /// The body of the softmax kernels: rows of up to `K × THREADS` elements, `K` a thread.

@@ -253,24 +253,25 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
 
 /// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (8 a thread), shuffles
 /// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
-/// blocks of 1024 threads; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
+/// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS); rows of at most
+/// [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
 #[dlmd::kernel]
 pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    softmax_raw::<1024, 8>(x, y);
+    softmax_raw::<{ crate::SOFTMAX_THREADS }, 16>(x, y);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
 }
 
 /// [`softmax_rows_short`](crate::softmax_rows_short) written raw, as [`softmax_rows_raw`] is.
-/// Launch with blocks of 256 threads; rows of at most
-/// [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
+/// Launch with blocks of [`SOFTMAX_SHORT_THREADS`](crate::SOFTMAX_SHORT_THREADS); rows of at
+/// most [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
 #[dlmd::kernel]
 pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    softmax_raw::<256, 8>(x, y);
+    softmax_raw::<{ crate::SOFTMAX_SHORT_THREADS }, 8>(x, y);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
 }

@@ -110,8 +110,11 @@ fn a_row_softmax_matches_the_cpu() {
         let sum: f64 = exps.iter().sum();
         exps.iter().map(|e| (e / sum) as f32).collect()
     };
-    // The long-row kernel (blocks of 1024) and the short-row one (blocks of 256).
-    for (threads, widest) in [(1024, kernels::SOFTMAX_COLS), (256, kernels::SOFTMAX_SHORT_COLS)] {
+    // The long-row kernel and the short-row one, each in blocks of its size.
+    for (threads, widest) in [
+        (kernels::SOFTMAX_THREADS as u32, kernels::SOFTMAX_COLS),
+        (kernels::SOFTMAX_SHORT_THREADS as u32, kernels::SOFTMAX_SHORT_COLS),
+    ] {
         for (rows, cols) in [
             (0, 5),
             (1, 1),
@@ -130,7 +133,7 @@ fn a_row_softmax_matches_the_cpu() {
                     let mut y = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([rows, cols])).unwrap();
                     cuda::scope(|s| {
                         let launch = s.launch(&stream, &module, grid(blocks, threads));
-                        if threads == 1024 {
+                        if threads == kernels::SOFTMAX_THREADS as u32 {
                             kernels::softmax_rows(launch, x, y.as_view_mut())
                         } else {
                             kernels::softmax_rows_short(launch, x, y.as_view_mut())
