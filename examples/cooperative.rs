@@ -31,6 +31,14 @@ fn blocks(blocks: usize) -> LaunchConfig {
     }
 }
 
+/// `blocks` blocks of the row sums' size in a row.
+fn row_blocks(blocks: usize) -> LaunchConfig {
+    LaunchConfig {
+        block_dim: (rust::ROW_SUMS_THREADS as u32, 1, 1),
+        ..self::blocks(blocks)
+    }
+}
+
 /// Whether `got` is `expected`, element for element.
 fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
     let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
@@ -128,9 +136,16 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     let host: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
     let expected: Vec<f32> = (0..rows).map(|i| host[i * cols..(i + 1) * cols].iter().sum()).collect();
     let x = stream.clone_htod(&host)?;
-    let got = row_sums_with!(stream, kernels, rust::row_sums_block, &x, (rows, cols), blocks(5));
+    let got = row_sums_with!(stream, kernels, rust::row_sums_block, &x, (rows, cols), row_blocks(5));
     compare("row_sums_block 37x1000", &got, &expected)?;
-    let got = row_sums_with!(stream, kernels, rust::row_sums_block_raw, &x, (rows, cols), blocks(5));
+    let got = row_sums_with!(
+        stream,
+        kernels,
+        rust::row_sums_block_raw,
+        &x,
+        (rows, cols),
+        row_blocks(5)
+    );
     compare("row_sums_block_raw 37x1000", &got, &expected)?;
     // The softmax of each row, against the CPU's within the GPU's `exp` (ex2.approx) error.
     let (rows, cols) = (37, 1000);
@@ -283,7 +298,7 @@ fn bench_row_sums(
     let a = &stream.alloc_zeros::<f32>(rows * cols)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
     let mut out = stream.alloc_zeros::<f32>(rows)?;
-    let grid = blocks(rows);
+    let grid = row_blocks(rows);
     let mut sides = Sides::new(4);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {

@@ -94,25 +94,26 @@ extern "C" __global__ void transpose_tiled(dlmd::view<float, 2> src, dlmd::view<
 }
 "#;
 
-    /// Row sums in C++ over `dlmd::view` the way CUB's `BlockReduce` does them: one block of
-    /// 256 threads per row (grid-stride), `float4` loads, warp shuffles, the warps' sums through
-    /// shared memory. Rows must be 16-aligned (`cols % 4 == 0`).
+    /// Row sums in C++ over `dlmd::view` the way CUB's `BlockReduce` does them: one block per
+    /// row (grid-stride; any whole number of warps, up to 1024 threads), `float4` loads, warp
+    /// shuffles, the warps' sums through shared memory. Rows must be 16-aligned
+    /// (`cols % 4 == 0`).
     pub const ROW_SUMS: &str = r#"
 extern "C" __global__ void row_sums(dlmd::view<float, 2> x, dlmd::view<float, 1> sums) {
-    __shared__ float warp_sums[2][8];
+    __shared__ float warp_sums[2][32];
     long long rows = x.extent(0), cols = x.extent(1);
     int t = threadIdx.x, turn = 0;
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const float4* row = (const float4*)&x(r, 0);
         float s = 0.0f;
-        for (long long j = t; j < cols / 4; j += 256) {
+        for (long long j = t; j < cols / 4; j += blockDim.x) {
             float4 v = __ldg(&row[j]);
             s += (v.x + v.y) + (v.z + v.w);
         }
         for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);
         if (t % 32 == 0) warp_sums[turn][t / 32] = s;
         __syncthreads();
-        float total = t % 32 < 8 ? warp_sums[turn][t % 32] : 0.0f;
+        float total = t % 32 < blockDim.x / 32 ? warp_sums[turn][t % 32] : 0.0f;
         for (int m = 16; m > 0; m >>= 1) total += __shfl_xor_sync(0xffffffffu, total, m);
         if (t == 0) sums(r) = total;
         turn ^= 1;

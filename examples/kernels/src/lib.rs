@@ -111,13 +111,17 @@ pub fn transpose_tiled(
     }
 }
 
+/// The threads of a block of [`row_sums_block`] and its raw twin.
+pub const ROW_SUMS_THREADS: usize = 128;
+
 /// `sums[[i]] = Σ_j x[[i, j]]`, one block per row: each thread adds up its share of the row
 /// (four neighbours per vector load), and the block adds up the threads' sums with warp
-/// shuffles and one barrier. No atomics: each sum is written once. Launch with blocks of 256
-/// threads, one block per row or fewer.
+/// shuffles and one barrier. No atomics: each sum is written once. Blocks of 128 threads: a row
+/// of 1024 is two vector loads a thread, and sixteen rows are in flight on a multiprocessor.
+/// Launch with blocks of [`ROW_SUMS_THREADS`], one per row or fewer.
 #[dlmd::kernel]
 pub fn row_sums_block(
-    block: Block<'_, 256>,
+    block: Block<'_, 128>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {

@@ -197,8 +197,9 @@ pub fn transpose_tiled_raw(
 }
 
 /// [`row_sums_block`](crate::row_sums_block) written raw: four neighbours a thread with 16-byte
-/// loads, shuffles, a shared array of the warps' sums and a bare barrier. Launch with blocks of 256
-/// threads; the rows must start 16-aligned (`cols % 4 == 0`).
+/// loads, shuffles, a shared array of the warps' sums and a bare barrier. Launch with blocks of
+/// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS); the rows must start 16-aligned
+/// (`cols % 4 == 0`).
 #[dlmd::kernel]
 pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let _ = thread;
@@ -219,7 +220,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
                 // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller).
                 let ops::Float4(v) = unsafe { row.wrapping_add(j).cast::<ops::Float4>().read() };
                 sum += (v[0] + v[1]) + (v[2] + v[3]);
-                j += 4 * 256;
+                j += 4 * crate::ROW_SUMS_THREADS;
             }
             // SAFETY: every lane runs the shuffles; the block is whole warps.
             let sum = unsafe { ops::warp_reduce(sum, &|a, b| a + b) };
@@ -230,9 +231,8 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
             }
             // SAFETY: reached by every thread (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
-            // SAFETY: the 8 slots written before the barrier.
-            let total = if t % 32 < 8 {
-                // SAFETY: one of the 8 slots written before the barrier.
+            let total = if t % 32 < crate::ROW_SUMS_THREADS / 32 {
+                // SAFETY: one of the warps' slots written before the barrier.
                 unsafe { *slots.wrapping_add(t % 32) }
             } else {
                 0.0

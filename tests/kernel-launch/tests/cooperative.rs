@@ -86,7 +86,11 @@ fn row_sums_by_block_reduction_match_the_cpu() {
                 let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
                 let mut sums = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_sums, Dims::new([rows])).unwrap();
                 cuda::scope(|s| {
-                    kernels::row_sums_block(s.launch(&stream, &module, grid(blocks, 256)), x, sums.as_view_mut())
+                    kernels::row_sums_block(
+                        s.launch(&stream, &module, grid(blocks, kernels::ROW_SUMS_THREADS as u32)),
+                        x,
+                        sums.as_view_mut(),
+                    )
                 })
                 .unwrap();
             }
