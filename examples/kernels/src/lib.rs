@@ -93,9 +93,11 @@ pub type TransposeTile = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
 
 /// `dst[[i, j]] = src[[j, i]]` for row-major matrices, through a block-shared tile: each block
 /// reads a 32 × 32 chunk of `src` along its rows (coalesced) into the tile, and after a barrier
-/// writes it transposed along the rows of `dst` (coalesced too). Launch with blocks of 256
-/// threads, one block per 32 × 32 chunk of `dst` or fewer.
-#[dlmd::kernel]
+/// writes it transposed along the rows of `dst` (coalesced too). Six blocks share a
+/// multiprocessor (`min_blocks_per_sm`, 40 registers a thread; left to itself the compiler took
+/// 48, and five). Launch with blocks of 256 threads, one block per 32 × 32 chunk of `dst` or
+/// fewer.
+#[dlmd::kernel(min_blocks_per_sm = 6)]
 pub fn transpose_tiled(
     block: Block<'_, 256, TransposeTile>,
     src: DeviceMdspan<'_, f32, Dims<2>>,
