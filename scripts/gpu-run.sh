@@ -5,8 +5,9 @@
 # DLMD_SKIP_SINGLE_GPU_BENCH=1 leaves out the one-GPU benchmarks (for a run on a multi-GPU
 # machine whose one-GPU figures were taken elsewhere); every test still runs. DLMD_GPU_RUN=kernels
 # runs only the Rust kernels on framework tensors: their launches, tests and benchmark;
-# DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests and examples, under
-# compute-sanitizer's four tools, and the cooperative kernels' benchmark.
+# DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests, the examples and the
+# README's first kernel, under compute-sanitizer's four tools, and the cooperative kernels'
+# benchmark.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -65,6 +66,7 @@ sanitize_rust_kernels() {
 if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+    run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
     for round in 1 2 3; do
         run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench
