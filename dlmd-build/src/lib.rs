@@ -336,11 +336,7 @@ impl PtxBuild {
         let asm = newest_asm(&release.join("deps"), &self.name)?;
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
         let ptx = bounds::with_launch_bounds(&ptx);
-        let externs = extern_functions(&ptx);
-        if !externs.is_empty() {
-            return Err(BuildError::NotSelfContained { ptx: asm, externs });
-        }
-        self.write_ptx(&ptx)
+        self.write_self_contained(&ptx, asm)
     }
 
     /// Writes `ptx` to `OUT_DIR/kernels.ptx` and tells the crate's compilation where it is.
@@ -361,11 +357,17 @@ impl PtxBuild {
         let path = self.manifest_dir.join(path);
         println!("cargo::rerun-if-changed={}", path.display());
         let ptx = std::fs::read_to_string(&path).map_err(|e| BuildError::Io(path.clone(), e))?;
-        let externs = extern_functions(&ptx);
+        self.write_self_contained(&ptx, path)
+    }
+
+    /// [`write_ptx`](Self::write_ptx) of `ptx` (read from `from`), refused where it calls
+    /// functions it does not define.
+    fn write_self_contained(&self, ptx: &str, from: PathBuf) -> Result<Option<PathBuf>, BuildError> {
+        let externs = extern_functions(ptx);
         if !externs.is_empty() {
-            return Err(BuildError::NotSelfContained { ptx: path, externs });
+            return Err(BuildError::NotSelfContained { ptx: from, externs });
         }
-        self.write_ptx(&ptx)
+        self.write_ptx(ptx)
     }
 
     /// PTX this crate ships (a path relative to its `Cargo.toml`; `OUT_DIR/kernels.ptx` of a
@@ -382,9 +384,9 @@ impl PtxBuild {
     /// [`build`](Self::build), ending the build script with the error where there is one.
     pub fn build_or_exit(self) {
         if let Err(e) = self.build() {
-            // One `cargo::error` directive with the whole message (cargo shows it once, and
-            // fails the build for it), and a normal exit, so that cargo does not print the
-            // script's output a second time as a crashed script's.
+            // `cargo::error` directives, a line each (cargo shows them once and fails the build
+            // for them), and a normal exit, so that cargo does not print the script's output a
+            // second time as a crashed script's.
             for line in e.to_string().lines() {
                 println!("cargo::error={line}");
             }

@@ -76,15 +76,13 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                     &quote!(#ty).to_string(),
                 )
             };
-            let zero_trait = respan(quote!(#krate::__private::ValidAsZeroBits), ty.span());
-            let cuda = quote! {
-                #krate::__cuda_element! {
-                    {#impl_generics}
-                    {#ident #ty_generics}
-                    {#where_clause, for<'__dlmd> Self: #krate::DlElement}
-                    {#where_clause, for<'__dlmd> #ty: #zero_trait}
-                }
-            };
+            let cuda = cuda_element(
+                krate,
+                quote!(#impl_generics),
+                quote!(#ident #ty_generics),
+                quote!(#where_clause,),
+                ty,
+            );
             quote! {
                 #cuda
                 unsafe impl #impl_generics #krate::DlElement for #ident #ty_generics #where_clause {
@@ -115,15 +113,7 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
                 &name,
                 &quote!(#scalar).to_string(),
             );
-            let zero_trait = respan(quote!(#krate::__private::ValidAsZeroBits), scalar.span());
-            let cuda = quote! {
-                #krate::__cuda_element! {
-                    {}
-                    {#ident}
-                    {where for<'__dlmd> Self: #krate::DlElement}
-                    {where for<'__dlmd> #scalar: #zero_trait}
-                }
-            };
+            let cuda = cuda_element(krate, quote!(), quote!(#ident), quote!(where), scalar);
             quote! {
                 #cuda
                 unsafe impl #krate::DlElement for #ident where #bound {
@@ -151,6 +141,27 @@ fn expand(input: &Input<'_>, repr: &repr::Repr, shape: &Shape<'_>, krate: &Token
 
 /// `const` assertions that `Self` is `lanes` values of `lane` with no padding and at least the
 /// lane's alignment. They are non-generic items, so `cargo check` evaluates them too.
+/// What the derive adds for CUDA (dlmd's `__cuda_element!`, which expands to nothing without
+/// its `cuda` feature): `DeviceRepr` for the type, and `ValidAsZeroBits` where `lane` is. `bounds`
+/// opens both where clauses: the type's own, with a comma, or a bare `where`.
+fn cuda_element(
+    krate: &TokenStream,
+    generics: TokenStream,
+    ty: TokenStream,
+    bounds: TokenStream,
+    lane: &syn::Type,
+) -> TokenStream {
+    let zero_trait = respan(quote!(#krate::__private::ValidAsZeroBits), lane.span());
+    quote! {
+        #krate::__cuda_element! {
+            {#generics}
+            {#ty}
+            {#bounds for<'__dlmd> Self: #krate::DlElement}
+            {#bounds for<'__dlmd> #lane: #zero_trait}
+        }
+    }
+}
+
 fn layout_checks(
     input: &Input<'_>,
     repr: &repr::Repr,

@@ -208,6 +208,8 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
         let (rows, cols) = (x.extent(0), x.extent(1));
         let (p, out) = (x.data_handle(), sums.data_handle());
         let (t, block, blocks) = ops::ids();
+        // Two turns of 8 slots: a block of at most 8 warps.
+        const { assert!(crate::ROW_SUMS_THREADS.is_multiple_of(32) && crate::ROW_SUMS_THREADS <= 8 * 32) };
         // SAFETY: once, in this kernel's entry point.
         let partials = unsafe { ops::shared::<{ 2 * 8 * 4 }>() };
         let mut r = block;
@@ -251,7 +253,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
     let _ = (x, sums);
 }
 
-/// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (8 a thread), shuffles
+/// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (16 a thread), shuffles
 /// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
 /// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS); rows of at most
 /// [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
