@@ -39,6 +39,15 @@ fn row_blocks(blocks: usize) -> LaunchConfig {
     }
 }
 
+/// `config` with `bytes` of dynamic shared memory, which a raw twin's launch passes by hand (a
+/// cooperative kernel's launcher reserves its own).
+fn raw(config: LaunchConfig, bytes: u32) -> LaunchConfig {
+    LaunchConfig {
+        shared_mem_bytes: bytes,
+        ..config
+    }
+}
+
 /// Whether `got` is `expected`, element for element.
 fn compare(what: &str, got: &[f32], expected: &[f32]) -> Result<(), Box<dyn Error>> {
     let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
@@ -128,7 +137,7 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         rust::transpose_tiled_raw,
         &src,
         (rows, cols),
-        blocks(7)
+        raw(blocks(7), rust::TRANSPOSE_TILED_RAW_SHARED)
     );
     compare("transpose_tiled_raw 300x71", &got, &expected)?;
     // Small integers: exact sums in any order. The raw twin needs 16-aligned rows.
@@ -144,7 +153,7 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         rust::row_sums_block_raw,
         &x,
         (rows, cols),
-        row_blocks(5)
+        raw(row_blocks(5), rust::ROW_SUMS_BLOCK_RAW_SHARED)
     );
     compare("row_sums_block_raw 37x1000", &got, &expected)?;
     // The softmax of each row, against the CPU's within the GPU's `exp` (ex2.approx) error.
@@ -165,12 +174,23 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     };
     let (long, short) = (grid(rust::SOFTMAX_THREADS), grid(rust::SOFTMAX_SHORT_THREADS));
     let safe = softmax_with!(stream, kernels, rust::softmax_rows, &x, (rows, cols), long);
-    let raw = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), long);
+    let (long_raw, short_raw) = (
+        raw(long, rust::SOFTMAX_ROWS_RAW_SHARED),
+        raw(short, rust::SOFTMAX_ROWS_RAW_SHARED),
+    );
+    let long = softmax_with!(stream, kernels, rust::softmax_rows_raw, &x, (rows, cols), long_raw);
     let short_safe = softmax_with!(stream, kernels, rust::softmax_rows_short, &x, (rows, cols), short);
-    let short_raw = softmax_with!(stream, kernels, rust::softmax_rows_short_raw, &x, (rows, cols), short);
+    let short_raw = softmax_with!(
+        stream,
+        kernels,
+        rust::softmax_rows_short_raw,
+        &x,
+        (rows, cols),
+        short_raw
+    );
     for (name, got) in [
         ("softmax_rows 37x1000", safe),
-        ("softmax_rows_raw 37x1000", raw),
+        ("softmax_rows_raw 37x1000", long),
         ("softmax_rows_short 37x1000", short_safe),
         ("softmax_rows_short_raw 37x1000", short_raw),
     ] {
@@ -209,7 +229,7 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         MatmulRawArgs,
         (&da, &db),
         (m, k, n),
-        blocks(3)
+        raw(blocks(3), rust::MATMUL_RAW_SHARED)
     );
     compare("matmul_raw 300x77 · 77x200 (3 blocks)", &got, &expected)?;
     Ok(())
@@ -259,6 +279,7 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
             rust::transpose_tiled(s.launch(stream, kernels, grid), src, dst.as_view_mut())
         })?;
         let raw = cover.time_scoped(stream, |s| {
+            let grid = raw(grid, rust::TRANSPOSE_TILED_RAW_SHARED);
             rust::transpose_tiled_raw(s.launch(stream, kernels, grid), src, dst.as_view_mut())
         })?;
         let (ks, kd) = (src.kernel_view(), dst.kernel_view());
@@ -308,6 +329,7 @@ fn bench_row_sums(
             rust::row_sums_block(s.launch(stream, kernels, grid), x, sums.as_view_mut())
         })?;
         let raw = cover.time_scoped(stream, |s| {
+            let grid = raw(grid, rust::ROW_SUMS_BLOCK_RAW_SHARED);
             rust::row_sums_block_raw(s.launch(stream, kernels, grid), x, sums.as_view_mut())
         })?;
         let (kx, ks) = (x.kernel_view(), sums.kernel_view());
@@ -375,7 +397,7 @@ fn bench_softmax(
             }
         })?;
         let raw = cover.time_scoped(stream, |s| {
-            let launch = s.launch(stream, kernels, grid);
+            let launch = s.launch(stream, kernels, raw(grid, rust::SOFTMAX_ROWS_RAW_SHARED));
             if short {
                 rust::softmax_rows_short_raw(launch, x, y.as_view_mut())
             } else {
@@ -418,6 +440,7 @@ fn bench_matmul(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Res
         })?;
         let raw = cover.time_scoped(stream, |s| {
             let c = c.as_view_mut();
+            let grid = raw(grid, rust::MATMUL_RAW_SHARED);
             rust::matmul_raw(s.launch(stream, kernels, grid), rust::MatmulRawArgs { a: av, b: bv, c })
         })?;
         sides.push(round, &[safe, raw]);

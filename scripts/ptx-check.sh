@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks the PTX of the Rust kernels (examples/kernels and examples/python-memarray/kernels, built
-# by dlmd-build with the nightly toolchain): each must be self-contained (no `.extern` function: the CUDA driver could not load
-# it), and ptxas from NVIDIA's `nvidia-cuda-nvcc` wheel (pinned in
-# scripts/requirements-ptx.txt, installed into .venv-ptx or $DLMD_PTX_VENV) must assemble it
-# for sm_80 and sm_90. Needs no GPU and no CUDA toolkit.
+# by dlmd-build with the nightly toolchain): each must be self-contained (no `.extern` but the
+# launch's dynamic shared memory: the CUDA driver could not load it), and ptxas from NVIDIA's
+# `nvidia-cuda-nvcc` wheel (pinned in scripts/requirements-ptx.txt, installed into .venv-ptx or
+# $DLMD_PTX_VENV) must assemble it for sm_80 and sm_90. Needs no GPU and no CUDA toolkit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,13 +21,20 @@ for line in sys.stdin:
         print(dict(m["env"])["DLMD_KERNELS_PTX"])'
 }
 
-# Self-contained: no function declared `.extern`. The check itself is checked on a PTX file
-# that has one.
-self_contained() { ! grep -q '^[[:space:]]*\.extern' "$1"; }
+# Self-contained: nothing declared `.extern` but the launch's dynamic shared memory (an
+# `.extern .shared` array of no length, which the launch provides). The check itself is checked
+# on a PTX file with an `.extern` function, and on one with only dynamic shared memory.
+externs() { grep '^[[:space:]]*\.extern' "$1" | grep -Ev '^[[:space:]]*\.extern[[:space:]]+\.shared[[:space:]].*\[\];$'; }
+self_contained() { ! externs "$1" >/dev/null; }
 bad=$(mktemp --suffix=.ptx)
 printf '.version 7.0\n.target sm_70\n.address_size 64\n.extern .func missing();\n' >"$bad"
 if self_contained "$bad"; then
     echo "the .extern check accepts a PTX file with an .extern function" >&2
+    exit 1
+fi
+printf '.version 7.0\n.target sm_70\n.address_size 64\n.extern .shared .align 16 .b8 tiles[];\n' >"$bad"
+if ! self_contained "$bad"; then
+    echo "the .extern check refuses a PTX file whose only .extern is dynamic shared memory" >&2
     exit 1
 fi
 rm -f "$bad"
@@ -36,10 +43,10 @@ check() {
     local ptx=$1 each=$2
     if ! self_contained "$ptx"; then
         echo "$ptx is not self-contained:" >&2
-        grep '\.extern' "$ptx" >&2
+        externs "$ptx" >&2
         exit 1
     fi
-    echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$(dirname "$(dirname "$ptx")")") ($(grep -m1 '^\.target' "$ptx")), no .extern"
+    echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$(dirname "$(dirname "$ptx")")") ($(grep -m1 '^\.target' "$ptx")), self-contained"
     for arch in sm_80 sm_90; do
         local info
         info=$("$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1)

@@ -101,8 +101,8 @@ pub enum BuildError {
         /// What the compiler printed.
         log: String,
     },
-    /// The PTX calls functions it does not define (`.extern .func`): the driver could not load
-    /// it.
+    /// The PTX calls functions it does not define (`.extern .func`), or names variables it does
+    /// not define: the driver could not load it.
     NotSelfContained {
         /// The PTX file.
         ptx: PathBuf,
@@ -522,11 +522,13 @@ fn dep_info_sources(dep_info: &str) -> Vec<PathBuf> {
     sources
 }
 
-/// The functions PTX declares `.extern` (calls it does not define).
+/// What PTX declares `.extern` and does not define: the functions it calls and the variables
+/// it names. An `.extern .shared` array of no length is not one of them: it is the launch's
+/// dynamic shared memory (a cooperative kernel's tiles), which the launch itself provides.
 pub fn extern_functions(ptx: &str) -> Vec<String> {
     ptx.lines()
         .map(str::trim_start)
-        .filter(|line| line.starts_with(".extern"))
+        .filter(|line| line.starts_with(".extern") && !is_dynamic_shared(line))
         .map(|line| {
             line.split(|c: char| c.is_whitespace() || c == '(')
                 .rfind(|w| !w.is_empty() && !w.starts_with('.'))
@@ -534,6 +536,15 @@ pub fn extern_functions(ptx: &str) -> Vec<String> {
                 .to_string()
         })
         .collect()
+}
+
+/// Whether a declaration is of the launch's dynamic shared memory:
+/// `.extern .shared .align N .b8 name[];`.
+fn is_dynamic_shared(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    words.next() == Some(".extern")
+        && words.next() == Some(".shared")
+        && words.last().is_some_and(|name| name.ends_with("[];"))
 }
 
 #[cfg(test)]
@@ -550,6 +561,18 @@ mod tests {
 .visible .entry add_index(
 ";
         assert_eq!(extern_functions(ptx), ["_ZN4dlmd5check"]);
+        // The launch's dynamic shared memory is provided by the launch, not missing.
+        let shared = ".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];\n";
+        assert!(extern_functions(shared).is_empty());
+        // A sized `.extern .shared` array, or an `.extern .global`, is a missing variable.
+        assert_eq!(
+            extern_functions(".extern .shared .align 4 .b8 table[64];\n"),
+            ["table[64];"]
+        );
+        assert_eq!(
+            extern_functions(".extern .global .align 4 .b8 table[];\n"),
+            ["table[];"]
+        );
         assert!(extern_functions(".visible .entry k(\n)\n{\n\tret;\n}\n").is_empty());
     }
 

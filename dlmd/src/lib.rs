@@ -76,7 +76,14 @@
 // what builds for nvptx64.
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics)
+    feature(
+        stdarch_nvptx,
+        asm_experimental_arch,
+        link_llvm_intrinsics,
+        core_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    )
 )]
 // Warp shuffles are LLVM's convergent intrinsics (`core::arch::nvptx` has none yet): an
 // internal feature, used for exactly that.

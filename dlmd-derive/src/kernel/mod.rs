@@ -85,22 +85,27 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let written = signature_digest(&name.to_string(), &with("'_", &types));
     // The block size a cooperative kernel needs, which the launcher enforces and the digest
     // carries; `None` for any.
-    let block_threads = match &context {
+    let (block_threads, shared_bytes) = match &context {
         Some((_, _, ty)) => {
             let ty = &with("'static", std::slice::from_ref(ty))[0];
-            quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS)
+            (
+                quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS),
+                quote!(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES),
+            )
         }
-        None => quote!(::core::option::Option::<u32>::None),
+        None => (quote!(::core::option::Option::<u32>::None), quote!(0u32)),
     };
     // The digest as the compiler resolves it: the written signature with each parameter
-    // type's fingerprint (`cfg`-chosen aliases, features) and the block size mixed in, the
-    // same expression on both targets.
+    // type's fingerprint (`cfg`-chosen aliases, features), the block size and the block's
+    // shared bytes (what the launch reserves and the tiles use) mixed in, the same expression
+    // on both targets.
     let digest = quote! {
         #krate::kernel::signature::digest(
             #written,
             &[
                 #(<#static_types as #krate::kernel::KernelParam>::FINGERPRINT,)*
                 match #block_threads { ::core::option::Option::Some(n) => n as u64 + 1, ::core::option::Option::None => 0 },
+                #shared_bytes as u64,
             ],
         )
     };
@@ -256,7 +261,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
             #unpack
             #(#param_checks)*
-            let launch = launch.block_threads(#name_str, #block_threads)?;
+            let launch = launch.block(#name_str, #block_threads, #shared_bytes)?;
             #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#launch_names);)*
             let args: [#krate::cuda::ArgInfo<'_>; #count] =
                 [#(#krate::cuda::KernelArg::<#scope_types>::info(&#launch_names)),*];

@@ -253,10 +253,11 @@ impl<P: KernelParam> KernelArg<P> for P {
 
 impl Launch<'_, '_, '_> {
     /// The launch, checked for a kernel that needs blocks of `threads` threads (a cooperative
-    /// kernel's [`Block`](crate::kernel::Block)): its block must be `(threads, 1, 1)`, and it
-    /// asks for no dynamic shared memory (the kernel's tiles are reserved with it). `None`
-    /// checks nothing.
-    pub fn block_threads(self, kernel: &'static str, threads: Option<u32>) -> Result<Self, CudaError> {
+    /// kernel's [`Block`](crate::kernel::Block)): its block must be `(threads, 1, 1)` and it
+    /// asks for no dynamic shared memory, which the launch then reserves as `shared_bytes`
+    /// (the block's tiles and scratch). `None` checks nothing and reserves what the launch
+    /// asks.
+    pub fn block(mut self, kernel: &'static str, threads: Option<u32>, shared_bytes: u32) -> Result<Self, CudaError> {
         match threads {
             Some(threads) if self.config.block_dim != (threads, 1, 1) || self.config.shared_mem_bytes != 0 => {
                 Err(CudaError::Launch(super::LaunchError::Block {
@@ -266,7 +267,11 @@ impl Launch<'_, '_, '_> {
                     shared_mem_bytes: self.config.shared_mem_bytes,
                 }))
             }
-            _ => Ok(self),
+            Some(_) => {
+                self.config.shared_mem_bytes = shared_bytes;
+                Ok(self)
+            }
+            None => Ok(self),
         }
     }
 

@@ -10,11 +10,17 @@ use super::block::{Block, TileSet};
 ///
 /// # Safety
 ///
-/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, which
-/// the launcher enforces.
+/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, and
+/// [`SHARED_BYTES`](Self::SHARED_BYTES) the dynamic shared memory it uses, which the launcher
+/// enforces and reserves.
 pub unsafe trait Context<'k>: Sized {
     /// The block size the kernel needs (`(n, 1, 1)`), or `None` for any.
     const BLOCK_THREADS: Option<u32>;
+
+    /// The bytes of dynamic shared memory the launcher reserves for each block: a cooperative
+    /// kernel's tiles and reduction scratch, 0 for element-wise kernels (whose launch config
+    /// gives what it asks for).
+    const SHARED_BYTES: u32;
 
     /// The context of the running thread.
     ///
@@ -29,6 +35,7 @@ pub unsafe trait Context<'k>: Sized {
 // SAFETY: a `Thread` works in any block shape.
 unsafe impl<'k> Context<'k> for Thread {
     const BLOCK_THREADS: Option<u32> = None;
+    const SHARED_BYTES: u32 = 0;
 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
@@ -38,7 +45,8 @@ unsafe impl<'k> Context<'k> for Thread {
     }
 }
 
-// SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code.
+// SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code, and
+// reserves `SHARED_BYTES`, what `Block::enter` takes for its scratch and tiles.
 unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
     const BLOCK_THREADS: Option<u32> = {
         assert!(
@@ -47,6 +55,8 @@ unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THRE
         );
         Some(Self::THREADS)
     };
+    // At most 48 KiB (checked above), so the cast keeps it.
+    const SHARED_BYTES: u32 = Self::SHARED_BYTES as u32;
 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]

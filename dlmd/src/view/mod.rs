@@ -241,6 +241,12 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: MemorySpace, A: Access> Mdspan<
         self.ptr.as_ptr()
     }
 
+    /// [`data_handle`](Self::data_handle), known not to be NULL.
+    #[inline(always)]
+    pub(crate) fn non_null(&self) -> NonNull<T> {
+        self.ptr
+    }
+
     /// A read-only view of the same elements, borrowing this one ([`Shared`] from a reference
     /// view, [`Aliased`] from an aliased one).
     ///

@@ -5,7 +5,15 @@
 #![cfg_attr(
     target_arch = "nvptx64",
     no_std,
-    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
+    feature(
+        abi_ptx,
+        asm_experimental_arch,
+        stdarch_nvptx,
+        core_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    ),
+    allow(internal_features)
 )]
 
 use dlmd::kernel::block::{RightPadded, TileOf};
@@ -15,7 +23,8 @@ use dlmd::{Const, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, Layou
 mod raw;
 
 pub use raw::{
-    MatmulRawArgs, matmul_raw, row_sums_block_raw, softmax_rows_raw, softmax_rows_short_raw, transpose_tiled_raw,
+    MATMUL_RAW_SHARED, MatmulRawArgs, ROW_SUMS_BLOCK_RAW_SHARED, SOFTMAX_ROWS_RAW_SHARED, TRANSPOSE_TILED_RAW_SHARED,
+    matmul_raw, row_sums_block_raw, softmax_rows_raw, softmax_rows_short_raw, transpose_tiled_raw,
 };
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.

@@ -7,6 +7,20 @@ use crate::outer_product_add;
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
+/// The dynamic shared memory [`transpose_tiled_raw`] needs: a 32 × 33 `f32` array.
+pub const TRANSPOSE_TILED_RAW_SHARED: u32 = 32 * 33 * 4;
+
+/// The dynamic shared memory [`row_sums_block_raw`] needs: two turns of one `f32` a warp, for up
+/// to 8 warps.
+pub const ROW_SUMS_BLOCK_RAW_SHARED: u32 = 2 * 8 * 4;
+
+/// The dynamic shared memory [`softmax_rows_raw`] and [`softmax_rows_short_raw`] need: two turns
+/// of one `f32` a warp, for up to 32 warps.
+pub const SOFTMAX_ROWS_RAW_SHARED: u32 = 2 * 32 * 4;
+
+/// The dynamic shared memory [`matmul_raw`] needs: a `128 × 8` and an `8 × 128` `f32` array.
+pub const MATMUL_RAW_SHARED: u32 = 2 * 128 * 8 * 4;
+
 /// What the raw kernels share: their block-shared array, the thread's indices, shuffles and
 /// reductions, written with inline assembly and bare intrinsics.
 #[cfg(target_arch = "nvptx64")]
@@ -17,26 +31,18 @@ mod ops {
     #[repr(C, align(16))]
     pub struct Float4(pub [f32; 4]);
 
-    /// A block-shared array of `BYTES` bytes declared in the calling kernel's entry point, as a
-    /// generic address.
-    ///
-    /// # Safety
-    ///
-    /// Called once, inlined into a kernel's entry point.
+    /// The launch's dynamic shared memory, as CUDA C++'s `extern __shared__` array, which must
+    /// hold `BYTES` bytes: the kernel traps where the launch gave it fewer.
     #[inline(always)]
-    pub unsafe fn shared<const BYTES: usize>() -> *mut f32 {
-        let base: u64;
-        // SAFETY: declares the array and takes its address; no memory is read or written.
-        unsafe {
-            asm!(
-                ".shared .align 16 .b8 raw_shared[{bytes}];",
-                "cvta.shared.u64 {base}, raw_shared;",
-                bytes = const BYTES,
-                base = out(reg64) base,
-                options(pure, nomem, nostack),
-            )
-        };
-        base as *mut f32
+    pub fn shared<const BYTES: usize>() -> *mut f32 {
+        let size: u32;
+        // SAFETY: reads a special register; no memory is read or written.
+        unsafe { asm!("mov.u32 {}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack)) };
+        if (size as usize) < BYTES {
+            // SAFETY: ends the kernel; no precondition.
+            unsafe { nvptx::trap() };
+        }
+        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Float4>().cast::<f32>()
     }
 
     /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
@@ -141,7 +147,8 @@ mod ops {
 }
 
 /// [`transpose_tiled`](crate::transpose_tiled) written raw: a 32 × 33 shared array, the 256 threads
-/// as 32 × 8, bare barriers. Launch with blocks of 256 threads.
+/// as 32 × 8, bare barriers. Launch with blocks of 256 threads and
+/// [`TRANSPOSE_TILED_RAW_SHARED`] bytes of dynamic shared memory.
 #[dlmd::kernel]
 pub fn transpose_tiled_raw(
     thread: Thread,
@@ -156,8 +163,7 @@ pub fn transpose_tiled_raw(
         let (t, block, blocks) = ops::ids();
         let (tx, ty) = (t % 32, t / 32);
         let (chunk_rows, chunk_cols) = (cols.div_ceil(32), rows.div_ceil(32));
-        // SAFETY: once, in this kernel's entry point (the body is inlined into it).
-        let tile = unsafe { ops::shared::<{ 32 * 33 * 4 }>() };
+        let tile = ops::shared::<{ TRANSPOSE_TILED_RAW_SHARED as usize }>();
         let mut c = block;
         while c < chunk_rows * chunk_cols {
             let (i0, j0) = (c / chunk_cols * 32, c % chunk_cols * 32);
@@ -198,8 +204,8 @@ pub fn transpose_tiled_raw(
 
 /// [`row_sums_block`](crate::row_sums_block) written raw: four neighbours a thread with 16-byte
 /// loads, shuffles, a shared array of the warps' sums and a bare barrier. Launch with blocks of
-/// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS); the rows must start 16-aligned
-/// (`cols % 4 == 0`).
+/// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS) and [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic
+/// shared memory; the rows must start 16-aligned (`cols % 4 == 0`).
 #[dlmd::kernel]
 pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let _ = thread;
@@ -210,8 +216,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
         let (t, block, blocks) = ops::ids();
         // Two turns of 8 slots: a block of at most 8 warps.
         const { assert!(crate::ROW_SUMS_THREADS.is_multiple_of(32) && crate::ROW_SUMS_THREADS <= 8 * 32) };
-        // SAFETY: once, in this kernel's entry point.
-        let partials = unsafe { ops::shared::<{ 2 * 8 * 4 }>() };
+        let partials = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>();
         let mut r = block;
         let mut turn = 0;
         while r < rows {
@@ -255,8 +260,8 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
 
 /// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (16 a thread), shuffles
 /// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
-/// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS); rows of at most
-/// [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
+/// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS) and [`SOFTMAX_ROWS_RAW_SHARED`] bytes of
+/// dynamic shared memory; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
 #[dlmd::kernel]
 pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
@@ -267,8 +272,9 @@ pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: De
 }
 
 /// [`softmax_rows_short`](crate::softmax_rows_short) written raw, as [`softmax_rows_raw`] is.
-/// Launch with blocks of [`SOFTMAX_SHORT_THREADS`](crate::SOFTMAX_SHORT_THREADS); rows of at
-/// most [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
+/// Launch with blocks of [`SOFTMAX_SHORT_THREADS`](crate::SOFTMAX_SHORT_THREADS) and
+/// [`SOFTMAX_ROWS_RAW_SHARED`] bytes of dynamic shared memory; rows of at most
+/// [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
 #[dlmd::kernel]
 pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
@@ -289,8 +295,7 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
     let (rows, cols) = (x.extent(0), x.extent(1));
     let (p, q) = (x.data_handle(), y.data_handle());
     let (t, block, blocks) = ops::ids();
-    // SAFETY: once, in this kernel's entry point (this body is inlined into it).
-    let partials = unsafe { ops::shared::<{ 2 * 32 * 4 }>() };
+    let partials = ops::shared::<{ SOFTMAX_ROWS_RAW_SHARED as usize }>();
     let mut r = block;
     while r < rows && cols <= K * THREADS {
         let mut v = [f32::NEG_INFINITY; K];
@@ -322,7 +327,7 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
 
 /// [`matmul`](crate::matmul) written raw: two block-shared arrays, the 256 threads as 16 × 16 with
 /// `8 × 8` results each (rows and columns 16 apart), raw pointers and bare barriers. Launch with
-/// blocks of 256 threads.
+/// blocks of 256 threads and [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory.
 #[dlmd::kernel]
 pub fn matmul_raw(
     thread: Thread,
@@ -340,8 +345,7 @@ pub fn matmul_raw(
         let (pa, pb, pc) = (a.data_handle(), b.data_handle(), c.data_handle());
         let (t, block, blocks) = ops::ids();
         let (ty, tx) = (t / 16, t % 16);
-        // SAFETY: once, in this kernel's entry point.
-        let sa = unsafe { ops::shared::<{ 2 * 128 * 8 * 4 }>() };
+        let sa = ops::shared::<{ MATMUL_RAW_SHARED as usize }>();
         let sb = sa.wrapping_add(128 * 8);
         let (chunk_rows, chunk_cols) = (rows.div_ceil(128), cols.div_ceil(128));
         let mut chunk = block;

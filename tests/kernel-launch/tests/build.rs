@@ -131,25 +131,37 @@ fn a_barrier_after_a_thread_dependent_branch_stays_one_barrier() {
 }
 
 #[test]
-fn a_cooperative_kernel_reserves_its_tiles_and_reduction_scratch_in_its_entry_point() {
-    use dlmd::kernel::Block;
+fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_its_launcher_reserves() {
+    use dlmd::kernel::{Block, Context};
     // 512 bytes of reduction scratch, then a 32 × 32 tile of f32 whose rows are 33 apart (31
-    // padded rows and the last one, rounded up to 16 bytes).
-    let bytes = Block::<'static, 256, dlmd_example_kernels::TransposeTile>::SHARED_BYTES;
+    // padded rows and the last one, rounded up to 16 bytes): what the launcher reserves as the
+    // launch's dynamic shared memory.
+    type Transpose = Block<'static, 256, dlmd_example_kernels::TransposeTile>;
+    let bytes = Transpose::SHARED_BYTES;
     assert_eq!(bytes, 512 + ((31 * 33 + 32) * 4usize).div_ceil(16) * 16);
-    let body = entry(dlmd_example_kernels::PTX, "transpose_tiled");
-    assert!(
-        body.contains(&format!(".shared .align 16 .b8 dlmd_block_shared[{bytes}];")),
-        "{body}"
+    assert_eq!(<Transpose as Context<'static>>::SHARED_BYTES as usize, bytes);
+    assert_eq!(<dlmd::kernel::Thread as Context<'static>>::SHARED_BYTES, 0);
+    // The module declares the dynamic shared memory once, and names nothing else it lacks.
+    let ptx = dlmd_example_kernels::PTX;
+    let externs: Vec<&str> = ptx.lines().filter(|l| l.starts_with(".extern")).collect();
+    assert_eq!(
+        externs,
+        [".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];"]
     );
+    // The compiler knows the tile as shared memory: the tile is written and read with
+    // `st.shared`/`ld.shared`, and nothing else is (the views are global memory).
+    let body = entry(ptx, "transpose_tiled");
+    assert_eq!(body.matches("st.shared.b32").count(), 4, "{body}");
+    assert_eq!(body.matches("ld.shared.b32").count(), 4, "{body}");
     assert_eq!(
         body.matches("bar.sync").count(),
         2,
         "one barrier after the tile is written, one before it is again"
     );
-    // A block reduction: one barrier, and warp shuffles with immediate lane masks.
-    let body = entry(dlmd_example_kernels::PTX, "row_sums_block");
+    // A block reduction: one barrier, warp shuffles with immediate lane masks, and the warps'
+    // sums through shared memory.
+    let body = entry(ptx, "row_sums_block");
     assert_eq!(body.matches("bar.sync").count(), 1, "{body}");
     assert!(body.contains("shfl.sync.bfly.b32"), "{body}");
-    assert!(body.contains(".shared .align 16 .b8 dlmd_block_shared[512];"), "{body}");
+    assert!(body.contains("st.shared.b32"), "{body}");
 }

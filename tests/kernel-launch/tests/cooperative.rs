@@ -204,8 +204,12 @@ fn a_tiled_matrix_product_matches_the_cpu_for_ragged_and_empty_shapes() {
                     let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
                     let config = grid(blocks, 256);
                     cuda::scope(|s| {
-                        let launch = s.launch(&stream, &module, config);
                         if raw {
+                            let config = LaunchConfig {
+                                shared_mem_bytes: kernels::MATMUL_RAW_SHARED,
+                                ..config
+                            };
+                            let launch = s.launch(&stream, &module, config);
                             kernels::matmul_raw(
                                 launch,
                                 kernels::MatmulRawArgs {
@@ -215,6 +219,7 @@ fn a_tiled_matrix_product_matches_the_cpu_for_ragged_and_empty_shapes() {
                                 },
                             )
                         } else {
+                            let launch = s.launch(&stream, &module, config);
                             kernels::matmul(
                                 launch,
                                 kernels::MatmulArgs {

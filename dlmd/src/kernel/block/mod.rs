@@ -5,8 +5,9 @@
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
 //! ([`LaunchError::Block`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.LaunchError.html)),
-//! and the tiles' memory is reserved by the GPU for each block as the kernel starts (no
-//! `shared_mem_bytes` to pass). From `examples/kernels`, whose tests build and run it:
+//! and the launcher reserves the tiles' memory as the launch's dynamic shared memory, sized
+//! from the type (no `shared_mem_bytes` to pass). The compiler knows that memory as shared, so
+//! tiles are read and written with `ld.shared`/`st.shared`, as CUDA C++'s `__shared__` arrays. From `examples/kernels`, whose tests build and run it:
 //!
 //! ```ignore
 //! type Tile32 = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
@@ -249,15 +250,16 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
     /// # Safety
     ///
     /// Called once per thread, at the top of a kernel's entry point (in uniform control flow,
-    /// by every thread of a block of `THREADS` threads), and nothing else there uses
-    /// block-shared memory.
+    /// by every thread of a block of `THREADS` threads) launched with
+    /// [`SHARED_BYTES`](Self::SHARED_BYTES) bytes of dynamic shared memory, and nothing else
+    /// there uses block-shared memory.
     #[cfg(target_arch = "nvptx64")]
     #[doc(hidden)]
     #[inline(always)]
     pub unsafe fn enter(_anchor: &'k ()) -> Self {
         let _ = Self::THREADS;
-        // SAFETY: once per kernel entry, in its uniform control flow (caller).
-        let base = unsafe { shared::declare::<THREADS, S>() };
+        // `SHARED_BYTES` of it, the launch's (caller), and nothing else uses it (caller).
+        let base = shared::dynamic_shared();
         Block {
             inner: Inner { base, turn: 0 },
             tiles: PhantomData,
@@ -270,7 +272,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         #[cfg(target_arch = "nvptx64")]
         {
             // SAFETY: the tiles' bytes follow the scratch in the block's shared memory, which
-            // `declare` sized `SHARED_BYTES` and 16-aligned; `self` is consumed, so they are made
+            // the launch sized `SHARED_BYTES`, 16-aligned; `self` is consumed, so they are made
             // once, and the block returned has no tiles.
             let tiles = unsafe { S::tiles(self.inner.base.wrapping_add(SCRATCH_BYTES)) };
             (

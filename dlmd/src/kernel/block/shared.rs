@@ -1,7 +1,6 @@
 //! The block's machinery on the GPU: its block-shared memory, the barrier, and the partition
 //! of a box of indices among its threads.
 
-use super::TileSet;
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
@@ -9,31 +8,18 @@ use crate::kernel::geometry::{Axis, Chunk};
 use crate::kernel::vector::read_four;
 use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
-use core::arch::{asm, nvptx};
+use core::arch::nvptx;
 
-/// The block-shared memory of a kernel whose block has `THREADS` threads and the tiles `S`:
-/// `SHARED_BYTES` bytes, 16-aligned, declared in the kernel's entry point (PTX `.shared` at
-/// function scope: the GPU reserves it per block as the kernel starts), as a generic address.
-///
-/// # Safety
-///
-/// Called once per kernel, in its entry point (a second declaration in one entry point does
-/// not assemble).
+/// The launch's dynamic shared memory, 16-aligned, which a cooperative kernel's launcher sizes
+/// `Block::SHARED_BYTES` (`Launch::block`). The compiler knows the pointer as shared memory (an
+/// `addrspace(3)` array), so the tiles' reads and writes are `ld.shared`/`st.shared` rather than
+/// generic ones.
 #[inline(always)]
-pub(super) unsafe fn declare<const THREADS: usize, S: TileSet>() -> *mut u8 {
-    let base: u64;
-    // SAFETY: declares the entry point's block-shared array and converts its address to a
-    // generic one; reads and writes no memory.
-    unsafe {
-        asm!(
-            ".shared .align 16 .b8 dlmd_block_shared[{bytes}];",
-            "cvta.shared.u64 {base}, dlmd_block_shared;",
-            bytes = const super::Block::<'static, THREADS, S>::SHARED_BYTES,
-            base = out(reg64) base,
-            options(pure, nomem, nostack),
-        )
-    };
-    base as *mut u8
+pub(super) fn dynamic_shared() -> *mut u8 {
+    /// What the array's alignment comes from.
+    #[repr(C, align(16))]
+    struct Align16([u8; 16]);
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Align16>().cast::<u8>()
 }
 
 /// `bar.sync 0`: every thread of the block waits for the others, and memory written before is
@@ -49,7 +35,7 @@ pub(super) fn barrier() {
 pub(super) fn thread_index<const THREADS: usize>() -> usize {
     // SAFETY: reads a special register; no precondition.
     let index = unsafe { nvptx::_thread_idx_x() as usize };
-    // SAFETY: a block's launcher makes it `(THREADS, 1, 1)` (`Launch::block_threads`). Said to
+    // SAFETY: a block's launcher makes it `(THREADS, 1, 1)` (`Launch::block`). Said to
     // the compiler, which then knows how often each thread runs a partition's loop.
     unsafe { core::hint::assert_unchecked(index < THREADS) };
     index

@@ -119,7 +119,7 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
     pub fn view(&self) -> Mdspan<'_, T, E, L, BlockShared, Shared> {
         // SAFETY: the tile's span, read-only while the tile stays `Readable` (borrowed here):
         // nothing writes it in a readable phase.
-        unsafe { Mdspan::from_raw_parts(self.view.data_handle(), *self.view.mapping(), BlockShared) }
+        unsafe { Mdspan::from_non_null(self.view.non_null(), *self.view.mapping(), BlockShared) }
     }
 
     /// The element at `index`, `None` outside the extents.
@@ -376,9 +376,13 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
         let _ = Self::TILE_BYTES;
         // SAFETY: static extents whose span fits in 48 KiB (`SPAN`).
         let mapping = unsafe { L::mapping(E::from_array_unchecked(index)) };
+        // SAFETY: `base` is in the block's shared memory (caller), whose generic addresses are
+        // not NULL. No NULL test: a pointer chosen between `base` and another would lose the
+        // compiler's knowledge that it is shared memory.
+        let ptr = unsafe { core::ptr::NonNull::new_unchecked(base.cast::<T>()) };
         // SAFETY: `TILE_BYTES` bytes at `base` are this tile's alone (caller), aligned to 16,
         // and hold the mapping's span (`SPAN` elements).
-        let view = unsafe { Mdspan::from_raw_parts(base.cast::<T>(), mapping, BlockShared) };
+        let view = unsafe { Mdspan::from_non_null(ptr, mapping, BlockShared) };
         // SAFETY: a fresh tile is `Writable`: nothing reads it before it is written.
         unsafe { Tile::from_view(view) }
     }
