@@ -110,6 +110,7 @@ fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
             syn::Item::Static(s) => &s.attrs,
             syn::Item::Const(c) => &c.attrs,
             syn::Item::Struct(s) => &s.attrs,
+            syn::Item::Mod(m) => &m.attrs,
             other => panic!("unexpected item in the expansion: {}", quote!(#other)),
         };
         // The arguments struct is the same on both targets: shown with the host's items.

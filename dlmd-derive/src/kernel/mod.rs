@@ -200,18 +200,35 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
                     #(#fields,)*
                 }
             },
-            quote!(args: #struct_name<#(impl #krate::cuda::KernelArg<#scope_types>),*>),
+            quote!(args: #struct_name<#(impl #krate::cuda::KernelArg<#scope_types, #name::#launch_names>),*>),
             quote!(let #struct_name { #(#launch_names),* } = args;),
         )
     } else {
         (
             quote!(),
-            quote!(#(#launch_names: impl #krate::cuda::KernelArg<#scope_types>),*),
+            quote!(#(#launch_names: impl #krate::cuda::KernelArg<#scope_types, #name::#launch_names>),*),
             quote!(),
         )
     };
 
+    // A type named after each parameter, which the launcher's messages name it by.
+    let params_doc = format!("The parameters of [`{name_str}`], as types its launcher's messages name them by.");
+    let param_types = quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc = #params_doc]
+        #[doc(hidden)]
+        #vis mod #name {
+            #(
+                #[allow(non_camel_case_types)]
+                #[derive(Debug)]
+                pub struct #launch_names;
+            )*
+        }
+    };
+
     Ok(quote! {
+        #param_types
+
         #[cfg(target_arch = "nvptx64")]
         #(#docs)*
         #[unsafe(no_mangle)]
@@ -262,9 +279,9 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #unpack
             #(#param_checks)*
             let launch = launch.block(#name_str, #block_threads, #shared_bytes)?;
-            #(let mut #params = #krate::cuda::KernelArg::<#scope_types>::to_param(&#launch_names);)*
+            #(let mut #params = #krate::cuda::KernelArg::<#scope_types, #name::#launch_names>::to_param(&#launch_names);)*
             let args: [#krate::cuda::ArgInfo<'_>; #count] =
-                [#(#krate::cuda::KernelArg::<#scope_types>::info(&#launch_names)),*];
+                [#(#krate::cuda::KernelArg::<#scope_types, #name::#launch_names>::info(&#launch_names)),*];
             let mut params: [*mut ::core::ffi::c_void; #count] =
                 [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
             // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'

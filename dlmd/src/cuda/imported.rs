@@ -2,7 +2,7 @@
 //! exchange table, a [`ManagedTensor`] or candle) goes to a `#[dlmd::kernel]` launcher from safe
 //! code, on the stream its producer named, and the launch returns without waiting.
 
-use super::launch::{ArgInfo, KernelArg};
+use super::arg::{ArgInfo, KernelArg};
 use super::{CudaError, Kernels, Launch, check_stream, scope::primary};
 use crate::dlpack::DLDeviceType;
 use crate::dtype::{DlElement, PlainStorage};
@@ -246,9 +246,9 @@ where
     }
 }
 
-impl<P: KernelParam> super::launch::sealed::Sealed<P> for Arg<'_, P> {}
+impl<P: KernelParam> super::arg::sealed::Sealed<P> for Arg<'_, P> {}
 
-impl<'i, P: KernelParam> KernelArg<P> for Arg<'i, P> {
+impl<'i, P: KernelParam, N> KernelArg<P, N> for Arg<'i, P> {
     #[inline]
     fn to_param(&self) -> P::Param {
         self.param

@@ -2,12 +2,11 @@
 //! ones (compiled by NVRTC) loaded on a device ([`Kernels`]), and a launch queued in a
 //! [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
+use super::arg::ArgInfo;
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
-use crate::exchange::WorkStream;
+use crate::kernel::Footprint;
 use crate::kernel::disjoint::check_disjoint;
-use crate::kernel::{Footprint, KernelParam};
-use crate::managed::ManagedTensor;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
@@ -193,60 +192,6 @@ impl Kernels {
             stream: stream.clone(),
             kernels: self,
             config,
-        }
-    }
-}
-
-pub(crate) mod sealed {
-    pub trait Sealed<P> {}
-}
-
-/// What a launch needs to know of one argument besides its parameter form.
-#[derive(Clone, Copy, Debug, Default)]
-#[doc(hidden)]
-pub struct ArgInfo<'a> {
-    /// The CUDA device its memory is on (see [`KernelParam::device_ordinal`]).
-    pub device: Option<i32>,
-    /// The memory it reaches and how (see [`KernelParam::footprint`]).
-    pub footprint: Option<Footprint>,
-    /// The imported tensor it comes from, kept until the kernel is done, and the stream its
-    /// producer named.
-    pub held: Option<(&'a Arc<ManagedTensor>, WorkStream)>,
-}
-
-/// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed
-/// for the launch's scope, an element), or an imported tensor checked as `P`
-/// ([`Imported::arg`](super::Imported::arg)).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
-    label = "not a `{P}`",
-    note = "pass a view of exactly the parameter's type, or an imported tensor checked as one: `imported.arg()?`; \
-            views of shared memory (`Aliased`, `AliasedMut`) are not kernel arguments"
-)]
-pub trait KernelArg<P: KernelParam>: sealed::Sealed<P> {
-    /// The parameter form the kernel receives.
-    #[doc(hidden)]
-    fn to_param(&self) -> P::Param;
-
-    /// Its device, footprint and import, which the launch checks.
-    #[doc(hidden)]
-    fn info(&self) -> ArgInfo<'_>;
-}
-
-impl<P: KernelParam> sealed::Sealed<P> for P {}
-
-impl<P: KernelParam> KernelArg<P> for P {
-    #[inline]
-    fn to_param(&self) -> P::Param {
-        KernelParam::to_param(self)
-    }
-
-    #[inline]
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo {
-            device: self.device_ordinal(),
-            footprint: self.footprint(),
-            held: None,
         }
     }
 }

@@ -24,6 +24,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::sync::Arc;
 
+mod arg;
 mod array;
 mod error;
 mod grid;
@@ -36,6 +37,7 @@ mod release;
 mod scope;
 mod stream;
 
+pub use arg::{ArgInfo, KernelArg, SameAccess, SameElement, SameExtents, SameLayout, SameSpace};
 pub use array::{DeviceArray, Gpu};
 /// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
 /// that launching needs no other crate).
@@ -43,7 +45,7 @@ pub use cudarc::driver::LaunchConfig;
 pub use error::{CompileError, CudaError, LaunchError, PlacementError, StreamError};
 pub use grid::grid_for;
 pub use imported::{Arg, ImportParam, Imported};
-pub use launch::{ArgInfo, KernelArg, Kernels, Launch, signature_digests};
+pub use launch::{Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;
 pub use mirrored::{Current, MirroredArray};
