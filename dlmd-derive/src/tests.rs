@@ -187,6 +187,19 @@ fn kernel_cooperative_with_launch_bounds() {
 }
 
 #[test]
+fn a_cooperative_kernel_takes_its_block_size_from_its_block() {
+    let reverse = quote! {
+        pub fn reverse(block: Block<'_, 256>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {}
+    };
+    let output = crate::kernel::expand(quote!(block_threads = 256), reverse).to_string();
+    assert!(
+        output.starts_with(":: core :: compile_error !")
+            && output.contains("`block_threads` is for element-wise kernels"),
+        "{output}"
+    );
+}
+
+#[test]
 fn kernel_option_errors_name_what_to_change() {
     let scale = quote! {
         pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, f32, Dims<1>>) {}
@@ -198,7 +211,13 @@ fn kernel_option_errors_name_what_to_change() {
         (quote!(crate = a, crate = b), "keep one `#[dlmd::kernel(crate = ...)]`"),
         (
             quote!(threads = 256),
-            "the options are `crate = path::to::dlmd` and `min_blocks_per_sm = N`",
+            "the options are `crate = path::to::dlmd`, `min_blocks_per_sm = N` and `block_threads = N`",
+        ),
+        (quote!(block_threads = 100), "a multiple of 32 from 32 to 1024"),
+        (quote!(block_threads = 2048), "a multiple of 32 from 32 to 1024"),
+        (
+            quote!(block_threads = 64, block_threads = 64),
+            "`block_threads` is given twice",
         ),
     ] {
         let output = crate::kernel::expand(args.clone(), scale.clone()).to_string();

@@ -312,6 +312,36 @@ macro_rules! kernels_ptx {
     };
 }
 
+/// `$body` with `$i` bound to `0`, `1`, … `$count - 1` in turn, written out: `$count` is a
+/// constant of at most 16, and every copy past it is dropped by the compiler. In a kernel this
+/// is `#pragma unroll`: each copy indexes register arrays with a constant (an index known only
+/// at run time would put them in local memory), and the compiler schedules the copies together
+/// (the loads of one step in flight during the arithmetic of the last), where it would keep a
+/// loop whose body it judges too large.
+///
+/// ```
+/// let mut squares = [0usize; 4];
+/// dlmd::unroll!(4, |i| {
+///     squares[i] = i * i;
+/// });
+/// assert_eq!(squares, [0, 1, 4, 9]);
+/// ```
+#[macro_export]
+macro_rules! unroll {
+    ($count:expr, |$i:ident| $body:block) => {
+        $crate::unroll!(@ $count, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $count:expr, $i:ident, $body:block, $($k:literal)*) => {{
+        const { ::core::assert!($count <= 16, "`unroll!` writes out at most 16 steps") };
+        $(
+            if $k < $count {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    }};
+}
+
 /// Runs code generic over a rank known only at run time: `$body` once per rank, with `$R` a
 /// `const usize` of that rank, chosen by matching `$rank` (`Dims<R>` views of a tensor whose
 /// `ndim` a producer gave).

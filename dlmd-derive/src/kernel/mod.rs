@@ -23,6 +23,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let Options {
         krate,
         min_blocks_per_sm,
+        block_threads: fixed_threads,
     } = options(args)?;
     let function: ItemFn = syn::parse2(item)?;
     check_signature(&function)?;
@@ -85,15 +86,37 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let written = signature_digest(&name.to_string(), &with("'_", &types));
     // The block size a cooperative kernel needs, which the launcher enforces and the digest
     // carries; `None` for any.
-    let (block_threads, shared_bytes) = match &context {
-        Some((_, _, ty)) => {
+    let is_block = context.as_ref().is_some_and(|(_, _, ty)| is_block(ty));
+    // The block size the launch must have: a `Block`'s, `block_threads = N` for an element-wise
+    // kernel, or none. The dynamic shared memory the launcher reserves: a `Block`'s tiles and
+    // scratch; `None` leaves it to the launch (an element-wise kernel's own).
+    let (block_threads, shared_bytes) = match (&context, &fixed_threads) {
+        (Some((_, _, ty)), None) => {
             let ty = &with("'static", std::slice::from_ref(ty))[0];
+            let shared = quote!(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES);
             (
                 quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS),
-                quote!(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES),
+                if is_block {
+                    quote!(::core::option::Option::Some(#shared))
+                } else {
+                    quote!(::core::option::Option::<u32>::None)
+                },
             )
         }
-        None => (quote!(::core::option::Option::<u32>::None), quote!(0u32)),
+        (_, Some(n)) if !is_block => (
+            quote!(::core::option::Option::Some(#n)),
+            quote!(::core::option::Option::<u32>::None),
+        ),
+        (_, Some(n)) => {
+            return Err(syn::Error::new(
+                n.span(),
+                "a cooperative kernel's block size is its `Block`'s: `block_threads` is for element-wise kernels",
+            ));
+        }
+        (None, None) => (
+            quote!(::core::option::Option::<u32>::None),
+            quote!(::core::option::Option::<u32>::None),
+        ),
     };
     // The digest as the compiler resolves it: the written signature with each parameter
     // type's fingerprint (`cfg`-chosen aliases, features), the block size and the block's
@@ -105,7 +128,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             &[
                 #(<#static_types as #krate::kernel::KernelParam>::FINGERPRINT,)*
                 match #block_threads { ::core::option::Option::Some(n) => n as u64 + 1, ::core::option::Option::None => 0 },
-                #shared_bytes as u64,
+                match #shared_bytes { ::core::option::Option::Some(n) => n as u64 + 1, ::core::option::Option::None => 0 },
             ],
         )
     };
@@ -119,16 +142,17 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     });
     // A cooperative kernel's launch bounds, which `dlmd-build` writes into its entry point
     // (`.reqntid`, `.minnctapersm`): the block's threads, and the blocks per multiprocessor.
-    let is_block = context.as_ref().is_some_and(|(_, _, ty)| is_block(ty));
-    if let (Some(n), false) = (&min_blocks_per_sm, is_block) {
+    let fixed_size = is_block || fixed_threads.is_some();
+    if let (Some(n), false) = (&min_blocks_per_sm, fixed_size) {
         return Err(syn::Error::new(
             n.span(),
-            "`min_blocks_per_sm` bounds a cooperative kernel's blocks: take a `Block` first, whose size it bounds",
+            "`min_blocks_per_sm` bounds the blocks of a kernel whose block size is fixed: take a `Block` first, \
+             or give an element-wise kernel `block_threads = N`",
         ));
     }
     let bounds_symbol = format_ident!("{}__dlmd_launch_bounds", name);
     let min_blocks = min_blocks_per_sm.map_or_else(|| quote!(0u32), |n| quote!(#n));
-    let launch_bounds = is_block.then(|| {
+    let launch_bounds = fixed_size.then(|| {
         quote! {
             /// The kernel's launch bounds: its block's threads and the blocks each
             /// multiprocessor must hold (0: any), which `dlmd-build` writes into the entry point.
@@ -327,12 +351,16 @@ struct Options {
     /// hold at once (CUDA's `__launch_bounds__(threads, N)`), which caps the registers a thread
     /// may use.
     min_blocks_per_sm: Option<syn::LitInt>,
+    /// `block_threads = N`: an element-wise kernel's block size, fixed (the launcher enforces
+    /// `(N, 1, 1)`), which `min_blocks_per_sm` can then bound.
+    block_threads: Option<syn::LitInt>,
 }
 
 /// The [`Options`] from the attribute's arguments.
 fn options(args: TokenStream) -> syn::Result<Options> {
     let mut krate: Option<Path> = None;
     let mut min_blocks_per_sm: Option<syn::LitInt> = None;
+    let mut block_threads: Option<syn::LitInt> = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("crate") {
             crate::options::crate_path(&meta, &mut krate, "`#[dlmd::kernel(crate = ...)]`")
@@ -351,14 +379,34 @@ fn options(args: TokenStream) -> syn::Result<Options> {
                 }
             }
             Ok(())
+        } else if meta.path.is_ident("block_threads") {
+            if block_threads.is_some() {
+                return Err(meta.error("`block_threads` is given twice"));
+            }
+            let n: syn::LitInt = meta.value()?.parse()?;
+            match n.base10_parse::<u32>() {
+                Ok(n) if (32..=1024).contains(&n) && n % 32 == 0 => {
+                    block_threads = Some(syn::LitInt::new(&format!("{n}u32"), Span::call_site()))
+                }
+                _ => {
+                    return Err(syn::Error::new(
+                        n.span(),
+                        "`block_threads` is a multiple of 32 from 32 to 1024",
+                    ));
+                }
+            }
+            Ok(())
         } else {
-            Err(meta.error("unknown option; the options are `crate = path::to::dlmd` and `min_blocks_per_sm = N`"))
+            Err(meta.error(
+                "unknown option; the options are `crate = path::to::dlmd`, `min_blocks_per_sm = N` and `block_threads = N`",
+            ))
         }
     });
     parser.parse2(args)?;
     Ok(Options {
         krate: crate::options::dlmd_path(krate),
         min_blocks_per_sm,
+        block_threads,
     })
 }
 

@@ -144,7 +144,7 @@ pub enum LaunchError {
         overlap: crate::kernel::disjoint::Overlap,
     },
     /// A cooperative kernel's launch has another block shape than its `Block` says, or asks for
-    /// dynamic shared memory (its tiles are static).
+    /// dynamic shared memory (the launcher reserves its tiles').
     #[error(
         "cannot launch `{kernel}` with block {block_dim:?} and {shared_mem_bytes} bytes of dynamic shared memory: its `Block` needs block ({threads}, 1, 1) and no dynamic shared memory"
     )]
@@ -157,6 +157,17 @@ pub enum LaunchError {
         block_dim: (u32, u32, u32),
         /// The launch's dynamic shared memory.
         shared_mem_bytes: u32,
+    },
+    /// An element-wise kernel built for one block size (`#[dlmd::kernel(block_threads = N)]`)
+    /// is launched with another.
+    #[error("cannot launch `{kernel}` with block {block_dim:?}: it is built for blocks of ({threads}, 1, 1)")]
+    BlockSize {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The threads of a block the kernel is built for.
+        threads: u32,
+        /// The launch's block.
+        block_dim: (u32, u32, u32),
     },
     /// A launch's module or view is on another device than its stream.
     #[error("cannot launch `{kernel}` on a stream of device {stream}: {what} is on device {device}")]

@@ -197,26 +197,38 @@ impl Kernels {
 }
 
 impl Launch<'_, '_, '_> {
-    /// The launch, checked for a kernel that needs blocks of `threads` threads (a cooperative
-    /// kernel's [`Block`](crate::kernel::Block)): its block must be `(threads, 1, 1)` and it
-    /// asks for no dynamic shared memory, which the launch then reserves as `shared_bytes`
-    /// (the block's tiles and scratch). `None` checks nothing and reserves what the launch
-    /// asks.
-    pub fn block(mut self, kernel: &'static str, threads: Option<u32>, shared_bytes: u32) -> Result<Self, CudaError> {
-        match threads {
-            Some(threads) if self.config.block_dim != (threads, 1, 1) || self.config.shared_mem_bytes != 0 => {
-                Err(CudaError::Launch(super::LaunchError::Block {
-                    kernel,
-                    threads,
-                    block_dim: self.config.block_dim,
-                    shared_mem_bytes: self.config.shared_mem_bytes,
-                }))
-            }
-            Some(_) => {
-                self.config.shared_mem_bytes = shared_bytes;
+    /// The launch, checked for a kernel that needs blocks of `threads` threads: its block must
+    /// be `(threads, 1, 1)`. With `reserved` (a cooperative kernel's
+    /// [`Block`](crate::kernel::Block): its tiles and scratch) the launch asks for no dynamic
+    /// shared memory, and gets `reserved` bytes of it; without (an element-wise kernel built
+    /// for one block size), it keeps what it asks. `threads` `None` checks nothing.
+    pub fn block(
+        mut self,
+        kernel: &'static str,
+        threads: Option<u32>,
+        reserved: Option<u32>,
+    ) -> Result<Self, CudaError> {
+        let Some(threads) = threads else {
+            return Ok(self);
+        };
+        let block_dim = self.config.block_dim;
+        match reserved {
+            Some(bytes) if block_dim == (threads, 1, 1) && self.config.shared_mem_bytes == 0 => {
+                self.config.shared_mem_bytes = bytes;
                 Ok(self)
             }
-            None => Ok(self),
+            Some(_) => Err(CudaError::Launch(super::LaunchError::Block {
+                kernel,
+                threads,
+                block_dim,
+                shared_mem_bytes: self.config.shared_mem_bytes,
+            })),
+            None if block_dim == (threads, 1, 1) => Ok(self),
+            None => Err(CudaError::Launch(super::LaunchError::BlockSize {
+                kernel,
+                threads,
+                block_dim,
+            })),
         }
     }
 

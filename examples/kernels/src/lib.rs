@@ -217,9 +217,16 @@ fn softmax<const THREADS: usize, const K: usize>(
 /// The rows and columns of `c` each block of [`matmul`] computes, and the depth of a step.
 pub const MATMUL_TILE: [usize; 3] = [128, 128, 8];
 
-/// The tiles of [`matmul`]: a `128 × 8` slice of `a` and an `8 × 128` slice of `b`, both
-/// row-major.
-pub type MatmulTiles = (TileOf<f32, (Const<128>, Const<8>)>, TileOf<f32, (Const<8>, Const<128>)>);
+/// The tiles of [`matmul`]: a `128 × 8` slice of `a`, kept transposed (`k` first, so that a
+/// thread's rows of it are neighbours; rows 132 apart, so that the block's writes down its
+/// columns meet different banks), and an `8 × 128` slice of `b`.
+pub type MatmulTiles = (MatmulTileA, MatmulTileB);
+
+/// The tile of [`MatmulTiles`] that holds `a`'s slice.
+pub type MatmulTileA = TileOf<f32, (Const<8>, Const<128>), RightPadded<4>>;
+
+/// The tile of [`MatmulTiles`] that holds `b`'s slice.
+pub type MatmulTileB = TileOf<f32, (Const<8>, Const<128>)>;
 
 /// `acc[m][n] += x[m] · y[n]`, fused multiply-adds in registers (the loops unroll: their
 /// counts are known when the kernel is compiled).
@@ -236,12 +243,15 @@ pub(crate) fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32;
 
 /// `c = a · b` for row-major `f32` matrices (`m × k` by `k × n`; other extents leave `c` as it
 /// is), each block computing `128 × 128` chunks of `c`: in steps of 8 along `k`, the block
-/// copies a slice of `a` and one of `b` into its tiles, and after a barrier each thread adds
-/// their products into the `8 × 8` cells of the chunk it keeps in registers
-/// ([`Lane::cells`](dlmd::kernel::Lane::cells): rows and columns 16 apart, so that a warp's
-/// reads of the tiles meet no bank twice). Two blocks share a multiprocessor
-/// (`min_blocks_per_sm`: one loads its tiles while the other multiplies), which keeps a thread
-/// to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
+/// writes a slice of `a` (transposed) and one of `b` into its tiles, and after a barrier each
+/// thread adds their products into the `8 × 8` cells of the chunk it keeps in registers
+/// ([`Lane::cells_in_runs`](dlmd::kernel::Lane::cells_in_runs): two runs of four rows, two
+/// runs of four columns). A step of `k` reads four runs of four neighbours, one vector load
+/// each ([`Tile::get_run`](dlmd::kernel::block::Tile::get_run)), for 64 multiply-adds. The
+/// next step's slices are read into registers during this step's products
+/// ([`Lane::stage`](dlmd::kernel::Lane::stage), [`Block::write_staged`]), so their loads wait
+/// for no barrier. Two blocks share a multiprocessor (`min_blocks_per_sm`), which keeps a
+/// thread to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul(
     block: Block<'_, 256, MatmulTiles>,
@@ -255,27 +265,55 @@ pub fn matmul(
     if b.extent(0) != depth || a.extent(0) != c.extent(0) || b.extent(1) != c.extent(1) {
         return;
     }
-    let cells = block.each(|lane| lane.cells::<8, 8>([bm, bn]));
+    let cells = block.each(|lane| lane.cells_in_runs::<8, 8, 4>([bm, bn]));
+    // Where each thread's two runs of rows, and of columns, start.
+    let runs = cells.map(|cells| ([cells.row(0), cells.row(4)], [cells.col(0), cells.col(4)]));
     for mut chunk in block.chunks(c, [bm, bn]) {
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
+        // Each thread's share of the slices of `a` (transposed, dealt along `k`: neighbouring
+        // threads read neighbours in a row of `a`) and `b` from `k0`, read into registers.
+        let slices = |k0: usize| {
+            move |lane: dlmd::kernel::Lane<256>| {
+                (
+                    lane.stage_transposed::<MatmulTileA>()
+                        .read::<4>(|[k, i]| a.get([i0 + i, k0 + k]).copied().unwrap_or(0.0)),
+                    lane.stage::<MatmulTileB>()
+                        .read::<4>(|[k, j]| b.get([k0 + k, j0 + j]).copied().unwrap_or(0.0)),
+                )
+            }
+        };
+        let mut next = block.each(slices(0));
         let mut k0 = 0;
         while k0 < depth {
-            let wa = block.write(ta, |[i, k]| a.get([i0 + i, k0 + k]).copied().unwrap_or(0.0));
-            let wb = block.write(tb, |[k, j]| b.get([k0 + k, j0 + j]).copied().unwrap_or(0.0));
+            let wa = block.write_staged(ta, next.map(|(a, _)| a));
+            let wb = block.write_staged(tb, next.map(|(_, b)| b));
             let (ra, rb) = block.sync((wa, wb));
-            acc = acc.zip(cells).map(|(mut acc, cells)| {
-                for k in 0..bk {
-                    let x: [f32; 8] = core::array::from_fn(|m| ra[[cells.row(m), k]]);
-                    let y: [f32; 8] = core::array::from_fn(|n| rb[[k, cells.col(n)]]);
-                    outer_product_add(&mut acc, &x, &y);
+            // The next slices' loads, in flight during this step's products.
+            if k0 + bk < depth {
+                next = block.each(slices(k0 + bk));
+            }
+            acc = acc.zip(runs).map(|(mut acc, (rows, cols))| {
+                // Two steps of `k` written out: the reads of one in flight during the other's
+                // products.
+                for k2 in (0..bk).step_by(2) {
+                    dlmd::unroll!(2, |dk| {
+                        let k = k2 + dk;
+                        let ([x0, x1], [y0, y1]) = (
+                            rows.map(|i| ra.get_run::<4>([k, i]).unwrap_or_default()),
+                            cols.map(|j| rb.get_run::<4>([k, j]).unwrap_or_default()),
+                        );
+                        let x = [x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]];
+                        let y = [y0[0], y0[1], y0[2], y0[3], y1[0], y1[1], y1[2], y1[3]];
+                        outer_product_add(&mut acc, &x, &y);
+                    });
                 }
                 acc
             });
             (ta, tb) = block.sync((ra, rb));
             k0 += bk;
         }
-        if !block.store_cells(&mut chunk, acc) {
+        if !block.store_cells(&mut chunk, cells, acc) {
             return;
         }
     }

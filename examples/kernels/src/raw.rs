@@ -18,8 +18,9 @@ pub const ROW_SUMS_BLOCK_RAW_SHARED: u32 = 2 * 8 * 4;
 /// of one `f32` a warp, for up to 32 warps.
 pub const SOFTMAX_ROWS_RAW_SHARED: u32 = 2 * 32 * 4;
 
-/// The dynamic shared memory [`matmul_raw`] needs: a `128 × 8` and an `8 × 128` `f32` array.
-pub const MATMUL_RAW_SHARED: u32 = 2 * 128 * 8 * 4;
+/// The dynamic shared memory [`matmul_raw`] needs: an `8 × 128` `f32` array with rows 132
+/// apart, and one with rows 128 apart.
+pub const MATMUL_RAW_SHARED: u32 = (8 * 132 + 8 * 128) * 4;
 
 /// What the raw kernels share: their block-shared array, the thread's indices, shuffles and
 /// reductions, written with inline assembly and bare intrinsics.
@@ -325,10 +326,12 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
     }
 }
 
-/// [`matmul`](crate::matmul) written raw: two block-shared arrays, the 256 threads as 16 × 16 with
-/// `8 × 8` results each (rows and columns 16 apart), raw pointers and bare barriers. Launch with
-/// blocks of 256 threads and [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory.
-#[dlmd::kernel]
+/// [`matmul`](crate::matmul) written raw: two block-shared arrays (`a`'s slice transposed, rows
+/// 132 apart) written from registers loaded during the step before, the 256 threads as 16 × 16 with `8 × 8` results each (two runs of four rows and of four columns,
+/// read as `float4`), raw pointers and bare barriers. Launch with
+/// blocks of 256 threads (two to a multiprocessor, as `matmul`'s: `__launch_bounds__(256, 2)`)
+/// and [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory.
+#[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn matmul_raw(
     thread: Thread,
     a: DeviceMdspan<'_, f32, Dims<2>>,
@@ -346,42 +349,67 @@ pub fn matmul_raw(
         let (t, block, blocks) = ops::ids();
         let (ty, tx) = (t / 16, t % 16);
         let sa = ops::shared::<{ MATMUL_RAW_SHARED as usize }>();
-        let sb = sa.wrapping_add(128 * 8);
+        let sb = sa.wrapping_add(8 * 132);
         let (chunk_rows, chunk_cols) = (rows.div_ceil(128), cols.div_ceil(128));
         let mut chunk = block;
         while chunk < chunk_rows * chunk_cols {
             let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
             let mut acc = [[0.0f32; 8]; 8];
-            let mut k0 = 0;
-            while k0 < depth {
-                for q in 0..4 {
+            // This thread's four elements of the slices of `a` (along `k`: neighbouring threads
+            // read neighbours in a row of `a`) and of `b` from `k0`, into registers.
+            let load = |k0: usize| {
+                let a: [f32; 4] = core::array::from_fn(|q| {
                     let e = t + 256 * q;
-                    let (i, k) = (i0 + e / 8, k0 + e % 8);
-                    let x = if i < rows && k < depth {
+                    let (k, i) = (k0 + e % 8, i0 + e / 8);
+                    if i < rows && k < depth {
                         // SAFETY: inside `a`'s extents, row-major.
                         unsafe { *pa.wrapping_add(i * depth + k) }
                     } else {
                         0.0
-                    };
-                    // SAFETY: element `e` of the `128 × 8` array, this thread's in this phase.
-                    unsafe { *sa.wrapping_add(e) = x };
+                    }
+                });
+                let b: [f32; 4] = core::array::from_fn(|q| {
+                    let e = t + 256 * q;
                     let (k, j) = (k0 + e / 128, j0 + e % 128);
-                    let y = if k < depth && j < cols {
+                    if k < depth && j < cols {
                         // SAFETY: inside `b`'s extents, row-major.
                         unsafe { *pb.wrapping_add(k * cols + j) }
                     } else {
                         0.0
-                    };
+                    }
+                });
+                (a, b)
+            };
+            let mut next = load(0);
+            let mut k0 = 0;
+            while k0 < depth {
+                for q in 0..4 {
+                    let e = t + 256 * q;
+                    // SAFETY: element `[e % 8, e / 8]` of the `8 × 128` array (`a` transposed,
+                    // rows 132 apart), this thread's in this phase.
+                    unsafe { *sa.wrapping_add(e % 8 * 132 + e / 8) = next.0[q] };
                     // SAFETY: element `e` of the `8 × 128` array, this thread's in this phase.
-                    unsafe { *sb.wrapping_add(e) = y };
+                    unsafe { *sb.wrapping_add(e) = next.1[q] };
                 }
                 // SAFETY: reached by every thread of the block (uniform loop).
                 unsafe { core::arch::nvptx::_syncthreads() };
+                // The next slices' loads, in flight during this step's products.
+                if k0 + 8 < depth {
+                    next = load(k0 + 8);
+                }
                 for k in 0..8 {
-                    // SAFETY: elements of the arrays written before the barrier.
-                    let x: [f32; 8] = core::array::from_fn(|m| unsafe { *sa.wrapping_add((ty + 16 * m) * 8 + k) });
-                    // SAFETY: as above.
-                    let y: [f32; 8] = core::array::from_fn(|n| unsafe { *sb.wrapping_add(k * 128 + tx + 16 * n) });
+                    // Four neighbours of row `k` from `at`, 16-aligned: one `float4` load.
+                    let four = |array: *mut f32, at: usize| {
+                        // SAFETY: elements of the arrays written before the barrier; `at` is a
+                        // multiple of 4 and the arrays are 16-aligned.
+                        unsafe { (*array.wrapping_add(at).cast::<ops::Float4>()).0 }
+                    };
+                    let ([x0, x1], [y0, y1]) = (
+                        [4 * ty, 64 + 4 * ty].map(|i| four(sa, k * 132 + i)),
+                        [4 * tx, 64 + 4 * tx].map(|j| four(sb, k * 128 + j)),
+                    );
+                    let x = [x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]];
+                    let y = [y0[0], y0[1], y0[2], y0[3], y1[0], y1[1], y1[2], y1[3]];
                     outer_product_add(&mut acc, &x, &y);
                 }
                 // SAFETY: as above; no element is written again before every thread has read.
@@ -391,7 +419,7 @@ pub fn matmul_raw(
             // Written out (`#pragma unroll` in CUDA C++): a loop the compiler kept would index
             // `acc` at run time and put it in local memory.
             ops::unrolled_8x8(|m, n| {
-                let (i, j) = (i0 + ty + 16 * m, j0 + tx + 16 * n);
+                let (i, j) = (i0 + 4 * ty + m % 4 + 64 * (m / 4), j0 + 4 * tx + n % 4 + 64 * (n / 4));
                 if i < rows && j < cols {
                     // SAFETY: inside `c`'s extents, written by this thread alone.
                     unsafe { *pc.wrapping_add(i * cols + j) = acc[m][n] };

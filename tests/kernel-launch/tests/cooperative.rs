@@ -328,3 +328,60 @@ fn a_launch_of_another_block_shape_is_refused() {
     }
     assert_eq!(stream.clone_dtoh(&d_dst).unwrap(), [0.0; 64], "nothing ran");
 }
+
+#[test]
+fn an_element_wise_kernel_built_for_one_block_size_refuses_another() {
+    // `matmul_raw` is built with `block_threads = 256` (its launch bounds): another block
+    // shape is refused before it reaches the driver; its dynamic shared memory is its own.
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let d_a = stream.clone_htod(&[1.0f32; 64]).unwrap();
+    let mut d_c = stream.alloc_zeros::<f32>(64).unwrap();
+    let a = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([8, 8])).unwrap();
+    let shared = kernels::MATMUL_RAW_SHARED;
+    for block_dim in [(128, 1, 1), (32, 8, 1)] {
+        let mut c = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([8, 8])).unwrap();
+        let config = LaunchConfig {
+            block_dim,
+            shared_mem_bytes: shared,
+            ..grid(1, 256)
+        };
+        let result = cuda::scope(|s| {
+            let args = kernels::MatmulRawArgs {
+                a,
+                b: a,
+                c: c.as_view_mut(),
+            };
+            kernels::matmul_raw(s.launch(&stream, &module, config), args)
+        });
+        assert!(
+            matches!(
+                result,
+                Err(CudaError::Launch(dlmd::cuda::LaunchError::BlockSize {
+                    kernel: "matmul_raw",
+                    threads: 256,
+                    ..
+                }))
+            ),
+            "{block_dim:?}: {result:?}"
+        );
+    }
+    assert_eq!(stream.clone_dtoh(&d_c).unwrap(), [0.0; 64], "nothing ran");
+    // With its block size and its shared memory, it runs: 8 × 8 ones squared are eights.
+    let config = LaunchConfig {
+        shared_mem_bytes: shared,
+        ..grid(1, 256)
+    };
+    let mut c = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([8, 8])).unwrap();
+    cuda::scope(|s| {
+        let args = kernels::MatmulRawArgs {
+            a,
+            b: a,
+            c: c.as_view_mut(),
+        };
+        kernels::matmul_raw(s.launch(&stream, &module, config), args)
+    })
+    .unwrap();
+    assert_eq!(stream.clone_dtoh(&d_c).unwrap(), [8.0; 64]);
+}

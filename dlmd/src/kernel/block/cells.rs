@@ -3,54 +3,71 @@
 //! matrix product) and the block writes it back with one store.
 
 /// The `M × N` elements of a `rows × cols` box that one thread of a block owns
-/// ([`Lane::cells`](super::Lane::cells)): rows `first_row + m · row_step` and columns
-/// `first_col + n · col_step`, for `m < M` and `n < N`.
+/// ([`Lane::cells`](super::Lane::cells), [`Lane::cells_in_runs`](super::Lane::cells_in_runs)):
+/// its rows and its columns each come in runs of `G` neighbours, rows
+/// `first_row + (m / G) · row_step + m % G` for `m < M` and columns
+/// `first_col + (n / G) · col_step + n % G` for `n < N` (with `G = 1`, rows `row_step` apart
+/// and columns `col_step` apart).
 ///
 /// The box is split into `M × N` grids of the block's threads, `rows / M` threads down and
-/// `cols / N` across, and thread `t` of the block takes the place `(t / (cols / N), t % (cols /
-/// N))` in each. Neighbouring threads take neighbouring columns, so a warp reading row `r` of a
-/// tile at the columns it owns meets every bank of shared memory once, and a warp writing its
-/// values back writes runs of neighbouring elements. Across the block every element of the box
-/// goes to exactly one thread, provided `rows / M × cols / N` is the block's size
+/// `cols / N` across (each place of the grid `G × G` cells), and thread `t` of the block takes
+/// the place `(t / (cols / N), t % (cols / N))` in each. Neighbouring threads take neighbouring
+/// columns (or runs): a warp reading row `r` of a tile at the columns it owns meets every bank
+/// of shared memory once, one element a thread, or reads its runs as vectors of `G`
+/// ([`Tile::get_run`](super::Tile::get_run)); a warp writing its values back writes runs of
+/// neighbouring elements. Across the block every element of the box goes to exactly one
+/// thread, provided `rows / M × cols / N` is the block's size
 /// ([`Block::store_cells`](super::Block::store_cells) checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cells<const M: usize, const N: usize> {
+pub struct Cells<const M: usize, const N: usize, const G: usize = 1> {
     first: [usize; 2],
     step: [usize; 2],
 }
 
-impl<const M: usize, const N: usize> Cells<M, N> {
+impl<const M: usize, const N: usize, const G: usize> Cells<M, N, G> {
     /// The cells of thread `thread` in a box of `shape` (`[rows, cols]`): see the type's docs.
     /// A box whose sides are not multiples of `M` and `N` is dealt as the largest one that is
     /// (the block's store refuses it).
     #[inline(always)]
     pub(super) fn of(thread: usize, shape: [usize; 2]) -> Self {
-        const { assert!(M > 0 && N > 0, "a thread owns at least one cell") };
+        const {
+            assert!(M > 0 && N > 0, "a thread owns at least one cell");
+            assert!(
+                G > 0 && M.is_multiple_of(G) && N.is_multiple_of(G),
+                "a thread's rows and columns are whole runs"
+            );
+        };
         let across = (shape[1] / N).max(1);
         let down = (shape[0] / M).max(1);
         Cells {
-            first: [thread / across, thread % across],
-            step: [down, across],
+            first: [thread / across * G, thread % across * G],
+            step: [down * G, across * G],
         }
     }
 
     /// The row (in the box) of this thread's `m`-th row of cells.
     #[inline(always)]
     pub fn row(&self, m: usize) -> usize {
-        self.first[0] + m * self.step[0]
+        self.first[0] + self.distance(m, 0)[0]
     }
 
     /// The column (in the box) of this thread's `n`-th column of cells.
     #[inline(always)]
     pub fn col(&self, n: usize) -> usize {
-        self.first[1] + n * self.step[1]
+        self.first[1] + self.distance(0, n)[1]
     }
 
-    /// How far apart this thread's rows and its columns of cells are: `[rows / M, cols / N]`
-    /// of the box.
+    /// How far apart this thread's runs of rows, and of columns, are: `[rows / M × G, cols / N
+    /// × G]` of the box (for `G = 1`, how far apart its rows and its columns are).
     #[inline(always)]
     pub fn steps(&self) -> [usize; 2] {
         self.step
+    }
+
+    /// How far cell `[m, n]` is from cell `[0, 0]`, in rows and columns.
+    #[inline(always)]
+    pub fn distance(&self, m: usize, n: usize) -> [usize; 2] {
+        [m / G * self.step[0] + m % G, n / G * self.step[1] + n % G]
     }
 
     /// The box index of cell `[m, n]`.
@@ -73,10 +90,10 @@ mod tests {
     use super::Cells;
 
     /// Every element of the box, once: each thread's cells, over the block.
-    fn dealt<const M: usize, const N: usize>(threads: usize, shape: [usize; 2]) -> Vec<usize> {
+    fn dealt<const M: usize, const N: usize, const G: usize>(threads: usize, shape: [usize; 2]) -> Vec<usize> {
         let mut seen = vec![0usize; shape[0] * shape[1]];
         for t in 0..threads {
-            let cells = Cells::<M, N>::of(t, shape);
+            let cells = Cells::<M, N, G>::of(t, shape);
             for m in 0..M {
                 for n in 0..N {
                     let [r, c] = cells.index(m, n);
@@ -91,13 +108,13 @@ mod tests {
     #[test]
     fn a_box_the_block_covers_is_dealt_once_per_element() {
         assert!(Cells::<8, 8>::covers::<256>([128, 128]));
-        assert!(dealt::<8, 8>(256, [128, 128]).iter().all(|&n| n == 1));
+        assert!(dealt::<8, 8, 1>(256, [128, 128]).iter().all(|&n| n == 1));
         assert!(Cells::<4, 2>::covers::<32>([16, 16]));
-        assert!(dealt::<4, 2>(32, [16, 16]).iter().all(|&n| n == 1));
+        assert!(dealt::<4, 2, 1>(32, [16, 16]).iter().all(|&n| n == 1));
         assert!(Cells::<1, 1>::covers::<64>([8, 8]));
-        assert!(dealt::<1, 1>(64, [8, 8]).iter().all(|&n| n == 1));
+        assert!(dealt::<1, 1, 1>(64, [8, 8]).iter().all(|&n| n == 1));
         assert!(Cells::<2, 8>::covers::<32>([64, 8]));
-        assert!(dealt::<2, 8>(32, [64, 8]).iter().all(|&n| n == 1));
+        assert!(dealt::<2, 8, 1>(32, [64, 8]).iter().all(|&n| n == 1));
     }
 
     #[test]
@@ -107,6 +124,22 @@ mod tests {
         assert_eq!((b.row(0), b.col(0)), (0, 5));
         assert_eq!((a.row(1), a.col(1)), (16, 20));
         assert_eq!(Cells::<8, 8>::of(16, [128, 128]).index(0, 0), [1, 0]);
+    }
+
+    #[test]
+    fn runs_of_columns_are_dealt_once_per_element_and_side_by_side() {
+        assert!(dealt::<8, 8, 4>(256, [128, 128]).iter().all(|&n| n == 1));
+        assert!(dealt::<4, 8, 2>(64, [32, 64]).iter().all(|&n| n == 1));
+        assert!(dealt::<4, 4, 2>(32, [16, 32]).iter().all(|&n| n == 1));
+        // Thread 17 of a 128 × 128 box (16 threads across, runs of 4): rows 4..8, then 68..72;
+        // columns 4..8, then 68..72.
+        let cells = Cells::<8, 8, 4>::of(17, [128, 128]);
+        let rows: Vec<usize> = (0..8).map(|m| cells.row(m)).collect();
+        let cols: Vec<usize> = (0..8).map(|n| cells.col(n)).collect();
+        assert_eq!(rows, [4, 5, 6, 7, 68, 69, 70, 71]);
+        assert_eq!(cols, [4, 5, 6, 7, 68, 69, 70, 71]);
+        assert_eq!(cells.distance(5, 1), [65, 1]);
+        assert_eq!(Cells::<8, 8, 4>::of(1, [128, 128]).index(0, 0), [0, 4]);
     }
 
     #[test]

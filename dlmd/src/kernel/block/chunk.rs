@@ -8,23 +8,6 @@ use crate::layout::Layout;
 use crate::view::{Mdspan, Unique};
 use core::marker::PhantomData;
 
-/// `$body` with `$i` bound to each of `0..$count` in turn (`$count` at most 16), written out
-/// sixteen times: the compiler drops the copies past `$count`, which is a constant.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unrolled {
-    ($count:expr, |$i:ident| $body:block) => {
-        unrolled!(@ $count, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $count:expr, $i:ident, $body:block, $($k:literal)*) => {
-        $(
-            if $k < $count {
-                let $i: usize = $k;
-                $body
-            }
-        )*
-    };
-}
-
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
 /// smaller grid still covers the view.
@@ -260,8 +243,11 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     /// inside the chunk (unrolled: `M` and `N` are known when the kernel is compiled).
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn store_cells<const M: usize, const N: usize>(&mut self, cells: super::Cells<M, N>, values: [[T; N]; M])
-    where
+    pub(super) fn store_cells<const M: usize, const N: usize, const G: usize>(
+        &mut self,
+        cells: super::Cells<M, N, G>,
+        values: [[T; N]; M],
+    ) where
         E: Extents<Index = [usize; 2]>,
     {
         const {
@@ -275,18 +261,18 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             self.extents[0].saturating_sub(row0),
             self.extents[1].saturating_sub(col0),
         );
-        let [row_step, col_step] = cells.steps();
         // Unrolled by the macro, not left to the compiler's judgement (64 stores are past its
         // threshold): every element of `values` is then reached by a constant index, and the
         // array stays in registers (one run-time index would put it in local memory).
-        unrolled!(M, |m| {
-            unrolled!(N, |n| {
-                if m * row_step < rows && n * col_step < cols {
+        crate::unroll!(M, |m| {
+            crate::unroll!(N, |n| {
+                let [down, across] = cells.distance(m, n);
+                if down < rows && across < cols {
                     // SAFETY: cell `[m, n]` is inside the chunk, so its element is inside the
                     // view's extents, in the span of a unique view; the chunk is this block's
                     // alone (`Chunks`), and the block's threads cover its box once
-                    // (`Cells::covers`, checked by the caller), so the cell is this thread's
-                    // alone.
+                    // (`Cells::covers`, checked by the caller, with this thread's own cells), so
+                    // the cell is this thread's alone.
                     unsafe { self.element(cells.index(m, n)).1.write(values[m][n]) }
                 }
             });

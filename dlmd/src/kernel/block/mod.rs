@@ -70,22 +70,25 @@
 
 mod cells;
 mod chunk;
+mod lane;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
+mod stage;
 mod tile;
 mod warp;
 
 pub use cells::Cells;
 pub use chunk::{Chunk, Chunks};
+pub use lane::{Lane, Varying};
+pub use stage::{Stage, Staged};
 pub use tile::{
-    Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, Writable, Written,
+    Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, TileShape, Writable, Written,
 };
 pub use warp::WarpValue;
 
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::Layout;
-use crate::view::{Mdspan, Shared};
 use core::marker::PhantomData;
 
 /// `$gpu` in a kernel; on the host, where no `Block` exists (`$never` is uninhabited there),
@@ -127,109 +130,6 @@ struct Inner {
 
 #[cfg(not(target_arch = "nvptx64"))]
 enum Inner {}
-
-/// A value of each thread of a block (a register per thread): what [`Block::each`] returns.
-/// Uniform code cannot read it; it hands it to per-thread closures ([`map`](Self::map)) or to a
-/// block or warp collective.
-#[derive(Clone, Copy)]
-pub struct Varying<T>(T);
-
-// Opaque: a printed value would be a way for uniform code to look into it.
-impl<T> core::fmt::Debug for Varying<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Varying(..)")
-    }
-}
-
-impl<T> Varying<T> {
-    /// `f` of this thread's value, on every thread.
-    #[inline(always)]
-    pub fn map<U>(self, f: impl Fn(T) -> U + Sync) -> Varying<U> {
-        Varying(f(self.0))
-    }
-
-    /// Both values of each thread, as a pair.
-    #[inline(always)]
-    pub fn zip<U>(self, other: Varying<U>) -> Varying<(T, U)> {
-        Varying((self.0, other.0))
-    }
-}
-
-/// One thread of a block, as a per-thread closure sees it.
-#[derive(Clone, Copy, Debug)]
-pub struct Lane<const THREADS: usize> {
-    index: usize,
-}
-
-impl<const THREADS: usize> Lane<THREADS> {
-    /// The thread's index in its block, below `THREADS`.
-    #[inline(always)]
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The thread's warp in the block.
-    #[inline(always)]
-    pub fn warp(&self) -> usize {
-        self.index / 32
-    }
-
-    /// The thread's lane in its warp, below 32.
-    #[inline(always)]
-    pub fn lane(&self) -> usize {
-        self.index % 32
-    }
-
-    /// Calls `f` with each index of the read-only `view` this thread owns in the block's
-    /// partition and its element: along the view's fastest dimension in memory, thread `t` of
-    /// the block takes the four neighbours from `4 t`, then those `4 THREADS` further, … (one
-    /// vector load where they are contiguous and aligned), and the last `extent % 4` one at a
-    /// time; every other index is walked by every thread. Across the block, every element goes
-    /// to exactly one thread.
-    #[inline(always)]
-    pub fn for_each<T, E, L, S>(&self, view: &Mdspan<'_, T, E, L, S, Shared>, f: impl FnMut(E::Index, &T))
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        S: super::KernelSpace,
-    {
-        #[cfg(target_arch = "nvptx64")]
-        shared::read_partition::<THREADS, T, E, L, S>(self.index, view, f);
-        #[cfg(not(target_arch = "nvptx64"))]
-        let _ = (view, f);
-    }
-
-    /// `[f(index), f(index + THREADS), …]`, `K` of them, with `fill` from `end` on: this
-    /// thread's share of `0..end` (its `m`-th index at `m`), kept in registers (the loop over
-    /// `m` is unrolled). Across the block, `0..end` goes to the threads once each, as long as
-    /// `end ≤ K × THREADS`. [`Block::store_array`] writes such an array back in the same order.
-    #[inline(always)]
-    pub fn gather<T: Copy, const K: usize>(&self, end: usize, fill: T, f: impl Fn(usize) -> T) -> [T; K] {
-        core::array::from_fn(|m| {
-            let i = self.index + m * THREADS;
-            if i < end { f(i) } else { fill }
-        })
-    }
-
-    /// This thread's `M × N` cells of a two-dimensional box of `shape` (`[rows, cols]`), the
-    /// elements it keeps in registers and [`Block::store_cells`] writes back: see [`Cells`].
-    #[inline(always)]
-    pub fn cells<const M: usize, const N: usize>(&self, shape: [usize; 2]) -> Cells<M, N> {
-        Cells::of(self.index, shape)
-    }
-
-    /// `f(i)` for this thread's share of `0..end`: `i = index, index + THREADS, …`. Across the
-    /// block, every `i` goes to exactly one thread.
-    #[inline(always)]
-    pub fn stride(&self, end: usize, mut f: impl FnMut(usize)) {
-        let mut i = self.index;
-        while i < end {
-            f(i);
-            i += THREADS;
-        }
-    }
-}
 
 impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
     /// Threads of a block: a multiple of 32 from 32 to 1024 (checked where a kernel of this
@@ -327,6 +227,74 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         E: Extents,
         L: Layout,
     {
+        self.write_in_order(tile, L::FIRST_FASTEST, f)
+    }
+
+    /// [`write`](Self::write), the elements dealt in the transposed order: element `k` of the
+    /// tile's indices with the other end's index fastest (the first for a row-major tile) by
+    /// thread `k % THREADS`. For a tile that holds a slice of a source transposed (`tile[[k,
+    /// i]] = a[[i, k]]`): neighbouring threads then read neighbouring elements of the source;
+    /// pad the tile's rows ([`RightPadded`]) so that their writes meet different banks.
+    #[inline(always)]
+    pub fn write_transposed<T, E, L>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        f: impl Fn(E::Index) -> T + Sync,
+    ) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+    {
+        self.write_in_order(tile, !L::FIRST_FASTEST, f)
+    }
+
+    /// Writes every element of `tile` from what each thread staged for it ([`Lane::stage`],
+    /// [`Lane::stage_transposed`]): each element by the thread that read it, in the partition
+    /// it was read in. Returns the tile [`Written`], as [`write`](Self::write) does.
+    #[inline(always)]
+    pub fn write_staged<T, E, L, const K: usize, const TRANSPOSED: bool>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        staged: Varying<Staged<T, E, L, K, TRANSPOSED>>,
+    ) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+    {
+        Staged::<T, E, L, K, TRANSPOSED>::check::<THREADS>();
+        on_gpu!(self.inner, (tile, staged), {
+            use crate::layout::Mapping;
+            let storage = tile.storage();
+            let (mapping, data) = (*storage.mapping(), storage.data_handle());
+            let thread = shared::thread_index::<THREADS>();
+            crate::unroll!(K, |m| {
+                let index = Staged::<T, E, L, K, TRANSPOSED>::index::<THREADS>(thread, m);
+                // SAFETY: `index` is inside the tile's extents, so its element is in the tile's
+                // span; the partition gives it to this thread alone (the one that staged it:
+                // a `Varying` value stays with its thread), and nothing reads a writable tile.
+                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(staged.0.values()[m]) }
+            });
+            // SAFETY: every element written in this phase, each by one thread: the partition
+            // deals the tile's `K · THREADS` elements (`Staged::index`), `K` to each thread.
+            unsafe { Tile::from_view(tile.into_storage()) }
+        })
+    }
+
+    /// [`write`](Self::write) with the first index fastest, or the last.
+    #[inline(always)]
+    fn write_in_order<T, E, L>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        first_fastest: bool,
+        f: impl Fn(E::Index) -> T + Sync,
+    ) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+    {
         #[cfg(target_arch = "nvptx64")]
         {
             use crate::layout::Mapping;
@@ -336,7 +304,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             shared::write_partition::<THREADS, E::Index, T>(
                 extents,
                 extents,
-                L::FIRST_FASTEST,
+                first_fastest,
                 true,
                 f,
                 |index, value| {
@@ -351,7 +319,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            let _ = (tile, f);
+            let _ = (tile, first_fastest, f);
             match self.inner {}
         }
     }
@@ -442,16 +410,18 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         })
     }
 
-    /// Writes each thread's `values[m][n]` to its cell `[m, n]` of `chunk`
-    /// ([`Lane::cells`] of the chunk's shape: row `row(m)` and column `col(n)` of the chunk),
-    /// skipping cells the view's edge cuts off. Returns `false`, writing nothing, where the
-    /// block's threads do not cover the chunk's shape `M × N` cells each ([`Cells::covers`]; the
-    /// same answer on every thread: the shape is the block's).
+    /// Writes each thread's `values[m][n]` to its cell `[m, n]` of `chunk`: `cells`, the
+    /// thread's [`Lane::cells`] (or [`Lane::cells_in_runs`]) of the chunk's shape, row `row(m)`
+    /// and column `col(n)` of the chunk, skipping cells the view's edge cuts off. A thread whose
+    /// `cells` are not its own for the chunk's shape writes nothing. Returns `false`, writing
+    /// nothing, where the block's threads do not cover the chunk's shape `M × N` cells each
+    /// ([`Cells::covers`]; the same answer on every thread: the shape is the block's).
     #[must_use]
     #[inline(always)]
-    pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize>(
+    pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize, const G: usize>(
         &mut self,
         chunk: &mut Chunk<'_, T, E, L, Sp>,
+        cells: Varying<Cells<M, N, G>>,
         values: Varying<[[T; N]; M]>,
     ) -> bool
     where
@@ -460,11 +430,14 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         L: Layout,
         Sp: super::KernelSpace,
     {
-        if !Cells::<M, N>::covers::<THREADS>(chunk.shape()) {
+        if !Cells::<M, N, G>::covers::<THREADS>(chunk.shape()) {
             return false;
         }
-        on_gpu!(self.inner, (values), {
-            chunk.store_cells::<M, N>(Cells::of(shared::thread_index::<THREADS>(), chunk.shape()), values.0);
+        on_gpu!(self.inner, (cells, values), {
+            // The cells the partition gives this thread: any others could be another's.
+            if cells.0 == Cells::of(shared::thread_index::<THREADS>(), chunk.shape()) {
+                chunk.store_cells(cells.0, values.0);
+            }
             true
         })
     }

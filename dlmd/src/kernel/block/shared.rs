@@ -1,6 +1,7 @@
 //! The block's machinery on the GPU: its block-shared memory, the barrier, and the partition
 //! of a box of indices among its threads.
 
+use super::stage::unravel;
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
@@ -53,33 +54,6 @@ pub(super) fn block_index() -> (usize, usize) {
     let (x, y, z) = read!(_block_idx_x, _block_idx_y, _block_idx_z);
     let (nx, ny, nz) = read!(_grid_dim_x, _grid_dim_y, _grid_dim_z);
     ((z * ny + y) * nx + x, nx * ny * nz)
-}
-
-/// Index `k` of the box `shape` in order (the first dimension fastest with `first_fastest`),
-/// `None` where it is outside `extents`. With `constant` (a shape known when the kernel is
-/// compiled: a tile's) every dimension divides, which the compiler turns into shifts and folds
-/// into the offset of the element; otherwise a dimension the rest fits is not divided.
-#[inline(always)]
-fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool, constant: bool) -> Option<I> {
-    let (shape, extents) = (shape.as_ref(), extents.as_ref());
-    let rank = shape.len();
-    let mut index = I::zeros();
-    let mut rest = k;
-    let mut inside = true;
-    for step in 0..rank {
-        let d = if first_fastest { step } else { rank - 1 - step };
-        // No division where the rest fits the dimension (a chunk of one row, with a length
-        // known only at run time, divides nothing).
-        let (i, next) = if !constant && rest < shape[d] {
-            (rest, 0)
-        } else {
-            (rest % shape[d], rest / shape[d])
-        };
-        rest = next;
-        index.as_mut()[d] = i;
-        inside &= i < extents[d];
-    }
-    inside.then_some(index)
 }
 
 /// The `m`-th index this thread owns of the box `shape` cut to `extents` (index `k = thread +

@@ -132,6 +132,30 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         Some(unsafe { self.element(index) })
     }
 
+    /// The `K` elements from `index` along the tile's last dimension (`index`, then its last
+    /// index one more, …), `None` where they pass its extents: one vector load where they are
+    /// neighbours in memory and aligned to their size (a row-major tile's row, from a multiple
+    /// of `K`, with `K` elements of 4, 8 or 16 bytes), `K` loads otherwise. The reads of a
+    /// thread's runs of [`Lane::cells_in_runs`](super::Lane::cells_in_runs).
+    #[inline(always)]
+    pub fn get_run<const K: usize>(&self, index: E::Index) -> Option<[T; K]> {
+        const { assert!(K > 0, "a run has at least one element") };
+        let last = E::RANK.checked_sub(1)?;
+        let mut end = index;
+        end.as_mut()[last] = index.as_ref()[last].checked_add(K - 1)?;
+        let mapping = self.view.mapping();
+        if !mapping.contains(&index) || !mapping.contains(&end) {
+            return None;
+        }
+        // SAFETY: `index` and the last of the run are inside the extents (checked above), so
+        // is every index between them, in the tile's span.
+        let first = unsafe { self.view.data_handle().add(mapping.offset_of(&index)) }.cast_const();
+        let stride = mapping.stride(last);
+        // SAFETY: the run's elements, readable (every element was written, nothing writes them
+        // in this phase), `stride` apart from `first`.
+        Some(unsafe { read_run::<T, K>(first, stride) })
+    }
+
     /// The element at `index`.
     ///
     /// # Safety
@@ -146,6 +170,45 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         // returned reference (which borrows the tile) lives.
         unsafe { &*element }
     }
+}
+
+/// `K` elements aligned to `ALIGN` bytes, read as one vector.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Aligned<T, const K: usize, A> {
+    elements: [T; K],
+    _align: [A; 0],
+}
+
+/// Zero-sized types of 8- and 16-byte alignment, for [`Aligned`].
+#[repr(align(8))]
+#[derive(Clone, Copy)]
+struct Align8;
+#[repr(align(16))]
+#[derive(Clone, Copy)]
+struct Align16;
+
+/// The `K` readable elements `stride` apart from `first`: one vector load where they are
+/// neighbours and `first` is aligned to their size (4, 8 or 16 bytes), `K` loads otherwise.
+///
+/// # Safety
+///
+/// The `K` elements are readable, and nothing writes them meanwhile.
+#[inline(always)]
+unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
+    let bytes = K * size_of::<T>();
+    if stride == 1 && (first as usize).is_multiple_of(bytes) {
+        match bytes {
+            // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to
+            // their size (checked), which is the vector's.
+            16 => return unsafe { first.cast::<Aligned<T, K, Align16>>().read().elements },
+            // SAFETY: as above.
+            8 => return unsafe { first.cast::<Aligned<T, K, Align8>>().read().elements },
+            _ => {}
+        }
+    }
+    // SAFETY: `K` readable elements one stride apart (caller).
+    core::array::from_fn(|k| unsafe { first.wrapping_offset(k as isize * stride).read() })
 }
 
 impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, Readable> {
@@ -174,6 +237,23 @@ impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, 
 /// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 16 bytes),
 /// which the GPU reserves per block when the kernel starts.
 pub struct TileOf<T, E, L = LayoutRight>(PhantomData<(T, E, L)>);
+
+/// The element type, extents and view layout of one tile type ([`TileOf`]): what
+/// [`Lane::stage`](super::Lane::stage) reads ahead for.
+pub trait TileShape: sealed::Sealed + 'static {
+    /// The tile's element type.
+    type Element: DlElement;
+    /// The tile's extents, all static.
+    type Extents: Extents;
+    /// The layout of the tile's view ([`TileLayout::Layout`]).
+    type Layout: Layout;
+}
+
+impl<T: DlElement, E: Extents + 'static, L: TileLayout> TileShape for TileOf<T, E, L> {
+    type Element = T;
+    type Extents = E;
+    type Layout = L::Layout;
+}
 
 /// How a tile lays out its elements: [`LayoutRight`] and [`LayoutLeft`] (compact), or
 /// [`RightPadded`] and [`LeftPadded`] (a [`LayoutStride`] view whose rows, or columns, are

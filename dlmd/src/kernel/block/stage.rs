@@ -1,0 +1,132 @@
+//! A tile's next contents read ahead: each thread loads its share of a tile's elements into
+//! registers ([`Lane::stage`](super::Lane::stage)) while the block still computes with the
+//! tile's last contents, and the block writes them after the barrier that ends that phase
+//! ([`Block::write_staged`](super::Block::write_staged)). The loads are then in flight during
+//! the arithmetic, where [`Block::write`](super::Block::write) would wait for them.
+
+use crate::dtype::DlElement;
+use crate::extents::{Extents, IndexArray};
+use crate::layout::Layout;
+use core::marker::PhantomData;
+
+/// Index `k` of the box `shape` in order (the first dimension fastest with `first_fastest`),
+/// `None` where it is outside `extents`. With `constant` (a shape known when the kernel is
+/// compiled: a tile's) every dimension divides, which the compiler turns into shifts and folds
+/// into the offset of the element; otherwise a dimension the rest fits is not divided.
+#[inline(always)]
+pub(super) fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_fastest: bool, constant: bool) -> Option<I> {
+    let (shape, extents) = (shape.as_ref(), extents.as_ref());
+    let rank = shape.len();
+    let mut index = I::zeros();
+    let mut rest = k;
+    let mut inside = true;
+    for step in 0..rank {
+        let d = if first_fastest { step } else { rank - 1 - step };
+        // No division where the rest fits the dimension (a chunk of one row, with a length
+        // known only at run time, divides nothing).
+        let (i, next) = if !constant && rest < shape[d] {
+            (rest, 0)
+        } else {
+            (rest % shape[d], rest / shape[d])
+        };
+        rest = next;
+        index.as_mut()[d] = i;
+        inside &= i < extents[d];
+    }
+    inside.then_some(index)
+}
+
+/// A thread's share of a tile's next contents, about to be read ahead
+/// ([`Lane::stage`](super::Lane::stage), [`Lane::stage_transposed`](super::Lane::stage_transposed)):
+/// [`read`](Self::read) makes the [`Staged`] values.
+#[derive(Debug)]
+pub struct Stage<T, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED: bool> {
+    thread: usize,
+    tile: PhantomData<Shape<T, E, L>>,
+}
+
+impl<T: DlElement, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED: bool>
+    Stage<T, E, L, THREADS, TRANSPOSED>
+{
+    /// Thread `thread`'s share of a tile of `T`, `E` and `L`.
+    #[inline(always)]
+    pub(super) fn new(thread: usize) -> Self {
+        Stage {
+            thread,
+            tile: PhantomData,
+        }
+    }
+
+    /// `f(index)` for each of the `K` indices of the tile the block's partition gives this
+    /// thread: `K` is the tile's elements over the block's threads (otherwise the kernel does
+    /// not compile).
+    #[inline(always)]
+    pub fn read<const K: usize>(self, f: impl Fn(E::Index) -> T) -> Staged<T, E, L, K, TRANSPOSED> {
+        Staged {
+            values: core::array::from_fn(|m| f(Staged::<T, E, L, K, TRANSPOSED>::index::<THREADS>(self.thread, m))),
+            tile: PhantomData,
+        }
+    }
+}
+
+/// The tile type a [`Stage`] or [`Staged`] is for (no value of it is held).
+type Shape<T, E, L> = fn() -> (T, E, L);
+
+/// One thread's share of a tile's elements, read ahead ([`Stage::read`]):
+/// the `K` elements the block's partition gives the thread, in its order, for a tile of `T`,
+/// extents `E` and layout `L` (dealt along its memory order, or with `TRANSPOSED` the other way,
+/// as [`Block::write_transposed`](super::Block::write_transposed) does). A tile of `E`'s
+/// elements is `K` per thread of the block exactly, so every element of the tile is in one
+/// thread's `Staged`; it stays with the thread that read it (a [`Varying`](super::Varying)
+/// value, which no warp operation moves), and
+/// [`Block::write_staged`](super::Block::write_staged) writes it back in the same partition.
+#[derive(Clone, Copy, Debug)]
+pub struct Staged<T, E, L, const K: usize, const TRANSPOSED: bool> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    values: [T; K],
+    tile: PhantomData<fn() -> (E, L)>,
+}
+
+impl<T: DlElement, E: Extents, L: Layout, const K: usize, const TRANSPOSED: bool> Staged<T, E, L, K, TRANSPOSED> {
+    /// Whether the partition deals the tile's first index fastest.
+    pub(super) const FIRST_FASTEST: bool = L::FIRST_FASTEST != TRANSPOSED;
+
+    /// Refuses to compile where the tile's elements are not `K` for each of `THREADS` threads
+    /// exactly (some element would go unwritten, or past the tile).
+    #[inline(always)]
+    pub(super) fn check<const THREADS: usize>() {
+        const {
+            assert!(
+                matches!(E::STATIC_SIZE, Some(size) if size == K * THREADS),
+                "a thread's staged share of a tile is the tile's elements over the block's threads, exactly"
+            );
+        };
+    }
+
+    /// The tile's extents, all static.
+    #[inline(always)]
+    pub(super) fn shape() -> E::Index {
+        let mut shape = E::Index::zeros();
+        for (d, extent) in shape.as_mut().iter_mut().enumerate() {
+            *extent = E::static_extent(d).unwrap_or(0);
+        }
+        shape
+    }
+
+    /// Index `m` of thread `thread`'s share of the tile: element `thread + m · THREADS` in the
+    /// partition's order.
+    #[inline(always)]
+    pub(super) fn index<const THREADS: usize>(thread: usize, m: usize) -> E::Index {
+        Self::check::<THREADS>();
+        let shape = Self::shape();
+        // Below `K · THREADS`, the tile's size: inside it, so the index is `Some`.
+        unravel(thread + m * THREADS, shape, shape, Self::FIRST_FASTEST, true).unwrap_or(shape)
+    }
+
+    /// The values, in the partition's order.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn values(&self) -> &[T; K] {
+        &self.values
+    }
+}
