@@ -119,25 +119,38 @@ fn check_digest(digests: &HashMap<String, u64>, name: &'static str, digest: u64)
 
 /// The signature digest of each `#[dlmd::kernel]` in a kernel crate's PTX, by kernel name: what
 /// [`Kernels::load`] reads, and what a launcher's digest must equal. Each is the value of the
-/// kernel's `NAME__dlmd_signature` global, in either form LLVM writes a `u64` in:
-/// `.global .align 8 .u64 NAME__dlmd_signature = DIGEST;` or its little-endian bytes,
-/// `.global .align 8 .b8 NAME__dlmd_signature[8] = {b0, …, b7};`.
+/// kernel's `NAME__dlmd_signature` global, in any form LLVM writes a `u64` in:
+/// `.global .align 8 .u64 NAME__dlmd_signature = DIGEST;`, its little-endian bytes,
+/// `.global .align 8 .b8 NAME__dlmd_signature[8] = {b0, …, b7};`, where PTX leaves out
+/// trailing zero bytes (an initializer shorter than the array is filled with zeros), or no
+/// initializer at all for a digest of 0.
 pub fn signature_digests(ptx: &str) -> HashMap<String, u64> {
     ptx.lines()
         .filter_map(|line| {
-            let (declaration, value) = line.split_once('=')?;
+            let (declaration, value) = match line.split_once('=') {
+                Some((declaration, value)) => (declaration, Some(value)),
+                None => (line.trim_end().strip_suffix(';')?, None),
+            };
             let symbol = declaration.split_whitespace().last()?;
             let name = symbol
                 .strip_suffix("[8]")
                 .unwrap_or(symbol)
                 .strip_suffix(DIGEST_SUFFIX)?;
+            let Some(value) = value else {
+                // A global PTX declares without an initializer is zero.
+                return Some((name.to_string(), 0));
+            };
             let value = value.trim().trim_end_matches(';').trim();
             let digest = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
                 Some(bytes) => {
                     let mut le = [0u8; 8];
-                    let mut parts = bytes.split(',');
+                    let mut parts = bytes.split(',').map(str::trim).filter(|b| !b.is_empty());
+                    // The bytes given, then zeros: at most eight.
                     for byte in &mut le {
-                        *byte = parts.next()?.trim().parse().ok()?;
+                        match parts.next() {
+                            Some(b) => *byte = b.parse().ok()?,
+                            None => break,
+                        }
                     }
                     parts.next().is_none().then_some(u64::from_le_bytes(le))?
                 }
@@ -352,18 +365,29 @@ mod tests {
 .visible .global .align 8 .u64 add_index__dlmd_signature = 1234567890123;
 .visible .global .align 8 .u64 sums__dlmd_signature = 42;
 .visible .global .align 8 .b8 transpose__dlmd_signature[8] = {230, 46, 253, 4, 234, 15, 146, 220};
-.visible .global .align 8 .b8 short__dlmd_signature[8] = {230, 46};
+.visible .global .align 8 .b8 short__dlmd_signature[8] = {218, 128, 70, 193, 148, 249};
+.visible .global .align 8 .b8 zero__dlmd_signature[8];
+.visible .global .align 8 .b8 long__dlmd_signature[8] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+.visible .global .align 8 .b8 bad__dlmd_signature[8] = {1, x};
 .visible .global .align 8 .u64 other = 7;
 .visible .entry add_index(
 ";
         let found = signature_digests(ptx);
-        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found.len(), 5, "{found:?}");
         assert_eq!(found["add_index"], 1234567890123);
         assert_eq!(found["sums"], 42);
         assert_eq!(
             found["transpose"],
             u64::from_le_bytes([230, 46, 253, 4, 234, 15, 146, 220])
         );
+        // PTX leaves out trailing zero bytes, and the initializer of a zero.
+        assert_eq!(
+            found["short"],
+            u64::from_le_bytes([218, 128, 70, 193, 148, 249, 0, 0])
+        );
+        assert_eq!(found["zero"], 0);
+        // Nine bytes, or one that is not a byte, is no digest.
+        assert!(!found.contains_key("long") && !found.contains_key("bad"));
     }
 
     #[test]

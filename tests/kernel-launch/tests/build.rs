@@ -44,6 +44,24 @@ fn the_nested_build_has_the_dependants_features() {
 }
 
 #[test]
+fn every_kernel_of_a_crate_has_its_digest_read() {
+    // Whatever form LLVM writes a digest in (a `u64`, eight bytes, fewer bytes where the last
+    // are zeros), each entry point's is found, and equals the launcher's.
+    let ptx = dlmd_example_kernels::PTX;
+    let entries: Vec<&str> = ptx
+        .lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry ")?.strip_suffix('('))
+        .collect();
+    let digests = signature_digests(ptx);
+    assert!(entries.len() >= 10, "{entries:?}");
+    for entry in &entries {
+        assert!(digests.contains_key(*entry), "{entry}: {digests:?}");
+    }
+    assert_eq!(digests["matmul"], dlmd_example_kernels::matmul__dlmd_signature);
+    assert_eq!(digests["add_index"], dlmd_example_kernels::add_index__dlmd_signature);
+}
+
+#[test]
 fn a_kernel_built_with_other_features_has_another_digest() {
     // The PTX of the same source with the crate's defaults (`single` off), which the nested
     // build made before it got the dependant's features: the tokens of the signature are the
