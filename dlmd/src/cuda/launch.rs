@@ -381,10 +381,7 @@ mod tests {
             u64::from_le_bytes([230, 46, 253, 4, 234, 15, 146, 220])
         );
         // PTX leaves out trailing zero bytes, and the initializer of a zero.
-        assert_eq!(
-            found["short"],
-            u64::from_le_bytes([218, 128, 70, 193, 148, 249, 0, 0])
-        );
+        assert_eq!(found["short"], u64::from_le_bytes([218, 128, 70, 193, 148, 249, 0, 0]));
         assert_eq!(found["zero"], 0);
         // Nine bytes, or one that is not a byte, is no digest.
         assert!(!found.contains_key("long") && !found.contains_key("bad"));
