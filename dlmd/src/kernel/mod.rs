@@ -33,6 +33,7 @@
 //! On the host, device views stay out of reach: indexing them does not compile, and a
 //! [`Thread`] cannot be made.
 
+mod aligned;
 mod atomic;
 pub mod block;
 mod context;

@@ -1,6 +1,8 @@
 //! A thread's four neighbouring elements moved at once (kernels only): as one vector load and
 //! store where they are contiguous and aligned, otherwise as four loads before four stores.
 
+use super::aligned::{Align4, Align8, Align16};
+
 /// `f` on four elements: all four read, `f` on the values, all four written, so that a thread
 /// keeps four loads in flight (the compiler moves no load above a store it cannot tell apart).
 /// `f` sees what it would through the elements; a read it does not make (a plain write) the
@@ -36,16 +38,6 @@ pub(crate) unsafe fn four<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I
     unsafe { pd.write(vd) };
 }
 
-/// Four elements aligned to their size, read and written as one vector.
-macro_rules! aligned {
-    ($($name:ident $align:literal),*) => {$(
-        #[repr(C, align($align))]
-        #[derive(Clone, Copy)]
-        struct $name<T>([T; 4]);
-    )*};
-}
-aligned!(Align4 4, Align8 8, Align16 16);
-
 /// [`four`] over four contiguous elements from `first`, moved as one vector load and store
 /// where their size allows it (4, 8 or 16 bytes).
 ///
@@ -57,7 +49,7 @@ aligned!(Align4 4, Align8 8, Align16 16);
 pub(crate) unsafe fn four_contiguous<I, T: Copy>(f: &mut impl FnMut(I, &mut T), indices: [I; 4], first: *mut T) {
     macro_rules! vector {
         ($v:ident) => {{
-            let p = first.cast::<$v<T>>();
+            let p = first.cast::<$v<T, 4>>();
             // SAFETY: four elements from `first`, aligned to their size (caller).
             let $v([mut a, mut b, mut c, mut d]) = unsafe { p.read() };
             let [ia, ib, ic, id] = indices;
@@ -88,9 +80,9 @@ pub(crate) unsafe fn four_contiguous<I, T: Copy>(f: &mut impl FnMut(I, &mut T), 
 unsafe fn read_contiguous<T: Copy>(first: *const T) -> [T; 4] {
     match 4 * size_of::<T>() {
         // SAFETY: four readable elements from `first`, aligned to their size (caller).
-        4 => unsafe { first.cast::<Align4<T>>().read().0 },
+        4 => unsafe { first.cast::<Align4<T, 4>>().read().0 },
         // SAFETY: as above.
-        8 => unsafe { first.cast::<Align8<T>>().read().0 },
+        8 => unsafe { first.cast::<Align8<T, 4>>().read().0 },
         16 => {
             let (a, b, c, d): (u32, u32, u32, u32);
             // SAFETY: sixteen readable bytes at `first`, 16-aligned (caller), in global memory

@@ -103,22 +103,12 @@ impl<T: DlElement, E: Extents, L: Layout, const K: usize, const TRANSPOSED: bool
         };
     }
 
-    /// The tile's extents, all static.
-    #[inline(always)]
-    pub(super) fn shape() -> E::Index {
-        let mut shape = E::Index::zeros();
-        for (d, extent) in shape.as_mut().iter_mut().enumerate() {
-            *extent = E::static_extent(d).unwrap_or(0);
-        }
-        shape
-    }
-
     /// Index `m` of thread `thread`'s share of the tile: element `thread + m · THREADS` in the
     /// partition's order.
     #[inline(always)]
     pub(super) fn index<const THREADS: usize>(thread: usize, m: usize) -> E::Index {
         Self::check::<THREADS>();
-        let shape = Self::shape();
+        let shape = super::tile::static_shape::<E>();
         // Below `K · THREADS`, the tile's size: inside it, so the index is `Some`.
         unravel(thread + m * THREADS, shape, shape, Self::FIRST_FASTEST, true).unwrap_or(shape)
     }

@@ -172,38 +172,33 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
     }
 }
 
-/// `K` elements aligned to `ALIGN` bytes, read as one vector.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Aligned<T, const K: usize, A> {
-    elements: [T; K],
-    _align: [A; 0],
+/// The extents of a tile of extents `E`, all static (a dynamic one, which no tile has, as 0).
+#[inline(always)]
+pub(super) fn static_shape<E: Extents>() -> E::Index {
+    let mut shape = E::Index::zeros();
+    for (d, extent) in shape.as_mut().iter_mut().enumerate() {
+        *extent = E::static_extent(d).unwrap_or(0);
+    }
+    shape
 }
 
-/// Zero-sized types of 8- and 16-byte alignment, for [`Aligned`].
-#[repr(align(8))]
-#[derive(Clone, Copy)]
-struct Align8;
-#[repr(align(16))]
-#[derive(Clone, Copy)]
-struct Align16;
-
 /// The `K` readable elements `stride` apart from `first`: one vector load where they are
-/// neighbours and `first` is aligned to their size (4, 8 or 16 bytes), `K` loads otherwise.
+/// neighbours and `first` is aligned to their size (8 or 16 bytes), `K` loads otherwise.
 ///
 /// # Safety
 ///
 /// The `K` elements are readable, and nothing writes them meanwhile.
 #[inline(always)]
 unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
+    use crate::kernel::aligned::{Align8, Align16};
     let bytes = K * size_of::<T>();
     if stride == 1 && (first as usize).is_multiple_of(bytes) {
         match bytes {
             // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to
             // their size (checked), which is the vector's.
-            16 => return unsafe { first.cast::<Aligned<T, K, Align16>>().read().elements },
+            16 => return unsafe { first.cast::<Align16<T, K>>().read().0 },
             // SAFETY: as above.
-            8 => return unsafe { first.cast::<Aligned<T, K, Align8>>().read().elements },
+            8 => return unsafe { first.cast::<Align8<T, K>>().read().0 },
             _ => {}
         }
     }
@@ -448,14 +443,9 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     /// As for [`TileSet::tiles`], for this tile's bytes.
     #[inline(always)]
     unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L::Layout, Writable> {
-        let mut index = E::Index::zeros();
-        for (d, extent) in index.as_mut().iter_mut().enumerate() {
-            // Every extent is static (`SPAN`): the type's own.
-            *extent = E::static_extent(d).unwrap_or(0);
-        }
         let _ = Self::TILE_BYTES;
-        // SAFETY: static extents whose span fits in 48 KiB (`SPAN`).
-        let mapping = unsafe { L::mapping(E::from_array_unchecked(index)) };
+        // SAFETY: static extents (every one is: `SPAN`) whose span fits in 48 KiB (`SPAN`).
+        let mapping = unsafe { L::mapping(E::from_array_unchecked(static_shape::<E>())) };
         // SAFETY: `base` is in the block's shared memory (caller), whose generic addresses are
         // not NULL. No NULL test: a pointer chosen between `base` and another would lose the
         // compiler's knowledge that it is shared memory.
