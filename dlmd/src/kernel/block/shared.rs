@@ -17,10 +17,8 @@ use core::arch::nvptx;
 /// generic ones.
 #[inline(always)]
 pub(super) fn dynamic_shared() -> *mut u8 {
-    /// What the array's alignment comes from.
-    #[repr(C, align(16))]
-    struct Align16([u8; 16]);
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Align16>().cast::<u8>()
+    // The array's alignment is the type's.
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<crate::kernel::aligned::Align16<u8, 16>>().cast::<u8>()
 }
 
 /// `bar.sync 0`: every thread of the block waits for the others, and memory written before is
