@@ -84,39 +84,31 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         with("'scope", &launch_types),
     );
     let written = signature_digest(&name.to_string(), &with("'_", &types));
-    // The block size a cooperative kernel needs, which the launcher enforces and the digest
-    // carries; `None` for any.
     let is_block = context.as_ref().is_some_and(|(_, _, ty)| is_block(ty));
-    // The block size the launch must have: a `Block`'s, `block_threads = N` for an element-wise
-    // kernel, or none. The dynamic shared memory the launcher reserves: a `Block`'s tiles and
-    // scratch; `None` leaves it to the launch (an element-wise kernel's own).
-    let (block_threads, shared_bytes) = match (&context, &fixed_threads) {
-        (Some((_, _, ty)), None) => {
-            let ty = &with("'static", std::slice::from_ref(ty))[0];
-            let shared = quote!(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES);
-            (
-                quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS),
-                if is_block {
-                    quote!(::core::option::Option::Some(#shared))
-                } else {
-                    quote!(::core::option::Option::<u32>::None)
-                },
-            )
+    if let (Some(n), true) = (&fixed_threads, is_block) {
+        return Err(syn::Error::new(
+            n.span(),
+            "a cooperative kernel's block size is its `Block`'s: `block_threads` is for element-wise kernels",
+        ));
+    }
+    let context_type = context
+        .as_ref()
+        .map(|(_, _, ty)| with("'static", std::slice::from_ref(ty)).remove(0));
+    // The block size the launch must have, which the launcher enforces and the digest carries:
+    // `block_threads = N` of an element-wise kernel, or its context's (a `Block`'s; `None` for
+    // a `Thread` or no context).
+    let block_threads = match (&fixed_threads, &context_type) {
+        (Some(n), _) => quote!(::core::option::Option::Some(#n)),
+        (None, Some(ty)) => quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS),
+        (None, None) => quote!(::core::option::Option::<u32>::None),
+    };
+    // The dynamic shared memory the launcher reserves: a `Block`'s tiles and scratch; `None`
+    // leaves it to the launch (an element-wise kernel's own).
+    let shared_bytes = match &context_type {
+        Some(ty) if is_block => {
+            quote!(::core::option::Option::Some(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES))
         }
-        (_, Some(n)) if !is_block => (
-            quote!(::core::option::Option::Some(#n)),
-            quote!(::core::option::Option::<u32>::None),
-        ),
-        (_, Some(n)) => {
-            return Err(syn::Error::new(
-                n.span(),
-                "a cooperative kernel's block size is its `Block`'s: `block_threads` is for element-wise kernels",
-            ));
-        }
-        (None, None) => (
-            quote!(::core::option::Option::<u32>::None),
-            quote!(::core::option::Option::<u32>::None),
-        ),
+        _ => quote!(::core::option::Option::<u32>::None),
     };
     // The digest as the compiler resolves it: the written signature with each parameter
     // type's fingerprint (`cfg`-chosen aliases, features), the block size and the block's
