@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 pub(crate) mod sealed {
     pub trait Sealed<P> {}
-    pub trait Same {}
 }
 
 /// What a launch needs to know of one argument besides its parameter form.
@@ -128,7 +127,7 @@ macro_rules! same_property {
             label = "the parameter `{N}` takes `{Other}`",
             note = $note
         )]
-        pub trait $name<$other: $bound, N>: $bound + sealed::Same {
+        pub trait $name<$other: $bound, N>: $bound {
             /// The view, as one whose property is `Other`: itself.
             #[doc(hidden)]
             fn same<$($lt),*, $($generic: $generic_bound),*>(view: &$v $from) -> $to;
@@ -142,8 +141,6 @@ macro_rules! same_property {
         }
     };
 }
-
-impl<X> sealed::Same for X {}
 
 same_property!(
     /// The argument's element type is the parameter's.
