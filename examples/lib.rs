@@ -95,9 +95,9 @@ extern "C" __global__ void transpose_tiled(dlmd::view<float, 2> src, dlmd::view<
 "#;
 
     /// Row sums in C++ over `dlmd::view` the way CUB's `BlockReduce` does them: one block per
-    /// row (grid-stride; any whole number of warps, up to 1024 threads), `float4` loads, warp
-    /// shuffles, the warps' sums through shared memory. Rows must be 16-aligned
-    /// (`cols % 4 == 0`).
+    /// row (grid-stride; any whole number of warps, up to 1024 threads), `float4` streaming
+    /// loads (`__ldcs`, as the Rust kernels' partitions read), warp shuffles, the warps' sums
+    /// through shared memory. Rows must be 16-aligned (`cols % 4 == 0`).
     pub const ROW_SUMS: &str = r#"
 extern "C" __global__ void row_sums(dlmd::view<float, 2> x, dlmd::view<float, 1> sums) {
     __shared__ float warp_sums[2][32];
@@ -107,7 +107,7 @@ extern "C" __global__ void row_sums(dlmd::view<float, 2> x, dlmd::view<float, 1>
         const float4* row = (const float4*)&x(r, 0);
         float s = 0.0f;
         for (long long j = t; j < cols / 4; j += blockDim.x) {
-            float4 v = __ldg(&row[j]);
+            float4 v = __ldcs(&row[j]);
             s += (v.x + v.y) + (v.z + v.w);
         }
         for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);

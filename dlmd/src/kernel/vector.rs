@@ -88,10 +88,12 @@ unsafe fn read_contiguous<T: Copy>(first: *const T) -> [T; 4] {
             // SAFETY: sixteen readable bytes at `first`, 16-aligned (caller), in global memory
             // (a kernel's view) that nothing writes while the read-only view lives, which is
             // what the non-coherent path (`.nc`) asks. One vector load, which the compiler
-            // would otherwise split where the elements are used one by one.
+            // would otherwise split where the elements are used one by one. The elements are
+            // a partition's, each read by one thread once, so they take no room in L1
+            // (`.cs`, evict first).
             unsafe {
                 core::arch::asm!(
-                    "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
+                    "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.cs.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
                     p = in(reg64) first,
                     a = out(reg32) a,
                     b = out(reg32) b,

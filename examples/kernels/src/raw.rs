@@ -32,6 +32,30 @@ mod ops {
     #[repr(C, align(16))]
     pub struct Float4(pub [f32; 4]);
 
+    /// The four `f32` at `p` by one streaming load, as CUDA C++'s `__ldcs` on read-only data
+    /// (`ld.global.cs.nc`: the line is evicted first), the load the safe kernels' partitions use.
+    ///
+    /// # Safety
+    ///
+    /// `p` is 16-aligned global memory that nothing writes during the kernel.
+    #[inline(always)]
+    pub unsafe fn load_streaming(p: *const f32) -> [f32; 4] {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: sixteen readable bytes at `p`, aligned and not written meanwhile (caller).
+        unsafe {
+            asm!(
+                "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.cs.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
+                p = in(reg64) p,
+                a = out(reg32) a,
+                b = out(reg32) b,
+                c = out(reg32) c,
+                d = out(reg32) d,
+                options(pure, readonly, nostack),
+            )
+        };
+        [a, b, c, d]
+    }
+
     /// The launch's dynamic shared memory, as CUDA C++'s `extern __shared__` array, which must
     /// hold `BYTES` bytes: the kernel traps where the launch gave it fewer.
     #[inline(always)]
@@ -225,8 +249,9 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
             let mut sum = 0.0f32;
             let mut j = 4 * t;
             while j + 4 <= cols {
-                // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller).
-                let ops::Float4(v) = unsafe { row.wrapping_add(j).cast::<ops::Float4>().read() };
+                // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller), which
+                // nothing writes during the kernel (`x` is read-only).
+                let v = unsafe { ops::load_streaming(row.wrapping_add(j)) };
                 sum += (v[0] + v[1]) + (v[2] + v[3]);
                 j += 4 * crate::ROW_SUMS_THREADS;
             }
