@@ -48,6 +48,10 @@ program="$work/first-kernel/target/release/first-kernel"
 echo "first-kernel: built; src/main.rs is $(wc -l < "$template/src/main.rs") lines, with no cudarc in the manifest and no unsafe"
 ! grep -q cudarc "$template/Cargo.toml" && ! grep -rq unsafe "$template/src"
 if [ -n "$out" ]; then mkdir -p "$out" && cp "$program" "$out/"; fi
+# The kernel body type-checked on the host, as the README has a user ask for it.
+(cd "$work/first-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" DLMD_PTX=skip \
+    cargo check --quiet --target-dir target/kernel-check)
+echo "first-kernel: its kernel body type-checks on the host (--cfg dlmd_kernel_check)"
 
 # 3. Its run.
 status=0

@@ -1,5 +1,5 @@
 //! Procedural macros of [dlmd](https://docs.rs/dlmd): `#[derive(DlElement)]`, `dlmd!` and
-//! `#[dlmd::kernel]`.
+//! `#[dlmd::kernel]` with `#[dlmd::device]`.
 //!
 //! Use them through the `dlmd` crate, which re-exports them; this crate's version is pinned by
 //! `dlmd` and the two are released together.
@@ -10,6 +10,7 @@
     clippy::missing_safety_doc
 )]
 
+mod device;
 mod element;
 mod kernel;
 mod options;
@@ -37,4 +38,11 @@ pub fn dlmd(input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn kernel(args: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(args.into(), item.into()).into()
+}
+
+/// Keeps an item for kernels (and host builds that type-check them); documented on the
+/// re-export in `dlmd`.
+#[proc_macro_attribute]
+pub fn device(args: TokenStream, item: TokenStream) -> TokenStream {
+    device::expand(args.into(), item.into()).into()
 }

@@ -100,7 +100,8 @@ fn view_every_error() {
 
 /// The expansion of `#[dlmd::kernel(args)] item`, formatted and split by target: what a build
 /// for `nvptx64` sees (the PTX entry point, its signature digest and launch bounds), and what
-/// the host sees (the digest it compares and the launcher).
+/// the host sees (the digest it compares, the launcher, and the body that a build with
+/// `--cfg dlmd_kernel_check` type-checks).
 fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
     let output = crate::kernel::expand(args, item);
     let file: syn::File = syn::parse2(output).expect("`#[dlmd::kernel]` expands to items");
@@ -111,6 +112,8 @@ fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
             syn::Item::Const(c) => &c.attrs,
             syn::Item::Struct(s) => &s.attrs,
             syn::Item::Mod(m) => &m.attrs,
+            // The body's copy for host builds that type-check kernels (`dlmd::__device!`).
+            syn::Item::Macro(m) => &m.attrs,
             other => panic!("unexpected item in the expansion: {}", quote!(#other)),
         };
         // The arguments struct is the same on both targets: shown with the host's items.
@@ -226,4 +229,19 @@ fn kernel_option_errors_name_what_to_change() {
             "{args}: {output}"
         );
     }
+}
+
+#[test]
+fn device_items_go_through_dlmd() {
+    let helper = quote!(
+        fn twice(x: f32) -> f32 {
+            2.0 * x
+        }
+    );
+    let expanded = crate::device::expand(quote!(), helper.clone()).to_string();
+    assert_eq!(expanded, quote!(::dlmd::__device! { #helper }).to_string());
+    let renamed = crate::device::expand(quote!(crate = my::dlmd), helper.clone()).to_string();
+    assert_eq!(renamed, quote!(my::dlmd::__device! { #helper }).to_string());
+    let refused = crate::device::expand(quote!(inline), helper).to_string();
+    assert!(refused.contains("takes one option: `crate = path`"), "{refused}");
 }

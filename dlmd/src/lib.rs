@@ -220,6 +220,10 @@ pub use dlmd_derive::DlElement;
 /// a view on another device than the stream's is an error, as is a module whose kernel of this
 /// name was built from another signature (the PTX carries a digest of it).
 ///
+/// The body is compiled for `nvptx64` only; a host build with `--cfg dlmd_kernel_check`
+/// type-checks it too, so that `cargo check` and rust-analyzer show its errors in place
+/// ([`kernel::check`]). Helpers it calls that the host cannot compile are [`device`] items.
+///
 /// Parameters are device and managed views ([`DeviceMdspan`], [`DeviceMdspanMut`], …) and
 /// [`DlElement`] scalars, by value, with `'_` for a view's lifetime. Refused at compile time:
 /// generics, a return value, `async`, `const`, `unsafe`, an ABI, references and named lifetimes.
@@ -235,6 +239,24 @@ pub use dlmd_derive::DlElement;
 #[cfg(feature = "derive")]
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use dlmd_derive::kernel;
+
+/// Marks an item of a kernel crate that kernels use and the host does not: a helper function
+/// over device views, a shared body of several kernels, a module of them. It is compiled for
+/// `nvptx64`, left out of the host build, and kept where a host build type-checks kernel
+/// bodies ([`kernel::check`]), in place of a `#[cfg(target_arch = "nvptx64")]` that would hide
+/// it from that check:
+///
+/// ```text
+/// #[dlmd::device]
+/// fn product(x: DeviceMdspan<'_, f32, Dims<1>>, y: DeviceMdspan<'_, f32, Dims<1>>, i: usize) -> f32 {
+///     x[[i]] * y[[i]] // a read-only device view indexes in a kernel, not on the host
+/// }
+/// ```
+///
+/// `#[dlmd::device(crate = path)]` names dlmd where it is not `::dlmd`.
+#[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+pub use dlmd_derive::device;
 
 /// Builds a host view over an array, a slice or a `Vec` in one line, checking at compile time
 /// what it can see.

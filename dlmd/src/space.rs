@@ -104,7 +104,7 @@ pub trait HostAccessible: MemorySpace {}
 /// [`Shared`]: crate::view::Shared
 /// [`Unique`]: crate::view::Unique
 #[cfg_attr(
-    not(target_arch = "nvptx64"),
+    not(any(target_arch = "nvptx64", dlmd_kernel_check)),
     diagnostic::on_unimplemented(
         message = "elements of a `{Self}` view with `{A}` access cannot be reached through references on the host",
         label = "the CPU cannot address this memory",
@@ -113,7 +113,7 @@ pub trait HostAccessible: MemorySpace {}
     )
 )]
 #[cfg_attr(
-    target_arch = "nvptx64",
+    any(target_arch = "nvptx64", dlmd_kernel_check),
     diagnostic::on_unimplemented(
         message = "elements of a `{Self}` view with `{A}` access cannot be reached through references in a kernel",
         label = "every thread of the kernel holds this view",
@@ -461,6 +461,20 @@ mod kernel_rules {
     impl<K: DeviceKind> Reborrow<Atomic> for Opaque<K> {}
 
     impl Reachable<Shared> for Managed {}
+    impl Reachable<Shared> for Device {}
+    impl Reachable<Shared> for BlockShared {}
+}
+
+/// A host build that type-checks kernel bodies (`--cfg dlmd_kernel_check`, see
+/// [`kernel::check`](crate::kernel::check)) takes the rules of both sides where they differ: the
+/// host's (every view borrows again, managed memory is reached as host memory) and the kernel's
+/// (read-only device, managed and tile views are reached through references). It accepts every
+/// body that one side accepts; the `nvptx64` build still applies the kernel's rules alone.
+#[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
+mod checked_rules {
+    use super::{BlockShared, Device, Reachable};
+    use crate::access::Shared;
+
     impl Reachable<Shared> for Device {}
     impl Reachable<Shared> for BlockShared {}
 }

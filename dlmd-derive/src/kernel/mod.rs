@@ -164,6 +164,10 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     body.sig.ident = format_ident!("__dlmd_kernel_body");
     body.vis = syn::Visibility::Inherited;
     body.attrs.retain(|a| !a.path().is_ident("doc"));
+    // The same body on the host, which only a build that type-checks kernel bodies keeps
+    // (`dlmd::kernel::check`): nothing calls it.
+    let mut host_body = body.clone();
+    host_body.sig.ident = format_ident!("__dlmd_check_{}", name);
 
     let param_checks: Vec<_> = launch_types
         .iter()
@@ -264,6 +268,12 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #launch_bounds
 
         #args_struct
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #krate::__device! {
+            #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
+            #host_body
+        }
 
         /// The digest of the kernel's signature, which its launcher checks in the PTX.
         #[cfg(target_arch = "nvptx64")]

@@ -1,8 +1,10 @@
-//! Elementary functions for kernels, which `core` does not have (kernels only).
+//! Elementary functions for kernels, which `core` does not have (kernels, and host builds that
+//! type-check kernel bodies: [`check`](super::check)).
 
 /// `e^x` for `f32`, as CUDA's `__expf`: `2^(x log2 e)` by the GPU's `ex2.approx` (relative
 /// error about 2⁻²² plus the rounding of `x log2 e`; subnormal results flush to zero). `-∞`
 /// gives 0 and NaN gives NaN.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     let scaled = x * core::f32::consts::LOG2_E;
@@ -19,6 +21,15 @@ pub fn exp(x: f32) -> f32 {
     out
 }
 
+/// `e^x` in a kernel; in a host build that type-checks kernel bodies
+/// ([`kernel::check`](super::check)), a stand-in that refuses to run.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn exp(x: f32) -> f32 {
+    let _ = x;
+    super::check::device_only("dlmd::kernel::math::exp")
+}
+
+#[cfg(target_arch = "nvptx64")]
 unsafe extern "C" {
     #[link_name = "llvm.fma.f32"]
     fn fma_f32(a: f32, b: f32, c: f32) -> f32;
@@ -27,8 +38,17 @@ unsafe extern "C" {
 /// `a × b + c` for `f32` with one rounding, as CUDA's `fmaf` (PTX `fma.rn.f32`): one
 /// instruction where `a * b + c` is two, since Rust never fuses a product and a sum on its own.
 /// The inner step of a matrix product.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn mul_add(a: f32, b: f32, c: f32) -> f32 {
     // SAFETY: LLVM's fused multiply-add of three values, defined for every input.
     unsafe { fma_f32(a, b, c) }
+}
+
+/// `a × b + c` in a kernel; in a host build that type-checks kernel bodies
+/// ([`kernel::check`](super::check)), a stand-in that refuses to run.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+    let _ = (a, b, c);
+    super::check::device_only("dlmd::kernel::math::mul_add")
 }

@@ -36,11 +36,12 @@
 mod aligned;
 mod atomic;
 pub mod block;
+pub mod check;
 mod context;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 pub mod math;
 mod param;
 #[cfg(target_arch = "nvptx64")]

@@ -190,7 +190,7 @@ pub fn softmax_rows_short(
 }
 
 /// The body of the softmax kernels: rows of up to `K × THREADS` elements, `K` a thread.
-#[cfg(target_arch = "nvptx64")]
+#[dlmd::device]
 #[inline(always)]
 fn softmax<const THREADS: usize, const K: usize>(
     block: Block<'_, THREADS>,
@@ -230,7 +230,7 @@ pub type MatmulTileB = TileOf<f32, (Const<8>, Const<128>)>;
 
 /// `acc[m][n] += x[m] · y[n]`, fused multiply-adds in registers (the loops unroll: their
 /// counts are known when the kernel is compiled).
-#[cfg(target_arch = "nvptx64")]
+#[dlmd::device]
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
 pub(crate) fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32; N]; M], x: &[f32; M], y: &[f32; N]) {

@@ -115,24 +115,8 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
             Some((line, block.lines().next().unwrap_or("")))
         })
         .collect();
-    let mut refused = 0;
-    for (i, line) in source.lines().enumerate() {
-        let Some((_, message)) = line.split_once("// refused: ") else {
-            continue;
-        };
-        refused += 1;
-        let number = i + 1;
-        assert!(
-            errors.iter().any(|&(l, first)| l == number && first.contains(message)),
-            "line {number} is not refused with \"{message}\"; the errors: {errors:#?}\n{log}"
-        );
-    }
+    let refused = dlmd_tests_kernels::assert_marked_errors(&source, "refused", &errors, &log);
     assert_eq!(refused, 9);
-    assert_eq!(
-        errors.len(),
-        refused,
-        "one error per refused line, no other: {errors:#?}"
-    );
 }
 
 #[test]

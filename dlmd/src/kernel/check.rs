@@ -1,0 +1,64 @@
+//! Kernel bodies type-checked on the host, so that `cargo check` and rust-analyzer report their
+//! errors where they are, in seconds, on the stable toolchain.
+//!
+//! A kernel body is compiled for `nvptx64` only, by the nested build of `dlmd-build`; a plain
+//! host build of the kernel crate makes the launchers and leaves the bodies out, since the host
+//! refuses what a kernel may do (index a read-only device view, for one). A host build with
+//! `--cfg dlmd_kernel_check` also compiles each `#[dlmd::kernel]` body, as a function nothing
+//! calls, and each helper marked `#[dlmd::device]`:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg dlmd_kernel_check" DLMD_PTX=skip cargo check --target-dir target/check
+//! ```
+//!
+//! (`DLMD_PTX=skip` leaves the nested build out, and the target directory of its own keeps the
+//! flag from rebuilding the main one.) rust-analyzer does the same with these settings:
+//!
+//! ```json
+//! {
+//!     "rust-analyzer.cargo.cfgs": ["debug_assertions", "miri", "dlmd_kernel_check"],
+//!     "rust-analyzer.cargo.extraEnv": { "RUSTFLAGS": "--cfg dlmd_kernel_check", "DLMD_PTX": "skip" },
+//!     "rust-analyzer.cargo.targetDir": true
+//! }
+//! ```
+//!
+//! Such a build applies the rules of both sides where they differ
+//! ([`Reachable`](crate::space::Reachable), [`Reborrow`](crate::space::Reborrow)): it accepts a
+//! body the kernel's rules accept, and host code the host's rules accept, so it never reports an
+//! error the real builds would not. It can miss one: a body that borrows a mutable device view
+//! again compiles there, and the `nvptx64` build still refuses it. A view or context of a
+//! kernel cannot be made on the host ([`Thread`](super::Thread) and
+//! [`Block`](super::Block) have no values there), and what exists only on the GPU
+//! (`kernel::math::exp`) is a stand-in that refuses to run: the build is for
+//! checking.
+
+/// Items compiled for `nvptx64`, and on the host where kernel bodies are type-checked
+/// (`--cfg dlmd_kernel_check`); nothing elsewhere. What `#[dlmd::kernel]` and
+/// `#[dlmd::device]` expand to.
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __device {
+    ($($item:tt)*) => {
+        $($item)*
+    };
+}
+
+/// Items compiled for `nvptx64`, and on the host where kernel bodies are type-checked
+/// (`--cfg dlmd_kernel_check`); nothing elsewhere. What `#[dlmd::kernel]` and
+/// `#[dlmd::device]` expand to.
+#[cfg(not(any(target_arch = "nvptx64", dlmd_kernel_check)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __device {
+    ($($item:tt)*) => {};
+}
+
+/// The body of a device-only function in a host build that type-checks kernels: such a build
+/// is for checking, and what it made does not run.
+#[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
+#[cold]
+#[track_caller]
+pub(crate) fn device_only(name: &str) -> ! {
+    panic!("`{name}` runs in kernels only; this host build (`--cfg dlmd_kernel_check`) type-checks kernel bodies")
+}

@@ -1,0 +1,62 @@
+//! Kernel bodies with mistakes, each reported in place by a host build with
+//! `--cfg dlmd_kernel_check` (`tests/kernel-launch/tests/build.rs` runs `cargo check` so).
+//! Each mistaken line carries an `error:` comment naming the message; every other line is
+//! accepted, among them what only a kernel may do (index a read-only device view, call
+//! `kernel::math`).
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+
+use dlmd::kernel::{Block, Thread, math};
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+
+/// A read-only view read (a kernel may) into a variable of the wrong type.
+#[dlmd::kernel]
+pub fn wrong_type(thread: Thread, x: DeviceMdspan<'_, f32, Dims<1>>, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let first: u32 = x[[0]]; // error: mismatched types
+    thread.for_each_mut(&mut out, |_, y| *y = first as f32);
+}
+
+/// A mutable view indexed: every thread holds it.
+#[dlmd::kernel]
+pub fn index_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let first = out[[0]]; // error: cannot be reached through references in a kernel
+    thread.for_each_mut(&mut out, |_, y| *y += first);
+}
+
+/// A helper of the kernels with a mistake of its own.
+#[dlmd::device]
+fn shifted(x: DeviceMdspan<'_, f32, Dims<1>>, i: usize) -> f32 {
+    math::exp(x[[i]]) + 1u8 // error: cannot add `u8` to `f32`
+}
+
+/// A kernel calling the helper, rightly.
+#[dlmd::kernel]
+pub fn through_a_helper(thread: Thread, x: DeviceMdspan<'_, f32, Dims<1>>, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    thread.for_each_mut(&mut out, |[i], y| *y = shifted(x, i));
+}
+
+/// A read-only view written.
+#[dlmd::kernel]
+pub fn write_a_read_only_view(x: DeviceMdspan<'_, f32, Dims<1>>) {
+    x[[0]] = 1.0; // error: cannot assign to data in an index of
+}
+
+/// A read-only view handed out for writing.
+#[dlmd::kernel]
+pub fn write_through_for_each_mut(thread: Thread, mut x: DeviceMdspan<'_, f32, Dims<1>>) {
+    thread.for_each_mut(&mut x, |_, y| *y = 0.0); // error: `for_each_mut` writes a mutable view
+}
+
+/// A cooperative kernel without a mistake: the largest element of each row of up to 256.
+#[dlmd::kernel]
+pub fn row_maxima(block: Block<'_, 64>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let mut block = block;
+    for mut chunk in block.chunks(maxima, [1]) {
+        let [i] = chunk.origin();
+        let own = block.each(|lane| {
+            let values: [f32; 4] = lane.gather(x.extent(1), f32::NEG_INFINITY, |j| x[[i, j]]);
+            values.into_iter().fold(f32::NEG_INFINITY, f32::max)
+        });
+        let largest = block.max(own);
+        block.store(&mut chunk, |_| largest);
+    }
+}
