@@ -49,7 +49,7 @@ echo "first-kernel: built; src/main.rs is $(wc -l < "$template/src/main.rs") lin
 ! grep -q cudarc "$template/Cargo.toml" && ! grep -rq unsafe "$template/src"
 if [ -n "$out" ]; then mkdir -p "$out" && cp "$program" "$out/"; fi
 # The kernel body type-checked on the host, as the README has a user ask for it.
-(cd "$work/first-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" DLMD_PTX=skip \
+(cd "$work/first-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" \
     cargo check --quiet --target-dir target/kernel-check)
 echo "first-kernel: its kernel body type-checks on the host (--cfg dlmd_kernel_check)"
 

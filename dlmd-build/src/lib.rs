@@ -66,7 +66,8 @@ pub const PTX_ENV: &str = "DLMD_KERNELS_PTX";
 /// The variable that chooses what the build script does: `build` (the default) compiles the
 /// kernels; `skip` writes no PTX, for `cargo check` and editors that need no kernels
 /// (`Kernels::load` then says so); `prebuilt` takes the PTX the crate ships
-/// ([`PtxBuild::prebuilt`]). On docs.rs (`DOCS_RS`) nothing is built either.
+/// ([`PtxBuild::prebuilt`]). On docs.rs (`DOCS_RS`) nothing is built either, nor in a host
+/// build that type-checks kernel bodies (`--cfg dlmd_kernel_check`, `dlmd::kernel::check`).
 pub const MODE_ENV: &str = "DLMD_PTX";
 
 /// How the PTX file of a crate whose kernels were not built begins (then the reason); dlmd's
@@ -182,6 +183,12 @@ impl PtxBuild {
         let mode = std::env::var(MODE_ENV).unwrap_or_default();
         if std::env::var_os("DOCS_RS").is_some() {
             return self.write_ptx(&format!("{NOT_BUILT}DOCS_RS is set (docs.rs builds no kernels)\n"));
+        }
+        // A host build that type-checks kernel bodies (`dlmd::kernel::check`) runs none.
+        if std::env::var_os("CARGO_CFG_DLMD_KERNEL_CHECK").is_some() {
+            return self.write_ptx(&format!(
+                "{NOT_BUILT}the build type-checks kernel bodies (--cfg dlmd_kernel_check)\n"
+            ));
         }
         match mode.as_str() {
             "" | "build" => {}

@@ -17,6 +17,10 @@ pub fn assert_marked_errors(source: &str, marker: &str, errors: &[(usize, &str)]
             "line {number} is not reported with \"{message}\"; the errors: {errors:#?}\n{log}"
         );
     }
-    assert_eq!(errors.len(), marked, "one error per marked line, no other: {errors:#?}\n{log}");
+    assert_eq!(
+        errors.len(),
+        marked,
+        "one error per marked line, no other: {errors:#?}\n{log}"
+    );
     marked
 }

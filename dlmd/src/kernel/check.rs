@@ -8,16 +8,16 @@
 //! calls, and each helper marked `#[dlmd::device]`:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg dlmd_kernel_check" DLMD_PTX=skip cargo check --target-dir target/check
+//! RUSTFLAGS="--cfg dlmd_kernel_check" cargo check --target-dir target/kernel-check
 //! ```
 //!
-//! (`DLMD_PTX=skip` leaves the nested build out, and the target directory of its own keeps the
-//! flag from rebuilding the main one.) rust-analyzer does the same with these settings:
+//! (`dlmd-build` runs no nested build there, and the target directory of its own keeps the flag
+//! from rebuilding the main one.) rust-analyzer does the same with these settings:
 //!
 //! ```json
 //! {
 //!     "rust-analyzer.cargo.cfgs": ["debug_assertions", "miri", "dlmd_kernel_check"],
-//!     "rust-analyzer.cargo.extraEnv": { "RUSTFLAGS": "--cfg dlmd_kernel_check", "DLMD_PTX": "skip" },
+//!     "rust-analyzer.cargo.extraEnv": { "RUSTFLAGS": "--cfg dlmd_kernel_check" },
 //!     "rust-analyzer.cargo.targetDir": true
 //! }
 //! ```

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-/// `cargo check` of the fixture `tests/kernels/check` for the host with `rustflags`, without
-/// the nested `nvptx64` build (`DLMD_PTX=skip`); its output.
+/// `cargo check` of the fixture `tests/kernels/check` for the host with `rustflags` (with
+/// `--cfg dlmd_kernel_check`, its build script runs no nested `nvptx64` build); its output.
 fn check(rustflags: &str, target: &str) -> (bool, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/check");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -24,7 +24,6 @@ fn check(rustflags: &str, target: &str) -> (bool, String) {
         .arg("--target-dir")
         .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join(target))
         .env("RUSTFLAGS", rustflags)
-        .env("DLMD_PTX", "skip")
         .output()
         .expect("cargo runs");
     let log = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -37,6 +36,7 @@ fn a_host_check_with_the_flag_reports_each_mistake_of_a_kernel_body_in_place() {
         .expect("the fixture's source");
     let (ok, log) = check("--cfg dlmd_kernel_check", "kernel-check");
     assert!(!ok, "the mistakes compiled:\n{log}");
+    assert!(!log.contains("nvptx64"), "a nested build ran:\n{log}");
     // `src/lib.rs:LINE:COLUMN: error[...]: message`, one line each.
     let errors: Vec<(usize, &str)> = log
         .lines()
