@@ -31,10 +31,10 @@ fn blocks(blocks: usize) -> LaunchConfig {
     }
 }
 
-/// `blocks` blocks of the row sums' size in a row.
-fn row_blocks(blocks: usize) -> LaunchConfig {
+/// `blocks` blocks of `threads` threads in a row, for the row sums.
+fn row_blocks(blocks: usize, threads: usize) -> LaunchConfig {
     LaunchConfig {
-        block_dim: (rust::ROW_SUMS_THREADS as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
         ..self::blocks(blocks)
     }
 }
@@ -145,7 +145,15 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     let host: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
     let expected: Vec<f32> = (0..rows).map(|i| host[i * cols..(i + 1) * cols].iter().sum()).collect();
     let x = stream.clone_htod(&host)?;
-    let got = row_sums_with!(stream, kernels, rust::row_sums_block, &x, (rows, cols), row_blocks(5));
+    let (narrow, wide) = (rust::ROW_SUMS_THREADS, rust::ROW_SUMS_WIDE_THREADS);
+    let got = row_sums_with!(
+        stream,
+        kernels,
+        rust::row_sums_block,
+        &x,
+        (rows, cols),
+        row_blocks(5, narrow)
+    );
     compare("row_sums_block 37x1000", &got, &expected)?;
     let got = row_sums_with!(
         stream,
@@ -153,9 +161,27 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
         rust::row_sums_block_raw,
         &x,
         (rows, cols),
-        raw(row_blocks(5), rust::ROW_SUMS_BLOCK_RAW_SHARED)
+        raw(row_blocks(5, narrow), rust::ROW_SUMS_BLOCK_RAW_SHARED)
     );
     compare("row_sums_block_raw 37x1000", &got, &expected)?;
+    let got = row_sums_with!(
+        stream,
+        kernels,
+        rust::row_sums_block_wide,
+        &x,
+        (rows, cols),
+        row_blocks(5, wide)
+    );
+    compare("row_sums_block_wide 37x1000", &got, &expected)?;
+    let got = row_sums_with!(
+        stream,
+        kernels,
+        rust::row_sums_block_wide_raw,
+        &x,
+        (rows, cols),
+        raw(row_blocks(5, wide), rust::ROW_SUMS_BLOCK_RAW_SHARED)
+    );
+    compare("row_sums_block_wide_raw 37x1000", &got, &expected)?;
     // The softmax of each row, against the CPU's within the GPU's `exp` (ex2.approx) error.
     let (rows, cols) = (37, 1000);
     let host: Vec<f32> = (0..rows * cols).map(|k| ((k * 37 % 101) as f32 - 50.0) / 7.0).collect();
@@ -319,18 +345,34 @@ fn bench_row_sums(
     let a = &stream.alloc_zeros::<f32>(rows * cols)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
     let mut out = stream.alloc_zeros::<f32>(rows)?;
-    let grid = row_blocks(rows);
+    // Long rows take the wide blocks; the C++ reference runs on the same block size.
+    let wide = cols >= rust::ROW_SUMS_WIDE_COLS;
+    let threads = if wide {
+        rust::ROW_SUMS_WIDE_THREADS
+    } else {
+        rust::ROW_SUMS_THREADS
+    };
+    let grid = row_blocks(rows, threads);
     let mut sides = Sides::new(4);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut sums = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut out, Dims::new([rows]))?;
         let safe = cover.time_scoped(stream, |s| {
-            rust::row_sums_block(s.launch(stream, kernels, grid), x, sums.as_view_mut())
+            let launch = s.launch(stream, kernels, grid);
+            if wide {
+                rust::row_sums_block_wide(launch, x, sums.as_view_mut())
+            } else {
+                rust::row_sums_block(launch, x, sums.as_view_mut())
+            }
         })?;
         let raw = cover.time_scoped(stream, |s| {
-            let grid = raw(grid, rust::ROW_SUMS_BLOCK_RAW_SHARED);
-            rust::row_sums_block_raw(s.launch(stream, kernels, grid), x, sums.as_view_mut())
+            let launch = s.launch(stream, kernels, raw(grid, rust::ROW_SUMS_BLOCK_RAW_SHARED));
+            if wide {
+                rust::row_sums_block_wide_raw(launch, x, sums.as_view_mut())
+            } else {
+                rust::row_sums_block_raw(launch, x, sums.as_view_mut())
+            }
         })?;
         let (kx, ks) = (x.kernel_view(), sums.kernel_view());
         let c = cover.time(stream, || {
@@ -348,7 +390,7 @@ fn bench_row_sums(
     let (safe, raw, c, copy) = (m[0], m[1], m[2], m[3]);
     let read = (rows * cols * 4) as f64;
     println!(
-        "bench row_sums {rows}x{cols} f32: safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read), device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
+        "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read), device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
         read / safe / 1e6,
         read / c / 1e6,
         2.0 * read / copy / 1e6,

@@ -10,9 +10,9 @@ use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 /// The dynamic shared memory [`transpose_tiled_raw`] needs: a 32 × 33 `f32` array.
 pub const TRANSPOSE_TILED_RAW_SHARED: u32 = 32 * 33 * 4;
 
-/// The dynamic shared memory [`row_sums_block_raw`] needs: two turns of one `f32` a warp, for up
-/// to 8 warps.
-pub const ROW_SUMS_BLOCK_RAW_SHARED: u32 = 2 * 8 * 4;
+/// The dynamic shared memory [`row_sums_block_raw`] and [`row_sums_block_wide_raw`] need: two
+/// turns of one `f32` a warp, for up to 32 warps.
+pub const ROW_SUMS_BLOCK_RAW_SHARED: u32 = 2 * 32 * 4;
 
 /// The dynamic shared memory [`softmax_rows_raw`] and [`softmax_rows_short_raw`] need: two turns
 /// of one `f32` a warp, for up to 32 warps.
@@ -235,53 +235,74 @@ pub fn transpose_tiled_raw(
 pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    {
-        let (rows, cols) = (x.extent(0), x.extent(1));
-        let (p, out) = (x.data_handle(), sums.data_handle());
-        let (t, block, blocks) = ops::ids();
-        // Two turns of 8 slots: a block of at most 8 warps.
-        const { assert!(crate::ROW_SUMS_THREADS.is_multiple_of(32) && crate::ROW_SUMS_THREADS <= 8 * 32) };
-        let partials = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>();
-        let mut r = block;
-        let mut turn = 0;
-        while r < rows {
-            let row = p.wrapping_add(r * cols);
-            let mut sum = 0.0f32;
-            let mut j = 4 * t;
-            while j + 4 <= cols {
-                // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller), which
-                // nothing writes during the kernel (`x` is read-only).
-                let v = unsafe { ops::load_streaming(row.wrapping_add(j)) };
-                sum += (v[0] + v[1]) + (v[2] + v[3]);
-                j += 4 * crate::ROW_SUMS_THREADS;
-            }
-            // SAFETY: every lane runs the shuffles; the block is whole warps.
-            let sum = unsafe { ops::warp_reduce(sum, &|a, b| a + b) };
-            let slots = partials.wrapping_add(turn * 8);
-            if t % 32 == 0 {
-                // SAFETY: this warp's slot, read after the barrier.
-                unsafe { *slots.wrapping_add(t / 32) = sum };
-            }
-            // SAFETY: reached by every thread (uniform loop).
-            unsafe { core::arch::nvptx::_syncthreads() };
-            let total = if t % 32 < crate::ROW_SUMS_THREADS / 32 {
-                // SAFETY: one of the warps' slots written before the barrier.
-                unsafe { *slots.wrapping_add(t % 32) }
-            } else {
-                0.0
-            };
-            // SAFETY: every lane runs the shuffles.
-            let total = unsafe { ops::warp_reduce(total, &|a, b| a + b) };
-            if t == 0 {
-                // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
-                unsafe { *out.wrapping_add(r) = total };
-            }
-            turn ^= 1;
-            r += blocks;
-        }
-    }
+    row_sums_raw::<{ crate::ROW_SUMS_THREADS }>(x, sums);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, sums);
+}
+
+/// [`row_sums_block_wide`](crate::row_sums_block_wide) written raw, as [`row_sums_block_raw`]
+/// is. Launch with blocks of [`ROW_SUMS_WIDE_THREADS`](crate::ROW_SUMS_WIDE_THREADS) and
+/// [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic shared memory.
+#[dlmd::kernel]
+pub fn row_sums_block_wide_raw(
+    thread: Thread,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    sums: DeviceMdspanMut<'_, f32, Dims<1>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    row_sums_raw::<{ crate::ROW_SUMS_WIDE_THREADS }>(x, sums);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (x, sums);
+}
+
+/// The body of the raw row sums, for blocks of `THREADS`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn row_sums_raw<const THREADS: usize>(x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let (rows, cols) = (x.extent(0), x.extent(1));
+    let (p, out) = (x.data_handle(), sums.data_handle());
+    let (t, block, blocks) = ops::ids();
+    // Two turns of 32 slots: a block of at most 32 warps.
+    const { assert!(THREADS.is_multiple_of(32) && THREADS <= 32 * 32) };
+    let partials = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>();
+    let mut r = block;
+    let mut turn = 0;
+    while r < rows {
+        let row = p.wrapping_add(r * cols);
+        let mut sum = 0.0f32;
+        let mut j = 4 * t;
+        while j + 4 <= cols {
+            // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller), which
+            // nothing writes during the kernel (`x` is read-only).
+            let v = unsafe { ops::load_streaming(row.wrapping_add(j)) };
+            sum += (v[0] + v[1]) + (v[2] + v[3]);
+            j += 4 * THREADS;
+        }
+        // SAFETY: every lane runs the shuffles; the block is whole warps.
+        let sum = unsafe { ops::warp_reduce(sum, &|a, b| a + b) };
+        let slots = partials.wrapping_add(turn * 32);
+        if t % 32 == 0 {
+            // SAFETY: this warp's slot, read after the barrier.
+            unsafe { *slots.wrapping_add(t / 32) = sum };
+        }
+        // SAFETY: reached by every thread (uniform loop).
+        unsafe { core::arch::nvptx::_syncthreads() };
+        let total = if t % 32 < THREADS / 32 {
+            // SAFETY: one of the warps' slots written before the barrier.
+            unsafe { *slots.wrapping_add(t % 32) }
+        } else {
+            0.0
+        };
+        // SAFETY: every lane runs the shuffles.
+        let total = unsafe { ops::warp_reduce(total, &|a, b| a + b) };
+        if t == 0 {
+            // SAFETY: element `r` of `sums`, written by this block's thread 0 alone.
+            unsafe { *out.wrapping_add(r) = total };
+        }
+        turn ^= 1;
+        r += blocks;
+    }
 }
 
 /// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (16 a thread), shuffles

@@ -79,25 +79,36 @@ fn row_sums_by_block_reduction_match_the_cpu() {
             .map(|k| ((k / cols * 7 + k % cols * 3) % 11) as f32 - 5.0)
             .collect();
         let expected: Vec<f32> = (0..rows).map(|i| x[i * cols..(i + 1) * cols].iter().sum()).collect();
-        for blocks in [rows, 5] {
+        // Blocks of 128 and, for long rows, of 512 (`row_sums_block_wide`).
+        for (blocks, wide) in [(rows, false), (5, false), (rows, true), (5, true)] {
             let d_x = stream.clone_htod(&x).unwrap();
             let mut d_sums = stream.alloc_zeros::<f32>(rows).unwrap();
             {
                 let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, cols])).unwrap();
                 let mut sums = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_sums, Dims::new([rows])).unwrap();
                 cuda::scope(|s| {
-                    kernels::row_sums_block(
-                        s.launch(&stream, &module, grid(blocks, kernels::ROW_SUMS_THREADS as u32)),
-                        x,
-                        sums.as_view_mut(),
-                    )
+                    if wide {
+                        let threads = kernels::ROW_SUMS_WIDE_THREADS as u32;
+                        kernels::row_sums_block_wide(
+                            s.launch(&stream, &module, grid(blocks, threads)),
+                            x,
+                            sums.as_view_mut(),
+                        )
+                    } else {
+                        let threads = kernels::ROW_SUMS_THREADS as u32;
+                        kernels::row_sums_block(
+                            s.launch(&stream, &module, grid(blocks, threads)),
+                            x,
+                            sums.as_view_mut(),
+                        )
+                    }
                 })
                 .unwrap();
             }
             assert_eq!(
                 stream.clone_dtoh(&d_sums).unwrap(),
                 expected,
-                "{rows} x {cols}, {blocks} blocks"
+                "{rows} x {cols}, {blocks} blocks, wide: {wide}"
             );
         }
     }
