@@ -56,7 +56,7 @@ macro_rules! __device {
 
 /// The body of a device-only function in a host build that type-checks kernels: such a build
 /// is for checking, and what it made does not run.
-#[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
+#[cfg(all(not(target_arch = "nvptx64"), any(dlmd_kernel_check, doc)))]
 #[cold]
 #[track_caller]
 pub(crate) fn device_only(name: &str) -> ! {

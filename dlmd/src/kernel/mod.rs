@@ -41,7 +41,8 @@ mod context;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
-#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+// Documented on the host too, where only a build that type-checks kernels has it.
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check, doc))]
 pub mod math;
 mod param;
 #[cfg(target_arch = "nvptx64")]
