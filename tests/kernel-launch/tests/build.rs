@@ -166,4 +166,6 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     assert_eq!(body.matches("bar.sync").count(), 1, "{body}");
     assert!(body.contains("shfl.sync.bfly.b32"), "{body}");
     assert!(body.contains("st.shared.b32"), "{body}");
+    // The row is read four neighbours at a time, by streaming loads that keep no line in L1.
+    assert!(body.contains("ld.global.cs.nc.v4.b32"), "{body}");
 }
