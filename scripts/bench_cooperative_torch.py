@@ -2,13 +2,22 @@
 in the same GPU run: a device copy of the same bytes (the reference both report against),
 x.t().contiguous() at 8192 x 8192, torch.sum(x, dim=1) and torch.softmax(x, dim=1) at
 8192 x 8192 and 65536 x 1024, float32, and torch.matmul at 4096 x 4096 x 4096, float32 with
-TF32 off (cuBLAS's f32 kernels, the reference of the tiled matrix product). Each side alternated with the copy, round by round: medians of 25 timed rounds after 5
-to warm up, CUDA events."""
+TF32 off (cuBLAS's f32 kernels, the reference of the tiled matrix product). Each side alternated
+with the copy, round by round: medians of 25 timed rounds after 5 to warm up, CUDA events.
+
+Each timed span follows a 128 MiB device copy queued just before it, as the Rust side's
+`timing::Cover`: the GPU is busy while the host dispatches the call, so the span holds the GPU's
+work alone (without it, torch's dispatch, some microseconds, is timed as GPU time), and the L2
+cache holds none of the operand, as on the Rust side."""
 import torch
+
+_cover_from = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+_cover_to = torch.empty_like(_cover_from)
 
 
 def timed(f):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    _cover_to.copy_(_cover_from)
     start.record()
     f()
     end.record()
