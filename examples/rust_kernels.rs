@@ -1,7 +1,8 @@
 //! Kernels written in Rust (`examples/kernels`), launched through their typed launchers: each is
 //! checked against the CPU, and with `--bench` timed against the C++ kernel over `view.cuh` of
 //! the same work (NVRTC, on the same grid) and a device-to-device copy of the same bytes,
-//! alternated in one run (medians of 25 rounds, CUDA events).
+//! alternated in one run (medians of 25 rounds, CUDA events, each span after a device copy that
+//! keeps the GPU busy while the host launches: `timing::Cover`).
 //!
 //! Run with `cargo run --release --features kernels --example rust_kernels [-- --bench]` on a
 //! machine with an NVIDIA GPU; building needs the nightly toolchain with `rust-src` (for the
@@ -14,7 +15,7 @@ use dlmd::{Dims, LayoutLeft, LayoutRight, dlmd};
 use dlmd_example_kernels as rust;
 use dlmd_examples::cxx::{ADD_INDEX, TRANSPOSE, add_index_grid, compile};
 use dlmd_examples::median;
-use dlmd_examples::timing::{time, time_scoped};
+use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -151,13 +152,14 @@ fn bench_add_index(
 ) -> Result<(), Box<dyn Error>> {
     let extents = [1024usize, 1024, 256];
     let (mut rust_ms, mut cxx_ms, mut copy_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let mut view = cuda::device_view_mut::<f32, Dims<3>, LayoutRight>(a, Dims::new(extents))?;
-        let r = time_scoped(stream, |s| {
+        let r = cover.time_scoped(stream, |s| {
             rust::add_index(s.launch(stream, kernels, add_index_grid(extents)), view.as_view_mut())
         })?;
         let kv = view.kernel_view();
-        let c = time(stream, || {
+        let c = cover.time(stream, || {
             let mut launch = stream.launch_builder(cxx);
             launch.arg(&kv);
             // SAFETY: `kv` is a live device view of `a` on this stream's device, and the event
@@ -165,7 +167,7 @@ fn bench_add_index(
             unsafe { launch.launch(add_index_grid(extents)) }?;
             Ok(())
         })?;
-        let d = time(stream, || Ok(stream.memcpy_dtod(&*a, &mut *b)?))?;
+        let d = cover.time(stream, || Ok(stream.memcpy_dtod(&*a, &mut *b)?))?;
         if round >= WARM_UP {
             rust_ms.push(r);
             cxx_ms.push(c);
@@ -184,14 +186,15 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
     // C++: one element a thread; Rust: four neighbours a thread along `x` (the partition's).
     let (grid, rust_grid) = (transpose_grid(rows, cols), transpose_grid(rows / 4, cols));
     let (mut rust_ms, mut cxx_ms, mut copy_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
         let mut dst = cuda::device_view_mut::<f32, Dims<2>, LayoutLeft>(b, Dims::new([rows, cols]))?;
-        let r = time_scoped(stream, |s| {
+        let r = cover.time_scoped(stream, |s| {
             rust::transpose(s.launch(stream, kernels, rust_grid), src, dst.as_view_mut())
         })?;
         let (ks, kd) = (src.kernel_view(), dst.kernel_view());
-        let c = time(stream, || {
+        let c = cover.time(stream, || {
             let mut launch = stream.launch_builder(cxx);
             launch.arg(&ks).arg(&kd);
             // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited for
@@ -199,7 +202,7 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
             unsafe { launch.launch(grid) }?;
             Ok(())
         })?;
-        let d = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        let d = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         if round >= WARM_UP {
             rust_ms.push(r);
             cxx_ms.push(c);
@@ -225,14 +228,15 @@ fn bench_row_sums(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
     let mut sums = stream.alloc_zeros::<f32>(rows)?;
     let (mut rust_ms, mut copy_ms) = (Vec::new(), Vec::new());
+    let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
-        let r = time_scoped(stream, |s| {
+        let r = cover.time_scoped(stream, |s| {
             stream.memset_zeros(&mut sums)?;
             let out = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(&mut sums, Dims::new([rows]))?;
             rust::row_sums(s.launch(stream, kernels, row_sums_grid(rows)), x, out.into_atomic())
         })?;
-        let d = time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
+        let d = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
         if round >= WARM_UP {
             rust_ms.push(r);
             copy_ms.push(d);
