@@ -241,7 +241,8 @@ pub use dlmd_derive::DlElement;
 pub use dlmd_derive::kernel;
 
 /// Marks an item of a kernel crate that kernels use and the host does not: a helper function
-/// over device views, a shared body of several kernels, a module of them. It is compiled for
+/// over device views, a shared body of several kernels, a module of them, or a `use` of what
+/// only kernels have (`#[dlmd::device] use dlmd::kernel::math;`). It is compiled for
 /// `nvptx64`, left out of the host build, and kept where a host build type-checks kernel
 /// bodies ([`kernel::check`]), in place of a `#[cfg(target_arch = "nvptx64")]` that would hide
 /// it from that check:

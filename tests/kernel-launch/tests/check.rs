@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 /// `cargo check` of the fixture `tests/kernels/check` for the host with `rustflags` (with
-/// `--cfg dlmd_kernel_check`, its build script runs no nested `nvptx64` build); its output.
+/// `--cfg dlmd_kernel_check`, its build script runs no nested `nvptx64` build; without it,
+/// `DLMD_PTX=skip` keeps that build out); its output.
 fn check(rustflags: &str, target: &str) -> (bool, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/check");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -24,6 +25,7 @@ fn check(rustflags: &str, target: &str) -> (bool, String) {
         .arg("--target-dir")
         .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join(target))
         .env("RUSTFLAGS", rustflags)
+        .env("DLMD_PTX", if rustflags.is_empty() { "skip" } else { "build" })
         .output()
         .expect("cargo runs");
     let log = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -49,4 +51,13 @@ fn a_host_check_with_the_flag_reports_each_mistake_of_a_kernel_body_in_place() {
         .collect();
     let marked = dlmd_tests_kernels::assert_marked_errors(&source, "error", &errors, &log);
     assert_eq!(marked, 5);
+}
+
+#[test]
+fn a_plain_host_check_compiles_the_launchers_and_leaves_the_bodies_out() {
+    // The same crate without the flag: its launchers compile, and the bodies, the helper and
+    // the import that only kernels use are not compiled (nor warned about).
+    let (ok, log) = check("", "plain-check");
+    assert!(ok, "the plain host check failed:\n{log}");
+    assert!(!log.contains("warning"), "{log}");
 }

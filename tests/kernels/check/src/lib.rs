@@ -1,12 +1,16 @@
 //! Kernel bodies with mistakes, each reported in place by a host build with
-//! `--cfg dlmd_kernel_check` (`tests/kernel-launch/tests/build.rs` runs `cargo check` so).
+//! `--cfg dlmd_kernel_check` (`tests/kernel-launch/tests/check.rs` runs `cargo check` so); a
+//! plain host build, which makes only the launchers, compiles.
 //! Each mistaken line carries an `error:` comment naming the message; every other line is
 //! accepted, among them what only a kernel may do (index a read-only device view, call
 //! `kernel::math`).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
-use dlmd::kernel::{Block, Thread, math};
+use dlmd::kernel::{Block, Thread};
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+// What only kernels use, imported for them (a plain host build has no `kernel::math`).
+#[dlmd::device]
+use dlmd::kernel::math;
 
 /// A read-only view read (a kernel may) into a variable of the wrong type.
 #[dlmd::kernel]
