@@ -29,8 +29,9 @@
 //! again compiles there, and the `nvptx64` build still refuses it. A view or context of a
 //! kernel cannot be made on the host ([`Thread`](super::Thread) and
 //! [`Block`](super::Block) have no values there), and what exists only on the GPU
-//! (`kernel::math::exp`) is a stand-in that refuses to run: the build is for
-//! checking.
+//! (`kernel::math::exp`) is a stand-in that refuses to run: the build is for checking. The
+//! kernel's rules there let host code index a read-only device view too; doing so refuses to run
+//! (it panics before reading), so that a program built this way stays sound.
 
 /// Items compiled for `nvptx64`, and on the host where kernel bodies are type-checked
 /// (`--cfg dlmd_kernel_check`); nothing elsewhere. What `#[dlmd::kernel]` and
@@ -59,6 +60,39 @@ macro_rules! __device {
 #[cfg(all(not(target_arch = "nvptx64"), any(dlmd_kernel_check, doc)))]
 #[cold]
 #[track_caller]
-pub(crate) fn device_only(name: &str) -> ! {
-    panic!("`{name}` runs in kernels only; this host build (`--cfg dlmd_kernel_check`) type-checks kernel bodies")
+pub(crate) fn device_only(what: &str) -> ! {
+    panic!("{what} runs in kernels only; this host build (`--cfg dlmd_kernel_check`) type-checks kernel bodies")
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64"), dlmd_kernel_check))]
+mod tests {
+    use crate::layout::{LayoutRight, RightMapping};
+    use crate::space::Device;
+    use crate::{Dims, Mdspan, view::Shared};
+
+    #[test]
+    fn a_device_view_indexed_on_the_host_refuses_to_run() {
+        // A "device" view over host memory: what the host check's rules let index must still
+        // not be read on the host.
+        let mut data = [1.0f32, 2.0];
+        let mapping = RightMapping::new(Dims::new([2])).expect("two elements");
+        // SAFETY: two `f32`s of `data`, which outlives the view and nothing else touches.
+        let view: Mdspan<'_, f32, Dims<1>, LayoutRight, Device, Shared> =
+            unsafe { Mdspan::from_raw_parts(data.as_mut_ptr(), mapping, Device::new(0)) };
+        let get = || {
+            std::hint::black_box(view.get([0]));
+        };
+        let index = || {
+            std::hint::black_box(view[[1]]);
+        };
+        let iterate = || {
+            std::hint::black_box(view.iter().count());
+        };
+        let reads: [&dyn Fn(); 3] = [&get, &index, &iterate];
+        for read in reads {
+            let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_err();
+            let message = refused.downcast_ref::<String>().expect("a formatted message");
+            assert!(message.contains("runs in kernels only"), "{message}");
+        }
+    }
 }

@@ -15,6 +15,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
     /// The element at `index`, or `None` outside the extents.
     #[inline]
     pub fn get(&self, index: E::Index) -> Option<&T> {
+        refuse_device_memory_on_the_host::<S>();
         let offset = self.checked_offset(&index)?;
         // SAFETY: `index` is inside the extents, so `offset` is inside the span, one allocation
         // (an in-bounds offset, which keeps the pointer non-null: no check of it follows).
@@ -31,6 +32,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
     /// `index` is inside the extents.
     #[inline(always)]
     pub unsafe fn get_unchecked(&self, index: E::Index) -> &T {
+        refuse_device_memory_on_the_host::<S>();
         // SAFETY: the caller promises `index` is inside the extents, so the offset is in the span.
         unsafe { &*self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
     }
@@ -82,6 +84,19 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> Mdspan<'a, T
     }
 }
 
+/// Nothing, but in a host build that type-checks kernel bodies (`kernel::check`): there the
+/// kernel's rules let read-only device views reach their elements, so that kernel bodies
+/// compile, and host code of such a build that reaches one refuses to run before reading (the
+/// CPU cannot address device memory). A constant test: no code elsewhere.
+#[inline(always)]
+#[track_caller]
+fn refuse_device_memory_on_the_host<S: MemorySpace>() {
+    #[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
+    if !S::HOST_READABLE {
+        crate::kernel::check::device_only("reading an element of device memory");
+    }
+}
+
 #[cold]
 #[track_caller]
 pub(crate) fn index_out_of_bounds(index: &[usize], extents: &[usize]) -> ! {
@@ -94,6 +109,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Index<E
     #[inline]
     #[track_caller]
     fn index(&self, index: E::Index) -> &T {
+        refuse_device_memory_on_the_host::<S>();
         // The offset is checked, then the reference made: no `Option<&T>` between them, whose
         // test would compare the pointer with null on every access (a kernel's loop pays it).
         let Some(offset) = self.checked_offset(&index) else {
