@@ -479,6 +479,16 @@ mod checked_rules {
     impl Reachable<Shared> for BlockShared {}
 }
 
+/// What a host build that type-checks kernel bodies (`--cfg dlmd_kernel_check`,
+/// [`kernel::check`](crate::kernel::check)) does where code reaches what only a GPU has (device
+/// memory, `kernel::math`): such a build is for checking, and what it made refuses to run.
+#[cfg(all(not(target_arch = "nvptx64"), any(dlmd_kernel_check, doc)))]
+#[cold]
+#[track_caller]
+pub(crate) fn device_only(what: &str) -> ! {
+    panic!("{what} runs in kernels only; this host build (`--cfg dlmd_kernel_check`) type-checks kernel bodies")
+}
+
 /// Spaces a view of `From` may be converted to, keeping its data.
 #[diagnostic::on_unimplemented(
     message = "a `{From}` view cannot become a `{Self}` view",

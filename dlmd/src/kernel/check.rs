@@ -55,15 +55,6 @@ macro_rules! __device {
     ($($item:tt)*) => {};
 }
 
-/// The body of a device-only function in a host build that type-checks kernels: such a build
-/// is for checking, and what it made does not run.
-#[cfg(all(not(target_arch = "nvptx64"), any(dlmd_kernel_check, doc)))]
-#[cold]
-#[track_caller]
-pub(crate) fn device_only(what: &str) -> ! {
-    panic!("{what} runs in kernels only; this host build (`--cfg dlmd_kernel_check`) type-checks kernel bodies")
-}
-
 #[cfg(all(test, not(target_arch = "nvptx64"), dlmd_kernel_check))]
 mod tests {
     use crate::layout::{LayoutRight, RightMapping};

@@ -25,7 +25,7 @@ pub fn exp(x: f32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = x;
-        super::check::device_only("`dlmd::kernel::math::exp`")
+        crate::space::device_only("`dlmd::kernel::math::exp`")
     }
 }
 
@@ -48,6 +48,6 @@ pub fn mul_add(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = (a, b, c);
-        super::check::device_only("`dlmd::kernel::math::mul_add`")
+        crate::space::device_only("`dlmd::kernel::math::mul_add`")
     }
 }

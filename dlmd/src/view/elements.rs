@@ -93,7 +93,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<Unique>> Mdspan<'a, T
 fn refuse_device_memory_on_the_host<S: MemorySpace>() {
     #[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
     if !S::HOST_READABLE {
-        crate::kernel::check::device_only("reading an element of device memory");
+        crate::space::device_only("reading an element of device memory");
     }
 }
 
