@@ -29,9 +29,9 @@
 //! again compiles there, and the `nvptx64` build still refuses it. A view or context of a
 //! kernel cannot be made on the host ([`Thread`](super::Thread) and
 //! [`Block`](super::Block) have no values there), and what exists only on the GPU
-//! (`kernel::math::exp`) is a stand-in that refuses to run: the build is for checking. The
-//! kernel's rules there let host code index a read-only device view too; doing so refuses to run
-//! (it panics before reading), so that a program built this way stays sound.
+//! (`kernel::math`, `Thread::current`) is a stand-in that refuses to run: the build is for
+//! checking. The kernel's rules there let host code index a read-only device view too; doing so
+//! refuses to run (it panics before reading), so that a program built this way stays sound.
 
 /// Items compiled for `nvptx64`, and on the host where kernel bodies are type-checked
 /// (`--cfg dlmd_kernel_check`); nothing elsewhere. What `#[dlmd::kernel]` and

@@ -70,6 +70,17 @@ impl Thread {
         Thread(Inner)
     }
 
+    /// The running thread, in a kernel; in a host build that type-checks kernel bodies
+    /// ([`kernel::check`](super::check)), a stand-in that refuses to run.
+    ///
+    /// # Safety
+    ///
+    /// As in a kernel: not in a cooperative kernel.
+    #[cfg(all(not(target_arch = "nvptx64"), dlmd_kernel_check))]
+    pub unsafe fn current() -> Thread {
+        crate::space::device_only("`Thread::current`")
+    }
+
     /// This thread's index among all threads of the launch (`x` fastest, then `y`, then `z`,
     /// blocks as threads are).
     #[inline(always)]

@@ -38,6 +38,14 @@ pub fn through_a_helper(thread: Thread, x: DeviceMdspan<'_, f32, Dims<1>>, mut o
     thread.for_each_mut(&mut out, |[i], y| *y = shifted(x, i));
 }
 
+/// A kernel that finds its thread itself, rightly (`Thread::current` exists in kernels only).
+#[dlmd::kernel]
+pub fn current_thread(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    // SAFETY: an element-wise kernel, not a cooperative one.
+    let thread = unsafe { Thread::current() };
+    thread.for_each_mut(&mut out, |[i], y| *y = i as f32);
+}
+
 /// A read-only view written.
 #[dlmd::kernel]
 pub fn write_a_read_only_view(x: DeviceMdspan<'_, f32, Dims<1>>) {
