@@ -45,9 +45,8 @@ macro_rules! __device {
     };
 }
 
-/// Items compiled for `nvptx64`, and on the host where kernel bodies are type-checked
-/// (`--cfg dlmd_kernel_check`); nothing elsewhere. What `#[dlmd::kernel]` and
-/// `#[dlmd::device]` expand to.
+/// The other builds' `__device!`, which drops its items (defined twice because the `cfg` is
+/// dlmd's: an expansion that tested it would test the user's crate).
 #[cfg(not(any(target_arch = "nvptx64", dlmd_kernel_check)))]
 #[doc(hidden)]
 #[macro_export]

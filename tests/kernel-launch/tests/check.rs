@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::process::Command;
 
-/// `cargo check` of the fixture `tests/kernels/check` for the host with `rustflags` (with
-/// `--cfg dlmd_kernel_check`, its build script runs no nested `nvptx64` build; without it,
-/// `DLMD_PTX=skip` keeps that build out); its output.
-fn check(rustflags: &str, target: &str) -> (bool, String) {
+/// `cargo check` of the fixture `tests/kernels/check` for the host, with `--cfg
+/// dlmd_kernel_check` (whose build script then runs no nested `nvptx64` build, even asked to)
+/// or without it (`DLMD_PTX=skip` keeping that build out), in a target directory of its own
+/// for each; whether it passed, and its messages.
+fn check(with_flag: bool) -> (bool, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/check");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
@@ -23,9 +24,9 @@ fn check(rustflags: &str, target: &str) -> (bool, String) {
         .args(["check", "--quiet", "--message-format=short", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join(target))
-        .env("RUSTFLAGS", rustflags)
-        .env("DLMD_PTX", if rustflags.is_empty() { "skip" } else { "build" })
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join(if with_flag { "kernel-check" } else { "plain-check" }))
+        .env("RUSTFLAGS", if with_flag { "--cfg dlmd_kernel_check" } else { "" })
+        .env("DLMD_PTX", if with_flag { "build" } else { "skip" })
         .output()
         .expect("cargo runs");
     let log = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -36,7 +37,7 @@ fn check(rustflags: &str, target: &str) -> (bool, String) {
 fn a_host_check_with_the_flag_reports_each_mistake_of_a_kernel_body_in_place() {
     let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/check/src/lib.rs"))
         .expect("the fixture's source");
-    let (ok, log) = check("--cfg dlmd_kernel_check", "kernel-check");
+    let (ok, log) = check(true);
     assert!(!ok, "the mistakes compiled:\n{log}");
     assert!(!log.contains("nvptx64"), "a nested build ran:\n{log}");
     // `src/lib.rs:LINE:COLUMN: error[...]: message`, one line each.
@@ -57,7 +58,7 @@ fn a_host_check_with_the_flag_reports_each_mistake_of_a_kernel_body_in_place() {
 fn a_plain_host_check_compiles_the_launchers_and_leaves_the_bodies_out() {
     // The same crate without the flag: its launchers compile, and the bodies, the helper and
     // the import that only kernels use are not compiled (nor warned about).
-    let (ok, log) = check("", "plain-check");
+    let (ok, log) = check(false);
     assert!(ok, "the plain host check failed:\n{log}");
     assert!(!log.contains("warning"), "{log}");
 }
