@@ -15,7 +15,7 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use dlmd::cuda::{self, CudaError, Kernels};
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_kernels as rust;
-use dlmd_examples::cxx::{ROW_SUMS, TRANSPOSE_TILED, compile};
+use dlmd_examples::cxx::{ROW_SUMS, TRANSPOSE_CLASSIC, TRANSPOSE_TILED, compile};
 use dlmd_examples::median;
 use dlmd_examples::timing::Cover;
 use std::error::Error;
@@ -125,21 +125,18 @@ fn matmul_blocks(m: usize, n: usize) -> LaunchConfig {
 }
 
 fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Error>> {
-    let (rows, cols) = (300, 71);
-    let host: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
-    let expected: Vec<f32> = (0..rows * cols).map(|k| host[(k % rows) * cols + k / rows]).collect();
-    let src = stream.clone_htod(&host)?;
-    let got = transpose_with!(stream, kernels, rust::transpose_tiled, &src, (rows, cols), blocks(7));
-    compare("transpose_tiled 300x71", &got, &expected)?;
-    let got = transpose_with!(
-        stream,
-        kernels,
-        rust::transpose_tiled_raw,
-        &src,
-        (rows, cols),
-        raw(blocks(7), rust::TRANSPOSE_TILED_RAW_SHARED)
-    );
-    compare("transpose_tiled_raw 300x71", &got, &expected)?;
+    // Rows of 71 (no run aligned: one element at a time), and rows of whole vector runs; both
+    // cut short by the tiles.
+    for (rows, cols) in [(300, 71), (260, 132)] {
+        let host: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
+        let expected: Vec<f32> = (0..rows * cols).map(|k| host[(k % rows) * cols + k / rows]).collect();
+        let src = stream.clone_htod(&host)?;
+        let got = transpose_with!(stream, kernels, rust::transpose_tiled, &src, (rows, cols), blocks(7));
+        compare(&format!("transpose_tiled {rows}x{cols}"), &got, &expected)?;
+        let config = raw(blocks(7), rust::TRANSPOSE_TILED_RAW_SHARED);
+        let got = transpose_with!(stream, kernels, rust::transpose_tiled_raw, &src, (rows, cols), config);
+        compare(&format!("transpose_tiled_raw {rows}x{cols}"), &got, &expected)?;
+    }
     // Small integers: exact sums in any order. The raw twin needs 16-aligned rows.
     let (rows, cols) = (37, 1000);
     let host: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
@@ -287,16 +284,21 @@ impl Sides {
     }
 }
 
-fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFunction) -> Result<(), Box<dyn Error>> {
+fn bench_transpose(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    cxx: &CudaFunction,
+    classic: &CudaFunction,
+) -> Result<(), Box<dyn Error>> {
     let (rows, cols) = (8192usize, 8192usize);
     let a = &stream.alloc_zeros::<f32>(rows * cols)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
-    let grid = blocks(rows.div_ceil(32) * cols.div_ceil(32));
-    let cxx_grid = LaunchConfig {
+    let grid = blocks(rows.div_ceil(64) * cols.div_ceil(64));
+    let classic_grid = LaunchConfig {
         block_dim: (32, 8, 1),
-        ..grid
+        ..blocks(rows.div_ceil(32) * cols.div_ceil(32))
     };
-    let mut sides = Sides::new(4);
+    let mut sides = Sides::new(5);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
@@ -309,28 +311,33 @@ fn bench_transpose(stream: &Arc<CudaStream>, kernels: &Kernels, cxx: &CudaFuncti
             rust::transpose_tiled_raw(s.launch(stream, kernels, grid), src, dst.as_view_mut())
         })?;
         let (ks, kd) = (src.kernel_view(), dst.kernel_view());
-        let c = cover.time(stream, || {
-            let mut launch = stream.launch_builder(cxx);
-            launch.arg(&ks).arg(&kd);
-            // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited for
-            // before either is used again.
-            unsafe { launch.launch(cxx_grid) }?;
-            Ok(())
-        })?;
+        let mut launch_cxx = |function: &CudaFunction, config: LaunchConfig| {
+            cover.time(stream, || {
+                let mut launch = stream.launch_builder(function);
+                launch.arg(&ks).arg(&kd);
+                // SAFETY: `ks` and `kd` are live views of `a` and `b` on this device, waited
+                // for before either is used again.
+                unsafe { launch.launch(config) }?;
+                Ok(())
+            })
+        };
+        let c = launch_cxx(cxx, grid)?;
+        let c_classic = launch_cxx(classic, classic_grid)?;
         let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
-        sides.push(round, &[safe, raw, c, copy]);
+        sides.push(round, &[safe, raw, c, c_classic, copy]);
     }
     let m = sides.medians();
-    let (safe, raw, c, copy) = (m[0], m[1], m[2], m[3]);
+    let (safe, raw, c, c_classic, copy) = (m[0], m[1], m[2], m[3], m[4]);
     let bytes = 2.0 * (rows * cols * 4) as f64;
     let gbs = |ms: f64| bytes / ms / 1e6;
     println!(
-        "bench transpose 8192x8192 f32: safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, C++ (view.cuh, 32x33 tile) {c:.4} ms ({:.0} GB/s), device copy {copy:.4} ms ({:.0} GB/s); safe / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
+        "bench transpose 8192x8192 f32: safe {safe:.4} ms ({:.0} GB/s), raw {raw:.4} ms, C++ (view.cuh, the same 64x65 tiling) {c:.4} ms ({:.0} GB/s), C++ (view.cuh, classic 32x33) {c_classic:.4} ms, device copy {copy:.4} ms ({:.0} GB/s); safe / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / classic C++ = {:.3}, safe / raw = {:.3}",
         gbs(safe),
         gbs(c),
         gbs(copy),
         copy / safe,
         c / safe,
+        c_classic / safe,
         raw / safe
     );
     Ok(())
@@ -505,7 +512,12 @@ fn run() -> Result<(), Box<dyn Error>> {
     let kernels = Kernels::load(&ctx, rust::PTX)?;
     check(&stream, &kernels)?;
     if std::env::args().any(|a| a == "--bench") {
-        bench_transpose(&stream, &kernels, &compile(&ctx, TRANSPOSE_TILED, "transpose_tiled")?)?;
+        bench_transpose(
+            &stream,
+            &kernels,
+            &compile(&ctx, TRANSPOSE_TILED, "transpose_tiled")?,
+            &compile(&ctx, TRANSPOSE_CLASSIC, "transpose_classic")?,
+        )?;
         let row_sums = compile(&ctx, ROW_SUMS, "row_sums")?;
         bench_row_sums(&stream, &kernels, &row_sums, (8192, 8192))?;
         bench_row_sums(&stream, &kernels, &row_sums, (65536, 1024))?;

@@ -90,6 +90,7 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 mod access;
+mod aligned;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod array;

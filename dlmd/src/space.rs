@@ -64,6 +64,10 @@ pub trait MemorySpace: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed
     const NAME: &'static str;
     /// Whether the host may read the memory (so that an importer can check `bool` bytes).
     const HOST_READABLE: bool;
+    /// Whether a kernel reaches the memory as the GPU's global memory (device and managed
+    /// memory), so that its reads may take the global paths (`ld.global.nc`).
+    #[doc(hidden)]
+    const GPU_GLOBAL: bool = false;
     /// The DLPack device of memory in this space.
     fn device(&self) -> DLDevice;
     /// The space of memory on `device`, where its row of the [module table](self) allows it.
@@ -223,6 +227,7 @@ impl MemorySpace for Device {
     const DEVICE_TYPE: DLDeviceType = DLDeviceType::CUDA;
     const NAME: &'static str = "CUDA device";
     const HOST_READABLE: bool = false;
+    const GPU_GLOBAL: bool = true;
     #[inline]
     fn device(&self) -> DLDevice {
         DLDevice::cuda(self.ordinal)
@@ -248,6 +253,7 @@ impl MemorySpace for Managed {
     const DEVICE_TYPE: DLDeviceType = DLDeviceType::CUDA_MANAGED;
     const NAME: &'static str = "CUDA managed";
     const HOST_READABLE: bool = true;
+    const GPU_GLOBAL: bool = true;
     #[inline]
     fn device(&self) -> DLDevice {
         DLDevice {

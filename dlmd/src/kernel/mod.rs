@@ -33,7 +33,6 @@
 //! On the host, device views stay out of reach: indexing them does not compile, and a
 //! [`Thread`] cannot be made.
 
-mod aligned;
 mod atomic;
 pub mod block;
 pub mod check;

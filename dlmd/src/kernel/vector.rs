@@ -1,7 +1,7 @@
 //! A thread's four neighbouring elements moved at once (kernels only): as one vector load and
 //! store where they are contiguous and aligned, otherwise as four loads before four stores.
 
-use super::aligned::{Align4, Align8, Align16};
+use crate::aligned::{Align4, Align8, Align16};
 
 /// `f` on four elements: all four read, `f` on the values, all four written, so that a thread
 /// keeps four loads in flight (the compiler moves no load above a store it cannot tell apart).
@@ -84,25 +84,12 @@ unsafe fn read_contiguous<T: Copy>(first: *const T) -> [T; 4] {
         // SAFETY: as above.
         8 => unsafe { first.cast::<Align8<T, 4>>().read().0 },
         16 => {
-            let (a, b, c, d): (u32, u32, u32, u32);
             // SAFETY: sixteen readable bytes at `first`, 16-aligned (caller), in global memory
             // (a kernel's view) that nothing writes while the read-only view lives, which is
-            // what the non-coherent path (`.nc`) asks. One vector load, which the compiler
-            // would otherwise split where the elements are used one by one. The elements are
-            // a partition's, each read by one thread once, so they take no room in L1
-            // (`.cs`, evict first).
-            unsafe {
-                core::arch::asm!(
-                    "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.cs.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
-                    p = in(reg64) first,
-                    a = out(reg32) a,
-                    b = out(reg32) b,
-                    c = out(reg32) c,
-                    d = out(reg32) d,
-                    options(pure, readonly, nostack),
-                )
-            };
-            [a, b, c, d].map(|x| {
+            // what the non-coherent path asks. The elements are a partition's, each read by one
+            // thread once, so they take no room in L1 (`.cs`, evict first).
+            let words = unsafe { crate::aligned::load_global_v4::<true>(first.cast()) };
+            words.map(|x| {
                 // SAFETY: `T` is 4 bytes (this arm), `Copy`, and these are its bytes as stored.
                 unsafe { core::mem::transmute_copy::<u32, T>(&x) }
             })

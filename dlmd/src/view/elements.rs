@@ -37,6 +37,37 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
         unsafe { &*self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index)) }
     }
 
+    /// The `K` elements from `index` along the view's last dimension (`index`, then its last
+    /// index one more, …), `None` where they pass the extents (or the view has rank 0). One
+    /// vector load where they are neighbours in memory and aligned to their size (a row of a
+    /// row-major view, from an address that is a multiple of 8 or 16 bytes: in a kernel, four
+    /// `f32` as one `float4`), `K` loads otherwise. A run that the edge cuts short is `None`:
+    /// read its elements one by one ([`get`](Self::get)).
+    #[inline(always)]
+    pub fn get_run<const K: usize>(&self, index: E::Index) -> Option<[T; K]> {
+        const { assert!(K > 0, "a run has at least one element") };
+        refuse_device_memory_on_the_host::<S>();
+        let last = E::RANK.checked_sub(1)?;
+        let mut end = index;
+        end.as_mut()[last] = index.as_ref()[last].checked_add(K - 1)?;
+        self.checked_offset(&end)?;
+        let offset = self.checked_offset(&index)?;
+        // SAFETY: `index` and the run's last index are inside the extents (checked above), so
+        // is every index between them, in the span: an in-bounds offset.
+        let first = unsafe { self.ptr.add(offset) }.as_ptr().cast_const();
+        let stride = self.mapping.stride(last);
+        if S::GPU_GLOBAL && cfg!(target_arch = "nvptx64") {
+            // SAFETY: as below; in a kernel, device and managed memory is reached only through
+            // read-only views (`Reachable<Shared>`), which the launch keeps unwritten while
+            // the kernel runs.
+            return Some(unsafe { crate::aligned::read_global_run::<T, K>(first, stride) });
+        }
+        // SAFETY: the run's elements, initialised `T`s reachable from this code
+        // (`S: Reachable<A>`) that nothing writes while the view is borrowed (a reference
+        // view's elements, as `get` hands out), one stride of the last dimension apart.
+        Some(unsafe { crate::aligned::read_run::<T, K>(first, stride) })
+    }
+
     /// The elements in row-major index order, whatever the layout.
     pub fn iter(&self) -> Iter<'_, T, E, L, S, A> {
         Iter {

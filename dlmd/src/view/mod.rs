@@ -411,6 +411,41 @@ mod tests {
     }
 
     #[test]
+    fn runs_read_along_the_last_dimension_and_stop_at_the_edge() {
+        // 16-aligned storage, so that runs from a multiple of four are the vector path.
+        #[repr(align(16))]
+        struct Aligned([f32; 24]);
+        let data = Aligned(core::array::from_fn(|k| k as f32));
+        let right = HostMdspan::<f32, Dims<2>>::from_slice(&data.0, Dims::new([3, 8])).unwrap();
+        assert_eq!(right.get_run::<4>([1, 4]), Some([12.0, 13.0, 14.0, 15.0]));
+        // Unaligned, the same elements one by one.
+        assert_eq!(right.get_run::<4>([2, 1]), Some([17.0, 18.0, 19.0, 20.0]));
+        assert_eq!(right.get_run::<2>([0, 6]), Some([6.0, 7.0]));
+        assert_eq!(
+            right.get_run::<8>([2, 0]),
+            Some(core::array::from_fn(|k| 16.0 + k as f32))
+        );
+        // Past the row's end, past the last row, and an index that would overflow.
+        assert_eq!(right.get_run::<4>([1, 5]), None);
+        assert_eq!(right.get_run::<1>([3, 0]), None);
+        assert_eq!(right.get_run::<2>([0, usize::MAX]), None);
+        // Column-major: the last dimension is a stride of 3 apart.
+        let left = HostMdspan::<f32, Dims<2>, LayoutLeft>::from_slice(&data.0, Dims::new([3, 8])).unwrap();
+        assert_eq!(left.get_run::<4>([2, 3]), Some([11.0, 14.0, 17.0, 20.0]));
+        assert_eq!(left.get_run::<4>([0, 5]), None);
+        // Negative strides run backwards in memory.
+        let reversed = crate::layout::RelaxedMapping::new(Dims::new([2, 4]), [-4, -1], 7).unwrap();
+        let view =
+            HostMdspan::<f32, Dims<2>, crate::layout::LayoutStrideRelaxed>::from_slice_mapping(&data.0, reversed)
+                .unwrap();
+        assert_eq!(view.get_run::<4>([0, 0]), Some([7.0, 6.0, 5.0, 4.0]));
+        assert_eq!(view.get_run::<2>([1, 2]), Some([1.0, 0.0]));
+        let one = [4.5f64];
+        let scalar = HostMdspan::<f64, ()>::from_slice(&one, ()).unwrap();
+        assert_eq!(scalar.get_run::<1>([]), None);
+    }
+
+    #[test]
     fn empty_and_rank_zero() {
         let none: [f64; 0] = [];
         let empty = HostMdspan::<f64, Dims<2>>::from_slice(&none, Dims::new([0, 5])).unwrap();

@@ -97,29 +97,39 @@ pub fn row_sums(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceM
     }
 }
 
-/// The tile of [`transpose_tiled`]: 32 × 32 elements, rows 33 apart, so that a warp reading a
-/// column touches 32 different banks of shared memory.
-pub type TransposeTile = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
+/// The tile of [`transpose_tiled`]: 64 × 64 elements, rows 65 apart, so that the block's
+/// reads down a column meet different banks of shared memory.
+pub type TransposeTile = TileOf<f32, (Const<64>, Const<64>), RightPadded<1>>;
 
 /// `dst[[i, j]] = src[[j, i]]` for row-major matrices, through a block-shared tile: each block
-/// reads a 32 × 32 chunk of `src` along its rows (coalesced) into the tile, and after a barrier
-/// writes it transposed along the rows of `dst` (coalesced too). Six blocks share a
-/// multiprocessor (`min_blocks_per_sm`, 40 registers a thread; left to itself the compiler took
-/// 48, and five). Launch with blocks of 256 threads, one block per 32 × 32 chunk of `dst` or
-/// fewer.
-#[dlmd::kernel(min_blocks_per_sm = 6)]
+/// reads a 64 × 64 chunk of `src` along its rows into the tile, four neighbours a vector load
+/// ([`Mdspan::get_run`](dlmd::Mdspan::get_run), [`Block::write_runs`]), and after a barrier
+/// writes it transposed along the rows of `dst`, four neighbours a vector store
+/// ([`Block::store_runs`]). Both sides are coalesced, and each thread has four loads in flight.
+/// Launch with blocks of 256 threads, one block per 64 × 64 chunk of `dst` or fewer.
+#[dlmd::kernel]
 pub fn transpose_tiled(
     block: Block<'_, 256, TransposeTile>,
     src: DeviceMdspan<'_, f32, Dims<2>>,
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst, [32, 32]) {
+    for mut chunk in block.chunks(dst, [64, 64]) {
         let [i0, j0] = chunk.origin();
-        let written = block.write(tile, |[a, b]| src.get([j0 + a, i0 + b]).copied().unwrap_or(0.0));
+        let written = block.write_runs(tile, |[a, b]| {
+            let [r, k] = [j0 + a, i0 + b];
+            // Cut short at the edge of `src` (or unaligned): one element at a time.
+            src.get_run::<4>([r, k])
+                .unwrap_or_else(|| core::array::from_fn(|q| src.get([r, k + q]).copied().unwrap_or(0.0)))
+        });
         let readable = block.sync(written);
-        block.store(&mut chunk, |[i, j]| readable[[j - j0, i - i0]]);
+        let stored = block.store_runs::<_, _, _, _, 4>(&mut chunk, |[i, j]| {
+            core::array::from_fn(|q| readable.get([j - j0 + q, i - i0]).copied().unwrap_or(0.0))
+        });
         tile = block.sync(readable);
+        if !stored {
+            return;
+        }
     }
 }
 

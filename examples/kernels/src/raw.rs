@@ -7,8 +7,8 @@ use crate::outer_product_add;
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
-/// The dynamic shared memory [`transpose_tiled_raw`] needs: a 32 × 33 `f32` array.
-pub const TRANSPOSE_TILED_RAW_SHARED: u32 = 32 * 33 * 4;
+/// The dynamic shared memory [`transpose_tiled_raw`] needs: a 64 × 65 `f32` array.
+pub const TRANSPOSE_TILED_RAW_SHARED: u32 = 64 * 65 * 4;
 
 /// The dynamic shared memory [`row_sums_block_raw`] and [`row_sums_block_wide_raw`] need: two
 /// turns of one `f32` a warp, for up to 32 warps.
@@ -32,27 +32,38 @@ mod ops {
     #[repr(C, align(16))]
     pub struct Float4(pub [f32; 4]);
 
-    /// The four `f32` at `p` by one streaming load, as CUDA C++'s `__ldcs` on read-only data
-    /// (`ld.global.cs.nc`: the line is evicted first), the load the safe kernels' partitions use.
+    /// The four `f32` at `p` by one non-coherent load: with `STREAMING`, as CUDA C++'s `__ldcs`
+    /// on read-only data (`ld.global.cs.nc`: the line is evicted first), the load the safe
+    /// kernels' partitions use; otherwise as `__ldg` of a `float4`.
     ///
     /// # Safety
     ///
     /// `p` is 16-aligned global memory that nothing writes during the kernel.
     #[inline(always)]
-    pub unsafe fn load_streaming(p: *const f32) -> [f32; 4] {
+    pub unsafe fn load4<const STREAMING: bool>(p: *const f32) -> [f32; 4] {
         let (a, b, c, d): (f32, f32, f32, f32);
-        // SAFETY: sixteen readable bytes at `p`, aligned and not written meanwhile (caller).
-        unsafe {
-            asm!(
-                "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.cs.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
-                p = in(reg64) p,
-                a = out(reg32) a,
-                b = out(reg32) b,
-                c = out(reg32) c,
-                d = out(reg32) d,
-                options(pure, readonly, nostack),
-            )
-        };
+        macro_rules! load {
+            ($hint:literal) => {
+                // SAFETY: sixteen readable bytes at `p`, aligned and not written meanwhile
+                // (caller).
+                unsafe {
+                    asm!(
+                        concat!("{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.", $hint, "nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [g]; }}"),
+                        p = in(reg64) p,
+                        a = out(reg32) a,
+                        b = out(reg32) b,
+                        c = out(reg32) c,
+                        d = out(reg32) d,
+                        options(pure, readonly, nostack),
+                    )
+                }
+            };
+        }
+        if STREAMING {
+            load!("cs.");
+        } else {
+            load!("");
+        }
         [a, b, c, d]
     }
 
@@ -171,8 +182,9 @@ mod ops {
     }
 }
 
-/// [`transpose_tiled`](crate::transpose_tiled) written raw: a 32 × 33 shared array, the 256 threads
-/// as 32 × 8, bare barriers. Launch with blocks of 256 threads and
+/// [`transpose_tiled`](crate::transpose_tiled) written raw: a 64 × 65 shared array, each of
+/// the 256 threads moving four runs of four neighbours (`float4` loads and stores where the
+/// rows are 16-aligned), bare barriers. Launch with blocks of 256 threads and
 /// [`TRANSPOSE_TILED_RAW_SHARED`] bytes of dynamic shared memory.
 #[dlmd::kernel]
 pub fn transpose_tiled_raw(
@@ -186,37 +198,61 @@ pub fn transpose_tiled_raw(
         let (rows, cols) = (src.extent(0), src.extent(1));
         let (s, d) = (src.data_handle(), dst.data_handle());
         let (t, block, blocks) = ops::ids();
-        let (tx, ty) = (t % 32, t / 32);
-        let (chunk_rows, chunk_cols) = (cols.div_ceil(32), rows.div_ceil(32));
+        let (a0, b) = (t / 16, t % 16 * 4);
+        let (chunk_rows, chunk_cols) = (cols.div_ceil(64), rows.div_ceil(64));
+        // Whole rows of both matrices start 16-aligned.
+        let vector = cols.is_multiple_of(4)
+            && rows.is_multiple_of(4)
+            && (s as usize).is_multiple_of(16)
+            && (d as usize).is_multiple_of(16);
         let tile = ops::shared::<{ TRANSPOSE_TILED_RAW_SHARED as usize }>();
         let mut c = block;
         while c < chunk_rows * chunk_cols {
-            let (i0, j0) = (c / chunk_cols * 32, c % chunk_cols * 32);
-            let mut a = ty;
-            while a < 32 {
-                let (r, k) = (j0 + a, i0 + tx);
-                let value = if r < rows && k < cols {
-                    // SAFETY: inside `src`'s extents, row-major.
-                    unsafe { *s.wrapping_add(r * cols + k) }
+            let (i0, j0) = (c / chunk_cols * 64, c % chunk_cols * 64);
+            let mut v = [[0.0f32; 4]; 4];
+            for (m, run) in v.iter_mut().enumerate() {
+                let (r, k) = (j0 + a0 + 16 * m, i0 + b);
+                if vector && r < rows && k + 3 < cols {
+                    // SAFETY: four elements inside `src`'s extents, row-major, 16-aligned
+                    // (`vector`), which nothing writes during the kernel.
+                    *run = unsafe { ops::load4::<false>(s.wrapping_add(r * cols + k)) };
                 } else {
-                    0.0
-                };
-                // SAFETY: element (a, tx) of the 32 × 33 array, this thread's in this phase.
-                unsafe { *tile.wrapping_add(a * 33 + tx) = value };
-                a += 8;
+                    for (q, x) in run.iter_mut().enumerate() {
+                        if r < rows && k + q < cols {
+                            // SAFETY: inside `src`'s extents, row-major.
+                            *x = unsafe { *s.wrapping_add(r * cols + k + q) };
+                        }
+                    }
+                }
+            }
+            for (m, run) in v.iter().enumerate() {
+                for (q, &x) in run.iter().enumerate() {
+                    // SAFETY: element (a0 + 16 m, b + q) of the 64 × 65 array, this thread's in
+                    // this phase.
+                    unsafe { *tile.wrapping_add((a0 + 16 * m) * 65 + b + q) = x };
+                }
             }
             // SAFETY: every thread of the block reaches it (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
-            let mut a = ty;
-            while a < 32 {
-                let (i, j) = (i0 + a, j0 + tx);
-                if i < cols && j < rows {
-                    // SAFETY: the tile element (tx, a), written before the barrier.
-                    let value = unsafe { *tile.wrapping_add(tx * 33 + a) };
-                    // SAFETY: inside `dst`'s extents (cols × rows), written by this thread alone.
-                    unsafe { *d.wrapping_add(i * rows + j) = value };
+            for m in 0..4 {
+                let a = a0 + 16 * m;
+                let (i, j) = (i0 + a, j0 + b);
+                // SAFETY: the tile elements (b + q, a), written before the barrier.
+                let w: [f32; 4] = core::array::from_fn(|q| unsafe { *tile.wrapping_add((b + q) * 65 + a) });
+                if i < cols {
+                    if vector && j + 3 < rows {
+                        // SAFETY: four elements inside `dst`'s extents (cols × rows), 16-aligned
+                        // (`vector`), written by this thread alone.
+                        unsafe { *d.wrapping_add(i * rows + j).cast::<ops::Float4>() = ops::Float4(w) };
+                    } else {
+                        for (q, &x) in w.iter().enumerate() {
+                            if j + q < rows {
+                                // SAFETY: inside `dst`'s extents, written by this thread alone.
+                                unsafe { *d.wrapping_add(i * rows + j + q) = x };
+                            }
+                        }
+                    }
                 }
-                a += 8;
             }
             // SAFETY: as above.
             unsafe { core::arch::nvptx::_syncthreads() };
@@ -275,7 +311,7 @@ fn row_sums_raw<const THREADS: usize>(x: DeviceMdspan<'_, f32, Dims<2>>, sums: D
         while j + 4 <= cols {
             // SAFETY: four elements of row `r`, 16-aligned (`cols % 4 == 0`, caller), which
             // nothing writes during the kernel (`x` is read-only).
-            let v = unsafe { ops::load_streaming(row.wrapping_add(j)) };
+            let v = unsafe { ops::load4::<true>(row.wrapping_add(j)) };
             sum += (v[0] + v[1]) + (v[2] + v[3]);
             j += 4 * THREADS;
         }

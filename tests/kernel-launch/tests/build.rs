@@ -135,12 +135,12 @@ fn a_barrier_after_a_thread_dependent_branch_stays_one_barrier() {
 #[test]
 fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_its_launcher_reserves() {
     use dlmd::kernel::{Block, Context};
-    // 512 bytes of reduction scratch, then a 32 × 32 tile of f32 whose rows are 33 apart (31
+    // 512 bytes of reduction scratch, then a 64 × 64 tile of f32 whose rows are 65 apart (63
     // padded rows and the last one, rounded up to 16 bytes): what the launcher reserves as the
     // launch's dynamic shared memory.
     type Transpose = Block<'static, 256, dlmd_example_kernels::TransposeTile>;
     let bytes = Transpose::SHARED_BYTES;
-    assert_eq!(bytes, 512 + ((31 * 33 + 32) * 4usize).div_ceil(16) * 16);
+    assert_eq!(bytes, 512 + ((63 * 65 + 64) * 4usize).div_ceil(16) * 16);
     assert_eq!(<Transpose as Context<'static>>::SHARED_BYTES as usize, bytes);
     assert_eq!(<dlmd::kernel::Thread as Context<'static>>::SHARED_BYTES, 0);
     // The module declares the dynamic shared memory once, and names nothing else it lacks.
@@ -153,8 +153,11 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     // The compiler knows the tile as shared memory: the tile is written and read with
     // `st.shared`/`ld.shared`, and nothing else is (the views are global memory).
     let body = entry(ptx, "transpose_tiled");
-    assert_eq!(body.matches("st.shared.b32").count(), 4, "{body}");
-    assert_eq!(body.matches("ld.shared.b32").count(), 4, "{body}");
+    assert_eq!(body.matches("st.shared.b32").count(), 16, "{body}");
+    assert_eq!(body.matches("ld.shared.b32").count(), 16, "{body}");
+    // Four runs of four neighbours a thread, read and written as vectors where aligned.
+    assert_eq!(body.matches("ld.global.nc.v4.b32").count(), 4, "{body}");
+    assert_eq!(body.matches("st.v4.b32").count(), 4, "{body}");
     assert_eq!(
         body.matches("bar.sync").count(),
         2,

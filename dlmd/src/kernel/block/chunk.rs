@@ -279,6 +279,63 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         });
     }
 
+    /// Whether the chunk's box can be written in runs of `K`: its fastest side (in the view's
+    /// memory order) is a multiple of `K`.
+    #[inline(always)]
+    pub(super) fn runs_fit<const K: usize>(&self) -> bool {
+        let fast = if L::FIRST_FASTEST { 0 } else { E::RANK.wrapping_sub(1) };
+        K > 0 && self.shape.as_ref().get(fast).is_some_and(|side| side.is_multiple_of(K))
+    }
+
+    /// Writes every element in runs of `K` along the view's fastest dimension: `f(index)` (the
+    /// run's first index in the whole view) by one thread of a block of `THREADS` to the run's
+    /// `K` elements, as one vector store where the run is whole, contiguous and aligned to its
+    /// size. Run `r` of the box, in memory order, by thread `r % THREADS`; a run the view's
+    /// edge cuts short is written up to the edge, one that starts past it not at all.
+    /// [`runs_fit`](Self::runs_fit) holds.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn store_runs<const THREADS: usize, const K: usize>(&mut self, f: impl Fn(E::Index) -> [T; K]) {
+        use crate::layout::Mapping;
+        let fast = if L::FIRST_FASTEST { 0 } else { E::RANK - 1 };
+        let start = |run: E::Index| {
+            let mut local = run;
+            local.as_mut()[fast] *= K;
+            local
+        };
+        // The box's runs, and those that start inside the chunk.
+        let (mut runs, mut starts) = (self.shape, self.extents);
+        runs.as_mut()[fast] /= K;
+        starts.as_mut()[fast] = starts.as_ref()[fast].div_ceil(K);
+        let (stride, length) = (self.mapping.stride(fast), self.extents.as_ref()[fast]);
+        super::shared::write_partition::<THREADS, E::Index, [T; K]>(
+            runs,
+            starts,
+            L::FIRST_FASTEST,
+            false,
+            |run| f(self.element(start(run)).0),
+            |run, values| {
+                let local = start(run);
+                let first = self.element(local).1;
+                // Above 0: the run starts inside the chunk.
+                let left = length - local.as_ref()[fast];
+                if left >= K {
+                    // SAFETY: the run's `K` elements are inside the chunk (`left` of them are
+                    // along its fastest dimension from the first), so inside the view's
+                    // extents, in the span of a unique view, one stride apart; the chunk is
+                    // this block's alone (`Chunks`), and the partition of runs gives the run
+                    // to this thread alone.
+                    unsafe { crate::aligned::write_run(first, stride, values) }
+                } else {
+                    for (q, value) in values.into_iter().enumerate().take(left) {
+                        // SAFETY: as above, for the run's first `left` elements.
+                        unsafe { first.wrapping_offset(q as isize * stride).write(value) }
+                    }
+                }
+            },
+        );
+    }
+
     /// Writes every element: `f(index)` (the index in the whole view) by one thread of a block
     /// of `THREADS`.
     #[cfg(target_arch = "nvptx64")]

@@ -7,7 +7,8 @@
 //! ([`LaunchError::Block`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.LaunchError.html)),
 //! and the launcher reserves the tiles' memory as the launch's dynamic shared memory, sized
 //! from the type (no `shared_mem_bytes` to pass). The compiler knows that memory as shared, so
-//! tiles are read and written with `ld.shared`/`st.shared`, as CUDA C++'s `__shared__` arrays. From `examples/kernels`, whose tests build and run it:
+//! tiles are read and written with `ld.shared`/`st.shared`, as CUDA C++'s `__shared__`
+//! arrays. A tiled transpose:
 //!
 //! ```ignore
 //! type Tile32 = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
@@ -25,6 +26,10 @@
 //!     }
 //! }
 //! ```
+//!
+//! `examples/kernels`' `transpose_tiled` is the same kernel with a 64 × 64 tile whose rows it
+//! moves four neighbours at a time, as vectors ([`Block::write_runs`], [`Block::store_runs`],
+//! [`Mdspan::get_run`](crate::view::Mdspan::get_run)).
 //!
 //! # Why safe code cannot race, nor split a barrier
 //!
@@ -103,6 +108,18 @@ macro_rules! on_gpu {
             match $never {}
         }
     }};
+}
+
+// After `on_gpu!`, which it uses.
+mod collective;
+
+/// The first index of run `run` of a box in runs of `K` along dimension `fast`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn run_start<I: crate::extents::IndexArray, const K: usize>(run: I, fast: usize) -> I {
+    let mut first = run;
+    first.as_mut()[fast] *= K;
+    first
 }
 
 /// The block-shared bytes a block keeps for its reductions: two buffers (used in turn, so that
@@ -249,6 +266,85 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         self.write_in_order(tile, !L::FIRST_FASTEST, f)
     }
 
+    /// [`write`](Self::write) in runs of `K` neighbours: the tile's elements in runs of `K`
+    /// along its fastest dimension in memory (the last for a row-major tile, the first for a
+    /// column-major one), run `r` in memory order by thread `r % THREADS`, which writes
+    /// `f(index)` (`index` the run's first element) to the run's `K` elements in order. One
+    /// vector store a run where the layout keeps every run aligned to its size (8 or 16 bytes:
+    /// a row of a [`RightPadded`] tile whose padded rows are a multiple of `K` long); `K`
+    /// stores otherwise. `K` divides the tile's fastest extent (otherwise the kernel does not
+    /// compile). For a tile filled from vector reads of global memory
+    /// ([`Mdspan::get_run`](crate::view::Mdspan::get_run)).
+    #[inline(always)]
+    pub fn write_runs<T, E, L, const K: usize>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        f: impl Fn(E::Index) -> [T; K] + Sync,
+    ) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+    {
+        let runs = Self::runs_of::<E, L, K>();
+        on_gpu!(self.inner, (tile, f, runs), {
+            use crate::layout::Mapping;
+            let storage = tile.storage();
+            let (mapping, data) = (*storage.mapping(), storage.data_handle());
+            let rank = E::RANK;
+            let fast = if L::FIRST_FASTEST { 0 } else { rank - 1 };
+            // Whether every run starts at a multiple of its size from the tile's (16-aligned)
+            // start: contiguous runs, and every other stride a multiple of `K`. The strides are
+            // the tile's constants, so this is decided when the kernel is compiled.
+            let aligned = mapping.stride(fast) == 1
+                && (0..rank).all(|d| d == fast || mapping.stride(d).rem_euclid(K as isize) == 0);
+            shared::write_partition::<THREADS, E::Index, [T; K]>(
+                runs,
+                runs,
+                L::FIRST_FASTEST,
+                true,
+                |run| f(run_start::<E::Index, K>(run, fast)),
+                |run, values| {
+                    let first = data.wrapping_add(mapping.offset_of(&run_start::<E::Index, K>(run, fast)));
+                    if aligned {
+                        // SAFETY: the run's `K` elements are inside the tile's extents (`K`
+                        // divides the fastest one), so in its span, contiguous (`aligned`); the
+                        // partition of runs gives them to this thread alone, and nothing reads
+                        // a writable tile.
+                        unsafe { crate::aligned::write_run(first, 1, values) }
+                    } else {
+                        // SAFETY: as above, one fastest stride apart.
+                        unsafe { crate::aligned::write_each(first, mapping.stride(fast), values) }
+                    }
+                },
+            );
+            // SAFETY: every element written in this phase, each by one thread: the partition
+            // deals every run once, and the runs cover the tile.
+            unsafe { Tile::from_view(tile.into_storage()) }
+        })
+    }
+
+    /// The box of runs of `K` of a tile of `E` and `L`: its static extents, the fastest
+    /// divided by `K`, which must divide it (checked when the kernel is compiled).
+    #[inline(always)]
+    fn runs_of<E: Extents, L: Layout, const K: usize>() -> E::Index {
+        const {
+            assert!(K > 0, "a run has at least one element");
+            let (Some(first), Some(last)) = E::STATIC_ENDS else {
+                panic!("a tile written in runs has at least one dimension")
+            };
+            let fastest = if L::FIRST_FASTEST { first } else { last };
+            assert!(
+                fastest.is_multiple_of(K),
+                "a tile written in runs has a fastest extent that is a multiple of the run's length"
+            );
+        };
+        let mut runs = tile::static_shape::<E>();
+        let fast = if L::FIRST_FASTEST { 0 } else { E::RANK - 1 };
+        runs.as_mut()[fast] /= K;
+        runs
+    }
+
     /// Writes every element of `tile` from what each thread staged for it ([`Lane::stage`],
     /// [`Lane::stage_transposed`]): each element by the thread that read it, in the partition
     /// it was read in. Returns the tile [`Written`], as [`write`](Self::write) does.
@@ -383,6 +479,36 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
     }
 
+    /// [`store`](Self::store) in runs of `K` neighbours along the view's fastest dimension in
+    /// memory (the last for a row-major view): the chunk's box cut into runs of `K`, run `r` in
+    /// memory order by thread `r % THREADS`, which writes `f(index)` (`index` the run's first
+    /// element, in the whole view) to the run's `K` elements in order. One vector store a run
+    /// where it is whole, contiguous and aligned to its size (8 or 16 bytes: four `f32` as one
+    /// `float4`), `K` stores otherwise; a run the view's edge cuts short is written up to the
+    /// edge. Returns `false`, writing nothing, where the box's fastest side is not a multiple
+    /// of `K` (the same answer on every thread: the box is the block's).
+    #[must_use]
+    #[inline(always)]
+    pub fn store_runs<T, E, L, Sp, const K: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        f: impl Fn(E::Index) -> [T; K] + Sync,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: super::KernelSpace,
+    {
+        if !chunk.runs_fit::<K>() {
+            return false;
+        }
+        on_gpu!(self.inner, (f), {
+            chunk.store_runs::<THREADS, K>(f);
+            true
+        })
+    }
+
     /// Writes each thread's `values[m]` to the `m`-th element it owns of `chunk` in the block's
     /// partition (element `k` of the chunk's box in the view's memory order, for `k = thread +
     /// m × THREADS`): the order [`Lane::gather`] reads a row in. Returns `false`, writing
@@ -440,96 +566,5 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             }
             true
         })
-    }
-
-    /// Combines every thread's value with `op` (associative and commutative, with `identity`
-    /// its neutral element), in a fixed order, and gives the result to every thread: a warp
-    /// reduction by shuffles, then one barrier and a reduction of the warps' results.
-    #[inline(always)]
-    pub fn reduce<T: WarpValue>(&mut self, value: Varying<T>, identity: T, op: impl Fn(T, T) -> T + Sync) -> T {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let warps = THREADS / 32;
-            let warp = warp::reduce(value.0, &op);
-            let lane = shared::thread_index::<THREADS>();
-            // Two buffers in turn: a thread still reading the results of the reduction before
-            // last has passed the last one's barrier, so this write reaches no slot it reads.
-            let slots = self.inner.base.wrapping_add(self.inner.turn * 32 * 8).cast::<T>();
-            self.inner.turn ^= 1;
-            if lane.is_multiple_of(32) {
-                // SAFETY: slot `lane / 32` (below 32) of this turn's buffer, 8 bytes each (`T`
-                // is at most 8 bytes and 8-aligned at most): written by this warp's first lane
-                // alone, read only after the barrier below.
-                unsafe { slots.wrapping_add(lane / 32 * (8 / size_of::<T>())).write(warp) };
-            }
-            shared::barrier();
-            let mine = if lane % 32 < warps {
-                // SAFETY: a slot written before the barrier, which nothing writes until the
-                // next reduction's barrier after this one.
-                unsafe { slots.wrapping_add(lane % 32 * (8 / size_of::<T>())).read() }
-            } else {
-                identity
-            };
-            // Lane 0's result to every lane: each warp reduced the same slots in the same
-            // lanes, so every thread of the block holds the same bits, whatever `op` is.
-            warp::shuffle_index(warp::reduce(mine, &op), 0)
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let _ = (value, identity, op);
-            match self.inner {}
-        }
-    }
-
-    /// The sum of every thread's value, to every thread ([`reduce`](Self::reduce)).
-    #[inline(always)]
-    pub fn sum<T: WarpValue>(&mut self, value: Varying<T>) -> T {
-        self.reduce(value, T::ZERO, T::add)
-    }
-
-    /// The largest of every thread's value, to every thread (for floats, NaN only where all
-    /// are).
-    #[inline(always)]
-    pub fn max<T: WarpValue>(&mut self, value: Varying<T>) -> T {
-        self.reduce(value, T::LOWEST, T::max)
-    }
-
-    /// The smallest of every thread's value, to every thread.
-    #[inline(always)]
-    pub fn min<T: WarpValue>(&mut self, value: Varying<T>) -> T {
-        self.reduce(value, T::HIGHEST, T::min)
-    }
-
-    /// Each warp's sum, to each of its lanes.
-    #[inline(always)]
-    pub fn warp_sum<T: WarpValue>(&mut self, value: Varying<T>) -> Varying<T> {
-        self.warp_reduce(value, T::add)
-    }
-
-    /// Each warp's values combined with `op` (associative and commutative), to each of its
-    /// lanes, by butterfly shuffles.
-    #[inline(always)]
-    pub fn warp_reduce<T: WarpValue>(&mut self, value: Varying<T>, op: impl Fn(T, T) -> T + Sync) -> Varying<T> {
-        on_gpu!(self.inner, (value, op), Varying(warp::reduce(value.0, &op)))
-    }
-
-    /// The value of the lane `lane ^ mask` of each lane's warp (`mask` below 32).
-    #[inline(always)]
-    pub fn shuffle_xor<T: WarpValue>(&mut self, value: Varying<T>, mask: u32) -> Varying<T> {
-        on_gpu!(
-            self.inner,
-            (value, mask),
-            Varying(warp::shuffle_xor(value.0, mask % 32))
-        )
-    }
-
-    /// The value of lane `source` (below 32) of each lane's warp, to all its lanes.
-    #[inline(always)]
-    pub fn broadcast<T: WarpValue>(&mut self, value: Varying<T>, source: u32) -> Varying<T> {
-        on_gpu!(
-            self.inner,
-            (value, source),
-            Varying(warp::shuffle_index(value.0, source % 32))
-        )
     }
 }

@@ -18,7 +18,7 @@ use core::arch::nvptx;
 #[inline(always)]
 pub(super) fn dynamic_shared() -> *mut u8 {
     // The array's alignment is the type's.
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<crate::kernel::aligned::Align16<u8, 16>>().cast::<u8>()
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<crate::aligned::Align16<u8, 16>>().cast::<u8>()
 }
 
 /// `bar.sync 0`: every thread of the block waits for the others, and memory written before is

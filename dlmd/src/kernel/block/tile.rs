@@ -153,7 +153,7 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         let stride = mapping.stride(last);
         // SAFETY: the run's elements, readable (every element was written, nothing writes them
         // in this phase), `stride` apart from `first`.
-        Some(unsafe { read_run::<T, K>(first, stride) })
+        Some(unsafe { crate::aligned::read_run::<T, K>(first, stride) })
     }
 
     /// The element at `index`.
@@ -180,30 +180,6 @@ pub(super) fn static_shape<E: Extents>() -> E::Index {
         *extent = E::static_extent(d).unwrap_or(0);
     }
     shape
-}
-
-/// The `K` readable elements `stride` apart from `first`: one vector load where they are
-/// neighbours and `first` is aligned to their size (8 or 16 bytes), `K` loads otherwise.
-///
-/// # Safety
-///
-/// The `K` elements are readable, and nothing writes them meanwhile.
-#[inline(always)]
-unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
-    use crate::kernel::aligned::{Align8, Align16};
-    let bytes = K * size_of::<T>();
-    if stride == 1 && (first as usize).is_multiple_of(bytes) {
-        match bytes {
-            // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to
-            // their size (checked), which is the vector's.
-            16 => return unsafe { first.cast::<Align16<T, K>>().read().0 },
-            // SAFETY: as above.
-            8 => return unsafe { first.cast::<Align8<T, K>>().read().0 },
-            _ => {}
-        }
-    }
-    // SAFETY: `K` readable elements one stride apart (caller).
-    core::array::from_fn(|k| unsafe { first.wrapping_offset(k as isize * stride).read() })
 }
 
 impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, Readable> {

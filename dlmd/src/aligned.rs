@@ -1,0 +1,160 @@
+//! Neighbouring elements as one value aligned to their size, which the compiler moves with one
+//! vector load or store: what a kernel's fours of a view (`kernel::vector`), a view's runs
+//! (`Mdspan::get_run`) and a tile's runs are read and written as.
+
+macro_rules! aligned {
+    ($($name:ident $align:literal),*) => {$(
+        #[doc = concat!("`K` elements aligned to ", stringify!($align), " bytes.")]
+        #[repr(C, align($align))]
+        #[derive(Clone, Copy)]
+        // Views' fours of 4 bytes are read this way in kernels only.
+        #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+        pub(crate) struct $name<T, const K: usize>(pub(crate) [T; K]);
+    )*};
+}
+aligned!(Align4 4, Align8 8, Align16 16);
+
+/// The `K` readable elements `stride` apart from `first`: one vector load where they are
+/// neighbours and `first` is aligned to their size (8 or 16 bytes), `K` loads otherwise.
+///
+/// # Safety
+///
+/// The `K` elements are readable, and nothing writes them meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
+    let bytes = K * size_of::<T>();
+    if stride == 1 && (first as usize).is_multiple_of(bytes) {
+        match bytes {
+            // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to
+            // their size (checked), which is the vector's.
+            16 => return unsafe { first.cast::<Align16<T, K>>().read().0 },
+            // SAFETY: as above.
+            8 => return unsafe { first.cast::<Align8<T, K>>().read().0 },
+            _ => {}
+        }
+    }
+    // SAFETY: `K` readable elements one stride apart (caller).
+    core::array::from_fn(|k| unsafe { first.wrapping_offset(k as isize * stride).read() })
+}
+
+/// One non-coherent vector load of `$n` 32-bit words (`v2` or `v4`) from the global memory
+/// at `$p`, with the cache hint `$hint` (`""`, or `"cs."` for a line read once).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! load_global {
+    ($p:expr, $hint:literal, v4) => {{
+        let (a, b, c, d): (u32, u32, u32, u32);
+        core::arch::asm!(
+            concat!("{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.", $hint, "nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}"),
+            p = in(reg64) $p,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack),
+        );
+        [a, b, c, d]
+    }};
+    ($p:expr, $hint:literal, v2) => {{
+        let (a, b): (u32, u32);
+        core::arch::asm!(
+            concat!("{{ .reg .b64 g; cvta.to.global.u64 g, {p}; ld.global.", $hint, "nc.v2.b32 {{{a}, {b}}}, [g]; }}"),
+            p = in(reg64) $p,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            options(pure, readonly, nostack),
+        );
+        [a, b]
+    }};
+}
+
+/// The sixteen bytes at `p` as one non-coherent vector load (`ld.global.nc.v4`), which the
+/// compiler would otherwise split into one load a word where the words are used one by one;
+/// with `STREAMING`, the line is evicted first (`.cs`: data each thread reads once).
+///
+/// # Safety
+///
+/// `p` is 16-aligned global memory (device or managed) that nothing writes while the kernel
+/// runs, as the non-coherent path asks.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn load_global_v4<const STREAMING: bool>(p: *const u8) -> [u32; 4] {
+    if STREAMING {
+        // SAFETY: sixteen readable bytes at `p`, aligned, not written meanwhile (caller).
+        unsafe { load_global!(p, "cs.", v4) }
+    } else {
+        // SAFETY: as above.
+        unsafe { load_global!(p, "", v4) }
+    }
+}
+
+/// [`read_run`] from the GPU's global memory in a kernel: where the `K` elements are
+/// neighbours, 8 or 16 bytes in all, and `first` is aligned to their size, one non-coherent
+/// vector load (`ld.global.nc.v2`/`.v4`). Elsewhere, [`read_run`].
+///
+/// # Safety
+///
+/// As for [`read_run`], and the elements are in global memory (device or managed) that nothing
+/// writes while the kernel runs, as the non-coherent path asks.
+#[inline(always)]
+pub(crate) unsafe fn read_global_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
+    #[cfg(target_arch = "nvptx64")]
+    if stride == 1 && (first as usize).is_multiple_of(K * size_of::<T>()) {
+        match K * size_of::<T>() {
+            16 => {
+                // SAFETY: sixteen readable bytes at `first`, 16-aligned (checked), in global
+                // memory that nothing writes while the kernel runs (caller).
+                let words = unsafe { load_global_v4::<false>(first.cast()) };
+                // SAFETY: `[T; K]` is these 16 bytes (this arm), as stored; `T` is `Copy`.
+                return unsafe { core::mem::transmute_copy::<[u32; 4], [T; K]>(&words) };
+            }
+            8 => {
+                // SAFETY: eight readable bytes at `first`, 8-aligned (checked), in global memory
+                // that nothing writes while the kernel runs (caller).
+                let words = unsafe { load_global!(first, "", v2) };
+                // SAFETY: `[T; K]` is these 8 bytes (this arm), as stored; `T` is `Copy`.
+                return unsafe { core::mem::transmute_copy::<[u32; 2], [T; K]>(&words) };
+            }
+            _ => {}
+        }
+    }
+    // SAFETY: as this function's contract.
+    unsafe { read_run(first, stride) }
+}
+
+/// Writes `values` to the `K` elements `stride` apart from `first`: one vector store where they
+/// are neighbours and `first` is aligned to their size (8 or 16 bytes), `K` stores otherwise.
+///
+/// # Safety
+///
+/// The `K` elements are writable, and nothing else reads or writes them meanwhile.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+#[inline(always)]
+pub(crate) unsafe fn write_run<T: Copy, const K: usize>(first: *mut T, stride: isize, values: [T; K]) {
+    let bytes = K * size_of::<T>();
+    if stride == 1 && (first as usize).is_multiple_of(bytes) {
+        match bytes {
+            // SAFETY: `K` neighbouring writable elements from `first` (caller), aligned to
+            // their size (checked), which is the vector's.
+            16 => return unsafe { first.cast::<Align16<T, K>>().write(Align16(values)) },
+            // SAFETY: as above.
+            8 => return unsafe { first.cast::<Align8<T, K>>().write(Align8(values)) },
+            _ => {}
+        }
+    }
+    // SAFETY: as this function's contract.
+    unsafe { write_each(first, stride, values) }
+}
+
+/// Writes `values` to the `K` elements `stride` apart from `first`, one store each.
+///
+/// # Safety
+///
+/// As for [`write_run`].
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+#[inline(always)]
+pub(crate) unsafe fn write_each<T: Copy, const K: usize>(first: *mut T, stride: isize, values: [T; K]) {
+    for (k, value) in values.into_iter().enumerate() {
+        // SAFETY: `K` writable elements one stride apart (caller).
+        unsafe { first.wrapping_offset(k as isize * stride).write(value) };
+    }
+}
