@@ -121,6 +121,39 @@ pub(crate) unsafe fn read_global_run<T: Copy, const K: usize>(first: *const T, s
     unsafe { read_run(first, stride) }
 }
 
+/// [`write_run`] to the GPU's global memory in a kernel: where the `K` elements are
+/// neighbours, 16 bytes in all, and `first` is aligned to their size, one vector store to the
+/// global space (`st.global.v4`, where a generic store would leave the space to the hardware to
+/// resolve). Elsewhere, [`write_run`].
+///
+/// # Safety
+///
+/// As for [`write_run`], and the elements are in global memory (device or managed).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn write_global_run<T: Copy, const K: usize>(first: *mut T, stride: isize, values: [T; K]) {
+    if K * size_of::<T>() == 16 && stride == 1 && (first as usize).is_multiple_of(16) {
+        // SAFETY: `[T; K]` is 16 bytes (checked), `Copy`; its bytes as four words.
+        let [a, b, c, d] = unsafe { core::mem::transmute_copy::<[T; K], [u32; 4]>(&values) };
+        // SAFETY: sixteen writable bytes at `first`, 16-aligned (checked), in global memory
+        // that nothing else reads or writes meanwhile (caller).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; st.global.v4.b32 [g], {{{a}, {b}, {c}, {d}}}; }}",
+                p = in(reg64) first,
+                a = in(reg32) a,
+                b = in(reg32) b,
+                c = in(reg32) c,
+                d = in(reg32) d,
+                options(nostack),
+            )
+        };
+        return;
+    }
+    // SAFETY: as this function's contract.
+    unsafe { write_run(first, stride, values) }
+}
+
 /// Writes `values` to the `K` elements `stride` apart from `first`: one vector store where they
 /// are neighbours and `first` is aligned to their size (8 or 16 bytes), `K` stores otherwise.
 ///

@@ -67,6 +67,28 @@ mod ops {
         [a, b, c, d]
     }
 
+    /// The four `f32` to `p` by one vector store to global memory, as CUDA C++'s store of a
+    /// `float4` through a kernel's pointer (`st.global.v4`).
+    ///
+    /// # Safety
+    ///
+    /// `p` is 16-aligned global memory that no other thread reads or writes meanwhile.
+    #[inline(always)]
+    pub unsafe fn store4(p: *mut f32, [a, b, c, d]: [f32; 4]) {
+        // SAFETY: sixteen writable bytes at `p`, aligned, this thread's alone (caller).
+        unsafe {
+            asm!(
+                "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; st.global.v4.f32 [g], {{{a}, {b}, {c}, {d}}}; }}",
+                p = in(reg64) p,
+                a = in(reg32) a,
+                b = in(reg32) b,
+                c = in(reg32) c,
+                d = in(reg32) d,
+                options(nostack),
+            )
+        }
+    }
+
     /// The launch's dynamic shared memory, as CUDA C++'s `extern __shared__` array, which must
     /// hold `BYTES` bytes: the kernel traps where the launch gave it fewer.
     #[inline(always)]
@@ -243,7 +265,7 @@ pub fn transpose_tiled_raw(
                     if vector && j + 3 < rows {
                         // SAFETY: four elements inside `dst`'s extents (cols × rows), 16-aligned
                         // (`vector`), written by this thread alone.
-                        unsafe { *d.wrapping_add(i * rows + j).cast::<ops::Float4>() = ops::Float4(w) };
+                        unsafe { ops::store4(d.wrapping_add(i * rows + j), w) };
                     } else {
                         for (q, &x) in w.iter().enumerate() {
                             if j + q < rows {

@@ -157,7 +157,7 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     assert_eq!(body.matches("ld.shared.b32").count(), 16, "{body}");
     // Four runs of four neighbours a thread, read and written as vectors where aligned.
     assert_eq!(body.matches("ld.global.nc.v4.b32").count(), 4, "{body}");
-    assert_eq!(body.matches("st.v4.b32").count(), 4, "{body}");
+    assert_eq!(body.matches("st.global.v4.b32").count(), 4, "{body}");
     assert_eq!(
         body.matches("bar.sync").count(),
         2,

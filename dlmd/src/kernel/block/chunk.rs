@@ -324,8 +324,9 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
                     // along its fastest dimension from the first), so inside the view's
                     // extents, in the span of a unique view, one stride apart; the chunk is
                     // this block's alone (`Chunks`), and the partition of runs gives the run
-                    // to this thread alone.
-                    unsafe { crate::aligned::write_run(first, stride, values) }
+                    // to this thread alone; a kernel's views are of global memory
+                    // (`KernelSpace`: device or managed).
+                    unsafe { crate::aligned::write_global_run(first, stride, values) }
                 } else {
                     for (q, value) in values.into_iter().enumerate().take(left) {
                         // SAFETY: as above, for the run's first `left` elements.
