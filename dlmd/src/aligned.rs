@@ -186,8 +186,11 @@ pub(crate) unsafe fn write_run<T: Copy, const K: usize>(first: *mut T, stride: i
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) unsafe fn write_each<T: Copy, const K: usize>(first: *mut T, stride: isize, values: [T; K]) {
-    for (k, value) in values.into_iter().enumerate() {
+    // Indexed, not iterated: the loop over a constant count unrolls, and the values stay in
+    // registers (an array iterator can leave them in local memory).
+    #[allow(clippy::needless_range_loop)]
+    for k in 0..K {
         // SAFETY: `K` writable elements one stride apart (caller).
-        unsafe { first.wrapping_offset(k as isize * stride).write(value) };
+        unsafe { first.wrapping_offset(k as isize * stride).write(values[k]) };
     }
 }

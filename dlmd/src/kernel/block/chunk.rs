@@ -289,9 +289,10 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
 
     /// Writes every element in runs of `K` along the view's fastest dimension: `f(index)` (the
     /// run's first index in the whole view) by one thread of a block of `THREADS` to the run's
-    /// `K` elements, as one vector store where the run is whole, contiguous and aligned to its
-    /// size. Run `r` of the box, in memory order, by thread `r % THREADS`; a run the view's
-    /// edge cuts short is written up to the edge, one that starts past it not at all.
+    /// `K` elements, as one vector store to global memory where the run is whole, contiguous
+    /// and aligned to its size. Run `r` of the box, in memory order, by thread `r % THREADS`; a
+    /// run the view's edge cuts short is written up to the edge, one that starts past it not
+    /// at all.
     /// [`runs_fit`](Self::runs_fit) holds.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
@@ -308,33 +309,40 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         runs.as_mut()[fast] /= K;
         starts.as_mut()[fast] = starts.as_ref()[fast].div_ceil(K);
         let (stride, length) = (self.mapping.stride(fast), self.extents.as_ref()[fast]);
-        super::shared::write_partition::<THREADS, E::Index, [T; K]>(
-            runs,
-            starts,
-            L::FIRST_FASTEST,
-            false,
-            |run| f(self.element(start(run)).0),
-            |run, values| {
+        let count: usize = runs.as_ref().iter().product();
+        // One run at a time, each written as soon as it is made: its values come from
+        // block-shared memory (a tile), which needs no batching to keep loads in flight, and
+        // four runs' values and indices at once would take four times the registers.
+        let mut k = super::shared::thread_index::<THREADS>();
+        while k < count {
+            if let Some(run) = super::stage::unravel(k, runs, starts, L::FIRST_FASTEST, false) {
                 let local = start(run);
-                let first = self.element(local).1;
+                let (index, first) = self.element(local);
+                let values = f(index);
                 // Above 0: the run starts inside the chunk.
                 let left = length - local.as_ref()[fast];
                 if left >= K {
                     // SAFETY: the run's `K` elements are inside the chunk (`left` of them are
                     // along its fastest dimension from the first), so inside the view's
                     // extents, in the span of a unique view, one stride apart; the chunk is
-                    // this block's alone (`Chunks`), and the partition of runs gives the run
-                    // to this thread alone; a kernel's views are of global memory
-                    // (`KernelSpace`: device or managed).
+                    // this block's alone (`Chunks`), and the partition of runs (`k` in steps of
+                    // `THREADS` from the thread's index) gives the run to this thread alone; a
+                    // kernel's views are of global memory (`KernelSpace`: device or managed).
                     unsafe { crate::aligned::write_global_run(first, stride, values) }
                 } else {
-                    for (q, value) in values.into_iter().enumerate().take(left) {
-                        // SAFETY: as above, for the run's first `left` elements.
-                        unsafe { first.wrapping_offset(q as isize * stride).write(value) }
+                    // Indexed, not iterated up to `left`: the loop over a constant count
+                    // unrolls, and the values stay in registers.
+                    #[allow(clippy::needless_range_loop)]
+                    for q in 0..K {
+                        if q < left {
+                            // SAFETY: as above, for the run's first `left` elements.
+                            unsafe { first.wrapping_offset(q as isize * stride).write(values[q]) }
+                        }
                     }
                 }
-            },
-        );
+            }
+            k += THREADS;
+        }
     }
 
     /// Writes every element: `f(index)` (the index in the whole view) by one thread of a block
