@@ -37,6 +37,26 @@ pub(crate) unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: 
     core::array::from_fn(|k| unsafe { first.wrapping_offset(k as isize * stride).read() })
 }
 
+/// The `K` neighbouring readable elements from `first`: one vector load where they are 8 or
+/// 16 bytes, `K` loads otherwise.
+///
+/// # Safety
+///
+/// The `K` elements are readable, nothing writes them meanwhile, and `first` is aligned to
+/// `K` elements' size where that is 8 or 16 bytes.
+#[inline(always)]
+pub(crate) unsafe fn read_aligned_run<T: Copy, const K: usize>(first: *const T) -> [T; K] {
+    match K * size_of::<T>() {
+        // SAFETY: `K` neighbouring readable elements from `first`, aligned to their size
+        // (caller), which is the vector's.
+        16 => unsafe { first.cast::<Align16<T, K>>().read().0 },
+        // SAFETY: as above.
+        8 => unsafe { first.cast::<Align8<T, K>>().read().0 },
+        // SAFETY: `K` neighbouring readable elements (caller).
+        _ => core::array::from_fn(|k| unsafe { first.wrapping_add(k).read() }),
+    }
+}
+
 /// One non-coherent vector load of `$n` 32-bit words (`v2` or `v4`) from the global memory
 /// at `$p`, with the cache hint `$hint` (`""`, or `"cs."` for a line read once).
 #[cfg(target_arch = "nvptx64")]

@@ -173,4 +173,9 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     assert!(body.contains("st.shared.b32"), "{body}");
     // The row is read four neighbours at a time, by streaming loads that keep no line in L1.
     assert!(body.contains("ld.global.cs.nc.v4.b32"), "{body}");
+    // The matrix product reads its tiles in runs of four, each one vector load (two steps of
+    // `k`, four runs each), and no element alone.
+    let body = entry(ptx, "matmul");
+    assert_eq!(body.matches("ld.shared.v4.b32").count(), 8, "{body}");
+    assert_eq!(body.matches("ld.shared.b32").count(), 0, "{body}");
 }

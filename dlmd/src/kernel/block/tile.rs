@@ -151,8 +151,22 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         // is every index between them, in the tile's span.
         let first = unsafe { self.view.data_handle().add(mapping.offset_of(&index)) }.cast_const();
         let stride = mapping.stride(last);
-        // SAFETY: the run's elements, readable (every element was written, nothing writes them
-        // in this phase), `stride` apart from `first`.
+        // Aligned to the run's size, told from the index rather than the address: the tile
+        // starts 16-aligned, its strides are constants, and a run's first index is often
+        // known a multiple of `K` (`Lane::cells_in_runs`), so the compiler decides this when
+        // the kernel is compiled, and keeps the one vector load.
+        let aligned = stride == 1
+            && index.as_ref()[last].is_multiple_of(K)
+            && (0..E::RANK).all(|d| d == last || mapping.stride(d).rem_euclid(K as isize) == 0);
+        if aligned {
+            // SAFETY: the run's elements, readable (every element was written, nothing writes
+            // them in this phase), neighbours from `first`, which is a multiple of `K` elements
+            // from the tile's 16-aligned start (its offset is: every stride but the last, 1, is
+            // a multiple of `K`, and so is the last index), so aligned to the run's size where
+            // that is 8 or 16 bytes.
+            return Some(unsafe { crate::aligned::read_aligned_run::<T, K>(first) });
+        }
+        // SAFETY: the run's elements, readable, `stride` apart from `first`.
         Some(unsafe { crate::aligned::read_run::<T, K>(first, stride) })
     }
 
