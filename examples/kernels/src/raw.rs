@@ -501,13 +501,13 @@ pub fn matmul_raw(
                 if k0 + 8 < depth {
                     next = load(k0 + 8);
                 }
-                for k in 0..8 {
-                    // Four neighbours of row `k` from `at`, 16-aligned: one `float4` load.
-                    let four = |array: *mut f32, at: usize| {
-                        // SAFETY: elements of the arrays written before the barrier; `at` is a
-                        // multiple of 4 and the arrays are 16-aligned.
-                        unsafe { (*array.wrapping_add(at).cast::<ops::Float4>()).0 }
-                    };
+                // Four neighbours of row `k` from `at`, 16-aligned: one `float4` load.
+                let four = |array: *mut f32, at: usize| {
+                    // SAFETY: elements of the arrays written before the barrier; `at` is a
+                    // multiple of 4 and the arrays are 16-aligned.
+                    unsafe { (*array.wrapping_add(at).cast::<ops::Float4>()).0 }
+                };
+                let mut step = |k: usize| {
                     let ([x0, x1], [y0, y1]) = (
                         [4 * ty, 64 + 4 * ty].map(|i| four(sa, k * 132 + i)),
                         [4 * tx, 64 + 4 * tx].map(|j| four(sb, k * 128 + j)),
@@ -515,6 +515,12 @@ pub fn matmul_raw(
                     let x = [x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]];
                     let y = [y0[0], y0[1], y0[2], y0[3], y1[0], y1[1], y1[2], y1[3]];
                     outer_product_add(&mut acc, &x, &y);
+                };
+                // Two steps of `k` written out (`#pragma unroll 2`): the reads of one in flight
+                // during the other's products.
+                for k in (0..8).step_by(2) {
+                    step(k);
+                    step(k + 1);
                 }
                 // SAFETY: as above; no element is written again before every thread has read.
                 unsafe { core::arch::nvptx::_syncthreads() };
