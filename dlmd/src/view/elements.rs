@@ -50,8 +50,12 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
         let last = E::RANK.checked_sub(1)?;
         let mut end = index;
         end.as_mut()[last] = index.as_ref()[last].checked_add(K - 1)?;
-        self.checked_offset(&end)?;
-        let offset = self.checked_offset(&index)?;
+        // The run's last index inside the extents: so is its first, which differs only in a
+        // smaller last index.
+        if !self.mapping.contains(&end) {
+            return None;
+        }
+        let offset = self.mapping.offset_of(&index);
         // SAFETY: `index` and the run's last index are inside the extents (checked above), so
         // is every index between them, in the span: an in-bounds offset.
         let first = unsafe { self.ptr.add(offset) }.as_ptr().cast_const();

@@ -144,7 +144,9 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         let mut end = index;
         end.as_mut()[last] = index.as_ref()[last].checked_add(K - 1)?;
         let mapping = self.view.mapping();
-        if !mapping.contains(&index) || !mapping.contains(&end) {
+        // The run's last index inside the extents: so is its first, which differs only in a
+        // smaller last index.
+        if !mapping.contains(&end) {
             return None;
         }
         // SAFETY: `index` and the last of the run are inside the extents (checked above), so
