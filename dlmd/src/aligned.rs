@@ -12,7 +12,7 @@ macro_rules! aligned {
         pub(crate) struct $name<T, const K: usize>(pub(crate) [T; K]);
     )*};
 }
-aligned!(Align4 4, Align8 8, Align16 16);
+aligned!(Align4 4, Align8 8, Align16 16, Align128 128);
 
 /// The `K` readable elements `stride` apart from `first`: one vector load where they are
 /// neighbours and `first` is aligned to their size (8 or 16 bytes), `K` loads otherwise.
@@ -54,6 +54,27 @@ pub(crate) unsafe fn read_aligned_run<T: Copy, const K: usize>(first: *const T) 
         8 => unsafe { first.cast::<Align8<T, K>>().read().0 },
         // SAFETY: `K` neighbouring readable elements (caller).
         _ => core::array::from_fn(|k| unsafe { first.wrapping_add(k).read() }),
+    }
+}
+
+/// Writes `values` to the `K` neighbouring elements from `first`: one vector store where
+/// they are 8 or 16 bytes, `K` stores otherwise.
+///
+/// # Safety
+///
+/// The `K` elements are writable, nothing else reads or writes them meanwhile, and `first` is
+/// aligned to `K` elements' size where that is 8 or 16 bytes.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+#[inline(always)]
+pub(crate) unsafe fn write_aligned_run<T: Copy, const K: usize>(first: *mut T, values: [T; K]) {
+    match K * size_of::<T>() {
+        // SAFETY: `K` neighbouring writable elements from `first`, aligned to their size
+        // (caller), which is the vector's.
+        16 => unsafe { first.cast::<Align16<T, K>>().write(Align16(values)) },
+        // SAFETY: as above.
+        8 => unsafe { first.cast::<Align8<T, K>>().write(Align8(values)) },
+        // SAFETY: `K` neighbouring writable elements (caller).
+        _ => unsafe { write_each(first, 1, values) },
     }
 }
 

@@ -72,6 +72,29 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
         Some(unsafe { crate::aligned::read_run::<T, K>(first, stride) })
     }
 
+    /// [`get_run`](Self::get_run) with `fill` for the elements outside the extents: the run
+    /// whole (one vector load where it can be), or, where the edge cuts it short, the elements
+    /// inside one by one and `fill` past the edge. What a kernel reads a tile's worth of a
+    /// matrix with, its last tiles ragged.
+    #[inline(always)]
+    pub fn get_run_or<const K: usize>(&self, index: E::Index, fill: T) -> [T; K] {
+        self.get_run::<K>(index).unwrap_or_else(|| {
+            let rank = E::RANK;
+            core::array::from_fn(|q| {
+                let mut at = index;
+                // A view of rank 0 has one element, the run's first.
+                let next = match rank.checked_sub(1) {
+                    Some(last) => at.as_ref()[last].checked_add(q).map(|i| at.as_mut()[last] = i),
+                    None => (q == 0).then_some(()),
+                };
+                match next {
+                    Some(()) => self.get(at).copied().unwrap_or(fill),
+                    None => fill,
+                }
+            })
+        })
+    }
+
     /// The elements in row-major index order, whatever the layout.
     pub fn iter(&self) -> Iter<'_, T, E, L, S, A> {
         Iter {

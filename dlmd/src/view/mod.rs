@@ -443,6 +443,13 @@ mod tests {
         let one = [4.5f64];
         let scalar = HostMdspan::<f64, ()>::from_slice(&one, ()).unwrap();
         assert_eq!(scalar.get_run::<1>([]), None);
+        // Filled past the edge, whole where it fits, and nothing inside an index past it.
+        assert_eq!(right.get_run_or::<4>([1, 6], -1.0), [14.0, 15.0, -1.0, -1.0]);
+        assert_eq!(right.get_run_or::<4>([1, 4], -1.0), [12.0, 13.0, 14.0, 15.0]);
+        assert_eq!(right.get_run_or::<2>([3, 0], -1.0), [-1.0, -1.0]);
+        assert_eq!(right.get_run_or::<3>([0, usize::MAX - 1], -1.0), [-1.0; 3]);
+        assert_eq!(left.get_run_or::<4>([0, 6], 0.5), [18.0, 21.0, 0.5, 0.5]);
+        assert_eq!(scalar.get_run_or::<2>([], 0.0), [4.5, 0.0]);
     }
 
     #[test]

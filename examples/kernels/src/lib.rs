@@ -116,15 +116,43 @@ pub fn transpose_tiled(
     let (mut block, mut tile) = block.split();
     for mut chunk in block.chunks(dst, [64, 64]) {
         let [i0, j0] = chunk.origin();
-        let written = block.write_runs(tile, |[a, b]| {
-            let [r, k] = [j0 + a, i0 + b];
-            // Cut short at the edge of `src` (or unaligned): one element at a time.
-            src.get_run::<4>([r, k])
-                .unwrap_or_else(|| core::array::from_fn(|q| src.get([r, k + q]).copied().unwrap_or(0.0)))
-        });
+        let written = block.write_runs(tile, |[a, b]| src.get_run_or::<4>([j0 + a, i0 + b], 0.0));
         let readable = block.sync(written);
         let stored = block.store_runs::<_, _, _, _, 4>(&mut chunk, |[i, j]| {
             core::array::from_fn(|q| readable.get([j - j0 + q, i - i0]).copied().unwrap_or(0.0))
+        });
+        tile = block.sync(readable);
+        if !stored {
+            return;
+        }
+    }
+}
+
+/// [`transpose_tiled`] with the tile laid out as the chunk of `dst` it becomes: each thread
+/// reads its runs of four neighbours of a row of `src` (one vector load each) into registers
+/// ([`Lane::stage_transposed`](dlmd::kernel::Lane::stage_transposed),
+/// [`Stage::read_runs`](dlmd::kernel::block::Stage::read_runs)), which fill columns of the tile
+/// ([`Block::write_staged`]); after a barrier the block writes the tile's rows to `dst` as
+/// they are. Launch with blocks of 256 threads, one block per 64 × 64 chunk of `dst` or fewer.
+#[dlmd::kernel]
+pub fn transpose_staged(
+    block: Block<'_, 256, TransposeTile>,
+    src: DeviceMdspan<'_, f32, Dims<2>>,
+    dst: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let (mut block, mut tile) = block.split();
+    for mut chunk in block.chunks(dst, [64, 64]) {
+        let [i0, j0] = chunk.origin();
+        // `tile[[x, y]] = src[[j0 + y, i0 + x]]`: runs down the tile's columns, along rows of
+        // `src`.
+        let staged = block.each(|lane| {
+            lane.stage_transposed::<TransposeTile>()
+                .read_runs::<4, 4>(|[x, y]| src.get_run_or([j0 + y, i0 + x], 0.0))
+        });
+        let written = block.write_staged(tile, staged);
+        let readable = block.sync(written);
+        let stored = block.store_runs(&mut chunk, |[i, j]| {
+            readable.get_run([i - i0, j - j0]).unwrap_or([0.0; 4])
         });
         tile = block.sync(readable);
         if !stored {
@@ -289,9 +317,9 @@ pub(crate) fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32;
 /// ([`Lane::cells_in_runs`](dlmd::kernel::Lane::cells_in_runs): two runs of four rows, two
 /// runs of four columns). A step of `k` reads four runs of four neighbours, one vector load
 /// each ([`Tile::get_run`](dlmd::kernel::block::Tile::get_run)), for 64 multiply-adds. The
-/// next step's slices are read into registers during this step's products
-/// ([`Lane::stage`](dlmd::kernel::Lane::stage), [`Block::write_staged`]), so their loads wait
-/// for no barrier. Two blocks share a multiprocessor (`min_blocks_per_sm`), which keeps a
+/// next step's slices are read into registers during this step's products (`b`'s as a run of
+/// four neighbours a thread, one vector load: [`Stage::read_runs`](dlmd::kernel::block::Stage::read_runs);
+/// then [`Block::write_staged`]), so their loads wait for no barrier. Two blocks share a multiprocessor (`min_blocks_per_sm`), which keeps a
 /// thread to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul(
@@ -313,14 +341,17 @@ pub fn matmul(
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
         // Each thread's share of the slices of `a` (transposed, dealt along `k`: neighbouring
-        // threads read neighbours in a row of `a`) and `b` from `k0`, read into registers.
+        // threads read neighbours in a row of `a`) and `b` (a run of four neighbours of a row,
+        // one vector load) from `k0`, read into registers. (Runs of `a` too, down the tile's
+        // columns, read fewer instructions but leave the compiler a register assignment whose
+        // multiply-adds meet more register bank conflicts: slower, as measured on an H100.)
         let slices = |k0: usize| {
             move |lane: dlmd::kernel::Lane<256>| {
                 (
                     lane.stage_transposed::<MatmulTileA>()
                         .read::<4>(|[k, i]| a.get([i0 + i, k0 + k]).copied().unwrap_or(0.0)),
                     lane.stage::<MatmulTileB>()
-                        .read::<4>(|[k, j]| b.get([k0 + k, j0 + j]).copied().unwrap_or(0.0)),
+                        .read_runs::<1, 4>(|[k, j]| b.get_run_or([k0 + k, j0 + j], 0.0)),
                 )
             }
         };

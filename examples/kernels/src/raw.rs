@@ -459,8 +459,12 @@ pub fn matmul_raw(
         while chunk < chunk_rows * chunk_cols {
             let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
             let mut acc = [[0.0f32; 8]; 8];
-            // This thread's four elements of the slices of `a` (along `k`: neighbouring threads
-            // read neighbours in a row of `a`) and of `b` from `k0`, into registers.
+            // This thread's four elements of the slice of `a` (along `k`: neighbouring threads
+            // read neighbours in a row of `a`) and its run of four neighbours of a row of the
+            // slice of `b` (one `float4` load where whole and 16-aligned) from `k0`, into
+            // registers.
+            let b_run = (t / 32, t % 32 * 4);
+            let vector = cols.is_multiple_of(4) && (pb as usize).is_multiple_of(16);
             let load = |k0: usize| {
                 let a: [f32; 4] = core::array::from_fn(|q| {
                     let e = t + 256 * q;
@@ -472,16 +476,21 @@ pub fn matmul_raw(
                         0.0
                     }
                 });
-                let b: [f32; 4] = core::array::from_fn(|q| {
-                    let e = t + 256 * q;
-                    let (k, j) = (k0 + e / 128, j0 + e % 128);
-                    if k < depth && j < cols {
-                        // SAFETY: inside `b`'s extents, row-major.
-                        unsafe { *pb.wrapping_add(k * cols + j) }
-                    } else {
-                        0.0
-                    }
-                });
+                let (k, j) = (k0 + b_run.0, j0 + b_run.1);
+                let b: [f32; 4] = if vector && k < depth && j + 3 < cols {
+                    // SAFETY: four elements inside `b`'s extents, row-major, 16-aligned
+                    // (`vector`), which nothing writes during the kernel.
+                    unsafe { ops::load4::<false>(pb.wrapping_add(k * cols + j)) }
+                } else {
+                    core::array::from_fn(|q| {
+                        if k < depth && j + q < cols {
+                            // SAFETY: inside `b`'s extents, row-major.
+                            unsafe { *pb.wrapping_add(k * cols + j + q) }
+                        } else {
+                            0.0
+                        }
+                    })
+                };
                 (a, b)
             };
             let mut next = load(0);
@@ -492,9 +501,10 @@ pub fn matmul_raw(
                     // SAFETY: element `[e % 8, e / 8]` of the `8 × 128` array (`a` transposed,
                     // rows 132 apart), this thread's in this phase.
                     unsafe { *sa.wrapping_add(e % 8 * 132 + e / 8) = next.0[q] };
-                    // SAFETY: element `e` of the `8 × 128` array, this thread's in this phase.
-                    unsafe { *sb.wrapping_add(e) = next.1[q] };
                 }
+                // SAFETY: elements `[b_run.0, b_run.1 ..][..4]` of the `8 × 128` array, 16-aligned
+                // (a multiple of four from its aligned start), this thread's in this phase.
+                unsafe { *sb.wrapping_add(b_run.0 * 128 + b_run.1).cast::<ops::Float4>() = ops::Float4(next.1) };
                 // SAFETY: reached by every thread of the block (uniform loop).
                 unsafe { core::arch::nvptx::_syncthreads() };
                 // The next slices' loads, in flight during this step's products.

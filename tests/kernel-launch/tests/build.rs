@@ -136,11 +136,11 @@ fn a_barrier_after_a_thread_dependent_branch_stays_one_barrier() {
 fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_its_launcher_reserves() {
     use dlmd::kernel::{Block, Context};
     // 512 bytes of reduction scratch, then a 64 × 64 tile of f32 whose rows are 65 apart (63
-    // padded rows and the last one, rounded up to 16 bytes): what the launcher reserves as the
+    // padded rows and the last one, rounded up to 128 bytes): what the launcher reserves as the
     // launch's dynamic shared memory.
     type Transpose = Block<'static, 256, dlmd_example_kernels::TransposeTile>;
     let bytes = Transpose::SHARED_BYTES;
-    assert_eq!(bytes, 512 + ((63 * 65 + 64) * 4usize).div_ceil(16) * 16);
+    assert_eq!(bytes, 512 + ((63 * 65 + 64) * 4usize).div_ceil(128) * 128);
     assert_eq!(<Transpose as Context<'static>>::SHARED_BYTES as usize, bytes);
     assert_eq!(<dlmd::kernel::Thread as Context<'static>>::SHARED_BYTES, 0);
     // The module declares the dynamic shared memory once, and names nothing else it lacks.
@@ -148,7 +148,7 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     let externs: Vec<&str> = ptx.lines().filter(|l| l.starts_with(".extern")).collect();
     assert_eq!(
         externs,
-        [".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];"]
+        [".extern .shared .align 128 .b8 gpu_launch_sized_workgroup_mem[];"]
     );
     // The compiler knows the tile as shared memory: the tile is written and read with
     // `st.shared`/`ld.shared`, and nothing else is (the views are global memory).

@@ -45,20 +45,23 @@ fn a_tiled_transpose_matches_the_cpu_for_ragged_and_empty_shapes() {
         let src: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
         let expected: Vec<f32> = (0..cols * rows).map(|k| src[(k % rows) * cols + k / rows]).collect();
         let chunks = rows.div_ceil(64) * cols.div_ceil(64);
-        // Every chunk its own block, then three blocks for all of them.
-        for blocks in [chunks, 3] {
+        // Every chunk its own block, then three blocks for all of them; the tile filled by
+        // rows, then by staged columns.
+        for (blocks, staged) in [chunks, 3].into_iter().flat_map(|b| [(b, false), (b, true)]) {
             let d_src = stream.clone_htod(&src).unwrap();
             let mut d_dst = stream.alloc_zeros::<f32>(rows * cols).unwrap();
             {
                 let src = device_view::<_, Dims<2>, LayoutRight>(&d_src, Dims::new([rows, cols])).unwrap();
                 let mut dst = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_dst, Dims::new([cols, rows])).unwrap();
-                cuda::scope(|s| {
-                    kernels::transpose_tiled(s.launch(&stream, &module, grid(blocks, 256)), src, dst.as_view_mut())
+                let config = grid(blocks, 256);
+                cuda::scope(|s| match staged {
+                    false => kernels::transpose_tiled(s.launch(&stream, &module, config), src, dst.as_view_mut()),
+                    true => kernels::transpose_staged(s.launch(&stream, &module, config), src, dst.as_view_mut()),
                 })
                 .unwrap();
             }
             let got = stream.clone_dtoh(&d_dst).unwrap();
-            assert_eq!(got, expected, "{rows} x {cols}, {blocks} blocks");
+            assert_eq!(got, expected, "{rows} x {cols}, {blocks} blocks, staged: {staged}");
         }
     }
 }
@@ -197,6 +200,9 @@ fn a_tiled_matrix_product_matches_the_cpu_for_ragged_and_empty_shapes() {
         (300, 77, 200),
         (64, 1000, 33),
         (257, 256, 255),
+        // Rows of whole vector runs in both operands, ragged against the tiles and against
+        // the steps of `k` (20 = 2 · 8 + 4).
+        (132, 20, 260),
     ] {
         // Small integers: every product and sum is exact in f32, whatever the order.
         let a: Vec<f32> = (0..m * k).map(|i| (i * 7 % 9) as f32 - 4.0).collect();

@@ -123,8 +123,10 @@ fn run_start<I: crate::extents::IndexArray, const K: usize>(run: I, fast: usize)
 }
 
 /// The block-shared bytes a block keeps for its reductions: two buffers (used in turn, so that
-/// one barrier per reduction suffices) of one 8-byte slot per warp.
+/// one barrier per reduction suffices) of one 8-byte slot per warp. A multiple of 128, so that
+/// the tiles after it start on a row of the banks.
 const SCRATCH_BYTES: usize = 2 * 32 * 8;
+const _: () = assert!(SCRATCH_BYTES.is_multiple_of(128));
 
 /// The threads of one block of a cooperative kernel, and the tiles `S` they share: the
 /// kernel's context, which it takes as its first parameter (never passed by the launcher).
@@ -189,8 +191,9 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         #[cfg(target_arch = "nvptx64")]
         {
             // SAFETY: the tiles' bytes follow the scratch in the block's shared memory, which
-            // the launch sized `SHARED_BYTES`, 16-aligned; `self` is consumed, so they are made
-            // once, and the block returned has no tiles.
+            // the launch sized `SHARED_BYTES`, 128-aligned (and `SCRATCH_BYTES` is a multiple
+            // of 128); `self` is consumed, so they are made once, and the block returned has no
+            // tiles.
             let tiles = unsafe { S::tiles(self.inner.base.wrapping_add(SCRATCH_BYTES)) };
             (
                 Block {
@@ -293,7 +296,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let rank = E::RANK;
             let fast = if L::FIRST_FASTEST { 0 } else { rank - 1 };
-            // Whether every run starts at a multiple of its size from the tile's (16-aligned)
+            // Whether every run starts at a multiple of its size from the tile's (128-aligned)
             // start: contiguous runs, and every other stride a multiple of `K`. The strides are
             // the tile's constants, so this is decided when the kernel is compiled.
             let aligned = mapping.stride(fast) == 1
@@ -308,10 +311,12 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
                     let first = data.wrapping_add(mapping.offset_of(&run_start::<E::Index, K>(run, fast)));
                     if aligned {
                         // SAFETY: the run's `K` elements are inside the tile's extents (`K`
-                        // divides the fastest one), so in its span, contiguous (`aligned`); the
-                        // partition of runs gives them to this thread alone, and nothing reads
-                        // a writable tile.
-                        unsafe { crate::aligned::write_run(first, 1, values) }
+                        // divides the fastest one), so in its span, neighbours (`aligned`) from
+                        // `first`, which is a multiple of `K` elements from the tile's
+                        // 128-aligned start (the run starts at one along the fastest dimension,
+                        // and every other stride is one); the partition of runs gives them to
+                        // this thread alone, and nothing reads a writable tile.
+                        unsafe { crate::aligned::write_aligned_run(first, values) }
                     } else {
                         // SAFETY: as above, one fastest stride apart.
                         unsafe { crate::aligned::write_each(first, mapping.stride(fast), values) }
@@ -347,33 +352,51 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
 
     /// Writes every element of `tile` from what each thread staged for it ([`Lane::stage`],
     /// [`Lane::stage_transposed`]): each element by the thread that read it, in the partition
-    /// it was read in. Returns the tile [`Written`], as [`write`](Self::write) does.
+    /// it was read in. Runs ([`Stage::read_runs`]) go as one vector store each where the
+    /// tile's layout keeps them contiguous and aligned, otherwise element by element. Returns
+    /// the tile [`Written`], as [`write`](Self::write) does.
     #[inline(always)]
-    pub fn write_staged<T, E, L, const K: usize, const TRANSPOSED: bool>(
+    pub fn write_staged<T, E, L, const K: usize, const TRANSPOSED: bool, const G: usize>(
         &mut self,
         tile: Tile<'k, T, E, L, Writable>,
-        staged: Varying<Staged<T, E, L, K, TRANSPOSED>>,
+        staged: Varying<Staged<T, E, L, K, TRANSPOSED, G>>,
     ) -> Tile<'k, T, E, L, Written>
     where
         T: DlElement,
         E: Extents,
         L: Layout,
     {
-        Staged::<T, E, L, K, TRANSPOSED>::check::<THREADS>();
+        Staged::<T, E, L, K, TRANSPOSED, G>::check::<THREADS>();
         on_gpu!(self.inner, (tile, staged), {
             use crate::layout::Mapping;
             let storage = tile.storage();
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let thread = shared::thread_index::<THREADS>();
+            let fast = Staged::<T, E, L, K, TRANSPOSED, G>::FAST;
+            // As in `write_runs`: decided from the tile's constant strides when the kernel is
+            // compiled.
+            let aligned = mapping.stride(fast) == 1
+                && (0..E::RANK).all(|d| d == fast || mapping.stride(d).rem_euclid(G as isize) == 0);
             crate::unroll!(K, |m| {
-                let index = Staged::<T, E, L, K, TRANSPOSED>::index::<THREADS>(thread, m);
-                // SAFETY: `index` is inside the tile's extents, so its element is in the tile's
-                // span; the partition gives it to this thread alone (the one that staged it:
-                // a `Varying` value stays with its thread), and nothing reads a writable tile.
-                unsafe { data.wrapping_add(mapping.offset_of(&index)).write(staged.0.values()[m]) }
+                let index = Staged::<T, E, L, K, TRANSPOSED, G>::index::<THREADS>(thread, m);
+                let first = data.wrapping_add(mapping.offset_of(&index));
+                let values = staged.0.values()[m];
+                if aligned {
+                    // SAFETY: the run's `G` elements are inside the tile's extents (`G` divides
+                    // the extent they lie along, and the run starts at a multiple of `G`), so
+                    // in its span, neighbours (`aligned`) from `first`, which is a multiple of
+                    // `G` elements from the tile's 128-aligned start; the partition gives them
+                    // to this thread alone (the one that staged them: a `Varying` value stays
+                    // with its thread), and nothing reads a writable tile.
+                    unsafe { crate::aligned::write_aligned_run(first, values) }
+                } else {
+                    // SAFETY: as above, one stride of the run's dimension apart.
+                    unsafe { crate::aligned::write_each(first, mapping.stride(fast), values) }
+                }
             });
             // SAFETY: every element written in this phase, each by one thread: the partition
-            // deals the tile's `K · THREADS` elements (`Staged::index`), `K` to each thread.
+            // deals the tile's `K · G · THREADS` elements (`Staged::index`), `K` runs of `G` to
+            // each thread.
             unsafe { Tile::from_view(tile.into_storage()) }
         })
     }

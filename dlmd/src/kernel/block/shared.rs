@@ -11,14 +11,14 @@ use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
 use core::arch::nvptx;
 
-/// The launch's dynamic shared memory, 16-aligned, which a cooperative kernel's launcher sizes
-/// `Block::SHARED_BYTES` (`Launch::block`). The compiler knows the pointer as shared memory (an
-/// `addrspace(3)` array), so the tiles' reads and writes are `ld.shared`/`st.shared` rather than
-/// generic ones.
+/// The launch's dynamic shared memory, 128-aligned (a row of the 32 banks), which a
+/// cooperative kernel's launcher sizes `Block::SHARED_BYTES` (`Launch::block`). The compiler
+/// knows the pointer as shared memory (an `addrspace(3)` array), so the tiles' reads and writes
+/// are `ld.shared`/`st.shared` rather than generic ones.
 #[inline(always)]
 pub(super) fn dynamic_shared() -> *mut u8 {
     // The array's alignment is the type's.
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<crate::aligned::Align16<u8, 16>>().cast::<u8>()
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<crate::aligned::Align128<u8, 128>>().cast::<u8>()
 }
 
 /// `bar.sync 0`: every thread of the block waits for the others, and memory written before is

@@ -63,7 +63,27 @@ impl<T: DlElement, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED
     #[inline(always)]
     pub fn read<const K: usize>(self, f: impl Fn(E::Index) -> T) -> Staged<T, E, L, K, TRANSPOSED> {
         Staged {
-            values: core::array::from_fn(|m| f(Staged::<T, E, L, K, TRANSPOSED>::index::<THREADS>(self.thread, m))),
+            values: core::array::from_fn(|m| [f(Staged::<T, E, L, K, TRANSPOSED>::index::<THREADS>(self.thread, m))]),
+            tile: PhantomData,
+        }
+    }
+
+    /// [`read`](Self::read) in runs of `G` neighbours along the partition's fastest dimension
+    /// (the tile's fastest in memory, or with [`Lane::stage_transposed`](super::Lane::stage_transposed)
+    /// the other end's): `f(index)` gives the `G` elements from `index` along it, for each of
+    /// the `K` runs the partition of runs gives this thread (run `r` in order by thread
+    /// `r % THREADS`). For runs read as one vector from global memory
+    /// ([`Mdspan::get_run`](crate::view::Mdspan::get_run)); [`Block::write_staged`](super::Block::write_staged)
+    /// writes them to the tile, as one vector where the tile's layout keeps each run
+    /// contiguous and aligned. `G` divides that dimension's extent, and `K × G` is the tile's
+    /// elements over the block's threads (otherwise the kernel does not compile).
+    #[inline(always)]
+    pub fn read_runs<const K: usize, const G: usize>(
+        self,
+        f: impl Fn(E::Index) -> [T; G],
+    ) -> Staged<T, E, L, K, TRANSPOSED, G> {
+        Staged {
+            values: core::array::from_fn(|m| f(Staged::<T, E, L, K, TRANSPOSED, G>::index::<THREADS>(self.thread, m))),
             tile: PhantomData,
         }
     }
@@ -72,51 +92,80 @@ impl<T: DlElement, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED
 /// The tile type a [`Stage`] or [`Staged`] is for (no value of it is held).
 type Shape<T, E, L> = fn() -> (T, E, L);
 
-/// One thread's share of a tile's elements, read ahead ([`Stage::read`]):
-/// the `K` elements the block's partition gives the thread, in its order, for a tile of `T`,
-/// extents `E` and layout `L` (dealt along its memory order, or with `TRANSPOSED` the other way,
-/// as [`Block::write_transposed`](super::Block::write_transposed) does). A tile of `E`'s
-/// elements is `K` per thread of the block exactly, so every element of the tile is in one
-/// thread's `Staged`; it stays with the thread that read it (a [`Varying`](super::Varying)
-/// value, which no warp operation moves), and
-/// [`Block::write_staged`](super::Block::write_staged) writes it back in the same partition.
+/// One thread's share of a tile's elements, read ahead ([`Stage::read`], [`Stage::read_runs`]):
+/// the `K` runs of `G` neighbours (single elements by default) the block's partition gives the
+/// thread, in its order, for a tile of `T`, extents `E` and layout `L` (dealt along its memory
+/// order, or with `TRANSPOSED` the other way, as
+/// [`Block::write_transposed`](super::Block::write_transposed) does). A tile of `E`'s elements is
+/// `K × G` per thread of the block exactly, so every element of the tile is in one thread's
+/// `Staged`; it stays with the thread that read it (a [`Varying`](super::Varying) value, which no
+/// warp operation moves), and [`Block::write_staged`](super::Block::write_staged) writes it back
+/// in the same partition.
 #[derive(Clone, Copy, Debug)]
-pub struct Staged<T, E, L, const K: usize, const TRANSPOSED: bool> {
+pub struct Staged<T, E, L, const K: usize, const TRANSPOSED: bool, const G: usize = 1> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    values: [T; K],
+    values: [[T; G]; K],
     tile: PhantomData<fn() -> (E, L)>,
 }
 
-impl<T: DlElement, E: Extents, L: Layout, const K: usize, const TRANSPOSED: bool> Staged<T, E, L, K, TRANSPOSED> {
+impl<T: DlElement, E: Extents, L: Layout, const K: usize, const TRANSPOSED: bool, const G: usize>
+    Staged<T, E, L, K, TRANSPOSED, G>
+{
     /// Whether the partition deals the tile's first index fastest.
     pub(super) const FIRST_FASTEST: bool = L::FIRST_FASTEST != TRANSPOSED;
 
-    /// Refuses to compile where the tile's elements are not `K` for each of `THREADS` threads
-    /// exactly (some element would go unwritten, or past the tile).
+    /// The dimension the partition deals fastest, along which the runs lie.
+    pub(super) const FAST: usize = if Self::FIRST_FASTEST {
+        0
+    } else {
+        E::RANK.saturating_sub(1)
+    };
+
+    /// Refuses to compile where the tile's elements are not `K` runs of `G` for each of
+    /// `THREADS` threads exactly (some element would go unwritten, or past the tile), or where
+    /// `G` does not divide the extent the runs lie along.
     #[inline(always)]
     pub(super) fn check<const THREADS: usize>() {
         const {
             assert!(
-                matches!(E::STATIC_SIZE, Some(size) if size == K * THREADS),
+                matches!(E::STATIC_SIZE, Some(size) if size == K * G * THREADS),
                 "a thread's staged share of a tile is the tile's elements over the block's threads, exactly"
+            );
+            let fastest = match E::STATIC_ENDS {
+                (Some(first), Some(last)) => {
+                    if Self::FIRST_FASTEST {
+                        first
+                    } else {
+                        last
+                    }
+                }
+                _ => 0,
+            };
+            assert!(
+                G > 0 && fastest.is_multiple_of(G),
+                "a tile staged in runs has the run's length dividing the extent the runs lie along"
             );
         };
     }
 
-    /// Index `m` of thread `thread`'s share of the tile: element `thread + m · THREADS` in the
-    /// partition's order.
+    /// The first index of run `m` of thread `thread`'s share of the tile: run `thread + m ·
+    /// THREADS` in the partition's order.
     #[inline(always)]
     pub(super) fn index<const THREADS: usize>(thread: usize, m: usize) -> E::Index {
         Self::check::<THREADS>();
         let shape = super::tile::static_shape::<E>();
-        // Below `K · THREADS`, the tile's size: inside it, so the index is `Some`.
-        unravel(thread + m * THREADS, shape, shape, Self::FIRST_FASTEST, true).unwrap_or(shape)
+        let mut runs = shape;
+        runs.as_mut()[Self::FAST] /= G;
+        // Below `K · THREADS`, the tile's runs: inside them, so the index is `Some`.
+        let mut index = unravel(thread + m * THREADS, runs, runs, Self::FIRST_FASTEST, true).unwrap_or(runs);
+        index.as_mut()[Self::FAST] *= G;
+        index
     }
 
-    /// The values, in the partition's order.
+    /// The runs, in the partition's order.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn values(&self) -> &[T; K] {
+    pub(super) fn values(&self) -> &[[T; G]; K] {
         &self.values
     }
 }

@@ -154,7 +154,7 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         let first = unsafe { self.view.data_handle().add(mapping.offset_of(&index)) }.cast_const();
         let stride = mapping.stride(last);
         // Aligned to the run's size, told from the index rather than the address: the tile
-        // starts 16-aligned, its strides are constants, and a run's first index is often
+        // starts 128-aligned, its strides are constants, and a run's first index is often
         // known a multiple of `K` (`Lane::cells_in_runs`), so the compiler decides this when
         // the kernel is compiled, and keeps the one vector load.
         let aligned = stride == 1
@@ -163,7 +163,7 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         if aligned {
             // SAFETY: the run's elements, readable (every element was written, nothing writes
             // them in this phase), neighbours from `first`, which is a multiple of `K` elements
-            // from the tile's 16-aligned start (its offset is: every stride but the last, 1, is
+            // from the tile's 128-aligned start (its offset is: every stride but the last, 1, is
             // a multiple of `K`, and so is the last index), so aligned to the run's size where
             // that is 8 or 16 bytes.
             return Some(unsafe { crate::aligned::read_aligned_run::<T, K>(first) });
@@ -221,7 +221,7 @@ impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, 
 /// declares it: element type `T`, static extents `E`, and a [`TileLayout`] (row-major by
 /// default; [`RightPadded`] and [`LeftPadded`] pad the rows or columns so that a warp reading
 /// across them meets every bank of shared memory once). Its byte size is known at compile time,
-/// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 16 bytes),
+/// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 128 bytes),
 /// which the GPU reserves per block when the kernel starts.
 pub struct TileOf<T, E, L = LayoutRight>(PhantomData<(T, E, L)>);
 
@@ -384,7 +384,7 @@ const fn padded_span<E: Extents>(pad: usize, first_fastest: bool) -> usize {
 ///
 /// # Safety
 ///
-/// [`BYTES`](Self::BYTES) covers every tile at its offset, each aligned to 16 bytes and none
+/// [`BYTES`](Self::BYTES) covers every tile at its offset, each aligned to 128 bytes and none
 /// overlapping another; [`tiles`](Self::tiles) makes each tile over its own bytes only.
 pub unsafe trait TileSet: sealed::Sealed + 'static {
     /// The tiles, fresh ([`Writable`]).
@@ -396,15 +396,18 @@ pub unsafe trait TileSet: sealed::Sealed + 'static {
     ///
     /// # Safety
     ///
-    /// `base` is 16-aligned block-shared memory of [`BYTES`](Self::BYTES) bytes that nothing
+    /// `base` is 128-aligned block-shared memory of [`BYTES`](Self::BYTES) bytes that nothing
     /// else reaches while `'k` lives.
     #[doc(hidden)]
     unsafe fn tiles<'k>(base: *mut u8) -> Self::Tiles<'k>;
 }
 
-/// `bytes` rounded up to a multiple of 16, the alignment of every tile.
+/// `bytes` rounded up to a multiple of 128, the alignment of every tile: a row of the 32 banks
+/// of shared memory, so that a warp's reads of a tile meet the banks as they would from the
+/// start of the block's shared memory (a 16-byte vector read by 8 lanes is then one row of
+/// banks, where an offset of 16 would spread it over two).
 const fn aligned(bytes: usize) -> usize {
-    bytes.div_ceil(16) * 16
+    bytes.div_ceil(128) * 128
 }
 
 impl<T, E, L> sealed::Sealed for TileOf<T, E, L> {}
@@ -425,7 +428,7 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
         );
         span
     };
-    /// The tile's bytes, aligned to 16.
+    /// The tile's bytes, aligned to 128.
     const TILE_BYTES: usize = aligned(Self::SPAN * size_of::<T>());
 
     /// The fresh tile at `base`.
@@ -442,7 +445,7 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
         // not NULL. No NULL test: a pointer chosen between `base` and another would lose the
         // compiler's knowledge that it is shared memory.
         let ptr = unsafe { core::ptr::NonNull::new_unchecked(base.cast::<T>()) };
-        // SAFETY: `TILE_BYTES` bytes at `base` are this tile's alone (caller), aligned to 16,
+        // SAFETY: `TILE_BYTES` bytes at `base` are this tile's alone (caller), aligned to 128,
         // and hold the mapping's span (`SPAN` elements).
         let view = unsafe { Mdspan::from_non_null(ptr, mapping, BlockShared) };
         // SAFETY: a fresh tile is `Writable`: nothing reads it before it is written.
@@ -475,8 +478,8 @@ macro_rules! tile_tuples {
     ($($name:ident)+) => {
         impl<$($name),+> sealed::Sealed for ($($name,)+) {}
 
-        // SAFETY: each tile at the sum of the sizes before it, each a multiple of 16 bytes, so
-        // the tiles follow one another without overlap and stay 16-aligned.
+        // SAFETY: each tile at the sum of the sizes before it, each a multiple of 128 bytes, so
+        // the tiles follow one another without overlap and stay 128-aligned.
         unsafe impl<$($name: TileSet),+> TileSet for ($($name,)+) {
             type Tiles<'k> = ($($name::Tiles<'k>,)+);
             const BYTES: usize = 0 $(+ $name::BYTES)+;
