@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first kernel, as a user gets it: the files the README prints must be those of
-# examples/kernel-template, and that crate must build outside this workspace, its dependencies
+# examples/kernel-template (and the cooperative kernel it shows, examples/kernels'
+# transpose_tiled), and that crate must build outside this workspace, its dependencies
 # on dlmd turned into paths to this checkout (the only change), with the workspace's lock file.
 # On a machine without a GPU the program must stop with dlmd's `NoDriver` error; with
 # --gpu it must run and print its result.
@@ -30,6 +31,17 @@ for name, text in blocks:
     if (template / name).read_text() != text:
         sys.exit(f"first-kernel: README.md's {name} differs from {template / name}")
 print(f"first-kernel: README.md prints the template's {len(blocks)} files exactly")
+# The cooperative kernel the README shows is examples/kernels' transpose_tiled, as it is there.
+start = readme.index("### Cooperative kernels")
+shown = re.findall(r"```rust\n(.*?)```", readme[start:], re.S)[0]
+source = pathlib.Path("examples/kernels/src/lib.rs").read_text()
+def kernel(text):
+    at = text.index("#[dlmd::kernel]\npub fn transpose_tiled(")
+    return text[at:text.index("\n}\n", at) + 3]
+tile = "pub type TransposeTile = TileOf<f32, (Const<64>, Const<64>), RightPadded<1>>;\n"
+if kernel(shown) != kernel(source) or tile not in shown or tile not in source:
+    sys.exit("first-kernel: README.md's cooperative kernel differs from examples/kernels' transpose_tiled")
+print("first-kernel: README.md's cooperative kernel is examples/kernels' transpose_tiled")
 PY
 
 # 2. The template as a crate of its own, outside this workspace.

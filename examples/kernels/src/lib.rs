@@ -116,8 +116,10 @@ pub fn transpose_tiled(
     let (mut block, mut tile) = block.split();
     for mut chunk in block.chunks(dst, [64, 64]) {
         let [i0, j0] = chunk.origin();
+        // Four neighbours of a row of `src` a thread at a time: one `float4` load.
         let written = block.write_runs(tile, |[a, b]| src.get_run_or::<4>([j0 + a, i0 + b], 0.0));
         let readable = block.sync(written);
+        // Four neighbours of a row of `dst`, read down a column of the tile: one `float4` store.
         let stored = block.store_runs::<_, _, _, _, 4>(&mut chunk, |[i, j]| {
             core::array::from_fn(|q| readable.get([j - j0 + q, i - i0]).copied().unwrap_or(0.0))
         });
