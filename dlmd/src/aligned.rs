@@ -22,16 +22,10 @@ aligned!(Align4 4, Align8 8, Align16 16, Align128 128);
 /// The `K` elements are readable, and nothing writes them meanwhile.
 #[inline(always)]
 pub(crate) unsafe fn read_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
-    let bytes = K * size_of::<T>();
-    if stride == 1 && (first as usize).is_multiple_of(bytes) {
-        match bytes {
-            // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to
-            // their size (checked), which is the vector's.
-            16 => return unsafe { first.cast::<Align16<T, K>>().read().0 },
-            // SAFETY: as above.
-            8 => return unsafe { first.cast::<Align8<T, K>>().read().0 },
-            _ => {}
-        }
+    if stride == 1 && (first as usize).is_multiple_of(K * size_of::<T>()) {
+        // SAFETY: `K` neighbouring readable elements from `first` (caller), aligned to their
+        // size (checked).
+        return unsafe { read_aligned_run(first) };
     }
     // SAFETY: `K` readable elements one stride apart (caller).
     core::array::from_fn(|k| unsafe { first.wrapping_offset(k as isize * stride).read() })
@@ -204,16 +198,10 @@ pub(crate) unsafe fn write_global_run<T: Copy, const K: usize>(first: *mut T, st
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) unsafe fn write_run<T: Copy, const K: usize>(first: *mut T, stride: isize, values: [T; K]) {
-    let bytes = K * size_of::<T>();
-    if stride == 1 && (first as usize).is_multiple_of(bytes) {
-        match bytes {
-            // SAFETY: `K` neighbouring writable elements from `first` (caller), aligned to
-            // their size (checked), which is the vector's.
-            16 => return unsafe { first.cast::<Align16<T, K>>().write(Align16(values)) },
-            // SAFETY: as above.
-            8 => return unsafe { first.cast::<Align8<T, K>>().write(Align8(values)) },
-            _ => {}
-        }
+    if stride == 1 && (first as usize).is_multiple_of(K * size_of::<T>()) {
+        // SAFETY: `K` neighbouring writable elements from `first` (caller), aligned to their
+        // size (checked).
+        return unsafe { write_aligned_run(first, values) };
     }
     // SAFETY: as this function's contract.
     unsafe { write_each(first, stride, values) }
