@@ -296,11 +296,7 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let rank = E::RANK;
             let fast = if L::FIRST_FASTEST { 0 } else { rank - 1 };
-            // Whether every run starts at a multiple of its size from the tile's (128-aligned)
-            // start: contiguous runs, and every other stride a multiple of `K`. The strides are
-            // the tile's constants, so this is decided when the kernel is compiled.
-            let aligned = mapping.stride(fast) == 1
-                && (0..rank).all(|d| d == fast || mapping.stride(d).rem_euclid(K as isize) == 0);
+            let aligned = tile::runs_aligned(&mapping, fast, K);
             shared::write_partition::<THREADS, E::Index, [T; K]>(
                 runs,
                 runs,
@@ -309,18 +305,11 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
                 |run| f(run_start::<E::Index, K>(run, fast)),
                 |run, values| {
                     let first = data.wrapping_add(mapping.offset_of(&run_start::<E::Index, K>(run, fast)));
-                    if aligned {
-                        // SAFETY: the run's `K` elements are inside the tile's extents (`K`
-                        // divides the fastest one), so in its span, neighbours (`aligned`) from
-                        // `first`, which is a multiple of `K` elements from the tile's
-                        // 128-aligned start (the run starts at one along the fastest dimension,
-                        // and every other stride is one); the partition of runs gives them to
-                        // this thread alone, and nothing reads a writable tile.
-                        unsafe { crate::aligned::write_aligned_run(first, values) }
-                    } else {
-                        // SAFETY: as above, one fastest stride apart.
-                        unsafe { crate::aligned::write_each(first, mapping.stride(fast), values) }
-                    }
+                    // SAFETY: the run's `K` elements are inside the tile's extents (`K` divides
+                    // the fastest one, and the run starts at a multiple of `K` along it), so in
+                    // its span, one fastest stride apart; the partition of runs gives them to
+                    // this thread alone, and nothing reads a writable tile.
+                    unsafe { tile::write_run(first, aligned, mapping.stride(fast), values) }
                 },
             );
             // SAFETY: every element written in this phase, each by one thread: the partition
@@ -373,26 +362,16 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let thread = shared::thread_index::<THREADS>();
             let fast = Staged::<T, E, L, K, TRANSPOSED, G>::FAST;
-            // As in `write_runs`: decided from the tile's constant strides when the kernel is
-            // compiled.
-            let aligned = mapping.stride(fast) == 1
-                && (0..E::RANK).all(|d| d == fast || mapping.stride(d).rem_euclid(G as isize) == 0);
+            let aligned = tile::runs_aligned(&mapping, fast, G);
             crate::unroll!(K, |m| {
                 let index = Staged::<T, E, L, K, TRANSPOSED, G>::index::<THREADS>(thread, m);
                 let first = data.wrapping_add(mapping.offset_of(&index));
-                let values = staged.0.values()[m];
-                if aligned {
-                    // SAFETY: the run's `G` elements are inside the tile's extents (`G` divides
-                    // the extent they lie along, and the run starts at a multiple of `G`), so
-                    // in its span, neighbours (`aligned`) from `first`, which is a multiple of
-                    // `G` elements from the tile's 128-aligned start; the partition gives them
-                    // to this thread alone (the one that staged them: a `Varying` value stays
-                    // with its thread), and nothing reads a writable tile.
-                    unsafe { crate::aligned::write_aligned_run(first, values) }
-                } else {
-                    // SAFETY: as above, one stride of the run's dimension apart.
-                    unsafe { crate::aligned::write_each(first, mapping.stride(fast), values) }
-                }
+                // SAFETY: the run's `G` elements are inside the tile's extents (`G` divides the
+                // extent they lie along, and the run starts at a multiple of `G`), so in its
+                // span, one stride of that dimension apart; the partition gives them to this
+                // thread alone (the one that staged them: a `Varying` value stays with its
+                // thread), and nothing reads a writable tile.
+                unsafe { tile::write_run(first, aligned, mapping.stride(fast), staged.0.values()[m]) }
             });
             // SAFETY: every element written in this phase, each by one thread: the partition
             // deals the tile's `K · G · THREADS` elements (`Staged::index`), `K` runs of `G` to

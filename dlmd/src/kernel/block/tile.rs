@@ -156,7 +156,9 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         // Aligned to the run's size, told from the index rather than the address: the tile
         // starts 128-aligned, its strides are constants, and a run's first index is often
         // known a multiple of `K` (`Lane::cells_in_runs`), so the compiler decides this when
-        // the kernel is compiled, and keeps the one vector load.
+        // the kernel is compiled, and keeps the one vector load. Written out here, not through
+        // `runs_aligned`: the compiler folds this form only (through that function the matrix
+        // product's tile reads went element by element; the build test counts them).
         let aligned = stride == 1
             && index.as_ref()[last].is_multiple_of(K)
             && (0..E::RANK).all(|d| d == last || mapping.stride(d).rem_euclid(K as isize) == 0);
@@ -185,6 +187,41 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         // SAFETY: readable, so every element was written and nothing writes it while the
         // returned reference (which borrows the tile) lives.
         unsafe { &*element }
+    }
+}
+
+/// Whether a tile of `mapping` keeps each run of `k` along dimension `fast` that starts at a
+/// multiple of `k` there aligned to the run's size: the runs are contiguous, and every other
+/// stride is a multiple of `k`, so the run starts a multiple of `k` elements from the tile's
+/// 128-aligned start. The strides are the tile's constants, so the compiler decides this when
+/// the kernel is compiled (an address test it would have to make at run time, and would merge
+/// the vector path into the element-by-element one).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(super) fn runs_aligned<M: Mapping>(mapping: &M, fast: usize, k: usize) -> bool {
+    let rank = <M::Extents as Extents>::RANK;
+    mapping.stride(fast) == 1 && (0..rank).all(|d| d == fast || mapping.stride(d).rem_euclid(k as isize) == 0)
+}
+
+/// Writes `values` to a tile's run of `K` from `first`, its elements `stride` apart: one
+/// vector store where `aligned` ([`runs_aligned`] for a run that starts at a multiple of `K`),
+/// `K` stores otherwise.
+///
+/// # Safety
+///
+/// The run's elements are the tile's, written by this thread alone and read by none meanwhile
+/// (a writable tile's, given to this thread by the block's partition); where `aligned`, the
+/// run is as [`runs_aligned`] says.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(super) unsafe fn write_run<T: Copy, const K: usize>(first: *mut T, aligned: bool, stride: isize, values: [T; K]) {
+    if aligned {
+        // SAFETY: the run's `K` elements are neighbours from `first`, which is a multiple of
+        // `K` elements from the tile's 128-aligned start, so aligned to their size (caller).
+        unsafe { crate::aligned::write_aligned_run(first, values) }
+    } else {
+        // SAFETY: the run's `K` elements, one stride apart (caller).
+        unsafe { crate::aligned::write_each(first, stride, values) }
     }
 }
 
