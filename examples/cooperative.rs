@@ -7,16 +7,19 @@
 //! alone, and the tiled matrix product against its raw twin (`scripts/bench_cooperative_torch.py`
 //! times `torch.matmul`, cuBLAS, on the same shape).
 //!
-//! Run with `cargo run --release --features kernels --example cooperative [-- --bench]` on a
-//! machine with an NVIDIA GPU; `scripts/bench_cooperative_torch.py` times torch on the same
-//! shapes.
+//! The row sums are also timed against CUB's `BlockReduce` (`examples/cuda/row_sums_cub.cu`,
+//! built by nvcc) when `--cub` names that module.
+//!
+//! Run with `cargo run --release --features kernels --example cooperative [-- --bench [--cub
+//! row_sums_cub.cubin]]` on a machine with an NVIDIA GPU; `scripts/bench_cooperative_torch.py`
+//! times torch on the same shapes.
 
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use dlmd::cuda::{self, CudaError, Kernels};
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_kernels as rust;
-use dlmd_examples::cxx::{ROW_SUMS, TRANSPOSE_CLASSIC, TRANSPOSE_TILED, compile};
-use dlmd_examples::median;
+use dlmd_examples::Sides;
+use dlmd_examples::cxx::{ROW_SUMS, RowSumsCub, TRANSPOSE_CLASSIC, TRANSPOSE_TILED, compile};
 use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::process::ExitCode;
@@ -261,29 +264,6 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
 const ROUNDS: usize = 30;
 const WARM_UP: usize = 5;
 
-/// The medians of each side's rounds after the warm-up.
-struct Sides {
-    ms: Vec<Vec<f64>>,
-}
-
-impl Sides {
-    fn new(count: usize) -> Self {
-        Sides {
-            ms: vec![Vec::new(); count],
-        }
-    }
-
-    fn push(&mut self, round: usize, times: &[f64]) {
-        if round >= WARM_UP {
-            self.ms.iter_mut().zip(times).for_each(|(side, &t)| side.push(t));
-        }
-    }
-
-    fn medians(&self) -> Vec<f64> {
-        self.ms.iter().map(|side| median(side.clone())).collect()
-    }
-}
-
 fn bench_transpose(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -298,7 +278,7 @@ fn bench_transpose(
         block_dim: (32, 8, 1),
         ..blocks(rows.div_ceil(32) * cols.div_ceil(32))
     };
-    let mut sides = Sides::new(5);
+    let mut sides = Sides::new(5, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let src = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
@@ -347,9 +327,13 @@ fn bench_row_sums(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     cxx: &CudaFunction,
+    cub: Option<&RowSumsCub>,
     (rows, cols): (usize, usize),
 ) -> Result<(), Box<dyn Error>> {
-    let a = &stream.alloc_zeros::<f32>(rows * cols)?;
+    // Multiples of 1/8 below 1 in magnitude: every partial sum of a row is exact in `f32`, so
+    // any order of the additions gives the CPU's sums.
+    let host: Vec<f32> = (0..rows * cols).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let a = &stream.clone_htod(&host)?;
     let b = &mut stream.alloc_zeros::<f32>(rows * cols)?;
     let mut out = stream.alloc_zeros::<f32>(rows)?;
     // Long rows take the wide blocks; the C++ reference runs on the same block size.
@@ -360,7 +344,32 @@ fn bench_row_sums(
         rust::ROW_SUMS_THREADS
     };
     let grid = row_blocks(rows, threads);
-    let mut sides = Sides::new(4);
+    let cub = cub
+        .map(|cub| {
+            cub.function(threads)
+                .ok_or("the CUB module has no row sums for this block size")
+        })
+        .transpose()?;
+    let shape = (i32::try_from(rows)?, i32::try_from(cols)?);
+    let launch_cub = |function: &CudaFunction, out: &mut CudaSlice<f32>| -> Result<(), Box<dyn Error>> {
+        let mut launch = stream.launch_builder(function);
+        launch.arg(a).arg(out).arg(&shape.0).arg(&shape.1);
+        // SAFETY: the kernel reads `rows × cols` `f32` of `a` (row-major, rows a multiple of
+        // four elements and 16-aligned) and writes `rows` of `out`, both that long; `shape` is
+        // those extents.
+        unsafe { launch.launch(grid) }?;
+        Ok(())
+    };
+    if let Some(function) = cub {
+        launch_cub(function, &mut out)?;
+        let expected: Vec<f32> = host.chunks(cols).map(|row| row.iter().sum()).collect();
+        compare(
+            &format!("CUB row sums {rows}x{cols}"),
+            &stream.clone_dtoh(&out)?,
+            &expected,
+        )?;
+    }
+    let mut sides = Sides::new(5, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
@@ -390,19 +399,36 @@ fn bench_row_sums(
             unsafe { launch.launch(grid) }?;
             Ok(())
         })?;
+        let cub = match cub {
+            Some(function) => cover.time(stream, || launch_cub(function, &mut out))?,
+            None => f64::NAN,
+        };
         let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
-        sides.push(round, &[safe, raw, c, copy]);
+        sides.push(round, &[safe, raw, c, cub, copy]);
     }
     let m = sides.medians();
-    let (safe, raw, c, copy) = (m[0], m[1], m[2], m[3]);
+    let (safe, raw, c, cub_ms, copy) = (m[0], m[1], m[2], m[3], m[4]);
     let read = (rows * cols * 4) as f64;
+    let against_cub = if cub.is_some() {
+        format!(
+            ", CUB (BlockReduce, float4; nvcc) {cub_ms:.4} ms ({:.0} GB/s read)",
+            read / cub_ms / 1e6
+        )
+    } else {
+        ", CUB not given (--cub)".to_string()
+    };
     println!(
-        "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read), device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}, safe / raw = {:.3}",
+        "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read){against_cub}, device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}{}, safe / raw = {:.3}",
         read / safe / 1e6,
         read / c / 1e6,
         2.0 * read / copy / 1e6,
         (read / safe) / (2.0 * read / copy),
         c / safe,
+        if cub.is_some() {
+            format!(", safe / CUB = {:.3}", cub_ms / safe)
+        } else {
+            String::new()
+        },
         raw / safe
     );
     Ok(())
@@ -432,7 +458,7 @@ fn bench_softmax(
         ),
         ..blocks(rows)
     };
-    let mut sides = Sides::new(3);
+    let mut sides = Sides::new(3, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
@@ -477,7 +503,7 @@ fn bench_matmul(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Res
     let (a, b) = (&stream.clone_htod(&host)?, &stream.clone_htod(&host)?);
     let mut out = stream.alloc_zeros::<f32>(size * size)?;
     let grid = matmul_blocks(size, size);
-    let mut sides = Sides::new(2);
+    let mut sides = Sides::new(2, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let av = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([size, size]))?;
@@ -511,7 +537,8 @@ fn run() -> Result<(), Box<dyn Error>> {
     let stream = ctx.default_stream();
     let kernels = Kernels::load(&ctx, rust::PTX)?;
     check(&stream, &kernels)?;
-    if std::env::args().any(|a| a == "--bench") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--bench") {
         bench_transpose(
             &stream,
             &kernels,
@@ -519,8 +546,19 @@ fn run() -> Result<(), Box<dyn Error>> {
             &compile(&ctx, TRANSPOSE_CLASSIC, "transpose_classic")?,
         )?;
         let row_sums = compile(&ctx, ROW_SUMS, "row_sums")?;
-        bench_row_sums(&stream, &kernels, &row_sums, (8192, 8192))?;
-        bench_row_sums(&stream, &kernels, &row_sums, (65536, 1024))?;
+        let cub = match args.iter().position(|a| a == "--cub") {
+            Some(at) => {
+                let path = args.get(at + 1).ok_or("--cub takes a path")?;
+                Some(RowSumsCub::load(
+                    &ctx,
+                    path,
+                    &[rust::ROW_SUMS_THREADS, rust::ROW_SUMS_WIDE_THREADS],
+                )?)
+            }
+            None => None,
+        };
+        bench_row_sums(&stream, &kernels, &row_sums, cub.as_ref(), (8192, 8192))?;
+        bench_row_sums(&stream, &kernels, &row_sums, cub.as_ref(), (65536, 1024))?;
         bench_softmax(&stream, &kernels, (8192, 8192))?;
         bench_softmax(&stream, &kernels, (65536, 1024))?;
         bench_matmul(&stream, &kernels, 4096)?;

@@ -7,10 +7,40 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The timings of an alternated benchmark, one list a side, and their medians once the first
+/// `warm_up` rounds are left out.
+pub struct Sides {
+    ms: Vec<Vec<f64>>,
+    warm_up: usize,
+}
+
+impl Sides {
+    /// `count` sides, none timed yet.
+    pub fn new(count: usize, warm_up: usize) -> Self {
+        Sides {
+            ms: vec![Vec::new(); count],
+            warm_up,
+        }
+    }
+
+    /// Round `round`'s times, one a side in order (kept after the warm-up).
+    pub fn push(&mut self, round: usize, times: &[f64]) {
+        if round >= self.warm_up {
+            self.ms.iter_mut().zip(times).for_each(|(side, &t)| side.push(t));
+        }
+    }
+
+    /// Each side's median.
+    pub fn medians(&self) -> Vec<f64> {
+        self.ms.iter().map(|side| median(side.clone())).collect()
+    }
+}
+
 /// The C++ side of the CUDA examples: kernels over `dlmd::view` compiled by NVRTC.
 #[cfg(feature = "cuda")]
 pub mod cxx {
     use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig};
+    use cudarc::nvrtc::Ptx;
     use dlmd::cuda::Kernels;
     use std::error::Error;
     use std::sync::Arc;
@@ -170,6 +200,30 @@ extern "C" __global__ void row_sums(dlmd::view<float, 2> x, dlmd::view<float, 1>
     }
 }
 "#;
+
+    /// The row sums of `examples/cuda/row_sums_cub.cu` (CUB's `BlockReduce`, built by nvcc):
+    /// one entry point a block size, `row_sums_cub_<threads>(x, sums, rows, cols)`.
+    pub struct RowSumsCub {
+        functions: Vec<(usize, CudaFunction)>,
+    }
+
+    impl RowSumsCub {
+        /// Loads the module (a cubin or PTX file) at `path` and its entry points for blocks of
+        /// each of `threads`.
+        pub fn load(ctx: &Arc<CudaContext>, path: &str, threads: &[usize]) -> Result<Self, Box<dyn Error>> {
+            let module = ctx.load_module(Ptx::from_file(path))?;
+            let functions = threads
+                .iter()
+                .map(|&t| Ok((t, module.load_function(&format!("row_sums_cub_{t}"))?)))
+                .collect::<Result<_, Box<dyn Error>>>()?;
+            Ok(Self { functions })
+        }
+
+        /// The entry point for blocks of `threads`, if the module has one.
+        pub fn function(&self, threads: usize) -> Option<&CudaFunction> {
+            self.functions.iter().find(|(t, _)| *t == threads).map(|(_, f)| f)
+        }
+    }
 }
 
 /// Timing work queued on a CUDA stream between two events.

@@ -63,13 +63,24 @@ sanitize_rust_kernels() {
             exit $status' _ "$sanitizer" "$tool" "$dir"
     done
 }
+# CUB's row sums (row_sums_cub.cu), the reference of the cooperative row sums, built here by
+# nvcc for this GPU and given to the cooperative benchmark.
+cub=()
+build_cub() {
+    local nvcc cubin
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    cubin=$(mktemp -d)/row_sums_cub.cubin
+    run "build: CUB row sums (nvcc)" "$nvcc" -O3 -arch=native -cubin -o "$cubin" "$dir/row_sums_cub.cu"
+    [ -f "$cubin" ] && cub=(--cub "$cubin")
+}
 if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
+    build_cub
     for round in 1 2 3; do
-        run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench
+        run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench "${cub[@]}"
         if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
             run "bench: torch, same shapes (round $round)" python3 "$dir/bench_cooperative_torch.py"
         fi
@@ -125,7 +136,8 @@ single_bench=$([ "${DLMD_SKIP_SINGLE_GPU_BENCH:-0}" = 1 ] && echo 0 || echo 1)
 if [ "$single_bench" = 1 ]; then
     run "add_index example + benchmark" "$dir/add_index" --bench
     run "Rust kernels + benchmarks" "$dir/rust_kernels" --bench
-    run "cooperative kernels + benchmarks" "$dir/cooperative" --bench
+    build_cub
+    run "cooperative kernels + benchmarks" "$dir/cooperative" --bench "${cub[@]}"
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch on the cooperative shapes" python3 "$dir/bench_cooperative_torch.py"
     fi

@@ -1,0 +1,36 @@
+// Row sums of a row-major f32 matrix written with CUB, the reference the cooperative row sums
+// (examples/kernels: `row_sums_block`, `row_sums_block_wide`) are measured against: one block
+// per row (grid-stride), `float4` loads (evict-first, read-only), a per-thread sum and
+// `cub::BlockReduce`. Rows must be a multiple of four elements and 16-byte aligned, as the
+// benchmark's are. Built on the GPU machine by nvcc (scripts/gpu-run.sh):
+//     nvcc -O3 -arch=native -cubin -o row_sums_cub.cubin row_sums_cub.cu
+// and given to `examples/cooperative.rs --bench --cub row_sums_cub.cubin`.
+#include <cub/block/block_reduce.cuh>
+
+template <int THREADS>
+__device__ void row_sums(const float* __restrict__ x, float* __restrict__ sums, int rows, int cols) {
+    using Reduce = cub::BlockReduce<float, THREADS>;
+    __shared__ typename Reduce::TempStorage temp;
+    const int runs = cols / 4;
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float4* row = reinterpret_cast<const float4*>(x + (size_t)r * cols);
+        float s = 0.0f;
+#pragma unroll 2
+        for (int j = threadIdx.x; j < runs; j += THREADS) {
+            float4 v = __ldcs(row + j);
+            s += (v.x + v.y) + (v.z + v.w);
+        }
+        float total = Reduce(temp).Sum(s);
+        if (threadIdx.x == 0) sums[r] = total;
+        // `temp` is written again by the next row's reduction.
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) row_sums_cub_128(const float* x, float* sums, int rows, int cols) {
+    row_sums<128>(x, sums, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(512) row_sums_cub_512(const float* x, float* sums, int rows, int cols) {
+    row_sums<512>(x, sums, rows, cols);
+}
