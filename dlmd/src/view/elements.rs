@@ -25,6 +25,13 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
         Some(unsafe { element.as_ref() })
     }
 
+    /// The element at `index` by value, or `fill` outside the extents: how a kernel reads a
+    /// matrix's ragged edge as zeros.
+    #[inline]
+    pub fn get_or(&self, index: E::Index, fill: T) -> T {
+        self.get(index).copied().unwrap_or(fill)
+    }
+
     /// The element at `index`, without checking it.
     ///
     /// # Safety
@@ -88,7 +95,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
                     None => (q == 0).then_some(()),
                 };
                 match next {
-                    Some(()) => self.get(at).copied().unwrap_or(fill),
+                    Some(()) => self.get_or(at, fill),
                     None => fill,
                 }
             })

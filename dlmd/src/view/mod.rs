@@ -450,6 +450,13 @@ mod tests {
         assert_eq!(right.get_run_or::<3>([0, usize::MAX - 1], -1.0), [-1.0; 3]);
         assert_eq!(left.get_run_or::<4>([0, 6], 0.5), [18.0, 21.0, 0.5, 0.5]);
         assert_eq!(scalar.get_run_or::<2>([], 0.0), [4.5, 0.0]);
+        // One element by value, or the fill outside the extents.
+        assert_eq!(right.get_or([1, 6], -1.0), 14.0);
+        assert_eq!(right.get_or([1, 8], -1.0), -1.0);
+        assert_eq!(right.get_or([usize::MAX, 0], -1.0), -1.0);
+        assert_eq!(left.get_or([2, 3], 0.5), 11.0);
+        assert_eq!(view.get_or([1, 3], 0.5), 0.0);
+        assert_eq!(scalar.get_or([], 0.0), 4.5);
     }
 
     #[test]

@@ -121,7 +121,7 @@ pub fn transpose_tiled(
         let readable = block.sync(written);
         // Four neighbours of a row of `dst`, read down a column of the tile: one `float4` store.
         let stored = block.store_runs::<_, _, _, _, 4>(&mut chunk, |[i, j]| {
-            core::array::from_fn(|q| readable.get([j - j0 + q, i - i0]).copied().unwrap_or(0.0))
+            core::array::from_fn(|q| readable.get_or([j - j0 + q, i - i0], 0.0))
         });
         tile = block.sync(readable);
         if !stored {
@@ -351,7 +351,7 @@ pub fn matmul(
             move |lane: dlmd::kernel::Lane<256>| {
                 (
                     lane.stage_transposed::<MatmulTileA>()
-                        .read::<4>(|[k, i]| a.get([i0 + i, k0 + k]).copied().unwrap_or(0.0)),
+                        .read::<4>(|[k, i]| a.get_or([i0 + i, k0 + k], 0.0)),
                     lane.stage::<MatmulTileB>()
                         .read_runs::<1, 4>(|[k, j]| b.get_run_or([k0 + k, j0 + j], 0.0)),
                 )

@@ -19,7 +19,7 @@
 //!     let (mut block, mut tile) = block.split();
 //!     for mut chunk in block.chunks(dst, [32, 32]) {
 //!         let [i0, j0] = chunk.origin();
-//!         let written = block.write(tile, |[a, b]| src.get([j0 + a, i0 + b]).copied().unwrap_or(0.0));
+//!         let written = block.write(tile, |[a, b]| src.get_or([j0 + a, i0 + b], 0.0));
 //!         let readable = block.sync(written);
 //!         block.store(&mut chunk, |[i, j]| readable[[j - j0, i - i0]]);
 //!         tile = block.sync(readable);

@@ -132,6 +132,18 @@ impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
         Some(unsafe { self.element(index) })
     }
 
+    /// The element at `index`, `fill` outside the extents: [`get`](Self::get) by value, with no
+    /// `Option` of a reference between (whose test the compiler does not always see through for
+    /// block-shared memory).
+    #[inline(always)]
+    pub fn get_or(&self, index: E::Index, fill: T) -> T {
+        if !self.view.mapping().contains(&index) {
+            return fill;
+        }
+        // SAFETY: inside the extents, checked above.
+        *unsafe { self.element(index) }
+    }
+
     /// The `K` elements from `index` along the tile's last dimension (`index`, then its last
     /// index one more, …), `None` where they pass its extents: one vector load where they are
     /// neighbours in memory and aligned to their size (a row-major tile's row, from a multiple
