@@ -409,26 +409,23 @@ fn bench_row_sums(
     let m = sides.medians();
     let (safe, raw, c, cub_ms, copy) = (m[0], m[1], m[2], m[3], m[4]);
     let read = (rows * cols * 4) as f64;
-    let against_cub = if cub.is_some() {
-        format!(
-            ", CUB (BlockReduce, float4; nvcc) {cub_ms:.4} ms ({:.0} GB/s read)",
-            read / cub_ms / 1e6
-        )
-    } else {
-        ", CUB not given (--cub)".to_string()
+    let (against_cub, safe_over_cub) = match cub {
+        Some(_) => (
+            format!(
+                ", CUB (BlockReduce, float4; nvcc) {cub_ms:.4} ms ({:.0} GB/s read)",
+                read / cub_ms / 1e6
+            ),
+            format!(", safe / CUB = {:.3}", cub_ms / safe),
+        ),
+        None => (", CUB not given (--cub)".to_string(), String::new()),
     };
     println!(
-        "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read){against_cub}, device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}{}, safe / raw = {:.3}",
+        "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read){against_cub}, device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}{safe_over_cub}, safe / raw = {:.3}",
         read / safe / 1e6,
         read / c / 1e6,
         2.0 * read / copy / 1e6,
         (read / safe) / (2.0 * read / copy),
         c / safe,
-        if cub.is_some() {
-            format!(", safe / CUB = {:.3}", cub_ms / safe)
-        } else {
-            String::new()
-        },
         raw / safe
     );
     Ok(())
