@@ -223,3 +223,65 @@ pub(crate) unsafe fn write_each<T: Copy, const K: usize>(first: *mut T, stride: 
         unsafe { first.wrapping_offset(k as isize * stride).write(values[k]) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Align16, read_run, write_run};
+
+    /// Twelve `f32` from a 16-aligned start, each its own index.
+    fn numbered() -> Align16<f32, 12> {
+        Align16(core::array::from_fn(|k| k as f32))
+    }
+
+    /// [`read_run`] of `K` elements `stride` apart from element `at` of `data`.
+    fn read<const K: usize>(data: &Align16<f32, 12>, at: usize, stride: isize) -> [f32; K] {
+        let reach = at as isize + (K as isize - 1) * stride;
+        assert!(at < 12 && (0..12).contains(&reach));
+        // SAFETY: the run's first and last elements are inside `data` (checked), so all of
+        // them are, and nothing writes `data` while it is borrowed.
+        unsafe { read_run(data.0.as_ptr().wrapping_add(at), stride) }
+    }
+
+    /// [`write_run`] of `values` to the elements `stride` apart from element `at` of `data`.
+    fn write<const K: usize>(data: &mut Align16<f32, 12>, at: usize, stride: isize, values: [f32; K]) {
+        let reach = at as isize + (K as isize - 1) * stride;
+        assert!(at < 12 && (0..12).contains(&reach));
+        // SAFETY: the run's first and last elements are inside `data` (checked), so all of
+        // them are, reached only through this borrow.
+        unsafe { write_run(data.0.as_mut_ptr().wrapping_add(at), stride, values) }
+    }
+
+    #[test]
+    fn runs_read_the_same_elements_by_vector_or_one_by_one() {
+        let data = numbered();
+        // 16 bytes from a 16-aligned start, and from one that is not (element by element).
+        assert_eq!(read::<4>(&data, 0, 1), [0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(read::<4>(&data, 1, 1), [1.0, 2.0, 3.0, 4.0]);
+        // 8 bytes, 8-aligned; 12 bytes from a multiple of 12, which no vector moves.
+        assert_eq!(read::<2>(&data, 6, 1), [6.0, 7.0]);
+        assert_eq!(read::<3>(&data, 0, 1), [0.0, 1.0, 2.0]);
+        // A stride, and a negative one.
+        assert_eq!(read::<4>(&data, 1, 3), [1.0, 4.0, 7.0, 10.0]);
+        assert_eq!(read::<4>(&data, 11, -2), [11.0, 9.0, 7.0, 5.0]);
+    }
+
+    #[test]
+    fn runs_write_the_same_elements_by_vector_or_one_by_one() {
+        let mut data = numbered();
+        write(&mut data, 0, 1, [20.0, 21.0, 22.0, 23.0]);
+        write(&mut data, 6, 1, [26.0, 27.0]);
+        // 12 bytes from a multiple of 12: no vector, one store each.
+        write(&mut data, 9, 1, [29.0, 30.0, 31.0]);
+        write(&mut data, 5, -1, [35.0, 34.0]);
+        assert_eq!(
+            data.0,
+            [20.0, 21.0, 22.0, 23.0, 34.0, 35.0, 26.0, 27.0, 8.0, 29.0, 30.0, 31.0]
+        );
+        let mut data = numbered();
+        write(&mut data, 1, 3, [-1.0, -4.0, -7.0, -10.0]);
+        assert_eq!(
+            data.0,
+            [0.0, -1.0, 2.0, 3.0, -4.0, 5.0, 6.0, -7.0, 8.0, 9.0, -10.0, 11.0]
+        );
+    }
+}
