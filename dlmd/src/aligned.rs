@@ -132,28 +132,45 @@ pub(crate) unsafe fn load_global_v4<const STREAMING: bool>(p: *const u8) -> [u32
 /// writes while the kernel runs, as the non-coherent path asks.
 #[inline(always)]
 pub(crate) unsafe fn read_global_run<T: Copy, const K: usize>(first: *const T, stride: isize) -> [T; K] {
-    #[cfg(target_arch = "nvptx64")]
     if stride == 1 && (first as usize).is_multiple_of(K * size_of::<T>()) {
-        match K * size_of::<T>() {
-            16 => {
-                // SAFETY: sixteen readable bytes at `first`, 16-aligned (checked), in global
-                // memory that nothing writes while the kernel runs (caller).
-                let words = unsafe { load_global_v4::<false>(first.cast()) };
-                // SAFETY: `[T; K]` is these 16 bytes (this arm), as stored; `T` is `Copy`.
-                return unsafe { core::mem::transmute_copy::<[u32; 4], [T; K]>(&words) };
-            }
-            8 => {
-                // SAFETY: eight readable bytes at `first`, 8-aligned (checked), in global memory
-                // that nothing writes while the kernel runs (caller).
-                let words = unsafe { load_global!(first, "", v2) };
-                // SAFETY: `[T; K]` is these 8 bytes (this arm), as stored; `T` is `Copy`.
-                return unsafe { core::mem::transmute_copy::<[u32; 2], [T; K]>(&words) };
-            }
-            _ => {}
-        }
+        // SAFETY: `K` neighbouring elements (stride 1), aligned to their size (checked), in
+        // global memory that nothing writes while the kernel runs (caller).
+        return unsafe { read_global_aligned_run(first) };
     }
     // SAFETY: as this function's contract.
     unsafe { read_run(first, stride) }
+}
+
+/// [`read_global_run`] of `K` neighbours whose alignment the caller has proved some other way
+/// (a view's start and strides, tested once for all its runs): no test of the address.
+///
+/// # Safety
+///
+/// `K` neighbouring readable elements from `first`, which is aligned to their size
+/// (`K × size_of::<T>()` bytes), in global memory (device or managed) that nothing writes
+/// while the kernel runs.
+#[inline(always)]
+pub(crate) unsafe fn read_global_aligned_run<T: Copy, const K: usize>(first: *const T) -> [T; K] {
+    #[cfg(target_arch = "nvptx64")]
+    match K * size_of::<T>() {
+        16 => {
+            // SAFETY: sixteen readable bytes at `first`, 16-aligned, in global memory that
+            // nothing writes while the kernel runs (caller).
+            let words = unsafe { load_global_v4::<false>(first.cast()) };
+            // SAFETY: `[T; K]` is these 16 bytes (this arm), as stored; `T` is `Copy`.
+            return unsafe { core::mem::transmute_copy::<[u32; 4], [T; K]>(&words) };
+        }
+        8 => {
+            // SAFETY: eight readable bytes at `first`, 8-aligned, in global memory that nothing
+            // writes while the kernel runs (caller).
+            let words = unsafe { load_global!(first, "", v2) };
+            // SAFETY: `[T; K]` is these 8 bytes (this arm), as stored; `T` is `Copy`.
+            return unsafe { core::mem::transmute_copy::<[u32; 2], [T; K]>(&words) };
+        }
+        _ => {}
+    }
+    // SAFETY: `K` neighbouring readable elements from `first`, aligned to their size (caller).
+    unsafe { read_aligned_run(first) }
 }
 
 /// [`write_run`] to the GPU's global memory in a kernel: where the `K` elements are
@@ -226,7 +243,7 @@ pub(crate) unsafe fn write_each<T: Copy, const K: usize>(first: *mut T, stride: 
 
 #[cfg(test)]
 mod tests {
-    use super::{Align16, read_run, write_run};
+    use super::{Align16, read_global_aligned_run, read_global_run, read_run, write_run};
 
     /// Twelve `f32` from a 16-aligned start, each its own index.
     fn numbered() -> Align16<f32, 12> {
@@ -263,6 +280,29 @@ mod tests {
         // A stride, and a negative one.
         assert_eq!(read::<4>(&data, 1, 3), [1.0, 4.0, 7.0, 10.0]);
         assert_eq!(read::<4>(&data, 11, -2), [11.0, 9.0, 7.0, 5.0]);
+    }
+
+    #[test]
+    fn global_runs_read_as_the_plain_ones_do() {
+        let data = numbered();
+        for (at, stride) in [(0, 1), (1, 1), (4, 1), (2, 3), (11, -3)] {
+            let reach = at as isize + 3 * stride;
+            assert!((0..12).contains(&reach));
+            // SAFETY: the run's first and last elements are inside `data` (asserted), so all of
+            // them are, and nothing writes `data` while it is borrowed.
+            let global: [f32; 4] = unsafe { read_global_run(data.0.as_ptr().wrapping_add(at), stride) };
+            assert_eq!(global, read::<4>(&data, at, stride), "from {at}, stride {stride}");
+        }
+        for at in [0, 4, 8] {
+            // SAFETY: four neighbours inside `data` from a multiple of four elements of its
+            // 16-aligned start: 16-aligned themselves.
+            let run: [f32; 4] = unsafe { read_global_aligned_run(data.0.as_ptr().wrapping_add(at)) };
+            assert_eq!(run, core::array::from_fn(|k| (at + k) as f32));
+        }
+        // Two neighbours, 8-aligned.
+        // SAFETY: elements 6 and 7 of `data`, 8 bytes from a multiple of 8.
+        let pair: [f32; 2] = unsafe { read_global_aligned_run(data.0.as_ptr().wrapping_add(6)) };
+        assert_eq!(pair, [6.0, 7.0]);
     }
 
     #[test]

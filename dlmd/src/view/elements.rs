@@ -68,6 +68,24 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: Reachable<A>, A: RefAccess> Mds
         let first = unsafe { self.ptr.add(offset) }.as_ptr().cast_const();
         let stride = self.mapping.stride(last);
         if S::GPU_GLOBAL && cfg!(target_arch = "nvptx64") {
+            // Aligned to the run's size wherever the element at index 0 is, the other strides
+            // are multiples of `K` and the run starts at a multiple of `K`. All but the last
+            // test are the same for every run of the view, and the compiler can often answer
+            // the last itself (an index made of multiples of `K`): a kernel's loop over runs
+            // then tests the view once, not each run's address.
+            let origin = self
+                .ptr
+                .as_ptr()
+                .wrapping_add(self.mapping.offset_of(&E::Index::zeros()));
+            let aligned = stride == 1
+                && (origin as usize).is_multiple_of(K * size_of::<T>())
+                && (0..last).all(|d| self.mapping.stride(d).unsigned_abs().is_multiple_of(K))
+                && index.as_ref()[last].is_multiple_of(K);
+            if aligned {
+                // SAFETY: as below, and `first` is aligned to the run's size: a multiple of `K`
+                // elements (every term of the offset from index 0 is) from an aligned origin.
+                return Some(unsafe { crate::aligned::read_global_aligned_run::<T, K>(first) });
+            }
             // SAFETY: as below; in a kernel, device and managed memory is reached only through
             // read-only views (`Reachable<Shared>`), which the launch keeps unwritten while
             // the kernel runs.
