@@ -18,14 +18,13 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     shape: E::Index,
     /// Chunks along each dimension.
     counts: E::Index,
+    /// The number of this block's next chunk in the view's memory order, unravelled into an
+    /// index of the chunk grid when the chunk is handed out (at most one division for each
+    /// dimension but the slowest). A kernel holds this one number through its work on a chunk,
+    /// not a grid index and a step, which leaves the registers to the work.
     next: usize,
     total: usize,
     step: usize,
-    /// The next chunk's number as an index of the chunk grid (`next`, unravelled), and the step
-    /// unravelled the same way (its slowest dimension unbounded): the grid index moves by
-    /// digit-wise addition with carries, with no division after the first.
-    position: E::Index,
-    stride: E::Index,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -37,7 +36,6 @@ pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     mapping: L::Mapping<E>,
     origin: E::Index,
     shape: E::Index,
-    extents: E::Index,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -69,14 +67,6 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             next: block,
             total,
             step: blocks,
-            position: grid_index::<E, L>(block, &counts),
-            // Unravelled only for a block that owns more than one chunk (a launch of a block a
-            // chunk never moves on, and saves the division).
-            stride: if block.saturating_add(blocks) < total {
-                grid_index::<E, L>(blocks, &counts)
-            } else {
-                E::Index::zeros()
-            },
             view: PhantomData,
         }
     }
@@ -84,7 +74,6 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
 
 /// `n` as an index of a grid of `counts` chunks numbered in memory order (the layout's fastest
 /// dimension fastest), the slowest dimension taking what is left, however large.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn grid_index<E: Extents, L: Layout>(n: usize, counts: &E::Index) -> E::Index {
     let rank = E::RANK;
@@ -119,39 +108,18 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         if self.next >= self.total {
             return None;
         }
-        self.next += self.step;
-        let extents = crate::layout::Mapping::extents(&self.mapping).to_array();
-        let (mut origin, mut clipped) = (E::Index::zeros(), E::Index::zeros());
-        let rank = E::RANK;
         // Chunks numbered in the view's memory order: its fastest dimension varies fastest.
-        let current = self.position;
-        // The next of this block's chunks: `position + stride` digit by digit, fastest dimension
-        // first; each digit is below its count and so is the stride's, so one subtraction
-        // carries (the slowest dimension takes what is left: `next < total` bounds it).
-        if self.next < self.total {
-            let mut carry = 0;
-            for step in 0..rank {
-                let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
-                let digit = self.position.as_ref()[d] + self.stride.as_ref()[d] + carry;
-                let count = self.counts.as_ref()[d];
-                (self.position.as_mut()[d], carry) = if step + 1 < rank && digit >= count {
-                    (digit - count, 1)
-                } else {
-                    (digit, 0)
-                };
-            }
-        }
-        for d in 0..rank {
-            let start = current.as_ref()[d] * self.shape.as_ref()[d];
-            origin.as_mut()[d] = start;
-            clipped.as_mut()[d] = self.shape.as_ref()[d].min(extents.as_ref()[d] - start);
+        let current = grid_index::<E, L>(self.next, &self.counts);
+        self.next += self.step;
+        let mut origin = E::Index::zeros();
+        for d in 0..E::RANK {
+            origin.as_mut()[d] = current.as_ref()[d] * self.shape.as_ref()[d];
         }
         Some(Chunk {
             data: self.data,
             mapping: self.mapping,
             origin,
             shape: self.shape,
-            extents: clipped,
             view: PhantomData,
         })
     }
@@ -167,7 +135,16 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     /// The chunk's extents: the chunk shape, cut short at the view's edge.
     #[inline(always)]
     pub fn extents(&self) -> E::Index {
-        self.extents
+        // Worked out where it is asked for, from the view's extents (kernel parameters) and the
+        // origin, rather than kept: a kernel that writes its chunk after a long loop then holds
+        // no register for it through the loop.
+        let extents = crate::layout::Mapping::extents(&self.mapping).to_array();
+        let mut clipped = E::Index::zeros();
+        for d in 0..E::RANK {
+            let (start, side) = (self.origin.as_ref()[d], self.shape.as_ref()[d]);
+            clipped.as_mut()[d] = side.min(extents.as_ref()[d] - start);
+        }
+        clipped
     }
 
     /// The chunk's box: the shape the view was cut into, also where the view's edge cuts the
@@ -209,7 +186,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         // multiplication from the chunk's first element, with no index to unravel.
         if rank > 0 && (0..rank).all(|d| d == fast || self.shape.as_ref()[d] == 1) {
             let first = self.element(E::Index::zeros()).1;
-            let (stride, len) = (self.mapping.stride(fast), self.extents.as_ref()[fast]);
+            let (stride, len) = (self.mapping.stride(fast), self.extents().as_ref()[fast]);
             let thread = super::shared::thread_index::<THREADS>();
             #[allow(clippy::needless_range_loop)]
             for m in 0..K {
@@ -229,7 +206,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         for m in 0..K {
             let value = values[m];
             if let Some(local) =
-                super::shared::owned::<THREADS, E::Index>(m, self.shape, self.extents, L::FIRST_FASTEST)
+                super::shared::owned::<THREADS, E::Index>(m, self.shape, self.extents(), L::FIRST_FASTEST)
             {
                 // SAFETY: `local` is inside the chunk, so the element is inside the view's
                 // extents, in the span of a unique view; the chunk is this block's alone
@@ -258,8 +235,8 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         // kept in a register for the whole kernel.
         let [row0, col0] = cells.index(0, 0);
         let (rows, cols) = (
-            self.extents[0].saturating_sub(row0),
-            self.extents[1].saturating_sub(col0),
+            self.extents()[0].saturating_sub(row0),
+            self.extents()[1].saturating_sub(col0),
         );
         // Unrolled by the macro, not left to the compiler's judgement (64 stores are past its
         // threshold): every element of `values` is then reached by a constant index, and the
@@ -305,10 +282,10 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             local
         };
         // The box's runs, and those that start inside the chunk.
-        let (mut runs, mut starts) = (self.shape, self.extents);
+        let (mut runs, mut starts) = (self.shape, self.extents());
         runs.as_mut()[fast] /= K;
         starts.as_mut()[fast] = starts.as_ref()[fast].div_ceil(K);
-        let (stride, length) = (self.mapping.stride(fast), self.extents.as_ref()[fast]);
+        let (stride, length) = (self.mapping.stride(fast), self.extents().as_ref()[fast]);
         let count: usize = runs.as_ref().iter().product();
         // One run at a time, each written as soon as it is made: its values come from
         // block-shared memory (a tile), which needs no batching to keep loads in flight, and
@@ -354,7 +331,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         // skipping what the view's edge cuts off.
         super::shared::write_partition::<THREADS, E::Index, T>(
             self.shape,
-            self.extents,
+            self.extents(),
             L::FIRST_FASTEST,
             false,
             |local| f(self.element(local).0),
