@@ -363,10 +363,10 @@ pub fn matmul(
             let wa = block.write_staged(ta, next.map(|(a, _)| a));
             let wb = block.write_staged(tb, next.map(|(_, b)| b));
             let (ra, rb) = block.sync((wa, wb));
-            // The next slices' loads, in flight during this step's products.
-            if k0 + bk < depth {
-                next = block.each(slices(k0 + bk));
-            }
+            // The next slices' loads, in flight during this step's products. After the last
+            // step they are all past `depth`, fills with no load: unconditional, they cost less
+            // than a branch in every step.
+            next = block.each(slices(k0 + bk));
             acc = acc.zip(runs).map(|(mut acc, (rows, cols))| {
                 // Two steps of `k` written out: the reads of one in flight during the other's
                 // products.
