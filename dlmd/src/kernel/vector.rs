@@ -77,7 +77,7 @@ pub(crate) unsafe fn four_contiguous<I, T: Copy>(f: &mut impl FnMut(I, &mut T), 
 /// `first` and the three elements after it are readable elements, and `first` is aligned to
 /// four elements' size.
 #[inline(always)]
-unsafe fn read_contiguous<T: Copy>(first: *const T) -> [T; 4] {
+pub(crate) unsafe fn read_four_aligned<T: Copy>(first: *const T) -> [T; 4] {
     match 4 * size_of::<T>() {
         // SAFETY: four readable elements from `first`, aligned to their size (caller).
         4 => unsafe { first.cast::<Align4<T, 4>>().read().0 },
@@ -113,7 +113,7 @@ pub(crate) unsafe fn read_four<T: Copy>(first: *const T, stride: isize) -> [T; 4
     if stride == 1 && (first as usize).is_multiple_of(4 * size_of::<T>()) {
         // SAFETY: with stride 1 the four are the four from `first`, aligned to their size
         // (checked), readable (caller).
-        unsafe { read_contiguous(first) }
+        unsafe { read_four_aligned(first) }
     } else {
         // SAFETY: four readable elements one stride apart (caller).
         [0, 1, 2, 3].map(|k| unsafe { first.wrapping_offset(k * stride).read() })

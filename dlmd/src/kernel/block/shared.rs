@@ -6,7 +6,7 @@ use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
 use crate::kernel::geometry::{Axis, Chunk};
-use crate::kernel::vector::read_four;
+use crate::kernel::vector::{read_four, read_four_aligned};
 use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
 use core::arch::nvptx;
@@ -156,6 +156,12 @@ pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
             index.as_mut()[d] = o % extent;
             o /= extent;
         }
+        // Each four from a multiple of four along the fastest dimension: all of them aligned to
+        // their size where the line's first element is and the dimension is contiguous, which
+        // is tested once for the line, not at each four's address.
+        index.as_mut()[fast] = 0;
+        let line = data.wrapping_add(mapping.offset_of(&index));
+        let aligned = mapping.stride(fast) == 1 && (line as usize).is_multiple_of(4 * size_of::<T>());
         axis.chunks::<true>(extents.as_ref()[fast], |chunk| match chunk {
             Chunk::One(i) => {
                 index.as_mut()[fast] = i;
@@ -166,9 +172,16 @@ pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
             Chunk::Four(i) => {
                 index.as_mut()[fast] = i;
                 let first = data.wrapping_add(mapping.offset_of(&index));
-                // SAFETY: four elements of the view, one stride apart, which nothing writes
-                // while the view lives.
-                let values = unsafe { read_four(first, mapping.stride(fast)) };
+                let values = if aligned {
+                    // SAFETY: four neighbouring elements of the view, which nothing writes
+                    // while the view lives, from `first`: a multiple of four elements past the
+                    // line's aligned first element, so aligned to their size.
+                    unsafe { read_four_aligned(first) }
+                } else {
+                    // SAFETY: four elements of the view, one stride apart, which nothing writes
+                    // while the view lives.
+                    unsafe { read_four(first, mapping.stride(fast)) }
+                };
                 for (k, value) in values.iter().enumerate() {
                     let mut at = index;
                     at.as_mut()[fast] = i + k;
