@@ -31,6 +31,6 @@ extern "C" __global__ void __launch_bounds__(128) row_sums_cub_128(const float* 
     row_sums<128>(x, sums, rows, cols);
 }
 
-extern "C" __global__ void __launch_bounds__(512) row_sums_cub_512(const float* x, float* sums, int rows, int cols) {
-    row_sums<512>(x, sums, rows, cols);
+extern "C" __global__ void __launch_bounds__(1024) row_sums_cub_1024(const float* x, float* sums, int rows, int cols) {
+    row_sums<1024>(x, sums, rows, cols);
 }

@@ -167,7 +167,7 @@ pub fn transpose_staged(
 pub const ROW_SUMS_THREADS: usize = 128;
 
 /// The threads of a block of [`row_sums_block_wide`] and its raw twin.
-pub const ROW_SUMS_WIDE_THREADS: usize = 512;
+pub const ROW_SUMS_WIDE_THREADS: usize = 1024;
 
 /// The shortest row [`row_sums_block_wide`] is for: two vector loads for each of its threads.
 /// Shorter rows leave threads idle there, and [`row_sums_block`] reads them faster.
@@ -187,12 +187,13 @@ pub fn row_sums_block(
     block_row_sums(block, x, sums);
 }
 
-/// [`row_sums_block`] for rows of [`ROW_SUMS_WIDE_COLS`] or more: blocks of 512 threads, so that
-/// a long row is read by more loads at once (at 8192 columns, 4 per thread where 128 threads
-/// take 16). Launch with blocks of [`ROW_SUMS_WIDE_THREADS`], one per row or fewer.
+/// [`row_sums_block`] for rows of [`ROW_SUMS_WIDE_COLS`] or more: blocks of 1024 threads, so
+/// that a long row is read by more loads at once (at 8192 columns, two per thread, all in
+/// flight together, where 128 threads take 16 in pairs). Launch with blocks of
+/// [`ROW_SUMS_WIDE_THREADS`], one per row or fewer.
 #[dlmd::kernel]
 pub fn row_sums_block_wide(
-    block: Block<'_, 512>,
+    block: Block<'_, 1024>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {

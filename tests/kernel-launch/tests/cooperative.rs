@@ -85,7 +85,7 @@ fn row_sums_by_block_reduction_match_the_cpu() {
             .map(|k| ((k / cols * 7 + k % cols * 3) % 11) as f32 - 5.0)
             .collect();
         let expected: Vec<f32> = (0..rows).map(|i| x[i * cols..(i + 1) * cols].iter().sum()).collect();
-        // Blocks of 128 and, for long rows, of 512 (`row_sums_block_wide`).
+        // Blocks of 128 and, for long rows, of 1024 (`row_sums_block_wide`).
         for (blocks, wide) in [(rows, false), (5, false), (rows, true), (5, true)] {
             let d_x = stream.clone_htod(&x).unwrap();
             let mut d_sums = stream.alloc_zeros::<f32>(rows).unwrap();
