@@ -320,9 +320,11 @@ pub(crate) fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32;
 /// ([`Lane::cells_in_runs`](dlmd::kernel::Lane::cells_in_runs): two runs of four rows, two
 /// runs of four columns). A step of `k` reads four runs of four neighbours, one vector load
 /// each ([`Tile::get_run`](dlmd::kernel::block::Tile::get_run)), for 64 multiply-adds. The
-/// next step's slices are read into registers during this step's products (`b`'s as a run of
-/// four neighbours a thread, one vector load: [`Stage::read_runs`](dlmd::kernel::block::Stage::read_runs);
-/// then [`Block::write_staged`]), so their loads wait for no barrier. Two blocks share a multiprocessor (`min_blocks_per_sm`), which keeps a
+/// next step's slices are read into registers during this step's products (a run of four
+/// neighbours in a row of each, one vector load a thread:
+/// [`Stage::read_runs`](dlmd::kernel::block::Stage::read_runs); then
+/// [`Block::write_staged`], `a`'s down a column of its transposed tile), so their loads wait
+/// for no barrier. Two blocks share a multiprocessor (`min_blocks_per_sm`), which keeps a
 /// thread to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul(
@@ -343,19 +345,20 @@ pub fn matmul(
     for mut chunk in block.chunks(c, [bm, bn]) {
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
-        // Each thread's share of the slices of `a` (transposed, dealt along `k`: neighbouring
-        // threads read neighbours in a row of `a`) and `b` (a run of four neighbours of a row,
-        // one vector load) from `k0`, read into registers. (Runs of `a` too, down the tile's
-        // columns, read fewer instructions but leave the compiler a register assignment whose
-        // multiply-adds meet more register bank conflicts: slower, as measured on an H100.)
+        // Each thread's share of the slices of `a` and `b` from `k0`, read into registers: a
+        // run of four neighbours in a row of each (of `a`, along `k`: a column of its
+        // transposed tile), one vector load each. The orders of the loads here and of the
+        // tiles' reads below are those measured fastest on an H100 (the compiler's register
+        // assignment, and so its schedule, follows them).
         let slices = |k0: usize| {
             move |lane: dlmd::kernel::Lane<256>| {
-                (
-                    lane.stage_transposed::<MatmulTileA>()
-                        .read::<4>(|[k, i]| a.get_or([i0 + i, k0 + k], 0.0)),
-                    lane.stage::<MatmulTileB>()
-                        .read_runs::<1, 4>(|[k, j]| b.get_run_or([k0 + k, j0 + j], 0.0)),
-                )
+                let b = lane
+                    .stage::<MatmulTileB>()
+                    .read_runs::<1, 4>(|[k, j]| b.get_run_or([k0 + k, j0 + j], 0.0));
+                let a = lane
+                    .stage_transposed::<MatmulTileA>()
+                    .read_runs::<1, 4>(|[k, i]| a.get_run_or([i0 + i, k0 + k], 0.0));
+                (a, b)
             }
         };
         let mut next = block.each(slices(0));
@@ -374,10 +377,8 @@ pub fn matmul(
                 for k2 in (0..bk).step_by(2) {
                     dlmd::unroll!(2, |dk| {
                         let k = k2 + dk;
-                        let ([x0, x1], [y0, y1]) = (
-                            rows.map(|i| ra.get_run::<4>([k, i]).unwrap_or_default()),
-                            cols.map(|j| rb.get_run::<4>([k, j]).unwrap_or_default()),
-                        );
+                        let [y0, y1] = cols.map(|j| rb.get_run::<4>([k, j]).unwrap_or_default());
+                        let [x0, x1] = rows.map(|i| ra.get_run::<4>([k, i]).unwrap_or_default());
                         let x = [x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]];
                         let y = [y0[0], y0[1], y0[2], y0[3], y1[0], y1[1], y1[2], y1[3]];
                         outer_product_add(&mut acc, &x, &y);

@@ -431,10 +431,12 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
 }
 
 /// [`matmul`](crate::matmul) written raw: two block-shared arrays (`a`'s slice transposed, rows
-/// 132 apart) written from registers loaded during the step before, the 256 threads as 16 × 16 with `8 × 8` results each (two runs of four rows and of four columns,
-/// read as `float4`), raw pointers and bare barriers. Launch with
-/// blocks of 256 threads (two to a multiprocessor, as `matmul`'s: `__launch_bounds__(256, 2)`)
-/// and [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory.
+/// 132 apart) written from registers loaded during the step before (four neighbours of a row of
+/// each operand a thread, a `float4` where whole and aligned), the 256 threads as 16 × 16 with
+/// `8 × 8` results each (two runs of four rows and of four columns, read as `float4`), raw
+/// pointers and bare barriers. Launch with blocks of 256 threads (two to a multiprocessor, as
+/// `matmul`'s: `__launch_bounds__(256, 2)`) and [`MATMUL_RAW_SHARED`] bytes of dynamic shared
+/// memory.
 #[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn matmul_raw(
     thread: Thread,
@@ -459,48 +461,44 @@ pub fn matmul_raw(
         while chunk < chunk_rows * chunk_cols {
             let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
             let mut acc = [[0.0f32; 8]; 8];
-            // This thread's four elements of the slice of `a` (along `k`: neighbouring threads
-            // read neighbours in a row of `a`) and its run of four neighbours of a row of the
-            // slice of `b` (one `float4` load where whole and 16-aligned) from `k0`, into
-            // registers.
-            let b_run = (t / 32, t % 32 * 4);
-            let vector = cols.is_multiple_of(4) && (pb as usize).is_multiple_of(16);
-            let load = |k0: usize| {
-                let a: [f32; 4] = core::array::from_fn(|q| {
-                    let e = t + 256 * q;
-                    let (k, i) = (k0 + e % 8, i0 + e / 8);
-                    if i < rows && k < depth {
-                        // SAFETY: inside `a`'s extents, row-major.
-                        unsafe { *pa.wrapping_add(i * depth + k) }
-                    } else {
-                        0.0
-                    }
-                });
-                let (k, j) = (k0 + b_run.0, j0 + b_run.1);
-                let b: [f32; 4] = if vector && k < depth && j + 3 < cols {
-                    // SAFETY: four elements inside `b`'s extents, row-major, 16-aligned
-                    // (`vector`), which nothing writes during the kernel.
-                    unsafe { ops::load4::<false>(pb.wrapping_add(k * cols + j)) }
+            // This thread's run of four neighbours of a row of the slice of `a` (along `k`,
+            // written down a column of the transposed array) and of the slice of `b`, from
+            // `k0`, into registers: one `float4` load each where whole and 16-aligned.
+            let (a_run, b_run) = ((t / 2, t % 2 * 4), (t / 32, t % 32 * 4));
+            let aligned = |p: *const f32, cols: usize| cols.is_multiple_of(4) && (p as usize).is_multiple_of(16);
+            let (a_vector, b_vector) = (aligned(pa, depth), aligned(pb, cols));
+            // Elements `[r, c ..][..4]` of the row-major `rows × cols` matrix at `p`, zeros
+            // outside it.
+            let run = |p: *const f32, vector: bool, (rows, cols): (usize, usize), (r, c): (usize, usize)| {
+                if vector && r < rows && c + 3 < cols {
+                    // SAFETY: four elements inside the matrix, 16-aligned (`vector`: `p` and
+                    // the row length are, and `c` is a multiple of 4), which nothing writes
+                    // during the kernel.
+                    unsafe { ops::load4::<false>(p.wrapping_add(r * cols + c)) }
                 } else {
                     core::array::from_fn(|q| {
-                        if k < depth && j + q < cols {
-                            // SAFETY: inside `b`'s extents, row-major.
-                            unsafe { *pb.wrapping_add(k * cols + j + q) }
+                        if r < rows && c + q < cols {
+                            // SAFETY: inside the matrix.
+                            unsafe { *p.wrapping_add(r * cols + c + q) }
                         } else {
                             0.0
                         }
                     })
-                };
+                }
+            };
+            // `b`'s run loaded first, as in `matmul` (measured faster, for both).
+            let load = |k0: usize| {
+                let b = run(pb, b_vector, (depth, cols), (k0 + b_run.0, j0 + b_run.1));
+                let a = run(pa, a_vector, (rows, depth), (i0 + a_run.0, k0 + a_run.1));
                 (a, b)
             };
             let mut next = load(0);
             let mut k0 = 0;
             while k0 < depth {
                 for q in 0..4 {
-                    let e = t + 256 * q;
-                    // SAFETY: element `[e % 8, e / 8]` of the `8 × 128` array (`a` transposed,
-                    // rows 132 apart), this thread's in this phase.
-                    unsafe { *sa.wrapping_add(e % 8 * 132 + e / 8) = next.0[q] };
+                    // SAFETY: element `[a_run.1 + q, a_run.0]` of the `8 × 128` array (`a`
+                    // transposed, rows 132 apart), this thread's in this phase.
+                    unsafe { *sa.wrapping_add((a_run.1 + q) * 132 + a_run.0) = next.0[q] };
                 }
                 // SAFETY: elements `[b_run.0, b_run.1 ..][..4]` of the `8 × 128` array, 16-aligned
                 // (a multiple of four from its aligned start), this thread's in this phase.
