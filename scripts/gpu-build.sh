@@ -11,7 +11,7 @@ cargo build --release -p dlmd-examples --features nccl,kernels --example add_ind
     --example rust_kernels --example cooperative
 cp target/release/examples/{add_index,mirrored,nccl,rust_kernels,cooperative} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
-    scripts/bench_cooperative_torch.py examples/cuda/row_sums_cub.cu "$out/"
+    scripts/bench_cooperative_torch.py examples/cuda/row_sums_cub.cu examples/cuda/read_ceiling.cu "$out/"
 # candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
 # pinned wheels (for $CUDA_COMPUTE_CAP, default 90: H100/H200), and link-time stand-ins for the
 # CUDA libraries candle links (the GPU machine's real ones load at run time).

@@ -73,6 +73,15 @@ build_cub() {
     run "build: CUB row sums (nvcc)" "$nvcc" -O3 -arch=native -cubin -o "$cubin" "$dir/row_sums_cub.cu"
     [ -f "$cubin" ] && cub=(--cub "$cubin")
 }
+# The read ceiling (read_ceiling.cu): how fast the fastest CUDA C++ designs, row sums and a
+# plain streaming read, read the row sums' bytes on this GPU; built here by nvcc.
+read_ceiling() {
+    local nvcc bin
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    bin=$(mktemp -d)/read_ceiling
+    run "build: read ceiling (nvcc)" "$nvcc" -O3 -arch=native -o "$bin" "$dir/read_ceiling.cu"
+    [ -x "$bin" ] && run "bench: read ceiling (CUDA C++)" "$bin"
+}
 if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
@@ -85,6 +94,7 @@ if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
             run "bench: torch, same shapes (round $round)" python3 "$dir/bench_cooperative_torch.py"
         fi
     done
+    read_ceiling
     echo
     echo "== summary"
     printf '%s\n' "${rows[@]}"
@@ -141,6 +151,7 @@ if [ "$single_bench" = 1 ]; then
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch on the cooperative shapes" python3 "$dir/bench_cooperative_torch.py"
     fi
+    read_ceiling
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         # The Rust row sums and torch.sum(x, dim=1), alternated process by process.
         for round in 1 2 3; do
