@@ -6,7 +6,7 @@ use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
 use crate::kernel::geometry::{Axis, Chunk};
-use crate::kernel::vector::{read_four, read_four_aligned};
+use crate::kernel::vector::read_four_aligned;
 use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
 use core::arch::nvptx;
@@ -162,32 +162,64 @@ pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
         index.as_mut()[fast] = 0;
         let line = data.wrapping_add(mapping.offset_of(&index));
         let aligned = mapping.stride(fast) == 1 && (line as usize).is_multiple_of(4 * size_of::<T>());
-        axis.chunks::<true>(extents.as_ref()[fast], |chunk| match chunk {
-            Chunk::One(i) => {
-                index.as_mut()[fast] = i;
-                // SAFETY: inside the extents, so in the span of a view nothing writes while it
-                // lives.
-                f(index, unsafe { &*data.wrapping_add(mapping.offset_of(&index)) });
-            }
-            Chunk::Four(i) => {
-                index.as_mut()[fast] = i;
-                let first = data.wrapping_add(mapping.offset_of(&index));
-                let values = if aligned {
-                    // SAFETY: four neighbouring elements of the view, which nothing writes
-                    // while the view lives, from `first`: a multiple of four elements past the
-                    // line's aligned first element, so aligned to their size.
-                    unsafe { read_four_aligned(first) }
-                } else {
-                    // SAFETY: four elements of the view, one stride apart, which nothing writes
-                    // while the view lives.
-                    unsafe { read_four(first, mapping.stride(fast)) }
-                };
-                for (k, value) in values.iter().enumerate() {
-                    let mut at = index;
-                    at.as_mut()[fast] = i + k;
-                    f(at, value);
-                }
-            }
-        });
+        // The line walked with one way of reading fours or the other, each its own loop: the
+        // aligned one then holds no fallback, not even a predicated one.
+        if aligned {
+            let read = |first: *const T| {
+                // SAFETY: four neighbouring elements of the view, which nothing writes while
+                // the view lives, from a multiple of four elements past the line's aligned
+                // first element (`walk_line` reads fours from there), so aligned to their size.
+                unsafe { read_four_aligned(first) }
+            };
+            walk_line(view, axis, index, fast, read, &mut f);
+        } else {
+            // Not contiguous, or from an address no four is aligned at: element by element.
+            let stride = mapping.stride(fast);
+            let read = |first: *const T| {
+                [0, 1, 2, 3].map(|k| {
+                    // SAFETY: one of four elements of the view, one stride apart, which nothing
+                    // writes while the view lives.
+                    unsafe { first.wrapping_offset(k * stride).read() }
+                })
+            };
+            walk_line(view, axis, index, fast, read, &mut f);
+        }
     }
+}
+
+/// The line of `view` along dimension `fast` through `index` (its entry there ignored), each
+/// element to one thread of `axis` (fours by `read`, from a multiple of four), handed to `f`:
+/// [`read_partition`]'s walk of one line.
+#[inline(always)]
+fn walk_line<T, E, L, S, F>(
+    view: &Mdspan<'_, T, E, L, S, Shared>,
+    axis: Axis,
+    mut index: E::Index,
+    fast: usize,
+    read: impl Fn(*const T) -> [T; 4],
+    f: &mut F,
+) where
+    T: DlElement,
+    E: Extents,
+    L: Layout,
+    S: KernelSpace,
+    F: FnMut(E::Index, &T),
+{
+    let (data, mapping) = (view.data_handle().cast_const(), view.mapping());
+    axis.chunks::<true>(view.extent(fast), |chunk| match chunk {
+        Chunk::One(i) => {
+            index.as_mut()[fast] = i;
+            // SAFETY: inside the extents, so in the span of a view nothing writes while it lives.
+            f(index, unsafe { &*data.wrapping_add(mapping.offset_of(&index)) });
+        }
+        Chunk::Four(i) => {
+            index.as_mut()[fast] = i;
+            let values = read(data.wrapping_add(mapping.offset_of(&index)));
+            for (k, value) in values.iter().enumerate() {
+                let mut at = index;
+                at.as_mut()[fast] = i + k;
+                f(at, value);
+            }
+        }
+    });
 }
