@@ -4,9 +4,11 @@
 // against. Each span is timed as the Rust benchmarks time theirs: after a 128 MiB device copy
 // between buffers of its own (it covers the launch and leaves none of the matrix in L2), the
 // designs alternated, medians of 30. Every row-sum design is checked against the CPU (exact: the
-// data are multiples of 1/8). Built and run on the GPU machine (scripts/gpu-run.sh):
+// data are multiples of 1/8). Built and run on the GPU machine (scripts/gpu-run.sh), with
+// row_sums_cub.cu beside it:
 //     nvcc -O3 -arch=native -o read_ceiling read_ceiling.cu && ./read_ceiling
-#include <cub/block/block_reduce.cuh>
+// CUB's row sums, whose `row_sums` the designs below share, and CUB's BlockReduce.
+#include "row_sums_cub.cu"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,27 +26,11 @@
         }                                                                                        \
     } while (0)
 
-// One block per row (grid-stride), U float4 loads of a row in flight a thread, all issued before
-// any add when U * T float4 cover the row; then CUB's block sum.
+// One block per row (grid-stride), U float4 loads of a row in flight a thread, then CUB's block
+// sum: the benchmark's CUB reference (row_sums_cub.cu) at other block sizes and load counts.
 template <int T, int U>
 __global__ void __launch_bounds__(T) rows_block(const float* __restrict__ x, float* __restrict__ sums, int rows, int cols) {
-    using Reduce = cub::BlockReduce<float, T>;
-    __shared__ typename Reduce::TempStorage temp;
-    const int runs = cols / 4;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float4* row = reinterpret_cast<const float4*>(x + (size_t)r * cols);
-        float s = 0.0f;
-        for (int j = threadIdx.x; j < runs; j += U * T) {
-            float4 v[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) v[u] = j + u * T < runs ? __ldcs(row + j + u * T) : float4{0, 0, 0, 0};
-#pragma unroll
-            for (int u = 0; u < U; ++u) s += (v[u].x + v[u].y) + (v[u].z + v[u].w);
-        }
-        float total = Reduce(temp).Sum(s);
-        if (threadIdx.x == 0) sums[r] = total;
-        __syncthreads();
-    }
+    row_sums<T, U>(x, sums, rows, cols);
 }
 
 // Whole rows copied into a ring of S shared buffers by the bulk-copy engine (TMA,

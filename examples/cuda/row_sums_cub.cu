@@ -7,7 +7,9 @@
 // and given to `examples/cooperative.rs --bench --cub row_sums_cub.cubin`.
 #include <cub/block/block_reduce.cuh>
 
-template <int THREADS>
+// IN_FLIGHT loads of a row a thread issued together (the loop unrolled that many times);
+// examples/cuda/read_ceiling.cu times other counts.
+template <int THREADS, int IN_FLIGHT = 2>
 __device__ void row_sums(const float* __restrict__ x, float* __restrict__ sums, int rows, int cols) {
     using Reduce = cub::BlockReduce<float, THREADS>;
     __shared__ typename Reduce::TempStorage temp;
@@ -15,7 +17,7 @@ __device__ void row_sums(const float* __restrict__ x, float* __restrict__ sums, 
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const float4* row = reinterpret_cast<const float4*>(x + (size_t)r * cols);
         float s = 0.0f;
-#pragma unroll 2
+#pragma unroll IN_FLIGHT
         for (int j = threadIdx.x; j < runs; j += THREADS) {
             float4 v = __ldcs(row + j);
             s += (v.x + v.y) + (v.z + v.w);
