@@ -6,7 +6,7 @@ use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
 use crate::kernel::geometry::{Axis, Chunk};
-use crate::kernel::vector::read_four_aligned;
+use crate::kernel::vector::{read_four, read_four_aligned};
 use crate::layout::{Layout, Mapping};
 use crate::view::{Mdspan, Shared};
 use core::arch::nvptx;
@@ -173,14 +173,11 @@ pub(super) fn read_partition<const THREADS: usize, T, E, L, S>(
             };
             walk_line(view, axis, index, fast, read, &mut f);
         } else {
-            // Not contiguous, or from an address no four is aligned at: element by element.
             let stride = mapping.stride(fast);
             let read = |first: *const T| {
-                [0, 1, 2, 3].map(|k| {
-                    // SAFETY: one of four elements of the view, one stride apart, which nothing
-                    // writes while the view lives.
-                    unsafe { first.wrapping_offset(k * stride).read() }
-                })
+                // SAFETY: four elements of the view, one stride apart, which nothing writes
+                // while the view lives.
+                unsafe { read_four(first, stride) }
             };
             walk_line(view, axis, index, fast, read, &mut f);
         }
