@@ -86,7 +86,14 @@ impl WorkStream {
     /// The stream a DLPack stream value names (for CUDA: `0` or `1` the legacy default stream,
     /// `2` the per-thread one, otherwise a `CUstream` handle), such as a stream a producer's
     /// data is ready on.
-    pub const fn from_raw(value: usize) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// A `WorkStream` is a claim about a producer's data: that it is ready on the stream. The
+    /// caller makes that claim for the tensor it pairs this value with (see
+    /// [`Imported::new`](crate::cuda::Imported::new)'s contract, which this is part of):
+    /// `value` names that stream, and it lives while work may be queued on it.
+    pub const unsafe fn from_raw(value: usize) -> Self {
         Self(value)
     }
 
@@ -276,13 +283,13 @@ mod tests {
     #[test]
     fn a_work_stream_names_the_stream_a_launch_must_use() {
         // The legacy default stream, as DLPack writes it (1) and as tables give it (NULL).
-        for legacy in [WorkStream::DEFAULT, WorkStream::from_raw(1)] {
+        for legacy in [WorkStream::DEFAULT, WorkStream(1)] {
             assert!(legacy.is(0) && legacy.is_default());
             assert!(!legacy.is(2) && !legacy.is(0x7f00_0000_1000));
         }
         // The per-thread default stream and handles name themselves only.
-        assert!(WorkStream::from_raw(2).is(2) && !WorkStream::from_raw(2).is(0));
-        let handle = WorkStream::from_raw(0x7f00_0000_1000);
+        assert!(WorkStream(2).is(2) && !WorkStream(2).is(0));
+        let handle = WorkStream(0x7f00_0000_1000);
         assert!(handle.is(0x7f00_0000_1000) && !handle.is(0x7f00_0000_2000) && !handle.is(0));
         assert!(!handle.is_default());
     }

@@ -4,7 +4,7 @@
 
 use super::arg::{ArgInfo, KernelArg};
 use super::{CudaError, Kernels, Launch, check_stream, scope::primary};
-use crate::dlpack::DLDeviceType;
+use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
 use crate::exchange::WorkStream;
 use crate::extents::Extents;
@@ -19,8 +19,10 @@ use std::sync::Arc;
 
 /// A tensor from another framework, held for kernels queued on the stream its producer named.
 ///
-/// Made from an import and the stream the data is ready on: [`new`](Self::new), or
-/// [`python::import_for_kernel`](crate::python::import_for_kernel) for any Python producer.
+/// Made by [`python::import_for_kernel`](crate::python::import_for_kernel) for any Python
+/// producer, which asks the producer which stream the data is ready on, or by `unsafe`
+/// [`new`](Self::new), whose caller vouches for the stream: the stream is what orders every
+/// launch over the tensor, so nothing that names it is safe to call on a guess.
 /// Its arguments ([`arg`](Self::arg)) go to `#[dlmd::kernel]` launchers, and
 /// [`launch`](Self::launch) queues them on the producer's stream.
 ///
@@ -67,7 +69,23 @@ pub struct Imported {
 
 impl Imported {
     /// Holds `tensor`, whose data is ready on `stream`, for kernels queued there.
-    pub fn new(tensor: ManagedTensor, stream: WorkStream) -> Self {
+    ///
+    /// Safe code gets an `Imported` from [`python::import_for_kernel`](crate::python::import_for_kernel),
+    /// which asks the producer for its stream (its C exchange table's current work stream, or
+    /// `__dlpack__(stream=…)`, by which the producer orders its work before that stream). Here
+    /// the caller says which stream the data is ready on, and every launch over the tensor
+    /// relies on it: a wrong stream orders nothing, and the kernel races with the producer.
+    ///
+    /// # Safety
+    ///
+    /// - `stream` names a stream of the primary context of the tensor's device (or `0`, `1` or
+    ///   `2`, the default streams), which lives as long as launches may be queued on it;
+    /// - every write and read of the tensor's memory that its producer has queued or made so
+    ///   far is complete, or ordered before work queued on `stream` from now on;
+    /// - the producer's own later work on the memory is ordered after work queued on `stream`
+    ///   (it runs on `stream`, or waits for it), for as long as this `Imported` or a launch
+    ///   over it lives.
+    pub unsafe fn new(tensor: ManagedTensor, stream: WorkStream) -> Self {
         Self {
             tensor: Arc::new(tensor),
             stream,
@@ -164,8 +182,36 @@ impl Imported {
     /// static extents and layout as for any import; for `Unique` and `Atomic` views, that the
     /// producer allows writes and that no two indices share an element; that the span lies in
     /// one allocation of the labelled device.
+    ///
+    /// `bool` elements are refused ([`ImportError::UncheckedBool`]): a kernel would read their
+    /// bytes as `bool`, and no check can see from here that each is 0 or 1. Pass their bytes
+    /// with [`arg_bool_bytes`](Self::arg_bool_bytes).
     pub fn arg<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
-        let (param, footprint, device) = P::import(&self.tensor)?;
+        self.checked(P::import(&self.tensor)?)
+    }
+
+    /// A tensor of `bool` elements (DLPack `{BOOL, 8, lanes}`) as the kernel argument `P`, a
+    /// device view of `u8` (or of `[u8; lanes]`): its bytes, each a valid `u8` whatever the
+    /// producer wrote, checked otherwise as [`arg`](Self::arg) checks. A kernel that writes
+    /// them writes 0 or 1 for the producer to read back as `bool` (the byte's value is the
+    /// kernel's to choose; Rust's rules hold either way).
+    ///
+    /// ```no_run
+    /// # fn f(x: &dlmd::cuda::Imported) -> Result<(), dlmd::cuda::CudaError> {
+    /// use dlmd::{DeviceMdspanMut, Dims};
+    /// // A `torch.bool` tensor of one dimension, to a kernel that takes `u8` elements.
+    /// let bytes = x.arg_bool_bytes::<DeviceMdspanMut<'_, u8, Dims<1>>>()?;
+    /// # drop(bytes); Ok(()) }
+    /// ```
+    pub fn arg_bool_bytes<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
+        self.checked(P::import_bool_bytes(&self.tensor)?)
+    }
+
+    /// An argument of `param`, once its footprint is found inside one allocation of `device`.
+    fn checked<P: KernelParam>(
+        &self,
+        (param, footprint, device): (P::Param, Footprint, i32),
+    ) -> Result<Arg<'_, P>, CudaError> {
         check_allocation(footprint, device)?;
         Ok(Arg {
             param,
@@ -204,6 +250,11 @@ pub trait ImportParam: KernelParam + sealed::Sealed {
     /// import checks checked, and for written views that the producer allows writes.
     #[doc(hidden)]
     fn import(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), ImportError>;
+
+    /// As [`import`](Self::import), for a tensor of `bool` elements and a view of `u8` (of the
+    /// same lanes): its bytes.
+    #[doc(hidden)]
+    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), ImportError>;
 }
 
 impl<T, E, L, A> sealed::Sealed for Mdspan<'_, T, E, L, Device, A>
@@ -224,17 +275,12 @@ where
     A: KernelAccess,
 {
     fn import(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), ImportError> {
-        fn parts<T: DlElement, E: Extents<Index = [usize; R]>, L: Layout, B: crate::view::Access, const R: usize>(
-            view: Mdspan<'_, T, E, L, Device, B>,
-            used: crate::kernel::Use,
-        ) -> (ViewParam<T, R>, Footprint, i32) {
-            let footprint = Footprint {
-                start: view.data_handle() as usize,
-                // A mapping's span is memory that exists: its bytes fit `usize`.
-                bytes: view.mapping().required_span_size() * size_of::<T>(),
-                used,
-            };
-            (ViewParam::of(&view), footprint, view.space().ordinal())
+        // A kernel reads `bool` elements as `bool`, for which any byte but 0 or 1 is undefined
+        // behaviour, and device memory cannot be checked from here: no `bool` reaches a kernel
+        // from outside (the rest of the import's checks would pass it). Its bytes can, as `u8`
+        // (`import_bool_bytes`).
+        if T::DTYPE.code == DLDataTypeCode::BOOL.0 {
+            return Err(ImportError::UncheckedBool { dtype: T::DTYPE });
         }
         if A::MUTABLE {
             // An aliased view's checks: writes allowed, a unique mapping.
@@ -244,6 +290,48 @@ where
             Ok(parts(tensor.view_as::<T, E, L, Device, Aliased>()?, A::USE))
         }
     }
+
+    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), ImportError> {
+        let found = tensor.dl_tensor().dtype;
+        let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, T::DTYPE.lanes);
+        if T::DTYPE != DLDataType::new(DLDataTypeCode::UINT, 8, T::DTYPE.lanes) || found != bools {
+            return Err(ImportError::DataType { expected: bools, found });
+        }
+        // The same tensor, its bytes read as `u8` (of the same size and lanes), which every byte
+        // is: nothing else of it changes.
+        let bytes = DLTensor {
+            dtype: T::DTYPE,
+            ..*tensor.dl_tensor()
+        };
+        let version = tensor.version();
+        if A::MUTABLE {
+            tensor.check_writable()?;
+            // SAFETY: `bytes` is the managed tensor's own `DLTensor` (its arrays and data valid
+            // until the tensor is dropped, which `from_raw` promised and the borrow of `tensor`
+            // outlives) with a data type of the same size, and the view lives only inside this
+            // call; `u8` storage is whole bytes, so no padding flag applies.
+            let view = unsafe { Mdspan::<T, E, L, Device, AliasedMut>::import(&bytes, version) }?;
+            Ok(parts(view, A::USE))
+        } else {
+            // SAFETY: as above.
+            let view = unsafe { Mdspan::<T, E, L, Device, Aliased>::import(&bytes, version) }?;
+            Ok(parts(view, A::USE))
+        }
+    }
+}
+
+/// A device view's parameter form, its footprint (used as `used`) and its device.
+fn parts<T: DlElement, E: Extents<Index = [usize; R]>, L: Layout, B: crate::view::Access, const R: usize>(
+    view: Mdspan<'_, T, E, L, Device, B>,
+    used: crate::kernel::Use,
+) -> (ViewParam<T, R>, Footprint, i32) {
+    let footprint = Footprint {
+        start: view.data_handle() as usize,
+        // A mapping's span is memory that exists: its bytes fit `usize`.
+        bytes: view.mapping().required_span_size() * size_of::<T>(),
+        used,
+    };
+    (ViewParam::of(&view), footprint, view.space().ordinal())
 }
 
 impl<P: KernelParam> super::arg::sealed::Sealed<P> for Arg<'_, P> {}
@@ -327,4 +415,64 @@ fn check_allocation(footprint: Footprint, ordinal: i32) -> Result<(), CudaError>
         }));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dlpack::{DLDevice, DLManagedTensorVersioned};
+    use crate::kernel::Use;
+    use crate::managed::export;
+    use crate::{DeviceMdspan, DeviceMdspanMut, Dims};
+
+    /// A managed tensor of `values` labelled as memory of CUDA device 0, as a producer hands one
+    /// over: the import's checks read its fields, never its memory.
+    fn on_device<T: DlElement>(values: Vec<T>) -> ManagedTensor {
+        let n = values.len();
+        let raw = export::<DLManagedTensorVersioned>(values, Dims::new([n])).unwrap();
+        // SAFETY: a fresh export, not handed over yet: its fields are ours to set.
+        unsafe {
+            (*raw).dl_tensor.device = DLDevice {
+                device_type: DLDeviceType::CUDA,
+                device_id: 0,
+            };
+        }
+        // SAFETY: a valid managed tensor, handed over once.
+        unsafe { ManagedTensor::from_raw(raw) }.unwrap()
+    }
+
+    #[test]
+    fn device_bools_reach_a_kernel_only_as_bytes() {
+        let tensor = on_device(vec![true, false, true]);
+        let refused = [
+            <DeviceMdspan<'_, bool, Dims<1>> as ImportParam>::import(&tensor).unwrap_err(),
+            <DeviceMdspanMut<'_, bool, Dims<1>> as ImportParam>::import(&tensor).unwrap_err(),
+            <DeviceMdspan<'_, [bool; 2], Dims<1>> as ImportParam>::import(&tensor).unwrap_err(),
+        ];
+        for e in refused {
+            assert!(matches!(e, ImportError::UncheckedBool { .. }), "{e}");
+            assert!(e.to_string().contains("torch.uint8"), "{e}");
+        }
+        let (_, footprint, device) =
+            <DeviceMdspanMut<'_, u8, Dims<1>> as ImportParam>::import_bool_bytes(&tensor).unwrap();
+        assert_eq!(footprint.start, tensor.dl_tensor().data as usize);
+        assert_eq!((footprint.bytes, footprint.used, device), (3, Use::Write, 0));
+        let (_, footprint, _) = <DeviceMdspan<'_, u8, Dims<1>> as ImportParam>::import_bool_bytes(&tensor).unwrap();
+        assert_eq!((footprint.bytes, footprint.used), (3, Use::Read));
+        // Bytes of bools only: not another element type, and not bytes that are not bools.
+        let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, 1);
+        let e = <DeviceMdspan<'_, i8, Dims<1>> as ImportParam>::import_bool_bytes(&tensor).unwrap_err();
+        assert!(
+            matches!(e, ImportError::DataType { expected, .. } if expected == bools),
+            "{e}"
+        );
+        let bytes = on_device(vec![2u8, 255]);
+        let e = <DeviceMdspan<'_, u8, Dims<1>> as ImportParam>::import_bool_bytes(&bytes).unwrap_err();
+        assert!(
+            matches!(e, ImportError::DataType { found, .. } if found == u8::DTYPE),
+            "{e}"
+        );
+        // Other element types are imported as before.
+        assert!(<DeviceMdspan<'_, u8, Dims<1>> as ImportParam>::import(&bytes).is_ok());
+    }
 }

@@ -179,7 +179,12 @@ pub fn import_for_kernel(obj: &Bound<'_, PyAny>, stream: Option<isize>) -> PyRes
             (import_with(obj, &args)?, WorkStream(on))
         }
     };
-    Ok(crate::cuda::Imported::new(tensor, on))
+    // SAFETY: `on` is the stream the producer made the data ready on: its C exchange table's
+    // current work stream (the stream its pending work on the tensor runs on, and its later
+    // work too), or the stream `__dlpack__(stream=…)` was asked for, on which DLPack has the
+    // producer order its work before returning (1, the legacy default stream, without a value;
+    // a handle is checked against the device's context at each launch).
+    Ok(unsafe { crate::cuda::Imported::new(tensor, on) })
 }
 
 /// Lends `f` the object's tensor for the duration of the call: through the C exchange table's

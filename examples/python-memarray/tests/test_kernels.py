@@ -62,6 +62,16 @@ def test_every_dtype_and_rank_on_a_torch_side_stream(exchange_path, dtype):
         np.testing.assert_array_equal(after.cpu().numpy(), want, err_msg=f"{dtype} {shape}")
 
 
+def test_bool_bytes_other_than_0_and_1_reach_the_kernel_as_bytes(exchange_path):
+    # torch writes any byte into a bool tensor through a uint8 view of it. A kernel reading
+    # such bytes as Rust `bool` would be undefined behaviour: `add_index` takes a bool tensor's
+    # bytes as `u8` (true where not 0) and writes back 0 or 1.
+    raw = torch.tensor([0, 2, 255, 0, 1, 128], dtype=torch.uint8, device="cuda")
+    dm.add_index(raw.view(torch.bool))
+    torch.cuda.synchronize()
+    assert raw.tolist() == [0, 1, 1, 1, 1, 1]
+
+
 def test_the_torch_operator_passes_torch_stream_either_way(exchange_path):
     op = dm.torch_op()
     side = torch.cuda.Stream()

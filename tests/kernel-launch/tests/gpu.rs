@@ -160,7 +160,9 @@ fn foreign(
     // SAFETY: a fresh tensor handed over, its arrays in the same box, its memory owned by it
     // until the deleter (which frees the box) runs once.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    (Imported::new(tensor, stream), released)
+    // SAFETY: each caller passes the stream its memory was allocated and written on (which
+    // outlives the tensor), or a tensor whose launches are refused before anything is queued.
+    (unsafe { Imported::new(tensor, stream) }, released)
 }
 
 #[test]
@@ -174,7 +176,8 @@ fn an_import_launches_on_its_producers_stream_and_is_held_until_the_kernel_is_do
         Some(memory),
         0,
         n as i64,
-        WorkStream::from_raw(stream.cu_stream() as usize),
+        // SAFETY: the stream the memory was written on, alive for the test.
+        unsafe { WorkStream::from_raw(stream.cu_stream() as usize) },
     );
     let grid = LaunchConfig::for_num_elems(n as u32);
     real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
@@ -199,7 +202,9 @@ fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device
     let Some(ctx) = gpu() else { return };
     let (producer, other) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let kernels = Kernels::load(&ctx, real::PTX).unwrap();
-    let on = |s: &Arc<CudaStream>| WorkStream::from_raw(s.cu_stream() as usize);
+    // SAFETY: each tensor below is made over memory allocated on the stream it names, which
+    // lives for the test.
+    let on = |s: &Arc<CudaStream>| unsafe { WorkStream::from_raw(s.cu_stream() as usize) };
     let grid = LaunchConfig::for_num_elems(64);
 
     let (x, released) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 64, on(&producer));

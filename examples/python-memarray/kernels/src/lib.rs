@@ -13,8 +13,8 @@ use dlmd::num_complex::Complex;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, F4E2M1FNx2, LayoutStrideRelaxed};
 
 /// The seed's kernel on one element: add the sum of its indices, as the element type adds
-/// (integers wrap, `bool` becomes true where the sum is not zero, complex numbers gain it in
-/// their real part, FP4 pairs round and saturate).
+/// (integers wrap, complex numbers gain it in their real part, FP4 pairs round and saturate).
+/// `bool` elements are taken as their bytes ([`add_index_bool_bytes`]).
 pub trait AddIndex: Copy {
     /// Adds `sum`.
     fn add_index(&mut self, sum: usize);
@@ -32,12 +32,6 @@ macro_rules! add_index_int {
 }
 add_index_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-impl AddIndex for bool {
-    #[inline(always)]
-    fn add_index(&mut self, sum: usize) {
-        *self |= sum != 0;
-    }
-}
 impl AddIndex for f16 {
     #[inline(always)]
     fn add_index(&mut self, sum: usize) {
@@ -83,6 +77,18 @@ macro_rules! kernels {
                 return Ok(());
             }
             let config = grid(shape);
+            // A kernel cannot trust device `bool`s to be 0 or 1: it takes their bytes.
+            if t.dtype == <bool as dlmd::DlElement>::DTYPE {
+                let launch = x.launch(kernels, config)?;
+                return Ok(match t.ndim {
+                    0 => add_index_bool_0(launch, x.arg_bool_bytes()?),
+                    1 => add_index_bool_1(launch, x.arg_bool_bytes()?),
+                    2 => add_index_bool_2(launch, x.arg_bool_bytes()?),
+                    3 => add_index_bool_3(launch, x.arg_bool_bytes()?),
+                    4 => add_index_bool_4(launch, x.arg_bool_bytes()?),
+                    _ => return Err(Error::Unsupported { dtype: t.dtype, ndim: t.ndim }),
+                }?);
+            }
             $(
                 if t.dtype == <$t as dlmd::DlElement>::DTYPE {
                     let launch = x.launch(kernels, config)?;
@@ -108,8 +114,27 @@ macro_rules! kernels {
     )*};
 }
 
+/// `add_index` over the bytes of a `bool` tensor (`Imported::arg_bool_bytes`): true where the
+/// element was true (any byte but 0, as the producer may have written) or the index sum is not
+/// zero, written back as 0 or 1.
+#[inline(always)]
+pub fn add_index_bool_bytes(byte: &mut u8, sum: usize) {
+    *byte = u8::from(*byte != 0 || sum != 0);
+}
+
+/// One kernel per rank over the bytes of a `bool` tensor.
+macro_rules! bool_kernels {
+    ($($name:ident: $rank:literal),*) => {$(
+        #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of a `bool` tensor's bytes.")]
+        #[dlmd::kernel]
+        pub fn $name(thread: Thread, mut x: DeviceMdspanMut<'_, u8, Dims<$rank>, LayoutStrideRelaxed>) {
+            thread.for_each_mut(&mut x, |index, x| add_index_bool_bytes(x, index.iter().sum()));
+        }
+    )*};
+}
+bool_kernels!(add_index_bool_0: 0, add_index_bool_1: 1, add_index_bool_2: 2, add_index_bool_3: 3, add_index_bool_4: 4);
+
 kernels! {
-    bool => [add_index_bool_0, add_index_bool_1, add_index_bool_2, add_index_bool_3, add_index_bool_4];
     i8 => [add_index_int8_0, add_index_int8_1, add_index_int8_2, add_index_int8_3, add_index_int8_4];
     i16 => [add_index_int16_0, add_index_int16_1, add_index_int16_2, add_index_int16_3, add_index_int16_4];
     i32 => [add_index_int32_0, add_index_int32_1, add_index_int32_2, add_index_int32_3, add_index_int32_4];
