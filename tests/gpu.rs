@@ -157,24 +157,35 @@ fn pinned_and_managed_memory_views() {
     drop(stream);
 }
 
-#[test]
-fn cuda_imports_check_the_pointer() {
+/// A rank-1 `DLTensor` over `slice`'s device memory, as a producer hands one over.
+fn tensor_of(
+    slice: &cudarc::driver::CudaSlice<f32>,
+    shape: &mut [i64; 1],
+    strides: &mut [i64; 1],
+) -> dlmd::dlpack::DLTensor {
     use dlmd::DlElement;
-    use dlmd::dlpack::{DLDevice, DLDeviceType, DLTensor};
-    let Some(ctx) = gpu() else { return };
-    let stream = ctx.default_stream();
-    let slice = stream.alloc_zeros::<f32>(8).unwrap();
-    let view = cuda::device_view::<f32, _, LayoutRight>(&slice, Dims::new([8])).unwrap();
-    let (mut shape, mut strides) = ([8i64], [1i64]);
-    let mut t = DLTensor {
-        data: view.data_handle().cast(),
-        device: DLDevice::cuda(0),
+    dlmd::dlpack::DLTensor {
+        data: cuda::device_view::<f32, _, LayoutRight>(slice, Dims::new([shape[0] as usize]))
+            .unwrap()
+            .data_handle()
+            .cast(),
+        device: dlmd::dlpack::DLDevice::cuda(0),
         ndim: 1,
         dtype: f32::DTYPE,
         shape: shape.as_mut_ptr(),
         strides: strides.as_mut_ptr(),
         byte_offset: 0,
-    };
+    }
+}
+
+#[test]
+fn cuda_imports_check_the_pointer() {
+    use dlmd::dlpack::{DLDevice, DLDeviceType};
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let slice = stream.alloc_zeros::<f32>(8).unwrap();
+    let (mut shape, mut strides) = ([8i64], [1i64]);
+    let mut t = tensor_of(&slice, &mut shape, &mut strides);
     // SAFETY: `t` describes the live allocation `slice`.
     let right = unsafe { cuda::place::<f32, 1, LayoutRight>(&t) };
     assert!(matches!(right, Ok(cuda::Placed::Device(_))));
@@ -343,4 +354,65 @@ fn a_stale_device_copy_is_not_downloaded() {
     array.to_device().unwrap();
     array.download_pageable(&mut out).unwrap();
     assert_eq!(out, [3.0; 8]);
+}
+
+#[test]
+fn copies_between_aliased_views_may_not_write_what_other_queued_work_reaches() {
+    use dlmd::view::AliasedMut;
+    let Some(ctx) = gpu() else { return };
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let a = s1.clone_htod(&[1.0f32; 256]).unwrap();
+    let b = s1.clone_htod(&[2.0f32; 256]).unwrap();
+    let c = s1.clone_htod(&[3.0f32; 256]).unwrap();
+    s1.synchronize().unwrap();
+    // Each slice as an import sees it: a `DLTensor` viewed as an aliased, `Copy` view.
+    let ([mut sa, mut sb, mut sc], [mut da, mut db, mut dc]) = ([[256i64]; 3], [[1i64]; 3]);
+    let (ta, tb, tc) = (
+        tensor_of(&a, &mut sa, &mut da),
+        tensor_of(&b, &mut sb, &mut db),
+        tensor_of(&c, &mut sc, &mut dc),
+    );
+    // SAFETY: each describes a live allocation of 256 `f32`s, which outlives the views, and
+    // nothing else touches it during the test.
+    let import = |t| {
+        // SAFETY: as above.
+        unsafe { Mdspan::<f32, Dims<1>, LayoutRight, Device, AliasedMut>::from_dlpack(t) }.unwrap()
+    };
+    let (mut va, mut vb, vc) = (import(&ta), import(&tb), import(&tc));
+
+    // A copy onto itself (its source a copy of its destination view).
+    let src = va;
+    let e = cuda::scope(|s| s.copy(&s1, &src, &mut va)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CudaError::ScopeOverlap {
+                operation: "copy",
+                with_queued: false
+            }
+        ),
+        "{e}"
+    );
+    // Two copies into one memory on two streams, or a read of memory a queued copy writes.
+    let mut vb2 = vb;
+    let e = cuda::scope(|s| {
+        s.copy(&s1, &vc, &mut vb)?;
+        s.copy(&s2, &va, &mut vb2)
+    })
+    .unwrap_err();
+    assert!(matches!(e, CudaError::ScopeOverlap { with_queued: true, .. }), "{e}");
+    let e = cuda::scope(|s| {
+        s.copy(&s1, &vc, &mut vb)?;
+        s.copy(&s2, &vb2, &mut va)
+    })
+    .unwrap_err();
+    assert!(matches!(e, CudaError::ScopeOverlap { with_queued: true, .. }), "{e}");
+    // Two readers of one source are fine, and once a scope has ended its memory is free again.
+    cuda::scope(|s| {
+        s.copy(&s1, &vc, &mut va)?;
+        s.copy(&s2, &vc, &mut vb)
+    })
+    .unwrap();
+    assert_eq!(s1.clone_dtoh(&a).unwrap(), [3.0; 256]);
+    assert_eq!(s1.clone_dtoh(&b).unwrap(), [3.0; 256]);
 }

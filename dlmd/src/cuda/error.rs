@@ -41,6 +41,20 @@ pub enum CudaError {
         /// The extents.
         extents: Vec<usize>,
     },
+    /// A copy or collective would write memory that another of its views, or work queued in a
+    /// [`scope`](super::scope) that has not ended, reaches (or read memory such work writes).
+    /// Views of imported tensors are aliased (`Copy`), so their borrows exclude nothing: this is
+    /// checked when the work is queued.
+    #[error(
+        "{operation}: {}; end the scope that queued it first, or use separate tensors",
+        if *with_queued { "it shares memory with work queued in a scope that has not ended, and one of the two writes it" } else { "two of its views share memory, and it writes one of them" }
+    )]
+    ScopeOverlap {
+        /// The copy or collective.
+        operation: &'static str,
+        /// Whether the other side is earlier queued work (else another view of the same call).
+        with_queued: bool,
+    },
     /// A copy's source and destination have different extents.
     #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
     CopyExtents {

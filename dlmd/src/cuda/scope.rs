@@ -9,6 +9,8 @@
 use super::{CudaError, context};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
+use crate::kernel::disjoint::check_disjoint;
+use crate::kernel::{Footprint, Use};
 use crate::layout::{CompactLayout, Mapping};
 use crate::space::{Device, MemorySpace};
 use crate::view::{Access, Mdspan, WriteAccess};
@@ -16,6 +18,7 @@ use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Memory that CUDA copies and NCCL collectives work on: the memory of one CUDA device.
@@ -49,6 +52,8 @@ impl DeviceMemory for Device {
 /// whole scope can be given to its work.
 pub struct Scope<'scope, 'env: 'scope> {
     streams: RefCell<Vec<Arc<CudaStream>>>,
+    /// This scope's key among the [`QUEUED`] footprints.
+    id: u64,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -70,7 +75,37 @@ impl<'scope> Scope<'scope, '_> {
         }
     }
 
-    /// Waits for every stream work was queued on; the first error is returned.
+    /// Files what one copy or collective, `operation`, reaches (`footprints`) as queued in this
+    /// scope until it ends, after checking that none of them writes memory another reaches, or
+    /// that work queued in any scope not yet ended reaches (and none reads memory such work
+    /// writes). A `Unique` view's `&mut` borrow already excludes that; an aliased one
+    /// (`AliasedMut`, an import's) is `Copy`, so only this check does.
+    pub(crate) fn claim(&self, operation: &'static str, footprints: &[Footprint]) -> Result<(), CudaError> {
+        let own: Vec<Option<Footprint>> = footprints.iter().copied().map(Some).collect();
+        if check_disjoint(&own).is_err() {
+            return Err(CudaError::ScopeOverlap {
+                operation,
+                with_queued: false,
+            });
+        }
+        let mut queued = queued();
+        let clash = footprints.iter().any(|new| {
+            queued
+                .iter()
+                .any(|(_, old)| !new.used.may_share_with(old.used) && new.overlaps(old))
+        });
+        if clash {
+            return Err(CudaError::ScopeOverlap {
+                operation,
+                with_queued: true,
+            });
+        }
+        queued.extend(footprints.iter().filter(|f| f.bytes > 0).map(|&f| (self.id, f)));
+        Ok(())
+    }
+
+    /// Waits for every stream work was queued on, then lets go of what that work reached; the
+    /// first error is returned.
     fn wait(&self) -> Result<(), CudaError> {
         let mut first = Ok(());
         for stream in self.streams.borrow_mut().drain(..) {
@@ -78,6 +113,7 @@ impl<'scope> Scope<'scope, '_> {
                 first = first.and(Err(e.into()));
             }
         }
+        queued().retain(|(id, _)| *id != self.id);
         first
     }
 
@@ -87,8 +123,12 @@ impl<'scope> Scope<'scope, '_> {
     /// stream-ordered memory pool the other's view came from (cudarc allocates from one), so the
     /// copy goes over NVLink or PCIe directly where the hardware allows it.
     ///
-    /// Host views and other layouts do not compile; non-contiguous layouts neither (copy those
-    /// with a kernel). `stream` may belong to either device. The copy runs after the work
+    /// `dst`'s `&mut` borrow keeps other work away from a [`Unique`](crate::Unique) view; an
+    /// aliased one (`AliasedMut`, an import's) is `Copy`, so a copy of it could be the source,
+    /// or another copy's: a copy whose destination shares memory with its source, or with work
+    /// queued in a scope that has not ended (or whose source another such copy writes), is
+    /// refused ([`CudaError::ScopeOverlap`]). Host views and other layouts do not compile;
+    /// non-contiguous layouts neither (copy those with a kernel). `stream` may belong to either device. The copy runs after the work
     /// queued on either view's memory before the view was made, on whichever stream; the scope
     /// keeps both views borrowed until it has waited for the copy.
     ///
@@ -142,6 +182,21 @@ impl<'scope> Scope<'scope, '_> {
         // only once its pool grants them access; contexts' peer access does not cover it.
         grant_pool_access(src.data_handle() as sys::CUdeviceptr, &dst_ctx)?;
         grant_pool_access(dst.data_handle() as sys::CUdeviceptr, &src_ctx)?;
+        self.claim(
+            "copy",
+            &[
+                Footprint {
+                    start: src.data_handle() as usize,
+                    bytes,
+                    used: Use::Read,
+                },
+                Footprint {
+                    start: dst.data_handle() as usize,
+                    bytes,
+                    used: Use::Write,
+                },
+            ],
+        )?;
         stream.context().bind_to_thread()?;
         super::order::order_after(stream, src.data_handle() as usize, bytes)?;
         super::order::order_after(stream, dst.data_handle() as usize, bytes)?;
@@ -163,6 +218,16 @@ impl<'scope> Scope<'scope, '_> {
         }?;
         Ok(())
     }
+}
+
+/// The memory that copies and collectives queued in scopes not yet ended reach, by scope.
+static QUEUED: Mutex<Vec<(u64, Footprint)>> = Mutex::new(Vec::new());
+
+/// The key of the next scope.
+static NEXT_SCOPE: AtomicU64 = AtomicU64::new(0);
+
+fn queued() -> std::sync::MutexGuard<'static, Vec<(u64, Footprint)>> {
+    QUEUED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs `f` with a [`Scope`] to queue work over borrowed views in, then waits for every stream
@@ -192,6 +257,7 @@ where
     }
     let scope = Scope {
         streams: RefCell::new(Vec::new()),
+        id: NEXT_SCOPE.fetch_add(1, Ordering::Relaxed),
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -325,4 +391,59 @@ pub fn device_location(ordinal: core::ffi::c_int) -> sys::CUmemLocation {
     // size and alignment are asserted equal above. Every bit pattern of the `int` is a valid
     // `id`, and the union's other members are only read for other location types.
     unsafe { core::mem::transmute::<MemLocation, sys::CUmemLocation>(location) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(start: usize, bytes: usize, used: Use) -> Footprint {
+        Footprint { start, bytes, used }
+    }
+
+    #[test]
+    fn work_queued_in_scopes_writes_nothing_other_work_reaches() {
+        use Use::{Read, Write};
+        // Addresses no other test's work reaches.
+        let base = 0x7e00_0000_0000usize;
+        scope(|s| -> Result<(), CudaError> {
+            let own = s.claim("copy", &[at(base, 64, Read), at(base + 32, 64, Write)]);
+            assert!(
+                matches!(own, Err(CudaError::ScopeOverlap { with_queued: false, .. })),
+                "{own:?}"
+            );
+            s.claim("copy", &[at(base, 64, Read), at(base + 0x100, 64, Write)])?;
+            // Another reader of the source.
+            s.claim("copy", &[at(base, 64, Read), at(base + 0x200, 64, Write)])?;
+            // A writer of the source, of a destination, or a reader of a destination.
+            for clash in [
+                at(base + 8, 8, Write),
+                at(base + 0x13f, 1, Write),
+                at(base + 0x1c0, 0x48, Read),
+            ] {
+                let e = s.claim("all_reduce", &[clash]);
+                assert!(
+                    matches!(
+                        e,
+                        Err(CudaError::ScopeOverlap {
+                            operation: "all_reduce",
+                            with_queued: true
+                        })
+                    ),
+                    "{e:?}"
+                );
+            }
+            // A scope inside this one sees its work, which is not done before this one ends.
+            scope(|inner| {
+                assert!(inner.claim("copy", &[at(base + 0x100, 4, Read)]).is_err());
+                inner.claim("copy", &[at(base + 0x300, 4, Write)])
+            })?;
+            // Its own work is done once it has ended.
+            s.claim("copy", &[at(base + 0x300, 4, Write)])
+        })
+        .unwrap();
+        // Once the scope has ended, all of it is.
+        scope(|s| s.claim("copy", &[at(base, 0x400, Write)])).unwrap();
+        assert!(queued().iter().all(|(_, f)| !f.overlaps(&at(base, 0x400, Write))));
+    }
 }

@@ -5,6 +5,7 @@ use super::runtime::call;
 use super::{Communicator, NcclElement, NcclError, ReduceOp, check};
 use crate::cuda::{DeviceMemory, Scope};
 use crate::extents::Extents;
+use crate::kernel::Use;
 use crate::layout::CompactLayout;
 use crate::view::{Access, Mdspan, WriteAccess};
 use cudarc::nccl::sys;
@@ -33,7 +34,7 @@ impl Communicator {
     {
         const OP: &str = "all_reduce";
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, &[s, r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
         // SAFETY: `send` and `recv` are contiguous spans of `s.count` values of the type on this
         // rank's device, alive until the scope ends (which waits for the stream); `recv` is
         // borrowed exclusively.
@@ -67,7 +68,7 @@ impl Communicator {
     {
         const OP: &str = "all_reduce_in_place";
         let b = check::buffer(OP, self.ordinal(), buf)?;
-        let stream = self.prepare::<T>(scope, &[b])?;
+        let stream = self.prepare::<T>(scope, OP, &[(b, Use::Write)])?;
         // SAFETY: as in `all_reduce`, with one buffer, which NCCL allows.
         call(OP, Some(self.comm()), || unsafe {
             sys::ncclAllReduce(
@@ -107,7 +108,7 @@ impl Communicator {
         const OP: &str = "reduce";
         let root = self.peer(OP, root)?;
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, &[s, r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
         // SAFETY: as in `all_reduce`; `root` is a rank of the communicator.
         call(OP, Some(self.comm()), || unsafe {
             sys::ncclReduce(
@@ -146,7 +147,7 @@ impl Communicator {
         const OP: &str = "broadcast";
         let root = self.peer(OP, root)?;
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, &[s, r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
         // SAFETY: as in `reduce`.
         call(OP, Some(self.comm()), || unsafe {
             sys::ncclBroadcast(
@@ -179,7 +180,7 @@ impl Communicator {
         const OP: &str = "broadcast_in_place";
         let root = self.peer(OP, root)?;
         let b = check::buffer(OP, self.ordinal(), buf)?;
-        let stream = self.prepare::<T>(scope, &[b])?;
+        let stream = self.prepare::<T>(scope, OP, &[(b, Use::Write)])?;
         // SAFETY: as in `broadcast`, with one buffer, which NCCL allows.
         call(OP, Some(self.comm()), || unsafe {
             sys::ncclBroadcast(
@@ -215,7 +216,7 @@ impl Communicator {
     {
         const OP: &str = "all_gather";
         let (s, r) = check::all_gather(self.ordinal(), self.world_size(), send, recv)?;
-        let stream = self.prepare::<T>(scope, &[s, r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
         // SAFETY: `send` holds `s.count` values and `recv` world × as many (checked), contiguous
         // on this rank's device, alive until the scope ends; `recv` is borrowed exclusively.
         call(OP, Some(self.comm()), || unsafe {
@@ -252,7 +253,7 @@ impl Communicator {
     {
         const OP: &str = "reduce_scatter";
         let (s, r) = check::reduce_scatter(self.ordinal(), self.world_size(), send, recv)?;
-        let stream = self.prepare::<T>(scope, &[s, r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
         // SAFETY: `recv` holds `r.count` values and `send` world × as many (checked), as in
         // `all_gather`.
         call(OP, Some(self.comm()), || unsafe {
@@ -287,7 +288,7 @@ impl Communicator {
         const OP: &str = "send";
         let peer = self.peer(OP, peer)?;
         let s = check::buffer(OP, self.ordinal(), view)?;
-        let stream = self.prepare::<T>(scope, &[s])?;
+        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read)])?;
         // SAFETY: `view` is a contiguous span of `s.count` values on this rank's device, alive
         // until the scope ends; `peer` is a rank of the communicator.
         call(OP, Some(self.comm()), || unsafe {
@@ -320,7 +321,7 @@ impl Communicator {
         const OP: &str = "recv";
         let peer = self.peer(OP, peer)?;
         let r = check::buffer(OP, self.ordinal(), view)?;
-        let stream = self.prepare::<T>(scope, &[r])?;
+        let stream = self.prepare::<T>(scope, OP, &[(r, Use::Write)])?;
         // SAFETY: as in `send`; `view` is borrowed exclusively.
         call(OP, Some(self.comm()), || unsafe {
             sys::ncclRecv(

@@ -4,6 +4,7 @@
 use super::runtime::{call, supported};
 use super::{NcclElement, NcclError, UniqueId, check};
 use crate::cuda::{CudaError, Scope};
+use crate::kernel::{Footprint, Use};
 use cudarc::driver::CudaStream;
 use cudarc::nccl::sys;
 use std::ffi::c_int;
@@ -117,14 +118,26 @@ impl Communicator {
     pub(super) fn prepare<T: NcclElement>(
         &self,
         scope: &Scope<'_, '_>,
-        buffers: &[check::Buffer],
+        op: &'static str,
+        buffers: &[(check::Buffer, Use)],
     ) -> Result<sys::cudaStream_t, NcclError> {
         supported::<T>()?;
+        // A buffer's bytes are counted as whole elements per value: a bound, never short.
+        let footprints: Vec<Footprint> = buffers
+            .iter()
+            .map(|&(b, used)| Footprint {
+                start: b.address,
+                bytes: b.count.saturating_mul(size_of::<T>()),
+                used,
+            })
+            .collect();
+        // What it writes shares no memory with what it reads, nor with other work queued in
+        // scopes (aliased views' borrows exclude nothing).
+        scope.claim(op, &footprints)?;
         self.stream.context().bind_to_thread()?;
-        // After the work queued on the views' memory before they were made, on any stream (a
-        // buffer's bytes are counted as whole elements per value: a bound, never short).
-        for b in buffers {
-            crate::cuda::order_after(&self.stream, b.address, b.count.saturating_mul(size_of::<T>()))?;
+        // After the work queued on the views' memory before they were made, on any stream.
+        for f in &footprints {
+            crate::cuda::order_after(&self.stream, f.start, f.bytes)?;
         }
         scope.queued_on(&self.stream);
         Ok(self.stream.cu_stream() as sys::cudaStream_t)

@@ -19,6 +19,11 @@
 //!   [`send`](Communicator::send) and [`recv`](Communicator::recv), with in-place forms. They
 //!   are queued on the communicator's stream inside a [`cuda::scope`](crate::cuda::scope),
 //!   which waits for them before the views it borrowed can go.
+//! - What a call writes (its output, or its buffer in place) is borrowed `&mut` until the scope
+//!   has waited. For an aliased view (`AliasedMut`, an import's), which is `Copy`, the borrow
+//!   excludes nothing, so each call also checks that what it writes shares no memory with what
+//!   it reads, nor with work queued in a scope that has not ended
+//!   ([`CudaError::ScopeOverlap`](crate::cuda::CudaError::ScopeOverlap)).
 //! - The element type picks NCCL's data type at compile time ([`NcclElement`]): 8-, 32- and
 //!   64-bit integers, `f16`, `bf16`, `f32`, `f64` and the FP8 formats, and derived newtypes
 //!   and vectors of them (a vector of N lanes is N values). Other types (`bool`, `i16`,
