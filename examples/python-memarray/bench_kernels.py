@@ -10,8 +10,10 @@ alternating round by round (medians of the rounds, quartiles of the per-round ra
    kernel in CUDA C++ (`add_index_cxx`, which waits after each call).
 3. Host waits on the path: every cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize and
    their runtime twins, counted by a CUPTI callback subscriber (count_syncs.c, built here with
-   the CUDA toolkit's CUPTI) over 10,000 calls of each Rust-kernel path. One
-   torch.cuda.synchronize() inside its own window shows the counter counts.
+   the CUDA toolkit's CUPTI) over 10,000 calls of each Rust-kernel path, on the calling thread
+   (what must be 0) and, apart, on other threads (dlmd's releasing thread waits for kernels to
+   end, off the launch path). One torch.cuda.synchronize() inside its own window shows the
+   counter counts.
 
 Usage: python bench_kernels.py [ROUNDS]
 """
@@ -155,7 +157,7 @@ def cupti_counter():
     if built.returncode != 0:
         return None, f"count_syncs.c did not build: {built.stderr.strip()}"
     lib = ctypes.CDLL(out)
-    lib.dlmd_count_stop.argtypes = [ctypes.POINTER(ctypes.c_longlong)]
+    lib.dlmd_count_stop.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong)]
     return lib, libs[0]
 
 
@@ -165,10 +167,10 @@ def counted(lib, fn, calls):
         raise RuntimeError(f"CUPTI subscription failed: status {status}")
     for _ in range(calls):
         fn()
-    counts = (ctypes.c_longlong * 6)()
-    lib.dlmd_count_stop(counts)
+    counts, others = (ctypes.c_longlong * 6)(), (ctypes.c_longlong * 6)()
+    lib.dlmd_count_stop(counts, others)
     torch.cuda.synchronize()
-    return list(counts)
+    return list(counts), list(others)
 
 
 def host_waits():
@@ -181,20 +183,22 @@ def host_waits():
     names = "cuStreamSynchronize cuCtxSynchronize cuEventSynchronize cudaStreamSynchronize cudaDeviceSynchronize " \
             "cudaEventSynchronize".split()
     print(f"host waits, counted by CUPTI callbacks ({where}):")
-    control = counted(lib, torch.cuda.synchronize, 1)
+    control, _ = counted(lib, torch.cuda.synchronize, 1)
     print(f"  control: torch.cuda.synchronize() once: {dict(zip(names, control))}")
     ok = sum(control) > 0
     for name, fn in [("dm.add_index(x), table path", lambda: dm.add_index(x)),
                      ("torch.ops.dlmd.add_index(x)", lambda: op(x))]:
         fn()
-        counts = counted(lib, fn, 10_000)
-        print(f"  {name}, 10,000 calls: {sum(counts)} waits {dict(zip(names, counts))}")
+        counts, others = counted(lib, fn, 10_000)
+        print(f"  {name}, 10,000 calls: {sum(counts)} waits {dict(zip(names, counts))}; "
+              f"other threads: {sum(others)}")
         ok = ok and sum(counts) == 0
     before = dm.use_exchange_api(False)
     try:
         dm.add_index(x)
-        counts = counted(lib, lambda: dm.add_index(x), 10_000)
-        print(f"  dm.add_index(x), __dlpack__ path, 10,000 calls: {sum(counts)} waits {dict(zip(names, counts))}")
+        counts, others = counted(lib, lambda: dm.add_index(x), 10_000)
+        print(f"  dm.add_index(x), __dlpack__ path, 10,000 calls: {sum(counts)} waits {dict(zip(names, counts))}; "
+              f"other threads: {sum(others)}")
     finally:
         dm.use_exchange_api(before)
     return ok
