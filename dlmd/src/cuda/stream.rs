@@ -96,7 +96,7 @@ fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
 
 /// Runs `f` with this thread in relaxed stream-capture mode, where calls that a capture in
 /// progress elsewhere would otherwise forbid are allowed, restoring the mode after.
-fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+pub(super) fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
     // SAFETY: exchanges this thread's mode through a valid pointer.
     unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
