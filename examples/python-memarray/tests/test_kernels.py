@@ -263,3 +263,23 @@ def test_a_tensor_released_right_after_the_call_is_held_until_the_kernel_is_done
     assert dm.release_completed() == 0
     v = torch.empty(n, device="cuda")
     del u, v
+
+
+def test_a_cupy_block_returns_to_its_pool_once_the_kernel_is_done_with_no_further_call():
+    # As cupy's own DLPack deleter tests check: once the consumer is done with the memory, the
+    # block is back in cupy's pool, here without another dlmd call to let go of it.
+    cupy = pytest.importorskip("cupy")
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.Device().synchronize()
+    before = pool.used_bytes()
+    a = cupy.ones(1 << 22, dtype=cupy.float32)
+    assert pool.used_bytes() > before
+    dm.add_index(a)
+    del a
+    gc.collect()
+    cupy.cuda.Device().synchronize()
+    # The kernel is done, and dlmd's releasing thread lets go of the tensor by itself; this
+    # only waits for that thread (with the GIL released: cupy's deleter takes it), releasing
+    # nothing itself.
+    dm.wait_released()
+    assert pool.used_bytes() == before
