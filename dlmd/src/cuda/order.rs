@@ -27,7 +27,8 @@
 //! The entries go when their hold is released, which is when their event is complete
 //! ([`forget_queued`]). A stream that is capturing a CUDA graph cannot wait for work queued
 //! outside the capture: there a launch over bytes such work still uses is refused
-//! ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)).
+//! ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)). A captured launch files
+//! nothing: it runs when the graph is launched, which its launcher orders.
 
 use super::release::HoldEvent;
 use super::{CudaError, LaunchError};
@@ -149,11 +150,16 @@ pub(crate) fn file_queued(stream: &CudaStream, footprints: &[Footprint], event: 
     }
 }
 
-/// Forgets the entries filed under `event`, whose work is done.
-pub(crate) fn forget_queued(event: &Arc<HoldEvent>) {
+/// Forgets the entries filed under `events`, whose work is done.
+pub(crate) fn forget_queued(events: &[Arc<HoldEvent>]) {
     let forgotten: Vec<Queued> = {
         let mut queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
-        queued.extract_if(.., |q| Arc::ptr_eq(&q.event, event)).collect()
+        if queued.is_empty() {
+            return;
+        }
+        queued
+            .extract_if(.., |q| events.iter().any(|e| Arc::ptr_eq(e, &q.event)))
+            .collect()
     };
     // Their events are dropped outside the lock.
     drop(forgotten);

@@ -7,7 +7,9 @@
 //! event recorded after the kernel on its stream, and goes on. A *releasing thread*, started on
 //! the first hold, waits for the oldest pending event (created with `CU_EVENT_BLOCKING_SYNC`:
 //! the thread sleeps in the driver, it does not spin) and then drops every hold whose event is
-//! complete: an imported tensor's deleter runs, a module may unload. Holds of one stream end in
+//! complete: an imported tensor's deleter runs, a module may unload. With nothing left, it
+//! lingers a millisecond for the next hold (launches in quick succession wake nobody), then
+//! sleeps until a launch wakes it. Holds of one stream end in
 //! launch order as their kernels finish; a hold of another stream ends at the latest when the
 //! holds queued before it have ended too. [`release_completed`] does the same on the calling
 //! thread for the holds found done (`cuEventQuery`, which never blocks), and
@@ -132,7 +134,10 @@ struct Pending {
 enum Releaser {
     /// No hold yet.
     NotStarted,
-    /// Waiting for a hold ([`WORK`]).
+    /// Waiting for a hold, for at most [`LINGER`]: a hold that comes meanwhile is found then,
+    /// without a wake-up from the launch.
+    Lingering,
+    /// Waiting for a hold until told ([`WORK`]).
     Idle,
     /// Waiting for an event, or releasing.
     Busy,
@@ -169,6 +174,12 @@ static WORK: Condvar = Condvar::new();
 
 /// Signalled when holds have been dropped.
 static RELEASED: Condvar = Condvar::new();
+
+/// How long the releasing thread, with nothing left to do, waits for another hold before it
+/// sleeps until told. Launches in quick succession then find it awake and make no system call
+/// to wake it (a launch's latency); a hold that comes meanwhile ends at most this much later
+/// than its kernel.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How many finished events are kept for reuse.
 const FREE_EVENTS: usize = 64;
@@ -243,7 +254,7 @@ fn wake(queue: &mut Queue) -> bool {
             WORK.notify_one();
             false
         }
-        Releaser::Busy | Releaser::Stopped => false,
+        Releaser::Lingering | Releaser::Busy | Releaser::Stopped => false,
     }
 }
 
@@ -312,8 +323,14 @@ fn release_loop() {
                 if let Some(p) = queue.pending.front() {
                     break (Some((p.seq, p.event.clone())), Vec::new());
                 }
-                queue.releaser = Releaser::Idle;
-                queue = WORK.wait(queue).unwrap_or_else(|e| e.into_inner());
+                queue = if queue.releaser == Releaser::Lingering {
+                    // Nothing came while it lingered: sleep until a hold wakes it.
+                    queue.releaser = Releaser::Idle;
+                    WORK.wait(queue).unwrap_or_else(|e| e.into_inner())
+                } else {
+                    queue.releaser = Releaser::Lingering;
+                    WORK.wait_timeout(queue, LINGER).unwrap_or_else(|e| e.into_inner()).0
+                };
             };
             queue.releaser = Releaser::Busy;
             found
@@ -394,7 +411,13 @@ pub fn wait_released() -> Result<(), CudaError> {
                 queue = self::queue();
             }
             // The releasing thread (or another caller) is on it.
-            _ => queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner()),
+            _ => {
+                if queue.releaser == Releaser::Lingering {
+                    // Not for its linger to end.
+                    WORK.notify_one();
+                }
+                queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
+            }
         }
     }
 }
@@ -477,13 +500,15 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
 fn release(taken: Vec<Pending>) {
     let mut seqs = Vec::with_capacity(taken.len());
     let mut events = Vec::with_capacity(taken.len());
+    let mut holds = Vec::with_capacity(taken.len());
     for Pending { seq, event, held, .. } in taken {
-        super::order::forget_queued(&event);
-        // Deleters run here, with no lock of this crate held.
-        drop(held);
         seqs.push(seq);
         events.push(event);
+        holds.push(held);
     }
+    super::order::forget_queued(&events);
+    // Deleters run here, with no lock of this crate held.
+    drop(holds);
     let (spare, shared): (Vec<HoldEvent>, Vec<Arc<HoldEvent>>) = {
         let mut queue = queue();
         queue.releasing.retain(|s| !seqs.contains(s));
