@@ -28,6 +28,7 @@ mod arg;
 mod array;
 mod capture;
 mod error;
+mod event;
 mod grid;
 mod imported;
 mod launch;

@@ -30,7 +30,7 @@
 //! ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)). A captured launch files
 //! nothing: it runs when the graph is launched, which its launcher orders.
 
-use super::release::HoldEvent;
+use super::event::{HoldEvent, relaxed};
 use super::{CudaError, LaunchError};
 use crate::kernel::{Footprint, Use};
 use cudarc::driver::{CudaStream, sys};
@@ -202,7 +202,7 @@ pub(crate) fn order_after_queued(
     if stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         for event in &events {
             // Asked in relaxed mode: the query itself must not break the capture.
-            if !super::stream::relaxed(|| Ok(event.is_complete()?))? {
+            if !relaxed(|| Ok(event.is_complete()?))? {
                 return Err(CudaError::Launch(LaunchError::CaptureOrder {
                     kernel,
                     stream: stream.cu_stream() as usize,

@@ -31,9 +31,10 @@
 //! as the graph (see `capture`).
 
 use super::CudaError;
+use super::event::HoldEvent;
 use crate::kernel::Footprint;
 use crate::managed::ManagedTensor;
-use cudarc::driver::{CudaContext, CudaModule, CudaStream, DriverError, sys};
+use cudarc::driver::{CudaModule, CudaStream, DriverError, sys};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -51,71 +52,6 @@ impl Held {
     /// Whether it keeps nothing.
     pub(crate) fn is_empty(&self) -> bool {
         self.tensors.is_empty() && self.module.is_none()
-    }
-}
-
-/// An event recorded after a launch: without timing, and with blocking synchronisation, so
-/// that a thread waiting for it sleeps.
-pub(crate) struct HoldEvent {
-    event: sys::CUevent,
-    ctx: Arc<CudaContext>,
-}
-
-// SAFETY: a driver event may be used from any thread (the driver synchronises its own
-// objects), and the context it belongs to is kept alive by `ctx`.
-unsafe impl Send for HoldEvent {}
-// SAFETY: as above; every method only passes the handle to the driver.
-unsafe impl Sync for HoldEvent {}
-
-impl HoldEvent {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
-        ctx.bind_to_thread()?;
-        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as core::ffi::c_uint
-            | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as core::ffi::c_uint;
-        let mut event: sys::CUevent = core::ptr::null_mut();
-        // SAFETY: writes one handle through a valid pointer, in the context bound above; the
-        // flags are the driver's.
-        unsafe { sys::cuEventCreate(&mut event, flags) }.result()?;
-        Ok(Self {
-            event,
-            ctx: ctx.clone(),
-        })
-    }
-
-    /// Records the work queued on `stream` so far, a stream of this event's context.
-    fn record(&self, stream: &CudaStream) -> Result<(), DriverError> {
-        // SAFETY: a live event and a live stream of the same context (events are taken for
-        // their stream's context only).
-        unsafe { sys::cuEventRecord(self.event, stream.cu_stream()) }.result()
-    }
-
-    /// Whether the recorded work is done, without waiting; a failed kernel is an error.
-    pub(crate) fn is_complete(&self) -> Result<bool, DriverError> {
-        // SAFETY: a live event.
-        match unsafe { sys::cuEventQuery(self.event) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(true),
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            e => Err(DriverError(e)),
-        }
-    }
-
-    /// Waits, sleeping, until the recorded work is done.
-    fn synchronize(&self) -> Result<(), DriverError> {
-        // SAFETY: a live event.
-        unsafe { sys::cuEventSynchronize(self.event) }.result()
-    }
-
-    /// The driver's handle, for `cuStreamWaitEvent`.
-    pub(crate) fn handle(&self) -> sys::CUevent {
-        self.event
-    }
-}
-
-impl Drop for HoldEvent {
-    fn drop(&mut self) {
-        // SAFETY: the event is live and destroyed once, here; the driver lets work that waits
-        // for it go on after.
-        let _ = unsafe { sys::cuEventDestroy_v2(self.event) };
     }
 }
 
@@ -200,7 +136,7 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
     let ctx = stream.context();
     let (stopped, reused) = {
         let mut queue = queue();
-        let at = queue.free.iter().position(|e| Arc::ptr_eq(&e.ctx, ctx));
+        let at = queue.free.iter().position(|e| Arc::ptr_eq(e.context(), ctx));
         (
             queue.releaser == Releaser::Stopped,
             at.map(|i| queue.free.swap_remove(i)),
