@@ -53,7 +53,8 @@ impl HoldEvent {
 
     /// Waits, sleeping, until the recorded work is done.
     pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
-        // SAFETY: a live event.
+        self.ctx.bind_to_thread()?;
+        // SAFETY: a live event, of the context bound above.
         unsafe { sys::cuEventSynchronize(self.event) }.result()
     }
 
@@ -70,9 +71,20 @@ impl HoldEvent {
 
 impl Drop for HoldEvent {
     fn drop(&mut self) {
+        // Destroyed in its context, which the thread's current one is put back after: the last
+        // reference may go on a thread in the middle of a launch on another device.
+        let mut current: sys::CUcontext = core::ptr::null_mut();
+        // SAFETY: writes one handle through a valid pointer.
+        let _ = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        let _ = self.ctx.bind_to_thread();
         // SAFETY: the event is live and destroyed once, here; the driver lets work that waits
         // for it go on after.
         let _ = unsafe { sys::cuEventDestroy_v2(self.event) };
+        if !current.is_null() && current != self.ctx.cu_ctx() {
+            // SAFETY: `current` is the handle this thread had current a moment ago: putting it
+            // back leaves the thread as it was before the drop.
+            let _ = unsafe { sys::cuCtxSetCurrent(current) };
+        }
     }
 }
 

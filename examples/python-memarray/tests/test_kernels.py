@@ -283,3 +283,22 @@ def test_a_cupy_block_returns_to_its_pool_once_the_kernel_is_done_with_no_furthe
     # nothing itself.
     dm.wait_released()
     assert pool.used_bytes() == before
+
+
+def test_a_tensor_captured_in_a_cuda_graph_is_kept_while_the_graph_lives():
+    n = 1 << 20
+    t = torch.zeros(n, device="cuda")
+    address = t.data_ptr()
+    dm.add_index(t)  # warm up: the module is loaded outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dm.add_index(t)
+    del t
+    gc.collect()
+    # The graph still writes the memory on each replay: torch must not hand it out again.
+    u = torch.empty(n, device="cuda")
+    assert u.data_ptr() != address, "torch reused memory a captured kernel writes"
+    g.replay()
+    torch.cuda.synchronize()
+    del u, g
