@@ -84,6 +84,10 @@ pub enum CudaError {
     /// An imported tensor's memory is not where, or not as large as, its fields say.
     #[error(transparent)]
     Placement(#[from] PlacementError),
+    /// [`wait_released`](super::wait_released) was called from a deleter that the releasing
+    /// thread runs, which would wait for itself.
+    #[error("wait_released was called from a deleter run by the releasing thread, which would wait for itself")]
+    WaitInDeleter,
 }
 
 /// Why kernels could not be compiled: NVRTC's C++ kernels, or a Rust kernel crate's PTX that
@@ -209,6 +213,28 @@ pub enum LaunchError {
         producer: usize,
         /// The launch's stream handle.
         launch: usize,
+    },
+    /// The launch's stream is capturing a CUDA graph, and the driver cannot tie what the launch
+    /// holds (its imported tensors, its module) to the graph: it lacks
+    /// `cuStreamGetCaptureInfo_v2`, which user objects need too (CUDA 11.3).
+    #[error(
+        "cannot launch `{kernel}` into a CUDA graph capture: the driver cannot keep its arguments alive as long as the graph (cuStreamGetCaptureInfo_v2 and user objects need a CUDA 11.3 driver)"
+    )]
+    CaptureUnsupported {
+        /// The kernel's name.
+        kernel: &'static str,
+    },
+    /// The launch's stream is capturing a CUDA graph, and a launch over the same memory queued
+    /// earlier on another stream is still running: a capture cannot wait for work queued
+    /// outside it.
+    #[error(
+        "cannot launch `{kernel}` on stream {stream:#x}, which is capturing a CUDA graph: a launch on another stream still works on the same memory, and a capture cannot wait for work queued outside it; synchronize that stream before capturing"
+    )]
+    CaptureOrder {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The capturing stream's handle.
+        stream: usize,
     },
 }
 

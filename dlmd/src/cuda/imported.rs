@@ -37,9 +37,12 @@ use std::sync::Arc;
 ///   the data is ready on the stream the consumer asked for (or the producer's current work
 ///   stream, which its C exchange table names), and the producer's own later work on that
 ///   stream runs after what is queued there now. A launch runs on that stream and no other:
-///   every imported argument must name the launch's stream ([`LaunchError::Stream`](super::LaunchError::Stream)). Work
-///   the producer's user queues on other streams without ordering it is outside what any
-///   consumer can see; it is as much a race for the producer's own operations.
+///   every imported argument must name the launch's stream ([`LaunchError::Stream`](super::LaunchError::Stream)). Launches
+///   over imports of the same memory on other streams (one tensor imported twice, for two
+///   streams) are ordered by the launch: it waits on the device for the earlier ones over
+///   overlapping bytes, unless both only read. Work the producer's user queues on other
+///   streams without ordering it is outside what any consumer can see; it is as much a race
+///   for the producer's own operations.
 /// - **Other arguments of the same launch** are checked against each other: no argument the
 ///   kernel writes shares a byte of its span with another argument
 ///   ([`LaunchError::Arguments`](super::LaunchError::Arguments): the same tensor passed twice, two views of one tensor).
@@ -54,9 +57,10 @@ use std::sync::Arc;
 ///   [`PlacementError::OutsideAllocation`](super::PlacementError::OutsideAllocation)). A kernel never reaches past what the producer
 ///   allocated, whatever the tensor's strides claim.
 /// - **The memory outlives the kernel**: the launch keeps the imported tensor (and the kernel's
-///   module) until an event recorded after the kernel completes, without a host wait (see
-///   [`release_completed`](super::release_completed)). A stream capturing a CUDA graph is the
-///   exception: the graph's memory is its capturer's to keep.
+///   module) until an event recorded after the kernel completes, when a thread of dlmd's lets
+///   go of it, without a host wait on the launching thread (see
+///   [`wait_released`](super::wait_released)). A launch captured into a CUDA graph keeps them as
+///   long as the graph and its instances live.
 ///
 /// Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
 /// go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they

@@ -3,6 +3,7 @@
 //! [`Scope`] ([`Launch`]), which the launchers `#[dlmd::kernel]` writes take.
 
 use super::arg::ArgInfo;
+use super::capture::{capture_graph, hold_for_graph};
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
 use crate::kernel::Footprint;
@@ -305,6 +306,21 @@ impl Launch<'_, '_, '_> {
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
             super::order::order_after(&self.stream, footprint.start, footprint.bytes)?;
+            super::order::order_after_queued(&self.stream, footprint, name)?;
+        }
+        let mut held = Held {
+            tensors: args
+                .iter()
+                .filter_map(|a| a.held.map(|(tensor, _)| tensor.clone()))
+                .collect(),
+            // Without a scope nothing else keeps the module loaded while the kernel runs.
+            module: self.scope.is_none().then(|| self.kernels.module.clone()),
+        };
+        if !held.is_empty()
+            && let Some(graph) = capture_graph(&self.stream, name)?
+        {
+            // Captured, not run: the graph keeps the hold, from before the kernel is in it.
+            hold_for_graph(graph, core::mem::take(&mut held))?;
         }
         let LaunchConfig {
             grid_dim,
@@ -315,7 +331,8 @@ impl Launch<'_, '_, '_> {
         // forms `params` points at (the digest matched; the caller promises the forms); the
         // context is bound; the memory of the views stays valid until the kernel is done: Rust's
         // until the scope ends, which waits for this stream first (or forever, without a scope:
-        // the caller), imports' because they are held below until an event after the kernel.
+        // the caller), imports' because they are held below until an event after the kernel
+        // (or, captured into a graph, as long as the graph: above).
         unsafe {
             result::launch_kernel(
                 function.cu_function(),
@@ -326,19 +343,16 @@ impl Launch<'_, '_, '_> {
                 params,
             )
         }?;
-        let held = Held {
-            tensors: args
-                .iter()
-                .filter_map(|a| a.held.map(|(tensor, _)| tensor.clone()))
-                .collect(),
-            // Without a scope nothing else keeps the module loaded while the kernel runs.
-            module: self.scope.is_none().then(|| self.kernels.module.clone()),
-        };
         if let Some(scope) = self.scope {
             scope.queued_on(&self.stream);
         }
-        if !held.tensors.is_empty() || held.module.is_some() {
-            hold_until_done(&self.stream, held)?;
+        if !held.is_empty() {
+            let imported: Vec<Footprint> = args
+                .iter()
+                .filter(|a| a.held.is_some())
+                .filter_map(|a| a.footprint)
+                .collect();
+            hold_until_done(&self.stream, held, &imported)?;
         }
         Ok(())
     }

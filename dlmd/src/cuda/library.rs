@@ -44,6 +44,33 @@ pub(crate) fn usable(names: &[&str], symbol: &[u8]) -> bool {
     linked(symbol) || opens(names)
 }
 
+/// The function `symbol` (NUL-terminated) of the library `names`, as `F` (a function pointer
+/// type): from the program where it is linked in, or from the library opened by one of the names
+/// cudarc's loader tries, which then stays loaded. `None` where neither has it.
+///
+/// # Safety
+///
+/// `F` is a function pointer type with the symbol's C signature.
+pub(crate) unsafe fn symbol<F: Copy>(names: &[&str], symbol: &[u8]) -> Option<F> {
+    #[cfg(unix)]
+    let this = Some(libloading::os::unix::Library::this());
+    #[cfg(windows)]
+    let this = libloading::os::windows::Library::this().ok();
+    // SAFETY: `F` is the symbol's type (the caller); the program's own symbols stay loaded.
+    if let Some(found) = this.and_then(|this| unsafe { this.get::<F>(symbol) }.ok().map(|f| *f)) {
+        return Some(found);
+    }
+    names.iter().flat_map(|name| candidates(name)).find_map(|file| {
+        // SAFETY: as in `opens`: the library's initialisers set up its own state only.
+        let library = unsafe { libloading::Library::new(&file) }.ok()?;
+        // SAFETY: `F` is the symbol's type (the caller).
+        let found = unsafe { library.get::<F>(symbol) }.ok().map(|f| *f)?;
+        // The function must stay callable: the library is never closed.
+        core::mem::forget(library);
+        Some(found)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +95,18 @@ mod tests {
     fn a_linked_function_makes_its_library_usable() {
         // libc is linked into every Rust program on Linux.
         assert!(usable(&["dlmd_no_such_library"], b"malloc\0"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[cfg_attr(miri, ignore = "dlsym is foreign code")]
+    fn a_linked_function_is_found_and_a_missing_one_is_not() {
+        type Malloc = unsafe extern "C" fn(usize) -> *mut core::ffi::c_void;
+        // SAFETY: `Malloc` is `malloc`'s C signature; the pointer is not called.
+        let malloc = unsafe { symbol::<Malloc>(&["dlmd_no_such_library"], b"malloc\0") };
+        assert!(malloc.is_some());
+        // SAFETY: nothing is found, so nothing is called.
+        let missing = unsafe { symbol::<unsafe extern "C" fn()>(&["dlmd_no_such_library"], b"dlmd_no_such_symbol\0") };
+        assert!(missing.is_none());
     }
 }

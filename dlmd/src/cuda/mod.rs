@@ -26,7 +26,9 @@ use std::sync::Arc;
 
 mod arg;
 mod array;
+mod capture;
 mod error;
+mod event;
 mod grid;
 mod imported;
 mod launch;
@@ -53,7 +55,7 @@ pub use mirrored::{Current, MirroredArray};
 pub(crate) use order::after_queued;
 #[cfg(feature = "nccl")]
 pub(crate) use order::order_after;
-pub use release::release_completed;
+pub use release::{release_completed, wait_released};
 pub use scope::{DeviceMemory, Scope, device_location, scope};
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 

@@ -18,8 +18,21 @@
 //! The work such a view takes part in is queued in a [`scope`](super::scope), which waits for
 //! its streams before the view's borrow of the memory ends: whatever the memory's owner queues
 //! next runs after the view's work.
+//!
+//! Imported tensors have no owner here: each import names the stream its producer made the
+//! data ready on, and two imports of one tensor may name two streams. So a launch over imports
+//! files their byte ranges, with how it uses them and the event recorded after the kernel (the
+//! event that ends its hold, `release`), and a later launch on another stream over overlapping
+//! bytes waits for that event on the device ([`order_after_queued`]), unless both only read.
+//! The entries go when their hold is released, which is when their event is complete
+//! ([`forget_queued`]). A stream that is capturing a CUDA graph cannot wait for work queued
+//! outside the capture: there a launch over bytes such work still uses is refused
+//! ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)). A captured launch files
+//! nothing: it runs when the graph is launched, which its launcher orders.
 
-use super::CudaError;
+use super::event::{HoldEvent, relaxed};
+use super::{CudaError, LaunchError};
+use crate::kernel::{Footprint, Use};
 use cudarc::driver::{CudaStream, sys};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -98,6 +111,110 @@ pub(crate) fn order_after(stream: &CudaStream, ptr: usize, bytes: usize) -> Resu
     for owner in others {
         let event = owner.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
         stream.wait(&event)?;
+    }
+    Ok(())
+}
+
+/// Bytes a launch over imports queued work on, until the event recorded after its kernel.
+struct Queued {
+    start: usize,
+    end: usize,
+    /// Whether the kernel writes them (plainly or atomically).
+    writes: bool,
+    key: StreamKey,
+    event: Arc<HoldEvent>,
+}
+
+/// The imported bytes of launches whose holds are not yet released.
+static QUEUED: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
+
+/// The per-thread default stream's handle, which names another stream on every thread.
+const PER_THREAD: usize = 0x2;
+
+/// Files the `footprints` of a launch queued on `stream` (its imported arguments) as work in
+/// flight until `event`, recorded after the kernel.
+pub(crate) fn file_queued(stream: &CudaStream, footprints: &[Footprint], event: &Arc<HoldEvent>) {
+    if footprints.iter().all(|f| f.bytes == 0) {
+        return;
+    }
+    let key = StreamKey::of(stream);
+    let mut queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
+    for f in footprints.iter().filter(|f| f.bytes > 0) {
+        queued.push(Queued {
+            start: f.start,
+            end: f.start.saturating_add(f.bytes),
+            writes: !matches!(f.used, Use::Read),
+            key,
+            event: event.clone(),
+        });
+    }
+}
+
+/// Forgets the entries filed under `events`, whose work is done.
+pub(crate) fn forget_queued(events: &[Arc<HoldEvent>]) {
+    let forgotten: Vec<Queued> = {
+        let mut queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
+        if queued.is_empty() {
+            return;
+        }
+        queued
+            .extract_if(.., |q| events.iter().any(|e| Arc::ptr_eq(e, &q.event)))
+            .collect()
+    };
+    // Their events are dropped outside the lock.
+    drop(forgotten);
+}
+
+/// Makes `stream` wait, on the device, for the launches over imports filed on other streams
+/// whose bytes overlap `footprint`'s, where either writes them. Where `stream` is capturing a
+/// graph, which cannot wait for work outside it, such work must be done already; a launch of
+/// `kernel` over bytes it still uses is refused.
+pub(crate) fn order_after_queued(
+    stream: &CudaStream,
+    footprint: &Footprint,
+    kernel: &'static str,
+) -> Result<(), CudaError> {
+    if footprint.bytes == 0 {
+        return Ok(());
+    }
+    let (start, end) = (footprint.start, footprint.start.saturating_add(footprint.bytes));
+    let writes = !matches!(footprint.used, Use::Read);
+    let key = StreamKey::of(stream);
+    let events: Vec<Arc<HoldEvent>> = {
+        let queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
+        // Events of one stream complete in the order they were recorded, and entries are filed
+        // in that order: the last entry of a stream stands for all its earlier ones (not on the
+        // per-thread default stream, whose handle names one stream a thread).
+        let mut latest: Vec<(StreamKey, Arc<HoldEvent>)> = Vec::new();
+        for q in queued.iter().filter(|q| {
+            (q.key != key || key.0 == PER_THREAD) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
+        }) {
+            match latest.iter_mut().find(|(k, _)| *k == q.key && k.0 != PER_THREAD) {
+                Some((_, event)) => *event = q.event.clone(),
+                None => latest.push((q.key, q.event.clone())),
+            }
+        }
+        latest.into_iter().map(|(_, event)| event).collect()
+    };
+    if events.is_empty() {
+        return Ok(());
+    }
+    if stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        for event in &events {
+            // Asked in relaxed mode: the query itself must not break the capture.
+            if !relaxed(|| Ok(event.is_complete()?))? {
+                return Err(CudaError::Launch(LaunchError::CaptureOrder {
+                    kernel,
+                    stream: stream.cu_stream() as usize,
+                }));
+            }
+        }
+        return Ok(());
+    }
+    for event in &events {
+        // SAFETY: `stream` is a live stream and `event` a live event (held by the `Arc`) that
+        // was recorded; waiting for an event of another context is allowed.
+        unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.handle(), 0) }.result()?;
     }
     Ok(())
 }

@@ -1,24 +1,43 @@
 //! Releases in stream order: what a queued kernel reaches (imported tensors, its module) is kept
-//! until the kernel is done, without the host waiting for it.
+//! until the kernel is done, and let go then, without the host waiting for it and without
+//! another call.
 //!
 //! A launch outside a [`scope`](super::scope) returns as soon as the kernel is queued. What the
 //! kernel reaches must outlive it, so the launch hands it here ([`hold_until_done`]) with an
-//! event recorded after the kernel on its stream; it is dropped (an imported tensor's deleter
-//! runs, a module may unload) by the first later hold or [`release_completed`] call that finds
-//! the event complete. Finding out is `cuEventQuery`, which never blocks: the host waits for
-//! nothing on this path.
+//! event recorded after the kernel on its stream, and goes on. A *releasing thread*, started on
+//! the first hold, waits for the oldest pending event (created with `CU_EVENT_BLOCKING_SYNC`:
+//! the thread sleeps in the driver, it does not spin) and then drops every hold whose event is
+//! complete: an imported tensor's deleter runs, a module may unload. With nothing left, it
+//! lingers a millisecond for the next hold (launches in quick succession wake nobody), then
+//! sleeps until a launch wakes it. Holds of one stream end in
+//! launch order as their kernels finish; a hold of another stream ends at the latest when the
+//! holds queued before it have ended too. [`release_completed`] does the same on the calling
+//! thread for the holds found done (`cuEventQuery`, which never blocks), and
+//! [`wait_released`] waits until every hold recorded so far has ended.
 //!
-//! A stream that is capturing a CUDA graph runs nothing while it captures, and its graph may be
-//! replayed any number of times after: no event can say when the memory is last used. There
-//! the hold ends at once, and the memory's lifetime is the capturer's contract, as for every
-//! other operation in its graph (PyTorch keeps the memory of a graph's tensors in the graph's
-//! private pool while the graph lives; its documentation asks that captured inputs be kept).
+//! The releasing thread holds none of this module's locks while it waits or while a deleter
+//! runs, so a deleter may take its producer's own locks (a Python producer's deleter takes the
+//! GIL) and call back into this crate; a thread that holds such a lock while it waits on the
+//! device never waits for the releasing thread, as the device finishes without it. The thread
+//! runs in relaxed stream-capture mode, so that its driver calls never break a capture another
+//! thread has begun. A failed kernel poisons its context: its events then fail, and the holds
+//! end, since nothing queued there runs any more. When the process exits, what is still held
+//! stays held: once the driver is shut down (`CUDA_ERROR_DEINITIALIZED`) the thread ends without
+//! running a deleter. An extension of an interpreter that shuts down before the process exits
+//! (Python) waits for its holds first ([`wait_released`] from an exit handler, with the
+//! interpreter's lock released).
+//!
+//! A launch on a stream that is capturing a CUDA graph runs nothing then: its hold lives as long
+//! as the graph (see `capture`).
 
 use super::CudaError;
+use super::event::HoldEvent;
+use crate::kernel::Footprint;
 use crate::managed::ManagedTensor;
-use cudarc::driver::{CudaEvent, CudaModule, CudaStream, sys};
+use cudarc::driver::{CudaModule, CudaStream, DriverError, sys};
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// What one launch keeps alive until its kernel is done.
 #[derive(Default)]
@@ -29,51 +48,107 @@ pub(crate) struct Held {
     pub(crate) module: Option<Arc<CudaModule>>,
 }
 
+impl Held {
+    /// Whether it keeps nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tensors.is_empty() && self.module.is_none()
+    }
+}
+
 /// A hold and the event that ends it, recorded on the stream whose driver handle and device
 /// are `stream`.
 struct Pending {
-    event: CudaEvent,
+    /// The hold's place among all holds recorded, from 1.
+    seq: u64,
+    event: Arc<HoldEvent>,
     stream: (usize, usize),
     held: Held,
 }
 
-/// Holds not yet known done, oldest first, and events free for reuse.
+/// The releasing thread's state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Releaser {
+    /// No hold yet.
+    NotStarted,
+    /// Waiting for a hold, for at most [`LINGER`]: a hold that comes meanwhile is found then,
+    /// without a wake-up from the launch.
+    Lingering,
+    /// Waiting for a hold until told ([`WORK`]).
+    Idle,
+    /// Waiting for an event, or releasing.
+    Busy,
+    /// Not running (it could not start, or the driver shut down): launches and
+    /// [`wait_released`] release on their own threads.
+    Stopped,
+}
+
+/// Holds not yet known done, oldest first, and what the releasing thread needs.
 struct Queue {
     pending: VecDeque<Pending>,
-    free: Vec<CudaEvent>,
+    /// Events free for reuse.
+    free: Vec<HoldEvent>,
+    /// How many holds were recorded: the last `seq`.
+    recorded: u64,
+    /// The holds taken out of `pending` and being dropped now, by any thread.
+    releasing: Vec<u64>,
+    /// Holds of graphs that are gone, for the releasing thread to drop.
+    retired: Vec<Held>,
+    releaser: Releaser,
 }
 
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     pending: VecDeque::new(),
     free: Vec::new(),
+    recorded: 0,
+    releasing: Vec::new(),
+    retired: Vec::new(),
+    releaser: Releaser::NotStarted,
 });
+
+/// Signalled for the releasing thread when it is idle and a hold arrives.
+static WORK: Condvar = Condvar::new();
+
+/// Signalled when holds have been dropped.
+static RELEASED: Condvar = Condvar::new();
+
+/// How long the releasing thread, with nothing left to do, waits for another hold before it
+/// sleeps until told. Launches in quick succession then find it awake and make no system call
+/// to wake it (a launch's latency); a hold that comes meanwhile ends at most this much later
+/// than its kernel.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How many finished events are kept for reuse.
 const FREE_EVENTS: usize = 64;
 
-fn queue() -> std::sync::MutexGuard<'static, Queue> {
+std::thread_local! {
+    /// Whether this thread is the releasing thread.
+    static IS_RELEASER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn queue() -> MutexGuard<'static, Queue> {
     QUEUE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Keeps `held` until the work queued on `stream` so far is done: behind an event recorded on
-/// `stream` now, or not at all while `stream` captures a graph (see the [module
-/// docs](self)). Holds found done meanwhile are released first.
-pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held) -> Result<(), CudaError> {
-    if capturing(stream)? {
-        // A capture records no work to wait for; the hold ends here (module docs).
-        drop(held);
-        return Ok(());
-    }
-    release_completed()?;
+/// Keeps `held` until the work queued on `stream` so far is done, behind an event recorded on
+/// `stream` now (not a capturing stream: see `capture`), and files the imported `footprints`
+/// of the launch under that event in the stream-order registry (`order`).
+pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: &[Footprint]) -> Result<(), CudaError> {
     let ctx = stream.context();
-    let reused = {
+    let (stopped, reused) = {
         let mut queue = queue();
         let at = queue.free.iter().position(|e| Arc::ptr_eq(e.context(), ctx));
-        at.map(|i| queue.free.swap_remove(i))
+        (
+            queue.releaser == Releaser::Stopped,
+            at.map(|i| queue.free.swap_remove(i)),
+        )
     };
+    if stopped {
+        // Nothing releases in the background: this launch releases what is done.
+        release_completed()?;
+    }
     let event = match reused {
         Some(event) => event,
-        None => ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
+        None => HoldEvent::new(ctx)?,
     };
     if let Err(e) = event.record(stream) {
         // Without an event nothing would say when the kernel is done: wait for it instead.
@@ -81,59 +156,340 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held) -> Result<()
         drop(held);
         return Err(e.into());
     }
-    let stream = (stream.cu_stream() as usize, ctx.ordinal());
-    queue().pending.push_back(Pending { event, stream, held });
+    let event = Arc::new(event);
+    // Filed before the hold is queued, so that its release, which forgets the entries, follows.
+    super::order::file_queued(stream, footprints, &event);
+    let key = (stream.cu_stream() as usize, ctx.ordinal());
+    let start = {
+        let mut queue = queue();
+        queue.recorded += 1;
+        let seq = queue.recorded;
+        queue.pending.push_back(Pending {
+            seq,
+            event,
+            stream: key,
+            held,
+        });
+        wake(&mut queue)
+    };
+    if start {
+        spawn();
+    }
     Ok(())
 }
 
-/// Releases every hold whose kernel is done, without waiting for the others; returns how many
-/// holds are still pending. Launches call it; call it yourself to let imported tensors go
-/// sooner where no further launch comes.
-pub fn release_completed() -> Result<usize, CudaError> {
-    let mut done = Vec::new();
-    let mut failed = None;
-    let left = {
+/// Wakes the releasing thread for new work; whether it must be started.
+fn wake(queue: &mut Queue) -> bool {
+    match queue.releaser {
+        Releaser::NotStarted => {
+            queue.releaser = Releaser::Busy;
+            true
+        }
+        Releaser::Idle => {
+            queue.releaser = Releaser::Busy;
+            WORK.notify_one();
+            false
+        }
+        Releaser::Lingering | Releaser::Busy | Releaser::Stopped => false,
+    }
+}
+
+/// Starts the releasing thread if it has not started.
+pub(crate) fn start_releaser() {
+    let start = {
         let mut queue = queue();
-        // Events of one stream complete in the order they were recorded: past the first that
-        // has not, none of that stream's later ones is asked, so a deep queue costs one query
-        // a stream.
-        let mut busy: Vec<(usize, usize)> = Vec::new();
-        let mut i = 0;
-        while i < queue.pending.len() {
-            let stream = queue.pending[i].stream;
-            if busy.contains(&stream) {
-                i += 1;
-                continue;
+        let start = queue.releaser == Releaser::NotStarted;
+        if start {
+            queue.releaser = Releaser::Busy;
+        }
+        start
+    };
+    if start {
+        spawn();
+    }
+}
+
+fn spawn() {
+    let spawned = std::thread::Builder::new()
+        .name("dlmd-release".into())
+        .spawn(run_releaser);
+    if spawned.is_err() {
+        queue().releaser = Releaser::Stopped;
+        RELEASED.notify_all();
+    }
+}
+
+/// Hands the hold of a graph that is gone to the releasing thread: from the driver's thread,
+/// which must not call CUDA (and does not: nothing here does).
+pub(crate) fn retire(held: Held) {
+    let start = {
+        let mut queue = queue();
+        queue.retired.push(held);
+        wake(&mut queue)
+    };
+    if start {
+        spawn();
+    }
+}
+
+/// The releasing thread: waits for the oldest pending hold's event, then drops every hold found
+/// done, and the holds of graphs that are gone; sleeps while there are none.
+fn run_releaser() {
+    IS_RELEASER.set(true);
+    // Should the loop ever panic, launches and waits release on their own threads from then on.
+    let _ = std::panic::catch_unwind(release_loop);
+    queue().releaser = Releaser::Stopped;
+    RELEASED.notify_all();
+}
+
+fn release_loop() {
+    if super::driver_available() {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: exchanges this thread's capture mode through a valid pointer; the thread
+        // keeps the relaxed mode for its whole life.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    loop {
+        let (front, retired) = {
+            let mut queue = queue();
+            let found = loop {
+                if !queue.retired.is_empty() {
+                    break (None, core::mem::take(&mut queue.retired));
+                }
+                if let Some(p) = queue.pending.front() {
+                    break (Some((p.seq, p.event.clone())), Vec::new());
+                }
+                queue = if queue.releaser == Releaser::Lingering {
+                    // Nothing came while it lingered: sleep until a hold wakes it.
+                    queue.releaser = Releaser::Idle;
+                    WORK.wait(queue).unwrap_or_else(|e| e.into_inner())
+                } else {
+                    queue.releaser = Releaser::Lingering;
+                    WORK.wait_timeout(queue, LINGER).unwrap_or_else(|e| e.into_inner()).0
+                };
+            };
+            queue.releaser = Releaser::Busy;
+            found
+        };
+        if !retired.is_empty() {
+            // Deleters run with no lock of this module held; waiters are told under the lock,
+            // so that none misses it.
+            drop(retired);
+            drop(queue());
+            RELEASED.notify_all();
+        }
+        let Some((seq, event)) = front else { continue };
+        let waited = event.synchronize();
+        drop(event);
+        match waited {
+            // The driver is shut down: the process is exiting. What is held stays held.
+            Err(DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => return,
+            // A failed wait is a failed kernel, whose context runs nothing more: its hold ends
+            // even if the queries below say otherwise, so that the thread never spins.
+            Err(_) => {
+                let _ = collect(Some(seq));
             }
-            let complete = queue.pending[i].event.try_is_complete();
-            if let Ok(false) = complete {
-                busy.push(stream);
-                i += 1;
-                continue;
+            Ok(()) => {
+                let _ = collect(None);
+            }
+        }
+    }
+}
+
+/// Releases every hold whose kernel is done, without waiting for the others; returns how many
+/// holds are still pending. Holds end by themselves once their kernel is done (a thread of
+/// this crate waits for them); call this to end those already done on this thread at once,
+/// or to count the holds still pending.
+pub fn release_completed() -> Result<usize, CudaError> {
+    collect(None)
+}
+
+/// Waits until every hold recorded so far has ended: the kernels of the launches made before
+/// the call are done and what they held is dropped (an imported tensor's deleter has returned).
+/// Holds of launches captured into CUDA graphs last as long as their graphs and are not waited
+/// for.
+///
+/// This is a host wait on the device. Deleters run on the releasing thread, and may take their
+/// producer's locks: call it without holding one (from Python, with the GIL released), and
+/// never from a deleter, which is refused with [`CudaError::WaitInDeleter`].
+pub fn wait_released() -> Result<(), CudaError> {
+    if IS_RELEASER.get() {
+        return Err(CudaError::WaitInDeleter);
+    }
+    let target = queue().recorded;
+    let mut queue = queue();
+    loop {
+        // The event is taken only to wait for it here, and never dropped with the lock held
+        // (the last reference destroys it, a driver call).
+        let stopped = queue.releaser == Releaser::Stopped;
+        let oldest = queue
+            .pending
+            .iter()
+            .find(|p| p.seq <= target)
+            .map(|p| (p.seq, stopped.then(|| p.event.clone())));
+        let releasing = queue.releasing.iter().any(|&s| s <= target);
+        match oldest {
+            None if !releasing => return Ok(()),
+            // Nothing releases in the background: wait for the oldest here, and release.
+            Some((seq, Some(event))) => {
+                drop(queue);
+                let waited = event.synchronize();
+                drop(event);
+                match waited {
+                    Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => return Err(e.into()),
+                    Err(_) => {
+                        let _ = collect(Some(seq));
+                    }
+                    Ok(()) => {
+                        let _ = collect(None);
+                    }
+                }
+                queue = self::queue();
+            }
+            // The releasing thread (or another caller) is on it.
+            _ => {
+                if queue.releaser == Releaser::Lingering {
+                    // Not for its linger to end.
+                    WORK.notify_one();
+                }
+                queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+}
+
+/// A pending hold as seen outside the lock: its number, its event and its stream.
+type Watched = (u64, Arc<HoldEvent>, (usize, usize));
+
+/// Releases the holds whose events are complete (and the one numbered `forced`, whose wait
+/// failed), and the holds of graphs that are gone; returns how many holds are still pending.
+/// No driver call is made and no deleter runs with the queue locked: a driver callback
+/// ([`retire`]) takes the lock.
+fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
+    let (snapshot, retired): (Vec<Watched>, Vec<Held>) = {
+        let mut queue = queue();
+        let snapshot = queue
+            .pending
+            .iter()
+            .map(|p| (p.seq, p.event.clone(), p.stream))
+            .collect();
+        (snapshot, core::mem::take(&mut queue.retired))
+    };
+    drop(retired);
+    // Events of one stream complete in the order they were recorded: past the first that has
+    // not, none of that stream's later ones is asked, so a deep queue costs one query a stream.
+    let mut busy: Vec<(usize, usize)> = Vec::new();
+    let mut done: Vec<u64> = Vec::new();
+    let mut failed = None;
+    for (seq, event, stream) in &snapshot {
+        if busy.contains(stream) {
+            continue;
+        }
+        if forced == Some(*seq) {
+            done.push(*seq);
+            continue;
+        }
+        match event.is_complete() {
+            Ok(true) => done.push(*seq),
+            Ok(false) => busy.push(*stream),
+            // The driver is shut down: the process is exiting, and nothing is released.
+            Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => {
+                failed.get_or_insert(e);
+                busy.push(*stream);
             }
             // A failed query is a failed kernel, which poisons its context: nothing queued
             // there runs any more, so its hold ends too.
-            if let Err(e) = complete {
+            Err(e) => {
                 failed.get_or_insert(e);
-            }
-            if let Some(Pending { event, held, .. }) = queue.pending.remove(i) {
-                if queue.free.len() < FREE_EVENTS {
-                    queue.free.push(event);
-                }
-                done.push(held);
+                done.push(*seq);
             }
         }
-        queue.pending.len()
+    }
+    drop(snapshot);
+    let (taken, left) = {
+        let mut queue = queue();
+        let mut taken = Vec::new();
+        let mut kept = VecDeque::with_capacity(queue.pending.len());
+        for p in queue.pending.drain(..) {
+            if done.contains(&p.seq) {
+                taken.push(p);
+            } else {
+                kept.push_back(p);
+            }
+        }
+        queue.pending = kept;
+        let seqs: Vec<u64> = taken.iter().map(|p| p.seq).collect();
+        queue.releasing.extend(seqs);
+        (taken, queue.pending.len())
     };
-    // Deleters run outside the lock: a producer's may call back into this crate.
-    drop(done);
+    if !taken.is_empty() {
+        release(taken);
+    }
     match failed {
         Some(e) => Err(e.into()),
         None => Ok(left),
     }
 }
 
-/// Whether `stream` is capturing a CUDA graph (or was, and the capture failed).
-pub(crate) fn capturing(stream: &CudaStream) -> Result<bool, CudaError> {
-    Ok(stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+/// Drops the holds `taken` out of the queue, with no lock held, and keeps their events for
+/// reuse.
+fn release(taken: Vec<Pending>) {
+    let mut seqs = Vec::with_capacity(taken.len());
+    let mut events = Vec::with_capacity(taken.len());
+    let mut holds = Vec::with_capacity(taken.len());
+    for Pending { seq, event, held, .. } in taken {
+        seqs.push(seq);
+        events.push(event);
+        holds.push(held);
+    }
+    super::order::forget_queued(&events);
+    // Deleters run here, with no lock of this crate held.
+    drop(holds);
+    let (spare, shared): (Vec<HoldEvent>, Vec<Arc<HoldEvent>>) = {
+        let mut queue = queue();
+        queue.releasing.retain(|s| !seqs.contains(s));
+        let (mut spare, mut shared) = (Vec::new(), Vec::new());
+        for event in events {
+            match Arc::try_unwrap(event) {
+                Ok(event) if queue.free.len() < FREE_EVENTS => queue.free.push(event),
+                Ok(event) => spare.push(event),
+                // A waiter still holds it: the last of them destroys it.
+                Err(event) => shared.push(event),
+            }
+        }
+        (spare, shared)
+    };
+    RELEASED.notify_all();
+    // Destroyed (a driver call) outside the lock.
+    drop((spare, shared));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::managed::{ManagedTensor, export};
+    use crate::{Dims, dlpack::DLManagedTensorVersioned};
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the releasing thread outlives the test, which Miri reports as a leak"
+    )]
+    fn the_hold_of_a_graph_that_is_gone_is_dropped_by_the_releasing_thread() {
+        let data: Arc<[f32]> = Arc::from(vec![0.0f32; 4]);
+        let raw = export::<DLManagedTensorVersioned>(data.clone(), Dims::new([4])).unwrap();
+        // SAFETY: a fresh export, handed over once.
+        let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        assert_eq!(Arc::strong_count(&data), 2);
+        // As the driver's thread does when a graph is destroyed: no CUDA call is needed.
+        retire(Held {
+            tensors: vec![Arc::new(tensor)],
+            module: None,
+        });
+        let mut queue = queue();
+        while Arc::strong_count(&data) > 1 {
+            queue = RELEASED.wait(queue).unwrap();
+        }
+        assert!(queue.retired.is_empty());
+    }
 }

@@ -1,6 +1,7 @@
 //! CUDA streams passed across DLPack: checking a consumer's stream handle before the driver
 //! dereferences it, and ordering a producer's work before a consumer's.
 
+use super::event::relaxed;
 use super::{CudaError, driver_available};
 use cudarc::driver::{CudaContext, CudaStream, sys};
 
@@ -92,18 +93,6 @@ fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
         sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
         e => Err(CudaError::Driver(cudarc::driver::DriverError(e))),
     }
-}
-
-/// Runs `f` with this thread in relaxed stream-capture mode, where calls that a capture in
-/// progress elsewhere would otherwise forbid are allowed, restoring the mode after.
-fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
-    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-    // SAFETY: exchanges this thread's mode through a valid pointer.
-    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
-    let result = f();
-    // SAFETY: as above, putting the previous mode back.
-    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
-    result
 }
 
 /// Checks that `value`, a stream handle a consumer passed as an integer (DLPack's `stream`

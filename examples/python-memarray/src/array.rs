@@ -63,9 +63,8 @@ impl MemArray {
     /// the data, which must follow them anyway.
     fn data_mut<'a>(&'a self, py: Python<'a>) -> PyResult<RefMut<'a, Data>> {
         if self.exports.get() > 0 && dlmd::cuda::release_completed().map_err(cuda_error)? > 0 {
-            let ordinal = self.data.borrow(py)?.ordinal;
-            gpu(ordinal)?.stream.context().synchronize().map_err(cuda_error)?;
-            dlmd::cuda::release_completed().map_err(cuda_error)?;
+            // The deleters run on dlmd's releasing thread and take the GIL: wait without it.
+            py.detach(dlmd::cuda::wait_released).map_err(cuda_error)?;
         }
         match self.exports.get() {
             0 => self.data.borrow_mut(py),
@@ -190,9 +189,11 @@ impl MemArray {
     /// How many tensors exported from this array consumers still hold (kernels queued on it
     /// among them, until they are done).
     #[getter]
-    fn exports(&self) -> PyResult<usize> {
-        if self.exports.get() > 0 {
-            dlmd::cuda::release_completed().map_err(cuda_error)?;
+    fn exports(&self, py: Python<'_>) -> PyResult<usize> {
+        // Kernels done whose holds the releasing thread is letting go of (their deleters wait
+        // for the GIL) are waited for, without the GIL; those still running count.
+        if self.exports.get() > 0 && dlmd::cuda::release_completed().map_err(cuda_error)? == 0 {
+            py.detach(dlmd::cuda::wait_released).map_err(cuda_error)?;
         }
         Ok(self.exports.get())
     }

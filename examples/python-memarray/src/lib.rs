@@ -191,10 +191,19 @@ fn accumulate(out: &Bound<'_, PyAny>, x: &Bound<'_, PyAny>, stream: Option<isize
 }
 
 /// Lets go of the tensors that queued kernels held and that are done now, without waiting for
-/// the others; returns how many launches still hold theirs.
+/// the others; returns how many launches still hold theirs. (They are let go of by themselves
+/// when their kernels are done: this only makes it happen on this thread, at once.)
 #[pyfunction]
 fn release_completed() -> PyResult<usize> {
     dlmd::cuda::release_completed().map_err(gpu::cuda_error)
+}
+
+/// Waits until the kernels launched so far are done and the tensors they held are let go of,
+/// with the GIL released (the tensors' deleters may need it). Registered to run at exit, so
+/// that no deleter runs while the interpreter shuts down.
+#[pyfunction]
+fn wait_released(py: Python<'_>) -> PyResult<()> {
+    py.detach(dlmd::cuda::wait_released).map_err(gpu::cuda_error)
 }
 
 /// `add_index` as the torch operator `dlmd::add_index` (defined on the first call, which imports
@@ -290,6 +299,9 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(torch_op, m)?)?;
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;
     m.add_function(wrap_pyfunction!(release_completed, m)?)?;
+    let wait = wrap_pyfunction!(wait_released, m)?;
+    m.add_function(wait.clone())?;
+    m.py().import("atexit")?.call_method1("register", (wait,))?;
     m.add_function(wrap_pyfunction!(dlpack_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(element, m)?)?;
     m.add_function(wrap_pyfunction!(bench::import_tensor, m)?)?;

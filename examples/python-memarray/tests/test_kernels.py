@@ -273,3 +273,42 @@ def test_a_tensor_released_right_after_the_call_is_held_until_the_kernel_is_done
     assert dm.release_completed() == 0
     v = torch.empty(n, device="cuda")
     del u, v
+
+
+def test_a_cupy_block_returns_to_its_pool_once_the_kernel_is_done_with_no_further_call():
+    # As cupy's own DLPack deleter tests check: once the consumer is done with the memory, the
+    # block is back in cupy's pool, here without another dlmd call to let go of it.
+    cupy = pytest.importorskip("cupy")
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.Device().synchronize()
+    before = pool.used_bytes()
+    a = cupy.ones(1 << 22, dtype=cupy.float32)
+    assert pool.used_bytes() > before
+    dm.add_index(a)
+    del a
+    gc.collect()
+    cupy.cuda.Device().synchronize()
+    # The kernel is done, and dlmd's releasing thread lets go of the tensor by itself; this
+    # only waits for that thread (with the GIL released: cupy's deleter takes it), releasing
+    # nothing itself.
+    dm.wait_released()
+    assert pool.used_bytes() == before
+
+
+def test_a_tensor_captured_in_a_cuda_graph_is_kept_while_the_graph_lives():
+    n = 1 << 20
+    t = torch.zeros(n, device="cuda")
+    address = t.data_ptr()
+    dm.add_index(t)  # warm up: the module is loaded outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dm.add_index(t)
+    del t
+    gc.collect()
+    # The graph still writes the memory on each replay: torch must not hand it out again.
+    u = torch.empty(n, device="cuda")
+    assert u.data_ptr() != address, "torch reused memory a captured kernel writes"
+    g.replay()
+    torch.cuda.synchronize()
+    del u, g

@@ -1,22 +1,27 @@
 //! Kernel launches on a GPU: a launcher refused by a module whose kernel of that name has
 //! another signature, launches ordered after the work queued on their views' memory, and
-//! imported tensors launched on their producer's stream, held until the kernel is done, and
-//! refused on another stream, outside their allocation or off the device.
+//! imported tensors launched on their producer's stream, held until the kernel is done (and
+//! released then by the releasing thread, with no further call), held as long as a CUDA graph
+//! that captured them, ordered after launches over the same memory imported on another stream,
+//! and refused on another stream, outside their allocation or off the device.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, sys};
 use dlmd::cuda::{self, CudaError, Imported, Kernels, device_view_mut};
 use dlmd::dlpack::{DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use dlmd::exchange::WorkStream;
 use dlmd::managed::ManagedTensor;
-use dlmd::{DeviceMdspanMut, Dims, DlElement, LayoutRight};
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, DlElement, LayoutLeft, LayoutRight};
+use dlmd_example_kernels as examples;
 use dlmd_test_kernels_other as other;
 use dlmd_test_kernels_real as real;
 use dlmd_tests::gpu;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+use std::time::Duration;
 
 /// `real::scale` by 2 over `x` on `stream`, through `kernels`.
 fn real_scale(stream: &Arc<CudaStream>, kernels: &Kernels, x: &mut CudaSlice<real::Real>) -> Result<(), CudaError> {
@@ -106,21 +111,61 @@ fn a_launch_on_another_stream_reads_what_a_copy_still_in_flight_writes() {
     }
 }
 
+/// How often a foreign tensor's deleter ran, and on which threads.
+#[derive(Default)]
+struct Releases {
+    count: AtomicUsize,
+    threads: Mutex<Vec<ThreadId>>,
+    changed: Condvar,
+}
+
+impl Releases {
+    fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// The threads the deleter ran on.
+    fn threads(&self) -> Vec<ThreadId> {
+        self.threads.lock().unwrap().clone()
+    }
+
+    /// Waits until the deleter ran `n` times, for at most `bound` (a bound on a wait that
+    /// ends as soon as the deleter runs, not a sleep); whether it did.
+    fn wait_for(&self, n: usize, bound: Duration) -> bool {
+        let threads = self.threads.lock().unwrap();
+        let (_threads, timeout) = self
+            .changed
+            .wait_timeout_while(threads, bound, |_| self.count() < n)
+            .unwrap();
+        !timeout.timed_out()
+    }
+}
+
 /// A versioned managed tensor over device memory Rust allocated, as a foreign producer hands
-/// one over: it owns the allocation, and its deleter counts the releases.
+/// one over: it owns the allocation (or borrows another tensor's), and its deleter counts the
+/// releases.
 #[repr(C)]
 struct Foreign {
     managed: DLManagedTensorVersioned,
-    shape: [i64; 1],
-    strides: [i64; 1],
+    shape: [i64; 3],
+    strides: [i64; 3],
     memory: Option<CudaSlice<real::Real>>,
-    released: Arc<AtomicUsize>,
+    released: Arc<Releases>,
 }
 
 unsafe extern "C" fn release_foreign(tensor: *mut DLManagedTensorVersioned) {
     // SAFETY: `tensor` is the first field of a boxed `Foreign` (`foreign`), released once.
     let owner = unsafe { Box::from_raw(tensor.cast::<Foreign>()) };
-    owner.released.fetch_add(1, Ordering::SeqCst);
+    owner.released.threads.lock().unwrap().push(std::thread::current().id());
+    owner.released.count.fetch_add(1, Ordering::SeqCst);
+    owner.released.changed.notify_all();
+}
+
+/// The DLPack stream value of `stream`, as its producer names it: each test makes its tensors
+/// over memory allocated and written on the stream it names.
+fn on(stream: &Arc<CudaStream>) -> WorkStream {
+    // SAFETY: the stream the caller's memory was made ready on, alive for the test.
+    unsafe { WorkStream::from_raw(stream.cu_stream() as usize) }
 }
 
 /// `memory` (or, without it, the host address `host`) as a 1-D tensor of `len` elements labelled
@@ -130,9 +175,22 @@ fn foreign(
     host: usize,
     len: i64,
     stream: WorkStream,
-) -> (Imported, Arc<AtomicUsize>) {
-    let released = Arc::new(AtomicUsize::new(0));
-    let data = memory.as_ref().map_or(host, |m| m.device_ptr(m.stream()).0 as usize);
+) -> (Imported, Arc<Releases>) {
+    foreign_shaped(memory, host, &[len], &[1], stream)
+}
+
+/// `memory` (or, without it, the address `data`, which another tensor keeps) as a tensor of
+/// `shape` and `strides` (rank 1 to 3) labelled on CUDA device 0, handed to an `Imported` whose
+/// producer named `stream`.
+fn foreign_shaped(
+    memory: Option<CudaSlice<real::Real>>,
+    data: usize,
+    shape: &[i64],
+    strides: &[i64],
+    stream: WorkStream,
+) -> (Imported, Arc<Releases>) {
+    let released = Arc::new(Releases::default());
+    let data = memory.as_ref().map_or(data, |m| m.device_ptr(m.stream()).0 as usize);
     let mut owner = Box::new(Foreign {
         managed: DLManagedTensorVersioned {
             version: DLPackVersion { major: 1, minor: 3 },
@@ -142,59 +200,92 @@ fn foreign(
             dl_tensor: DLTensor {
                 data: data as *mut core::ffi::c_void,
                 device: DLDevice::cuda(0),
-                ndim: 1,
+                ndim: shape.len() as i32,
                 dtype: <real::Real as DlElement>::DTYPE,
                 shape: core::ptr::null_mut(),
                 strides: core::ptr::null_mut(),
                 byte_offset: 0,
             },
         },
-        shape: [len],
-        strides: [1],
+        shape: [0; 3],
+        strides: [0; 3],
         memory,
         released: released.clone(),
     });
+    owner.shape[..shape.len()].copy_from_slice(shape);
+    owner.strides[..strides.len()].copy_from_slice(strides);
     owner.managed.dl_tensor.shape = owner.shape.as_mut_ptr();
     owner.managed.dl_tensor.strides = owner.strides.as_mut_ptr();
     let raw = Box::into_raw(owner).cast::<DLManagedTensorVersioned>();
     // SAFETY: a fresh tensor handed over, its arrays in the same box, its memory owned by it
-    // until the deleter (which frees the box) runs once.
+    // (or by a tensor the caller keeps longer) until the deleter (which frees the box) runs
+    // once.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     // SAFETY: each caller passes the stream its memory was allocated and written on (which
     // outlives the tensor), or a tensor whose launches are refused before anything is queued.
     (unsafe { Imported::new(tensor, stream) }, released)
 }
 
+/// Whether `stream` still has work queued that is not done.
+fn busy(stream: &CudaStream) -> bool {
+    // SAFETY: a live stream of a live context.
+    match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
+        sys::CUresult::CUDA_SUCCESS => false,
+        sys::CUresult::CUDA_ERROR_NOT_READY => true,
+        e => panic!("cuStreamQuery: {e:?}"),
+    }
+}
+
 #[test]
-fn an_import_launches_on_its_producers_stream_and_is_held_until_the_kernel_is_done() {
+fn an_import_launches_on_its_producers_stream_and_is_released_once_when_done() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.new_stream().unwrap();
     let kernels = Kernels::load(&ctx, real::PTX).unwrap();
     let n = 1 << 20;
+    // The test keeps the memory, so that it can read it after the tensor is released.
     let memory = stream.clone_htod(&vec![1.5 as real::Real; n]).unwrap();
-    let (x, released) = foreign(
-        Some(memory),
-        0,
-        n as i64,
-        // SAFETY: the stream the memory was written on, alive for the test.
-        unsafe { WorkStream::from_raw(stream.cu_stream() as usize) },
-    );
+    let data = memory.device_ptr(&stream).0 as usize;
+    let (x, released) = foreign(None, data, n as i64, on(&stream));
     let grid = LaunchConfig::for_num_elems(n as u32);
     real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
     real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
-    // The caller lets go at once; the launches still hold the tensor, which nothing releases
-    // before a launch or `release_completed` finds its kernel done.
-    let data = x.tensor().dl_tensor().data as u64;
+    // The caller lets go at once; the launches hold the tensor until their kernels are done,
+    // and then the releasing thread lets it go, with no further call from here.
     drop(x);
-    assert_eq!(released.load(Ordering::SeqCst), 0, "released under a queued kernel");
     stream.synchronize().unwrap();
-    let mut host = vec![0.0 as real::Real; n];
-    // SAFETY: the holds keep the allocation (`n` elements of device memory), and no work is
-    // queued on it any more.
-    unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, data) }.unwrap();
-    assert!(host.iter().all(|&v| v == 6.0), "{:?}", &host[..4]);
+    cuda::wait_released().unwrap();
+    assert_eq!(released.count(), 1, "released once, after the kernels");
+    assert!(
+        !released.threads().contains(&std::thread::current().id()),
+        "released by the releasing thread, not by a call of this one"
+    );
     assert_eq!(cuda::release_completed().unwrap(), 0);
-    assert_eq!(released.load(Ordering::SeqCst), 1, "released once, after the kernels");
+    let host = stream.clone_dtoh(&memory).unwrap();
+    assert!(host.iter().all(|&v| v == 6.0), "{:?}", &host[..4]);
+}
+
+#[test]
+fn a_hold_is_not_released_while_its_kernels_run() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.new_stream().unwrap();
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    // 256 MiB, scaled 32 times: tens of milliseconds of kernels, queued in far less.
+    let n = (256 << 20) / size_of::<real::Real>();
+    let memory = stream.clone_htod(&vec![1.0 as real::Real; n]).unwrap();
+    let (x, released) = foreign(Some(memory), 0, n as i64, on(&stream));
+    let grid = LaunchConfig::for_num_elems((n / 4) as u32);
+    for _ in 0..32 {
+        real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
+    }
+    drop(x);
+    let count = released.count();
+    // The stream still runs the kernels after the count was read: the count was read before
+    // they were done, when the tensor must still be held.
+    assert!(busy(&stream), "the kernels finished before the check; make them longer");
+    assert_eq!(count, 0, "released while its kernels ran");
+    stream.synchronize().unwrap();
+    cuda::wait_released().unwrap();
+    assert_eq!(released.count(), 1, "released once the kernels were done");
 }
 
 #[test]
@@ -202,9 +293,6 @@ fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device
     let Some(ctx) = gpu() else { return };
     let (producer, other) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let kernels = Kernels::load(&ctx, real::PTX).unwrap();
-    // SAFETY: each tensor below is made over memory allocated on the stream it names, which
-    // lives for the test.
-    let on = |s: &Arc<CudaStream>| unsafe { WorkStream::from_raw(s.cu_stream() as usize) };
     let grid = LaunchConfig::for_num_elems(64);
 
     let (x, released) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 64, on(&producer));
@@ -217,7 +305,7 @@ fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device
         "{e}"
     );
     drop(x);
-    assert_eq!(released.load(Ordering::SeqCst), 1, "a refused launch holds nothing");
+    assert_eq!(released.count(), 1, "a refused launch holds nothing");
 
     // A shape past the allocation: the span reaches outside it.
     let (x, _) = foreign(Some(producer.alloc_zeros(64).unwrap()), 0, 1 << 30, on(&producer));
@@ -241,4 +329,114 @@ fn imports_are_refused_on_another_stream_outside_their_memory_and_off_the_device
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_captured_launch_holds_its_import_as_long_as_the_graph() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.new_stream().unwrap();
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let n = 4096;
+    let memory = stream.clone_htod(&vec![1.0 as real::Real; n]).unwrap();
+    let (x, released) = foreign(Some(memory), 0, n as i64, on(&stream));
+    let data = x.tensor().dl_tensor().data as u64;
+    stream.synchronize().unwrap();
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    real::scale(
+        x.launch(&kernels, LaunchConfig::for_num_elems(n as u32)).unwrap(),
+        x.arg().unwrap(),
+        2.0,
+    )
+    .unwrap();
+    let graph = stream
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("the capture recorded the launch");
+    // The graph holds the tensor, whoever else lets go of it.
+    drop(x);
+    ctx.synchronize().unwrap();
+    cuda::wait_released().unwrap();
+    assert_eq!(released.count(), 0, "released after the capture");
+    for _ in 0..3 {
+        graph.launch().unwrap();
+    }
+    stream.synchronize().unwrap();
+    cuda::wait_released().unwrap();
+    assert_eq!(released.count(), 0, "released after the replays");
+    let mut host = vec![0.0 as real::Real; n];
+    // SAFETY: the graph keeps the tensor, which owns `n` elements of device memory at `data`;
+    // nothing is queued on it.
+    unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, data) }.unwrap();
+    assert!(
+        host.iter().all(|&v| v == 8.0),
+        "three replays of a doubling: {:?}",
+        &host[..4]
+    );
+    // Once the graph is gone and its launches done, the driver hands the hold back.
+    drop(graph);
+    ctx.synchronize().unwrap();
+    assert!(
+        released.wait_for(1, Duration::from_secs(60)),
+        "not released after the graph was destroyed"
+    );
+    assert_eq!(released.count(), 1, "released once");
+}
+
+#[test]
+fn a_reader_on_another_stream_waits_for_a_writer_of_the_same_memory_imported_twice() {
+    let Some(ctx) = gpu() else { return };
+    let (writes, reads) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    // 256 MiB, with 32 passes of `add_index` on one stream: milliseconds of work, queued in far
+    // less, so that a reader not ordered after it would read values half written.
+    const R: usize = 8192;
+    const C: usize = 8192;
+    const PASSES: usize = 32;
+    let (r, c) = (R as i64, C as i64);
+    let memory = writes.alloc_zeros::<real::Real>(R * C).unwrap();
+    let data = memory.device_ptr(&writes).0 as usize;
+    // One buffer, imported twice: as the writer's [1, R, C] on one stream and the reader's
+    // [R, C] on the other.
+    let (written, _) = foreign_shaped(Some(memory), 0, &[1, r, c], &[r * c, c, 1], on(&writes));
+    let (read, _) = foreign_shaped(None, data, &[r, c], &[c, 1], on(&reads));
+    let out = reads.alloc_zeros::<real::Real>(R * C).unwrap();
+    let out_data = out.device_ptr(&reads).0 as usize;
+    let (transposed, _) = foreign_shaped(None, out_data, &[r, c], &[1, r], on(&reads));
+    let grid = LaunchConfig {
+        grid_dim: ((C / 4 / 256) as u32, R as u32, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    for _ in 0..PASSES {
+        examples::add_index(
+            written.launch(&kernels, grid).unwrap(),
+            written.arg::<DeviceMdspanMut<'_, f32, Dims<3>>>().unwrap(),
+        )
+        .unwrap();
+    }
+    // The reader's stream waits on the device for the writer's last launch.
+    examples::transpose(
+        read.launch(&kernels, grid).unwrap(),
+        read.arg::<DeviceMdspan<'_, f32, Dims<2>>>().unwrap(),
+        transposed
+            .arg::<DeviceMdspanMut<'_, f32, Dims<2>, LayoutLeft>>()
+            .unwrap(),
+    )
+    .unwrap();
+    let back = reads.clone_dtoh(&out).unwrap();
+    // `out` is column-major: element [i, j] at i + j·R, which the writer made PASSES·(i + j).
+    let wrong = (0..R * C)
+        .filter(|&at| back[at] != (PASSES * (at % R + at / R)) as f32)
+        .count();
+    assert_eq!(
+        wrong,
+        0,
+        "{wrong} of {} elements were read before they were written",
+        R * C
+    );
+    writes.synchronize().unwrap();
+    drop((written, read, transposed));
+    cuda::wait_released().unwrap();
 }
