@@ -367,8 +367,8 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
     /// [`store_array`](Self::store_array); no two blocks own one.
     ///
     /// ```ignore
-    /// for mut chunk in block.chunks(dst, (Const::<64>, Const::<64>)) { … } // 64 × 64 squares
-    /// for mut chunk in block.chunks(y, (Const::<1>, Whole)) { … }          // whole rows
+    /// let squares = block.chunks(dst, (Const::<64>, Const::<64>)); // 64 × 64 each
+    /// let rows = block.chunks(y, (Const::<1>, Whole)); // each a whole row of `y`
     /// ```
     ///
     /// Every block cuts the view alike, so that no element goes to two blocks:

@@ -1,6 +1,15 @@
 //! Cooperative kernels: the threads of a block share tiles of block-shared memory, meet at
 //! barriers and reduce together, and safe code can neither race on a tile nor reach a barrier
-//! that some of the block's threads skip.
+//! that some of the block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
+//!
+//! **The exception: atomics read by the body.** An atomic that a kernel's threads write (a
+//! `static`, or one captured by reference) is shared interior mutability that no bound of the
+//! block's closures can see. The body is uniform code, run alike by every thread of the block,
+//! but a read of such an atomic may give each thread another value: a branch on it can then take
+//! a barrier or a collective on some of the block's threads and not on others, which hangs the
+//! block or reads what was not written, all in safe code. Keep atomics out of the control flow of
+//! a cooperative kernel's body (reduce with [`Block::sum`] and the other collectives, whose
+//! result every thread receives whole).
 //!
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
@@ -67,10 +76,8 @@
 //!    thread whose [`Cells`] hold it, and writes nothing where the block's threads would not
 //!    cover the chunk exactly once ([`Cells::covers`]).
 //!
-//! The one way around this in safe code is shared interior mutability that no closure bound
-//! can see: an atomic (in a `static`, or captured by reference) written by some threads and
-//! read by the body. Reading it is a race by design, and branching on it makes the body no
-//! longer uniform: keep atomics out of the control flow of a cooperative kernel's body. Any
+//! The one way around this in safe code is the exception above: an atomic written by some
+//! threads and read by the body, whose value may differ between the threads of a block. Any
 //! other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 

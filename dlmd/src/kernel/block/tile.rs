@@ -277,7 +277,7 @@ impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, 
 /// default; [`RightPadded`] and [`LeftPadded`] pad the rows or columns so that a warp reading
 /// across them meets every bank of shared memory once). Its byte size is known at compile time,
 /// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 128 bytes),
-/// which the GPU reserves per block when the kernel starts.
+/// which the launcher reserves for each block as the launch's dynamic shared memory.
 pub struct TileOf<T, E, L = LayoutRight>(PhantomData<(T, E, L)>);
 
 /// The element type, extents and view layout of one tile type ([`TileOf`]): what
