@@ -424,3 +424,16 @@ pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, out: DeviceMdspanMut<'
         block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
     }
 }
+
+/// Writes one more than the block's index to every element of the chunks of `out` the block
+/// owns, each chunk four whole rows (`(Const::<4>, Whole)`; a view of fewer rows is one chunk):
+/// which block owns which element of a view cut by a shape with a whole side. Launch with blocks
+/// of 128 threads.
+#[dlmd::kernel]
+pub fn mark_row_groups(block: Block<'_, 128>, out: DeviceMdspanMut<'_, u32, Dims<2>>) {
+    let mut block = block;
+    let mark = block.index() as u32 + 1;
+    for mut chunk in block.chunks(out, (Const::<4>, Whole)) {
+        block.store(&mut chunk, |_| mark);
+    }
+}
