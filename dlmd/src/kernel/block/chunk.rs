@@ -374,7 +374,9 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
     /// Every block cuts the view alike, so that no element goes to two blocks:
     ///
     /// - the shape is a type ([`ChunkShape`]): constants, and the view's whole extent
-    ///   ([`Whole`]), never a value that could differ from block to block;
+    ///   ([`Whole`]), never a value that could differ from block to block (but see the
+    ///   [module docs](super) for a view cut with two shapes on the two sides of a branch on a
+    ///   per-block value);
     /// - the view is a kernel parameter, which every block holds alike: in a kernel a mutable
     ///   device or managed view is not sliced or borrowed again
     ///   ([`Reborrow`](crate::space::Reborrow)), so no block can make one of its own part of it;

@@ -2,7 +2,9 @@
 //! barriers and reduce together, and safe code can neither race on a tile nor reach a barrier
 //! that some of the block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
 //!
-//! **The exception: atomics read by the body.** An atomic that a kernel's threads write (a
+//! Two patterns get around this in safe code; keep both out of a cooperative kernel's body:
+//!
+//! **Atomics read by the body.** An atomic that a kernel's threads write (a
 //! `static`, or one captured by reference) is shared interior mutability that no bound of the
 //! block's closures can see. The body is uniform code, run alike by every thread of the block,
 //! but a read of such an atomic may give each thread another value: a branch on it can then take
@@ -10,6 +12,12 @@
 //! block or reads what was not written, all in safe code. Keep atomics out of the control flow of
 //! a cooperative kernel's body (reduce with [`Block::sum`] and the other collectives, whose
 //! result every thread receives whole).
+//!
+//! **One view cut in two ways.** A chunk shape is a type ([`ChunkShape`]), so one call of
+//! [`Block::chunks`] cuts its view alike in every block. A body that branches on a value of its
+//! own block ([`Block::index`], a chunk's origin) to two calls that cut one view with different
+//! shapes makes the blocks cut it differently: their chunks overlap, and two blocks write one
+//! element. Cut each view in one place, outside branches on per-block values.
 //!
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
@@ -70,15 +78,15 @@
 //!    another writes in the same phase, and no two threads write one element.
 //! 5. **Global memory is split the same way.** A mutable view is cut into chunks
 //!    ([`Block::chunks`], which takes the view, so it is cut once, and a shape that is a type,
-//!    [`ChunkShape`], so every block cuts it alike) of which each block owns its
-//!    own, and [`Block::store`] gives each
-//!    element of a chunk to one thread of that block; [`Block::store_cells`] gives it to the
-//!    thread whose [`Cells`] hold it, and writes nothing where the block's threads would not
-//!    cover the chunk exactly once ([`Cells::covers`]).
+//!    [`ChunkShape`], so that a call cuts it alike in every block) of which each block owns its
+//!    own, and [`Block::store`] gives each element of a chunk to one thread of that block;
+//!    [`Block::store_cells`] gives it to the thread whose [`Cells`] hold it, and writes nothing
+//!    where the block's threads would not cover the chunk exactly once ([`Cells::covers`]).
 //!
-//! The one way around this in safe code is the exception above: an atomic written by some
-//! threads and read by the body, whose value may differ between the threads of a block. Any
-//! other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
+//! The ways around this in safe code are the two above: an atomic written by some threads and
+//! read by the body, whose value may differ between the threads of a block, and one view cut
+//! with different shapes on the two sides of a branch on a per-block value. Any other pattern
+//! (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 
 mod cells;
