@@ -19,6 +19,9 @@
 use dlmd::kernel::block::{RightPadded, TileOf};
 use dlmd::kernel::{Block, Thread};
 use dlmd::{Const, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, LayoutLeft};
+// Used by device helpers only (a plain host build leaves them out).
+#[dlmd::device]
+use dlmd::kernel::block::Whole;
 
 mod raw;
 
@@ -114,7 +117,7 @@ pub fn transpose_tiled(
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst, [64, 64]) {
+    for mut chunk in block.chunks(dst, (Const::<64>, Const::<64>)) {
         let [i0, j0] = chunk.origin();
         // Four neighbours of a row of `src` a thread at a time: one `float4` load.
         let written = block.write_runs(tile, |[a, b]| src.get_run_or::<4>([j0 + a, i0 + b], 0.0));
@@ -143,7 +146,7 @@ pub fn transpose_staged(
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst, [64, 64]) {
+    for mut chunk in block.chunks(dst, (Const::<64>, Const::<64>)) {
         let [i0, j0] = chunk.origin();
         // `tile[[x, y]] = src[[j0 + y, i0 + x]]`: runs down the tile's columns, along rows of
         // `src`.
@@ -209,7 +212,7 @@ fn block_row_sums<const THREADS: usize>(
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks(sums, [1]) {
+    for mut chunk in block.chunks(sums, (Const::<1>,)) {
         let [row] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         let partial = block.each(|lane| {
@@ -270,8 +273,7 @@ fn softmax<const THREADS: usize, const K: usize>(
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let mut block = block;
-    let cols = x.extent(1);
-    for mut chunk in block.chunks(y, [1, cols]) {
+    for mut chunk in block.chunks(y, (Const::<1>, Whole)) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         // The row's own length bounds the gather: its indexing then checks nothing more.
@@ -342,7 +344,7 @@ pub fn matmul(
     let cells = block.each(|lane| lane.cells_in_runs::<8, 8, 4>([bm, bn]));
     // Where each thread's two runs of rows, and of columns, start.
     let runs = cells.map(|cells| ([cells.row(0), cells.row(4)], [cells.col(0), cells.col(4)]));
-    for mut chunk in block.chunks(c, [bm, bn]) {
+    for mut chunk in block.chunks(c, (Const::<{ MATMUL_TILE[0] }>, Const::<{ MATMUL_TILE[1] }>)) {
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
         // Each thread's share of the slices of `a` and `b` from `k0`, read into registers: a
@@ -417,8 +419,21 @@ pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, out: DeviceMdspanMut<'
     let (mut block, tile) = block.split();
     let written = block.write(tile, |[i]| reverse_blocks_value(i));
     let readable = block.sync(written);
-    for mut chunk in block.chunks(out, [256]) {
+    for mut chunk in block.chunks(out, (Const::<256>,)) {
         let [start] = chunk.origin();
         block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
+    }
+}
+
+/// Writes one more than the block's index to every element of the chunks of `out` the block
+/// owns, each chunk four whole rows (`(Const::<4>, Whole)`; a view of fewer rows is one chunk):
+/// which block owns which element of a view cut by a shape with a whole side. Launch with blocks
+/// of 128 threads.
+#[dlmd::kernel]
+pub fn mark_row_groups(block: Block<'_, 128>, out: DeviceMdspanMut<'_, u32, Dims<2>>) {
+    let mut block = block;
+    let mark = block.index() as u32 + 1;
+    for mut chunk in block.chunks(out, (Const::<4>, Whole)) {
+        block.store(&mut chunk, |_| mark);
     }
 }

@@ -116,7 +116,7 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
         })
         .collect();
     let refused = dlmd_tests_kernels::assert_marked_errors(&source, "refused", &errors, &log);
-    assert_eq!(refused, 9);
+    assert_eq!(refused, 10);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Cooperative kernels (`examples/kernels`) on a GPU, against the CPU: a tiled transpose through
 //! a block-shared tile, row sums by block reduction, a row softmax kept in registers, a tiled
-//! matrix product (and its raw twin), and a barrier after a thread-dependent branch, over shapes that are not multiples of the tile (and empty ones), with a grid that
+//! matrix product (and its raw twin), a barrier after a thread-dependent branch, and chunks of
+//! whole rows, over shapes that are not multiples of the tile (and empty ones), with a grid that
 //! covers the view and one that does not; and launches of the wrong block shape refused.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
@@ -308,6 +309,37 @@ fn a_barrier_after_a_thread_dependent_branch_is_reached_by_the_whole_block() {
             expected,
             "{n} elements, {blocks} blocks"
         );
+    }
+}
+
+#[test]
+fn chunks_of_whole_rows_go_each_to_one_block() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    // Fewer rows than a chunk's four (one chunk of them all), ragged groups, rows of one
+    // element and long rows, with a grid of one block per chunk and one that is smaller.
+    for (rows, cols) in SHAPES.into_iter().chain([(3, 5000), (4, 1), (9, 2), (17, 300)]) {
+        let chunks = rows.div_ceil(4);
+        for blocks in [chunks, 3, 1] {
+            let mut d_out = stream.alloc_zeros::<u32>(rows * cols).unwrap();
+            {
+                let mut out = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_out, Dims::new([rows, cols])).unwrap();
+                cuda::scope(|s| {
+                    kernels::mark_row_groups(s.launch(&stream, &module, grid(blocks, 128)), out.as_view_mut())
+                })
+                .unwrap();
+            }
+            // Chunk `c`, rows `4c..4c + 4`, is block `c % blocks`'s.
+            let expected: Vec<u32> = (0..rows * cols)
+                .map(|k| ((k / cols / 4) % blocks.max(1)) as u32 + 1)
+                .collect();
+            assert_eq!(
+                stream.clone_dtoh(&d_out).unwrap(),
+                expected,
+                "{rows} x {cols}, {blocks} blocks"
+            );
+        }
     }
 }
 

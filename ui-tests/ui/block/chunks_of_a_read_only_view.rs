@@ -1,9 +1,9 @@
 // A block writes global memory through chunks of a mutable view; a read-only view has none.
 use dlmd::kernel::Block;
-use dlmd::{DeviceMdspan, Dims};
+use dlmd::{Const, DeviceMdspan, Dims};
 
 pub fn body(block: Block<'_, 256>, src: DeviceMdspan<'_, f32, Dims<1>>) {
-    for _chunk in block.chunks(src, [256]) {}
+    for _chunk in block.chunks(src, (Const::<256>,)) {}
 }
 
 fn main() {}

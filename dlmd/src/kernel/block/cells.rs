@@ -81,7 +81,9 @@ impl<const M: usize, const N: usize, const G: usize> Cells<M, N, G> {
     #[inline(always)]
     pub fn covers<const THREADS: usize>(shape: [usize; 2]) -> bool {
         const { assert!(M > 0 && N > 0, "a thread owns at least one cell") };
-        shape[0].is_multiple_of(M) && shape[1].is_multiple_of(N) && (shape[0] / M) * (shape[1] / N) == THREADS
+        shape[0].is_multiple_of(M)
+            && shape[1].is_multiple_of(N)
+            && (shape[0] / M).checked_mul(shape[1] / N) == Some(THREADS)
     }
 }
 
@@ -149,5 +151,7 @@ mod tests {
         assert!(!Cells::<8, 8>::covers::<128>([128, 128]));
         assert!(!Cells::<8, 8>::covers::<256>([64, 128]));
         assert!(!Cells::<8, 8>::covers::<256>([0, 0]));
+        // Cells whose count overflows `usize` to the block's size cover nothing.
+        assert!(!Cells::<1, 1>::covers::<256>([(1 << 62) + 64, 4]));
     }
 }

@@ -1,12 +1,17 @@
 //! A mutable view cut into chunks, each owned by one block of the launch and written by its
 //! threads: how a cooperative kernel writes global memory.
 
+use super::{Block, Cells, TileSet, Varying};
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
 use crate::kernel::KernelSpace;
 use crate::layout::Layout;
 use crate::view::{Mdspan, Unique};
 use core::marker::PhantomData;
+
+mod shape;
+
+pub use shape::{ChunkShape, ChunkSide, Whole};
 
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
@@ -40,14 +45,17 @@ pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
 }
 
 impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L, S> {
-    /// The chunks of `view` of `shape` (a zero extent counts as 1) that block `block` of
-    /// `blocks` owns.
+    /// The chunks of `view` of shape `C` that block `block` of `blocks` owns. A side of their
+    /// box is 0 only where the view's extent is, and then there are none.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn new(view: Mdspan<'v, T, E, L, S, Unique>, shape: E::Index, block: usize, blocks: usize) -> Self {
-        let mut shape = shape;
-        shape.as_mut().iter_mut().for_each(|s| *s = (*s).max(1));
+    pub(super) fn new<C: ChunkShape<E::Index>>(
+        view: Mdspan<'v, T, E, L, S, Unique>,
+        block: usize,
+        blocks: usize,
+    ) -> Self {
         let extents = view.extents().to_array();
+        let shape = C::box_of(extents);
         let mut counts = E::Index::zeros();
         for d in 0..E::RANK {
             let (extent, side) = (extents.as_ref()[d], shape.as_ref()[d]);
@@ -58,7 +66,13 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
                 extent.div_ceil(side)
             };
         }
-        let total = counts.as_ref().iter().product();
+        // Wrapping: a count is at most its extent, so the counts of a view with elements multiply
+        // to at most its size; those of one without have a 0, which makes the product 0 however
+        // the others wrapped.
+        let total = counts
+            .as_ref()
+            .iter()
+            .fold(1usize, |total, &count| total.wrapping_mul(count));
         Chunks {
             data: view.data_handle(),
             mapping: *view.mapping(),
@@ -222,7 +236,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     #[inline(always)]
     pub(super) fn store_cells<const M: usize, const N: usize, const G: usize>(
         &mut self,
-        cells: super::Cells<M, N, G>,
+        cells: Cells<M, N, G>,
         values: [[T; N]; M],
     ) where
         E: Extents<Index = [usize; 2]>,
@@ -341,5 +355,159 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
                 unsafe { self.element(local).1.write(value) }
             },
         );
+    }
+}
+
+/// How a cooperative kernel writes global memory: the chunks of a mutable view that the block
+/// owns, and each chunk's elements dealt among the block's threads.
+impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
+    /// This block's chunks of `view`: the view cut into chunks of `shape` (the last ones cut
+    /// short at the view's edge), numbered in the view's memory order, chunk `c` to block
+    /// `c % blocks`. Each chunk is written by [`store`](Self::store) or
+    /// [`store_array`](Self::store_array); no two blocks own one.
+    ///
+    /// ```ignore
+    /// let squares = block.chunks(dst, (Const::<64>, Const::<64>)); // 64 × 64 each
+    /// let rows = block.chunks(y, (Const::<1>, Whole)); // each a whole row of `y`
+    /// ```
+    ///
+    /// Every block cuts the view alike, so that no element goes to two blocks:
+    ///
+    /// - the shape is a type ([`ChunkShape`]): constants, and the view's whole extent
+    ///   ([`Whole`]), never a value that could differ from block to block (but see the
+    ///   [module docs](super) for a view cut with two shapes on the two sides of a branch on a
+    ///   per-block value);
+    /// - the view is a kernel parameter, which every block holds alike: in a kernel a mutable
+    ///   device or managed view is not sliced or borrowed again
+    ///   ([`Reborrow`](crate::space::Reborrow)), so no block can make one of its own part of it;
+    /// - the view is taken: it is cut once in a kernel, so each of its elements belongs to one
+    ///   block for the whole kernel (cut twice, with two shapes, an element could go to one
+    ///   block the first time and to another, running at the same time, the second).
+    #[inline(always)]
+    pub fn chunks<'v, T, E, L, Sp, C>(&self, view: Mdspan<'v, T, E, L, Sp, Unique>, shape: C) -> Chunks<'v, T, E, L, Sp>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: KernelSpace,
+        C: ChunkShape<E::Index>,
+    {
+        // The shape's checks, where a kernel that cuts by it is compiled.
+        let _ = (C::CONST_SIZE, shape);
+        on_gpu!(self.inner, (view), Chunks::new::<C>(view, self.index(), self.count()))
+    }
+
+    /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one
+    /// thread of the block, neighbouring threads on neighbouring elements of the view's fastest
+    /// dimension.
+    #[inline(always)]
+    pub fn store<T, E, L, Sp>(&mut self, chunk: &mut Chunk<'_, T, E, L, Sp>, f: impl Fn(E::Index) -> T + Sync)
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
+    }
+
+    /// [`store`](Self::store) in runs of `K` neighbours along the view's fastest dimension in
+    /// memory (the last for a row-major view): the chunk's box cut into runs of `K`, run `r` in
+    /// memory order by thread `r % THREADS`, which writes `f(index)` (`index` the run's first
+    /// element, in the whole view) to the run's `K` elements in order. One vector store a run
+    /// where it is whole, contiguous and aligned to its size (8 or 16 bytes: four `f32` as one
+    /// `float4`), `K` stores otherwise; a run the view's edge cuts short is written up to the
+    /// edge. Returns `false`, writing nothing, where the box's fastest side is not a multiple
+    /// of `K` (the same answer on every thread: the box is the block's).
+    #[must_use]
+    #[inline(always)]
+    pub fn store_runs<T, E, L, Sp, const K: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        f: impl Fn(E::Index) -> [T; K] + Sync,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        if !chunk.runs_fit::<K>() {
+            return false;
+        }
+        on_gpu!(self.inner, (f), {
+            chunk.store_runs::<THREADS, K>(f);
+            true
+        })
+    }
+
+    /// Writes each thread's `values[m]` to the `m`-th element it owns of `chunk` in the block's
+    /// partition (element `k` of the chunk's box in the view's memory order, for `k = thread +
+    /// m × THREADS`): the order [`Lane::gather`] reads a row in. Returns `false`, writing
+    /// nothing, where the chunk's box holds more than `K × THREADS` elements (the same answer
+    /// on every thread: the box is the block's).
+    ///
+    /// [`Lane::gather`]: super::Lane::gather
+    #[must_use]
+    #[inline(always)]
+    pub fn store_array<T, E, L, Sp, const K: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        values: Varying<[T; K]>,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        const {
+            assert!(
+                K.checked_mul(THREADS).is_some(),
+                "a block's threads hold at most `usize::MAX` values together"
+            );
+        };
+        if chunk.box_size() > K * THREADS {
+            return false;
+        }
+        on_gpu!(self.inner, (values), {
+            chunk.store_array::<THREADS, K>(values.0);
+            true
+        })
+    }
+
+    /// Writes each thread's `values[m][n]` to its cell `[m, n]` of `chunk`: `cells`, the
+    /// thread's [`Lane::cells`] (or [`Lane::cells_in_runs`]) of the chunk's shape, row `row(m)`
+    /// and column `col(n)` of the chunk, skipping cells the view's edge cuts off. A thread whose
+    /// `cells` are not its own for the chunk's shape writes nothing. Returns `false`, writing
+    /// nothing, where the block's threads do not cover the chunk's shape `M × N` cells each
+    /// ([`Cells::covers`]; the same answer on every thread: the shape is the block's).
+    ///
+    /// [`Lane::cells`]: super::Lane::cells
+    /// [`Lane::cells_in_runs`]: super::Lane::cells_in_runs
+    #[must_use]
+    #[inline(always)]
+    pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize, const G: usize>(
+        &mut self,
+        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        cells: Varying<Cells<M, N, G>>,
+        values: Varying<[[T; N]; M]>,
+    ) -> bool
+    where
+        T: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        if !Cells::<M, N, G>::covers::<THREADS>(chunk.shape()) {
+            return false;
+        }
+        on_gpu!(self.inner, (cells, values), {
+            // The cells the partition gives this thread: any others could be another's.
+            if cells.0 == Cells::of(super::shared::thread_index::<THREADS>(), chunk.shape()) {
+                chunk.store_cells(cells.0, values.0);
+            }
+            true
+        })
     }
 }

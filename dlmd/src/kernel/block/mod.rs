@@ -1,6 +1,23 @@
 //! Cooperative kernels: the threads of a block share tiles of block-shared memory, meet at
 //! barriers and reduce together, and safe code can neither race on a tile nor reach a barrier
-//! that some of the block's threads skip.
+//! that some of the block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
+//!
+//! Two patterns get around this in safe code; keep both out of a cooperative kernel's body:
+//!
+//! **Atomics read by the body.** An atomic that a kernel's threads write (a
+//! `static`, or one captured by reference) is shared interior mutability that no bound of the
+//! block's closures can see. The body is uniform code, run alike by every thread of the block,
+//! but a read of such an atomic may give each thread another value: a branch on it can then take
+//! a barrier or a collective on some of the block's threads and not on others, which hangs the
+//! block or reads what was not written, all in safe code. Keep atomics out of the control flow of
+//! a cooperative kernel's body (reduce with [`Block::sum`] and the other collectives, whose
+//! result every thread receives whole).
+//!
+//! **One view cut in two ways.** A chunk shape is a type ([`ChunkShape`]), so one call of
+//! [`Block::chunks`] cuts its view alike in every block. A body that branches on a value of its
+//! own block ([`Block::index`], a chunk's origin) to two calls that cut one view with different
+//! shapes makes the blocks cut it differently: their chunks overlap, and two blocks write one
+//! element. Cut each view in one place, outside branches on per-block values.
 //!
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
 //! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
@@ -17,7 +34,7 @@
 //! pub fn transpose(block: Block<'_, 256, Tile32>, src: DeviceMdspan<'_, f32, Dims<2>>,
 //!                  dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
 //!     let (mut block, mut tile) = block.split();
-//!     for mut chunk in block.chunks(dst, [32, 32]) {
+//!     for mut chunk in block.chunks(dst, (Const::<32>, Const::<32>)) {
 //!         let [i0, j0] = chunk.origin();
 //!         let written = block.write(tile, |[a, b]| src.get_or([j0 + a, i0 + b], 0.0));
 //!         let readable = block.sync(written);
@@ -60,21 +77,19 @@
 //!    so no borrow from one phase survives into the next. Hence no thread reads an element
 //!    another writes in the same phase, and no two threads write one element.
 //! 5. **Global memory is split the same way.** A mutable view is cut into chunks
-//!    ([`Block::chunks`], which takes the view, so it is cut once) of which each block owns its
-//!    own, and [`Block::store`] gives each
-//!    element of a chunk to one thread of that block; [`Block::store_cells`] gives it to the
-//!    thread whose [`Cells`] hold it, and writes nothing where the block's threads would not
-//!    cover the chunk exactly once ([`Cells::covers`]).
+//!    ([`Block::chunks`], which takes the view, so it is cut once, and a shape that is a type,
+//!    [`ChunkShape`], so that a call cuts it alike in every block) of which each block owns its
+//!    own, and [`Block::store`] gives each element of a chunk to one thread of that block;
+//!    [`Block::store_cells`] gives it to the thread whose [`Cells`] hold it, and writes nothing
+//!    where the block's threads would not cover the chunk exactly once ([`Cells::covers`]).
 //!
-//! The one way around this in safe code is shared interior mutability that no closure bound
-//! can see: an atomic (in a `static`, or captured by reference) written by some threads and
-//! read by the body. Reading it is a race by design, and branching on it makes the body no
-//! longer uniform: keep atomics out of the control flow of a cooperative kernel's body. Any
-//! other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
+//! The ways around this in safe code are the two above: an atomic written by some threads and
+//! read by the body, whose value may differ between the threads of a block, and one view cut
+//! with different shapes on the two sides of a branch on a per-block value. Any other pattern
+//! (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 
 mod cells;
-mod chunk;
 mod lane;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
@@ -83,7 +98,7 @@ mod tile;
 mod warp;
 
 pub use cells::Cells;
-pub use chunk::{Chunk, Chunks};
+pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Whole};
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};
 pub use tile::{
@@ -110,7 +125,8 @@ macro_rules! on_gpu {
     }};
 }
 
-// After `on_gpu!`, which it uses.
+// After `on_gpu!`, which they use.
+mod chunk;
 mod collective;
 
 /// The first index of run `run` of a box in runs of `K` along dimension `fast`.
@@ -438,135 +454,5 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
             let _ = tiles;
             match self.inner {}
         }
-    }
-
-    /// This block's chunks of `view`: the view cut into chunks of `shape` (the last ones cut
-    /// short at the view's edge), numbered in the view's memory order, chunk `c` to block
-    /// `c % blocks`. Each chunk is written by [`store`](Self::store) or
-    /// [`store_array`](Self::store_array); no two blocks own one.
-    ///
-    /// The view is taken: it is cut once in a kernel, so each of its elements belongs to one
-    /// block for the whole kernel (cut twice, with two shapes, an element could go to one block
-    /// the first time and to another, running at the same time, the second).
-    #[inline(always)]
-    pub fn chunks<'v, T, E, L, Sp>(
-        &self,
-        view: crate::view::Mdspan<'v, T, E, L, Sp, crate::view::Unique>,
-        shape: E::Index,
-    ) -> Chunks<'v, T, E, L, Sp>
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        Sp: super::KernelSpace,
-    {
-        on_gpu!(
-            self.inner,
-            (view, shape),
-            Chunks::new(view, shape, self.index(), self.count())
-        )
-    }
-
-    /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one
-    /// thread of the block, neighbouring threads on neighbouring elements of the view's fastest
-    /// dimension.
-    #[inline(always)]
-    pub fn store<T, E, L, Sp>(&mut self, chunk: &mut Chunk<'_, T, E, L, Sp>, f: impl Fn(E::Index) -> T + Sync)
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        Sp: super::KernelSpace,
-    {
-        on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
-    }
-
-    /// [`store`](Self::store) in runs of `K` neighbours along the view's fastest dimension in
-    /// memory (the last for a row-major view): the chunk's box cut into runs of `K`, run `r` in
-    /// memory order by thread `r % THREADS`, which writes `f(index)` (`index` the run's first
-    /// element, in the whole view) to the run's `K` elements in order. One vector store a run
-    /// where it is whole, contiguous and aligned to its size (8 or 16 bytes: four `f32` as one
-    /// `float4`), `K` stores otherwise; a run the view's edge cuts short is written up to the
-    /// edge. Returns `false`, writing nothing, where the box's fastest side is not a multiple
-    /// of `K` (the same answer on every thread: the box is the block's).
-    #[must_use]
-    #[inline(always)]
-    pub fn store_runs<T, E, L, Sp, const K: usize>(
-        &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
-        f: impl Fn(E::Index) -> [T; K] + Sync,
-    ) -> bool
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        Sp: super::KernelSpace,
-    {
-        if !chunk.runs_fit::<K>() {
-            return false;
-        }
-        on_gpu!(self.inner, (f), {
-            chunk.store_runs::<THREADS, K>(f);
-            true
-        })
-    }
-
-    /// Writes each thread's `values[m]` to the `m`-th element it owns of `chunk` in the block's
-    /// partition (element `k` of the chunk's box in the view's memory order, for `k = thread +
-    /// m × THREADS`): the order [`Lane::gather`] reads a row in. Returns `false`, writing
-    /// nothing, where the chunk's box holds more than `K × THREADS` elements (the same answer
-    /// on every thread: the box is the block's).
-    #[must_use]
-    #[inline(always)]
-    pub fn store_array<T, E, L, Sp, const K: usize>(
-        &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
-        values: Varying<[T; K]>,
-    ) -> bool
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        Sp: super::KernelSpace,
-    {
-        if chunk.box_size() > K * THREADS {
-            return false;
-        }
-        on_gpu!(self.inner, (values), {
-            chunk.store_array::<THREADS, K>(values.0);
-            true
-        })
-    }
-
-    /// Writes each thread's `values[m][n]` to its cell `[m, n]` of `chunk`: `cells`, the
-    /// thread's [`Lane::cells`] (or [`Lane::cells_in_runs`]) of the chunk's shape, row `row(m)`
-    /// and column `col(n)` of the chunk, skipping cells the view's edge cuts off. A thread whose
-    /// `cells` are not its own for the chunk's shape writes nothing. Returns `false`, writing
-    /// nothing, where the block's threads do not cover the chunk's shape `M × N` cells each
-    /// ([`Cells::covers`]; the same answer on every thread: the shape is the block's).
-    #[must_use]
-    #[inline(always)]
-    pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize, const G: usize>(
-        &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
-        cells: Varying<Cells<M, N, G>>,
-        values: Varying<[[T; N]; M]>,
-    ) -> bool
-    where
-        T: DlElement,
-        E: Extents<Index = [usize; 2]>,
-        L: Layout,
-        Sp: super::KernelSpace,
-    {
-        if !Cells::<M, N, G>::covers::<THREADS>(chunk.shape()) {
-            return false;
-        }
-        on_gpu!(self.inner, (cells, values), {
-            // The cells the partition gives this thread: any others could be another's.
-            if cells.0 == Cells::of(shared::thread_index::<THREADS>(), chunk.shape()) {
-                chunk.store_cells(cells.0, values.0);
-            }
-            true
-        })
     }
 }

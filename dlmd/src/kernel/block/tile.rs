@@ -4,11 +4,17 @@
 
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
-use crate::layout::{CompactLayout, Layout, LayoutLeft, LayoutRight, LayoutStride, Mapping};
+use crate::layout::{Layout, LayoutRight, Mapping};
 use crate::space::BlockShared;
 use crate::view::{Mdspan, Shared, Unique};
 use core::marker::PhantomData;
 use core::ops::Index;
+
+mod layout;
+#[cfg(test)]
+mod tests;
+
+pub use layout::{LeftPadded, RightPadded, TileLayout};
 
 mod sealed {
     pub trait Sealed {}
@@ -271,7 +277,7 @@ impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, 
 /// default; [`RightPadded`] and [`LeftPadded`] pad the rows or columns so that a warp reading
 /// across them meets every bank of shared memory once). Its byte size is known at compile time,
 /// and the kernel's block-shared memory is the sum of its tiles' (each aligned to 128 bytes),
-/// which the GPU reserves per block when the kernel starts.
+/// which the launcher reserves for each block as the launch's dynamic shared memory.
 pub struct TileOf<T, E, L = LayoutRight>(PhantomData<(T, E, L)>);
 
 /// The element type, extents and view layout of one tile type ([`TileOf`]): what
@@ -289,144 +295,6 @@ impl<T: DlElement, E: Extents + 'static, L: TileLayout> TileShape for TileOf<T, 
     type Element = T;
     type Extents = E;
     type Layout = L::Layout;
-}
-
-/// How a tile lays out its elements: [`LayoutRight`] and [`LayoutLeft`] (compact), or
-/// [`RightPadded`] and [`LeftPadded`] (a [`LayoutStride`] view whose rows, or columns, are
-/// `PAD` elements longer than the tile).
-pub trait TileLayout: sealed::Sealed + 'static {
-    /// The layout of the tile's view.
-    type Layout: Layout;
-    /// Elements added to the fastest dimension's stride (0 for compact layouts).
-    #[doc(hidden)]
-    const PAD: usize;
-    /// Whether the first dimension is the fastest (column-major).
-    #[doc(hidden)]
-    const FIRST_FASTEST: bool;
-    /// The mapping of static extents `extents`.
-    ///
-    /// # Safety
-    ///
-    /// Every extent of `E` is static and the tile's span fits in 48 KiB.
-    #[doc(hidden)]
-    unsafe fn mapping<E: Extents>(extents: E) -> <Self::Layout as Layout>::Mapping<E>;
-}
-
-/// Row-major, with `PAD` more elements between the starts of consecutive rows than a row
-/// holds: a 32 × 32 tile of `f32` with `RightPadded<1>` has rows 33 apart, so a warp reading a
-/// column touches 32 different banks.
-#[derive(Debug)]
-pub struct RightPadded<const PAD: usize>;
-
-/// Column-major, with `PAD` more elements between the starts of consecutive columns than a
-/// column holds.
-#[derive(Debug)]
-pub struct LeftPadded<const PAD: usize>;
-
-impl sealed::Sealed for LayoutRight {}
-impl sealed::Sealed for LayoutLeft {}
-impl<const PAD: usize> sealed::Sealed for RightPadded<PAD> {}
-impl<const PAD: usize> sealed::Sealed for LeftPadded<PAD> {}
-
-/// The mapping of a compact layout for `extents`.
-///
-/// # Safety
-///
-/// As for [`TileLayout::mapping`].
-#[inline(always)]
-unsafe fn compact<L: CompactLayout, E: Extents>(extents: E) -> L::Mapping<E> {
-    match L::mapping(extents) {
-        Ok(mapping) => mapping,
-        // SAFETY: the extents are static and their span fits in 48 KiB (caller), so the
-        // layout's size check cannot fail.
-        Err(_) => unsafe { core::hint::unreachable_unchecked() },
-    }
-}
-
-impl TileLayout for LayoutRight {
-    type Layout = LayoutRight;
-    const PAD: usize = 0;
-    const FIRST_FASTEST: bool = false;
-    #[inline(always)]
-    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutRight as Layout>::Mapping<E> {
-        // SAFETY: as this function's contract.
-        unsafe { compact::<LayoutRight, E>(extents) }
-    }
-}
-
-impl TileLayout for LayoutLeft {
-    type Layout = LayoutLeft;
-    const PAD: usize = 0;
-    const FIRST_FASTEST: bool = true;
-    #[inline(always)]
-    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutLeft as Layout>::Mapping<E> {
-        // SAFETY: as this function's contract.
-        unsafe { compact::<LayoutLeft, E>(extents) }
-    }
-}
-
-/// The mapping of `extents` with the fastest dimension (the first with `first_fastest`, else
-/// the last) padded by `pad` elements.
-///
-/// # Safety
-///
-/// As for [`TileLayout::mapping`]; `span` is the padded span of `extents`.
-#[inline(always)]
-unsafe fn padded<E: Extents>(
-    extents: E,
-    pad: usize,
-    first_fastest: bool,
-    span: usize,
-) -> <LayoutStride as Layout>::Mapping<E> {
-    let e = extents.to_array();
-    let rank = E::RANK;
-    let mut strides = <E::Index as IndexArray>::isize_zeros();
-    let mut stride = 1usize;
-    for step in 0..rank {
-        let d = if first_fastest { step } else { rank - 1 - step };
-        strides.as_mut()[d] = stride as isize;
-        stride *= e.as_ref()[d] + if step == 0 && rank > 1 { pad } else { 0 };
-    }
-    // SAFETY: positive strides, each dimension's above the span of the faster ones (a padded
-    // row-major or column-major layout), so unique, with offset 0 and this span (caller): the
-    // parts of a `LayoutStride` mapping.
-    unsafe { <LayoutStride as Layout>::Mapping::<E>::from_parts_unchecked(extents, &strides, 0, span) }
-}
-
-impl<const PAD: usize> TileLayout for RightPadded<PAD> {
-    type Layout = LayoutStride;
-    const PAD: usize = PAD;
-    const FIRST_FASTEST: bool = false;
-    #[inline(always)]
-    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutStride as Layout>::Mapping<E> {
-        // SAFETY: as this function's contract; the span is `padded_span`'s.
-        unsafe { padded(extents, PAD, false, padded_span::<E>(PAD, false)) }
-    }
-}
-
-impl<const PAD: usize> TileLayout for LeftPadded<PAD> {
-    type Layout = LayoutStride;
-    const PAD: usize = PAD;
-    const FIRST_FASTEST: bool = true;
-    #[inline(always)]
-    unsafe fn mapping<E: Extents>(extents: E) -> <LayoutStride as Layout>::Mapping<E> {
-        // SAFETY: as this function's contract; the span is `padded_span`'s.
-        unsafe { padded(extents, PAD, true, padded_span::<E>(PAD, true)) }
-    }
-}
-
-/// The span of static extents `E` with the fastest dimension padded by `pad`: `lines - 1`
-/// padded lines and one unpadded, where a line is the fastest dimension (no padding for rank
-/// 1, where there is one line). 0 if the tile is empty, `None` if an extent is dynamic.
-const fn padded_span<E: Extents>(pad: usize, first_fastest: bool) -> usize {
-    let (Some(size), (Some(first), Some(last))) = (E::STATIC_SIZE, E::STATIC_ENDS) else {
-        return 0;
-    };
-    let line = if first_fastest { first } else { last };
-    if size == 0 || E::RANK < 2 {
-        return size;
-    }
-    (size / line - 1) * (line + pad) + line
 }
 
 /// The tiles a cooperative kernel declares: `()`, one [`TileOf`], or a tuple of up to four.
@@ -463,18 +331,25 @@ impl<T, E, L> sealed::Sealed for TileOf<T, E, L> {}
 
 impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     /// The elements the tile's span holds (its size, and padding); its extents must all be
-    /// static and its bytes fit in a block's shared memory (48 KiB for statically sized shared
-    /// memory), or the kernel fails to compile.
+    /// static and its bytes fit in a block's shared memory, or the kernel fails to compile. The
+    /// launcher reserves the tiles as the launch's dynamic shared memory, of which a launch gets
+    /// 48 KiB without opting in to more.
     const SPAN: usize = {
-        let span = match (E::STATIC_SIZE, L::PAD) {
-            (Some(size), 0) => size,
-            (Some(_), pad) => padded_span::<E>(pad, L::FIRST_FASTEST),
-            (None, _) => usize::MAX,
+        let span = match layout::span::<E, L>() {
+            Some(span) => span,
+            None => usize::MAX,
         };
         assert!(
             span <= 48 * 1024 / size_of::<T>(),
             "a tile's extents must all be static (`Const<N>`), and fit in 48 KiB of shared memory"
         );
+        // A span shorter than the tile's elements would leave one past the tile's bytes, in the
+        // next tile's of a set (whose offset is this tile's bytes after its own).
+        let size = match E::STATIC_SIZE {
+            Some(size) => size,
+            None => usize::MAX,
+        };
+        assert!(span >= size, "a tile's span holds every element of the tile");
         span
     };
     /// The tile's bytes, aligned to 128.
@@ -488,8 +363,8 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     #[inline(always)]
     unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L::Layout, Writable> {
         let _ = Self::TILE_BYTES;
-        // SAFETY: static extents (every one is: `SPAN`) whose span fits in 48 KiB (`SPAN`).
-        let mapping = unsafe { L::mapping(E::from_array_unchecked(static_shape::<E>())) };
+        // SAFETY: static extents (every one is: `SPAN`) whose span, `SPAN`, fits in 48 KiB.
+        let mapping = unsafe { L::mapping(E::from_array_unchecked(static_shape::<E>()), Self::SPAN) };
         // SAFETY: `base` is in the block's shared memory (caller), whose generic addresses are
         // not NULL. No NULL test: a pointer chosen between `base` and another would lose the
         // compiler's knowledge that it is shared memory.

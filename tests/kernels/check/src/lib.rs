@@ -11,6 +11,9 @@ use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 // What only kernels use, imported for them (a plain host build has no `kernel::math`).
 #[dlmd::device]
 use dlmd::kernel::math;
+// What only kernel bodies use, which a plain host build leaves out.
+#[dlmd::device]
+use dlmd::Const;
 
 /// A read-only view read (a kernel may) into a variable of the wrong type.
 #[dlmd::kernel]
@@ -62,7 +65,7 @@ pub fn write_through_for_each_mut(thread: Thread, mut x: DeviceMdspan<'_, f32, D
 #[dlmd::kernel]
 pub fn row_maxima(block: Block<'_, 64>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(maxima, [1]) {
+    for mut chunk in block.chunks(maxima, (Const::<1>,)) {
         let [i] = chunk.origin();
         let own = block.each(|lane| {
             let values: [f32; 4] = lane.gather(x.extent(1), f32::NEG_INFINITY, |j| x[[i, j]]);

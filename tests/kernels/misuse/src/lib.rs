@@ -8,10 +8,10 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 #![allow(unused_mut)]
 
-use dlmd::kernel::Thread;
+use dlmd::kernel::{Block, Thread};
 use dlmd::space::{Host, Managed};
 use dlmd::view::Atomic;
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, LayoutRight, ManagedMdspanMut, Mdspan};
+use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutRight, ManagedMdspanMut, Mdspan};
 
 /// Every thread reads element 0 while the thread that owns it writes it.
 #[dlmd::kernel]
@@ -44,6 +44,19 @@ pub fn partition_twice(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>
 pub fn reborrow_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut again = out.as_view_mut(); // refused: cannot be borrowed again in a kernel
     thread.for_each_mut(&mut again, |_, x| *x = 2.0);
+}
+
+/// Each block cuts its own slice of a mutable view into chunks: the slices differ from block to
+/// block, so the chunks of two blocks overlap and both write their common elements.
+#[dlmd::kernel]
+pub fn chunks_of_a_slice_of_each_block(block: Block<'_, 256>, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    let mut block = block;
+    let start = block.index();
+    let slice = out.submdspan_mut((start..,)); // refused: cannot be borrowed again in a kernel
+    let Ok(slice) = slice else { return };
+    for mut chunk in block.chunks(slice, (Const::<256>,)) {
+        block.store(&mut chunk, |_| 1.0);
+    }
 }
 
 /// Atomic adds from some threads where others write plainly.

@@ -1,0 +1,176 @@
+//! The shape a view is cut into chunks of ([`ChunkShape`]): a type, one side per dimension,
+//! each a constant ([`Const<N>`]) or the view's whole extent ([`Whole`]), so that every block of
+//! a launch cuts the view alike.
+
+use crate::extents::{Const, IndexArray};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The view's whole extent along a dimension, as a side of a [`ChunkShape`]: `(Const::<1>,
+/// Whole)` cuts a matrix into its rows, each a chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Whole;
+
+/// One side of a [`ChunkShape`]: [`Const<N>`] (`N` elements, at least 1) or [`Whole`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a side of a chunk shape",
+    label = "a side must be the same in every block",
+    note = "each side of a chunk shape is `Const::<N>` (a constant) or `Whole` (the view's whole extent)"
+)]
+pub trait ChunkSide: sealed::Sealed + Copy {
+    /// The side where it is a constant, `None` for the view's whole extent.
+    #[doc(hidden)]
+    const CONST: Option<usize>;
+}
+
+impl<const N: usize> sealed::Sealed for Const<N> {}
+impl sealed::Sealed for Whole {}
+
+impl<const N: usize> ChunkSide for Const<N> {
+    const CONST: Option<usize> = Some(N);
+}
+
+impl ChunkSide for Whole {
+    const CONST: Option<usize> = None;
+}
+
+/// The shape of the chunks [`Block::chunks`](super::super::Block::chunks) cuts a view of index
+/// `I` into: a tuple of one [`ChunkSide`] per dimension, such as `(Const::<64>, Const::<64>)`
+/// or `(Const::<1>, Whole)`.
+///
+/// A shape is a type, and its sides are constants or the extents of the view it cuts, a kernel
+/// parameter that every block holds alike: every block cuts the view into the same chunks, and
+/// no two own one. (A shape made at run time could differ from block to block, `64` in one and
+/// `32` in another, and their chunks overlap.)
+///
+/// A chunk's box is the shape, with each [`Whole`] side the view's extent. Each constant side
+/// is at least 1 and their product at most `isize::MAX` (otherwise the kernel does not
+/// compile); where a shape has a `Whole` side, a constant side longer than the view's extent is
+/// cut to it (a side as long covers that dimension in one chunk all the same), so that the box
+/// holds no more elements than the view.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a chunk shape for a view of index `{I}`",
+    label = "a chunk shape is a type, the same in every block",
+    note = "write a tuple of one side per dimension of the view, each `Const::<N>` or `Whole` (the view's \
+            whole extent): `(Const::<64>, Const::<64>)`, `(Const::<1>, Whole)`; a value made at run time \
+            could differ between blocks, whose chunks would then overlap"
+)]
+pub trait ChunkShape<I: IndexArray>: sealed::Sealed + Copy {
+    /// The product of the constant sides, each at least 1, and at most `isize::MAX` (checked
+    /// when the kernel is compiled).
+    #[doc(hidden)]
+    const CONST_SIZE: usize;
+    /// Whether a side is the view's whole extent.
+    #[doc(hidden)]
+    const HAS_WHOLE: bool;
+
+    /// The box of the chunks of a view of `extents`.
+    #[doc(hidden)]
+    fn box_of(extents: I) -> I;
+}
+
+/// The product of `sides`' constants, checked: each at least 1, the product at most
+/// `isize::MAX`.
+const fn const_size(sides: &[Option<usize>]) -> usize {
+    let mut size = 1usize;
+    let mut d = 0;
+    while d < sides.len() {
+        if let Some(n) = sides[d] {
+            assert!(n > 0, "a chunk's side is at least 1 element (`Const<0>` cuts nothing)");
+            size = match size.checked_mul(n) {
+                Some(size) if size <= isize::MAX as usize => size,
+                _ => panic!("a chunk shape holds at most `isize::MAX` elements"),
+            };
+        }
+        d += 1;
+    }
+    size
+}
+
+/// A side of a chunk's box over a view's `extent`: the side's `constant`, or the extent for a
+/// [`Whole`] side; in a shape with a `Whole` side, a constant above 1 cut to the extent.
+#[inline(always)]
+fn side(constant: Option<usize>, has_whole: bool, extent: usize) -> usize {
+    match constant {
+        // A constant of 1 is never longer than the extent of a view with elements (one with none
+        // has no chunks), and stays a constant the compiler sees.
+        Some(n) if has_whole && n > 1 => n.min(extent),
+        Some(n) => n,
+        None => extent,
+    }
+}
+
+impl sealed::Sealed for () {}
+
+impl ChunkShape<[usize; 0]> for () {
+    const CONST_SIZE: usize = 1;
+    const HAS_WHOLE: bool = false;
+    #[inline(always)]
+    fn box_of(extents: [usize; 0]) -> [usize; 0] {
+        extents
+    }
+}
+
+macro_rules! chunk_shapes {
+    ($rank:literal; $($name:ident $index:tt),+) => {
+        impl<$($name: ChunkSide),+> sealed::Sealed for ($($name,)+) {}
+
+        impl<$($name: ChunkSide),+> ChunkShape<[usize; $rank]> for ($($name,)+) {
+            const CONST_SIZE: usize = const_size(&[$($name::CONST),+]);
+            const HAS_WHOLE: bool = false $(|| $name::CONST.is_none())+;
+            #[inline(always)]
+            fn box_of(extents: [usize; $rank]) -> [usize; $rank] {
+                [$(side($name::CONST, Self::HAS_WHOLE, extents[$index])),+]
+            }
+        }
+    };
+}
+
+chunk_shapes!(1; A 0);
+chunk_shapes!(2; A 0, B 1);
+chunk_shapes!(3; A 0, B 1, C 2);
+chunk_shapes!(4; A 0, B 1, C 2, D 3);
+chunk_shapes!(5; A 0, B 1, C 2, D 3, E 4);
+chunk_shapes!(6; A 0, B 1, C 2, D 3, E 4, F 5);
+chunk_shapes!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+chunk_shapes!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+#[cfg(test)]
+mod tests {
+    use super::{ChunkShape, Whole};
+    use crate::extents::Const;
+
+    #[test]
+    fn constant_sides_are_the_box() {
+        type Square = (Const<64>, Const<64>);
+        assert_eq!(Square::box_of([1000, 3]), [64, 64]);
+        assert_eq!(Square::CONST_SIZE, 4096);
+        const { assert!(!Square::HAS_WHOLE) };
+        assert_eq!(<(Const<256>,)>::box_of([7]), [256]);
+        assert_eq!(<()>::box_of([]), []);
+    }
+
+    #[test]
+    fn whole_sides_take_the_extent() {
+        type Rows = (Const<1>, Whole);
+        assert_eq!(Rows::box_of([5, 300]), [1, 300]);
+        assert_eq!(Rows::box_of([0, 300]), [1, 300]);
+        const { assert!(Rows::HAS_WHOLE) };
+        assert_eq!(<(Whole, Whole, Whole)>::box_of([2, 3, 4]), [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_box_holds_no_more_elements_than_its_view() {
+        // A constant side longer than the extent, beside a whole one: cut to the extent, so
+        // the box's element count is the view's, however long the constant.
+        type Wide = (Const<{ 1 << 40 }>, Whole);
+        assert_eq!(Wide::CONST_SIZE, 1 << 40);
+        let boxed = Wide::box_of([3, 1 << 40]);
+        assert_eq!(boxed, [3, 1 << 40]);
+        assert_eq!(boxed.iter().try_fold(1usize, |a, &s| a.checked_mul(s)), Some(3 << 40));
+        assert_eq!(<(Whole, Const<8>)>::box_of([2, 5]), [2, 5]);
+        assert_eq!(<(Whole, Const<8>)>::box_of([2, 50]), [2, 8]);
+    }
+}
