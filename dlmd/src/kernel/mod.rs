@@ -58,6 +58,7 @@ pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::{ForEachMut, Thread};
 
+use crate::dtype::DlElement;
 use crate::space::{Device, Managed, MemorySpace};
 use crate::view::{Access, Atomic, Shared, Unique};
 
@@ -101,20 +102,26 @@ impl KernelSpace for Managed {
     note = "kernels take `Shared`, `Unique` or `Atomic` views"
 )]
 pub trait KernelAccess: Access + sealed::Sealed {
-    /// How a kernel uses a view of this access, for the launch's [disjointness
-    /// check](disjoint).
-    const USE: Use;
+    /// How a kernel uses a view of this access whose elements are `T`, for the launch's
+    /// [disjointness check](disjoint).
+    fn used<T: DlElement>() -> Use;
 }
 
 impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
 impl sealed::Sealed for Atomic {}
 impl KernelAccess for Shared {
-    const USE: Use = Use::Read;
+    fn used<T: DlElement>() -> Use {
+        Use::Read
+    }
 }
 impl KernelAccess for Unique {
-    const USE: Use = Use::Write;
+    fn used<T: DlElement>() -> Use {
+        Use::Write
+    }
 }
 impl KernelAccess for Atomic {
-    const USE: Use = Use::Atomic;
+    fn used<T: DlElement>() -> Use {
+        Use::atomic::<T>()
+    }
 }

@@ -200,7 +200,7 @@ where
         Some(Footprint {
             start: self.data_handle() as usize,
             bytes: self.mapping().required_span_size() * size_of::<T>(),
-            used: A::USE,
+            used: A::used::<T>(),
         })
     }
 
