@@ -65,3 +65,29 @@ unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THRE
         unsafe { Block::enter(anchor) }
     }
 }
+
+/// The contexts' auto traits, the same on every target, so that a host build that type-checks
+/// kernel bodies refuses what the GPU build refuses: a [`Thread`] is `Send` and `Sync`, a
+/// [`Block`] neither (per-thread closures, `Fn + Sync`, cannot capture it). A negative bound is
+/// checked as an ambiguity: where `Block` were `Sync`, both impls of `NotSync` would apply and
+/// `_` would have no single answer.
+const _: () = {
+    trait NotSync<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> NotSync<()> for T {}
+    impl<T: ?Sized + Sync> NotSync<u8> for T {}
+    trait NotSend<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> NotSend<()> for T {}
+    impl<T: ?Sized + Send> NotSend<u8> for T {}
+    fn send_sync<T: Send + Sync>() {}
+
+    #[allow(dead_code)]
+    fn checks() {
+        <Block<'static, 32> as NotSync<_>>::check();
+        <Block<'static, 32> as NotSend<_>>::check();
+        send_sync::<Thread>();
+    }
+};

@@ -58,6 +58,13 @@ pub fn write_through_for_each_mut(thread: Thread, mut x: DeviceMdspan<'_, f32, D
     thread.for_each_mut(&mut x, |_, y| *y = 0.0); // error: `for_each_mut` writes a mutable view
 }
 
+/// Block-wide work started from per-thread code: a per-thread closure that holds the `Block`
+/// (the host's `Block` is no more `Sync` than the GPU's).
+#[dlmd::kernel]
+pub fn block_in_a_per_thread_closure(block: Block<'_, 64>) {
+    let _ = block.each(|lane| block.each(|other| other.index() + lane.index())); // error: cannot be shared between threads safely
+}
+
 /// A cooperative kernel without a mistake: the largest element of each row of up to 256.
 #[dlmd::kernel]
 pub fn row_maxima(block: Block<'_, 64>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
