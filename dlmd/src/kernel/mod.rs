@@ -8,10 +8,12 @@
 //! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
 //! passed: element type, rank, static extents, layout, memory space and access.
 //!
-//! A kernel's first parameter may be its context, which the entry point makes and the launcher
+//! A kernel's first parameter is its context, which the entry point makes and the launcher
 //! does not pass: a [`Thread`] for element-wise kernels, or a [`Block`] for cooperative ones,
 //! whose threads share block-shared tiles, barriers and reductions ([`block`]: why safe code
-//! cannot race there, nor reach a barrier that part of the block skips).
+//! cannot race there, nor reach a barrier that part of the block skips). Its type's
+//! [`Context`] impl, not its name, says which: an alias of `Block<'_, 256>` or a renamed import
+//! is the same context.
 //!
 //! Inside a kernel (code compiled for `nvptx64`):
 //!

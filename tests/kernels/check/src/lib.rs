@@ -38,9 +38,10 @@ pub fn through_a_helper(thread: Thread, x: DeviceMdspan<'_, f32, Dims<1>>, mut o
     thread.for_each_mut(&mut out, |[i], y| *y = shifted(x, i));
 }
 
-/// A kernel that finds its thread itself, rightly (`Thread::current` exists in kernels only).
+/// A kernel that finds its thread itself rather than through its context, rightly
+/// (`Thread::current` exists in kernels only).
 #[dlmd::kernel]
-pub fn current_thread(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn current_thread(_: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     // SAFETY: an element-wise kernel, not a cooperative one.
     let thread = unsafe { Thread::current() };
     thread.for_each_mut(&mut out, |[i], y| *y = i as f32);
@@ -48,7 +49,7 @@ pub fn current_thread(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
 
 /// A read-only view written.
 #[dlmd::kernel]
-pub fn write_a_read_only_view(x: DeviceMdspan<'_, f32, Dims<1>>) {
+pub fn write_a_read_only_view(_: Thread, x: DeviceMdspan<'_, f32, Dims<1>>) {
     x[[0]] = 1.0; // error: cannot assign to data in an index of
 }
 
