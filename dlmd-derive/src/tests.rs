@@ -267,6 +267,21 @@ fn the_context_is_asked_of_its_type_not_its_name() {
 }
 
 #[test]
+fn a_kernel_without_parameters_has_no_context() {
+    let output = crate::kernel::expand(
+        quote!(),
+        quote!(
+            pub fn nothing() {}
+        ),
+    )
+    .to_string();
+    assert!(
+        output.starts_with(":: core :: compile_error !") && output.contains("a kernel takes its context first"),
+        "{output}"
+    );
+}
+
+#[test]
 fn kernel_option_errors_name_what_to_change() {
     let scale = quote! {
         pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, f32, Dims<1>>) {}

@@ -34,8 +34,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let vis = &function.vis;
     let docs: Vec<_> = function.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
 
-    // The parameters' names as the body binds them; a pattern that binds no one name gets
-    // one of the macro's own, which no name the user writes can meet.
+    // The parameters' names as the body binds them; a pattern that binds no one name gets a
+    // hygienic name of the macro's own.
     let mut names = Vec::new();
     let mut types = Vec::new();
     for (i, input) in sig.inputs.iter().enumerate() {
