@@ -6,6 +6,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::visit_mut::VisitMut;
 
 /// The expansion of `#[derive(DlElement)]` on `item`, formatted.
 fn derived(item: TokenStream) -> String {
@@ -116,14 +117,15 @@ fn kernel(args: TokenStream, item: TokenStream) -> (String, String) {
             syn::Item::Macro(m) => &m.attrs,
             other => panic!("unexpected item in the expansion: {}", quote!(#other)),
         };
-        // The arguments struct is the same on both targets: shown with the host's items.
+        // The arguments struct and the options' assertions are the same on both targets:
+        // shown with the host's items.
         let Some(cfg) = attrs
             .iter()
             .find(|a| a.path().is_ident("cfg"))
             .map(|a| quote!(#a).to_string())
         else {
             assert!(
-                matches!(item, syn::Item::Struct(_)),
+                matches!(item, syn::Item::Struct(_) | syn::Item::Const(_)),
                 "every other item is for one target"
             );
             return true;
@@ -191,13 +193,90 @@ fn kernel_cooperative_with_launch_bounds() {
 
 #[test]
 fn a_cooperative_kernel_takes_its_block_size_from_its_block() {
+    // Whether the kernel is cooperative is its context type's answer, asked in an assertion
+    // that its block size is not also given.
     let reverse = quote! {
         pub fn reverse(block: Block<'_, 256>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {}
     };
     let output = crate::kernel::expand(quote!(block_threads = 256), reverse).to_string();
     assert!(
-        output.starts_with(":: core :: compile_error !")
-            && output.contains("`block_threads` is for element-wise kernels"),
+        output.contains(
+            "const _ : () = :: core :: assert ! (! < Block < 'static , 256 > as :: dlmd :: kernel :: Context < 'static >> \
+             :: COOPERATIVE"
+        ) && output.contains("`block_threads` is for element-wise kernels"),
+        "{output}"
+    );
+}
+
+/// The expansion of `kernel` with its first parameter's type written `context`, and that type's
+/// text in the output replaced by `CONTEXT`, the signature digest by `DIGEST`.
+fn with_context(context: TokenStream) -> String {
+    let item = quote! {
+        pub fn sum(block: #context, x: DeviceMdspan<'_, f32, Dims<1>>, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+    };
+    let written = |lifetime: &str| {
+        let mut ty: syn::Type = syn::parse2(context.clone()).expect("a type");
+        crate::kernel::SetLifetimes(syn::Lifetime::new(lifetime, proc_macro2::Span::call_site()))
+            .visit_type_mut(&mut ty);
+        quote!(#ty).to_string()
+    };
+    let function: syn::ItemFn = syn::parse2(item.clone()).expect("a function");
+    let types: Vec<syn::Type> = function
+        .sig
+        .inputs
+        .iter()
+        .map(|input| match input {
+            syn::FnArg::Typed(arg) => {
+                let mut ty = (*arg.ty).clone();
+                crate::kernel::SetLifetimes(syn::Lifetime::new("'_", proc_macro2::Span::call_site()))
+                    .visit_type_mut(&mut ty);
+                ty
+            }
+            syn::FnArg::Receiver(_) => unreachable!("a kernel takes no `self`"),
+        })
+        .collect();
+    let digest = crate::kernel::signature_digest("sum", &types);
+    crate::kernel::expand(quote!(), item)
+        .to_string()
+        .replace(&format!("{digest}u64"), "DIGEST")
+        .replace(&written("'static"), "CONTEXT")
+        .replace(&written("'_"), "CONTEXT")
+}
+
+#[test]
+fn the_context_is_asked_of_its_type_not_its_name() {
+    // A `Block` written as itself, by its path, as an alias or as a renamed import: one
+    // expansion, whose block size and reserved shared memory come from the type's `Context`
+    // impl, and whose launcher passes every parameter but the first.
+    let block = with_context(quote!(Block<'_, 256>));
+    for context in [
+        quote!(dlmd::kernel::Block<'_, 256>),
+        quote!(Cooperative),
+        quote!(Thread),
+        quote!(Tiles<'_>),
+    ] {
+        assert_eq!(with_context(context.clone()), block, "{context}");
+    }
+    assert!(
+        block.contains(
+            "if < CONTEXT as :: dlmd :: kernel :: Context < 'static >> :: COOPERATIVE { :: core :: option :: Option \
+             :: Some (< CONTEXT as :: dlmd :: kernel :: Context < 'static >> :: SHARED_BYTES)"
+        ) && block.contains(":: dlmd :: __private :: kernel_context :: < CONTEXT > ()"),
+        "{block}"
+    );
+}
+
+#[test]
+fn a_kernel_without_parameters_has_no_context() {
+    let output = crate::kernel::expand(
+        quote!(),
+        quote!(
+            pub fn nothing() {}
+        ),
+    )
+    .to_string();
+    assert!(
+        output.starts_with(":: core :: compile_error !") && output.contains("a kernel takes its context first"),
         "{output}"
     );
 }
@@ -208,7 +287,6 @@ fn kernel_option_errors_name_what_to_change() {
         pub fn scale(thread: Thread, mut x: DeviceMdspanMut<'_, f32, Dims<1>>) {}
     };
     for (args, message) in [
-        (quote!(min_blocks_per_sm = 2), "take a `Block` first"),
         (quote!(min_blocks_per_sm = 0), "a number of blocks from 1 to 32"),
         (quote!(min_blocks_per_sm = 33), "a number of blocks from 1 to 32"),
         (quote!(crate = a, crate = b), "keep one `#[dlmd::kernel(crate = ...)]`"),

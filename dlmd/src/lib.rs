@@ -206,8 +206,8 @@ pub use dlmd_derive::DlElement;
 /// ```text
 /// // In the kernel crate (`examples/kernels`):
 /// #[dlmd::kernel]
-/// pub fn add_index(mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
-///     Thread::current().for_each_mut(&mut out, |[i, j, k], x| *x += (i + j + k) as f32);
+/// pub fn add_index(thread: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<3>>) {
+///     thread.for_each_mut(&mut out, |[i, j, k], x| *x += (i + j + k) as f32);
 /// }
 ///
 /// // On the host (`examples/rust_kernels.rs`):
@@ -225,8 +225,11 @@ pub use dlmd_derive::DlElement;
 /// type-checks it too, so that `cargo check` and rust-analyzer show its errors in place
 /// ([`kernel::check`]). Helpers it calls that the host cannot compile are [`device`] items.
 ///
-/// Parameters are device and managed views ([`DeviceMdspan`], [`DeviceMdspanMut`], …) and
-/// [`DlElement`] scalars, by value, with `'_` for a view's lifetime. Refused at compile time:
+/// The first parameter is the kernel's context, which the entry point makes and the launcher
+/// does not pass: a [`kernel::Thread`] (element-wise) or a [`kernel::Block`] (cooperative),
+/// told apart by its type's [`kernel::Context`] impl, so an alias or a renamed import works the
+/// same. The other parameters are device and managed views ([`DeviceMdspan`],
+/// [`DeviceMdspanMut`], …) and [`DlElement`] scalars, by value, with `'_` for a view's lifetime. Refused at compile time:
 /// generics, a return value, `async`, `const`, `unsafe`, an ABI, references and named lifetimes.
 /// `#[dlmd::kernel(crate = path)]` names dlmd where it is not `::dlmd`.
 ///

@@ -139,6 +139,10 @@ pub const fn assert_element<T: crate::DlElement>() {}
 #[inline(always)]
 pub fn kernel_param<P: crate::kernel::KernelParam>() {}
 
+/// Compiles only for a kernel context: the error points at the kernel's first parameter.
+#[inline(always)]
+pub fn kernel_context<C: crate::kernel::Context<'static>>() {}
+
 /// What `#[derive(DlElement)]` adds for CUDA: cudarc's `DeviceRepr` (the type is plain data
 /// without padding, so it crosses to a kernel as its bytes) and `ValidAsZeroBits` where every
 /// lane is (all-zero bytes are then a valid value), so that a derived element type goes into

@@ -1,8 +1,10 @@
 //! `#[dlmd::kernel]`: one function, two expansions. For `nvptx64` a PTX entry point that
-//! rebuilds each parameter from its `KernelParam::Param` and calls the body; for the host a
-//! launcher whose parameters take values of the same types (lifetimes tied to the `cuda::scope`
-//! of the launch) or imported tensors checked as them, which checks the arguments and the
-//! module's signature digest, then launches.
+//! makes the context (the first parameter), rebuilds each other parameter from its
+//! `KernelParam::Param` and calls the body; for the host a launcher whose parameters take
+//! values of the same types (lifetimes tied to the `cuda::scope` of the launch) or imported
+//! tensors checked as them, which checks the arguments and the module's signature digest, then
+//! launches. What depends on the context (block size, shared memory, which options apply) is
+//! asked of its type through `dlmd::kernel::Context`, never read from how the type is written.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -32,29 +34,32 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let vis = &function.vis;
     let docs: Vec<_> = function.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
 
+    // The parameters' names as the body binds them; a pattern that binds no one name gets a
+    // hygienic name of the macro's own.
     let mut names = Vec::new();
     let mut types = Vec::new();
-    let mut context = None;
     for (i, input) in sig.inputs.iter().enumerate() {
         let FnArg::Typed(arg) = input else {
             return Err(syn::Error::new(input.span(), "a kernel takes no `self`"));
         };
         let name = match &*arg.pat {
             Pat::Ident(ident) if ident.subpat.is_none() => ident.ident.clone(),
-            _ => format_ident!("arg{}", i),
+            _ => format_ident!("__dlmd_arg{}", i, span = Span::mixed_site()),
         };
-        if is_context(&arg.ty) {
-            if context.is_some() {
-                return Err(syn::Error::new(
-                    arg.ty.span(),
-                    "a kernel takes one context: a `Thread` (element-wise) or a `Block` (cooperative)",
-                ));
-            }
-            context = Some((i, name.clone(), (*arg.ty).clone()));
-        }
         names.push(name);
         types.push((*arg.ty).clone());
     }
+    // The first parameter is the context, whatever its type is called: its `Context` impl
+    // (checked below) says what kind, the block size and the shared memory. Every other
+    // parameter is one the launcher passes, which must be a `KernelParam` (a second context
+    // is not).
+    let (Some(context_name), Some(context_type)) = (names.first().cloned(), types.first().cloned()) else {
+        return Err(syn::Error::new(
+            sig.paren_token.span.join(),
+            "a kernel takes its context first: `thread: Thread` (element-wise) or `block: Block<'_, N>` \
+             (cooperative)",
+        ));
+    };
     let with = |lifetime: &str, types: &[Type]| -> Vec<Type> {
         types
             .iter()
@@ -66,49 +71,71 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             .collect()
     };
     // The parameters the launcher passes: all but the context, which the entry point makes.
-    let context_index = context.as_ref().map(|(i, ..)| *i);
-    let (launch_names, launch_types): (Vec<_>, Vec<_>) = names
-        .iter()
-        .zip(&types)
-        .enumerate()
-        .filter(|(i, _)| Some(*i) != context_index)
-        .map(|(_, (n, t))| (n.clone(), t.clone()))
-        .unzip();
+    let (launch_names, launch_types) = (&names[1..], &types[1..]);
+    // The macro's own locals, beside the user's names: hygienic, so that a parameter named
+    // like one of them neither takes its place nor meets it.
+    let local = |name: &str| syn::Ident::new(name, Span::mixed_site());
     let params: Vec<_> = (0..launch_names.len())
-        .map(|i| format_ident!("__dlmd_param{}", i))
+        .map(|i| format_ident!("__dlmd_param{}", i, span = Span::mixed_site()))
         .collect();
+    let (anchor, body_fn, launch, args, infos, params_local) = (
+        local("__dlmd_anchor"),
+        local("__dlmd_kernel_body"),
+        local("launch"),
+        local("args"),
+        local("infos"),
+        local("params"),
+    );
     let count = launch_names.len();
     let (static_types, inferred_types, scope_types) = (
-        with("'static", &launch_types),
-        with("'_", &launch_types),
-        with("'scope", &launch_types),
+        with("'static", launch_types),
+        with("'_", launch_types),
+        with("'scope", launch_types),
     );
     let written = signature_digest(&name.to_string(), &with("'_", &types));
-    let is_block = context.as_ref().is_some_and(|(_, _, ty)| is_block(ty));
-    if let (Some(n), true) = (&fixed_threads, is_block) {
-        return Err(syn::Error::new(
-            n.span(),
-            "a cooperative kernel's block size is its `Block`'s: `block_threads` is for element-wise kernels",
-        ));
-    }
-    let context_type = context
-        .as_ref()
-        .map(|(_, _, ty)| with("'static", std::slice::from_ref(ty)).remove(0));
+    let context_static = with("'static", std::slice::from_ref(&context_type)).remove(0);
+    let context_inferred = with("'_", std::slice::from_ref(&context_type)).remove(0);
+    let context = quote!(<#context_static as #krate::kernel::Context<'static>>);
+    // Compiles only for a context: the error points at the first parameter's type.
+    let context_check = quote_spanned! {context_type.span()=>
+        #krate::__private::kernel_context::<#context_static>();
+    };
     // The block size the launch must have, which the launcher enforces and the digest carries:
     // `block_threads = N` of an element-wise kernel, or its context's (a `Block`'s; `None` for
-    // a `Thread` or no context).
-    let block_threads = match (&fixed_threads, &context_type) {
-        (Some(n), _) => quote!(::core::option::Option::Some(#n)),
-        (None, Some(ty)) => quote!(<#ty as #krate::kernel::Context<'static>>::BLOCK_THREADS),
-        (None, None) => quote!(::core::option::Option::<u32>::None),
+    // a `Thread`).
+    let block_threads = match &fixed_threads {
+        Some(n) => quote!(::core::option::Option::Some(#n)),
+        None => quote!(#context::BLOCK_THREADS),
     };
-    // The dynamic shared memory the launcher reserves: a `Block`'s tiles and scratch; `None`
-    // leaves it to the launch (an element-wise kernel's own).
-    let shared_bytes = match &context_type {
-        Some(ty) if is_block => {
-            quote!(::core::option::Option::Some(<#ty as #krate::kernel::Context<'static>>::SHARED_BYTES))
+    // The dynamic shared memory the launcher reserves: a cooperative context's tiles and
+    // scratch; `None` leaves it to the launch (an element-wise kernel's own).
+    let shared_bytes = quote! {
+        if #context::COOPERATIVE {
+            ::core::option::Option::Some(#context::SHARED_BYTES)
+        } else {
+            ::core::option::Option::<u32>::None
         }
-        _ => quote!(::core::option::Option::<u32>::None),
+    };
+    // What the options need of the context, asked of its type (non-generic items, evaluated by
+    // `cargo check` too): `block_threads` only for an element-wise kernel, `min_blocks_per_sm`
+    // only where the block size is fixed.
+    let threads_check = fixed_threads.as_ref().map(|n| {
+        quote_spanned! {n.span()=>
+            const _: () = ::core::assert!(
+                !#context::COOPERATIVE,
+                "a cooperative kernel's block size is its `Block`'s: `block_threads` is for element-wise kernels",
+            );
+        }
+    });
+    let min_blocks_check = match (&min_blocks_per_sm, &fixed_threads) {
+        (Some(n), None) => Some(quote_spanned! {n.span()=>
+            const _: () = ::core::assert!(
+                #context::BLOCK_THREADS.is_some(),
+                "`min_blocks_per_sm` bounds the blocks of a kernel whose block size is fixed: take a `Block` first, \
+                 or give an element-wise kernel `block_threads = N`",
+            );
+        }),
+        _ => None,
     };
     // The digest as the compiler resolves it: the written signature with each parameter
     // type's fingerprint (`cfg`-chosen aliases, features), the block size and the block's
@@ -124,39 +151,22 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             ],
         )
     };
-    let enter_context = context.as_ref().map(|(_, name, ty)| {
-        let ty = &with("'_", std::slice::from_ref(ty))[0];
-        quote! {
-            let __dlmd_anchor = ();
-            // SAFETY: first in the entry point, run by every thread of the launch.
-            let #name: #ty = unsafe { #krate::kernel::Context::enter(&__dlmd_anchor) };
-        }
-    });
-    // A cooperative kernel's launch bounds, which `dlmd-build` writes into its entry point
-    // (`.reqntid`, `.minnctapersm`): the block's threads, and the blocks per multiprocessor.
-    let fixed_size = is_block || fixed_threads.is_some();
-    if let (Some(n), false) = (&min_blocks_per_sm, fixed_size) {
-        return Err(syn::Error::new(
-            n.span(),
-            "`min_blocks_per_sm` bounds the blocks of a kernel whose block size is fixed: take a `Block` first, \
-             or give an element-wise kernel `block_threads = N`",
-        ));
-    }
+    // The kernel's launch bounds, which `dlmd-build` writes into its entry point (`.reqntid`,
+    // `.minnctapersm`) where the block size is fixed: the block's threads (0: any), and the
+    // blocks per multiprocessor.
     let bounds_symbol = format_ident!("{}__dlmd_launch_bounds", name);
     let min_blocks = min_blocks_per_sm.map_or_else(|| quote!(0u32), |n| quote!(#n));
-    let launch_bounds = fixed_size.then(|| {
-        quote! {
-            /// The kernel's launch bounds: its block's threads and the blocks each
-            /// multiprocessor must hold (0: any), which `dlmd-build` writes into the entry point.
-            #[cfg(target_arch = "nvptx64")]
-            #[unsafe(no_mangle)]
-            #[allow(non_upper_case_globals)]
-            #vis static #bounds_symbol: [u32; 2] = [
-                match #block_threads { ::core::option::Option::Some(n) => n, ::core::option::Option::None => 0 },
-                #min_blocks,
-            ];
-        }
-    });
+    let launch_bounds = quote! {
+        /// The kernel's launch bounds: its block's threads (0: any) and the blocks each
+        /// multiprocessor must hold (0: any), which `dlmd-build` writes into the entry point.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        #vis static #bounds_symbol: [u32; 2] = [
+            match #block_threads { ::core::option::Option::Some(n) => n, ::core::option::Option::None => 0 },
+            #min_blocks,
+        ];
+    };
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
     let name_str = name.to_string();
 
@@ -220,8 +230,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
                     #(#fields,)*
                 }
             },
-            quote!(args: #struct_name<#(impl #krate::cuda::KernelArg<#scope_types, #name::#launch_names>),*>),
-            quote!(let #struct_name { #(#launch_names),* } = args;),
+            quote!(#args: #struct_name<#(impl #krate::cuda::KernelArg<#scope_types, #name::#launch_names>),*>),
+            quote!(let #struct_name { #(#launch_names),* } = #args;),
         )
     } else {
         (
@@ -253,17 +263,27 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #(#docs)*
         #[unsafe(no_mangle)]
         #vis extern "ptx-kernel" fn #name(#(#params: <#static_types as #krate::kernel::KernelParam>::Param),*) {
-            #[inline(always)]
-            #body
+            // The body as a value, named before any parameter is.
+            let #body_fn = {
+                #[inline(always)]
+                #body
+                __dlmd_kernel_body
+            };
             #(#param_checks)*
-            #enter_context
+            #context_check
+            let #anchor = ();
+            // SAFETY: first in the entry point, run by every thread of the launch.
+            let #context_name: #context_inferred = unsafe { #krate::kernel::Context::enter(&#anchor) };
             #(
                 // SAFETY: the launcher made the parameter with `to_param` from a value of this
                 // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
                 let #launch_names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
             )*
-            __dlmd_kernel_body(#(#names),*)
+            #body_fn(#(#names),*)
         }
+
+        #threads_check
+        #min_blocks_check
 
         #launch_bounds
 
@@ -299,22 +319,23 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #launcher_doc
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<'scope>(
-            launch: #krate::cuda::Launch<'_, 'scope, '_>,
+            #launch: #krate::cuda::Launch<'_, 'scope, '_>,
             #launcher_args
         ) -> ::core::result::Result<(), #krate::cuda::CudaError> {
             #unpack
             #(#param_checks)*
-            let launch = launch.block(#name_str, #block_threads, #shared_bytes)?;
+            #context_check
+            let #launch = #launch.block(#name_str, #block_threads, #shared_bytes)?;
             #(let mut #params = #krate::cuda::KernelArg::<#scope_types, #name::#launch_names>::to_param(&#launch_names);)*
-            let args: [#krate::cuda::ArgInfo<'_>; #count] =
+            let #infos: [#krate::cuda::ArgInfo<'_>; #count] =
                 [#(#krate::cuda::KernelArg::<#scope_types, #name::#launch_names>::info(&#launch_names)),*];
-            let mut params: [*mut ::core::ffi::c_void; #count] =
+            let mut #params_local: [*mut ::core::ffi::c_void; #count] =
                 [#((&raw mut #params).cast::<::core::ffi::c_void>()),*];
             // SAFETY: the entry point `#name` of a kernel crate's PTX takes these parameters'
             // forms in this order (both expansions come from this signature), which `run`
             // checks through the digest the PTX carries; the views not imported live for
             // `'scope`, which the scope waits out (or is `'static`, without a scope).
-            unsafe { launch.run(#name_str, #signature_symbol, &args, &mut params) }
+            unsafe { #launch.run(#name_str, #signature_symbol, &#infos, &mut #params_local) }
         }
     })
 }
@@ -385,14 +406,14 @@ fn options(args: TokenStream) -> syn::Result<Options> {
             if block_threads.is_some() {
                 return Err(meta.error("`block_threads` is given twice"));
             }
-            let n: syn::LitInt = meta.value()?.parse()?;
-            match n.base10_parse::<u32>() {
+            let literal: syn::LitInt = meta.value()?.parse()?;
+            match literal.base10_parse::<u32>() {
                 Ok(n) if (32..=1024).contains(&n) && n % 32 == 0 => {
-                    block_threads = Some(syn::LitInt::new(&format!("{n}u32"), Span::call_site()))
+                    block_threads = Some(syn::LitInt::new(&format!("{n}u32"), literal.span()))
                 }
                 _ => {
                     return Err(syn::Error::new(
-                        n.span(),
+                        literal.span(),
                         "`block_threads` is a multiple of 32 from 32 to 1024",
                     ));
                 }
@@ -478,31 +499,8 @@ fn check_signature(function: &ItemFn) -> syn::Result<()> {
     }
 }
 
-/// Whether a parameter is the kernel's context (`Thread` or `Block<…>`, by the last segment of
-/// its path), which the entry point makes and the launcher does not pass.
-fn is_context(ty: &Type) -> bool {
-    last_segment_is(ty, &["Thread", "Block"])
-}
-
-/// Whether `ty` is a cooperative kernel's context (`Block<…>`).
-fn is_block(ty: &Type) -> bool {
-    last_segment_is(ty, &["Block"])
-}
-
-/// Whether `ty` is a path whose last segment is one of `names`.
-fn last_segment_is(ty: &Type, names: &[&str]) -> bool {
-    match ty {
-        Type::Path(path) if path.qself.is_none() => path
-            .path
-            .segments
-            .last()
-            .is_some_and(|segment| names.iter().any(|name| segment.ident == name)),
-        _ => false,
-    }
-}
-
 /// Replaces every lifetime of a type.
-struct SetLifetimes(Lifetime);
+pub(crate) struct SetLifetimes(pub(crate) Lifetime);
 
 impl VisitMut for SetLifetimes {
     fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
@@ -524,7 +522,7 @@ impl VisitMut for NamedLifetimes {
 /// FNV-1a of `name(type, …)` as the tokens print: the same on both expansions of one source,
 /// different when the PTX was built from another signature as written. What the tokens cannot
 /// show (an alias that a `cfg` resolves differently) the parameters' fingerprints add.
-fn signature_digest(name: &str, types: &[Type]) -> u64 {
+pub(crate) fn signature_digest(name: &str, types: &[Type]) -> u64 {
     let text = format!(
         "{name}({})",
         types

@@ -289,9 +289,9 @@ where
         if A::MUTABLE {
             // An aliased view's checks: writes allowed, a unique mapping.
             tensor.check_writable()?;
-            Ok(parts(tensor.view_as::<T, E, L, Device, AliasedMut>()?, A::USE))
+            Ok(parts(tensor.view_as::<T, E, L, Device, AliasedMut>()?, A::used::<T>()))
         } else {
-            Ok(parts(tensor.view_as::<T, E, L, Device, Aliased>()?, A::USE))
+            Ok(parts(tensor.view_as::<T, E, L, Device, Aliased>()?, A::used::<T>()))
         }
     }
 

@@ -1,6 +1,7 @@
 //! A kernel's context: what its entry point makes for its first parameter, a [`Thread`] for
-//! element-wise kernels or a [`Block`] for cooperative ones, and the block shape the launcher
-//! enforces for it.
+//! element-wise kernels or a [`Block`] for cooperative ones, and the block shape and shared
+//! memory the launcher enforces for it. `#[dlmd::kernel]` asks the first parameter's type
+//! through this trait, never by its name: an alias or a renamed import is the same context.
 
 use super::Thread;
 use super::block::{Block, TileSet};
@@ -10,10 +11,22 @@ use super::block::{Block, TileSet};
 ///
 /// # Safety
 ///
-/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, and
-/// [`SHARED_BYTES`](Self::SHARED_BYTES) the dynamic shared memory it uses, which the launcher
-/// enforces and reserves.
+/// [`BLOCK_THREADS`](Self::BLOCK_THREADS) is the block size the context's code assumes, which
+/// the launcher enforces; where [`COOPERATIVE`](Self::COOPERATIVE) is true,
+/// [`SHARED_BYTES`](Self::SHARED_BYTES) is the dynamic shared memory it uses, which the
+/// launcher reserves; where it is false, the context uses no dynamic shared memory.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kernel context",
+    label = "a kernel's first parameter is its context",
+    note = "take a `Thread` (element-wise) or a `Block<'_, THREADS>` (cooperative) first; the views and elements \
+            the launcher passes follow it"
+)]
 pub unsafe trait Context<'k>: Sized {
+    /// Whether the kernel is cooperative: its threads share the [`SHARED_BYTES`](Self::SHARED_BYTES)
+    /// the launcher reserves, and its block size is the context's (`#[dlmd::kernel(block_threads
+    /// = N)]` is refused). Element-wise kernels leave dynamic shared memory to the launch.
+    const COOPERATIVE: bool;
+
     /// The block size the kernel needs (`(n, 1, 1)`), or `None` for any.
     const BLOCK_THREADS: Option<u32>;
 
@@ -32,8 +45,9 @@ pub unsafe trait Context<'k>: Sized {
     unsafe fn enter(anchor: &'k ()) -> Self;
 }
 
-// SAFETY: a `Thread` works in any block shape.
+// SAFETY: a `Thread` works in any block shape, and uses no dynamic shared memory.
 unsafe impl<'k> Context<'k> for Thread {
+    const COOPERATIVE: bool = false;
     const BLOCK_THREADS: Option<u32> = None;
     const SHARED_BYTES: u32 = 0;
 
@@ -46,8 +60,10 @@ unsafe impl<'k> Context<'k> for Thread {
 }
 
 // SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code, and
-// reserves `SHARED_BYTES`, what `Block::enter` takes for its scratch and tiles.
+// reserves `SHARED_BYTES` (it is cooperative), what `Block::enter` takes for its scratch and
+// tiles.
 unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
+    const COOPERATIVE: bool = true;
     const BLOCK_THREADS: Option<u32> = {
         assert!(
             Self::SHARED_BYTES <= 48 * 1024,
@@ -65,3 +81,29 @@ unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THRE
         unsafe { Block::enter(anchor) }
     }
 }
+
+/// The contexts' auto traits, the same on every target, so that a host build that type-checks
+/// kernel bodies refuses what the GPU build refuses: a [`Thread`] is `Send` and `Sync`, a
+/// [`Block`] neither (per-thread closures, `Fn + Sync`, cannot capture it). A negative bound is
+/// checked as an ambiguity: where `Block` were `Sync`, both impls of `NotSync` would apply and
+/// `_` would have no single answer.
+const _: () = {
+    trait NotSync<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> NotSync<()> for T {}
+    impl<T: ?Sized + Sync> NotSync<u8> for T {}
+    trait NotSend<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> NotSend<()> for T {}
+    impl<T: ?Sized + Send> NotSend<u8> for T {}
+    fn send_sync<T: Send + Sync>() {}
+
+    #[allow(dead_code)]
+    fn checks() {
+        <Block<'static, 32> as NotSync<_>>::check();
+        <Block<'static, 32> as NotSend<_>>::check();
+        send_sync::<Thread>();
+    }
+};

@@ -8,10 +8,12 @@
 //! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
 //! passed: element type, rank, static extents, layout, memory space and access.
 //!
-//! A kernel's first parameter may be its context, which the entry point makes and the launcher
+//! A kernel's first parameter is its context, which the entry point makes and the launcher
 //! does not pass: a [`Thread`] for element-wise kernels, or a [`Block`] for cooperative ones,
 //! whose threads share block-shared tiles, barriers and reductions ([`block`]: why safe code
-//! cannot race there, nor reach a barrier that part of the block skips).
+//! cannot race there, nor reach a barrier that part of the block skips). Its type's
+//! [`Context`] impl, not its name, says which: an alias of `Block<'_, 256>` or a renamed import
+//! is the same context.
 //!
 //! Inside a kernel (code compiled for `nvptx64`):
 //!
@@ -58,6 +60,7 @@ pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::{ForEachMut, Thread};
 
+use crate::dtype::DlElement;
 use crate::space::{Device, Managed, MemorySpace};
 use crate::view::{Access, Atomic, Shared, Unique};
 
@@ -101,20 +104,26 @@ impl KernelSpace for Managed {
     note = "kernels take `Shared`, `Unique` or `Atomic` views"
 )]
 pub trait KernelAccess: Access + sealed::Sealed {
-    /// How a kernel uses a view of this access, for the launch's [disjointness
-    /// check](disjoint).
-    const USE: Use;
+    /// How a kernel uses a view of this access whose elements are `T`, for the launch's
+    /// [disjointness check](disjoint).
+    fn used<T: DlElement>() -> Use;
 }
 
 impl sealed::Sealed for Shared {}
 impl sealed::Sealed for Unique {}
 impl sealed::Sealed for Atomic {}
 impl KernelAccess for Shared {
-    const USE: Use = Use::Read;
+    fn used<T: DlElement>() -> Use {
+        Use::Read
+    }
 }
 impl KernelAccess for Unique {
-    const USE: Use = Use::Write;
+    fn used<T: DlElement>() -> Use {
+        Use::Write
+    }
 }
 impl KernelAccess for Atomic {
-    const USE: Use = Use::Atomic;
+    fn used<T: DlElement>() -> Use {
+        Use::atomic::<T>()
+    }
 }

@@ -26,7 +26,8 @@ use crate::view::{Access, Mdspan};
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a device view or an element",
     note = "kernel parameters are device or managed views (`DeviceMdspan`, `DeviceMdspanMut`, ...) and `DlElement` \
-            scalars; host memory is not reachable from the GPU"
+            scalars; host memory is not reachable from the GPU",
+    note = "a kernel's context (`Thread`, `Block`) is its first parameter, and it takes one"
 )]
 pub unsafe trait KernelParam: Sized {
     /// The form the value crosses in: what the PTX entry point declares.
@@ -200,7 +201,7 @@ where
         Some(Footprint {
             start: self.data_handle() as usize,
             bytes: self.mapping().required_span_size() * size_of::<T>(),
-            used: A::USE,
+            used: A::used::<T>(),
         })
     }
 

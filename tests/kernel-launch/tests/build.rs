@@ -95,6 +95,18 @@ fn kernels_of_one_name_and_other_signatures_have_other_digests() {
 }
 
 #[test]
+fn parameters_named_like_the_macros_locals_are_each_read_from_their_own_parameter() {
+    // `own_names` takes a view and eight scalars, named like what `#[dlmd::kernel]` names its
+    // own locals; each scalar is stored, so each of `param_1` to `param_8` is read, once.
+    let body = entry(other::PTX, "own_names");
+    for n in 1..=8 {
+        let param = format!("[own_names_param_{n}]");
+        assert_eq!(body.matches(&param).count(), 1, "{param} is read once: {body}");
+    }
+    assert!(!body.contains("own_names_param_9"), "{body}");
+}
+
+#[test]
 fn kernels_that_race_do_not_compile_for_the_gpu() {
     let dir = fixture("misuse");
     let source = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();

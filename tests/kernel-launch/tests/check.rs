@@ -51,7 +51,7 @@ fn a_host_check_with_the_flag_reports_each_mistake_of_a_kernel_body_in_place() {
         })
         .collect();
     let marked = dlmd_tests_kernels::assert_marked_errors(&source, "error", &errors, &log);
-    assert_eq!(marked, 5);
+    assert_eq!(marked, 6);
 }
 
 #[test]

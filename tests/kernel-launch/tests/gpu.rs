@@ -85,6 +85,34 @@ fn a_kernel_of_the_same_name_and_another_signature_is_refused_in_either_order() 
 }
 
 #[test]
+fn parameters_named_like_the_macros_locals_arrive_as_passed() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let kernels = Kernels::load(&ctx, other::PTX).unwrap();
+    let mut out = stream.alloc_zeros::<i32>(16).unwrap();
+    let mut view = device_view_mut::<_, Dims<1>, LayoutRight>(&mut out, Dims::new([16])).unwrap();
+    cuda::scope(|s| {
+        other::own_names(
+            s.launch(&stream, &kernels, LaunchConfig::for_num_elems(16)),
+            other::OwnNamesArgs {
+                __dlmd_param0: view.as_view_mut(),
+                __dlmd_param2: 7,
+                __dlmd_param1: 42,
+                __dlmd_anchor: 3,
+                __dlmd_kernel_body: 4,
+                launch: 5,
+                args: 6,
+                params: 8,
+                infos: 9,
+            },
+        )
+    })
+    .unwrap();
+    let expected = [7, 42, 3, 4, 5, 6, 8, 9];
+    assert_eq!(stream.clone_dtoh(&out).unwrap(), [expected, expected].concat());
+}
+
+#[test]
 fn a_launch_on_another_stream_reads_what_a_copy_still_in_flight_writes() {
     let Some(ctx) = gpu() else { return };
     // 256 MiB from pinned memory: the copy is still running when `clone_htod` returns.

@@ -10,7 +10,7 @@ use dlmd::{Device, DeviceMdspanMut, Dims, LayoutRight};
 use std::sync::Arc;
 
 #[dlmd::kernel]
-pub fn fill(v: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn fill(_: dlmd::kernel::Thread, v: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, tensor: &mut ManagedTensor) -> Result<(), CudaError> {
     let v = tensor.view_mut::<Mdspan<'_, f32, Dims<1>, LayoutRight, Device, AliasedMut>>()?;

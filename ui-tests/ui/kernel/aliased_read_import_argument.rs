@@ -9,7 +9,7 @@ use dlmd::cuda::{CudaError, Imported, Kernels};
 use dlmd::{Device, DeviceMdspan, DeviceMdspanMut, Dims, LayoutRight};
 
 #[dlmd::kernel]
-pub fn copy(src: DeviceMdspan<'_, f32, Dims<1>>, dst: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn copy(_: dlmd::kernel::Thread, src: DeviceMdspan<'_, f32, Dims<1>>, dst: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(x: &Imported, y: &Imported, kernels: &Kernels) -> Result<(), CudaError> {
     let src = x.tensor().view::<Mdspan<'_, f32, Dims<1>, LayoutRight, Device, Aliased>>()?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use dlmd::{DeviceMdspan, Dims, HostMdspan};
 
 #[dlmd::kernel]
-pub fn read(v: DeviceMdspan<'_, f32, Dims<1>>) {}
+pub fn read(_: dlmd::kernel::Thread, v: DeviceMdspan<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, v: HostMdspan<'_, f32, Dims<1>>) -> Result<(), CudaError> {
     cuda::scope(|s| read(s.launch(stream, kernels, LaunchConfig::for_num_elems(1)), v))

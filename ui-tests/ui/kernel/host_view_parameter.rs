@@ -2,6 +2,6 @@
 use dlmd::{Dims, HostMdspan};
 
 #[dlmd::kernel]
-pub fn read(v: HostMdspan<'_, f32, Dims<1>>) {}
+pub fn read(_: dlmd::kernel::Thread, v: HostMdspan<'_, f32, Dims<1>>) {}
 
 fn main() {}

@@ -7,7 +7,7 @@ use dlmd::{DeviceMdspanMut, Dims, LayoutRight};
 use std::sync::Arc;
 
 #[dlmd::kernel]
-pub fn scale(out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn scale(_: dlmd::kernel::Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(ctx: &Arc<CudaContext>, ptx: &str, data: &mut CudaSlice<f32>) -> Result<(), CudaError> {
     let stream = ctx.default_stream();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dlmd::{DeviceMdspan, Dims, ManagedMdspan};
 
 #[dlmd::kernel]
-pub fn sum(values: ManagedMdspan<'_, f32, Dims<1>>) {}
+pub fn sum(_: dlmd::kernel::Thread, values: ManagedMdspan<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, v: DeviceMdspan<'_, f32, Dims<1>>) -> Result<(), CudaError> {
     cuda::scope(|s| sum(s.launch(stream, kernels, LaunchConfig::for_num_elems(1)), v))

@@ -7,7 +7,7 @@ use dlmd::cuda::{self, CudaError, Imported, Kernels};
 use dlmd::{DeviceMdspanMut, Dims, LayoutRight};
 
 #[dlmd::kernel]
-pub fn scale(out: DeviceMdspanMut<'_, f32, Dims<1>>, by: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn scale(_: dlmd::kernel::Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>, by: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(x: &Imported, kernels: &Kernels, data: &mut CudaSlice<f32>) -> Result<(), CudaError> {
     let mine = cuda::device_view_mut::<f32, Dims<1>, LayoutRight>(data, Dims::new([16]))?;

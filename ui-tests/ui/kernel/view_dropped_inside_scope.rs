@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 use dlmd::{DeviceMdspanMut, Dims, LayoutRight};
 
 #[dlmd::kernel]
-pub fn scale(out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn scale(_: dlmd::kernel::Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), CudaError> {
     cuda::scope(|s| {

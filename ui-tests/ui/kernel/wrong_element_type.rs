@@ -5,7 +5,7 @@ use std::sync::Arc;
 use dlmd::{DeviceMdspanMut, Dims};
 
 #[dlmd::kernel]
-pub fn scale(out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn scale(_: dlmd::kernel::Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, mut v: DeviceMdspanMut<'_, f64, Dims<1>>) -> Result<(), CudaError> {
     cuda::scope(|s| scale(s.launch(stream, kernels, LaunchConfig::for_num_elems(1)), v.as_view_mut()))

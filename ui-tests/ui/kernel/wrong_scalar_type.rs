@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dlmd::{DeviceMdspanMut, Dims};
 
 #[dlmd::kernel]
-pub fn scale(factor: f32, out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
+pub fn scale(_: dlmd::kernel::Thread, factor: f32, out: DeviceMdspanMut<'_, f32, Dims<1>>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, mut v: DeviceMdspanMut<'_, f32, Dims<1>>) -> Result<(), CudaError> {
     let factor = 2.0f64;

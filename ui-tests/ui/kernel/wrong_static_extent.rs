@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dlmd::{Const, DeviceMdspan, Dyn};
 
 #[dlmd::kernel]
-pub fn rows(v: DeviceMdspan<'_, f32, (Const<4>, Dyn)>) {}
+pub fn rows(_: dlmd::kernel::Thread, v: DeviceMdspan<'_, f32, (Const<4>, Dyn)>) {}
 
 fn run(stream: &Arc<CudaStream>, kernels: &Kernels, v: DeviceMdspan<'_, f32, (Const<8>, Dyn)>) -> Result<(), CudaError> {
     cuda::scope(|s| rows(s.launch(stream, kernels, LaunchConfig::for_num_elems(1)), v))

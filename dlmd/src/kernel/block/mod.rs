@@ -152,7 +152,11 @@ const _: () = assert!(SCRATCH_BYTES.is_multiple_of(128));
 /// what it lets safe code do, and why that cannot race.
 pub struct Block<'k, const THREADS: usize, S: TileSet = ()> {
     inner: Inner,
-    tiles: PhantomData<(S, &'k ())>,
+    /// The tiles, the kernel's lifetime, and a raw pointer that makes the block neither `Send`
+    /// nor `Sync` on every target (the GPU's `Inner` holds one; the host's holds nothing), so
+    /// that a per-thread closure (`Fn + Sync`) cannot capture it in a host build that
+    /// type-checks kernels either.
+    tiles: PhantomData<(S, &'k (), *mut u8)>,
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -41,9 +41,10 @@ pub fn through_a_helper(thread: Thread, x: DeviceMdspan<'_, f32, Dims<1>>, mut o
     thread.for_each_mut(&mut out, |[i], y| *y = shifted(x, i));
 }
 
-/// A kernel that finds its thread itself, rightly (`Thread::current` exists in kernels only).
+/// A kernel that finds its thread itself rather than through its context, rightly
+/// (`Thread::current` exists in kernels only).
 #[dlmd::kernel]
-pub fn current_thread(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn current_thread(_: Thread, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     // SAFETY: an element-wise kernel, not a cooperative one.
     let thread = unsafe { Thread::current() };
     thread.for_each_mut(&mut out, |[i], y| *y = i as f32);
@@ -51,7 +52,7 @@ pub fn current_thread(mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
 
 /// A read-only view written.
 #[dlmd::kernel]
-pub fn write_a_read_only_view(x: DeviceMdspan<'_, f32, Dims<1>>) {
+pub fn write_a_read_only_view(_: Thread, x: DeviceMdspan<'_, f32, Dims<1>>) {
     x[[0]] = 1.0; // error: cannot assign to data in an index of
 }
 
@@ -59,6 +60,13 @@ pub fn write_a_read_only_view(x: DeviceMdspan<'_, f32, Dims<1>>) {
 #[dlmd::kernel]
 pub fn write_through_for_each_mut(thread: Thread, mut x: DeviceMdspan<'_, f32, Dims<1>>) {
     thread.for_each_mut(&mut x, |_, y| *y = 0.0); // error: `for_each_mut` writes a mutable view
+}
+
+/// Block-wide work started from per-thread code: a per-thread closure that holds the `Block`
+/// (the host's `Block` is no more `Sync` than the GPU's).
+#[dlmd::kernel]
+pub fn block_in_a_per_thread_closure(block: Block<'_, 64>) {
+    let _ = block.each(|lane| block.each(|other| other.index() + lane.index())); // error: cannot be shared between threads safely
 }
 
 /// A cooperative kernel without a mistake: the largest element of each row of up to 256.

@@ -68,7 +68,7 @@ pub fn plain_and_atomic(thread: Thread, out: DeviceMdspanMut<'_, f32, Dims<1>>) 
 
 /// Managed memory as a thread's own host memory: a read-modify-write by every thread.
 #[dlmd::kernel]
-pub fn managed_as_host(out: ManagedMdspanMut<'_, f32, Dims<1>>) {
+pub fn managed_as_host(_: Thread, out: ManagedMdspanMut<'_, f32, Dims<1>>) {
     let mut host = out.into_space(Host); // refused: cannot become a `Host` view
     host[[0]] += 1.0;
 }
