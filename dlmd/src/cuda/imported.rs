@@ -315,11 +315,11 @@ where
             // outlives) with a data type of the same size, and the view lives only inside this
             // call; `u8` storage is whole bytes, so no padding flag applies.
             let view = unsafe { Mdspan::<T, E, L, Device, AliasedMut>::import(&bytes, version) }?;
-            Ok(parts(view, A::USE))
+            Ok(parts(view, A::used::<T>()))
         } else {
             // SAFETY: as above.
             let view = unsafe { Mdspan::<T, E, L, Device, Aliased>::import(&bytes, version) }?;
-            Ok(parts(view, A::USE))
+            Ok(parts(view, A::used::<T>()))
         }
     }
 }

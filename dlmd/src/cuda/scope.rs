@@ -92,7 +92,7 @@ impl<'scope> Scope<'scope, '_> {
         let clash = footprints.iter().any(|new| {
             queued
                 .iter()
-                .any(|(_, old)| !new.used.may_share_with(old.used) && new.overlaps(old))
+                .any(|(_, old)| !new.may_share_with(old) && new.overlaps(old))
         });
         if clash {
             return Err(CudaError::ScopeOverlap {
