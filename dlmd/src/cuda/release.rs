@@ -4,16 +4,19 @@
 //!
 //! A launch outside a [`scope`](super::scope) returns as soon as the kernel is queued. What the
 //! kernel reaches must outlive it, so the launch hands it here ([`hold_until_done`]) with an
-//! event recorded after the kernel on its stream, and goes on. A *releasing thread*, started on
-//! the first hold, waits for the oldest pending event (created with `CU_EVENT_BLOCKING_SYNC`:
-//! the thread sleeps in the driver, it does not spin) and then drops every hold whose event is
-//! complete: an imported tensor's deleter runs, a module may unload. With nothing left, it
-//! lingers a millisecond for the next hold (launches in quick succession wake nobody), then
-//! sleeps until a launch wakes it. Holds of one stream end in
-//! launch order as their kernels finish; a hold of another stream ends at the latest when the
-//! holds queued before it have ended too. [`release_completed`] does the same on the calling
-//! thread for the holds found done (`cuEventQuery`, which never blocks), and
-//! [`wait_released`] waits until every hold recorded so far has ended.
+//! event recorded after the kernel on its stream, and goes on. Each launch first ends the holds
+//! already done ([`release_completed`]: `cuEventQuery`, which never blocks, once a stream), on
+//! its own thread: in a run of launches their deleters run where the producer's locks (a Python
+//! producer's GIL) are already held, and no other thread competes for them or for the driver.
+//! Once launches pause for a millisecond, a *releasing thread*, started on the first hold, takes
+//! over: it waits for the oldest pending event (created with `CU_EVENT_BLOCKING_SYNC`: the
+//! thread sleeps in the driver, it does not spin) and then drops every hold whose event is
+//! complete (an imported tensor's deleter runs, a module may unload), until none is left or
+//! launches start again. So a hold ends when its kernel is done, or a millisecond after the
+//! last launch if that is later, with no further call. Holds of one stream end in launch order
+//! as their kernels finish; a hold of another stream ends at the latest when the holds queued
+//! before it have ended too. [`wait_released`] waits until every hold recorded so far has
+//! ended.
 //!
 //! The releasing thread holds none of this module's locks while it waits or while a deleter
 //! runs, so a deleter may take its producer's own locks (a Python producer's deleter takes the
@@ -70,8 +73,9 @@ struct Pending {
 enum Releaser {
     /// No hold yet.
     NotStarted,
-    /// Waiting for a hold, for at most [`LINGER`]: a hold that comes meanwhile is found then,
-    /// without a wake-up from the launch.
+    /// Holds are pending, and it waits for launches to pause ([`LINGER`] without one) before
+    /// it waits for their events: launches meanwhile release on their own thread, and wake
+    /// nobody.
     Lingering,
     /// Waiting for a hold until told ([`WORK`]).
     Idle,
@@ -89,6 +93,8 @@ struct Queue {
     free: Vec<HoldEvent>,
     /// How many holds were recorded: the last `seq`.
     recorded: u64,
+    /// How many times [`wait_released`] asked the releasing thread not to wait for a pause.
+    asked: u64,
     /// The holds taken out of `pending` and being dropped now, by any thread.
     releasing: Vec<u64>,
     /// Holds of graphs that are gone, for the releasing thread to drop.
@@ -100,6 +106,7 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     pending: VecDeque::new(),
     free: Vec::new(),
     recorded: 0,
+    asked: 0,
     releasing: Vec::new(),
     retired: Vec::new(),
     releaser: Releaser::NotStarted,
@@ -111,10 +118,10 @@ static WORK: Condvar = Condvar::new();
 /// Signalled when holds have been dropped.
 static RELEASED: Condvar = Condvar::new();
 
-/// How long the releasing thread, with nothing left to do, waits for another hold before it
-/// sleeps until told. Launches in quick succession then find it awake and make no system call
-/// to wake it (a launch's latency); a hold that comes meanwhile ends at most this much later
-/// than its kernel.
+/// How long launches must pause before the releasing thread waits for the pending holds' events
+/// and runs their deleters. Launches in quick succession then release on their own thread and
+/// make no system call to wake another (a launch's latency), and no other thread takes the
+/// producers' locks meanwhile; a hold ends at most this much after the last launch.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How many finished events are kept for reuse.
@@ -142,8 +149,8 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
             at.map(|i| queue.free.swap_remove(i)),
         )
     };
-    if stopped {
-        // Nothing releases in the background: this launch releases what is done.
+    if stopped || !queue().pending.is_empty() {
+        // What is done is released here, on the launching thread (module docs).
         release_completed()?;
     }
     let event = match reused {
@@ -256,17 +263,22 @@ fn release_loop() {
                 if !queue.retired.is_empty() {
                     break (None, core::mem::take(&mut queue.retired));
                 }
-                if let Some(p) = queue.pending.front() {
+                if queue.pending.is_empty() {
+                    // Nothing to release: sleep until a hold wakes it.
+                    queue.releaser = Releaser::Idle;
+                    queue = WORK.wait(queue).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                // Launches in progress release on their own thread: wait for them to pause
+                // (no launch for `LINGER`), or for `wait_released` to ask.
+                let (seen, asked) = (queue.recorded, queue.asked);
+                queue.releaser = Releaser::Lingering;
+                queue = WORK.wait_timeout(queue, LINGER).unwrap_or_else(|e| e.into_inner()).0;
+                if (queue.recorded == seen || queue.asked != asked)
+                    && let Some(p) = queue.pending.front()
+                {
                     break (Some((p.seq, p.event.clone())), Vec::new());
                 }
-                queue = if queue.releaser == Releaser::Lingering {
-                    // Nothing came while it lingered: sleep until a hold wakes it.
-                    queue.releaser = Releaser::Idle;
-                    WORK.wait(queue).unwrap_or_else(|e| e.into_inner())
-                } else {
-                    queue.releaser = Releaser::Lingering;
-                    WORK.wait_timeout(queue, LINGER).unwrap_or_else(|e| e.into_inner()).0
-                };
             };
             queue.releaser = Releaser::Busy;
             found
@@ -349,7 +361,8 @@ pub fn wait_released() -> Result<(), CudaError> {
             // The releasing thread (or another caller) is on it.
             _ => {
                 if queue.releaser == Releaser::Lingering {
-                    // Not for its linger to end.
+                    // Not for launches to pause: this caller waits for them.
+                    queue.asked += 1;
                     WORK.notify_one();
                 }
                 queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
