@@ -177,11 +177,11 @@ fn kernel_cooperative_with_launch_bounds() {
     let (gpu, host) = kernel(
         quote!(crate = my::dlmd, min_blocks_per_sm = 2),
         quote! {
-            pub fn reverse(block: Block<'_, 256, Tile>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
+            pub fn reverse(block: Block<'_, 256, Tile, (Const<256>,)>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
                 let (mut block, tile) = block.split();
                 let written = block.write(tile, |[i]| i as u32);
                 let readable = block.sync(written);
-                for mut chunk in block.chunks(out, [256]) {
+                for mut chunk in block.chunks(out) {
                     block.store(&mut chunk, |[i]| readable[[255 - i % 256]]);
                 }
             }

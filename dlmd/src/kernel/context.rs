@@ -62,7 +62,7 @@ unsafe impl<'k> Context<'k> for Thread {
 // SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code, and
 // reserves `SHARED_BYTES` (it is cooperative), what `Block::enter` takes for its scratch and
 // tiles.
-unsafe impl<'k, const THREADS: usize, S: TileSet> Context<'k> for Block<'k, THREADS, S> {
+unsafe impl<'k, const THREADS: usize, S: TileSet, C> Context<'k> for Block<'k, THREADS, S, C> {
     const COOPERATIVE: bool = true;
     const BLOCK_THREADS: Option<u32> = {
         assert!(

@@ -10,7 +10,8 @@
 //!
 //! A kernel's first parameter is its context, which the entry point makes and the launcher
 //! does not pass: a [`Thread`] for element-wise kernels, or a [`Block`] for cooperative ones,
-//! whose threads share block-shared tiles, barriers and reductions ([`block`]: why safe code
+//! whose threads share block-shared tiles, barriers and reductions, and write the chunks of a
+//! view their block owns, cut by the shape the `Block`'s type names ([`block`]: why safe code
 //! cannot race there, nor reach a barrier that part of the block skips). Its type's
 //! [`Context`] impl, not its name, says which: an alias of `Block<'_, 256>` or a renamed import
 //! is the same context.

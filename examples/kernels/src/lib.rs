@@ -16,12 +16,9 @@
     allow(internal_features)
 )]
 
-use dlmd::kernel::block::{RightPadded, TileOf};
+use dlmd::kernel::block::{RightPadded, TileOf, Whole};
 use dlmd::kernel::{Block, Thread};
 use dlmd::{Const, DeviceMdspan, DeviceMdspanAtomic, DeviceMdspanMut, Dims, LayoutLeft};
-// Used by device helpers only (a plain host build leaves them out).
-#[dlmd::device]
-use dlmd::kernel::block::Whole;
 
 mod raw;
 
@@ -104,6 +101,9 @@ pub fn row_sums(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceM
 /// reads down a column meet different banks of shared memory.
 pub type TransposeTile = TileOf<f32, (Const<64>, Const<64>), RightPadded<1>>;
 
+/// The chunks of `dst` each block of the tiled transposes writes: 64 × 64, a tile's.
+pub type Square64 = (Const<64>, Const<64>);
+
 /// `dst[[i, j]] = src[[j, i]]` for row-major matrices, through a block-shared tile: each block
 /// reads a 64 × 64 chunk of `src` along its rows into the tile, four neighbours a vector load
 /// ([`Mdspan::get_run`](dlmd::Mdspan::get_run), [`Block::write_runs`]), and after a barrier
@@ -112,12 +112,12 @@ pub type TransposeTile = TileOf<f32, (Const<64>, Const<64>), RightPadded<1>>;
 /// Launch with blocks of 256 threads, one block per 64 × 64 chunk of `dst` or fewer.
 #[dlmd::kernel]
 pub fn transpose_tiled(
-    block: Block<'_, 256, TransposeTile>,
+    block: Block<'_, 256, TransposeTile, Square64>,
     src: DeviceMdspan<'_, f32, Dims<2>>,
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst, (Const::<64>, Const::<64>)) {
+    for mut chunk in block.chunks(dst) {
         let [i0, j0] = chunk.origin();
         // Four neighbours of a row of `src` a thread at a time: one `float4` load.
         let written = block.write_runs(tile, |[a, b]| src.get_run_or::<4>([j0 + a, i0 + b], 0.0));
@@ -141,12 +141,12 @@ pub fn transpose_tiled(
 /// they are. Launch with blocks of 256 threads, one block per 64 × 64 chunk of `dst` or fewer.
 #[dlmd::kernel]
 pub fn transpose_staged(
-    block: Block<'_, 256, TransposeTile>,
+    block: Block<'_, 256, TransposeTile, Square64>,
     src: DeviceMdspan<'_, f32, Dims<2>>,
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst, (Const::<64>, Const::<64>)) {
+    for mut chunk in block.chunks(dst) {
         let [i0, j0] = chunk.origin();
         // `tile[[x, y]] = src[[j0 + y, i0 + x]]`: runs down the tile's columns, along rows of
         // `src`.
@@ -183,7 +183,7 @@ pub const ROW_SUMS_WIDE_COLS: usize = 8 * ROW_SUMS_WIDE_THREADS;
 /// Launch with blocks of [`ROW_SUMS_THREADS`], one per row or fewer.
 #[dlmd::kernel]
 pub fn row_sums_block(
-    block: Block<'_, 128>,
+    block: Block<'_, 128, (), OneSum>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
@@ -196,23 +196,26 @@ pub fn row_sums_block(
 /// [`ROW_SUMS_WIDE_THREADS`], one per row or fewer.
 #[dlmd::kernel]
 pub fn row_sums_block_wide(
-    block: Block<'_, 1024>,
+    block: Block<'_, 1024, (), OneSum>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
     block_row_sums(block, x, sums);
 }
 
+/// The chunks of `sums` the row sums write: one element, one row's sum.
+pub type OneSum = (Const<1>,);
+
 /// The body of the row sums: each chunk of `sums` is one row's sum.
 #[dlmd::device]
 #[inline(always)]
 fn block_row_sums<const THREADS: usize>(
-    block: Block<'_, THREADS>,
+    block: Block<'_, THREADS, (), OneSum>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks(sums, (Const::<1>,)) {
+    for mut chunk in block.chunks(sums) {
         let [row] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         let partial = block.each(|lane| {
@@ -246,7 +249,11 @@ pub const SOFTMAX_SHORT_COLS: usize = 8 * SOFTMAX_SHORT_THREADS;
 /// [`SOFTMAX_COLS`] are left as they are (the launcher's caller checks the width). Launch with
 /// blocks of [`SOFTMAX_THREADS`], one per row or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
-pub fn softmax_rows(block: Block<'_, 512>, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
+pub fn softmax_rows(
+    block: Block<'_, 512, (), Rows>,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    y: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
     softmax::<512, 16>(block, x, y);
 }
 
@@ -257,23 +264,26 @@ pub fn softmax_rows(block: Block<'_, 512>, x: DeviceMdspan<'_, f32, Dims<2>>, y:
 /// more than its loads). Launch with blocks of [`SOFTMAX_SHORT_THREADS`], one per row or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 12)]
 pub fn softmax_rows_short(
-    block: Block<'_, 128>,
+    block: Block<'_, 128, (), Rows>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     softmax::<128, 8>(block, x, y);
 }
 
+/// The chunks of `y` the softmax kernels write: each a whole row.
+pub type Rows = (Const<1>, Whole);
+
 /// The body of the softmax kernels: rows of up to `K × THREADS` elements, `K` a thread.
 #[dlmd::device]
 #[inline(always)]
 fn softmax<const THREADS: usize, const K: usize>(
-    block: Block<'_, THREADS>,
+    block: Block<'_, THREADS, (), Rows>,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks(y, (Const::<1>, Whole)) {
+    for mut chunk in block.chunks(y) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         // The row's own length bounds the gather: its indexing then checks nothing more.
@@ -301,6 +311,9 @@ pub type MatmulTileA = TileOf<f32, (Const<8>, Const<128>), RightPadded<4>>;
 
 /// The tile of [`MatmulTiles`] that holds `b`'s slice.
 pub type MatmulTileB = TileOf<f32, (Const<8>, Const<128>)>;
+
+/// The chunks of `c` each block of [`matmul`] computes: `128 × 128`.
+pub type MatmulChunk = (Const<{ MATMUL_TILE[0] }>, Const<{ MATMUL_TILE[1] }>);
 
 /// `acc[m][n] += x[m] · y[n]`, fused multiply-adds in registers (the loops unroll: their
 /// counts are known when the kernel is compiled).
@@ -330,7 +343,7 @@ pub(crate) fn outer_product_add<const M: usize, const N: usize>(acc: &mut [[f32;
 /// thread to 128 registers. Launch with blocks of 256 threads, one per chunk or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul(
-    block: Block<'_, 256, MatmulTiles>,
+    block: Block<'_, 256, MatmulTiles, MatmulChunk>,
     a: DeviceMdspan<'_, f32, Dims<2>>,
     b: DeviceMdspan<'_, f32, Dims<2>>,
     c: DeviceMdspanMut<'_, f32, Dims<2>>,
@@ -344,7 +357,7 @@ pub fn matmul(
     let cells = block.each(|lane| lane.cells_in_runs::<8, 8, 4>([bm, bn]));
     // Where each thread's two runs of rows, and of columns, start.
     let runs = cells.map(|cells| ([cells.row(0), cells.row(4)], [cells.col(0), cells.col(4)]));
-    for mut chunk in block.chunks(c, (Const::<{ MATMUL_TILE[0] }>, Const::<{ MATMUL_TILE[1] }>)) {
+    for mut chunk in block.chunks(c) {
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
         // Each thread's share of the slices of `a` and `b` from `k0`, read into registers: a
@@ -415,25 +428,25 @@ pub fn reverse_blocks_value(i: usize) -> u32 {
 /// nightlies copied it into both arms of such a branch, rust#137086): the PTX has one
 /// `bar.sync`, and the kernel finishes. Launch with blocks of 256 threads.
 #[dlmd::kernel]
-pub fn reverse_blocks(block: Block<'_, 256, ReverseTile>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
+pub fn reverse_blocks(block: Block<'_, 256, ReverseTile, (Const<256>,)>, out: DeviceMdspanMut<'_, u32, Dims<1>>) {
     let (mut block, tile) = block.split();
     let written = block.write(tile, |[i]| reverse_blocks_value(i));
     let readable = block.sync(written);
-    for mut chunk in block.chunks(out, (Const::<256>,)) {
+    for mut chunk in block.chunks(out) {
         let [start] = chunk.origin();
         block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
     }
 }
 
 /// Writes one more than the block's index to every element of the chunks of `out` the block
-/// owns, each chunk four whole rows (`(Const::<4>, Whole)`; a view of fewer rows is one chunk):
+/// owns, each chunk four whole rows (`(Const<4>, Whole)`; a view of fewer rows is one chunk):
 /// which block owns which element of a view cut by a shape with a whole side. Launch with blocks
 /// of 128 threads.
 #[dlmd::kernel]
-pub fn mark_row_groups(block: Block<'_, 128>, out: DeviceMdspanMut<'_, u32, Dims<2>>) {
+pub fn mark_row_groups(block: Block<'_, 128, (), (Const<4>, Whole)>, out: DeviceMdspanMut<'_, u32, Dims<2>>) {
     let mut block = block;
     let mark = block.index() as u32 + 1;
-    for mut chunk in block.chunks(out, (Const::<4>, Whole)) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| mark);
     }
 }

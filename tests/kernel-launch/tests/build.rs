@@ -150,7 +150,7 @@ fn a_cooperative_kernel_keeps_its_tiles_and_reduction_scratch_in_shared_memory_i
     // 512 bytes of reduction scratch, then a 64 × 64 tile of f32 whose rows are 65 apart (63
     // padded rows and the last one, rounded up to 128 bytes): what the launcher reserves as the
     // launch's dynamic shared memory.
-    type Transpose = Block<'static, 256, dlmd_example_kernels::TransposeTile>;
+    type Transpose = Block<'static, 256, dlmd_example_kernels::TransposeTile, dlmd_example_kernels::Square64>;
     let bytes = Transpose::SHARED_BYTES;
     assert_eq!(bytes, 512 + ((63 * 65 + 64) * 4usize).div_ceil(128) * 128);
     assert_eq!(<Transpose as Context<'static>>::SHARED_BYTES as usize, bytes);

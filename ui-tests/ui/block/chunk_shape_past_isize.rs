@@ -4,13 +4,15 @@
 use dlmd::kernel::Block;
 use dlmd::{Const, DeviceMdspanMut, Dims};
 
-pub fn body(mut block: Block<'_, 256>, out: DeviceMdspanMut<'_, f32, Dims<2>>) {
-    for mut chunk in block.chunks(out, (Const::<{ 1 << 32 }>, Const::<{ 1 << 32 }>)) {
+type Huge = (Const<{ 1 << 32 }>, Const<{ 1 << 32 }>);
+
+pub fn body(mut block: Block<'_, 256, (), Huge>, out: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| 1.0);
     }
 }
 
 fn main() {
     // Compiled, not only checked: the shape's checks run where a kernel that cuts by it is built.
-    let _ = body as fn(Block<'static, 256>, DeviceMdspanMut<'static, f32, Dims<2>>);
+    let _ = body as fn(Block<'static, 256, (), Huge>, DeviceMdspanMut<'static, f32, Dims<2>>);
 }

@@ -4,13 +4,15 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::Whole;
 use dlmd::{Const, DeviceMdspanMut, Dims};
 
-pub fn body(mut block: Block<'_, 256>, out: DeviceMdspanMut<'_, f32, Dims<2>>) {
-    for mut chunk in block.chunks(out, (Const::<0>, Whole)) {
+type Empty = (Const<0>, Whole);
+
+pub fn body(mut block: Block<'_, 256, (), Empty>, out: DeviceMdspanMut<'_, f32, Dims<2>>) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| 1.0);
     }
 }
 
 fn main() {
     // Compiled, not only checked: the shape's checks run where a kernel that cuts by it is built.
-    let _ = body as fn(Block<'static, 256>, DeviceMdspanMut<'static, f32, Dims<2>>);
+    let _ = body as fn(Block<'static, 256, (), Empty>, DeviceMdspanMut<'static, f32, Dims<2>>);
 }

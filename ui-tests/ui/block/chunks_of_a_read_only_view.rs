@@ -2,8 +2,8 @@
 use dlmd::kernel::Block;
 use dlmd::{Const, DeviceMdspan, Dims};
 
-pub fn body(block: Block<'_, 256>, src: DeviceMdspan<'_, f32, Dims<1>>) {
-    for _chunk in block.chunks(src, (Const::<256>,)) {}
+pub fn body(block: Block<'_, 256, (), (Const<256>,)>, src: DeviceMdspan<'_, f32, Dims<1>>) {
+    for _chunk in block.chunks(src) {}
 }
 
 fn main() {}

@@ -1,14 +1,13 @@
-// A view is cut into chunks once per kernel: cut again with another shape, an element could
-// belong to one block the first time and to another, running at the same time, the second.
-// `Block::chunks` takes the view.
+// A view is cut into chunks once per kernel, so that each of its elements belongs to one block
+// for the whole kernel, and each chunk is handed out once. `Block::chunks` takes the view.
 use dlmd::kernel::Block;
 use dlmd::{Const, DeviceMdspanMut, Dims};
 
-pub fn body(mut block: Block<'_, 256>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
-    for mut chunk in block.chunks(out, (Const::<256>,)) {
+pub fn body(mut block: Block<'_, 256, (), (Const<256>,)>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| 1.0);
     }
-    for mut chunk in block.chunks(out, (Const::<512>,)) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| 2.0);
     }
 }

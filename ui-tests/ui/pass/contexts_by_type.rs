@@ -6,10 +6,10 @@
 use cudarc::driver::{CudaStream, LaunchConfig};
 use dlmd::cuda::{self, CudaError, Kernels};
 use dlmd::kernel::{Block as Thread, Context, Thread as Lanes};
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, DlElement};
+use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, DlElement};
 use std::sync::Arc;
 
-type Cooperative<'k> = dlmd::kernel::Block<'k, 128>;
+type Cooperative<'k> = dlmd::kernel::Block<'k, 128, (), (Const<128>,)>;
 
 /// An element type of its own, called like the context.
 #[derive(Clone, Copy, DlElement)]
@@ -17,9 +17,9 @@ type Cooperative<'k> = dlmd::kernel::Block<'k, 128>;
 pub struct Block(f32);
 
 #[dlmd::kernel]
-pub fn renamed(block: Thread<'_, 64>, x: DeviceMdspan<'_, f32, Dims<1>>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn renamed(block: Thread<'_, 64, (), (Const<64>,)>, x: DeviceMdspan<'_, f32, Dims<1>>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out, [64]) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |[i]| x[[i]]);
     }
 }
@@ -27,15 +27,15 @@ pub fn renamed(block: Thread<'_, 64>, x: DeviceMdspan<'_, f32, Dims<1>>, out: De
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn aliased(block: Cooperative<'_>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out, [128]) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |[i]| i as f32);
     }
 }
 
 #[dlmd::kernel]
-pub fn by_path(block: dlmd::kernel::Block<'_, 32>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn by_path(block: dlmd::kernel::Block<'_, 32, (), (dlmd::Const<32>,)>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out, [32]) {
+    for mut chunk in block.chunks(out) {
         block.store(&mut chunk, |_| 1.0);
     }
 }
@@ -63,7 +63,7 @@ fn main() {
     // What the launchers ask of the types: the renamed and aliased blocks are cooperative and
     // reserve their shared memory; the renamed thread is element-wise.
     const {
-        assert!(<Thread<'static, 64> as Context<'static>>::COOPERATIVE);
+        assert!(<Thread<'static, 64, (), (Const<64>,)> as Context<'static>>::COOPERATIVE);
         assert!(<Cooperative<'static> as Context<'static>>::COOPERATIVE);
         assert!(<Cooperative<'static> as Context<'static>>::SHARED_BYTES > 0);
         assert!(!<Lanes as Context<'static>>::COOPERATIVE);

@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 
 mod shape;
 
-pub use shape::{ChunkShape, ChunkSide, Whole};
+pub use shape::{ChunkShape, ChunkSide, CutBy, NoChunks, Whole};
 
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
@@ -49,13 +49,12 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// box is 0 only where the view's extent is, and then there are none.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn new<C: ChunkShape<E::Index>>(
-        view: Mdspan<'v, T, E, L, S, Unique>,
-        block: usize,
-        blocks: usize,
-    ) -> Self {
+    pub(super) fn new<C>(view: Mdspan<'v, T, E, L, S, Unique>, block: usize, blocks: usize) -> Self
+    where
+        E::Index: CutBy<C>,
+    {
         let extents = view.extents().to_array();
-        let shape = C::box_of(extents);
+        let shape = <E::Index as CutBy<C>>::box_of(extents);
         let mut counts = E::Index::zeros();
         for d in 0..E::RANK {
             let (extent, side) = (extents.as_ref()[d], shape.as_ref()[d]);
@@ -360,40 +359,45 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
 
 /// How a cooperative kernel writes global memory: the chunks of a mutable view that the block
 /// owns, and each chunk's elements dealt among the block's threads.
-impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
-    /// This block's chunks of `view`: the view cut into chunks of `shape` (the last ones cut
-    /// short at the view's edge), numbered in the view's memory order, chunk `c` to block
-    /// `c % blocks`. Each chunk is written by [`store`](Self::store) or
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
+    /// This block's chunks of `view`: the view cut into chunks of the block's shape `C` (the
+    /// last ones cut short at the view's edge), numbered in the view's memory order, chunk `c`
+    /// to block `c % blocks`. Each chunk is written by [`store`](Self::store) or
     /// [`store_array`](Self::store_array); no two blocks own one.
     ///
     /// ```ignore
-    /// let squares = block.chunks(dst, (Const::<64>, Const::<64>)); // 64 × 64 each
-    /// let rows = block.chunks(y, (Const::<1>, Whole)); // each a whole row of `y`
+    /// // In a kernel of `Block<'_, 256, Tiles, (Const<64>, Const<64>)>`: 64 × 64 each.
+    /// let squares = block.chunks(dst);
+    /// // In a kernel of `Block<'_, 128, (), (Const<1>, Whole)>`: each a whole row of `y`.
+    /// let rows = block.chunks(y);
     /// ```
     ///
     /// Every block cuts the view alike, so that no element goes to two blocks:
     ///
-    /// - the shape is a type ([`ChunkShape`]): constants, and the view's whole extent
-    ///   ([`Whole`]), never a value that could differ from block to block (but see the
-    ///   [module docs](super) for a view cut with two shapes on the two sides of a branch on a
-    ///   per-block value);
+    /// - the shape is the block's type ([`ChunkShape`]): constants, and the view's whole extent
+    ///   ([`Whole`]), never a value that could differ from block to block; the kernel's
+    ///   signature names it, so it is one type for the whole grid before any code runs, and no
+    ///   branch of the body can choose another (`chunks` takes none, and no safe code makes a
+    ///   block of another shape: [`split`](Self::split) keeps it, and only the kernel's entry
+    ///   point makes a block);
     /// - the view is a kernel parameter, which every block holds alike: in a kernel a mutable
     ///   device or managed view is not sliced or borrowed again
     ///   ([`Reborrow`](crate::space::Reborrow)), so no block can make one of its own part of it;
     /// - the view is taken: it is cut once in a kernel, so each of its elements belongs to one
-    ///   block for the whole kernel (cut twice, with two shapes, an element could go to one
-    ///   block the first time and to another, running at the same time, the second).
+    ///   block for the whole kernel.
+    ///
+    /// The view's rank is the shape's (otherwise the kernel does not compile).
     #[inline(always)]
-    pub fn chunks<'v, T, E, L, Sp, C>(&self, view: Mdspan<'v, T, E, L, Sp, Unique>, shape: C) -> Chunks<'v, T, E, L, Sp>
+    pub fn chunks<'v, T, E, L, Sp>(&self, view: Mdspan<'v, T, E, L, Sp, Unique>) -> Chunks<'v, T, E, L, Sp>
     where
         T: DlElement,
         E: Extents,
         L: Layout,
         Sp: KernelSpace,
-        C: ChunkShape<E::Index>,
+        E::Index: CutBy<C>,
     {
         // The shape's checks, where a kernel that cuts by it is compiled.
-        let _ = (C::CONST_SIZE, shape);
+        let _ = <E::Index as CutBy<C>>::CONST_SIZE;
         on_gpu!(self.inner, (view), Chunks::new::<C>(view, self.index(), self.count()))
     }
 

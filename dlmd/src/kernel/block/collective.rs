@@ -6,7 +6,7 @@ use super::{Block, TileSet, Varying, WarpValue};
 #[cfg(target_arch = "nvptx64")]
 use super::{shared, warp};
 
-impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// Combines every thread's value with `op` (associative and commutative, with `identity`
     /// its neutral element), in a fixed order, and gives the result to every thread: a warp
     /// reduction by shuffles, then one barrier and a reduction of the warps' results.

@@ -1,8 +1,9 @@
 //! Cooperative kernels: the threads of a block share tiles of block-shared memory, meet at
-//! barriers and reduce together, and safe code can neither race on a tile nor reach a barrier
-//! that some of the block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
+//! barriers, reduce together and write the chunks of global memory their block owns, and safe
+//! code can neither race on a tile or an element of a view nor reach a barrier that some of the
+//! block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
 //!
-//! Two patterns get around this in safe code; keep both out of a cooperative kernel's body:
+//! One pattern gets around this in safe code; keep it out of a cooperative kernel's body:
 //!
 //! **Atomics read by the body.** An atomic that a kernel's threads write (a
 //! `static`, or one captured by reference) is shared interior mutability that no bound of the
@@ -13,14 +14,9 @@
 //! a cooperative kernel's body (reduce with [`Block::sum`] and the other collectives, whose
 //! result every thread receives whole).
 //!
-//! **One view cut in two ways.** A chunk shape is a type ([`ChunkShape`]), so one call of
-//! [`Block::chunks`] cuts its view alike in every block. A body that branches on a value of its
-//! own block ([`Block::index`], a chunk's origin) to two calls that cut one view with different
-//! shapes makes the blocks cut it differently: their chunks overlap, and two blocks write one
-//! element. Cut each view in one place, outside branches on per-block values.
-//!
-//! A cooperative kernel takes a [`Block`] first, which says how many threads a block has and
-//! which tiles it shares ([`TileOf`]); the launch's block must have that many threads
+//! A cooperative kernel takes a [`Block`] first, which says how many threads a block has, which
+//! tiles it shares ([`TileOf`]) and the shape it cuts views into chunks of ([`ChunkShape`]);
+//! the launch's block must have that many threads
 //! ([`LaunchError::Block`](https://docs.rs/dlmd/latest/dlmd/cuda/enum.LaunchError.html)),
 //! and the launcher reserves the tiles' memory as the launch's dynamic shared memory, sized
 //! from the type (no `shared_mem_bytes` to pass). The compiler knows that memory as shared, so
@@ -31,10 +27,10 @@
 //! type Tile32 = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
 //!
 //! #[dlmd::kernel]
-//! pub fn transpose(block: Block<'_, 256, Tile32>, src: DeviceMdspan<'_, f32, Dims<2>>,
-//!                  dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
+//! pub fn transpose(block: Block<'_, 256, Tile32, (Const<32>, Const<32>)>,
+//!                  src: DeviceMdspan<'_, f32, Dims<2>>, dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
 //!     let (mut block, mut tile) = block.split();
-//!     for mut chunk in block.chunks(dst, (Const::<32>, Const::<32>)) {
+//!     for mut chunk in block.chunks(dst) {
 //!         let [i0, j0] = chunk.origin();
 //!         let written = block.write(tile, |[a, b]| src.get_or([j0 + a, i0 + b], 0.0));
 //!         let readable = block.sync(written);
@@ -77,15 +73,19 @@
 //!    so no borrow from one phase survives into the next. Hence no thread reads an element
 //!    another writes in the same phase, and no two threads write one element.
 //! 5. **Global memory is split the same way.** A mutable view is cut into chunks
-//!    ([`Block::chunks`], which takes the view, so it is cut once, and a shape that is a type,
-//!    [`ChunkShape`], so that a call cuts it alike in every block) of which each block owns its
-//!    own, and [`Block::store`] gives each element of a chunk to one thread of that block;
-//!    [`Block::store_cells`] gives it to the thread whose [`Cells`] hold it, and writes nothing
-//!    where the block's threads would not cover the chunk exactly once ([`Cells::covers`]).
+//!    ([`Block::chunks`]) of which each block owns its own, and [`Block::store`] gives each
+//!    element of a chunk to one thread of that block; [`Block::store_cells`] gives it to the
+//!    thread whose [`Cells`] hold it, and writes nothing where the block's threads would not
+//!    cover the chunk exactly once ([`Cells::covers`]). Every block cuts a view alike: `chunks`
+//!    takes the view, so it is cut once, and cuts it by the block's [`ChunkShape`], a type that
+//!    the kernel's signature names (`Block<'_, 256, Tiles, (Const<64>, Const<64>)>`). A type is
+//!    fixed before any code runs, so no value of one block (its index, a chunk's origin, what
+//!    it reads) can choose another shape on one side of a branch: `chunks` takes no shape, and
+//!    safe code makes no block of another shape ([`Block::split`] keeps it; only the kernel's
+//!    entry point makes a block).
 //!
-//! The ways around this in safe code are the two above: an atomic written by some threads and
-//! read by the body, whose value may differ between the threads of a block, and one view cut
-//! with different shapes on the two sides of a branch on a per-block value. Any other pattern
+//! The way around this in safe code is the one above: an atomic written by some threads and
+//! read by the body, whose value may differ between the threads of a block. Any other pattern
 //! (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 
@@ -98,7 +98,9 @@ mod tile;
 mod warp;
 
 pub use cells::Cells;
-pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Whole};
+#[doc(hidden)]
+pub use chunk::CutBy;
+pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, NoChunks, Whole};
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};
 pub use tile::{
@@ -144,19 +146,22 @@ fn run_start<I: crate::extents::IndexArray, const K: usize>(run: I, fast: usize)
 const SCRATCH_BYTES: usize = 2 * 32 * 8;
 const _: () = assert!(SCRATCH_BYTES.is_multiple_of(128));
 
-/// The threads of one block of a cooperative kernel, and the tiles `S` they share: the
-/// kernel's context, which it takes as its first parameter (never passed by the launcher).
+/// The threads of one block of a cooperative kernel, the tiles `S` they share, and the shape `C`
+/// they cut views into chunks of: the kernel's context, which it takes as its first parameter
+/// (never passed by the launcher).
 ///
 /// `THREADS` is the block's size, a multiple of 32 from 32 to 1024 (otherwise the kernel does
-/// not compile): the launch's block must be `(THREADS, 1, 1)`. See the [module docs](self) for
+/// not compile): the launch's block must be `(THREADS, 1, 1)`. `C` is a [`ChunkShape`]
+/// (`(Const<64>, Const<64>)`, `(Const<1>, Whole)`) where the kernel writes a view through
+/// [`chunks`](Self::chunks), [`NoChunks`] where it cuts none. See the [module docs](self) for
 /// what it lets safe code do, and why that cannot race.
-pub struct Block<'k, const THREADS: usize, S: TileSet = ()> {
+pub struct Block<'k, const THREADS: usize, S: TileSet = (), C = NoChunks> {
     inner: Inner,
-    /// The tiles, the kernel's lifetime, and a raw pointer that makes the block neither `Send`
-    /// nor `Sync` on every target (the GPU's `Inner` holds one; the host's holds nothing), so
-    /// that a per-thread closure (`Fn + Sync`) cannot capture it in a host build that
-    /// type-checks kernels either.
-    tiles: PhantomData<(S, &'k (), *mut u8)>,
+    /// The tiles, the chunk shape, the kernel's lifetime, and a raw pointer that makes the
+    /// block neither `Send` nor `Sync` on every target (the GPU's `Inner` holds one; the host's
+    /// holds nothing), so that a per-thread closure (`Fn + Sync`) cannot capture it in a host
+    /// build that type-checks kernels either.
+    tiles: PhantomData<(S, C, &'k (), *mut u8)>,
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -170,7 +175,7 @@ struct Inner {
 #[cfg(not(target_arch = "nvptx64"))]
 enum Inner {}
 
-impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// Threads of a block: a multiple of 32 from 32 to 1024 (checked where a kernel of this
     /// block is built, for the GPU or its launcher).
     pub const THREADS: u32 = {
@@ -205,9 +210,10 @@ impl<'k, const THREADS: usize, S: TileSet> Block<'k, THREADS, S> {
         }
     }
 
-    /// The block's tiles, fresh, and the block without them: each tile is made once.
+    /// The block's tiles, fresh, and the block without them: each tile is made once. The block
+    /// keeps its chunk shape.
     #[inline(always)]
-    pub fn split(self) -> (Block<'k, THREADS>, S::Tiles<'k>) {
+    pub fn split(self) -> (Block<'k, THREADS, (), C>, S::Tiles<'k>) {
         #[cfg(target_arch = "nvptx64")]
         {
             // SAFETY: the tiles' bytes follow the scratch in the block's shared memory, which

@@ -7,13 +7,10 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 use dlmd::kernel::{Block, Thread};
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims};
 // What only kernels use, imported for them (a plain host build has no `kernel::math`).
 #[dlmd::device]
 use dlmd::kernel::math;
-// What only kernel bodies use, which a plain host build leaves out.
-#[dlmd::device]
-use dlmd::Const;
 
 /// A read-only view read (a kernel may) into a variable of the wrong type.
 #[dlmd::kernel]
@@ -71,9 +68,9 @@ pub fn block_in_a_per_thread_closure(block: Block<'_, 64>) {
 
 /// A cooperative kernel without a mistake: the largest element of each row of up to 256.
 #[dlmd::kernel]
-pub fn row_maxima(block: Block<'_, 64>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn row_maxima(block: Block<'_, 64, (), (Const<1>,)>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(maxima, (Const::<1>,)) {
+    for mut chunk in block.chunks(maxima) {
         let [i] = chunk.origin();
         let own = block.each(|lane| {
             let values: [f32; 4] = lane.gather(x.extent(1), f32::NEG_INFINITY, |j| x[[i, j]]);

@@ -1,6 +1,6 @@
 //! The shape a view is cut into chunks of ([`ChunkShape`]): a type, one side per dimension,
-//! each a constant ([`Const<N>`]) or the view's whole extent ([`Whole`]), so that every block of
-//! a launch cuts the view alike.
+//! each a constant ([`Const<N>`]) or the view's whole extent ([`Whole`]), named in the kernel's
+//! [`Block`](super::super::Block) type, so that every block of a launch cuts the view alike.
 
 use crate::extents::{Const, IndexArray};
 
@@ -8,16 +8,21 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The view's whole extent along a dimension, as a side of a [`ChunkShape`]: `(Const::<1>,
+/// The view's whole extent along a dimension, as a side of a [`ChunkShape`]: `(Const<1>,
 /// Whole)` cuts a matrix into its rows, each a chunk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Whole;
+
+/// The chunk shape of a [`Block`](super::super::Block) that cuts no view: its default, which no
+/// view's rank matches (a kernel that cuts a view names its shape in its `Block`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NoChunks;
 
 /// One side of a [`ChunkShape`]: [`Const<N>`] (`N` elements, at least 1) or [`Whole`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a side of a chunk shape",
     label = "a side must be the same in every block",
-    note = "each side of a chunk shape is `Const::<N>` (a constant) or `Whole` (the view's whole extent)"
+    note = "each side of a chunk shape is `Const<N>` (a constant) or `Whole` (the view's whole extent)"
 )]
 pub trait ChunkSide: sealed::Sealed + Copy {
     /// The side where it is a constant, `None` for the view's whole extent.
@@ -37,13 +42,16 @@ impl ChunkSide for Whole {
 }
 
 /// The shape of the chunks [`Block::chunks`](super::super::Block::chunks) cuts a view of index
-/// `I` into: a tuple of one [`ChunkSide`] per dimension, such as `(Const::<64>, Const::<64>)`
-/// or `(Const::<1>, Whole)`.
+/// `I` into: a tuple of one [`ChunkSide`] per dimension, such as `(Const<64>, Const<64>)` or
+/// `(Const<1>, Whole)`, named as the fourth parameter of the kernel's
+/// [`Block`](super::super::Block): `Block<'_, 256, Tiles, (Const<64>, Const<64>)>`.
 ///
 /// A shape is a type, and its sides are constants or the extents of the view it cuts, a kernel
-/// parameter that every block holds alike: every block cuts the view into the same chunks, and
-/// no two own one. (A shape made at run time could differ from block to block, `64` in one and
-/// `32` in another, and their chunks overlap.)
+/// parameter that every block holds alike; it is the block's type, which the kernel's signature
+/// fixes for the whole grid before any of its code runs, and which no safe code changes: every
+/// block cuts each view into the same chunks, and no two own one. (A shape chosen in the
+/// kernel's body, by a value or by a branch between two types, could differ from block to
+/// block, `64` in one and `32` in another, and their chunks would overlap.)
 ///
 /// A chunk's box is the shape, with each [`Whole`] side the view's extent. Each constant side
 /// is at least 1 and their product at most `isize::MAX` (otherwise the kernel does not
@@ -51,11 +59,11 @@ impl ChunkSide for Whole {
 /// cut to it (a side as long covers that dimension in one chunk all the same), so that the box
 /// holds no more elements than the view.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a chunk shape for a view of index `{I}`",
-    label = "a chunk shape is a type, the same in every block",
-    note = "write a tuple of one side per dimension of the view, each `Const::<N>` or `Whole` (the view's \
-            whole extent): `(Const::<64>, Const::<64>)`, `(Const::<1>, Whole)`; a value made at run time \
-            could differ between blocks, whose chunks would then overlap"
+    message = "the block's chunk shape `{Self}` does not cut a view of index `{I}`",
+    label = "cut by the chunk shape of the block's type",
+    note = "a block cuts its views by the chunk shape its type names, one side per dimension of the view, each \
+            `Const<N>` or `Whole` (the view's whole extent): `Block<'_, 256, Tiles, (Const<64>, Const<64>)>`, \
+            `Block<'_, 128, (), (Const<1>, Whole)>`; the default, `NoChunks`, cuts no view"
 )]
 pub trait ChunkShape<I: IndexArray>: sealed::Sealed + Copy {
     /// The product of the constant sides, each at least 1, and at most `isize::MAX` (checked
@@ -69,6 +77,28 @@ pub trait ChunkShape<I: IndexArray>: sealed::Sealed + Copy {
     /// The box of the chunks of a view of `extents`.
     #[doc(hidden)]
     fn box_of(extents: I) -> I;
+}
+
+/// A view's index that a block of chunk shape `C` cuts: every index of `C`'s rank. The bound
+/// [`Block::chunks`](super::super::Block::chunks) asks, with the view's index first, so that a
+/// shape of another rank is refused as such (asked the other way round, the compiler would
+/// take the index from the shape and report two ranks that differ).
+#[doc(hidden)]
+pub trait CutBy<C>: IndexArray {
+    /// [`ChunkShape::CONST_SIZE`] of `C`.
+    const CONST_SIZE: usize;
+
+    /// [`ChunkShape::box_of`] of `C`.
+    fn box_of(extents: Self) -> Self;
+}
+
+impl<I: IndexArray, C: ChunkShape<I>> CutBy<C> for I {
+    const CONST_SIZE: usize = C::CONST_SIZE;
+
+    #[inline(always)]
+    fn box_of(extents: I) -> I {
+        C::box_of(extents)
+    }
 }
 
 /// The product of `sides`' constants, checked: each at least 1, the product at most
