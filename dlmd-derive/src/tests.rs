@@ -181,8 +181,8 @@ fn kernel_cooperative_with_launch_bounds() {
                 let (mut block, tile) = block.split();
                 let written = block.write(tile, |[i]| i as u32);
                 let readable = block.sync(written);
-                for mut chunk in block.chunks(out) {
-                    block.store(&mut chunk, |[i]| readable[[255 - i % 256]]);
+                for chunk in block.chunks(out) {
+                    block.store(chunk, |[i]| readable[[255 - i % 256]]);
                 }
             }
         },

@@ -117,13 +117,13 @@ pub fn transpose_tiled(
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst) {
+    for chunk in block.chunks(dst) {
         let [i0, j0] = chunk.origin();
         // Four neighbours of a row of `src` a thread at a time: one `float4` load.
         let written = block.write_runs(tile, |[a, b]| src.get_run_or::<4>([j0 + a, i0 + b], 0.0));
         let readable = block.sync(written);
         // Four neighbours of a row of `dst`, read down a column of the tile: one `float4` store.
-        let stored = block.store_runs::<_, _, _, _, 4>(&mut chunk, |[i, j]| {
+        let stored = block.store_runs::<_, _, _, _, 4>(chunk, |[i, j]| {
             core::array::from_fn(|q| readable.get_or([j - j0 + q, i - i0], 0.0))
         });
         tile = block.sync(readable);
@@ -146,7 +146,7 @@ pub fn transpose_staged(
     dst: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (mut block, mut tile) = block.split();
-    for mut chunk in block.chunks(dst) {
+    for chunk in block.chunks(dst) {
         let [i0, j0] = chunk.origin();
         // `tile[[x, y]] = src[[j0 + y, i0 + x]]`: runs down the tile's columns, along rows of
         // `src`.
@@ -156,7 +156,7 @@ pub fn transpose_staged(
         });
         let written = block.write_staged(tile, staged);
         let readable = block.sync(written);
-        let stored = block.store_runs(&mut chunk, |[i, j]| {
+        let stored = block.store_runs(chunk, |[i, j]| {
             readable.get_run([i - i0, j - j0]).unwrap_or([0.0; 4])
         });
         tile = block.sync(readable);
@@ -215,7 +215,7 @@ fn block_row_sums<const THREADS: usize>(
     sums: DeviceMdspanMut<'_, f32, Dims<1>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks(sums) {
+    for chunk in block.chunks(sums) {
         let [row] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         let partial = block.each(|lane| {
@@ -224,7 +224,7 @@ fn block_row_sums<const THREADS: usize>(
             sum
         });
         let total = block.sum(partial);
-        block.store(&mut chunk, |_| total);
+        block.store(chunk, |_| total);
     }
 }
 
@@ -283,7 +283,7 @@ fn softmax<const THREADS: usize, const K: usize>(
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let mut block = block;
-    for mut chunk in block.chunks(y) {
+    for chunk in block.chunks(y) {
         let [row, _] = chunk.origin();
         let Ok(row) = x.submdspan((row, ..)) else { return };
         // The row's own length bounds the gather: its indexing then checks nothing more.
@@ -292,7 +292,7 @@ fn softmax<const THREADS: usize, const K: usize>(
         let exps = values.map(|v| v.map(|x| dlmd::kernel::math::exp(x - max)));
         let inverse = 1.0 / block.sum(exps.map(|e| e.into_iter().sum::<f32>()));
         let scaled = exps.map(|e| e.map(|x| x * inverse));
-        if !block.store_array(&mut chunk, scaled) {
+        if !block.store_array(chunk, scaled) {
             return;
         }
     }
@@ -357,7 +357,7 @@ pub fn matmul(
     let cells = block.each(|lane| lane.cells_in_runs::<8, 8, 4>([bm, bn]));
     // Where each thread's two runs of rows, and of columns, start.
     let runs = cells.map(|cells| ([cells.row(0), cells.row(4)], [cells.col(0), cells.col(4)]));
-    for mut chunk in block.chunks(c) {
+    for chunk in block.chunks(c) {
         let [i0, j0] = chunk.origin();
         let mut acc = cells.map(|_| [[0.0f32; 8]; 8]);
         // Each thread's share of the slices of `a` and `b` from `k0`, read into registers: a
@@ -404,7 +404,7 @@ pub fn matmul(
             (ta, tb) = block.sync((ra, rb));
             k0 += bk;
         }
-        if !block.store_cells(&mut chunk, cells, acc) {
+        if !block.store_cells(chunk, cells, acc) {
             return;
         }
     }
@@ -432,9 +432,9 @@ pub fn reverse_blocks(block: Block<'_, 256, ReverseTile, (Const<256>,)>, out: De
     let (mut block, tile) = block.split();
     let written = block.write(tile, |[i]| reverse_blocks_value(i));
     let readable = block.sync(written);
-    for mut chunk in block.chunks(out) {
+    for chunk in block.chunks(out) {
         let [start] = chunk.origin();
-        block.store(&mut chunk, |[i]| readable[[255 - (i - start)]]);
+        block.store(chunk, |[i]| readable[[255 - (i - start)]]);
     }
 }
 
@@ -446,7 +446,7 @@ pub fn reverse_blocks(block: Block<'_, 256, ReverseTile, (Const<256>,)>, out: De
 pub fn mark_row_groups(block: Block<'_, 128, (), (Const<4>, Whole)>, out: DeviceMdspanMut<'_, u32, Dims<2>>) {
     let mut block = block;
     let mark = block.index() as u32 + 1;
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| mark);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| mark);
     }
 }

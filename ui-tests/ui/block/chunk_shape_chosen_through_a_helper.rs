@@ -19,8 +19,8 @@ pub fn body(mut block: Block<'_, 256, (), (Const<256>,)>, out: DeviceMdspanMut<'
     } else {
         cut::<(Const<512>,)>(&block, out)
     };
-    for mut chunk in chunks {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in chunks {
+        block.store(chunk, |_| 1.0);
     }
 }
 

@@ -7,8 +7,8 @@ use dlmd::{Const, DeviceMdspanMut, Dims};
 type Empty = (Const<0>, Whole);
 
 pub fn body(mut block: Block<'_, 256, (), Empty>, out: DeviceMdspanMut<'_, f32, Dims<2>>) {
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| 1.0);
     }
 }
 

@@ -4,8 +4,8 @@ use dlmd::kernel::Block;
 use dlmd::{DeviceMdspanMut, Dims};
 
 pub fn body(mut block: Block<'_, 256>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| 1.0);
     }
 }
 

@@ -4,11 +4,11 @@ use dlmd::kernel::Block;
 use dlmd::{Const, DeviceMdspanMut, Dims};
 
 pub fn body(mut block: Block<'_, 256, (), (Const<256>,)>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| 1.0);
     }
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| 2.0);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| 2.0);
     }
 }
 

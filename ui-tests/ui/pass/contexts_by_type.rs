@@ -19,24 +19,24 @@ pub struct Block(f32);
 #[dlmd::kernel]
 pub fn renamed(block: Thread<'_, 64, (), (Const<64>,)>, x: DeviceMdspan<'_, f32, Dims<1>>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |[i]| x[[i]]);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |[i]| x[[i]]);
     }
 }
 
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn aliased(block: Cooperative<'_>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |[i]| i as f32);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |[i]| i as f32);
     }
 }
 
 #[dlmd::kernel]
 pub fn by_path(block: dlmd::kernel::Block<'_, 32, (), (dlmd::Const<32>,)>, out: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(out) {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in block.chunks(out) {
+        block.store(chunk, |_| 1.0);
     }
 }
 

@@ -404,15 +404,22 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one
     /// thread of the block, neighbouring threads on neighbouring elements of the view's fastest
     /// dimension.
+    ///
+    /// Each store takes the chunk: it is written once. Two stores of one chunk by different
+    /// partitions (`store`, then `store_runs`) would give one element to two threads with no
+    /// barrier between their writes.
     #[inline(always)]
-    pub fn store<T, E, L, Sp>(&mut self, chunk: &mut Chunk<'_, T, E, L, Sp>, f: impl Fn(E::Index) -> T + Sync)
+    pub fn store<T, E, L, Sp>(&mut self, chunk: Chunk<'_, T, E, L, Sp>, f: impl Fn(E::Index) -> T + Sync)
     where
         T: DlElement,
         E: Extents,
         L: Layout,
         Sp: KernelSpace,
     {
-        on_gpu!(self.inner, (chunk, f), chunk.store::<THREADS>(f))
+        on_gpu!(self.inner, (chunk, f), {
+            let mut chunk = chunk;
+            chunk.store::<THREADS>(f)
+        })
     }
 
     /// [`store`](Self::store) in runs of `K` neighbours along the view's fastest dimension in
@@ -427,7 +434,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     #[inline(always)]
     pub fn store_runs<T, E, L, Sp, const K: usize>(
         &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        chunk: Chunk<'_, T, E, L, Sp>,
         f: impl Fn(E::Index) -> [T; K] + Sync,
     ) -> bool
     where
@@ -440,6 +447,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             return false;
         }
         on_gpu!(self.inner, (f), {
+            let mut chunk = chunk;
             chunk.store_runs::<THREADS, K>(f);
             true
         })
@@ -456,7 +464,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     #[inline(always)]
     pub fn store_array<T, E, L, Sp, const K: usize>(
         &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        chunk: Chunk<'_, T, E, L, Sp>,
         values: Varying<[T; K]>,
     ) -> bool
     where
@@ -475,6 +483,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             return false;
         }
         on_gpu!(self.inner, (values), {
+            let mut chunk = chunk;
             chunk.store_array::<THREADS, K>(values.0);
             true
         })
@@ -493,7 +502,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     #[inline(always)]
     pub fn store_cells<T, E, L, Sp, const M: usize, const N: usize, const G: usize>(
         &mut self,
-        chunk: &mut Chunk<'_, T, E, L, Sp>,
+        chunk: Chunk<'_, T, E, L, Sp>,
         cells: Varying<Cells<M, N, G>>,
         values: Varying<[[T; N]; M]>,
     ) -> bool
@@ -508,6 +517,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         }
         on_gpu!(self.inner, (cells, values), {
             // The cells the partition gives this thread: any others could be another's.
+            let mut chunk = chunk;
             if cells.0 == Cells::of(super::shared::thread_index::<THREADS>(), chunk.shape()) {
                 chunk.store_cells(cells.0, values.0);
             }

@@ -30,11 +30,11 @@
 //! pub fn transpose(block: Block<'_, 256, Tile32, (Const<32>, Const<32>)>,
 //!                  src: DeviceMdspan<'_, f32, Dims<2>>, dst: DeviceMdspanMut<'_, f32, Dims<2>>) {
 //!     let (mut block, mut tile) = block.split();
-//!     for mut chunk in block.chunks(dst) {
+//!     for chunk in block.chunks(dst) {
 //!         let [i0, j0] = chunk.origin();
 //!         let written = block.write(tile, |[a, b]| src.get_or([j0 + a, i0 + b], 0.0));
 //!         let readable = block.sync(written);
-//!         block.store(&mut chunk, |[i, j]| readable[[j - j0, i - i0]]);
+//!         block.store(chunk, |[i, j]| readable[[j - j0, i - i0]]);
 //!         tile = block.sync(readable);
 //!     }
 //! }

@@ -70,13 +70,13 @@ pub fn block_in_a_per_thread_closure(block: Block<'_, 64>) {
 #[dlmd::kernel]
 pub fn row_maxima(block: Block<'_, 64, (), (Const<1>,)>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let mut block = block;
-    for mut chunk in block.chunks(maxima) {
+    for chunk in block.chunks(maxima) {
         let [i] = chunk.origin();
         let own = block.each(|lane| {
             let values: [f32; 4] = lane.gather(x.extent(1), f32::NEG_INFINITY, |j| x[[i, j]]);
             values.into_iter().fold(f32::NEG_INFINITY, f32::max)
         });
         let largest = block.max(own);
-        block.store(&mut chunk, |_| largest);
+        block.store(chunk, |_| largest);
     }
 }

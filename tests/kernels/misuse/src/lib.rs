@@ -54,8 +54,8 @@ pub fn chunks_of_a_slice_of_each_block(block: Block<'_, 256, (), (Const<256>,)>,
     let start = block.index();
     let slice = out.submdspan_mut((start..,)); // refused: cannot be borrowed again in a kernel
     let Ok(slice) = slice else { return };
-    for mut chunk in block.chunks(slice) {
-        block.store(&mut chunk, |_| 1.0);
+    for chunk in block.chunks(slice) {
+        block.store(chunk, |_| 1.0);
     }
 }
 

@@ -179,7 +179,7 @@ mod tests {
         assert_eq!(Square::CONST_SIZE, 4096);
         const { assert!(!Square::HAS_WHOLE) };
         assert_eq!(<(Const<256>,)>::box_of([7]), [256]);
-        assert_eq!(<()>::box_of([]), []);
+        assert_eq!(<()>::box_of([]), [0usize; 0]);
     }
 
     #[test]
