@@ -158,20 +158,19 @@ fn pinned_and_managed_memory_views() {
 }
 
 /// A rank-1 `DLTensor` over `slice`'s device memory, as a producer hands one over.
-fn tensor_of(
-    slice: &cudarc::driver::CudaSlice<f32>,
+fn tensor_of<T: dlmd::DlElement + cudarc::driver::DeviceRepr>(
+    slice: &cudarc::driver::CudaSlice<T>,
     shape: &mut [i64; 1],
     strides: &mut [i64; 1],
 ) -> dlmd::dlpack::DLTensor {
-    use dlmd::DlElement;
     dlmd::dlpack::DLTensor {
-        data: cuda::device_view::<f32, _, LayoutRight>(slice, Dims::new([shape[0] as usize]))
+        data: cuda::device_view::<T, _, LayoutRight>(slice, Dims::new([shape[0] as usize]))
             .unwrap()
             .data_handle()
             .cast(),
         device: dlmd::dlpack::DLDevice::cuda(0),
         ndim: 1,
-        dtype: f32::DTYPE,
+        dtype: T::DTYPE,
         shape: shape.as_mut_ptr(),
         strides: strides.as_mut_ptr(),
         byte_offset: 0,
@@ -415,4 +414,35 @@ fn copies_between_aliased_views_may_not_write_what_other_queued_work_reaches() {
     .unwrap();
     assert_eq!(s1.clone_dtoh(&a).unwrap(), [3.0; 256]);
     assert_eq!(s1.clone_dtoh(&b).unwrap(), [3.0; 256]);
+}
+
+#[test]
+fn imported_device_bools_are_not_copied_into_memory_rust_reads_as_bool() {
+    use dlmd::DlElement;
+    use dlmd::view::{Aliased, AliasedMut};
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    // Bytes a producer may hold under a bool data type (torch: a uint8 tensor viewed as bool).
+    let bytes = stream.clone_htod(&[0u8, 1, 2, 255]).unwrap();
+    let (mut shape, mut strides) = ([4i64], [1i64]);
+    let mut t = tensor_of(&bytes, &mut shape, &mut strides);
+    t.dtype = bool::DTYPE;
+    // SAFETY: `t` describes the live allocation `bytes`, which outlives the views.
+    let src = unsafe { Mdspan::<bool, Dims<1>, LayoutRight, Device, Aliased>::from_dlpack(&t) }.unwrap();
+    let mut out = stream.alloc_zeros::<bool>(4).unwrap();
+    let mut dst = cuda::device_view_mut::<bool, Dims<1>, LayoutRight>(&mut out, Dims::new([4])).unwrap();
+    let e = cuda::scope(|s| s.copy(&stream, &src, &mut dst)).unwrap_err();
+    assert!(
+        matches!(e, CudaError::Import(dlmd::import::ImportError::UncheckedBool { .. })),
+        "{e}"
+    );
+    // Into another import they stay bytes: allowed.
+    let other = stream.clone_htod(&[0u8; 4]).unwrap();
+    let (mut shape2, mut strides2) = ([4i64], [1i64]);
+    let mut t2 = tensor_of(&other, &mut shape2, &mut strides2);
+    t2.dtype = bool::DTYPE;
+    // SAFETY: as above, for `other`.
+    let mut aliased = unsafe { Mdspan::<bool, Dims<1>, LayoutRight, Device, AliasedMut>::from_dlpack(&t2) }.unwrap();
+    cuda::scope(|s| s.copy(&stream, &src, &mut aliased)).unwrap();
+    assert_eq!(stream.clone_dtoh(&other).unwrap(), [0, 1, 2, 255]);
 }

@@ -19,6 +19,10 @@ pub trait Access: Copy + fmt::Debug + 'static + sealed::Sealed {
     /// The access's name, for messages and a kernel's signature digest.
     #[doc(hidden)]
     const NAME: &'static str;
+    /// Whether others share the memory ([`Aliased`], [`AliasedMut`]): its bytes are theirs, and
+    /// checked only where the host can read them.
+    #[doc(hidden)]
+    const ALIASED: bool = false;
     /// The access of a read-only view borrowed from this one: [`Shared`] for reference views,
     /// [`Aliased`] for aliased ones (a borrow never promises more than its source).
     type ReadOnly: CopyAccess;
@@ -98,11 +102,13 @@ pub enum AliasedMut {}
 impl sealed::Sealed for Aliased {}
 impl sealed::Sealed for AliasedMut {}
 impl Access for Aliased {
+    const ALIASED: bool = true;
     const NAME: &'static str = "aliased";
     const MUTABLE: bool = false;
     type ReadOnly = Aliased;
 }
 impl Access for AliasedMut {
+    const ALIASED: bool = true;
     const NAME: &'static str = "aliased_mut";
     const MUTABLE: bool = true;
     type ReadOnly = Aliased;

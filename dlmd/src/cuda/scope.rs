@@ -127,7 +127,10 @@ impl<'scope> Scope<'scope, '_> {
     /// aliased one (`AliasedMut`, an import's) is `Copy`, so a copy of it could be the source,
     /// or another copy's: a copy whose destination shares memory with its source, or with work
     /// queued in a scope that has not ended (or whose source another such copy writes), is
-    /// refused ([`CudaError::ScopeOverlap`]). Host views and other layouts do not compile;
+    /// refused ([`CudaError::ScopeOverlap`]). `bool` elements of an aliased (imported) source
+    /// are bytes no one has checked, and are not copied into a `Unique` view
+    /// ([`ImportError::UncheckedBool`](crate::import::ImportError::UncheckedBool)): copy them
+    /// as `u8`. Host views and other layouts do not compile;
     /// non-contiguous layouts neither (copy those with a kernel). `stream` may belong to either device. The copy runs after the work
     /// queued on either view's memory before the view was made, on whichever stream; the scope
     /// keeps both views borrowed until it has waited for the copy.
@@ -164,6 +167,13 @@ impl<'scope> Scope<'scope, '_> {
         W: WriteAccess,
         A: Access,
     {
+        // Device `bool`s that came from outside are bytes no one has checked: copied into memory
+        // Rust owns, they would be read as `bool` there. (Between two imports they stay bytes.)
+        if T::DTYPE.code == crate::dlpack::DLDataTypeCode::BOOL.0 && A::ALIASED && !W::ALIASED {
+            return Err(CudaError::Import(crate::import::ImportError::UncheckedBool {
+                dtype: T::DTYPE,
+            }));
+        }
         let (from, to) = (src.extents().to_array(), dst.extents().to_array());
         if from.as_ref() != to.as_ref() {
             return Err(CudaError::CopyExtents {

@@ -167,12 +167,12 @@ pub enum ImportError {
         /// The byte found.
         value: u8,
     },
-    /// `bool` elements in memory the host does not read (device memory), for a kernel: their
-    /// bytes cannot be checked to be 0 or 1 before the kernel reads them as `bool`, and any
-    /// other byte there is undefined behaviour.
+    /// `bool` elements of an import in memory the host does not read (device memory), for a
+    /// kernel or a copy into memory Rust owns: their bytes cannot be checked to be 0 or 1 before
+    /// Rust reads them as `bool`, and any other byte there is undefined behaviour.
     #[error(
-        "{dtype} elements in device memory cannot be checked to be 0 or 1 before a kernel reads them; pass the \
-         tensor's bytes as `u8` instead (torch: `x.view(torch.uint8)`)"
+        "{dtype} elements in device memory cannot be checked to be 0 or 1 before Rust reads them (in a kernel, or \
+         copied into memory Rust owns); pass the tensor's bytes as `u8` instead (torch: `x.view(torch.uint8)`)"
     )]
     UncheckedBool {
         /// The tensor's data type.

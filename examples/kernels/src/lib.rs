@@ -156,9 +156,7 @@ pub fn transpose_staged(
         });
         let written = block.write_staged(tile, staged);
         let readable = block.sync(written);
-        let stored = block.store_runs(chunk, |[i, j]| {
-            readable.get_run([i - i0, j - j0]).unwrap_or([0.0; 4])
-        });
+        let stored = block.store_runs(chunk, |[i, j]| readable.get_run([i - i0, j - j0]).unwrap_or([0.0; 4]));
         tile = block.sync(readable);
         if !stored {
             return;
