@@ -78,7 +78,10 @@ fn own(raw: *mut DLManagedTensorVersioned) -> Result<ManagedTensor, Box<dyn Erro
 
 fn foreign(stream: &Arc<CudaStream>, values: &[f32], dims: [usize; 3]) -> Result<ManagedTensor, Box<dyn Error>> {
     let slice = stream.clone_htod(values)?;
-    let raw = export_with::<DLManagedTensorVersioned, _, _>(DeviceOwner(slice), Dims::new(dims), 0, DLDevice::cuda(0))?;
+    // SAFETY: the owner's memory is a cudarc allocation on device 0 (the stream's).
+    let raw = unsafe {
+        export_with::<DLManagedTensorVersioned, _, _>(DeviceOwner(slice), Dims::new(dims), 0, DLDevice::cuda(0))
+    }?;
     own(raw)
 }
 
@@ -275,12 +278,15 @@ fn bench(
                 if first {
                     let slice = stream.clone_dtod(&src)?;
                     stream.synchronize()?;
-                    let raw = export_with::<DLManagedTensorVersioned, _, _>(
-                        DeviceOwner(slice),
-                        Dims::new(dims),
-                        0,
-                        DLDevice::cuda(0),
-                    )?;
+                    // SAFETY: the owner's memory is a cudarc allocation on device 0.
+                    let raw = unsafe {
+                        export_with::<DLManagedTensorVersioned, _, _>(
+                            DeviceOwner(slice),
+                            Dims::new(dims),
+                            0,
+                            DLDevice::cuda(0),
+                        )
+                    }?;
                     let managed = own(raw)?;
                     let started = Instant::now();
                     let tensor = dlmd::candle::import(managed, device)?;

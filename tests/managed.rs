@@ -239,9 +239,11 @@ fn packed_sub_byte_tensors_are_refused() {
 
 #[test]
 fn copied_flag_and_static_extents() {
-    let raw =
+    // SAFETY: a `Vec`'s memory, exported as host memory.
+    let raw = unsafe {
         export_with::<DLManagedTensorVersioned, _, _>(vec![7u16; 6], (Const::<2>, Dyn(3)), IS_COPIED, DLDevice::CPU)
-            .unwrap();
+    }
+    .unwrap();
     // SAFETY: produced by dlmd above.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert!(tensor.is_copied());
@@ -420,12 +422,15 @@ fn a_callers_padded_flag_is_dropped_where_the_elements_are_packed() {
     // Eight packed FP4 bytes (sixteen values) flagged padded by the caller: a consumer that
     // honoured the flag would read eight values. The element type decides, and it is packed.
     let bytes = vec![F4E2M1FNx2::from_f32_pair(1.0, -1.0); 8];
-    let raw = export_with::<DLManagedTensorVersioned, _, _>(
-        bytes,
-        Dims::new([8]),
-        IS_SUBBYTE_TYPE_PADDED | IS_COPIED,
-        DLDevice::CPU,
-    )
+    // SAFETY: a `Vec`'s memory, exported as host memory.
+    let raw = unsafe {
+        export_with::<DLManagedTensorVersioned, _, _>(
+            bytes,
+            Dims::new([8]),
+            IS_SUBBYTE_TYPE_PADDED | IS_COPIED,
+            DLDevice::CPU,
+        )
+    }
     .unwrap();
     // SAFETY: dlmd just made the tensor and hands it over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();

@@ -170,7 +170,9 @@ fn owned_exports_of_opaque_memory_carry_the_device() {
     // An owner of "device" memory (host memory standing in), exported on oneAPI device 1.
     let owner = vec![0u16; 12];
     let device = Opaque::<OneApi>::new(1).device();
-    let raw = export_with::<DLManagedTensorVersioned, _, _>(owner, Dims::new([3, 4]), 0, device).unwrap();
+    // SAFETY: the test's consumer only reads the tensor's fields, never the memory (a stand-in
+    // for oneAPI device memory).
+    let raw = unsafe { export_with::<DLManagedTensorVersioned, _, _>(owner, Dims::new([3, 4]), 0, device) }.unwrap();
     // SAFETY: dlmd just made the tensor and hands it over.
     let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     assert_eq!(tensor.dl_tensor().device, device);

@@ -103,7 +103,8 @@ impl<T: DlElement, E: Extents> Array<T, E, LayoutRight> {
     /// ```
     pub fn into_dlpack<M: ManagedTensorAbi>(self) -> Result<*mut M, ExportError> {
         let extents = *self.extents();
-        export_with(self.data, extents, 0, DLDevice::CPU)
+        // SAFETY: an array's data is a `Vec` on the host, exported as host memory.
+        unsafe { export_with(self.data, extents, 0, DLDevice::CPU) }
     }
 }
 

@@ -272,5 +272,6 @@ where
         (array.as_standard_layout().into_owned(), IS_COPIED)
     };
     let extents = Dims::<R>::new(core::array::from_fn(|d| array.shape()[d]));
-    export_with::<M, _, _>(Owner(array), extents, flags, DLDevice::CPU)
+    // SAFETY: an ndarray's memory is on the host, exported as host memory.
+    unsafe { export_with::<M, _, _>(Owner(array), extents, flags, DLDevice::CPU) }
 }

@@ -68,7 +68,9 @@ unsafe extern "C" fn delete<M: ManagedTensorAbi, I: IndexArray, O: TensorOwner>(
 /// );
 /// ```
 pub fn export<M: ManagedTensorAbi>(owner: impl TensorOwner, extents: impl Extents) -> Result<*mut M, ExportError> {
-    export_with(owner, extents, 0, DLDevice::CPU)
+    // SAFETY: a `TensorOwner`'s memory is host memory unless it is exported as another
+    // device's (its contract), and this exports it as host memory.
+    unsafe { export_with(owner, extents, 0, DLDevice::CPU) }
 }
 
 /// As [`export`], adding `flags` (such as [`IS_COPIED`](crate::dlpack::IS_COPIED) for a copy
@@ -79,8 +81,15 @@ pub fn export<M: ManagedTensorAbi>(owner: impl TensorOwner, extents: impl Extent
 /// `IS_SUBBYTE_TYPE_PADDED` says how the elements are stored, which the element type alone
 /// knows: it is set for padded sub-byte storage and cleared from `flags` otherwise, since a
 /// consumer that honours it reads packed FP4 bytes as twice as many elements.
+///
+/// # Safety
+///
+/// `owner`'s memory is memory of `device`, where consumers will read (and unless `READ_ONLY`
+/// write) it: host memory for `DLDevice::CPU` (what [`export`] passes), a device pointer of
+/// that CUDA device for `DLDevice::cuda(n)`, and so on. A `Vec` labelled as CUDA memory would
+/// send a consumer's kernels to a host address.
 #[inline(always)]
-pub fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
+pub unsafe fn export_with<M: ManagedTensorAbi, O: TensorOwner, E: Extents>(
     owner: O,
     extents: E,
     flags: u64,

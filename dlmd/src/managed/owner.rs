@@ -11,10 +11,10 @@ use std::vec::Vec;
 ///
 /// `data_ptr` returns a pointer valid for `len()` initialised elements for as long as the owner
 /// lives (moving the owner must not move the elements), writable unless `READ_ONLY`, and no
-/// one else writes them. The pointer is memory of the device the owner is exported as: host
-/// memory for [`export`](super::export), memory of `device` for
-/// [`export_with`](super::export_with) (a CUDA device pointer for a CUDA device), since
-/// consumers read it there.
+/// one else writes them. [`export`](super::export), which is safe, exports it as host memory:
+/// an owner whose memory is another device's (a CUDA allocation) is never exported so, only
+/// with the `unsafe` [`export_with`](super::export_with) (or `python::export_cuda`), whose
+/// caller names that device.
 pub unsafe trait TensorOwner: Send + 'static {
     /// The element type.
     type Elem: DlElement;

@@ -118,9 +118,11 @@ where
 {
     request.check_cpu()?;
     if request.copy == Some(true) {
-        export_of(copy()?, extents, request.versioned, IS_COPIED, DLDevice::CPU)
+        // SAFETY: a `TensorOwner`'s memory is host memory (its contract), exported as such.
+        unsafe { export_of(copy()?, extents, request.versioned, IS_COPIED, DLDevice::CPU) }
     } else {
-        export_of(share()?, extents, request.versioned, 0, DLDevice::CPU)
+        // SAFETY: as above.
+        unsafe { export_of(share()?, extents, request.versioned, 0, DLDevice::CPU) }
     }
 }
 
@@ -131,9 +133,15 @@ where
 /// `dl_device` must be this device; `copy=True` is refused (this producer does not copy device
 /// data). A request from the exchange table ([`DlpackRequest::no_sync`]) orders nothing: its
 /// consumer works on the producer's current work stream.
+///
+/// # Safety
+///
+/// The owner `share` gives is memory of `stream`'s device (a CUDA device pointer, such as a
+/// cudarc allocation's), which consumers' kernels will read and write there: only its maker
+/// knows, and a host buffer labelled so would send their kernels to a host address.
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub fn export_cuda<S, E>(
+pub unsafe fn export_cuda<S, E>(
     request: &DlpackRequest,
     extents: E,
     stream: &cudarc::driver::CudaStream,
@@ -161,13 +169,18 @@ where
     if !request.no_sync {
         crate::cuda::sync_consumer_stream(stream, request.stream).map_err(|e| PyBufferError::new_err(e.to_string()))?;
     }
-    export_of(share()?, extents, request.versioned, 0, device)
+    // SAFETY: `share`'s owner is memory of `stream`'s device (the caller's promise).
+    unsafe { export_of(share()?, extents, request.versioned, 0, device) }
 }
 
 /// Exports `owner`, memory on `device`, as a managed tensor with `flags`: a versioned one for
 /// consumers that read them, a legacy one for the others.
+///
+/// # Safety
+///
+/// As [`export_with`]'s: `owner`'s memory is memory of `device`.
 #[inline(always)]
-fn export_of<O: TensorOwner, E: Extents>(
+unsafe fn export_of<O: TensorOwner, E: Extents>(
     owner: O,
     extents: E,
     versioned: bool,
@@ -175,21 +188,28 @@ fn export_of<O: TensorOwner, E: Extents>(
     device: DLDevice,
 ) -> PyResult<DlpackExport> {
     /// One kind of managed tensor.
+    ///
+    /// # Safety
+    ///
+    /// As [`export_of`]'s.
     #[inline(always)]
-    fn of<M: ManagedTensorAbi>(
+    unsafe fn of<M: ManagedTensorAbi>(
         owner: impl TensorOwner,
         extents: impl Extents,
         flags: u64,
         device: DLDevice,
     ) -> PyResult<DlpackExport> {
-        let raw = export_with::<M, _, _>(owner, extents, flags, device).map_err(export_error)?;
+        // SAFETY: `owner`'s memory is memory of `device` (the caller's promise).
+        let raw = unsafe { export_with::<M, _, _>(owner, extents, flags, device) }.map_err(export_error)?;
         let raw = NonNull::new(raw).ok_or_else(|| PyBufferError::new_err("the export made no tensor"))?;
         // SAFETY: `raw` was just made by dlmd and is handed over.
         Ok(unsafe { DlpackExport::new(raw) })
     }
     if versioned {
-        of::<DLManagedTensorVersioned>(owner, extents, flags, device)
+        // SAFETY: forwarded from the caller.
+        unsafe { of::<DLManagedTensorVersioned>(owner, extents, flags, device) }
     } else {
-        of::<DLManagedTensor>(owner, extents, flags, device)
+        // SAFETY: forwarded from the caller.
+        unsafe { of::<DLManagedTensor>(owner, extents, flags, device) }
     }
 }

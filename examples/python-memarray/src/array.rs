@@ -415,9 +415,13 @@ impl DlpackExporter for MemArray {
                 let view = dlmd::cuda::device_view_mut::<_, Dims<R>, LayoutRight>(d, dims::<R>(shape))
                     .map_err(cuda_error)?;
                 let (ptr, len) = (view.data_handle(), view.size());
-                export_cuda(request, dims::<R>(shape), &gpu.stream, || {
-                    Ok(Exported::new(ptr, len, array, exports))
-                })
+                // SAFETY: `ptr` is the array's device copy, a cudarc allocation on `gpu`'s device
+                // (the stream's), which the owner keeps alive through `array`.
+                unsafe {
+                    export_cuda(request, dims::<R>(shape), &gpu.stream, || {
+                        Ok(Exported::new(ptr, len, array, exports))
+                    })
+                }
             }));
         }
         with_buffer!(buffer, |v| {
