@@ -95,6 +95,9 @@ struct Queue {
     recorded: u64,
     /// How many times [`wait_released`] asked the releasing thread not to wait for a pause.
     asked: u64,
+    /// How many threads wait on [`RELEASED`]: a release with none tells nobody, and makes no
+    /// system call (a launch's latency).
+    waiters: usize,
     /// The holds taken out of `pending` and being dropped now, by any thread.
     releasing: Vec<u64>,
     /// Holds of graphs that are gone, for the releasing thread to drop.
@@ -107,6 +110,7 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     free: Vec::new(),
     recorded: 0,
     asked: 0,
+    waiters: 0,
     releasing: Vec::new(),
     retired: Vec::new(),
     releaser: Releaser::NotStarted,
@@ -365,9 +369,25 @@ pub fn wait_released() -> Result<(), CudaError> {
                     queue.asked += 1;
                     WORK.notify_one();
                 }
-                queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
+                queue = wait_for_release(queue);
             }
         }
+    }
+}
+
+/// Waits on [`RELEASED`], counted among its waiters.
+fn wait_for_release(mut queue: MutexGuard<'static, Queue>) -> MutexGuard<'static, Queue> {
+    queue.waiters += 1;
+    let mut queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
+    queue.waiters -= 1;
+    queue
+}
+
+/// Tells the threads waiting on [`RELEASED`], if any, that holds have ended (under the lock, so
+/// that none misses it).
+fn released(queue: &Queue) {
+    if queue.waiters > 0 {
+        RELEASED.notify_all();
     }
 }
 
@@ -470,9 +490,9 @@ fn release(taken: Vec<Pending>) {
                 Err(event) => shared.push(event),
             }
         }
+        released(&queue);
         (spare, shared)
     };
-    RELEASED.notify_all();
     // Destroyed (a driver call) outside the lock.
     drop((spare, shared));
 }
@@ -501,7 +521,7 @@ mod tests {
         });
         let mut queue = queue();
         while Arc::strong_count(&data) > 1 {
-            queue = RELEASED.wait(queue).unwrap();
+            queue = wait_for_release(queue);
         }
         assert!(queue.retired.is_empty());
     }
