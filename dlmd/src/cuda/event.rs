@@ -5,8 +5,8 @@ use super::CudaError;
 use cudarc::driver::{CudaContext, CudaStream, DriverError, sys};
 use std::sync::Arc;
 
-/// An event recorded after a launch: without timing, and with blocking synchronisation, so
-/// that a thread waiting for it sleeps.
+/// An event recorded after a launch, without timing (the cheapest to record: a launch records
+/// one each time).
 pub(crate) struct HoldEvent {
     event: sys::CUevent,
     ctx: Arc<CudaContext>,
@@ -22,8 +22,7 @@ impl HoldEvent {
     /// A new event of `ctx`, with nothing recorded.
     pub(crate) fn new(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         ctx.bind_to_thread()?;
-        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as core::ffi::c_uint
-            | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as core::ffi::c_uint;
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as core::ffi::c_uint;
         let mut event: sys::CUevent = core::ptr::null_mut();
         // SAFETY: writes one handle through a valid pointer, in the context bound above; the
         // flags are the driver's.
@@ -51,7 +50,7 @@ impl HoldEvent {
         }
     }
 
-    /// Waits, sleeping, until the recorded work is done.
+    /// Waits until the recorded work is done.
     pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
         // SAFETY: a live event, of the context bound above.

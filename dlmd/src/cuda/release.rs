@@ -9,11 +9,11 @@
 //! its own thread: in a run of launches their deleters run where the producer's locks (a Python
 //! producer's GIL) are already held, and no other thread competes for them or for the driver.
 //! Once launches pause for a millisecond, a *releasing thread*, started on the first hold, takes
-//! over: it waits for the oldest pending event (created with `CU_EVENT_BLOCKING_SYNC`: the
-//! thread sleeps in the driver, it does not spin) and then drops every hold whose event is
-//! complete (an imported tensor's deleter runs, a module may unload), until none is left or
-//! launches start again. So a hold ends when its kernel is done, or a millisecond after the
-//! last launch if that is later, with no further call. Holds of one stream end in launch order
+//! over: every millisecond it asks the pending events (`cuEventQuery` again: it never waits on
+//! the device, and sleeps between looks) and drops every hold whose event is complete (an
+//! imported tensor's deleter runs, a module may unload), until none is left, then sleeps until
+//! a launch wakes it. So a hold ends within a millisecond of its kernel's end, or of the last
+//! launch if that is later, with no further call. Holds of one stream end in launch order
 //! as their kernels finish; a hold of another stream ends at the latest when the holds queued
 //! before it have ended too. [`wait_released`] waits until every hold recorded so far has
 //! ended.
@@ -261,11 +261,11 @@ fn release_loop() {
         let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
     }
     loop {
-        let (front, retired) = {
+        let retired = {
             let mut queue = queue();
-            let found = loop {
+            let retired = loop {
                 if !queue.retired.is_empty() {
-                    break (None, core::mem::take(&mut queue.retired));
+                    break core::mem::take(&mut queue.retired);
                 }
                 if queue.pending.is_empty() {
                     // Nothing to release: sleep until a hold wakes it.
@@ -273,41 +273,30 @@ fn release_loop() {
                     queue = WORK.wait(queue).unwrap_or_else(|e| e.into_inner());
                     continue;
                 }
-                // Launches in progress release on their own thread: wait for them to pause
-                // (no launch for `LINGER`), or for `wait_released` to ask.
+                // Launches in progress release on their own thread: wait for them to pause (no
+                // launch for `LINGER`), or for `wait_released` to ask; then look again.
                 let (seen, asked) = (queue.recorded, queue.asked);
                 queue.releaser = Releaser::Lingering;
                 queue = WORK.wait_timeout(queue, LINGER).unwrap_or_else(|e| e.into_inner()).0;
-                if (queue.recorded == seen || queue.asked != asked)
-                    && let Some(p) = queue.pending.front()
-                {
-                    break (Some((p.seq, p.event.clone())), Vec::new());
+                if queue.recorded == seen || queue.asked != asked {
+                    break Vec::new();
                 }
             };
             queue.releaser = Releaser::Busy;
-            found
+            retired
         };
         if !retired.is_empty() {
             // Deleters run with no lock of this module held; waiters are told under the lock,
             // so that none misses it.
             drop(retired);
-            drop(queue());
-            RELEASED.notify_all();
+            released(&queue());
         }
-        let Some((seq, event)) = front else { continue };
-        let waited = event.synchronize();
-        drop(event);
-        match waited {
+        // The holds done by now end; the others are looked at again a `LINGER` later. A query
+        // never blocks: this thread waits on the device for nothing, and a kernel's end is
+        // noticed within a `LINGER` of it.
+        if let Err(CudaError::Driver(DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED))) = collect(None) {
             // The driver is shut down: the process is exiting. What is held stays held.
-            Err(DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => return,
-            // A failed wait is a failed kernel, whose context runs nothing more: its hold ends
-            // even if the queries below say otherwise, so that the thread never spins.
-            Err(_) => {
-                let _ = collect(Some(seq));
-            }
-            Ok(()) => {
-                let _ = collect(None);
-            }
+            return;
         }
     }
 }
