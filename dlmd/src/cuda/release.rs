@@ -145,6 +145,9 @@ fn queue() -> MutexGuard<'static, Queue> {
 /// of the launch under that event in the stream-order registry (`order`).
 pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: &[Footprint]) -> Result<(), CudaError> {
     let ctx = stream.context();
+    // What is done is released here first, on the launching thread (module docs), so that its
+    // event can serve this launch.
+    release_done_front()?;
     let (stopped, reused) = {
         let mut queue = queue();
         let at = queue.free.iter().position(|e| Arc::ptr_eq(e.context(), ctx));
@@ -153,8 +156,8 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
             at.map(|i| queue.free.swap_remove(i)),
         )
     };
-    if stopped || !queue().pending.is_empty() {
-        // What is done is released here, on the launching thread (module docs).
+    if stopped {
+        // Nothing releases in the background: this launch releases all that is done.
         release_completed()?;
     }
     let event = match reused {
@@ -455,35 +458,61 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
 
 /// Drops the holds `taken` out of the queue, with no lock held, and keeps their events for
 /// reuse.
-fn release(taken: Vec<Pending>) {
-    let mut seqs = Vec::with_capacity(taken.len());
-    let mut events = Vec::with_capacity(taken.len());
-    let mut holds = Vec::with_capacity(taken.len());
+fn release(taken: impl IntoIterator<Item = Pending>) {
     for Pending { seq, event, held, .. } in taken {
-        seqs.push(seq);
-        events.push(event);
-        holds.push(held);
-    }
-    super::order::forget_queued(&events);
-    // Deleters run here, with no lock of this crate held.
-    drop(holds);
-    let (spare, shared): (Vec<HoldEvent>, Vec<Arc<HoldEvent>>) = {
-        let mut queue = queue();
-        queue.releasing.retain(|s| !seqs.contains(s));
-        let (mut spare, mut shared) = (Vec::new(), Vec::new());
-        for event in events {
-            match Arc::try_unwrap(event) {
-                Ok(event) if queue.free.len() < FREE_EVENTS => queue.free.push(event),
-                Ok(event) => spare.push(event),
+        super::order::forget_queued(core::slice::from_ref(&event));
+        // Deleters run here, with no lock of this crate held.
+        drop(held);
+        let left = {
+            let mut queue = queue();
+            queue.releasing.retain(|&s| s != seq);
+            let left = match Arc::try_unwrap(event) {
+                Ok(event) if queue.free.len() < FREE_EVENTS => {
+                    queue.free.push(event);
+                    None
+                }
+                Ok(event) => Some(Ok(event)),
                 // A waiter still holds it: the last of them destroys it.
-                Err(event) => shared.push(event),
-            }
+                Err(event) => Some(Err(event)),
+            };
+            released(&queue);
+            left
+        };
+        // Destroyed (a driver call) outside the lock.
+        drop(left);
+    }
+}
+
+/// Releases, on this thread, the holds at the front of the queue whose kernels are done: what a
+/// launch does first (module docs). Where the front's kernel still runs, that is one lock and
+/// one query, and nothing is allocated.
+fn release_done_front() -> Result<(), CudaError> {
+    loop {
+        let (seq, event) = match queue().pending.front() {
+            Some(p) => (p.seq, p.event.clone()),
+            None => return Ok(()),
+        };
+        let done = event.is_complete();
+        // Not the last reference while the hold is queued; if another thread released it
+        // meanwhile, this drop destroys the event, outside the lock.
+        drop(event);
+        match done {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            // A failed kernel, or a driver shutting down: the full pass decides and reports.
+            Err(_) => return collect(None).map(drop),
         }
-        released(&queue);
-        (spare, shared)
-    };
-    // Destroyed (a driver call) outside the lock.
-    drop((spare, shared));
+        let taken = {
+            let mut queue = queue();
+            if queue.pending.front().is_none_or(|p| p.seq != seq) {
+                // Another thread took it meanwhile.
+                continue;
+            }
+            queue.releasing.push(seq);
+            queue.pending.pop_front()
+        };
+        release(taken);
+    }
 }
 
 #[cfg(test)]
