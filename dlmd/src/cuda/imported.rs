@@ -206,6 +206,7 @@ impl Imported {
     /// // A `torch.bool` tensor of one dimension, to a kernel that takes `u8` elements.
     /// let bytes = x.arg_bool_bytes::<DeviceMdspanMut<'_, u8, Dims<1>>>()?;
     /// # drop(bytes); Ok(()) }
+    /// # let _ = f;
     /// ```
     pub fn arg_bool_bytes<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
         self.checked(P::import_bool_bytes(&self.tensor)?)
