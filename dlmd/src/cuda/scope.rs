@@ -7,9 +7,9 @@
 //! queued without waiting, so copies and collectives run back to back.
 //!
 //! The scope records an event after each piece of work it queues (one event a stream,
-//! recorded again after each), and waits for those events, not for the streams: a stream that
-//! begins a CUDA graph capture later cannot be synchronized, but an event recorded before can
-//! be waited for. It never returns while one of them is neither complete nor failed (a failed
+//! recorded again after each, and once more at its end where the stream is not capturing), and
+//! waits for those events, not for the streams: a stream that begins a CUDA graph capture later
+//! cannot be synchronized, but an event recorded before can be waited for. It never returns while one of them is neither complete nor failed (a failed
 //! event is a failed kernel, which poisons the context: nothing queued there runs any more).
 //! Work is not queued in a scope on a stream that is capturing ([`CudaError::ScopeCapture`]):
 //! it would run when the graph runs, after the scope has ended.
@@ -70,7 +70,7 @@ impl DeviceMemory for Device {
 pub struct Scope<'scope, 'env: 'scope> {
     /// The streams work was queued on (by driver handle and device), each with the event
     /// recorded after the latest work queued there.
-    streams: RefCell<Vec<(StreamHandle, Arc<HoldEvent>)>>,
+    streams: RefCell<Vec<(StreamHandle, Slot)>>,
     /// This scope's key among the [`QUEUED`] footprints.
     id: u64,
     /// How deep in NCCL groups this thread was when the scope began.
@@ -164,10 +164,17 @@ impl<'scope> Scope<'scope, '_> {
         let key = (stream.cu_stream() as usize, stream.context().ordinal());
         let mut streams = self.streams.borrow_mut();
         let event = match streams.iter().find(|(k, _)| *k == key) {
-            Some((_, event)) => event.clone(),
+            Some((_, slot)) => slot.event.clone(),
             None => {
                 let event = Arc::new(HoldEvent::new(stream.context())?);
-                streams.push((key, event.clone()));
+                let stream = stream.clone();
+                streams.push((
+                    key,
+                    Slot {
+                        stream,
+                        event: event.clone(),
+                    },
+                ));
                 event
             }
         };
@@ -241,7 +248,18 @@ impl<'scope> Scope<'scope, '_> {
     /// until each is complete or failed, then lets go of what that work reached; the first
     /// error is returned.
     fn wait(&self) -> Result<(), CudaError> {
-        let events: Vec<Arc<HoldEvent>> = self.streams.borrow_mut().drain(..).map(|(_, e)| e).collect();
+        let slots: Vec<(StreamHandle, Slot)> = self.streams.borrow_mut().drain(..).collect();
+        for (_, Slot { stream, event }) in &slots {
+            // Once more where the stream is not capturing, after what was queued there since
+            // (as by NCCL for a group begun outside `nccl::group`); a failure leaves the last.
+            if matches!(
+                stream.capture_status(),
+                Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+            ) {
+                let _ = event.record(stream);
+            }
+        }
+        let events: Vec<Arc<HoldEvent>> = slots.into_iter().map(|(_, slot)| slot.event).collect();
         let mut first = Ok(());
         for event in &events {
             if let Err(e) = event.wait_done() {
