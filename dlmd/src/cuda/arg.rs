@@ -11,6 +11,7 @@ use crate::managed::ManagedTensor;
 use crate::space::MemorySpace;
 use crate::view::{Access, Mdspan};
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 pub(crate) mod sealed {
     pub trait Sealed<P> {}
@@ -24,9 +25,10 @@ pub struct ArgInfo<'a> {
     pub device: Option<i32>,
     /// The memory it reaches and how (see [`KernelParam::footprint`]).
     pub footprint: Option<Footprint>,
-    /// The imported tensor it comes from, kept until the kernel is done, and the stream its
-    /// producer named.
-    pub held: Option<(&'a Arc<ManagedTensor>, WorkStream)>,
+    /// The imported tensor it comes from, kept until the kernel is done, the stream its
+    /// producer named and, where that is the per-thread default stream (2), the thread whose
+    /// stream it is.
+    pub held: Option<(&'a Arc<ManagedTensor>, WorkStream, Option<ThreadId>)>,
 }
 
 /// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed

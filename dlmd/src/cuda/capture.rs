@@ -10,6 +10,11 @@
 //! destroys the object once the graph and its instances are destroyed and their last launch is
 //! done. Its destroy callback runs on a driver thread, which must not call CUDA: it only hands
 //! the hold to the releasing thread ([`release::retire`](super::release)), which drops it.
+//!
+//! A captured launch over imports also captures, after its kernel, a node that records an event
+//! each time the graph runs, and files its imported bytes under that event (`order`), so that a
+//! later launch over the same memory on another stream waits for the graph's latest run. The
+//! entries are part of the hold (`Held::filed`), and go with it.
 
 use super::release::{self, Held};
 use super::{CudaError, LaunchError};

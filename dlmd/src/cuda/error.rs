@@ -55,6 +55,28 @@ pub enum CudaError {
         /// Whether the other side is earlier queued work (else another view of the same call).
         with_queued: bool,
     },
+    /// Work was to be queued in a [`scope`](super::scope) on a stream that is capturing a CUDA
+    /// graph: it would run when the graph runs, after the scope has ended and let go of its
+    /// views.
+    #[error(
+        "{operation}: stream {stream:#x} is capturing a CUDA graph, and work queued in a scope must run before the scope ends; queue it outside the capture, or capture launches over imports (which the graph keeps)"
+    )]
+    ScopeCapture {
+        /// The launch's kernel, the copy or the collective.
+        operation: &'static str,
+        /// The capturing stream's handle.
+        stream: usize,
+    },
+    /// A collective was to be queued in a [`scope`](super::scope) that began inside an NCCL
+    /// `nccl::group`: NCCL queues it when the group ends, after the scope has
+    /// ended and let go of its views.
+    #[error(
+        "{operation}: this scope began inside an NCCL group, which queues its collectives only when it ends, after the scope; begin the scope first and the group inside it"
+    )]
+    ScopeGroup {
+        /// The collective.
+        operation: &'static str,
+    },
     /// A copy's source and destination have different extents.
     #[error("cannot copy a view of extents {src:?} into one of extents {dst:?}: the extents must be equal")]
     CopyExtents {
@@ -213,6 +235,16 @@ pub enum LaunchError {
         producer: usize,
         /// The launch's stream handle.
         launch: usize,
+    },
+    /// An imported argument's producer named the per-thread default stream (DLPack's stream 2),
+    /// which is another stream on every thread, and the launch is made on another thread than
+    /// the one that imported it: the kernel would not be ordered after the producer's work.
+    #[error(
+        "cannot launch `{kernel}` on this thread: an imported argument's producer named the per-thread default stream (2) of the thread that imported it, which is another stream here; launch on that thread"
+    )]
+    PerThreadStream {
+        /// The kernel's name.
+        kernel: &'static str,
     },
     /// The launch's stream is capturing a CUDA graph, and the driver cannot tie what the launch
     /// holds (its imported tensors, its module) to the graph: it lacks

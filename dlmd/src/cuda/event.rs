@@ -1,5 +1,6 @@
-//! The events that end holds (`release`) and order launches over imports (`order`), and the
-//! relaxed stream-capture mode in which a thread may ask about them while another captures.
+//! The events that end holds (`release`), order launches over imports (`order`) and end scopes
+//! (`scope`), and the relaxed stream-capture mode in which a thread may ask about them while
+//! another captures.
 
 use super::CudaError;
 use cudarc::driver::{CudaContext, CudaStream, DriverError, sys};
@@ -40,6 +41,17 @@ impl HoldEvent {
         unsafe { sys::cuEventRecord(self.event, stream.cu_stream()) }.result()
     }
 
+    /// Records, into the graph that `stream` (of this event's context) is capturing, a node that
+    /// records this event each time the graph runs (`CU_EVENT_RECORD_EXTERNAL`): a stream that
+    /// waits for the event then waits for the graph's latest run, and while the graph has
+    /// never run the event is complete.
+    pub(crate) fn record_in_capture(&self, stream: &CudaStream) -> Result<(), DriverError> {
+        let external = sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as core::ffi::c_uint;
+        // SAFETY: a live event and a live stream of the same context; the flag is the driver's,
+        // for a stream that captures (one that does not refuses it with an error).
+        unsafe { sys::cuEventRecordWithFlags(self.event, stream.cu_stream(), external) }.result()
+    }
+
     /// Whether the recorded work is done, without waiting; a failed kernel is an error.
     pub(crate) fn is_complete(&self) -> Result<bool, DriverError> {
         // SAFETY: a live event.
@@ -55,6 +67,53 @@ impl HoldEvent {
         self.ctx.bind_to_thread()?;
         // SAFETY: a live event, of the context bound above.
         unsafe { sys::cuEventSynchronize(self.event) }.result()
+    }
+
+    /// Waits until the recorded work is done, or has failed (an error: a failed kernel poisons
+    /// its context, which runs nothing more), in relaxed stream-capture mode, so that a capture
+    /// begun elsewhere (on the event's own stream, too) neither breaks nor ends the wait. Where
+    /// the driver refuses to wait, it asks until the event is done or failed: it never returns
+    /// while the work may still run.
+    pub(crate) fn wait_done(&self) -> Result<(), DriverError> {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: exchanges this thread's mode through a valid pointer.
+        let exchanged = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+            .result()
+            .is_ok();
+        let waited = match self.synchronize() {
+            Ok(()) => Ok(()),
+            Err(_) => self.spin(),
+        };
+        if exchanged {
+            // SAFETY: as above, putting the previous mode back.
+            let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+        }
+        waited
+    }
+
+    /// Asks until the recorded work is done or has failed. A refusal that concerns a graph
+    /// capture says neither, and is asked again.
+    fn spin(&self) -> Result<(), DriverError> {
+        use sys::CUresult::*;
+        loop {
+            match self.is_complete() {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(DriverError(
+                    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                    | CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                    | CUDA_ERROR_STREAM_CAPTURE_MERGE
+                    | CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+                    | CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+                    | CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+                    | CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+                    | CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+                    | CUDA_ERROR_CAPTURED_EVENT,
+                )) => {}
+                Err(e) => return Err(e),
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// The context the event belongs to.

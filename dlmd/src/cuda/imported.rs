@@ -16,6 +16,10 @@ use crate::space::Device;
 use crate::view::{Aliased, AliasedMut, Mdspan};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
+use std::thread::ThreadId;
+
+/// DLPack's stream value, and the driver's handle, of the per-thread default stream.
+const PER_THREAD: usize = 2;
 
 /// A tensor from another framework, held for kernels queued on the stream its producer named.
 ///
@@ -37,10 +41,13 @@ use std::sync::Arc;
 ///   the data is ready on the stream the consumer asked for (or the producer's current work
 ///   stream, which its C exchange table names), and the producer's own later work on that
 ///   stream runs after what is queued there now. A launch runs on that stream and no other:
-///   every imported argument must name the launch's stream ([`LaunchError::Stream`](super::LaunchError::Stream)). Launches
+///   every imported argument must name the launch's stream ([`LaunchError::Stream`](super::LaunchError::Stream)), and
+///   where that is the per-thread default stream, which is another stream on every thread, be
+///   launched on the thread that imported it ([`LaunchError::PerThreadStream`](super::LaunchError::PerThreadStream)). Launches
 ///   over imports of the same memory on other streams (one tensor imported twice, for two
 ///   streams) are ordered by the launch: it waits on the device for the earlier ones over
-///   overlapping bytes, unless both only read. Work the producer's user queues on other
+///   overlapping bytes (also copies and collectives in scopes, and the latest run of a CUDA
+///   graph that captured such a launch), unless both only read. Work the producer's user queues on other
 ///   streams without ordering it is outside what any consumer can see; it is as much a race
 ///   for the producer's own operations.
 /// - **Other arguments of the same launch** are checked against each other: no argument the
@@ -69,6 +76,9 @@ use std::sync::Arc;
 pub struct Imported {
     tensor: Arc<ManagedTensor>,
     stream: WorkStream,
+    /// Where `stream` is the per-thread default stream (2), another stream on every thread: the
+    /// thread whose stream the producer named, the only one launches over it are made on.
+    thread: Option<ThreadId>,
 }
 
 impl Imported {
@@ -89,10 +99,15 @@ impl Imported {
     /// - the producer's own later work on the memory is ordered after work queued on `stream`
     ///   (it runs on `stream`, or waits for it), for as long as this `Imported` or a launch
     ///   over it lives.
+    ///
+    /// The per-thread default stream (`2`) is this thread's: launches over the tensor are
+    /// refused on other threads ([`LaunchError::PerThreadStream`](super::LaunchError::PerThreadStream)).
     pub unsafe fn new(tensor: ManagedTensor, stream: WorkStream) -> Self {
+        let thread = (stream.0 == PER_THREAD).then(|| std::thread::current().id());
         Self {
             tensor: Arc::new(tensor),
             stream,
+            thread,
         }
     }
 
@@ -352,7 +367,7 @@ impl<'i, P: KernelParam, N> KernelArg<P, N> for Arg<'i, P> {
         ArgInfo {
             device: Some(self.device),
             footprint: Some(self.footprint),
-            held: Some((&self.held.tensor, self.held.stream)),
+            held: Some((&self.held.tensor, self.held.stream, self.held.thread)),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::arg::ArgInfo;
 use super::capture::{capture_graph, hold_for_graph};
+use super::event::HoldEvent;
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
 use crate::kernel::Footprint;
@@ -179,7 +180,8 @@ pub struct Launch<'a, 'scope, 'env> {
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     /// A launch of one of `kernels` on `stream` with `config`, queued in this scope: pass it
-    /// to the kernel's launcher, with the kernel's arguments.
+    /// to the kernel's launcher, with the kernel's arguments. The launcher refuses it on a
+    /// stream that is capturing a CUDA graph ([`CudaError::ScopeCapture`]).
     pub fn launch<'a>(
         &'a self,
         stream: &'a Arc<CudaStream>,
@@ -290,7 +292,7 @@ impl Launch<'_, '_, '_> {
             }));
         }
         let handle = self.stream.cu_stream() as usize;
-        for (_, producer) in args.iter().filter_map(|a| a.held) {
+        for (_, producer, thread) in args.iter().filter_map(|a| a.held) {
             if !producer.is(handle) {
                 return Err(CudaError::Launch(super::LaunchError::Stream {
                     kernel: name,
@@ -298,11 +300,17 @@ impl Launch<'_, '_, '_> {
                     launch: handle,
                 }));
             }
+            // The per-thread default stream is the importing thread's only there.
+            if thread.is_some_and(|t| t != std::thread::current().id()) {
+                return Err(CudaError::Launch(super::LaunchError::PerThreadStream { kernel: name }));
+            }
         }
         let footprints: Vec<Option<Footprint>> = args.iter().map(|a| a.footprint).collect();
         check_disjoint(&footprints)
             .map_err(|overlap| CudaError::Launch(super::LaunchError::Arguments { kernel: name, overlap }))?;
         let function = self.kernels.checked_function(name, digest)?;
+        // In a scope: an event of the scope's, on a stream that is not capturing.
+        let slot = self.scope.map(|scope| scope.slot(name, &self.stream)).transpose()?;
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
             super::order::order_after(&self.stream, footprint.start, footprint.bytes)?;
@@ -311,15 +319,32 @@ impl Launch<'_, '_, '_> {
         let mut held = Held {
             tensors: args
                 .iter()
-                .filter_map(|a| a.held.map(|(tensor, _)| tensor.clone()))
+                .filter_map(|a| a.held.map(|(tensor, ..)| tensor.clone()))
                 .collect(),
             // Without a scope nothing else keeps the module loaded while the kernel runs.
             module: self.scope.is_none().then(|| self.kernels.module.clone()),
+            filed: None,
         };
+        let imported: Vec<Footprint> = if held.tensors.is_empty() {
+            Vec::new()
+        } else {
+            args.iter()
+                .filter(|a| a.held.is_some())
+                .filter_map(|a| a.footprint)
+                .collect()
+        };
+        let mut replays = None;
         if !held.is_empty()
             && let Some(graph) = capture_graph(&self.stream, name)?
         {
-            // Captured, not run: the graph keeps the hold, from before the kernel is in it.
+            // Captured, not run: the graph keeps the hold, from before the kernel is in it. Its
+            // runs record an event after the kernel, under which the imported bytes are filed
+            // for as long as the graph lives (entries whose event never ran wait for nothing).
+            if !imported.is_empty() {
+                let event = Arc::new(HoldEvent::new(self.stream.context())?);
+                held.filed = Some(super::order::file_captured(&imported, &event));
+                replays = Some(event);
+            }
             hold_for_graph(graph, core::mem::take(&mut held))?;
         }
         let LaunchConfig {
@@ -330,9 +355,10 @@ impl Launch<'_, '_, '_> {
         // SAFETY: `function` is the entry point `name` of the module, whose parameters are the
         // forms `params` points at (the digest matched; the caller promises the forms); the
         // context is bound; the memory of the views stays valid until the kernel is done: Rust's
-        // until the scope ends, which waits for this stream first (or forever, without a scope:
-        // the caller), imports' because they are held below until an event after the kernel
-        // (or, captured into a graph, as long as the graph: above).
+        // until the scope ends, which waits for the event recorded after the kernel below (on a
+        // stream that was not capturing: `slot`; or forever, without a scope: the caller),
+        // imports' because they are held below until an event after the kernel (or, captured
+        // into a graph, as long as the graph: above).
         unsafe {
             result::launch_kernel(
                 function.cu_function(),
@@ -343,18 +369,25 @@ impl Launch<'_, '_, '_> {
                 params,
             )
         }?;
-        if let Some(scope) = self.scope {
-            scope.queued_on(&self.stream);
+        if let Some(event) = replays
+            && let Err(e) = event.record_in_capture(&self.stream)
+        {
+            // Without the node, the graph's runs would be ordered against nothing: a
+            // synchronization, which a capture forbids, invalidates it, so that no graph is made.
+            let _ = self.stream.synchronize();
+            return Err(e.into());
         }
-        if !held.is_empty() {
-            let imported: Vec<Footprint> = args
-                .iter()
-                .filter(|a| a.held.is_some())
-                .filter_map(|a| a.footprint)
-                .collect();
-            hold_until_done(&self.stream, held, &imported)?;
-        }
-        Ok(())
+        // Both, whichever fails: each waits for the stream at once where its record fails.
+        let scoped = match (self.scope, slot) {
+            (Some(scope), Some(slot)) => scope.queued(slot, &[]),
+            _ => Ok(()),
+        };
+        let holding = if held.is_empty() {
+            Ok(())
+        } else {
+            hold_until_done(&self.stream, held, &imported)
+        };
+        scoped.and(holding)
     }
 }
 

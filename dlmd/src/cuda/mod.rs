@@ -35,6 +35,7 @@ mod launch;
 mod library;
 mod mirrored;
 mod order;
+mod peer;
 mod release;
 mod scope;
 mod stream;
@@ -54,9 +55,12 @@ pub use mirrored::{Current, MirroredArray};
 #[cfg(feature = "candle-cuda")]
 pub(crate) use order::after_queued;
 #[cfg(feature = "nccl")]
-pub(crate) use order::order_after;
+pub(crate) use order::{order_after, order_after_queued};
+pub use peer::device_location;
 pub use release::{release_completed, wait_released};
-pub use scope::{DeviceMemory, Scope, device_location, scope};
+pub use scope::{DeviceMemory, Scope, scope};
+#[cfg(feature = "nccl")]
+pub(crate) use scope::{group_ended, group_started};
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read

@@ -15,6 +15,12 @@
 //! so waiting for it is never wrong. A filed stream is held weakly: once its owner (the
 //! allocation, the array, candle's device) is gone, so is the entry.
 //!
+//! The per-thread default stream (handle `0x2`) is another stream on every thread, and an event
+//! recorded on it from one thread records that thread's: so a stream is known by its handle,
+//! its device and, for `0x2`, the thread, and memory whose owner's stream is `0x2` is filed
+//! with an event recorded when the view is made, on the thread that makes it (after the work
+//! that thread queued on the memory; the view's borrow keeps the owner from writing it after).
+//!
 //! The work such a view takes part in is queued in a [`scope`](super::scope), which waits for
 //! its streams before the view's borrow of the memory ends: whatever the memory's owner queues
 //! next runs after the view's work.
@@ -25,16 +31,21 @@
 //! event that ends its hold, `release`), and a later launch on another stream over overlapping
 //! bytes waits for that event on the device ([`order_after_queued`]), unless both only read.
 //! The entries go when their hold is released, which is when their event is complete
-//! ([`forget_queued`]). A stream that is capturing a CUDA graph cannot wait for work queued
-//! outside the capture: there a launch over bytes such work still uses is refused
-//! ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)). A captured launch files
-//! nothing: it runs when the graph is launched, which its launcher orders.
+//! ([`forget_queued`]). Copies and collectives queued in a [`scope`](super::scope) wait for
+//! such launches in the same way, and file their own bytes under the scope's event of their
+//! stream, recorded after them, until the scope has waited for it. A stream that is capturing
+//! a CUDA graph cannot wait for work queued outside the capture: there a launch over bytes such
+//! work still uses is refused ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)).
+//! A captured launch over imports captures, after its kernel, a node that records an event each
+//! time the graph runs, and files its bytes under that event, for no stream (a graph may run on
+//! any), for as long as the graph lives ([`Filed`]): a later launch waits for the latest run.
 
 use super::event::{HoldEvent, relaxed};
 use super::{CudaError, LaunchError};
 use crate::kernel::{Footprint, Use};
 use cudarc::driver::{CudaStream, sys};
 use std::sync::{Arc, Mutex, Weak};
+use std::thread::ThreadId;
 
 /// A byte range and the stream its owner queues work on.
 struct Owner {
@@ -42,16 +53,24 @@ struct Owner {
     end: usize,
     stream: Weak<CudaStream>,
     key: StreamKey,
+    /// For the per-thread default stream, the event recorded on the filing thread's when the
+    /// view was made: another thread cannot record one on that stream later.
+    recorded: Option<Arc<HoldEvent>>,
 }
 
-/// A stream as the driver knows it: its handle and its device (the NULL handle is every
-/// device's legacy default stream).
+/// The per-thread default stream's handle, which names another stream on every thread.
+const PER_THREAD: usize = 0x2;
+
+/// A stream as the driver knows it: its handle, its device (the NULL handle is every device's
+/// legacy default stream) and, for the per-thread default stream, the thread.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct StreamKey(usize, usize);
+struct StreamKey(usize, usize, Option<ThreadId>);
 
 impl StreamKey {
     fn of(stream: &CudaStream) -> Self {
-        Self(stream.cu_stream() as usize, stream.context().ordinal())
+        let handle = stream.cu_stream() as usize;
+        let thread = (handle == PER_THREAD).then(|| std::thread::current().id());
+        Self(handle, stream.context().ordinal(), thread)
     }
 }
 
@@ -62,28 +81,55 @@ static OWNERS: Mutex<Vec<Owner>> = Mutex::new(Vec::new());
 const PRUNE_AT: usize = 64;
 
 /// Files `stream` as where the owner of the `bytes` bytes at device address `ptr` queues its
-/// work: work over a view of them on another stream waits for it ([`order_after`]).
+/// work: work over a view of them on another stream waits for it ([`order_after`]). On the
+/// per-thread default stream, an event is recorded now, on this thread's; where that fails,
+/// this thread's stream is waited for instead.
 pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, bytes: usize) {
     if bytes == 0 {
         return;
     }
     let (start, key) = (ptr as usize, StreamKey::of(stream));
     let end = start.saturating_add(bytes);
-    let mut owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
-    if owners.len() >= PRUNE_AT {
-        owners.retain(|o| o.stream.strong_count() > 0);
-    }
-    let known = owners
-        .iter()
-        .any(|o| (o.start, o.end) == (start, end) && o.key == key && o.stream.strong_count() > 0);
-    if !known {
-        owners.push(Owner {
+    let recorded = if key.0 == PER_THREAD {
+        let event = HoldEvent::new(stream.context()).and_then(|e| Ok(e.record(stream).map(|()| e)?));
+        match event {
+            Ok(event) => Some(Arc::new(event)),
+            Err(_) => {
+                // Then nothing this thread queued is left in flight to order after (a failed
+                // wait is a failed kernel, after which the context runs nothing).
+                let _ = stream.synchronize();
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let stale = {
+        let mut owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stale: Vec<Owner> = Vec::new();
+        if owners.len() >= PRUNE_AT {
+            stale.extend(owners.extract_if(.., |o| o.stream.strong_count() == 0));
+        }
+        let known = owners
+            .iter()
+            .position(|o| (o.start, o.end) == (start, end) && o.key == key && o.stream.strong_count() > 0);
+        let owner = Owner {
             start,
             end,
             stream: Arc::downgrade(stream),
             key,
-        });
-    }
+            recorded,
+        };
+        match known {
+            // A later event of the same stream stands for the earlier one.
+            Some(at) if owner.recorded.is_some() => stale.push(core::mem::replace(&mut owners[at], owner)),
+            Some(_) => {}
+            None => owners.push(owner),
+        }
+        stale
+    };
+    // Their events are destroyed (a driver call) outside the lock.
+    drop(stale);
 }
 
 /// Makes `stream` wait, on the device, for the work queued so far on the owners' streams of
@@ -93,51 +139,81 @@ pub(crate) fn order_after(stream: &CudaStream, ptr: usize, bytes: usize) -> Resu
         return Ok(());
     }
     let (end, key) = (ptr.saturating_add(bytes), StreamKey::of(stream));
-    let others: Vec<Arc<CudaStream>> = {
+    let (others, recorded) = {
         let owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
-        let mut others: Vec<Arc<CudaStream>> = Vec::new();
+        let mut others: Vec<(StreamKey, Arc<CudaStream>)> = Vec::new();
+        let mut recorded: Vec<Arc<HoldEvent>> = Vec::new();
         for o in owners
             .iter()
             .filter(|o| o.key != key && overlaps((o.start, o.end), (ptr, end)))
         {
-            if let Some(owner) = o.stream.upgrade()
-                && !others.iter().any(|s| StreamKey::of(s) == o.key)
+            if let Some(event) = &o.recorded {
+                recorded.push(event.clone());
+            } else if let Some(owner) = o.stream.upgrade()
+                && !others.iter().any(|(k, _)| *k == o.key)
             {
-                others.push(owner);
+                others.push((o.key, owner));
             }
         }
-        others
+        (others, recorded)
     };
-    for owner in others {
+    for (_, owner) in others {
         let event = owner.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
         stream.wait(&event)?;
+    }
+    for event in &recorded {
+        // SAFETY: `stream` is a live stream and `event` a live, recorded event (held by the
+        // `Arc`); waiting for an event of another context is allowed.
+        unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.handle(), 0) }.result()?;
     }
     Ok(())
 }
 
-/// Bytes a launch over imports queued work on, until the event recorded after its kernel.
+/// Bytes a launch over imports, a copy or a collective queued work on, until the event recorded
+/// after it.
 struct Queued {
     start: usize,
     end: usize,
-    /// Whether the kernel writes them (plainly or atomically).
+    /// Whether the work writes them (plainly or atomically).
     writes: bool,
-    key: StreamKey,
+    /// The stream the event is recorded on; `None` for a graph's runs, which no stream orders.
+    key: Option<StreamKey>,
     event: Arc<HoldEvent>,
 }
 
-/// The imported bytes of launches whose holds are not yet released.
+/// The imported bytes of launches whose holds are not yet released, the bytes of copies and
+/// collectives in scopes not yet ended, and the imported bytes of launches captured into
+/// graphs that live.
 static QUEUED: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
 
-/// The per-thread default stream's handle, which names another stream on every thread.
-const PER_THREAD: usize = 0x2;
-
-/// Files the `footprints` of a launch queued on `stream` (its imported arguments) as work in
-/// flight until `event`, recorded after the kernel.
+/// Files the `footprints` of work queued on `stream` (a launch's imported arguments, a copy's or
+/// a collective's views) as work in flight until `event`, recorded after it.
 pub(crate) fn file_queued(stream: &CudaStream, footprints: &[Footprint], event: &Arc<HoldEvent>) {
+    file(Some(StreamKey::of(stream)), footprints, event);
+}
+
+/// The entries of a launch captured into a graph, which go when it is dropped: with the
+/// graph's hold (see `capture`).
+pub(crate) struct Filed(Arc<HoldEvent>);
+
+impl Drop for Filed {
+    fn drop(&mut self) {
+        forget_queued(core::slice::from_ref(&self.0));
+    }
+}
+
+/// Files the `footprints` of a launch captured into a graph as work in flight until `event`,
+/// which a node captured after the kernel records each time the graph runs, for as long as
+/// the [`Filed`] returned lives.
+pub(crate) fn file_captured(footprints: &[Footprint], event: &Arc<HoldEvent>) -> Filed {
+    file(None, footprints, event);
+    Filed(event.clone())
+}
+
+fn file(key: Option<StreamKey>, footprints: &[Footprint], event: &Arc<HoldEvent>) {
     if footprints.iter().all(|f| f.bytes == 0) {
         return;
     }
-    let key = StreamKey::of(stream);
     let mut queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
     for f in footprints.iter().filter(|f| f.bytes > 0) {
         queued.push(Queued {
@@ -179,17 +255,17 @@ pub(crate) fn order_after_queued(
     }
     let (start, end) = (footprint.start, footprint.start.saturating_add(footprint.bytes));
     let writes = !matches!(footprint.used, Use::Read);
-    let key = StreamKey::of(stream);
+    let key = Some(StreamKey::of(stream));
     let events: Vec<Arc<HoldEvent>> = {
         let queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
         // Events of one stream complete in the order they were recorded, and entries are filed
-        // in that order: the last entry of a stream stands for all its earlier ones (not on the
-        // per-thread default stream, whose handle names one stream a thread).
-        let mut latest: Vec<(StreamKey, Arc<HoldEvent>)> = Vec::new();
+        // in that order (an event filed again is recorded again only later): the last entry of
+        // a stream stands for all its earlier ones. A graph's entries stand for themselves.
+        let mut latest: Vec<(Option<StreamKey>, Arc<HoldEvent>)> = Vec::new();
         for q in queued.iter().filter(|q| {
-            (q.key != key || key.0 == PER_THREAD) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
+            (q.key.is_none() || q.key != key) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
         }) {
-            match latest.iter_mut().find(|(k, _)| *k == q.key && k.0 != PER_THREAD) {
+            match latest.iter_mut().find(|(k, _)| k.is_some() && *k == q.key) {
                 Some((_, event)) => *event = q.event.clone(),
                 None => latest.push((q.key, q.event.clone())),
             }

@@ -49,6 +49,8 @@ pub(crate) struct Held {
     pub(crate) tensors: Vec<Arc<ManagedTensor>>,
     /// The module its kernel is in.
     pub(crate) module: Option<Arc<CudaModule>>,
+    /// For a launch captured into a graph, its imported bytes filed until the graph is gone.
+    pub(crate) filed: Option<super::order::Filed>,
 }
 
 impl Held {
@@ -536,6 +538,7 @@ mod tests {
         retire(Held {
             tensors: vec![Arc::new(tensor)],
             module: None,
+            filed: None,
         });
         let mut queue = queue();
         while Arc::strong_count(&data) > 1 {

@@ -3,9 +3,27 @@
 //! Work queued on a stream outlives the call that queued it, so it cannot borrow a view for
 //! that call alone. A [`scope`] ties them together instead, as [`std::thread::scope`] does for
 //! threads: the views given to work queued in it must outlive the scope, and the scope waits
-//! for every stream it queued on before it returns (also when its closure fails or panics).
-//! Inside, work is queued without waiting, so copies and collectives run back to back.
+//! for that work before it returns (also when its closure fails or panics). Inside, work is
+//! queued without waiting, so copies and collectives run back to back.
+//!
+//! The scope records an event after each piece of work it queues (one event a stream,
+//! recorded again after each, and once more at its end where the stream is not capturing), and
+//! waits for those events, not for the streams: a stream that begins a CUDA graph capture later
+//! cannot be synchronized, but an event recorded before can be waited for. It never returns while one of them is neither complete nor failed (a failed
+//! event is a failed kernel, which poisons the context: nothing queued there runs any more).
+//! Work is not queued in a scope on a stream that is capturing ([`CudaError::ScopeCapture`]):
+//! it would run when the graph runs, after the scope has ended.
+//!
+//! Copies and collectives wait, on the device, for launches over imports of the same bytes in
+//! flight on other streams (`order`), and file their own bytes under the scope's event, until
+//! the scope has waited for it, so that later launches over imports wait for them too. NCCL
+//! queues the calls made in a `nccl::group` when the outermost group ends, so
+//! a collective's event is recorded, and its bytes filed, then; a collective in a scope that
+//! began inside a group, which would end before NCCL queues it, is refused
+//! ([`CudaError::ScopeGroup`]).
 
+use super::event::{HoldEvent, relaxed};
+use super::peer::{enable_peer_access, grant_pool_access};
 use super::{CudaError, context};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
@@ -16,10 +34,9 @@ use crate::space::{Device, MemorySpace};
 use crate::view::{Access, Mdspan, WriteAccess};
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Memory that CUDA copies and NCCL collectives work on: the memory of one CUDA device.
 #[diagnostic::on_unimplemented(
@@ -51,9 +68,14 @@ impl DeviceMemory for Device {
 /// closure), as in [`std::thread::Scope`]; both are invariant, so only views that outlive the
 /// whole scope can be given to its work.
 pub struct Scope<'scope, 'env: 'scope> {
-    streams: RefCell<Vec<Arc<CudaStream>>>,
+    /// The streams work was queued on (by driver handle and device), each with the event
+    /// recorded after the latest work queued there.
+    streams: RefCell<Vec<(StreamHandle, Slot)>>,
     /// This scope's key among the [`QUEUED`] footprints.
     id: u64,
+    /// How deep in NCCL groups this thread was when the scope began.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    group: usize,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -66,13 +88,131 @@ impl core::fmt::Debug for Scope<'_, '_> {
     }
 }
 
-impl<'scope> Scope<'scope, '_> {
-    /// Records that work was queued on `stream`: the scope waits for it before it ends.
-    pub(crate) fn queued_on(&self, stream: &Arc<CudaStream>) {
-        let mut streams = self.streams.borrow_mut();
-        if !streams.iter().any(|s| Arc::ptr_eq(s, stream)) {
-            streams.push(stream.clone());
+/// A stream as the driver knows it, within one thread: its handle and its device.
+type StreamHandle = (usize, usize);
+
+/// Work about to be queued in a scope on one stream: the scope's event of that stream, which
+/// [`Scope::queued`] records after the work. Taken before anything is queued, so that nothing
+/// queued is left without an event for want of one.
+pub(crate) struct Slot {
+    stream: Arc<CudaStream>,
+    event: Arc<HoldEvent>,
+}
+
+/// Collectives queued in an NCCL group that has not ended on this thread: their events are
+/// recorded, and their bytes filed, once NCCL has queued them.
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+struct Group {
+    depth: usize,
+    deferred: Vec<(Slot, Vec<Footprint>)>,
+}
+
+std::thread_local! {
+    static GROUP: RefCell<Group> = const { RefCell::new(Group { depth: 0, deferred: Vec::new() }) };
+}
+
+/// An NCCL group began on this thread (`ncclGroupStart`).
+#[cfg(feature = "nccl")]
+pub(crate) fn group_started() {
+    GROUP.with_borrow_mut(|g| g.depth += 1);
+}
+
+/// An NCCL group ended on this thread (`ncclGroupEnd`): once the outermost has, the
+/// collectives queued in it are, and their scopes' events are recorded after them.
+#[cfg(feature = "nccl")]
+pub(crate) fn group_ended() -> Result<(), CudaError> {
+    let deferred = GROUP.with_borrow_mut(|g| {
+        g.depth = g.depth.saturating_sub(1);
+        if g.depth == 0 {
+            core::mem::take(&mut g.deferred)
+        } else {
+            Vec::new()
         }
+    });
+    let mut first = Ok(());
+    for (slot, footprints) in deferred {
+        first = first.and(record(slot, &footprints));
+    }
+    first
+}
+
+/// Records `slot`'s event after the work just queued on its stream, and files `footprints`
+/// under it. Where the record fails, the stream is waited for here instead.
+fn record(slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
+    // Bound first: at a group's end, the thread's context may be another device's.
+    let recorded = (slot.stream.context().bind_to_thread()).and_then(|()| slot.event.record(&slot.stream));
+    if let Err(e) = recorded {
+        // Outside any capture mode's refusal; a failure here is a failed kernel, after which
+        // the context runs nothing.
+        let _ = relaxed(|| Ok(slot.stream.synchronize()?));
+        return Err(e.into());
+    }
+    super::order::file_queued(&slot.stream, footprints, &slot.event);
+    Ok(())
+}
+
+impl<'scope> Scope<'scope, '_> {
+    /// The slot for `operation`'s work on `stream`, refused where the stream is capturing a CUDA
+    /// graph (the work would run when the graph does, after the scope ends).
+    pub(crate) fn slot(&self, operation: &'static str, stream: &Arc<CudaStream>) -> Result<Slot, CudaError> {
+        if stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(CudaError::ScopeCapture {
+                operation,
+                stream: stream.cu_stream() as usize,
+            });
+        }
+        let key = (stream.cu_stream() as usize, stream.context().ordinal());
+        let mut streams = self.streams.borrow_mut();
+        let event = match streams.iter().find(|(k, _)| *k == key) {
+            Some((_, slot)) => slot.event.clone(),
+            None => {
+                let event = Arc::new(HoldEvent::new(stream.context())?);
+                let stream = stream.clone();
+                streams.push((
+                    key,
+                    Slot {
+                        stream,
+                        event: event.clone(),
+                    },
+                ));
+                event
+            }
+        };
+        Ok(Slot {
+            stream: stream.clone(),
+            event,
+        })
+    }
+
+    /// [`slot`](Self::slot) for a collective, refused in a scope that began inside an NCCL
+    /// group: NCCL queues the collective when the group ends, after this scope.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn collective_slot(&self, operation: &'static str, stream: &Arc<CudaStream>) -> Result<Slot, CudaError> {
+        if self.group > 0 && GROUP.with_borrow(|g| g.depth) > 0 {
+            return Err(CudaError::ScopeGroup { operation });
+        }
+        self.slot(operation, stream)
+    }
+
+    /// Records `slot`'s event after the work just queued on its stream, which the scope waits
+    /// for before it ends, and files `footprints` (a copy's or a collective's views) under it
+    /// until then, for launches over imports to wait for.
+    pub(crate) fn queued(&self, slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
+        record(slot, footprints)
+    }
+
+    /// [`queued`](Self::queued) for a collective: inside an NCCL group, once the outermost
+    /// group has ended (which is before this scope ends: `collective_slot`).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn queued_collective(&self, slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
+        let slot = GROUP.with_borrow_mut(|g| {
+            if g.depth == 0 {
+                return Some(slot);
+            }
+            g.deferred.push((slot, footprints.to_vec()));
+            None
+        });
+        slot.map_or(Ok(()), |slot| record(slot, footprints))
     }
 
     /// Files what one copy or collective, `operation`, reaches (`footprints`) as queued in this
@@ -104,21 +244,36 @@ impl<'scope> Scope<'scope, '_> {
         Ok(())
     }
 
-    /// Waits for every stream work was queued on, then lets go of what that work reached; the
-    /// first error is returned.
+    /// Waits for the event recorded after the latest work on each stream work was queued on,
+    /// until each is complete or failed, then lets go of what that work reached; the first
+    /// error is returned.
     fn wait(&self) -> Result<(), CudaError> {
+        let slots: Vec<(StreamHandle, Slot)> = self.streams.borrow_mut().drain(..).collect();
+        for (_, Slot { stream, event }) in &slots {
+            // Once more where the stream is not capturing, after what was queued there since
+            // (as by NCCL for a group begun outside `nccl::group`); a failure leaves the last.
+            if matches!(
+                stream.capture_status(),
+                Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+            ) {
+                let _ = event.record(stream);
+            }
+        }
+        let events: Vec<Arc<HoldEvent>> = slots.into_iter().map(|(_, slot)| slot.event).collect();
         let mut first = Ok(());
-        for stream in self.streams.borrow_mut().drain(..) {
-            if let Err(e) = stream.synchronize() {
+        for event in &events {
+            if let Err(e) = event.wait_done() {
                 first = first.and(Err(e.into()));
             }
         }
+        super::order::forget_queued(&events);
         queued().retain(|(id, _)| *id != self.id);
         first
     }
 
     /// Queues on `stream` a copy of `src` into `dst`, between devices (or on one): the same
-    /// element type and layout, and the same extents (checked). Peer access between the two
+    /// element type and layout, and the same extents (checked), on a stream that is not
+    /// capturing a CUDA graph ([`CudaError::ScopeCapture`]). Peer access between the two
     /// devices is enabled the first time they meet, and each device is given access to the
     /// stream-ordered memory pool the other's view came from (cudarc allocates from one), so the
     /// copy goes over NVLink or PCIe directly where the hardware allows it.
@@ -132,8 +287,10 @@ impl<'scope> Scope<'scope, '_> {
     /// ([`ImportError::UncheckedBool`](crate::import::ImportError::UncheckedBool)): copy them
     /// as `u8`. Host views and other layouts do not compile;
     /// non-contiguous layouts neither (copy those with a kernel). `stream` may belong to either device. The copy runs after the work
-    /// queued on either view's memory before the view was made, on whichever stream; the scope
-    /// keeps both views borrowed until it has waited for the copy.
+    /// queued on either view's memory before the view was made, on whichever stream, and after
+    /// launches over imports of the same memory in flight on other streams (where either
+    /// writes it); later launches over imports of it wait for the copy. The scope keeps both
+    /// views borrowed until it has waited for the copy.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), dlmd::cuda::CudaError> {
@@ -186,36 +343,38 @@ impl<'scope> Scope<'scope, '_> {
         if bytes == 0 {
             return Ok(());
         }
+        let slot = self.slot("copy", stream)?;
         let (src_ctx, dst_ctx) = (primary(src.space().ordinal())?, primary(dst.space().ordinal())?);
         enable_peer_access(&src_ctx, &dst_ctx)?;
         // Memory from a stream-ordered pool (cudarc's allocations) is reached by other devices
         // only once its pool grants them access; contexts' peer access does not cover it.
         grant_pool_access(src.data_handle() as sys::CUdeviceptr, &dst_ctx)?;
         grant_pool_access(dst.data_handle() as sys::CUdeviceptr, &src_ctx)?;
-        self.claim(
-            "copy",
-            &[
-                Footprint {
-                    start: src.data_handle() as usize,
-                    bytes,
-                    used: Use::Read,
-                },
-                Footprint {
-                    start: dst.data_handle() as usize,
-                    bytes,
-                    used: Use::Write,
-                },
-            ],
-        )?;
+        let footprints = [
+            Footprint {
+                start: src.data_handle() as usize,
+                bytes,
+                used: Use::Read,
+            },
+            Footprint {
+                start: dst.data_handle() as usize,
+                bytes,
+                used: Use::Write,
+            },
+        ];
+        self.claim("copy", &footprints)?;
         stream.context().bind_to_thread()?;
-        super::order::order_after(stream, src.data_handle() as usize, bytes)?;
-        super::order::order_after(stream, dst.data_handle() as usize, bytes)?;
-        self.queued_on(stream);
+        for f in &footprints {
+            super::order::order_after(stream, f.start, f.bytes)?;
+            super::order::order_after_queued(stream, f, "copy")?;
+        }
         // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,
-        // alive until the scope ends, which waits for `stream` first (`queued_on` above); `dst`
-        // is writable and borrowed exclusively here; the contexts are the devices' primary
-        // contexts, which the views' memory belongs to, and `stream` is a live stream of its
-        // bound context. Where the devices cannot reach each other the driver stages the copy.
+        // alive until the scope ends, which waits for the event that `queued` records after the
+        // copy on `stream` (`slot` above: a stream that is not capturing; where the record
+        // fails, `stream` is waited for at once); `dst` is writable and borrowed exclusively
+        // here; the contexts are the devices' primary contexts, which the views' memory belongs
+        // to, and `stream` is a live stream of its bound context. Where the devices cannot
+        // reach each other the driver stages the copy.
         unsafe {
             result::memcpy_peer_async(
                 dst_ctx.cu_ctx(),
@@ -226,7 +385,7 @@ impl<'scope> Scope<'scope, '_> {
                 stream.cu_stream(),
             )
         }?;
-        Ok(())
+        self.queued(slot, &footprints)
     }
 }
 
@@ -240,8 +399,8 @@ fn queued() -> std::sync::MutexGuard<'static, Vec<(u64, Footprint)>> {
     QUEUED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs `f` with a [`Scope`] to queue work over borrowed views in, then waits for every stream
-/// that work was queued on, and returns `f`'s result (its error first, then a failed wait's).
+/// Runs `f` with a [`Scope`] to queue work over borrowed views in, then waits for that work (the
+/// events recorded after it), and returns `f`'s result (its error first, then a failed wait's).
 ///
 /// The wait also happens when `f` panics, before the panic goes on: no view can be freed while
 /// work queued on it still runs.
@@ -250,8 +409,8 @@ where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R, E>,
     E: From<CudaError>,
 {
-    /// Waits for the scope's streams when dropped without [`finish`](WaitOnDrop::finish): on
-    /// a panic.
+    /// Waits for the scope's work when dropped without [`finish`](WaitOnDrop::finish): on a
+    /// panic.
     struct WaitOnDrop<'a, 's, 'e>(Option<&'a Scope<'s, 'e>>);
     impl WaitOnDrop<'_, '_, '_> {
         fn finish(mut self) -> Result<(), CudaError> {
@@ -268,6 +427,7 @@ where
     let scope = Scope {
         streams: RefCell::new(Vec::new()),
         id: NEXT_SCOPE.fetch_add(1, Ordering::Relaxed),
+        group: GROUP.with_borrow(|g| g.depth),
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -293,114 +453,6 @@ pub(crate) fn primary(ordinal: i32) -> Result<Arc<CudaContext>, CudaError> {
     }
     contexts[index] = Some(ctx.clone());
     Ok(ctx)
-}
-
-/// Lets each of two devices reach the other's memory, once per pair; a pair the hardware
-/// cannot link is left alone (the driver then stages copies through the host).
-fn enable_peer_access(a: &Arc<CudaContext>, b: &Arc<CudaContext>) -> Result<(), CudaError> {
-    static DONE: OnceLock<Mutex<HashSet<(usize, usize)>>> = OnceLock::new();
-    let (x, y) = (a.ordinal(), b.ordinal());
-    if x == y {
-        return Ok(());
-    }
-    let done = DONE.get_or_init(Default::default);
-    let key = (x.min(y), x.max(y));
-    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
-    if done.contains(&key) {
-        return Ok(());
-    }
-    for (from, to) in [(a, b), (b, a)] {
-        let mut can = 0;
-        // SAFETY: writes one `int` through a valid pointer; both are devices of this driver.
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.cu_device(), to.cu_device()) }.result()?;
-        if can == 0 {
-            continue;
-        }
-        from.bind_to_thread()?;
-        // SAFETY: `from` is bound to this thread and `to` is a live primary context.
-        match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
-            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
-            e => e.result()?,
-        }
-    }
-    done.insert(key);
-    Ok(())
-}
-
-/// Lets device `to` read and write the memory pool `ptr` was allocated from (where it came from
-/// one: `cuMemAllocAsync`, as cudarc allocates), once per pool and device, where the two
-/// devices can reach each other.
-fn grant_pool_access(ptr: sys::CUdeviceptr, to: &Arc<CudaContext>) -> Result<(), CudaError> {
-    static GRANTED: OnceLock<Mutex<HashSet<(usize, usize)>>> = OnceLock::new();
-    let mut pool: sys::CUmemoryPool = core::ptr::null_mut();
-    // SAFETY: writes one `CUmemoryPool` through a valid pointer; `ptr` is only looked up. Memory
-    // from other allocators has no pool: the driver answers NULL.
-    unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut pool as *mut sys::CUmemoryPool).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
-            ptr,
-        )
-    }
-    .result()?;
-    if pool.is_null() {
-        return Ok(());
-    }
-    let key = (pool as usize, to.ordinal());
-    let mut granted = GRANTED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if granted.contains(&key) {
-        return Ok(());
-    }
-    let mut location = device_location(to.cu_device());
-    let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    // SAFETY: `pool` is a live pool (the allocation at `ptr` comes from it); both pointers are
-    // valid for one value each.
-    unsafe { sys::cuMemPoolGetAccess(&mut flags, pool, &mut location) }.result()?;
-    if flags != sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-        let desc = sys::CUmemAccessDesc {
-            location,
-            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        // SAFETY: one access descriptor, for a live pool.
-        match unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) } {
-            sys::CUresult::CUDA_SUCCESS => {}
-            // Devices without a peer link: the copy is staged by the driver instead.
-            sys::CUresult::CUDA_ERROR_INVALID_DEVICE | sys::CUresult::CUDA_ERROR_NOT_SUPPORTED => {}
-            e => e.result()?,
-        }
-    }
-    granted.insert(key);
-    Ok(())
-}
-
-/// `CUmemLocation` as the driver API defines it: the location type, then the device ordinal. The
-/// bindings of CUDA 13.2 and later spell the ordinal as a union (it gained other members), those
-/// before as a plain `int`; this one layout builds against either.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct MemLocation {
-    type_: sys::CUmemLocationType,
-    id: core::ffi::c_int,
-}
-
-const _: () = assert!(core::mem::size_of::<MemLocation>() == core::mem::size_of::<sys::CUmemLocation>());
-const _: () = assert!(core::mem::align_of::<MemLocation>() == core::mem::align_of::<sys::CUmemLocation>());
-
-/// The `CUmemLocation` of device `ordinal`, built the same way against the bindings of every
-/// CUDA version cudarc may be configured for (the field is a union from CUDA 13.2 on).
-pub fn device_location(ordinal: core::ffi::c_int) -> sys::CUmemLocation {
-    let location = MemLocation {
-        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-        id: ordinal,
-    };
-    // SAFETY: both are `#[repr(C)]` with the location type first and, at offset 4, the `int`
-    // ordinal (a plain field, or the `id` member of a union whose other members are no larger);
-    // size and alignment are asserted equal above. Every bit pattern of the `int` is a valid
-    // `id`, and the union's other members are only read for other location types.
-    unsafe { core::mem::transmute::<MemLocation, sys::CUmemLocation>(location) }
 }
 
 #[cfg(test)]

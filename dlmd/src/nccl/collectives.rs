@@ -34,20 +34,21 @@ impl Communicator {
     {
         const OP: &str = "all_reduce";
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
-        // SAFETY: `send` and `recv` are contiguous spans of `s.count` values of the type on this
-        // rank's device, alive until the scope ends (which waits for the stream); `recv` is
-        // borrowed exclusively.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclAllReduce(
-                s.address as *const c_void,
-                r.address as *mut c_void,
-                s.count,
-                T::DATA_TYPE.to_sys(),
-                op.to_sys(),
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)], |stream| {
+            // SAFETY: `send` and `recv` are contiguous spans of `s.count` values of the type on
+            // this rank's device, alive until the scope ends (which waits for the event recorded
+            // after the collective: `queue`); `recv` is borrowed exclusively.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclAllReduce(
+                    s.address as *const c_void,
+                    r.address as *mut c_void,
+                    s.count,
+                    T::DATA_TYPE.to_sys(),
+                    op.to_sys(),
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -68,18 +69,19 @@ impl Communicator {
     {
         const OP: &str = "all_reduce_in_place";
         let b = check::buffer(OP, self.ordinal(), buf)?;
-        let stream = self.prepare::<T>(scope, OP, &[(b, Use::Write)])?;
-        // SAFETY: as in `all_reduce`, with one buffer, which NCCL allows.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclAllReduce(
-                b.address as *const c_void,
-                b.address as *mut c_void,
-                b.count,
-                T::DATA_TYPE.to_sys(),
-                op.to_sys(),
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(b, Use::Write)], |stream| {
+            // SAFETY: as in `all_reduce`, with one buffer, which NCCL allows.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclAllReduce(
+                    b.address as *const c_void,
+                    b.address as *mut c_void,
+                    b.count,
+                    T::DATA_TYPE.to_sys(),
+                    op.to_sys(),
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -108,19 +110,20 @@ impl Communicator {
         const OP: &str = "reduce";
         let root = self.peer(OP, root)?;
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
-        // SAFETY: as in `all_reduce`; `root` is a rank of the communicator.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclReduce(
-                s.address as *const c_void,
-                r.address as *mut c_void,
-                s.count,
-                T::DATA_TYPE.to_sys(),
-                op.to_sys(),
-                root,
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)], |stream| {
+            // SAFETY: as in `all_reduce`; `root` is a rank of the communicator.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclReduce(
+                    s.address as *const c_void,
+                    r.address as *mut c_void,
+                    s.count,
+                    T::DATA_TYPE.to_sys(),
+                    op.to_sys(),
+                    root,
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -147,18 +150,19 @@ impl Communicator {
         const OP: &str = "broadcast";
         let root = self.peer(OP, root)?;
         let (s, r) = check::elementwise(OP, self.ordinal(), send, recv)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
-        // SAFETY: as in `reduce`.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclBroadcast(
-                s.address as *const c_void,
-                r.address as *mut c_void,
-                s.count,
-                T::DATA_TYPE.to_sys(),
-                root,
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)], |stream| {
+            // SAFETY: as in `reduce`.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclBroadcast(
+                    s.address as *const c_void,
+                    r.address as *mut c_void,
+                    s.count,
+                    T::DATA_TYPE.to_sys(),
+                    root,
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -180,18 +184,19 @@ impl Communicator {
         const OP: &str = "broadcast_in_place";
         let root = self.peer(OP, root)?;
         let b = check::buffer(OP, self.ordinal(), buf)?;
-        let stream = self.prepare::<T>(scope, OP, &[(b, Use::Write)])?;
-        // SAFETY: as in `broadcast`, with one buffer, which NCCL allows.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclBroadcast(
-                b.address as *const c_void,
-                b.address as *mut c_void,
-                b.count,
-                T::DATA_TYPE.to_sys(),
-                root,
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(b, Use::Write)], |stream| {
+            // SAFETY: as in `broadcast`, with one buffer, which NCCL allows.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclBroadcast(
+                    b.address as *const c_void,
+                    b.address as *mut c_void,
+                    b.count,
+                    T::DATA_TYPE.to_sys(),
+                    root,
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -216,18 +221,19 @@ impl Communicator {
     {
         const OP: &str = "all_gather";
         let (s, r) = check::all_gather(self.ordinal(), self.world_size(), send, recv)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
-        // SAFETY: `send` holds `s.count` values and `recv` world × as many (checked), contiguous
-        // on this rank's device, alive until the scope ends; `recv` is borrowed exclusively.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclAllGather(
-                s.address as *const c_void,
-                r.address as *mut c_void,
-                s.count,
-                T::DATA_TYPE.to_sys(),
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)], |stream| {
+            // SAFETY: `send` holds `s.count` values and `recv` world × as many (checked), contiguous
+            // on this rank's device, alive until the scope ends; `recv` is borrowed exclusively.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclAllGather(
+                    s.address as *const c_void,
+                    r.address as *mut c_void,
+                    s.count,
+                    T::DATA_TYPE.to_sys(),
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -253,19 +259,20 @@ impl Communicator {
     {
         const OP: &str = "reduce_scatter";
         let (s, r) = check::reduce_scatter(self.ordinal(), self.world_size(), send, recv)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)])?;
-        // SAFETY: `recv` holds `r.count` values and `send` world × as many (checked), as in
-        // `all_gather`.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclReduceScatter(
-                s.address as *const c_void,
-                r.address as *mut c_void,
-                r.count,
-                T::DATA_TYPE.to_sys(),
-                op.to_sys(),
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read), (r, Use::Write)], |stream| {
+            // SAFETY: `recv` holds `r.count` values and `send` world × as many (checked), as in
+            // `all_gather`.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclReduceScatter(
+                    s.address as *const c_void,
+                    r.address as *mut c_void,
+                    r.count,
+                    T::DATA_TYPE.to_sys(),
+                    op.to_sys(),
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -288,18 +295,19 @@ impl Communicator {
         const OP: &str = "send";
         let peer = self.peer(OP, peer)?;
         let s = check::buffer(OP, self.ordinal(), view)?;
-        let stream = self.prepare::<T>(scope, OP, &[(s, Use::Read)])?;
-        // SAFETY: `view` is a contiguous span of `s.count` values on this rank's device, alive
-        // until the scope ends; `peer` is a rank of the communicator.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclSend(
-                s.address as *const c_void,
-                s.count,
-                T::DATA_TYPE.to_sys(),
-                peer,
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(s, Use::Read)], |stream| {
+            // SAFETY: `view` is a contiguous span of `s.count` values on this rank's device, alive
+            // until the scope ends; `peer` is a rank of the communicator.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclSend(
+                    s.address as *const c_void,
+                    s.count,
+                    T::DATA_TYPE.to_sys(),
+                    peer,
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 
@@ -321,17 +329,18 @@ impl Communicator {
         const OP: &str = "recv";
         let peer = self.peer(OP, peer)?;
         let r = check::buffer(OP, self.ordinal(), view)?;
-        let stream = self.prepare::<T>(scope, OP, &[(r, Use::Write)])?;
-        // SAFETY: as in `send`; `view` is borrowed exclusively.
-        call(OP, Some(self.comm()), || unsafe {
-            sys::ncclRecv(
-                r.address as *mut c_void,
-                r.count,
-                T::DATA_TYPE.to_sys(),
-                peer,
-                self.comm(),
-                stream,
-            )
+        self.queue::<T>(scope, OP, &[(r, Use::Write)], |stream| {
+            // SAFETY: as in `send`; `view` is borrowed exclusively.
+            call(OP, Some(self.comm()), || unsafe {
+                sys::ncclRecv(
+                    r.address as *mut c_void,
+                    r.count,
+                    T::DATA_TYPE.to_sys(),
+                    peer,
+                    self.comm(),
+                    stream,
+                )
+            })
         })
     }
 }

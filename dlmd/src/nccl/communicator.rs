@@ -113,14 +113,17 @@ impl Communicator {
         &self.stream
     }
 
-    /// Common to every collective: the element type is supported, the stream's context is
-    /// bound and the scope waits for it.
-    pub(super) fn prepare<T: NcclElement>(
+    /// Queues one collective, `op`, in `scope` (`queue` calls NCCL with this rank's stream):
+    /// common to every collective are that the element type is supported, the stream is not
+    /// capturing a CUDA graph, the stream's context is bound, the collective runs after the work
+    /// in flight on its buffers, and the scope waits for it.
+    pub(super) fn queue<T: NcclElement>(
         &self,
         scope: &Scope<'_, '_>,
         op: &'static str,
         buffers: &[(check::Buffer, Use)],
-    ) -> Result<sys::cudaStream_t, NcclError> {
+        queue: impl FnOnce(sys::cudaStream_t) -> Result<(), NcclError>,
+    ) -> Result<(), NcclError> {
         supported::<T>()?;
         // A buffer's bytes are counted as whole elements per value: a bound, never short.
         let footprints: Vec<Footprint> = buffers
@@ -131,16 +134,22 @@ impl Communicator {
                 used,
             })
             .collect();
+        let slot = scope.collective_slot(op, &self.stream)?;
         // What it writes shares no memory with what it reads, nor with other work queued in
         // scopes (aliased views' borrows exclude nothing).
         scope.claim(op, &footprints)?;
         self.stream.context().bind_to_thread()?;
-        // After the work queued on the views' memory before they were made, on any stream.
+        // After the work queued on the views' memory before they were made, and after launches
+        // over imports of it in flight, on any stream.
         for f in &footprints {
             crate::cuda::order_after(&self.stream, f.start, f.bytes)?;
+            crate::cuda::order_after_queued(&self.stream, f, op)?;
         }
-        scope.queued_on(&self.stream);
-        Ok(self.stream.cu_stream() as sys::cudaStream_t)
+        let queued = queue(self.stream.cu_stream() as sys::cudaStream_t);
+        // Recorded whether NCCL succeeded or not: it may have queued part of the work.
+        let recorded = scope.queued_collective(slot, &footprints);
+        queued?;
+        Ok(recorded?)
     }
 
     /// `rank` as NCCL takes a root or peer: one of this communicator's ranks.

@@ -90,11 +90,15 @@ pub(super) fn supported<T: NcclElement>() -> Result<(), NcclError> {
 pub fn group<R>(f: impl FnOnce() -> Result<R, NcclError>) -> Result<R, NcclError> {
     // SAFETY: no arguments.
     call("ncclGroupStart", None, || unsafe { sys::ncclGroupStart() })?;
+    crate::cuda::group_started();
     let out = catch_unwind(AssertUnwindSafe(f));
     // SAFETY: no arguments; ends the group started above.
     let ended = call("ncclGroupEnd", None, || unsafe { sys::ncclGroupEnd() });
+    // The collectives of the group are queued now: their scopes' events are recorded after.
+    let recorded = crate::cuda::group_ended();
     let out = out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     ended?;
+    recorded?;
     Ok(out)
 }
 

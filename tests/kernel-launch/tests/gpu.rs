@@ -2,18 +2,24 @@
 //! another signature, launches ordered after the work queued on their views' memory, and
 //! imported tensors launched on their producer's stream, held until the kernel is done (and
 //! released then by the releasing thread, with no further call), held as long as a CUDA graph
-//! that captured them, ordered after launches over the same memory imported on another stream,
-//! and refused on another stream, outside their allocation or off the device.
+//! that captured them, ordered after launches over the same memory imported on another stream
+//! (and after the replays of a graph that captured such a launch), and refused on another
+//! stream, outside their allocation or off the device, or on another thread than the one whose
+//! per-thread stream their producer named; copies in scopes ordered against launches over
+//! imports both ways; scopes that wait for their kernels even when their stream begins a
+//! capture, and refuse work on a stream that is capturing; launches on one thread's per-thread
+//! stream ordered after work on another's.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, sys};
-use dlmd::cuda::{self, CudaError, Imported, Kernels, device_view_mut};
+use dlmd::cuda::{self, CudaError, Imported, Kernels, device_view, device_view_mut};
 use dlmd::dlpack::{DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use dlmd::exchange::WorkStream;
 use dlmd::managed::ManagedTensor;
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims, DlElement, LayoutLeft, LayoutRight};
+use dlmd::space::Device;
+use dlmd::{Aliased, AliasedMut, DeviceMdspan, DeviceMdspanMut, Dims, DlElement, LayoutLeft, LayoutRight, Mdspan};
 use dlmd_example_kernels as examples;
 use dlmd_test_kernels_other as other;
 use dlmd_test_kernels_real as real;
@@ -217,6 +223,20 @@ fn foreign_shaped(
     strides: &[i64],
     stream: WorkStream,
 ) -> (Imported, Arc<Releases>) {
+    let (tensor, released) = foreign_tensor(memory, data, shape, strides);
+    // SAFETY: each caller passes the stream its memory was allocated and written on (which
+    // outlives the tensor), or a tensor whose launches are refused before anything is queued.
+    (unsafe { Imported::new(tensor, stream) }, released)
+}
+
+/// [`foreign_shaped`]'s tensor, as `python::from_dlpack` hands it over, before it is held for
+/// kernels.
+fn foreign_tensor(
+    memory: Option<CudaSlice<real::Real>>,
+    data: usize,
+    shape: &[i64],
+    strides: &[i64],
+) -> (ManagedTensor, Arc<Releases>) {
     let released = Arc::new(Releases::default());
     let data = memory.as_ref().map_or(data, |m| m.device_ptr(m.stream()).0 as usize);
     let mut owner = Box::new(Foreign {
@@ -248,10 +268,59 @@ fn foreign_shaped(
     // SAFETY: a fresh tensor handed over, its arrays in the same box, its memory owned by it
     // (or by a tensor the caller keeps longer) until the deleter (which frees the box) runs
     // once.
-    let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
-    // SAFETY: each caller passes the stream its memory was allocated and written on (which
-    // outlives the tensor), or a tensor whose launches are refused before anything is queued.
-    (unsafe { Imported::new(tensor, stream) }, released)
+    (unsafe { ManagedTensor::from_raw(raw) }.unwrap(), released)
+}
+
+/// 256 MiB, with 32 passes of `add_index` on one stream: milliseconds of work, queued in far
+/// less, so that work on another stream not ordered after it would see values half written.
+const R: usize = 8192;
+const C: usize = 8192;
+const PASSES: usize = 32;
+
+/// The grid of `add_index` and `transpose` over `rows` × `cols` elements: a row of blocks of 256
+/// threads, four elements a thread, per row.
+fn rows_grid(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((cols / 4 / 256) as u32, rows as u32, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `PASSES` launches of `add_index` over `x`, an R × C tensor imported as [1, R, C], on its
+/// producer's stream.
+fn add_index_passes(x: &Imported, kernels: &Kernels) {
+    for _ in 0..PASSES {
+        examples::add_index(
+            x.launch(kernels, rows_grid(R, C)).unwrap(),
+            x.arg::<DeviceMdspanMut<'_, f32, Dims<3>>>().unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+/// Reads the R × C tensor at `data` through an import of it for `reads`, transposed by a launch
+/// there into new memory, and returns how many of its elements are not PASSES·(i + j), what
+/// `PASSES` passes of `add_index` make of zeros.
+fn read_transposed(reads: &Arc<CudaStream>, kernels: &Kernels, data: usize) -> usize {
+    let (r, c) = (R as i64, C as i64);
+    let (read, _) = foreign_shaped(None, data, &[r, c], &[c, 1], on(reads));
+    let out = reads.alloc_zeros::<real::Real>(R * C).unwrap();
+    let out_data = out.device_ptr(reads).0 as usize;
+    let (transposed, _) = foreign_shaped(None, out_data, &[r, c], &[1, r], on(reads));
+    examples::transpose(
+        read.launch(kernels, rows_grid(R, C)).unwrap(),
+        read.arg::<DeviceMdspan<'_, f32, Dims<2>>>().unwrap(),
+        transposed
+            .arg::<DeviceMdspanMut<'_, f32, Dims<2>, LayoutLeft>>()
+            .unwrap(),
+    )
+    .unwrap();
+    // `out` is column-major: element [i, j] at i + j·R.
+    let back = reads.clone_dtoh(&out).unwrap();
+    (0..R * C)
+        .filter(|&at| back[at] != (PASSES * (at % R + at / R)) as f32)
+        .count()
 }
 
 /// Whether `stream` still has work queued that is not done.
@@ -417,47 +486,15 @@ fn a_reader_on_another_stream_waits_for_a_writer_of_the_same_memory_imported_twi
     let Some(ctx) = gpu() else { return };
     let (writes, reads) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
-    // 256 MiB, with 32 passes of `add_index` on one stream: milliseconds of work, queued in far
-    // less, so that a reader not ordered after it would read values half written.
-    const R: usize = 8192;
-    const C: usize = 8192;
-    const PASSES: usize = 32;
     let (r, c) = (R as i64, C as i64);
     let memory = writes.alloc_zeros::<real::Real>(R * C).unwrap();
     let data = memory.device_ptr(&writes).0 as usize;
     // One buffer, imported twice: as the writer's [1, R, C] on one stream and the reader's
     // [R, C] on the other.
     let (written, _) = foreign_shaped(Some(memory), 0, &[1, r, c], &[r * c, c, 1], on(&writes));
-    let (read, _) = foreign_shaped(None, data, &[r, c], &[c, 1], on(&reads));
-    let out = reads.alloc_zeros::<real::Real>(R * C).unwrap();
-    let out_data = out.device_ptr(&reads).0 as usize;
-    let (transposed, _) = foreign_shaped(None, out_data, &[r, c], &[1, r], on(&reads));
-    let grid = LaunchConfig {
-        grid_dim: ((C / 4 / 256) as u32, R as u32, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    for _ in 0..PASSES {
-        examples::add_index(
-            written.launch(&kernels, grid).unwrap(),
-            written.arg::<DeviceMdspanMut<'_, f32, Dims<3>>>().unwrap(),
-        )
-        .unwrap();
-    }
+    add_index_passes(&written, &kernels);
     // The reader's stream waits on the device for the writer's last launch.
-    examples::transpose(
-        read.launch(&kernels, grid).unwrap(),
-        read.arg::<DeviceMdspan<'_, f32, Dims<2>>>().unwrap(),
-        transposed
-            .arg::<DeviceMdspanMut<'_, f32, Dims<2>, LayoutLeft>>()
-            .unwrap(),
-    )
-    .unwrap();
-    let back = reads.clone_dtoh(&out).unwrap();
-    // `out` is column-major: element [i, j] at i + j·R, which the writer made PASSES·(i + j).
-    let wrong = (0..R * C)
-        .filter(|&at| back[at] != (PASSES * (at % R + at / R)) as f32)
-        .count();
+    let wrong = read_transposed(&reads, &kernels, data);
     assert_eq!(
         wrong,
         0,
@@ -465,6 +502,260 @@ fn a_reader_on_another_stream_waits_for_a_writer_of_the_same_memory_imported_twi
         R * C
     );
     writes.synchronize().unwrap();
-    drop((written, read, transposed));
+    drop(written);
     cuda::wait_released().unwrap();
+}
+
+#[test]
+fn a_reader_on_another_stream_waits_for_a_graph_replay_that_writes_the_import() {
+    let Some(ctx) = gpu() else { return };
+    let (writes, reads) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    let (r, c) = (R as i64, C as i64);
+    let memory = writes.alloc_zeros::<real::Real>(R * C).unwrap();
+    writes.synchronize().unwrap();
+    let data = memory.device_ptr(&writes).0 as usize;
+    let (written, _) = foreign_shaped(Some(memory), 0, &[1, r, c], &[r * c, c, 1], on(&writes));
+    writes
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    add_index_passes(&written, &kernels);
+    let graph = writes
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("the capture recorded the launches");
+    // A replay (cudarc's, not a launch of dlmd's), then the same memory read through another
+    // import of it, for the reader's stream: the reader waits for the replay's last kernel.
+    graph.launch().unwrap();
+    let wrong = read_transposed(&reads, &kernels, data);
+    writes.synchronize().unwrap();
+    drop(graph);
+    drop(written);
+    assert_eq!(
+        wrong,
+        0,
+        "{wrong} of {} elements read before the replay wrote them",
+        R * C
+    );
+}
+
+#[test]
+fn a_copy_on_another_stream_waits_for_a_launch_that_writes_the_import_it_reads() {
+    let Some(ctx) = gpu() else { return };
+    let (writes, reads) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    let (r, c) = (R as i64, C as i64);
+    let memory = writes.alloc_zeros::<real::Real>(R * C).unwrap();
+    let (x, _) = foreign_shaped(Some(memory), 0, &[1, r, c], &[r * c, c, 1], on(&writes));
+    add_index_passes(&x, &kernels);
+    // The import viewed (after the launches) and copied on the other stream, in safe code.
+    let src: Mdspan<'_, f32, Dims<3>, LayoutRight, Device, Aliased> = x.tensor().view().unwrap();
+    let mut out = reads.alloc_zeros::<f32>(R * C).unwrap();
+    {
+        let mut dst = device_view_mut::<f32, Dims<3>, LayoutRight>(&mut out, Dims::new([1, R, C])).unwrap();
+        cuda::scope(|s| s.copy(&reads, &src, &mut dst)).unwrap();
+    }
+    let back = reads.clone_dtoh(&out).unwrap();
+    let wrong = (0..R * C)
+        .filter(|&at| back[at] != (PASSES * (at / C + at % C)) as f32)
+        .count();
+    writes.synchronize().unwrap();
+    drop(x);
+    cuda::wait_released().unwrap();
+    assert_eq!(
+        wrong,
+        0,
+        "{wrong} of {} elements copied before the launches wrote them",
+        R * C
+    );
+}
+
+#[test]
+fn a_launch_over_an_import_waits_for_a_copy_in_flight_that_writes_it() {
+    let Some(ctx) = gpu() else { return };
+    let (producer, copies) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    let real_kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let n = R * C;
+    let memory = producer.alloc_zeros::<real::Real>(n).unwrap();
+    producer.synchronize().unwrap();
+    let data = memory.device_ptr(&producer).0 as usize;
+    let ones = copies.clone_htod(&vec![1.0 as real::Real; n]).unwrap();
+    // One tensor imported twice: written by a copy, and launched over.
+    let (mut target, _) = foreign_tensor(None, data, &[n as i64], &[1]);
+    let (x, _) = foreign_shaped(None, data, &[n as i64], &[1], on(&producer));
+    let src = device_view::<real::Real, Dims<1>, LayoutRight>(&ones, Dims::new([n])).unwrap();
+    // Work on other memory keeps `copies` busy, so that the copy starts late.
+    let mut busy: Vec<CudaSlice<f32>> = (0..8).map(|_| copies.alloc_zeros::<f32>(n).unwrap()).collect();
+    let mut busy_views: Vec<DeviceMdspanMut<'_, f32, Dims<3>>> = busy
+        .iter_mut()
+        .map(|b| device_view_mut::<f32, Dims<3>, LayoutRight>(b, Dims::new([1, R, C])).unwrap())
+        .collect();
+    let mut dst: Mdspan<'_, real::Real, Dims<1>, LayoutRight, Device, AliasedMut> = target.view_mut().unwrap();
+    cuda::scope(|s| {
+        for view in busy_views.iter_mut() {
+            examples::add_index(s.launch(&copies, &kernels, rows_grid(R, C)), view.as_view_mut())?;
+        }
+        s.copy(&copies, &src, &mut dst)?;
+        // On the producer's stream, after the copy (which writes the same bytes): it doubles
+        // the ones.
+        real::scale(
+            x.launch(&real_kernels, LaunchConfig::for_num_elems((n / 4) as u32))?,
+            x.arg()?,
+            2.0,
+        )
+    })
+    .unwrap();
+    ctx.synchronize().unwrap();
+    let back = producer.clone_dtoh(&memory).unwrap();
+    let wrong = back.iter().filter(|&&v| v != 2.0).count();
+    drop(x);
+    cuda::wait_released().unwrap();
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {n} elements: the launch ran before the copy that writes them"
+    );
+}
+
+#[test]
+fn a_scope_does_not_return_before_its_kernels_are_done() {
+    let Some(ctx) = gpu() else { return };
+    let work = ctx.new_stream().unwrap();
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    // 1 GiB: a millisecond or more of `add_index`.
+    const N: usize = 16384;
+    let mut buf = work.alloc_zeros::<f32>(N * N).unwrap();
+    work.synchronize().unwrap();
+    let result = {
+        let mut view = device_view_mut::<f32, Dims<3>, LayoutRight>(&mut buf, Dims::new([1, N, N])).unwrap();
+        cuda::scope(|s| {
+            examples::add_index(s.launch(&work, &kernels, rows_grid(N, N)), view.as_view_mut())?;
+            // The stream cannot be synchronized from here on; the event after the kernel can be
+            // waited for.
+            work.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)?;
+            Ok::<_, CudaError>(())
+        })
+    };
+    // The borrow of `buf` has ended: safe code may free or reuse it.
+    let _ = work.end_capture(sys::CUgraphInstantiate_flags(0));
+    let still_running = busy(&work);
+    work.synchronize().unwrap();
+    drop(buf);
+    assert!(
+        !still_running,
+        "the scope returned ({result:?}) while the kernel it lent `buf` to still ran"
+    );
+    result.unwrap();
+}
+
+#[test]
+fn work_is_not_queued_in_a_scope_on_a_stream_that_is_capturing() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.new_stream().unwrap();
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let mut x = stream.alloc_zeros::<real::Real>(1024).unwrap();
+    let mut y = stream.alloc_zeros::<real::Real>(1024).unwrap();
+    let z = stream.alloc_zeros::<real::Real>(1024).unwrap();
+    stream.synchronize().unwrap();
+    let mut view = device_view_mut::<_, Dims<1>, LayoutRight>(&mut x, Dims::new([1024])).unwrap();
+    let src = device_view::<_, Dims<1>, LayoutRight>(&z, Dims::new([1024])).unwrap();
+    let mut dst = device_view_mut::<_, Dims<1>, LayoutRight>(&mut y, Dims::new([1024])).unwrap();
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    let (launched, copied) = cuda::scope(|s| {
+        let launched = real::scale(
+            s.launch(&stream, &kernels, LaunchConfig::for_num_elems(256)),
+            view.as_view_mut(),
+            2.0,
+        );
+        let copied = s.copy(&stream, &src, &mut dst);
+        Ok::<_, CudaError>((launched, copied))
+    })
+    .unwrap();
+    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    for (what, result) in [("scale", launched), ("copy", copied)] {
+        assert!(
+            matches!(result, Err(CudaError::ScopeCapture { operation, .. }) if operation == what),
+            "{what}: {result:?}"
+        );
+    }
+    drop(graph);
+}
+
+#[test]
+fn an_import_on_the_per_thread_stream_is_refused_on_another_thread() {
+    let Some(ctx) = gpu() else { return };
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let n = 1 << 20;
+    let mine = ctx.per_thread_stream();
+    let memory = mine.clone_htod(&vec![1.0 as real::Real; n]).unwrap();
+    let data = memory.device_ptr(&mine).0 as usize;
+    // The producer names stream 2: its data is ready on this thread's per-thread stream.
+    // SAFETY: the copy above was queued on this thread's per-thread stream, which stream 2 names
+    // here, and `memory` outlives every launch (synchronized below).
+    let per_thread = unsafe { WorkStream::from_raw(2) };
+    let (x, _) = foreign_shaped(None, data, &[n as i64], &[1], per_thread);
+    let grid = LaunchConfig::for_num_elems((n / 4) as u32);
+    // Moved to another thread (an `Imported` is `Send`), where stream 2 is another stream.
+    let x = std::thread::scope(|s| {
+        s.spawn(|| {
+            ctx.bind_to_thread().unwrap();
+            let refused = real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0);
+            assert!(
+                matches!(
+                    refused,
+                    Err(CudaError::Launch(dlmd::cuda::LaunchError::PerThreadStream {
+                        kernel: "scale"
+                    }))
+                ),
+                "{refused:?}"
+            );
+            x
+        })
+        .join()
+        .unwrap()
+    });
+    // On the importing thread it runs, after the producer's copy.
+    real::scale(x.launch(&kernels, grid).unwrap(), x.arg().unwrap(), 2.0).unwrap();
+    let back = mine.clone_dtoh(&memory).unwrap();
+    assert!(back.iter().all(|&v| v == 2.0), "{:?}", &back[..4]);
+    drop(x);
+    cuda::wait_released().unwrap();
+}
+
+#[test]
+fn a_launch_on_one_threads_per_thread_stream_waits_for_work_queued_on_anothers() {
+    let Some(ctx) = gpu() else { return };
+    let kernels = Kernels::load(&ctx, real::PTX).unwrap();
+    let n = (256 << 20) / size_of::<real::Real>();
+    let mine = ctx.per_thread_stream();
+    let values: Vec<real::Real> = (0..n).map(|i| (i % 1000) as real::Real).collect();
+    let src = mine.clone_htod(&values).unwrap();
+    let mut x = mine.alloc_zeros::<real::Real>(n).unwrap();
+    mine.synchronize().unwrap();
+    // Milliseconds of copies into `x`, queued on this thread's per-thread stream.
+    for _ in 0..32 {
+        mine.memcpy_dtod(&src, &mut x).unwrap();
+    }
+    // Viewed here, launched on another thread's per-thread stream: no `unsafe` anywhere.
+    let mut view = device_view_mut::<_, Dims<1>, LayoutRight>(&mut x, Dims::new([n])).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let theirs = ctx.per_thread_stream();
+            let grid = LaunchConfig::for_num_elems((n / 4) as u32);
+            cuda::scope(|sc| real::scale(sc.launch(&theirs, &kernels, grid), view.as_view_mut(), 2.0)).unwrap();
+        });
+    });
+    mine.synchronize().unwrap();
+    let back = mine.clone_dtoh(&x).unwrap();
+    let wrong = back
+        .iter()
+        .enumerate()
+        .filter(|&(i, &v)| v != 2.0 * (i % 1000) as real::Real)
+        .count();
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {n} elements: the launch ran before the copies it follows"
+    );
 }
