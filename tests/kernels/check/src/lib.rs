@@ -68,7 +68,11 @@ pub fn block_in_a_per_thread_closure(block: Block<'_, 64>) {
 
 /// A cooperative kernel without a mistake: the largest element of each row of up to 256.
 #[dlmd::kernel]
-pub fn row_maxima(block: Block<'_, 64, (), (Const<1>,)>, x: DeviceMdspan<'_, f32, Dims<2>>, maxima: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn row_maxima(
+    block: Block<'_, 64, (), (Const<1>,)>,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    maxima: DeviceMdspanMut<'_, f32, Dims<1>>,
+) {
     let mut block = block;
     for chunk in block.chunks(maxima) {
         let [i] = chunk.origin();

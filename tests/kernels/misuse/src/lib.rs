@@ -49,7 +49,10 @@ pub fn reborrow_a_mutable_view(thread: Thread, mut out: DeviceMdspanMut<'_, f32,
 /// Each block cuts its own slice of a mutable view into chunks: the slices differ from block to
 /// block, so the chunks of two blocks overlap and both write their common elements.
 #[dlmd::kernel]
-pub fn chunks_of_a_slice_of_each_block(block: Block<'_, 256, (), (Const<256>,)>, mut out: DeviceMdspanMut<'_, f32, Dims<1>>) {
+pub fn chunks_of_a_slice_of_each_block(
+    block: Block<'_, 256, (), (Const<256>,)>,
+    mut out: DeviceMdspanMut<'_, f32, Dims<1>>,
+) {
     let mut block = block;
     let start = block.index();
     let slice = out.submdspan_mut((start..,)); // refused: cannot be borrowed again in a kernel
