@@ -43,6 +43,7 @@ mod context;
 pub mod disjoint;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
+pub mod mma;
 // Documented on the host too, where only a build that type-checks kernels has it.
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check, doc))]
 pub mod math;

@@ -186,6 +186,46 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         (index, self.data.wrapping_add(self.mapping.offset_of(&index)))
     }
 
+    /// Writes `f(index)` (the index in the whole view) to the element at `local` of the chunk,
+    /// where that is inside the view (nothing past its edge).
+    ///
+    /// # Safety
+    ///
+    /// The block's partition gives the element at `local` of the chunk's box to this thread
+    /// alone.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) unsafe fn store_one(&mut self, local: E::Index, f: impl FnOnce(E::Index) -> T) {
+        let extents = self.extents();
+        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+            let (index, element) = self.element(local);
+            let value = f(index);
+            // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
+            // span of a unique view; the chunk is this block's alone (`Chunks`) and the element
+            // this thread's alone (caller); a kernel's views are of global memory.
+            unsafe { element.write(value) }
+        }
+    }
+
+    /// [`store_one`](Self::store_one) of `f(index, old)`, `old` the element's value before.
+    ///
+    /// # Safety
+    ///
+    /// As for [`store_one`](Self::store_one).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
+        let extents = self.extents();
+        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+            let (index, element) = self.element(local);
+            // SAFETY: as in `store_one`: inside the view, this thread's alone, so nothing writes
+            // it while this thread reads it; a unique view's element is initialised.
+            let old = unsafe { element.read() };
+            // SAFETY: as in `store_one`.
+            unsafe { element.write(f(index, old)) }
+        }
+    }
+
     /// Writes `values[m]` to the `m`-th element this thread owns in the block's partition, for
     /// each `m` (unrolled: `K` is known when the kernel is compiled).
     #[cfg(target_arch = "nvptx64")]

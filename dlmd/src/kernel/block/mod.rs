@@ -110,7 +110,6 @@ pub use warp::WarpValue;
 
 use crate::dtype::DlElement;
 use crate::extents::Extents;
-use crate::layout::Layout;
 use core::marker::PhantomData;
 
 /// `$gpu` in a kernel; on the host, where no `Block` exists (`$never` is uninhabited there),
@@ -130,6 +129,10 @@ macro_rules! on_gpu {
 // After `on_gpu!`, which they use.
 mod chunk;
 mod collective;
+mod fetch;
+mod mma;
+
+pub use fetch::Fetching;
 
 /// The first index of run `run` of a box in runs of `K` along dimension `fast`.
 #[cfg(target_arch = "nvptx64")]
@@ -170,6 +173,8 @@ struct Inner {
     base: *mut u8,
     /// The scratch buffer the next reduction uses.
     turn: usize,
+    /// The groups of asynchronous copies the block has started ([`fetch`](Block::fetch)).
+    groups: u32,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -205,7 +210,11 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         // `SHARED_BYTES` of it, the launch's (caller), and nothing else uses it (caller).
         let base = shared::dynamic_shared();
         Block {
-            inner: Inner { base, turn: 0 },
+            inner: Inner {
+                base,
+                turn: 0,
+                groups: 0,
+            },
             tiles: PhantomData,
         }
     }
@@ -271,7 +280,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     where
         T: DlElement,
         E: Extents,
-        L: Layout,
+        L: TileLayout,
     {
         self.write_in_order(tile, L::FIRST_FASTEST, f)
     }
@@ -290,7 +299,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     where
         T: DlElement,
         E: Extents,
-        L: Layout,
+        L: TileLayout,
     {
         self.write_in_order(tile, !L::FIRST_FASTEST, f)
     }
@@ -313,7 +322,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     where
         T: DlElement,
         E: Extents,
-        L: Layout,
+        L: TileLayout,
     {
         let runs = Self::runs_of::<E, L, K>();
         on_gpu!(self.inner, (tile, f, runs), {
@@ -347,7 +356,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// The box of runs of `K` of a tile of `E` and `L`: its static extents, the fastest
     /// divided by `K`, which must divide it (checked when the kernel is compiled).
     #[inline(always)]
-    fn runs_of<E: Extents, L: Layout, const K: usize>() -> E::Index {
+    fn runs_of<E: Extents, L: TileLayout, const K: usize>() -> E::Index {
         const {
             assert!(K > 0, "a run has at least one element");
             let (Some(first), Some(last)) = E::STATIC_ENDS else {
@@ -379,7 +388,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     where
         T: DlElement,
         E: Extents,
-        L: Layout,
+        L: TileLayout,
     {
         Staged::<T, E, L, K, TRANSPOSED, G>::check::<THREADS>();
         on_gpu!(self.inner, (tile, staged), {
@@ -417,7 +426,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     where
         T: DlElement,
         E: Extents,
-        L: Layout,
+        L: TileLayout,
     {
         #[cfg(target_arch = "nvptx64")]
         {

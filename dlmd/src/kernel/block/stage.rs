@@ -4,9 +4,9 @@
 //! ([`Block::write_staged`](super::Block::write_staged)). The loads are then in flight during
 //! the arithmetic, where [`Block::write`](super::Block::write) would wait for them.
 
+use super::TileLayout;
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
-use crate::layout::Layout;
 use core::marker::PhantomData;
 
 /// Index `k` of the box `shape` in order (the first dimension fastest with `first_fastest`),
@@ -40,12 +40,12 @@ pub(super) fn unravel<I: IndexArray>(k: usize, shape: I, extents: I, first_faste
 /// ([`Lane::stage`](super::Lane::stage), [`Lane::stage_transposed`](super::Lane::stage_transposed)):
 /// [`read`](Self::read) makes the [`Staged`] values.
 #[derive(Debug)]
-pub struct Stage<T, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED: bool> {
+pub struct Stage<T, E: Extents, L: TileLayout, const THREADS: usize, const TRANSPOSED: bool> {
     thread: usize,
     tile: PhantomData<Shape<T, E, L>>,
 }
 
-impl<T: DlElement, E: Extents, L: Layout, const THREADS: usize, const TRANSPOSED: bool>
+impl<T: DlElement, E: Extents, L: TileLayout, const THREADS: usize, const TRANSPOSED: bool>
     Stage<T, E, L, THREADS, TRANSPOSED>
 {
     /// Thread `thread`'s share of a tile of `T`, `E` and `L`.
@@ -108,7 +108,7 @@ pub struct Staged<T, E, L, const K: usize, const TRANSPOSED: bool, const G: usiz
     tile: PhantomData<fn() -> (E, L)>,
 }
 
-impl<T: DlElement, E: Extents, L: Layout, const K: usize, const TRANSPOSED: bool, const G: usize>
+impl<T: DlElement, E: Extents, L: TileLayout, const K: usize, const TRANSPOSED: bool, const G: usize>
     Staged<T, E, L, K, TRANSPOSED, G>
 {
     /// Whether the partition deals the tile's first index fastest.

@@ -4,7 +4,7 @@
 
 use crate::dtype::DlElement;
 use crate::extents::{Extents, IndexArray};
-use crate::layout::{Layout, LayoutRight, Mapping};
+use crate::layout::{LayoutRight, Mapping};
 use crate::space::BlockShared;
 use crate::view::{Mdspan, Shared, Unique};
 use core::marker::PhantomData;
@@ -67,12 +67,12 @@ impl Phase for Readable {
 ///   one thread, and returns the tile [`Written`];
 /// - [`Written`]: the next [`Block::sync`](super::Block::sync) makes it [`Readable`];
 /// - [`Readable`]: every thread reads it; the next barrier makes it [`Writable`] again.
-pub struct Tile<'k, T, E: Extents, L: Layout, P: Phase> {
-    view: Mdspan<'k, T, E, L, BlockShared, Unique>,
+pub struct Tile<'k, T, E: Extents, L: TileLayout, P: Phase> {
+    view: Mdspan<'k, T, E, L::Layout, BlockShared, Unique>,
     phase: PhantomData<P>,
 }
 
-impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Tile<'k, T, E, L, P> {
+impl<'k, T: DlElement, E: Extents, L: TileLayout, P: Phase> Tile<'k, T, E, L, P> {
     /// The tile over `view`, in phase `P`.
     ///
     /// # Safety
@@ -81,7 +81,7 @@ impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Tile<'k, T, E, L, P> {
     /// elements are in the state `P` says: written by the whole block in this phase (`Written`),
     /// or all written and a barrier passed since (`Readable`).
     #[inline(always)]
-    pub(super) unsafe fn from_view(view: Mdspan<'k, T, E, L, BlockShared, Unique>) -> Self {
+    pub(super) unsafe fn from_view(view: Mdspan<'k, T, E, L::Layout, BlockShared, Unique>) -> Self {
         Tile {
             view,
             phase: PhantomData,
@@ -106,23 +106,39 @@ impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Tile<'k, T, E, L, P> {
     /// The tile's storage, leaving its phase behind.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn into_storage(self) -> Mdspan<'k, T, E, L, BlockShared, Unique> {
+    pub(super) fn into_storage(self) -> Mdspan<'k, T, E, L::Layout, BlockShared, Unique> {
         self.view
     }
 
     /// The tile's storage, for the block's partition.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn storage(&self) -> &Mdspan<'k, T, E, L, BlockShared, Unique> {
+    pub(super) fn storage(&self) -> &Mdspan<'k, T, E, L::Layout, BlockShared, Unique> {
         &self.view
     }
 }
 
-impl<'k, T: DlElement, E: Extents, L: Layout> Tile<'k, T, E, L, Readable> {
+impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Writable> {
+    /// The tile [`Written`], once the block has written it.
+    ///
+    /// # Safety
+    ///
+    /// The block's threads have written every element of the tile in this phase.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) unsafe fn written(self) -> Tile<'k, T, E, L, Written> {
+        Tile {
+            view: self.view,
+            phase: PhantomData,
+        }
+    }
+}
+
+impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Readable> {
     /// The tile as a read-only view, for as long as it stays readable: what [`submdspan`](Mdspan::submdspan)
     /// and the view's other reading methods take.
     #[inline(always)]
-    pub fn view(&self) -> Mdspan<'_, T, E, L, BlockShared, Shared> {
+    pub fn view(&self) -> Mdspan<'_, T, E, L::Layout, BlockShared, Shared> {
         // SAFETY: the tile's span, read-only while the tile stays `Readable` (borrowed here):
         // nothing writes it in a readable phase.
         unsafe { Mdspan::from_non_null(self.view.non_null(), *self.view.mapping(), BlockShared) }
@@ -253,7 +269,7 @@ pub(super) fn static_shape<E: Extents>() -> E::Index {
     shape
 }
 
-impl<T: DlElement, E: Extents, L: Layout> Index<E::Index> for Tile<'_, T, E, L, Readable> {
+impl<T: DlElement, E: Extents, L: TileLayout> Index<E::Index> for Tile<'_, T, E, L, Readable> {
     type Output = T;
 
     /// The element at `index`.
@@ -288,13 +304,13 @@ pub trait TileShape: sealed::Sealed + 'static {
     /// The tile's extents, all static.
     type Extents: Extents;
     /// The layout of the tile's view ([`TileLayout::Layout`]).
-    type Layout: Layout;
+    type Layout: TileLayout;
 }
 
 impl<T: DlElement, E: Extents + 'static, L: TileLayout> TileShape for TileOf<T, E, L> {
     type Element = T;
     type Extents = E;
-    type Layout = L::Layout;
+    type Layout = L;
 }
 
 /// The tiles a cooperative kernel declares: `()`, one [`TileOf`], or a tuple of up to four.
@@ -361,7 +377,7 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     ///
     /// As for [`TileSet::tiles`], for this tile's bytes.
     #[inline(always)]
-    unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L::Layout, Writable> {
+    unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L, Writable> {
         let _ = Self::TILE_BYTES;
         // SAFETY: static extents (every one is: `SPAN`) whose span, `SPAN`, fits in 48 KiB.
         let mapping = unsafe { L::mapping(E::from_array_unchecked(static_shape::<E>()), Self::SPAN) };
@@ -389,7 +405,7 @@ unsafe impl TileSet for () {
 
 // SAFETY: one tile of `TILE_BYTES` at `base`.
 unsafe impl<T: DlElement, E: Extents, L: TileLayout> TileSet for TileOf<T, E, L> {
-    type Tiles<'k> = Tile<'k, T, E, L::Layout, Writable>;
+    type Tiles<'k> = Tile<'k, T, E, L, Writable>;
     const BYTES: usize = Self::TILE_BYTES;
     #[inline(always)]
     unsafe fn tiles<'k>(base: *mut u8) -> Self::Tiles<'k> {
@@ -439,9 +455,9 @@ pub trait Barrier: sealed::Sealed {
     fn after(self) -> Self::After;
 }
 
-impl<T, E: Extents, L: Layout, P: Phase> sealed::Sealed for Tile<'_, T, E, L, P> {}
+impl<T, E: Extents, L: TileLayout, P: Phase> sealed::Sealed for Tile<'_, T, E, L, P> {}
 
-impl<'k, T: DlElement, E: Extents, L: Layout, P: Phase> Barrier for Tile<'k, T, E, L, P> {
+impl<'k, T: DlElement, E: Extents, L: TileLayout, P: Phase> Barrier for Tile<'k, T, E, L, P> {
     type After = Tile<'k, T, E, L, P::Next>;
     #[inline(always)]
     fn after(self) -> Self::After {

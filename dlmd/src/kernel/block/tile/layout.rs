@@ -30,12 +30,12 @@ pub trait TileLayout: sealed::Sealed + 'static {
 /// Row-major, with `PAD` more elements between the starts of consecutive rows than a row
 /// holds: a 32 × 32 tile of `f32` with `RightPadded<1>` has rows 33 apart, so a warp reading a
 /// column touches 32 different banks.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RightPadded<const PAD: usize>;
 
 /// Column-major, with `PAD` more elements between the starts of consecutive columns than a
 /// column holds.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LeftPadded<const PAD: usize>;
 
 impl sealed::Sealed for LayoutRight {}

@@ -1,0 +1,235 @@
+//! Asynchronous copies from global memory into a tile (`cp.async`, `sm_80` and later): the
+//! block starts them with [`Block::fetch`] and goes on working while they are in flight; the
+//! tile, [`Fetching`] meanwhile, is out of reach until [`Block::landed`] has waited for them,
+//! and readable only after the barrier that follows, like any tile the block writes.
+
+use super::{Block, Tile, TileLayout, TileSet, Writable, Written};
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::kernel::KernelSpace;
+use crate::layout::Layout;
+use crate::view::{Mdspan, Shared};
+
+/// A tile that the block's copies ([`Block::fetch`]) are filling: no thread can read or write
+/// it. [`Block::landed`] waits for the copies and gives the tile back [`Written`]. Dropped
+/// instead, it waits for every copy of the thread, so that none lands after the tile's memory
+/// has gone.
+pub struct Fetching<'k, T, E: Extents, L: TileLayout> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    tile: core::mem::ManuallyDrop<Tile<'k, T, E, L, Writable>>,
+    /// The number of the copies' group among the block's, from 0.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    group: u32,
+}
+
+impl<T, E: Extents, L: TileLayout> Drop for Fetching<'_, T, E, L> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a `Fetching` exists only where `fetch` ran, so on `sm_80` or later (its
+        // copies' instruction would not have assembled otherwise).
+        unsafe {
+            crate::kernel::mma::raw::cp_async_wait::<0>()
+        };
+    }
+}
+
+/// The bytes of one asynchronous copy: 16, the most `cp.async` moves at once.
+const PIECE: usize = 16;
+
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
+    /// Starts copying `src[origin + index]` into element `index` of `tile`, for every index of
+    /// the tile, as zero where that is outside `src`, and returns the tile [`Fetching`]: the
+    /// copies are in flight while the block goes on, until [`landed`](Self::landed).
+    ///
+    /// The tile is rank 2; its fastest dimension holds a multiple of 16 bytes and its lines
+    /// start a multiple of 16 bytes apart (otherwise the kernel does not compile). Where `src`
+    /// is contiguous along the tile's fastest dimension, starts 16-aligned, its other stride
+    /// keeps 16-byte alignment and `origin` is a multiple of 16 bytes along that dimension,
+    /// each thread copies 16-byte pieces with `cp.async` (piece `p` of the tile's memory
+    /// order by thread `p % THREADS`); elsewhere the same threads load and store the pieces'
+    /// elements one by one, and the tile is just as written once it has landed.
+    #[inline(always)]
+    pub fn fetch<T, E, L, E2, L2, Sp>(
+        &mut self,
+        tile: Tile<'k, T, E, L, Writable>,
+        src: &Mdspan<'_, T, E2, L2, Sp, Shared>,
+        origin: [usize; 2],
+    ) -> Fetching<'k, T, E, L>
+    where
+        T: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: TileLayout,
+        E2: Extents<Index = [usize; 2]>,
+        L2: Layout,
+        Sp: KernelSpace,
+    {
+        let _ = const { pieces_of::<T, E, L>() };
+        on_gpu!(self.inner, (tile, src, origin), {
+            let group = self.inner.groups;
+            self.inner.groups = group.wrapping_add(1);
+            fetch_pieces::<THREADS, T, E, L, E2, L2, Sp>(&tile, src, origin);
+            Fetching {
+                tile: core::mem::ManuallyDrop::new(tile),
+                group,
+            }
+        })
+    }
+
+    /// Waits for the copies of `fetching` ([`fetch`](Self::fetch)), and of every fetch before
+    /// it, and returns its tile [`Written`]: readable after the next [`sync`](Self::sync).
+    #[inline(always)]
+    pub fn landed<T, E, L>(&mut self, fetching: Fetching<'k, T, E, L>) -> Tile<'k, T, E, L, Written>
+    where
+        T: DlElement,
+        E: Extents,
+        L: TileLayout,
+    {
+        on_gpu!(self.inner, (fetching), {
+            let mut fetching = core::mem::ManuallyDrop::new(fetching);
+            // The groups committed after this one may stay in flight: `wait_group n` waits
+            // for all but the `n` most recent, older ones first. More than 7 are waited for
+            // too (a smaller `n` waits for more).
+            let younger = self.inner.groups.wrapping_sub(fetching.group).wrapping_sub(1);
+            // SAFETY: `fetch` ran, so the kernel is for `sm_80` or later.
+            unsafe {
+                use crate::kernel::mma::raw::cp_async_wait;
+                match younger {
+                    0 => cp_async_wait::<0>(),
+                    1 => cp_async_wait::<1>(),
+                    2 => cp_async_wait::<2>(),
+                    3 => cp_async_wait::<3>(),
+                    4 => cp_async_wait::<4>(),
+                    5 => cp_async_wait::<5>(),
+                    6 => cp_async_wait::<6>(),
+                    _ => cp_async_wait::<7>(),
+                }
+            }
+            // SAFETY: taken once, from a `Fetching` that is not dropped (`ManuallyDrop`).
+            let tile = unsafe { core::mem::ManuallyDrop::take(&mut fetching.tile) };
+            // This thread's copies are complete; the barrier that makes the tile readable makes
+            // every thread's seen by all.
+            // SAFETY: every element of the tile was written in this phase: by this thread's copies
+            // or stores of its pieces, and the pieces of all the block's threads cover the tile
+            // (`fetch`).
+            unsafe { tile.written() }
+        })
+    }
+}
+
+/// Pieces of 16 bytes along a rank-2 tile's fastest dimension, and its lines, checked
+/// where a kernel that fetches into the tile is compiled.
+const fn pieces_of<T, E: Extents, L: TileLayout>() -> [usize; 2] {
+    assert!(E::RANK == 2, "`fetch` fills a rank-2 tile");
+    let (first, last) = match E::STATIC_ENDS {
+        (Some(first), Some(last)) => (first, last),
+        _ => panic!("a tile's extents are static"),
+    };
+    let (fast, lines) = if L::FIRST_FASTEST { (first, last) } else { (last, first) };
+    assert!(
+        size_of::<T>() > 0 && PIECE.is_multiple_of(size_of::<T>()),
+        "`fetch` copies 16-byte pieces: the element's size divides 16"
+    );
+    assert!(
+        (fast * size_of::<T>()).is_multiple_of(PIECE),
+        "`fetch` copies 16-byte pieces: the tile's fastest dimension holds a multiple of 16 bytes"
+    );
+    assert!(
+        ((fast + L::PAD) * size_of::<T>()).is_multiple_of(PIECE),
+        "`fetch` copies 16-byte pieces: the tile's lines start a multiple of 16 bytes apart (pad them by a multiple of 16 bytes)"
+    );
+    [fast * size_of::<T>() / PIECE, lines]
+}
+
+/// This thread's pieces of the fetch of `src` from `origin` into `tile`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
+    tile: &Tile<'_, T, E, L, Writable>,
+    src: &Mdspan<'_, T, E2, L2, Sp, Shared>,
+    origin: [usize; 2],
+) where
+    T: DlElement,
+    E: Extents<Index = [usize; 2]>,
+    L: TileLayout,
+    E2: Extents<Index = [usize; 2]>,
+    L2: Layout,
+    Sp: KernelSpace,
+{
+    use crate::kernel::mma::raw;
+    use crate::layout::Mapping;
+    let per_piece = PIECE / size_of::<T>();
+    let [pieces, lines] = const { pieces_of::<T, E, L>() };
+    let fast = if L::FIRST_FASTEST { 0 } else { 1 };
+    let slow = 1 - fast;
+    let extents = src.extents().to_array();
+    let (stride_fast, stride_slow) = (src.mapping().stride(fast), src.mapping().stride(slow));
+    // One answer for the whole block: the view and the origin are the same on every thread.
+    let asynchronous = stride_fast == 1
+        && (stride_slow * size_of::<T>() as isize).rem_euclid(PIECE as isize) == 0
+        && (src.data_handle() as usize).is_multiple_of(PIECE)
+        && origin[fast].is_multiple_of(per_piece);
+    let mapping = tile.storage().mapping();
+    let base = tile.storage().data_handle();
+    let mut p = super::shared::thread_index::<THREADS>();
+    while p < pieces * lines {
+        let (line, piece) = (p / pieces, p % pieces);
+        let mut local = [0usize; 2];
+        local[slow] = line;
+        local[fast] = piece * per_piece;
+        // In the tile: the piece's first element, 16 bytes from it are the piece (the fastest
+        // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`).
+        let dst = base.wrapping_add(mapping.offset_of(&local));
+        let index = [origin[0].wrapping_add(local[0]), origin[1].wrapping_add(local[1])];
+        // Elements of the piece inside `src`: 0 past its edge (an origin past it included).
+        let inside = if index[slow] < extents[slow] && index[fast] < extents[fast] {
+            (extents[fast] - index[fast]).min(per_piece)
+        } else {
+            0
+        };
+        if asynchronous {
+            let (from, bytes) = if inside > 0 {
+                (
+                    src.data_handle()
+                        .wrapping_add(src.mapping().offset_of(&index))
+                        .cast::<u8>(),
+                    inside * size_of::<T>(),
+                )
+            } else {
+                (src.data_handle().cast::<u8>(), 0)
+            };
+            // SAFETY: `dst` is this piece of the tile: 16 bytes of the block's shared memory,
+            // 16-aligned (the tile starts 128-aligned, lines 16 bytes apart and pieces 16 bytes
+            // along them), given to this thread alone by the partition of pieces (`p` in steps
+            // of `THREADS` from the thread's index), and no thread reads or writes the tile
+            // until its copies have landed (`Fetching` holds it). `from` is the piece's first
+            // element in `src`, 16-aligned (the view starts 16-aligned, its slow stride keeps
+            // that, the origin along the contiguous fastest dimension is a multiple of 16 bytes
+            // and so is the piece's offset), and its first `bytes` bytes are `inside`
+            // neighbours inside the view's extents: readable global memory (a kernel's view is
+            // device or managed) that nothing writes while the kernel runs (a `Shared` kernel
+            // parameter). Where `bytes` is 0 nothing is read. `fetch` assembles on sm_80 only.
+            unsafe { raw::cp_async_16(raw::shared_address(dst), from, bytes as u32) };
+        } else {
+            for q in 0..per_piece {
+                let mut at = index;
+                at[fast] = at[fast].wrapping_add(q);
+                let value = if q < inside {
+                    // SAFETY: inside the view's extents (`q < inside`).
+                    unsafe { *src.data_handle().add(src.mapping().offset_of(&at)) }
+                } else {
+                    // SAFETY: a `DlElement` is lanes of DLPack scalars (its contract), every one of
+                    // which (integers, floats, `bool`'s `false`, complex, FP8/6/4) is valid as
+                    // zero bits: what `cp.async` writes past the source's edge too.
+                    unsafe { core::mem::zeroed() }
+                };
+                // SAFETY: element `q` of this thread's piece of the tile (as above), written by
+                // this thread alone; the piece is inside the tile's span.
+                unsafe { dst.add(q).write(value) };
+            }
+        }
+        p += THREADS;
+    }
+    // SAFETY: on sm_80 or later, as the copies above.
+    unsafe { raw::cp_async_commit() };
+}

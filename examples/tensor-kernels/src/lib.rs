@@ -1,0 +1,209 @@
+//! Tensor-core kernels written in Rust over dlmd's typed tiles and fragments
+//! ([`dlmd::kernel::mma`]): matrix products on `bf16` and `f16` with `f32` accumulators by
+//! `mma.sync` (`sm_80` and later), their operands brought into block-shared tiles by
+//! asynchronous copies (`cp.async`) one step ahead of the products, and a `Linear` layer's
+//! bias and activation fused into the product's epilogue. Compiled for `nvptx64-nvidia-cuda`
+//! each `#[dlmd::kernel]` is a PTX entry point; for the host, its typed launcher.
+#![cfg_attr(
+    target_arch = "nvptx64",
+    no_std,
+    feature(
+        abi_ptx,
+        asm_experimental_arch,
+        stdarch_nvptx,
+        core_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    ),
+    allow(internal_features)
+)]
+
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::Block;
+use dlmd::kernel::block::{LeftPadded, RightPadded, TileOf};
+use dlmd::kernel::mma::M16N8K16;
+use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
+#[cfg(target_arch = "nvptx64")]
+use {dlmd::DlElement, dlmd::kernel::block::TileLayout, dlmd::kernel::mma::MmaInput, dlmd::layout::Layout};
+
+/// The kernels' PTX, built by `dlmd-build` from this crate.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = dlmd::kernels_ptx!();
+
+/// The rows, columns and depth of one step of each block of the products: a `128 × 128` chunk
+/// of the result, `32` along `k` a step.
+pub const GEMM_TILE: [usize; 3] = [128, 128, 32];
+
+/// The chunks of the result each block computes.
+pub type GemmChunk = (Const<128>, Const<128>);
+
+/// The tiling of the products: 8 warps, 2 × 4, each `64 × 32` (4 × 4 atoms of `m16n8k16`).
+pub type GemmTiling<T> = dlmd::kernel::mma::Mma<M16N8K16<T>, 2, 4, 4, 4>;
+
+/// A step of `A`: `128 × 32`, row-major, rows 80 bytes apart (`ldmatrix` reads them without
+/// bank conflicts, and `cp.async` fills them 16 bytes at a time).
+pub type TileA<T> = TileOf<T, (Const<128>, Const<32>), RightPadded<8>>;
+
+/// A step of a row-major `B` (`k × n`): `32 × 128`, rows 272 bytes apart.
+pub type TileB<T> = TileOf<T, (Const<32>, Const<128>), RightPadded<8>>;
+
+/// A step of a column-major `B`, which is a row-major `n × k` weight (`x · wᵀ`): `32 × 128`,
+/// columns 80 bytes apart.
+pub type TileBt<T> = TileOf<T, (Const<32>, Const<128>), LeftPadded<8>>;
+
+/// Two stages of operand tiles, one filled while the other is multiplied.
+pub type Stages<T, LB> = (
+    (TileA<T>, TileOf<T, (Const<32>, Const<128>), LB>),
+    (TileA<T>, TileOf<T, (Const<32>, Const<128>), LB>),
+);
+
+/// `c[i, j] = out([i, j], (a · b)[i, j], c[i, j])` for a row-major `m × k` `a` and a `k × n`
+/// `b` (row-major, or column-major with `LB` a column-major tile), each block computing
+/// `128 × 128` chunks of `c` (mismatched extents leave `c` as it is). Along `k` in steps of 32:
+/// the next step's tiles are fetched (`cp.async`) while this step's are multiplied, two stages
+/// in turn; past the edges of `a` and `b` the tiles are zero.
+#[dlmd::device]
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn product<T, LB, L2, O>(
+    block: Block<'_, 256, Stages<T, LB>, GemmChunk>,
+    a: DeviceMdspan<'_, T, Dims<2>>,
+    b: DeviceMdspan<'_, T, Dims<2>, L2>,
+    c: DeviceMdspanMut<'_, O, Dims<2>>,
+    out: impl Fn([usize; 2], f32, O) -> O + Sync,
+) where
+    T: MmaInput,
+    LB: TileLayout,
+    L2: Layout,
+    O: DlElement,
+{
+    let [_, _, bk] = GEMM_TILE;
+    let depth = a.extent(1);
+    if b.extent(0) != depth || a.extent(0) != c.extent(0) || b.extent(1) != c.extent(1) {
+        return;
+    }
+    let (mut block, ((mut a0, mut b0), (mut a1, mut b1))) = block.split();
+    for chunk in block.chunks(c) {
+        let [i0, j0] = chunk.origin();
+        let mut acc = block.accumulators::<M16N8K16<T>, 2, 4, 4, 4>();
+        // The first step's tiles, then the loop's shape: the stage multiplied last
+        // (`prev`, readable) and the one in flight (`next`).
+        let fa = block.fetch(a0, &a, [i0, 0]);
+        let fb = block.fetch(b0, &b, [0, j0]);
+        let (wa, wb) = (block.landed(fa), block.landed(fb));
+        let ((ra, rb), (wa1, wb1)) = block.sync(((wa, wb), (a1, b1)));
+        let mut next = (block.fetch(wa1, &a, [i0, bk]), block.fetch(wb1, &b, [bk, j0]));
+        acc = block.mma(acc, &ra, &rb);
+        let mut prev = (ra, rb);
+        let mut k0 = bk;
+        while k0 < depth {
+            let (fa, fb) = next;
+            let (wa, wb) = (block.landed(fa), block.landed(fb));
+            // One barrier: this step's tiles readable, the last step's writable again.
+            let ((ra, rb), (pa, pb)) = block.sync(((wa, wb), prev));
+            next = (block.fetch(pa, &a, [i0, k0 + bk]), block.fetch(pb, &b, [k0 + bk, j0]));
+            acc = block.mma(acc, &ra, &rb);
+            prev = (ra, rb);
+            k0 += bk;
+        }
+        if !block.update_accumulators(chunk, acc, &out) {
+            return;
+        }
+        // Back to four writable tiles for the next chunk: the fetch past the end lands, and two
+        // barriers take both stages round.
+        let (fa, fb) = next;
+        let (wa, wb) = (block.landed(fa), block.landed(fb));
+        let ((pa, pb), (la, lb)) = block.sync((prev, (wa, wb)));
+        let (la, lb) = block.sync((la, lb));
+        (a0, b0, a1, b1) = (pa, pb, la, lb);
+    }
+}
+
+/// `c = α · a · b + β · c` for row-major `bf16` matrices `a` (`m × k`) and `b` (`k × n`) into
+/// row-major `f32` `c` (`m × n`; other extents leave it as it is), on tensor cores. Launch with
+/// blocks of 256 threads, one per `128 × 128` chunk of `c` or fewer.
+#[dlmd::kernel]
+pub fn gemm_bf16(
+    block: Block<'_, 256, Stages<bf16, RightPadded<8>>, GemmChunk>,
+    alpha: f32,
+    beta: f32,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    product(block, a, b, c, |_, x, old| {
+        if beta == 0.0 { alpha * x } else { alpha * x + beta * old }
+    });
+}
+
+/// [`gemm_bf16`] for `f16`.
+#[dlmd::kernel]
+pub fn gemm_f16(
+    block: Block<'_, 256, Stages<f16, RightPadded<8>>, GemmChunk>,
+    alpha: f32,
+    beta: f32,
+    a: DeviceMdspan<'_, f16, Dims<2>>,
+    b: DeviceMdspan<'_, f16, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    product(block, a, b, c, |_, x, old| {
+        if beta == 0.0 { alpha * x } else { alpha * x + beta * old }
+    });
+}
+
+/// `c = a · b` into `bf16`, with `b` column-major: `x · wᵀ` for a row-major `n × k` weight `w`
+/// (`b` is `w` seen as `k × n`).
+#[dlmd::kernel]
+pub fn gemm_bf16_nt(
+    block: Block<'_, 256, Stages<bf16, LeftPadded<8>>, GemmChunk>,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>, LayoutLeft>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    product(block, a, b, c, |_, x, _| bf16::from_f32(x));
+}
+
+/// The activation of [`linear_bf16`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, dlmd::DlElement)]
+#[repr(transparent)]
+pub struct Activation(pub u32);
+
+impl Activation {
+    /// None: `y = x · wᵀ + bias`.
+    pub const NONE: Self = Self(0);
+    /// GELU, tanh approximation (torch's `gelu(approximate="tanh")`).
+    pub const GELU_TANH: Self = Self(1);
+    /// SiLU (`x · sigmoid(x)`).
+    pub const SILU: Self = Self(2);
+}
+
+/// `y = act(x · wᵀ + bias)` into `bf16`: a `Linear` layer (`x` row-major `m × k`, `w` row-major
+/// `n × k`, passed as the column-major `k × n` view of it, `bias` of `n`) with its bias and
+/// activation ([`Activation`]) fused into the product's epilogue, each element rounded to
+/// `bf16` once. Launch as [`gemm_bf16`].
+#[dlmd::kernel]
+pub fn linear_bf16(
+    block: Block<'_, 256, Stages<bf16, LeftPadded<8>>, GemmChunk>,
+    activation: Activation,
+    x: DeviceMdspan<'_, bf16, Dims<2>>,
+    w: DeviceMdspan<'_, bf16, Dims<2>, LayoutLeft>,
+    bias: DeviceMdspan<'_, bf16, Dims<1>>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    if bias.extent(0) != w.extent(1) {
+        return;
+    }
+    product(block, x, w, y, |[_, j], v, _| {
+        let v = v + bias.get_or([j], bf16::ZERO).to_f32();
+        let v = match activation {
+            Activation::GELU_TANH => {
+                // x · sigmoid(2 · √(2/π) · (x + 0.044715 x³)) = ½ x (1 + tanh(√(2/π)(x + 0.044715 x³))).
+                let inner = 1.595_769_1 * (v + 0.044_715 * v * v * v);
+                v / (1.0 + dlmd::kernel::math::exp(-inner))
+            }
+            Activation::SILU => v / (1.0 + dlmd::kernel::math::exp(-v)),
+            _ => v,
+        };
+        bf16::from_f32(v)
+    });
+}

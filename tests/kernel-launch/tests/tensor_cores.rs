@@ -1,0 +1,229 @@
+//! Tensor-core kernels (`examples/tensor-kernels`) on a GPU, against the CPU: `bf16` and `f16`
+//! products with `C = α · A · B + β · C`, `x · wᵀ` into `bf16`, and a `Linear` layer with its
+//! bias and activation fused, over aligned shapes (asynchronous copies), ragged ones (copies cut
+//! at the edges) and rows that are not 16-byte multiples (element by element), with a grid that
+//! covers the result and one that does not.
+//!
+//! Without a GPU each test prints one line saying it was skipped and passes; with
+//! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
+
+use cudarc::driver::LaunchConfig;
+use dlmd::cuda::{self, Kernels, device_view, device_view_mut};
+use dlmd::half::{bf16, f16};
+use dlmd::{Dims, LayoutLeft, LayoutRight};
+use dlmd_example_tensor_kernels as kernels;
+use dlmd_tests::gpu;
+
+/// `blocks` blocks (at least one) of 256 threads.
+fn grid(blocks: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks.max(1) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `(m, k, n)`: empty ones, tile-aligned ones, ragged ones whose rows are 16-byte multiples
+/// (8 elements: the asynchronous path, cut at the edges), and ragged ones whose rows are not.
+const SHAPES: [(usize, usize, usize); 11] = [
+    (0, 5, 7),
+    (5, 0, 7),
+    (5, 8, 0),
+    (1, 1, 1),
+    (128, 32, 128),
+    (256, 256, 256),
+    (200, 72, 136),
+    (130, 520, 264),
+    (100, 33, 37),
+    (17, 1000, 9),
+    (300, 40, 129),
+];
+
+/// Small integers: every product and sum of a row of up to 1000 is exact in `f32` and each
+/// value exact in `bf16` and `f16`, so the results are exact whatever the order of the sums.
+fn operand(len: usize, mul: usize, modulo: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32)
+        .collect()
+}
+
+/// `a · b` for row-major `a` (`m × k`) and `b` given by `b_at(p, j)`.
+fn product(m: usize, k: usize, n: usize, a: &[f32], b_at: impl Fn(usize, usize) -> f32) -> Vec<f32> {
+    (0..m * n)
+        .map(|i| (0..k).map(|p| a[i / n * k + p] * b_at(p, i % n)).sum())
+        .collect()
+}
+
+#[test]
+fn a_tensor_core_product_matches_the_cpu_for_aligned_ragged_and_empty_shapes() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let [bm, bn, _] = kernels::GEMM_TILE;
+    for (m, k, n) in SHAPES {
+        let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
+        let c0 = operand(m * n, 3, 11);
+        let ab = product(m, k, n, &a, |p, j| b[p * n + j]);
+        let chunks = m.div_ceil(bm) * n.div_ceil(bn);
+        for (alpha, beta) in [(1.0f32, 0.0f32), (2.0, -1.0)] {
+            let expected: Vec<f32> = ab.iter().zip(&c0).map(|(x, c)| alpha * x + beta * c).collect();
+            for blocks in [chunks, 3] {
+                for half in [false, true] {
+                    let mut d_c = stream.clone_htod(&c0).unwrap();
+                    {
+                        let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
+                        // The same launch for either input type: its operands converted, its
+                        // kernel and the kernel's argument struct.
+                        macro_rules! launch {
+                            ($ty:ty, $kernel:ident, $args:ident) => {{
+                                let (a16, b16): (Vec<$ty>, Vec<$ty>) = (
+                                    a.iter().map(|&x| <$ty>::from_f32(x)).collect(),
+                                    b.iter().map(|&x| <$ty>::from_f32(x)).collect(),
+                                );
+                                let (d_a, d_b) = (
+                                    stream.clone_htod(&a16).unwrap(),
+                                    stream.clone_htod(&b16).unwrap(),
+                                );
+                                let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
+                                let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+                                cuda::scope(|s| {
+                                    let args = kernels::$args {
+                                        alpha,
+                                        beta,
+                                        a: av,
+                                        b: bv,
+                                        c: cv.as_view_mut(),
+                                    };
+                                    kernels::$kernel(s.launch(&stream, &module, grid(blocks)), args)
+                                })
+                                .unwrap();
+                            }};
+                        }
+                        if half {
+                            launch!(f16, gemm_f16, GemmF16Args);
+                        } else {
+                            launch!(bf16, gemm_bf16, GemmBf16Args);
+                        }
+                    }
+                    let got = stream.clone_dtoh(&d_c).unwrap();
+                    assert_eq!(
+                        got, expected,
+                        "{m} x {k} · {k} x {n}, α {alpha} β {beta}, {blocks} blocks, f16: {half}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_product_with_a_row_major_weight_matches_the_cpu() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let [bm, bn, _] = kernels::GEMM_TILE;
+    for (m, k, n) in SHAPES {
+        // `w` is `n × k`, row-major: `b = wᵀ`, the column-major `k × n` view of it.
+        let (x, w) = (operand(m * k, 7, 9), operand(n * k, 5, 7));
+        let expected: Vec<bf16> = product(m, k, n, &x, |p, j| w[j * k + p])
+            .into_iter()
+            .map(bf16::from_f32)
+            .collect();
+        let (x16, w16): (Vec<bf16>, Vec<bf16>) = (
+            x.iter().map(|&v| bf16::from_f32(v)).collect(),
+            w.iter().map(|&v| bf16::from_f32(v)).collect(),
+        );
+        let (d_x, d_w) = (stream.clone_htod(&x16).unwrap(), stream.clone_htod(&w16).unwrap());
+        for blocks in [m.div_ceil(bm) * n.div_ceil(bn), 2] {
+            let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
+            {
+                let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
+                let wv = device_view::<_, Dims<2>, LayoutLeft>(&d_w, Dims::new([k, n])).unwrap();
+                let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+                cuda::scope(|s| {
+                    kernels::gemm_bf16_nt(s.launch(&stream, &module, grid(blocks)), xv, wv, yv.as_view_mut())
+                })
+                .unwrap();
+            }
+            let got = stream.clone_dtoh(&d_y).unwrap();
+            assert_eq!(got, expected, "{m} x {k} · ({n} x {k})ᵀ, {blocks} blocks");
+        }
+    }
+}
+
+/// GELU (tanh approximation) and SiLU, in `f64`.
+fn activate(activation: kernels::Activation, v: f64) -> f64 {
+    match activation {
+        kernels::Activation::GELU_TANH => {
+            0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh())
+        }
+        kernels::Activation::SILU => v / (1.0 + (-v).exp()),
+        _ => v,
+    }
+}
+
+#[test]
+fn a_linear_layer_with_its_bias_and_activation_fused_matches_the_cpu() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let [bm, bn, _] = kernels::GEMM_TILE;
+    for (m, k, n) in [(128, 64, 128), (200, 72, 136), (100, 33, 37), (64, 512, 320)] {
+        // Values of a few units, where the activations bend: sums of `k` products of
+        // quarters.
+        let x: Vec<f32> = operand(m * k, 7, 9).iter().map(|v| v / 4.0).collect();
+        let w: Vec<f32> = operand(n * k, 5, 7).iter().map(|v| v / (k as f32).sqrt()).collect();
+        let bias: Vec<f32> = operand(n, 3, 5).iter().map(|v| v / 2.0).collect();
+        let (x16, w16, b16): (Vec<bf16>, Vec<bf16>, Vec<bf16>) = (
+            x.iter().map(|&v| bf16::from_f32(v)).collect(),
+            w.iter().map(|&v| bf16::from_f32(v)).collect(),
+            bias.iter().map(|&v| bf16::from_f32(v)).collect(),
+        );
+        let (d_x, d_w, d_b) = (
+            stream.clone_htod(&x16).unwrap(),
+            stream.clone_htod(&w16).unwrap(),
+            stream.clone_htod(&b16).unwrap(),
+        );
+        for activation in [
+            kernels::Activation::NONE,
+            kernels::Activation::GELU_TANH,
+            kernels::Activation::SILU,
+        ] {
+            let mut d_y = stream.alloc_zeros::<bf16>(m * n).unwrap();
+            {
+                let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
+                let wv = device_view::<_, Dims<2>, LayoutLeft>(&d_w, Dims::new([k, n])).unwrap();
+                let bv = device_view::<_, Dims<1>, LayoutRight>(&d_b, Dims::new([n])).unwrap();
+                let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+                let config = grid(m.div_ceil(bm) * n.div_ceil(bn));
+                cuda::scope(|s| {
+                    kernels::linear_bf16(
+                        s.launch(&stream, &module, config),
+                        activation,
+                        xv,
+                        wv,
+                        bv,
+                        yv.as_view_mut(),
+                    )
+                })
+                .unwrap();
+            }
+            let got = stream.clone_dtoh(&d_y).unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let v: f64 = (0..k)
+                        .map(|p| f64::from(x16[i * k + p].to_f32()) * f64::from(w16[j * k + p].to_f32()))
+                        .sum::<f64>()
+                        + f64::from(b16[j].to_f32());
+                    let want = activate(activation, v);
+                    let g = f64::from(got[i * n + j].to_f32());
+                    // One rounding to bf16 (2⁻⁸ relative) and `ex2.approx`'s error.
+                    assert!(
+                        (g - want).abs() <= 1e-2 * want.abs() + 1e-3,
+                        "{activation:?} {m} x {k} · ({n} x {k})ᵀ at [{i}, {j}]: {g} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}
