@@ -26,6 +26,10 @@ use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
 #[cfg(target_arch = "nvptx64")]
 use {dlmd::DlElement, dlmd::kernel::block::TileLayout, dlmd::kernel::mma::MmaInput, dlmd::layout::Layout};
 
+mod raw;
+
+pub use raw::{GEMM_RAW_SHARED, GemmBf16RawArgs, gemm_bf16_raw};
+
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = dlmd::kernels_ptx!();
@@ -122,7 +126,7 @@ fn product<T, LB, L2, O>(
 /// `c = α · a · b + β · c` for row-major `bf16` matrices `a` (`m × k`) and `b` (`k × n`) into
 /// row-major `f32` `c` (`m × n`; other extents leave it as it is), on tensor cores. Launch with
 /// blocks of 256 threads, one per `128 × 128` chunk of `c` or fewer.
-#[dlmd::kernel]
+#[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_bf16(
     block: Block<'_, 256, Stages<bf16, RightPadded<8>>, GemmChunk>,
     alpha: f32,
@@ -137,7 +141,7 @@ pub fn gemm_bf16(
 }
 
 /// [`gemm_bf16`] for `f16`.
-#[dlmd::kernel]
+#[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_f16(
     block: Block<'_, 256, Stages<f16, RightPadded<8>>, GemmChunk>,
     alpha: f32,
@@ -151,9 +155,21 @@ pub fn gemm_f16(
     });
 }
 
+/// `c = a · b` for row-major `bf16` matrices into `bf16`, as `torch.matmul` computes it:
+/// the products' loop of [`gemm_bf16`], each element rounded to `bf16` once. Launch as [`gemm_bf16`].
+#[dlmd::kernel(min_blocks_per_sm = 2)]
+pub fn matmul_bf16(
+    block: Block<'_, 256, Stages<bf16, RightPadded<8>>, GemmChunk>,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    product(block, a, b, c, |_, x, _| bf16::from_f32(x));
+}
+
 /// `c = a · b` into `bf16`, with `b` column-major: `x · wᵀ` for a row-major `n × k` weight `w`
 /// (`b` is `w` seen as `k × n`).
-#[dlmd::kernel]
+#[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_bf16_nt(
     block: Block<'_, 256, Stages<bf16, LeftPadded<8>>, GemmChunk>,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
@@ -181,7 +197,7 @@ impl Activation {
 /// `n × k`, passed as the column-major `k × n` view of it, `bias` of `n`) with its bias and
 /// activation ([`Activation`]) fused into the product's epilogue, each element rounded to
 /// `bf16` once. Launch as [`gemm_bf16`].
-#[dlmd::kernel]
+#[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn linear_bf16(
     block: Block<'_, 256, Stages<bf16, LeftPadded<8>>, GemmChunk>,
     activation: Activation,

@@ -1,0 +1,252 @@
+//! Tensor-core matrix products written in Rust (`examples/tensor-kernels`), checked against the
+//! CPU and cuBLAS; with `--bench`, timed against their raw twin and cuBLAS (`cublasGemmEx`,
+//! `bf16` in and out, `f32` compute, as `torch.matmul` asks of it) in alternated rounds (medians
+//! of 20 rounds after 3 warm-up ones, CUDA events, each span after a device copy that covers the
+//! launch), at 4096³ and 8192³: `c = a · b` (both row-major) and `y = x · wᵀ` (a `Linear`
+//! layer's product).
+//!
+//! Run with `cargo run --release --features tensor-kernels --example tensor_cores [-- --bench]`
+//! on a machine with an NVIDIA GPU of `sm_80` or later and cuBLAS (`libcublas.so.*` where the
+//! dynamic loader finds it).
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use dlmd::cuda::{self, Kernels};
+use dlmd::half::bf16;
+use dlmd::{Dims, LayoutLeft, LayoutRight};
+use dlmd_example_tensor_kernels as tc;
+use dlmd_examples::Sides;
+use dlmd_examples::timing::{Cover, time};
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const ROUNDS: usize = 23;
+const WARM_UP: usize = 3;
+
+/// One block of 256 threads per `128 × 128` chunk of an `m × n` result.
+fn grid(m: usize, n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((m.div_ceil(128) * n.div_ceil(128)).max(1) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `c = a · b` (`weight`: `y = x · wᵀ`, `b` the row-major `n × k` weight) by cuBLAS, for
+/// row-major matrices: cuBLAS is column-major, so it computes `cᵀ = bᵀ · aᵀ`.
+fn cublas(
+    blas: &CudaBlas,
+    (m, k, n): (usize, usize, usize),
+    weight: bool,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    c: &mut CudaSlice<bf16>,
+) -> Result<(), Box<dyn Error>> {
+    let config = GemmConfig {
+        transa: if weight {
+            cublasOperation_t::CUBLAS_OP_T
+        } else {
+            cublasOperation_t::CUBLAS_OP_N
+        },
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n as i32,
+        n: m as i32,
+        k: k as i32,
+        alpha: bf16::ONE,
+        lda: if weight { k as i32 } else { n as i32 },
+        ldb: k as i32,
+        beta: bf16::ZERO,
+        ldc: n as i32,
+    };
+    // SAFETY: the three buffers hold the matrices the configuration describes (`m × k`,
+    // `k × n` or `n × k`, `m × n`, tightly packed), on the handle's stream.
+    unsafe { blas.gemm(config, b, a, c) }?;
+    Ok(())
+}
+
+/// `c = a · b` by the safe kernel (`weight`: `gemm_bf16_nt`, `b` the row-major `n × k` weight;
+/// else `matmul_bf16`), or by the raw twin.
+fn rust(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    (m, k, n): (usize, usize, usize),
+    side: Side,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    c: &mut CudaSlice<bf16>,
+) -> Result<(), Box<dyn Error>> {
+    let av = cuda::device_view::<_, Dims<2>, LayoutRight>(a, Dims::new([m, k]))?;
+    let mut cv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(c, Dims::new([m, n]))?;
+    let config = grid(m, n);
+    cuda::scope(|s| match side {
+        Side::Safe => {
+            let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
+            tc::matmul_bf16(
+                s.launch(stream, kernels, config),
+                tc::MatmulBf16Args {
+                    a: av,
+                    b: bv,
+                    c: cv.as_view_mut(),
+                },
+            )
+        }
+        Side::SafeWeight => {
+            let bv = cuda::device_view::<_, Dims<2>, LayoutLeft>(b, Dims::new([k, n]))?;
+            tc::gemm_bf16_nt(s.launch(stream, kernels, config), av, bv, cv.as_view_mut())
+        }
+        Side::Raw => {
+            let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
+            let config = LaunchConfig {
+                shared_mem_bytes: tc::GEMM_RAW_SHARED,
+                ..config
+            };
+            tc::gemm_bf16_raw(
+                s.launch(stream, kernels, config),
+                tc::GemmBf16RawArgs {
+                    a: av,
+                    b: bv,
+                    c: cv.as_view_mut(),
+                },
+            )
+        }
+    })?;
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Side {
+    Safe,
+    SafeWeight,
+    Raw,
+}
+
+/// Small integers: every product and sum is exact in `f32`, so each result is the one `bf16`
+/// its exact value rounds to, whichever way it was summed.
+fn operand(len: usize, mul: usize, modulo: usize) -> Vec<bf16> {
+    (0..len)
+        .map(|i| bf16::from_f32((i * mul % modulo) as f32 - (modulo / 2) as f32))
+        .collect()
+}
+
+/// The three products against the CPU and cuBLAS, element for element, at `(m, k, n)`.
+fn check(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    blas: &CudaBlas,
+    (m, k, n): (usize, usize, usize),
+) -> Result<(), Box<dyn Error>> {
+    let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
+    let (da, db) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
+    for (side, weight) in [
+        (None, false),
+        (None, true),
+        (Some(Side::Safe), false),
+        (Some(Side::SafeWeight), true),
+        (Some(Side::Raw), false),
+    ] {
+        let expected: Vec<bf16> = (0..m * n)
+            .map(|i| {
+                let (r, j) = (i / n, i % n);
+                let b_at = |p: usize| if weight { b[j * k + p] } else { b[p * n + j] };
+                bf16::from_f32((0..k).map(|p| a[r * k + p].to_f32() * b_at(p).to_f32()).sum())
+            })
+            .collect();
+        let mut dc = stream.alloc_zeros::<bf16>(m * n)?;
+        match side {
+            None => cublas(blas, (m, k, n), weight, &da, &db, &mut dc)?,
+            Some(side) => rust(stream, kernels, (m, k, n), side, &da, &db, &mut dc)?,
+        }
+        let got = stream.clone_dtoh(&dc)?;
+        let wrong = got.iter().zip(&expected).filter(|(g, e)| g != e).count();
+        let name = side.map_or("cuBLAS".to_string(), |s| format!("{s:?}"));
+        if wrong != 0 {
+            return Err(format!(
+                "{name} {m}x{k}x{n} (weight: {weight}): {wrong} of {} elements differ from the CPU",
+                m * n
+            )
+            .into());
+        }
+        println!(
+            "{name} {m}x{k}x{n} (weight: {weight}): all {} elements match the CPU",
+            m * n
+        );
+    }
+    Ok(())
+}
+
+/// `c = a · b` and `y = x · wᵀ` at `size`³: the safe kernels, the raw twin and cuBLAS in
+/// alternated rounds.
+fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
+    let shape = (size, size, size);
+    let host: Vec<bf16> = (0..size * size)
+        .map(|i| bf16::from_f32(((i * 7 % 13) as f32 - 6.0) / 8.0))
+        .collect();
+    let (a, b) = (stream.clone_htod(&host)?, stream.clone_htod(&host)?);
+    let mut c = stream.alloc_zeros::<bf16>(size * size)?;
+    let mut sides = Sides::new(5, WARM_UP);
+    let mut cover = Cover::new(stream)?;
+    for round in 0..ROUNDS {
+        let mut times = [0.0; 5];
+        // Alternated: the order of the sides turns each round.
+        for turn in 0..5 {
+            let which = (turn + round) % 5;
+            times[which] = cover.time(stream, || match which {
+                0 => rust(stream, kernels, shape, Side::Safe, &a, &b, &mut c),
+                1 => rust(stream, kernels, shape, Side::Raw, &a, &b, &mut c),
+                2 => cublas(blas, shape, false, &a, &b, &mut c),
+                3 => rust(stream, kernels, shape, Side::SafeWeight, &a, &b, &mut c),
+                _ => cublas(blas, shape, true, &a, &b, &mut c),
+            })?;
+        }
+        sides.push(round, &times);
+    }
+    let m = sides.medians();
+    let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
+    println!(
+        "bench bf16 {size}³ a·b: safe {:.4} ms ({:.0} TFLOP/s), raw {:.4} ms ({:.0} TFLOP/s), cuBLAS {:.4} ms ({:.0} TFLOP/s); safe / cuBLAS = {:.3}, safe / raw = {:.3}",
+        m[0],
+        tflops(m[0]),
+        m[1],
+        tflops(m[1]),
+        m[2],
+        tflops(m[2]),
+        m[2] / m[0],
+        m[1] / m[0]
+    );
+    println!(
+        "bench bf16 {size}³ x·wᵀ: safe {:.4} ms ({:.0} TFLOP/s), cuBLAS {:.4} ms ({:.0} TFLOP/s); safe / cuBLAS = {:.3}",
+        m[3],
+        tflops(m[3]),
+        m[4],
+        tflops(m[4]),
+        m[4] / m[3]
+    );
+    Ok(())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let ctx = cuda::context(0)?;
+    let stream = ctx.default_stream();
+    let kernels = Kernels::load(&ctx, tc::PTX)?;
+    let blas = CudaBlas::new(stream.clone())?;
+    check(&stream, &kernels, &blas, (256, 512, 384))?;
+    // Time once through the helper, so that a missing cuBLAS is an error here, not mid-bench.
+    time(&stream, || Ok(()))?;
+    if std::env::args().any(|a| a == "--bench") {
+        for size in [4096, 8192] {
+            bench(&stream, &kernels, &blas, size)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tensor_cores: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
