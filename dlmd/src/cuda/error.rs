@@ -198,6 +198,20 @@ pub enum LaunchError {
         /// The launch's dynamic shared memory.
         shared_mem_bytes: u32,
     },
+    /// A launch asks for more dynamic shared memory a block than the device gives one (a
+    /// cooperative kernel's tiles: its `Block::SHARED_BYTES`).
+    #[error(
+        "cannot launch `{kernel}` with {shared_mem_bytes} bytes of dynamic shared memory a block: the device gives a block at most {device_max} (smaller tiles, or fewer stages)"
+    )]
+    SharedMemory {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The launch's dynamic shared memory.
+        shared_mem_bytes: u32,
+        /// The most a block of the device may opt in to
+        /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+        device_max: u32,
+    },
     /// An element-wise kernel built for one block size (`#[dlmd::kernel(block_threads = N)]`)
     /// is launched with another.
     #[error("cannot launch `{kernel}` with block {block_dim:?}: it is built for blocks of ({threads}, 1, 1)")]

@@ -352,6 +352,7 @@ impl Launch<'_, '_, '_> {
             block_dim,
             shared_mem_bytes,
         } = self.config;
+        opt_in_shared(&self.stream, function.cu_function(), name, shared_mem_bytes)?;
         // SAFETY: `function` is the entry point `name` of the module, whose parameters are the
         // forms `params` points at (the digest matched; the caller promises the forms); the
         // context is bound; the memory of the views stays valid until the kernel is done: Rust's
@@ -389,6 +390,44 @@ impl Launch<'_, '_, '_> {
         };
         scoped.and(holding)
     }
+}
+
+/// The launch's dynamic shared memory: past the 48 KiB a block gets without asking, the
+/// function opts in to it (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), which the device
+/// allows up to its own limit; more is refused by name, where the driver would fail the launch
+/// with no word of why.
+fn opt_in_shared(
+    stream: &Arc<CudaStream>,
+    function: cudarc::driver::sys::CUfunction,
+    kernel: &'static str,
+    bytes: u32,
+) -> Result<(), CudaError> {
+    use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+    const WITHOUT_ASKING: u32 = 48 * 1024;
+    if bytes <= WITHOUT_ASKING {
+        return Ok(());
+    }
+    let device_max = stream
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+    let device_max = u32::try_from(device_max).unwrap_or(0);
+    if bytes > device_max {
+        return Err(CudaError::Launch(super::LaunchError::SharedMemory {
+            kernel,
+            shared_mem_bytes: bytes,
+            device_max,
+        }));
+    }
+    // SAFETY: `function` is a loaded entry point of a module of the stream's context, which is
+    // bound; the value is within the device's limit (checked above).
+    unsafe {
+        cudarc::driver::result::function::set_function_attribute(
+            function,
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    }?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -59,6 +59,11 @@ unsafe impl<'k> Context<'k> for Thread {
     }
 }
 
+/// The most dynamic shared memory a block of any GPU may have: 227 KiB (Hopper; Ampere's
+/// A100 gives 163 KiB, consumer cards 99 KiB or 64 KiB). A launch past its device's limit is
+/// refused by name (`LaunchError::SharedMemory`); up to 48 KiB runs on every device.
+pub const MAX_SHARED_BYTES: usize = 227 * 1024;
+
 // SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code, and
 // reserves `SHARED_BYTES` (it is cooperative), what `Block::enter` takes for its scratch and
 // tiles.
@@ -66,12 +71,12 @@ unsafe impl<'k, const THREADS: usize, S: TileSet, C> Context<'k> for Block<'k, T
     const COOPERATIVE: bool = true;
     const BLOCK_THREADS: Option<u32> = {
         assert!(
-            Self::SHARED_BYTES <= 48 * 1024,
-            "a block's tiles and reduction scratch take at most 48 KiB of shared memory"
+            Self::SHARED_BYTES <= MAX_SHARED_BYTES,
+            "a block's tiles and reduction scratch take at most 227 KiB of shared memory (the most any GPU gives a block; 48 KiB run everywhere, more where the device allows it)"
         );
         Some(Self::THREADS)
     };
-    // At most 48 KiB (checked above), so the cast keeps it.
+    // At most 227 KiB (checked above), so the cast keeps it.
     const SHARED_BYTES: u32 = Self::SHARED_BYTES as u32;
 
     #[cfg(target_arch = "nvptx64")]

@@ -57,7 +57,7 @@ mod vector;
 
 pub use atomic::AtomicElement;
 pub use block::{Block, Lane, Varying};
-pub use context::Context;
+pub use context::{Context, MAX_SHARED_BYTES};
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::{ForEachMut, Thread};

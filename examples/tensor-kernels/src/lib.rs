@@ -28,7 +28,10 @@ use {dlmd::DlElement, dlmd::kernel::block::TileLayout, dlmd::kernel::mma::MmaInp
 
 mod raw;
 
-pub use raw::{GEMM_RAW_SHARED, GemmBf16RawArgs, gemm_bf16_raw};
+pub use raw::{
+    GEMM_RAW_S4_SHARED, GEMM_RAW_SHARED, GEMM_RAW_WIDE_SHARED, GemmBf16RawArgs, GemmBf16RawS4Args, GemmBf16RawWideArgs,
+    gemm_bf16_raw, gemm_bf16_raw_s4, gemm_bf16_raw_wide,
+};
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -10,13 +10,21 @@ use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
 /// Elements between the starts of two rows of a stage's `A` (`128 × 32`, padded by 8).
 const A_PITCH: usize = 40;
-/// Elements between the starts of two rows of a stage's `B` (`32 × 128`, padded by 8).
-const B_PITCH: usize = 136;
-/// Elements of one stage: `A` then `B`.
-const STAGE: usize = 128 * A_PITCH + 32 * B_PITCH;
 
-/// The dynamic shared memory [`gemm_bf16_raw`] needs: two stages of `bf16`.
-pub const GEMM_RAW_SHARED: u32 = (2 * STAGE * 2) as u32;
+/// Elements of one stage of a raw product whose chunks have `cols` columns: `A` (`128 × 32`),
+/// then `B` (`32 × cols`, rows padded by 8).
+const fn stage(cols: usize) -> usize {
+    128 * A_PITCH + 32 * (cols + 8)
+}
+
+/// The dynamic shared memory [`gemm_bf16_raw`] needs: two stages of `128 × 128` chunks.
+pub const GEMM_RAW_SHARED: u32 = (2 * stage(128) * 2) as u32;
+
+/// The dynamic shared memory [`gemm_bf16_raw_s4`] needs: four stages of `128 × 128` chunks.
+pub const GEMM_RAW_S4_SHARED: u32 = (4 * stage(128) * 2) as u32;
+
+/// The dynamic shared memory [`gemm_bf16_raw_wide`] needs: three stages of `128 × 256` chunks.
+pub const GEMM_RAW_WIDE_SHARED: u32 = (3 * stage(256) * 2) as u32;
 
 #[cfg(target_arch = "nvptx64")]
 mod ops {
@@ -24,19 +32,21 @@ mod ops {
     use dlmd::kernel::mma::raw::{cp_async_16, shared_address};
 
     /// The launch's dynamic shared memory, 128-aligned, as CUDA C++'s `extern __shared__`
-    /// array; the kernel traps where the launch gave fewer than `BYTES` bytes.
+    /// array (its size: [`dynamic_bytes`]).
     #[inline(always)]
-    pub fn shared<const BYTES: usize>() -> *mut u16 {
+    pub fn shared() -> *mut u16 {
         #[repr(C, align(128))]
         struct Line([u8; 128]);
+        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Line>().cast::<u16>()
+    }
+
+    /// The bytes of the launch's dynamic shared memory.
+    #[inline(always)]
+    pub fn dynamic_bytes() -> usize {
         let size: u32;
         // SAFETY: reads a special register; no memory is read or written.
         unsafe { asm!("mov.u32 {}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack)) };
-        if (size as usize) < BYTES {
-            // SAFETY: ends the kernel; no precondition.
-            unsafe { nvptx::trap() };
-        }
-        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Line>().cast::<u16>()
+        size as usize
     }
 
     /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
@@ -99,11 +109,137 @@ mod ops {
 }
 
 /// `c = a · b` for row-major `bf16` matrices, into `bf16`, as [`matmul_bf16`](crate::matmul_bf16)
-/// computes it, written raw: two stages of padded block-shared arrays filled by `cp.async` one
-/// step ahead, `ldmatrix` and `mma.sync` by 8 warps of `64 × 32`, two barriers a step. Only
-/// shapes whose sides are multiples of 128 (`m`, `n`) and 32 (`k`): others leave `c` as it is.
-/// Launch with blocks of 256 threads and [`GEMM_RAW_SHARED`] bytes of dynamic shared memory.
-#[dlmd::kernel(block_threads = 256)]
+/// computes it, written raw: `STAGES` stages of padded block-shared arrays filled by `cp.async`
+/// `STAGES - 1` steps ahead, `ldmatrix` and `mma.sync` by 8 warps (2 × 4) of `64 × COLS / 4`,
+/// one barrier a step. Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and 32
+/// (`k`): others leave `c` as it is.
+///
+/// # Safety
+///
+/// In a kernel launched with blocks of 256 threads and `STAGES · stage(COLS)` elements of
+/// dynamic shared memory; `a`, `b` and `c` row-major and 16-aligned.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
+    a: &DeviceMdspan<'_, bf16, Dims<2>>,
+    b: &DeviceMdspan<'_, bf16, Dims<2>>,
+    c: &DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    use dlmd::kernel::mma::raw::{cp_async_commit, cp_async_wait, ldmatrix_x4, mma_m16n8k16, shared_address};
+    let b_pitch = COLS + 8;
+    let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
+    if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
+        return;
+    }
+    if !rows.is_multiple_of(128) || !cols.is_multiple_of(COLS) || !depth.is_multiple_of(32) || depth == 0 {
+        return;
+    }
+    let (pa, pb, pc) = (
+        a.data_handle().cast::<u16>(),
+        b.data_handle().cast::<u16>(),
+        c.data_handle().cast::<u16>(),
+    );
+    let (t, block, blocks) = ops::ids();
+    let (warp, lane) = (t / 32, t % 32);
+    let (wm, wn) = (warp / 4, warp % 4);
+    let (q, r) = (lane / 8, lane % 8);
+    let smem = ops::shared();
+    let (chunk_rows, chunk_cols) = (rows / 128, cols / COLS);
+    let steps = depth / 32;
+    let mut chunk = block;
+    while chunk < chunk_rows * chunk_cols {
+        let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * COLS);
+        // Starts the copies of step `step` into its stage, if there is such a step, and
+        // commits a group either way (an empty one past the end), so that the groups count
+        // steps.
+        let load = |step: usize| {
+            if step < steps {
+                let (sa, k0) = (smem.wrapping_add(step % STAGES * stage(COLS)), step * 32);
+                let sb = sa.wrapping_add(128 * A_PITCH);
+                // SAFETY: the chunk's rows of `a` and columns of `b` from `k0`, inside them (the
+                // shapes are whole tiles), 16-aligned (caller; row lengths multiples of 8
+                // elements); the stage's arrays, read by no thread until the copies are waited
+                // for and a barrier passed (the stage was last read a step ago, before this
+                // step's barrier).
+                unsafe {
+                    ops::copy(t, pa.wrapping_add(i0 * depth + k0), depth, sa, A_PITCH, 128, 4);
+                    ops::copy(t, pb.wrapping_add(k0 * cols + j0), cols, sb, b_pitch, 32, COLS / 8);
+                }
+            }
+            // SAFETY: sm_80 (this crate's target).
+            unsafe { cp_async_commit() };
+        };
+        let mut acc = [[[0.0f32; 4]; FN]; 4];
+        for step in 0..STAGES - 1 {
+            load(step);
+        }
+        for step in 0..steps {
+            // All but the `STAGES - 2` most recent groups: this step's copies are done.
+            // SAFETY: sm_80.
+            unsafe {
+                match STAGES {
+                    2 => cp_async_wait::<0>(),
+                    3 => cp_async_wait::<1>(),
+                    _ => cp_async_wait::<2>(),
+                }
+            };
+            // SAFETY: reached by every thread of the block (uniform loop).
+            unsafe { core::arch::nvptx::_syncthreads() };
+            load(step + STAGES - 1);
+            let sa = smem.wrapping_add(step % STAGES * stage(COLS));
+            let sb = sa.wrapping_add(128 * A_PITCH);
+            for ks in 0..2 {
+                let fa: [[u32; 4]; 4] = core::array::from_fn(|fm| {
+                    let row = wm * 64 + fm * 16 + lane % 16;
+                    let col = ks * 16 + lane / 16 * 8;
+                    // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows 80
+                    // bytes apart, `col` a multiple of 8).
+                    unsafe { ldmatrix_x4::<false>(shared_address(sa.wrapping_add(row * A_PITCH + col))) }
+                });
+                let mut fb = [[0u32; 2]; FN];
+                dlmd::unroll!(FN / 2, |pair| {
+                    let row = ks * 16 + q % 2 * 8 + r;
+                    let col = wn * (COLS / 4) + pair * 16 + q / 2 * 8;
+                    // SAFETY: as above, rows a multiple of 16 bytes apart.
+                    let [b0, b1, b2, b3] =
+                        unsafe { ldmatrix_x4::<true>(shared_address(sb.wrapping_add(row * b_pitch + col))) };
+                    fb[2 * pair] = [b0, b1];
+                    fb[2 * pair + 1] = [b2, b3];
+                });
+                dlmd::unroll!(4, |fm| {
+                    dlmd::unroll!(FN, |fn_| {
+                        // SAFETY: every lane of the warp, sm_80.
+                        acc[fm][fn_] = unsafe { mma_m16n8k16::<true>(fa[fm], fb[fn_], acc[fm][fn_]) };
+                    });
+                });
+            }
+        }
+        // SAFETY: sm_80; no copy is left in flight past the chunk (the last groups are empty).
+        unsafe { cp_async_wait::<0>() };
+        // SAFETY: every thread; the stages are refilled for the next chunk only after all have
+        // been read.
+        unsafe { core::arch::nvptx::_syncthreads() };
+        // Written out: a loop the compiler kept would put `acc` in local memory.
+        dlmd::unroll!(4, |fm| {
+            dlmd::unroll!(FN, |fn_| {
+                dlmd::unroll!(2, |h| {
+                    let i = i0 + wm * 64 + fm * 16 + h * 8 + lane / 4;
+                    let j = j0 + wn * (COLS / 4) + fn_ * 8 + 2 * (lane % 4);
+                    let [lo, hi] = [acc[fm][fn_][2 * h], acc[fm][fn_][2 * h + 1]].map(|x| bf16::from_f32(x).to_bits());
+                    // SAFETY: `[i, j]` and `[i, j + 1]` are inside `c` (whole tiles), 4-aligned
+                    // (`j` even, rows of a multiple of 128), this thread's alone.
+                    unsafe { ops::store2(pc.wrapping_add(i * cols + j), lo, hi) };
+                });
+            });
+        });
+        chunk += blocks;
+    }
+}
+
+/// The raw twin of [`matmul_bf16`](crate::matmul_bf16): [`raw_product`] with its tiles (`128 ×
+/// 128` chunks, two stages). Launch with blocks of 256 threads and [`GEMM_RAW_SHARED`] bytes of
+/// dynamic shared memory; `a`, `b`, `c` row-major.
+#[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn gemm_bf16_raw(
     thread: Thread,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
@@ -112,101 +248,51 @@ pub fn gemm_bf16_raw(
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    {
-        use dlmd::kernel::mma::raw::{cp_async_commit, cp_async_wait, ldmatrix_x4, mma_m16n8k16, shared_address};
-        let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
-        if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
-            return;
+    // SAFETY: launched as documented (shared memory checked by the kernel: it traps with less).
+    unsafe {
+        if ops::dynamic_bytes() >= GEMM_RAW_SHARED as usize {
+            raw_product::<128, 4, 2>(&a, &b, &c)
         }
-        if !rows.is_multiple_of(128) || !cols.is_multiple_of(128) || !depth.is_multiple_of(32) || depth == 0 {
-            return;
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (a, b, c);
+}
+
+/// [`gemm_bf16_raw`] with four stages. Launch with [`GEMM_RAW_S4_SHARED`] bytes.
+#[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
+pub fn gemm_bf16_raw_s4(
+    thread: Thread,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `gemm_bf16_raw`.
+    unsafe {
+        if ops::dynamic_bytes() >= GEMM_RAW_S4_SHARED as usize {
+            raw_product::<128, 4, 4>(&a, &b, &c)
         }
-        let (pa, pb, pc) = (
-            a.data_handle().cast::<u16>(),
-            b.data_handle().cast::<u16>(),
-            c.data_handle().cast::<u16>(),
-        );
-        let (t, block, blocks) = ops::ids();
-        let (warp, lane) = (t / 32, t % 32);
-        let (wm, wn) = (warp / 4, warp % 4);
-        let (q, r) = (lane / 8, lane % 8);
-        let smem = ops::shared::<{ GEMM_RAW_SHARED as usize }>();
-        let (chunk_rows, chunk_cols) = (rows / 128, cols / 128);
-        let steps = depth / 32;
-        let mut chunk = block;
-        while chunk < chunk_rows * chunk_cols {
-            let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * 128);
-            let load = |stage: usize, k0: usize| {
-                let sa = smem.wrapping_add(stage * STAGE);
-                let sb = sa.wrapping_add(128 * A_PITCH);
-                // SAFETY: the chunk's rows of `a` and columns of `b` from `k0`, inside them (the
-                // shapes are whole tiles), 16-aligned (cudarc's allocations are, and the row
-                // lengths are multiples of 8 elements); the stage's arrays, which no thread reads
-                // until the copies are waited for and a barrier passed.
-                unsafe {
-                    ops::copy(t, pa.wrapping_add(i0 * depth + k0), depth, sa, A_PITCH, 128, 4);
-                    ops::copy(t, pb.wrapping_add(k0 * cols + j0), cols, sb, B_PITCH, 32, 16);
-                    cp_async_commit();
-                }
-            };
-            let mut acc = [[[0.0f32; 4]; 4]; 4];
-            load(0, 0);
-            for step in 0..steps {
-                if step + 1 < steps {
-                    load((step + 1) % 2, (step + 1) * 32);
-                    // SAFETY: sm_80 (this crate's target).
-                    unsafe { cp_async_wait::<1>() };
-                } else {
-                    // SAFETY: as above.
-                    unsafe { cp_async_wait::<0>() };
-                }
-                // SAFETY: reached by every thread of the block (uniform loop).
-                unsafe { core::arch::nvptx::_syncthreads() };
-                let sa = smem.wrapping_add(step % 2 * STAGE);
-                let sb = sa.wrapping_add(128 * A_PITCH);
-                for ks in 0..2 {
-                    let fa: [[u32; 4]; 4] = core::array::from_fn(|fm| {
-                        let row = wm * 64 + fm * 16 + lane % 16;
-                        let col = ks * 16 + lane / 16 * 8;
-                        // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows 80
-                        // bytes apart, `col` a multiple of 8).
-                        unsafe { ldmatrix_x4::<false>(shared_address(sa.wrapping_add(row * A_PITCH + col))) }
-                    });
-                    let mut fb = [[0u32; 2]; 4];
-                    for pair in 0..2 {
-                        let row = ks * 16 + q % 2 * 8 + r;
-                        let col = wn * 32 + pair * 16 + q / 2 * 8;
-                        // SAFETY: as above, rows 272 bytes apart.
-                        let [b0, b1, b2, b3] =
-                            unsafe { ldmatrix_x4::<true>(shared_address(sb.wrapping_add(row * B_PITCH + col))) };
-                        fb[2 * pair] = [b0, b1];
-                        fb[2 * pair + 1] = [b2, b3];
-                    }
-                    for fm in 0..4 {
-                        for fn_ in 0..4 {
-                            // SAFETY: every lane of the warp, sm_80.
-                            acc[fm][fn_] = unsafe { mma_m16n8k16::<true>(fa[fm], fb[fn_], acc[fm][fn_]) };
-                        }
-                    }
-                }
-                // SAFETY: as above; the stage is refilled only after every warp has read it.
-                unsafe { core::arch::nvptx::_syncthreads() };
-            }
-            // Written out: a loop the compiler kept would put `acc` in local memory.
-            dlmd::unroll!(4, |fm| {
-                dlmd::unroll!(4, |fn_| {
-                    dlmd::unroll!(2, |h| {
-                        let i = i0 + wm * 64 + fm * 16 + h * 8 + lane / 4;
-                        let j = j0 + wn * 32 + fn_ * 8 + 2 * (lane % 4);
-                        let [lo, hi] =
-                            [acc[fm][fn_][2 * h], acc[fm][fn_][2 * h + 1]].map(|x| bf16::from_f32(x).to_bits());
-                        // SAFETY: `[i, j]` and `[i, j + 1]` are inside `c` (whole tiles), 4-aligned
-                        // (`j` even, rows of a multiple of 128), this thread's alone.
-                        unsafe { ops::store2(pc.wrapping_add(i * cols + j), lo, hi) };
-                    });
-                });
-            });
-            chunk += blocks;
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (a, b, c);
+}
+
+/// [`gemm_bf16_raw`] with `128 × 256` chunks (warps of `64 × 64`) and three stages. Launch with
+/// [`GEMM_RAW_WIDE_SHARED`] bytes; `n` a multiple of 256.
+#[dlmd::kernel(block_threads = 256)]
+pub fn gemm_bf16_raw_wide(
+    thread: Thread,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `gemm_bf16_raw`.
+    unsafe {
+        if ops::dynamic_bytes() >= GEMM_RAW_WIDE_SHARED as usize {
+            raw_product::<256, 8, 3>(&a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]

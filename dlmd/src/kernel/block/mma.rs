@@ -133,7 +133,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             let thread = super::shared::thread_index::<THREADS>();
             let (rows, k0) = ((thread / 32 / WN) * FM * A::M, step * A::K);
             let mut frags = [[0u32; 4]; FM];
-            for (fm, frag) in frags.iter_mut().enumerate() {
+            // Written out (`unroll!`), as every loop over registers here: indexed at run time,
+            // they would go to local memory.
+            crate::unroll!(FM, |fm| {
                 let top = rows + fm * A::M;
                 // Matrices 0..4: rows 0-7 and 8-15 at `k` 0-7, then at `k` 8-15 (the order of
                 // an `m16n8k16` fragment's registers): a row of a `k`-contiguous tile, or a
@@ -142,7 +144,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // each index starts 8 neighbours along the fastest dimension at a multiple of 8,
                 // inside the tile (the warp's rows are below `ROWS`, `k` below the depth, and the
                 // fastest side a multiple of 8: `operand_depth`).
-                *frag = unsafe {
+                frags[fm] = unsafe {
                     ldmatrix(a, thread % 32, L::FIRST_FASTEST, |q, r| {
                         if L::FIRST_FASTEST {
                             [top + (q % 2) * 8, k0 + (q / 2) * 8 + r]
@@ -151,7 +153,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                         }
                     })
                 };
-            }
+            });
             Some(FragmentsA {
                 a: frags,
                 tiling: PhantomData,
@@ -183,7 +185,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             let thread = super::shared::thread_index::<THREADS>();
             let (cols, k0) = ((thread / 32 % WN) * FN * A::N, step * A::K);
             let mut frags = [[0u32; 2]; FN];
-            for pair in 0..FN / 2 {
+            crate::unroll!(FN / 2, |pair| {
                 let left = cols + pair * 2 * A::N;
                 // Matrices 0..4: `k` 0-7 and 8-15 of atom `2 pair`, then of atom `2 pair + 1`:
                 // a column of a `k`-contiguous (column-major) tile, or a row of a row-major
@@ -200,7 +202,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 };
                 frags[2 * pair] = [r0, r1];
                 frags[2 * pair + 1] = [r2, r3];
-            }
+            });
             Some(FragmentsB {
                 b: frags,
                 tiling: PhantomData,
@@ -218,8 +220,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     ) -> Accumulators<A, WM, WN, FM, FN> {
         on_gpu!(self.inner, (acc, a, b), {
             let mut acc = acc;
-            for fm in 0..FM {
-                for fn_ in 0..FN {
+            crate::unroll!(FM, |fm| {
+                crate::unroll!(FN, |fn_| {
                     // SAFETY: every lane of every warp runs this (uniform code, a block
                     // operation); `load_a` ran, so the kernel is for sm_80 or later.
                     acc.c[fm][fn_] = unsafe {
@@ -230,8 +232,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                             mma_m16n8k16::<false>(a.a[fm], b.b[fn_], acc.c[fm][fn_])
                         }
                     };
-                }
-            }
+                });
+            });
             acc
         })
     }

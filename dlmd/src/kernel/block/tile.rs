@@ -349,15 +349,15 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     /// The elements the tile's span holds (its size, and padding); its extents must all be
     /// static and its bytes fit in a block's shared memory, or the kernel fails to compile. The
     /// launcher reserves the tiles as the launch's dynamic shared memory, of which a launch gets
-    /// 48 KiB without opting in to more.
+    /// 48 KiB on every device, and up to [`MAX_SHARED_BYTES`](crate::kernel::MAX_SHARED_BYTES) where the device allows it (opted in to by the launcher).
     const SPAN: usize = {
         let span = match layout::span::<E, L>() {
             Some(span) => span,
             None => usize::MAX,
         };
         assert!(
-            span <= 48 * 1024 / size_of::<T>(),
-            "a tile's extents must all be static (`Const<N>`), and fit in 48 KiB of shared memory"
+            span <= crate::kernel::context::MAX_SHARED_BYTES / size_of::<T>(),
+            "a tile's extents must all be static (`Const<N>`), and fit in 227 KiB of shared memory"
         );
         // A span shorter than the tile's elements would leave one past the tile's bytes, in the
         // next tile's of a set (whose offset is this tile's bytes after its own).
@@ -379,7 +379,7 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     #[inline(always)]
     unsafe fn at<'k>(base: *mut u8) -> Tile<'k, T, E, L, Writable> {
         let _ = Self::TILE_BYTES;
-        // SAFETY: static extents (every one is: `SPAN`) whose span, `SPAN`, fits in 48 KiB.
+        // SAFETY: static extents (every one is: `SPAN`) whose span, `SPAN`, fits in `MAX_SHARED_BYTES`.
         let mapping = unsafe { L::mapping(E::from_array_unchecked(static_shape::<E>()), Self::SPAN) };
         // SAFETY: `base` is in the block's shared memory (caller), whose generic addresses are
         // not NULL. No NULL test: a pointer chosen between `base` and another would lose the

@@ -22,7 +22,7 @@ pub trait TileLayout: sealed::Sealed + 'static {
     /// # Safety
     ///
     /// Every extent of `E` is static, `span` is [`span`] of `E` for this layout, and the
-    /// tile's span fits in a block's shared memory (48 KiB).
+    /// tile's span fits in a block's shared memory (`MAX_SHARED_BYTES`).
     #[doc(hidden)]
     unsafe fn mapping<E: Extents>(extents: E, span: usize) -> <Self::Layout as Layout>::Mapping<E>;
 }
@@ -52,7 +52,7 @@ impl<const PAD: usize> sealed::Sealed for LeftPadded<PAD> {}
 unsafe fn compact<L: CompactLayout, E: Extents>(extents: E) -> L::Mapping<E> {
     match L::mapping(extents) {
         Ok(mapping) => mapping,
-        // SAFETY: the extents are static and their span fits in 48 KiB (caller), so the
+        // SAFETY: the extents are static and their span fits in `MAX_SHARED_BYTES` (caller), so the
         // layout's size check cannot fail.
         Err(_) => unsafe { core::hint::unreachable_unchecked() },
     }
