@@ -58,17 +58,19 @@ pub type TileB<T> = TileOf<T, (Const<32>, Const<128>), RightPadded<8>>;
 /// columns 80 bytes apart.
 pub type TileBt<T> = TileOf<T, (Const<32>, Const<128>), LeftPadded<8>>;
 
-/// Two stages of operand tiles, one filled while the other is multiplied.
-pub type Stages<T, LB> = (
-    (TileA<T>, TileOf<T, (Const<32>, Const<128>), LB>),
-    (TileA<T>, TileOf<T, (Const<32>, Const<128>), LB>),
-);
+/// One stage of operand tiles: a step of `A` and one of `B`.
+pub type Stage<T, LB> = (TileA<T>, TileOf<T, (Const<32>, Const<128>), LB>);
+
+/// Three stages of operand tiles: while one is multiplied, the next two steps' are in flight
+/// (57 KiB of shared memory a block, which the launcher opts in to).
+pub type Stages<T, LB> = (Stage<T, LB>, Stage<T, LB>, Stage<T, LB>);
 
 /// `c[i, j] = out([i, j], (a · b)[i, j], c[i, j])` for a row-major `m × k` `a` and a `k × n`
 /// `b` (row-major, or column-major with `LB` a column-major tile), each block computing
-/// `128 × 128` chunks of `c` (mismatched extents leave `c` as it is). Along `k` in steps of 32:
-/// the next step's tiles are fetched (`cp.async`) while this step's are multiplied, two stages
-/// in turn; past the edges of `a` and `b` the tiles are zero.
+/// `128 × 128` chunks of `c` (mismatched extents leave `c` as it is). Along `k` in steps of 32,
+/// three stages in turn: the tiles of the next two steps are fetched (`cp.async`) while this
+/// step's are multiplied, and one barrier a step makes this step's readable and the last
+/// step's writable again. Past the edges of `a` and `b` the tiles are zero.
 #[dlmd::device]
 #[inline(always)]
 #[allow(clippy::type_complexity)]
@@ -89,40 +91,48 @@ fn product<T, LB, L2, O>(
     if b.extent(0) != depth || a.extent(0) != c.extent(0) || b.extent(1) != c.extent(1) {
         return;
     }
-    let (mut block, ((mut a0, mut b0), (mut a1, mut b1))) = block.split();
+    let (mut block, (mut s0, mut s1, mut s2)) = block.split();
     for chunk in block.chunks(c) {
         let [i0, j0] = chunk.origin();
         let mut acc = block.accumulators::<M16N8K16<T>, 2, 4, 4, 4>();
-        // The first step's tiles, then the loop's shape: the stage multiplied last
-        // (`prev`, readable) and the one in flight (`next`).
-        let fa = block.fetch(a0, &a, [i0, 0]);
-        let fb = block.fetch(b0, &b, [0, j0]);
-        let (wa, wb) = (block.landed(fa), block.landed(fb));
-        let ((ra, rb), (wa1, wb1)) = block.sync(((wa, wb), (a1, b1)));
-        let mut next = (block.fetch(wa1, &a, [i0, bk]), block.fetch(wb1, &b, [bk, j0]));
-        acc = block.mma(acc, &ra, &rb);
-        let mut prev = (ra, rb);
+        // Step `k0`'s tiles into a writable stage.
+        macro_rules! fetch {
+            ($stage:expr, $k0:expr) => {{
+                let (ta, tb) = $stage;
+                (block.fetch(ta, &a, [i0, $k0]), block.fetch(tb, &b, [$k0, j0]))
+            }};
+        }
+        // The first two steps in flight, then the first step (its barrier makes the third
+        // stage writable, as it was), then the loop's shape: the stage multiplied last
+        // (`prev`, readable) and the next two in flight.
+        let mut n1 = fetch!(s0, 0);
+        let mut n2 = fetch!(s1, bk);
+        let landed = block.landed(n1);
+        let (r, free) = block.sync((landed, s2));
+        n1 = n2;
+        n2 = fetch!(free, 2 * bk);
+        acc = block.mma(acc, &r.0, &r.1);
+        let mut prev = r;
         let mut k0 = bk;
         while k0 < depth {
-            let (fa, fb) = next;
-            let (wa, wb) = (block.landed(fa), block.landed(fb));
             // One barrier: this step's tiles readable, the last step's writable again.
-            let ((ra, rb), (pa, pb)) = block.sync(((wa, wb), prev));
-            next = (block.fetch(pa, &a, [i0, k0 + bk]), block.fetch(pb, &b, [k0 + bk, j0]));
-            acc = block.mma(acc, &ra, &rb);
-            prev = (ra, rb);
+            let landed = block.landed(n1);
+            let (r, free) = block.sync((landed, prev));
+            n1 = n2;
+            n2 = fetch!(free, k0 + 2 * bk);
+            acc = block.mma(acc, &r.0, &r.1);
+            prev = r;
             k0 += bk;
         }
         if !block.update_accumulators(chunk, acc, &out) {
             return;
         }
-        // Back to four writable tiles for the next chunk: the fetch past the end lands, and two
-        // barriers take both stages round.
-        let (fa, fb) = next;
-        let (wa, wb) = (block.landed(fa), block.landed(fb));
-        let ((pa, pb), (la, lb)) = block.sync((prev, (wa, wb)));
-        let (la, lb) = block.sync((la, lb));
-        (a0, b0, a1, b1) = (pa, pb, la, lb);
+        // Back to three writable stages for the next chunk: the fetches past the end land,
+        // and two barriers take every stage round.
+        let (w1, w2) = block.landed((n1, n2));
+        let (p, r1, r2) = block.sync((prev, w1, w2));
+        let (r1, r2) = block.sync((r1, r2));
+        (s0, s1, s2) = (p, r1, r2);
     }
 }
 

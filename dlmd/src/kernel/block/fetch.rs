@@ -76,21 +76,17 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         })
     }
 
-    /// Waits for the copies of `fetching` ([`fetch`](Self::fetch)), and of every fetch before
-    /// it, and returns its tile [`Written`]: readable after the next [`sync`](Self::sync).
+    /// Waits for the copies of `fetching` (a [`Fetching`] tile of [`fetch`](Self::fetch), or a
+    /// tuple of them), and of every fetch before them, and returns the tiles [`Written`]:
+    /// readable after the next [`sync`](Self::sync). One wait for a tuple, for its youngest
+    /// fetch.
     #[inline(always)]
-    pub fn landed<T, E, L>(&mut self, fetching: Fetching<'k, T, E, L>) -> Tile<'k, T, E, L, Written>
-    where
-        T: DlElement,
-        E: Extents,
-        L: TileLayout,
-    {
+    pub fn landed<F: Landing<'k>>(&mut self, fetching: F) -> F::Landed {
         on_gpu!(self.inner, (fetching), {
-            let mut fetching = core::mem::ManuallyDrop::new(fetching);
-            // The groups committed after this one may stay in flight: `wait_group n` waits
-            // for all but the `n` most recent, older ones first. More than 7 are waited for
-            // too (a smaller `n` waits for more).
-            let younger = self.inner.groups.wrapping_sub(fetching.group).wrapping_sub(1);
+            // The groups committed after the youngest of these may stay in flight:
+            // `wait_group n` waits for all but the `n` most recent, older ones first. More than
+            // 7 are waited for too (a smaller `n` waits for more).
+            let younger = self.inner.groups.wrapping_sub(fetching.youngest()).wrapping_sub(1);
             // SAFETY: `fetch` ran, so the kernel is for `sm_80` or later.
             unsafe {
                 use crate::kernel::mma::raw::cp_async_wait;
@@ -105,17 +101,82 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     _ => cp_async_wait::<7>(),
                 }
             }
-            // SAFETY: taken once, from a `Fetching` that is not dropped (`ManuallyDrop`).
-            let tile = unsafe { core::mem::ManuallyDrop::take(&mut fetching.tile) };
-            // This thread's copies are complete; the barrier that makes the tile readable makes
-            // every thread's seen by all.
-            // SAFETY: every element of the tile was written in this phase: by this thread's copies
-            // or stores of its pieces, and the pieces of all the block's threads cover the tile
-            // (`fetch`).
-            unsafe { tile.written() }
+            // SAFETY: this thread's copies of the fetches are complete (above); the barrier that
+            // makes the tiles readable makes every thread's seen by all.
+            unsafe { fetching.land() }
         })
     }
 }
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What [`Block::landed`] waits for: a [`Fetching`] tile, or a tuple of up to four.
+pub trait Landing<'k>: sealed::Sealed {
+    /// The tiles, [`Written`].
+    type Landed;
+    /// The block's number of the youngest fetch.
+    #[doc(hidden)]
+    fn youngest(&self) -> u32;
+    /// The tiles, written.
+    ///
+    /// # Safety
+    ///
+    /// Every copy of the fetches is complete for this thread.
+    #[doc(hidden)]
+    unsafe fn land(self) -> Self::Landed;
+}
+
+impl<T, E: Extents, L: TileLayout> sealed::Sealed for Fetching<'_, T, E, L> {}
+
+impl<'k, T: DlElement, E: Extents, L: TileLayout> Landing<'k> for Fetching<'k, T, E, L> {
+    type Landed = Tile<'k, T, E, L, Written>;
+    #[inline(always)]
+    fn youngest(&self) -> u32 {
+        self.group
+    }
+    #[inline(always)]
+    unsafe fn land(self) -> Self::Landed {
+        let mut fetching = core::mem::ManuallyDrop::new(self);
+        // SAFETY: taken once, from a `Fetching` that is not dropped (`ManuallyDrop`).
+        let tile = unsafe { core::mem::ManuallyDrop::take(&mut fetching.tile) };
+        // SAFETY: every element of the tile was written in this phase: by this thread's copies
+        // (complete: caller) or stores of its pieces, and the pieces of all the block's threads
+        // cover the tile (`fetch`).
+        unsafe { tile.written() }
+    }
+}
+
+macro_rules! landing_tuples {
+    ($($name:ident $index:tt),+) => {
+        impl<$($name: sealed::Sealed),+> sealed::Sealed for ($($name,)+) {}
+
+        impl<'k, $($name: Landing<'k>),+> Landing<'k> for ($($name,)+) {
+            type Landed = ($($name::Landed,)+);
+            #[inline(always)]
+            fn youngest(&self) -> u32 {
+                // The block's fetches are numbered in order, wrapping: the youngest is the one
+                // the fewest groups before the next.
+                let mut youngest = self.0.youngest();
+                $( if self.$index.youngest().wrapping_sub(youngest) < u32::MAX / 2 {
+                    youngest = self.$index.youngest();
+                } )+
+                youngest
+            }
+            #[inline(always)]
+            unsafe fn land(self) -> Self::Landed {
+                // SAFETY: every copy of every fetch of the tuple is complete (caller).
+                ($(unsafe { self.$index.land() },)+)
+            }
+        }
+    };
+}
+
+landing_tuples!(A 0);
+landing_tuples!(A 0, B 1);
+landing_tuples!(A 0, B 1, C 2);
+landing_tuples!(A 0, B 1, C 2, D 3);
 
 /// Pieces of 16 bytes along a rank-2 tile's fastest dimension, and its lines, checked
 /// where a kernel that fetches into the tile is compiled.
@@ -171,8 +232,15 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         && origin[fast].is_multiple_of(per_piece);
     let mapping = tile.storage().mapping();
     let base = tile.storage().data_handle();
-    let mut p = super::shared::thread_index::<THREADS>();
-    while p < pieces * lines {
+    let thread = super::shared::thread_index::<THREADS>();
+    // This thread's piece `turn`, if it has one: where it starts in the tile, its index in
+    // `src`, and how many of its elements are inside `src` (0 past its edge, an origin past
+    // it included). Each thread's pieces are a count known when the kernel is compiled, so the
+    // loops below are written out.
+    let total = pieces * lines;
+    let turns = total.div_ceil(THREADS);
+    let piece = |turn: usize| {
+        let p = thread + turn * THREADS;
         let (line, piece) = (p / pieces, p % pieces);
         let mut local = [0usize; 2];
         local[slow] = line;
@@ -181,13 +249,18 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`).
         let dst = base.wrapping_add(mapping.offset_of(&local));
         let index = [origin[0].wrapping_add(local[0]), origin[1].wrapping_add(local[1])];
-        // Elements of the piece inside `src`: 0 past its edge (an origin past it included).
         let inside = if index[slow] < extents[slow] && index[fast] < extents[fast] {
             (extents[fast] - index[fast]).min(per_piece)
         } else {
             0
         };
-        if asynchronous {
+        (p < total).then_some((dst, index, inside))
+    };
+    // One branch for the whole fetch (the same on every thread: the view and the origin are
+    // the block's), not one a piece.
+    if asynchronous {
+        for turn in 0..turns {
+            let Some((dst, index, inside)) = piece(turn) else { break };
             let (from, bytes) = if inside > 0 {
                 (
                     src.data_handle()
@@ -200,17 +273,20 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             };
             // SAFETY: `dst` is this piece of the tile: 16 bytes of the block's shared memory,
             // 16-aligned (the tile starts 128-aligned, lines 16 bytes apart and pieces 16 bytes
-            // along them), given to this thread alone by the partition of pieces (`p` in steps
-            // of `THREADS` from the thread's index), and no thread reads or writes the tile
-            // until its copies have landed (`Fetching` holds it). `from` is the piece's first
-            // element in `src`, 16-aligned (the view starts 16-aligned, its slow stride keeps
-            // that, the origin along the contiguous fastest dimension is a multiple of 16 bytes
-            // and so is the piece's offset), and its first `bytes` bytes are `inside`
-            // neighbours inside the view's extents: readable global memory (a kernel's view is
-            // device or managed) that nothing writes while the kernel runs (a `Shared` kernel
-            // parameter). Where `bytes` is 0 nothing is read. `fetch` assembles on sm_80 only.
+            // along them), given to this thread alone by the partition of pieces (piece `p` to
+            // thread `p % THREADS`), and no thread reads or writes the tile until its copies
+            // have landed (`Fetching` holds it). `from` is the piece's first element in `src`,
+            // 16-aligned (the view starts 16-aligned, its slow stride keeps that, the origin
+            // along the contiguous fastest dimension is a multiple of 16 bytes and so is the
+            // piece's offset), and its first `bytes` bytes are `inside` neighbours inside the
+            // view's extents: readable global memory (a kernel's view is device or managed)
+            // that nothing writes while the kernel runs (a `Shared` kernel parameter). Where
+            // `bytes` is 0 nothing is read. `fetch` assembles on sm_80 only.
             unsafe { raw::cp_async_16(raw::shared_address(dst), from, bytes as u32) };
-        } else {
+        }
+    } else {
+        for turn in 0..turns {
+            let Some((dst, index, inside)) = piece(turn) else { break };
             for q in 0..per_piece {
                 let mut at = index;
                 at[fast] = at[fast].wrapping_add(q);
@@ -218,8 +294,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
                     // SAFETY: inside the view's extents (`q < inside`).
                     unsafe { *src.data_handle().add(src.mapping().offset_of(&at)) }
                 } else {
-                    // SAFETY: a `DlElement` is lanes of DLPack scalars (its contract), every one of
-                    // which (integers, floats, `bool`'s `false`, complex, FP8/6/4) is valid as
+                    // SAFETY: a `DlElement` is lanes of DLPack scalars (its contract), every one
+                    // of which (integers, floats, `bool`'s `false`, complex, FP8/6/4) is valid as
                     // zero bits: what `cp.async` writes past the source's edge too.
                     unsafe { core::mem::zeroed() }
                 };
@@ -228,7 +304,6 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
                 unsafe { dst.add(q).write(value) };
             }
         }
-        p += THREADS;
     }
     // SAFETY: on sm_80 or later, as the copies above.
     unsafe { raw::cp_async_commit() };

@@ -132,7 +132,7 @@ mod collective;
 mod fetch;
 mod mma;
 
-pub use fetch::Fetching;
+pub use fetch::{Fetching, Landing};
 
 /// The first index of run `run` of a box in runs of `K` along dimension `fast`.
 #[cfg(target_arch = "nvptx64")]

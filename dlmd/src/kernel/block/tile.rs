@@ -124,7 +124,6 @@ impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Writable> {
     /// # Safety
     ///
     /// The block's threads have written every element of the tile in this phase.
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(super) unsafe fn written(self) -> Tile<'k, T, E, L, Written> {
         Tile {
