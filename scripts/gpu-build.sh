@@ -10,6 +10,9 @@ mkdir -p "$out"
 cargo build --release -p dlmd-examples --features nccl,kernels --example add_index --example mirrored --example nccl \
     --example rust_kernels --example cooperative
 cp target/release/examples/{add_index,mirrored,nccl,rust_kernels,cooperative} "$out/"
+# Tensor-core kernels (sm_80 and later), timed against cuBLAS (loaded at run time).
+cargo build --release -p dlmd-examples --features tensor-kernels --example tensor_cores
+cp target/release/examples/tensor_cores "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
     scripts/bench_cooperative_torch.py examples/cuda/row_sums_cub.cu examples/cuda/read_ceiling.cu "$out/"
 # candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
@@ -35,16 +38,17 @@ for line in sys.stdin:
         print(m["executable"])')
     cp "$test_bin" "$out/${name//_/-}-tests"
 done
-# Kernel crates' launches (signatures refused, launches ordered after queued copies) and the
-# cooperative kernels against the CPU.
-for name in gpu cooperative; do
+# Kernel crates' launches (signatures refused, launches ordered after queued copies), the
+# cooperative kernels and the tensor-core kernels against the CPU.
+for name in gpu cooperative tensor_cores; do
     kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test "$name" --no-run --message-format=json 2>/dev/null |
         NAME=$name python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == os.environ["NAME"]:
         print(m["executable"])')
-    cp "$kernel_bin" "$out/$([ "$name" = gpu ] && echo kernel-tests || echo cooperative-tests)"
+    case $name in gpu) bin=kernel-tests ;; cooperative) bin=cooperative-tests ;; *) bin=tensor-tests ;; esac
+    cp "$kernel_bin" "$out/$bin"
 done
 cp scripts/gpu-run.sh "$out/"
 # The README's first kernel, built as a user builds it (outside the workspace).

@@ -6,8 +6,8 @@
 # machine whose one-GPU figures were taken elsewhere); every test still runs. DLMD_GPU_RUN=kernels
 # runs only the Rust kernels on framework tensors: their launches, tests and benchmark;
 # DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests, the examples and the
-# README's first kernel, under compute-sanitizer's four tools, and the cooperative kernels'
-# benchmark.
+# README's first kernel, under compute-sanitizer's four tools, and the cooperative and
+# tensor-core kernels' benchmarks.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -52,8 +52,8 @@ sanitize_rust_kernels() {
         run "compute-sanitizer $tool: Rust kernels" bash -c '
             s=$1; tool=$2; dir=$3; status=0
             for cmd in "$dir/gpu-tests --test-threads=1" "$dir/kernel-tests --test-threads=1" \
-                       "$dir/cooperative-tests --test-threads=1" "$dir/rust_kernels" "$dir/cooperative" \
-                       "$dir/first-kernel"; do
+                       "$dir/cooperative-tests --test-threads=1" "$dir/tensor-tests --test-threads=1" \
+                       "$dir/rust_kernels" "$dir/cooperative" "$dir/tensor_cores" "$dir/first-kernel"; do
                 [ -x "${cmd%% *}" ] || { echo "-- $tool: ${cmd##*/}: not in this bundle"; continue; }
                 out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
                 echo "-- $tool: ${cmd##*/}"
@@ -85,8 +85,10 @@ read_ceiling() {
 if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+    run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
+    run "bench: tensor cores vs cuBLAS" "$dir/tensor_cores" --bench
     build_cub
     for round in 1 2 3; do
         run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench "${cub[@]}"
@@ -124,6 +126,7 @@ fi
 run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
+run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
 run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.
@@ -151,6 +154,7 @@ if [ "$single_bench" = 1 ]; then
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         run "torch on the cooperative shapes" python3 "$dir/bench_cooperative_torch.py"
     fi
+    run "tensor cores + bench vs cuBLAS" "$dir/tensor_cores" --bench
     read_ceiling
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         # The Rust row sums and torch.sum(x, dim=1), alternated process by process.
@@ -168,6 +172,7 @@ else
     run "add_index example" "$dir/add_index"
     run "Rust kernels" "$dir/rust_kernels"
     run "cooperative kernels" "$dir/cooperative"
+    run "tensor cores vs the CPU and cuBLAS" "$dir/tensor_cores"
     run "MirroredArray example" "$dir/mirrored"
 fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then

@@ -180,6 +180,56 @@ pub fn matmul_bf16(
     product(block, a, b, c, |_, x, _| bf16::from_f32(x));
 }
 
+/// One step of `a` for [`matmul_bf16_two_stages`]: `128 × 32`, rows 80 bytes apart.
+pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;
+/// One step of `b` for [`matmul_bf16_two_stages`]: `32 × 128`, rows 272 bytes apart.
+pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;
+
+/// [`matmul_bf16`] with two stages and nothing shared with the other kernels: the product as a
+/// user writes it first (the README's tensor-core kernel). Launch as [`gemm_bf16`].
+#[dlmd::kernel(min_blocks_per_sm = 2)]
+pub fn matmul_bf16_two_stages(
+    block: Block<'_, 256, ((StepA, StepB), (StepA, StepB)), (Const<128>, Const<128>)>,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let depth = a.extent(1);
+    if b.extent(0) != depth || a.extent(0) != c.extent(0) || b.extent(1) != c.extent(1) {
+        return;
+    }
+    let (mut block, (mut s0, mut s1)) = block.split();
+    for chunk in block.chunks(c) {
+        let [i0, j0] = chunk.origin();
+        // 8 warps (2 × 4), each 4 × 4 atoms of 16 × 8: the 128 × 128 chunk.
+        let mut acc = block.accumulators::<M16N8K16<bf16>, 2, 4, 4, 4>();
+        // The first step: fetched, landed, and readable after a barrier (which leaves the
+        // other stage writable); the second fetched while the first is multiplied.
+        let first = (block.fetch(s0.0, &a, [i0, 0]), block.fetch(s0.1, &b, [0, j0]));
+        let landed = block.landed(first);
+        let (mut ready, (fa, fb)) = block.sync((landed, s1));
+        let mut next = (block.fetch(fa, &a, [i0, 32]), block.fetch(fb, &b, [32, j0]));
+        acc = block.mma(acc, &ready.0, &ready.1);
+        let mut k0 = 32;
+        while k0 < depth {
+            let landed = block.landed(next);
+            // One barrier: this step's tiles readable, the last step's writable again.
+            let (now, (fa, fb)) = block.sync((landed, ready));
+            next = (block.fetch(fa, &a, [i0, k0 + 32]), block.fetch(fb, &b, [k0 + 32, j0]));
+            acc = block.mma(acc, &now.0, &now.1);
+            ready = now;
+            k0 += 32;
+        }
+        if !block.store_accumulators(chunk, acc, |_, x| bf16::from_f32(x)) {
+            return;
+        }
+        // Both stages writable again for the next chunk.
+        let landed = block.landed(next);
+        let (done, last) = block.sync((ready, landed));
+        (s0, s1) = (done, block.sync(last));
+    }
+}
+
 /// `c = a · b` into `bf16`, with `b` column-major: `x · wᵀ` for a row-major `n × k` weight `w`
 /// (`b` is `w` seen as `k × n`).
 #[dlmd::kernel(min_blocks_per_sm = 2)]

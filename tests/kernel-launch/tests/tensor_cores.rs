@@ -227,3 +227,51 @@ fn a_linear_layer_with_its_bias_and_activation_fused_matches_the_cpu() {
         }
     }
 }
+
+#[test]
+fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let [bm, bn, _] = kernels::GEMM_TILE;
+    for (m, k, n) in SHAPES {
+        let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
+        let expected: Vec<bf16> = product(m, k, n, &a, |p, j| b[p * n + j])
+            .into_iter()
+            .map(bf16::from_f32)
+            .collect();
+        let (a16, b16): (Vec<bf16>, Vec<bf16>) = (
+            a.iter().map(|&v| bf16::from_f32(v)).collect(),
+            b.iter().map(|&v| bf16::from_f32(v)).collect(),
+        );
+        let (d_a, d_b) = (stream.clone_htod(&a16).unwrap(), stream.clone_htod(&b16).unwrap());
+        for blocks in [m.div_ceil(bm) * n.div_ceil(bn), 3] {
+            for two in [false, true] {
+                let mut d_c = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
+                {
+                    let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
+                    let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+                    let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
+                    cuda::scope(|s| {
+                        let launch = s.launch(&stream, &module, grid(blocks));
+                        let c = cv.as_view_mut();
+                        if two {
+                            kernels::matmul_bf16_two_stages(
+                                launch,
+                                kernels::MatmulBf16TwoStagesArgs { a: av, b: bv, c },
+                            )
+                        } else {
+                            kernels::matmul_bf16(launch, kernels::MatmulBf16Args { a: av, b: bv, c })
+                        }
+                    })
+                    .unwrap();
+                }
+                let got = stream.clone_dtoh(&d_c).unwrap();
+                assert_eq!(
+                    got, expected,
+                    "{m} x {k} · {k} x {n}, {blocks} blocks, two stages: {two}"
+                );
+            }
+        }
+    }
+}
