@@ -42,6 +42,18 @@ tile = "pub type TransposeTile = TileOf<f32, (Const<64>, Const<64>), RightPadded
 if kernel(shown) != kernel(source) or tile not in shown or tile not in source:
     sys.exit("first-kernel: README.md's cooperative kernel differs from examples/kernels' transpose_tiled")
 print("first-kernel: README.md's cooperative kernel is examples/kernels' transpose_tiled")
+# The tensor-core kernel it shows is examples/tensor-kernels' matmul_bf16_two_stages.
+start = readme.index("### Tensor cores")
+shown = re.findall(r"```rust\n(.*?)```", readme[start:], re.S)[0]
+source = pathlib.Path("examples/tensor-kernels/src/lib.rs").read_text()
+def tensor_kernel(text):
+    at = text.index("#[dlmd::kernel(min_blocks_per_sm = 2)]\npub fn matmul_bf16_two_stages(")
+    return text[at:text.index("\n}\n", at) + 3]
+steps = ["pub type Bf16Atom = M16N8K16<bf16>;\n", "pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;\n",
+         "pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;\n"]
+if tensor_kernel(shown) != tensor_kernel(source) or not all(t in shown and t in source for t in steps):
+    sys.exit("first-kernel: README.md's tensor-core kernel differs from examples/tensor-kernels' matmul_bf16_two_stages")
+print("first-kernel: README.md's tensor-core kernel is examples/tensor-kernels' matmul_bf16_two_stages")
 PY
 
 # 2. The template as a crate of its own, outside this workspace.
@@ -64,6 +76,35 @@ if [ -n "$out" ]; then mkdir -p "$out" && cp "$program" "$out/"; fi
 (cd "$work/first-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" \
     cargo check --quiet --target-dir target/kernel-check)
 echo "first-kernel: its kernel body type-checks on the host (--cfg dlmd_kernel_check)"
+
+# The README's tensor-core kernel in a crate of its own, as a user writes it: the template's
+# manifest, a build script for sm_80, and the kernel as the README prints it (its `core` for
+# nvptx64 shared with the build above).
+mkdir -p "$work/tensor-kernel/src"
+sed -e 's/^name = "first-kernel"/name = "tensor-kernel"/' -e '/^\[\[bin\]\]/,$d' \
+    "$work/first-kernel/Cargo.toml" > "$work/tensor-kernel/Cargo.toml"
+printf '[lib]\npath = "src/lib.rs"\n' >> "$work/tensor-kernel/Cargo.toml"
+cp Cargo.lock "$work/tensor-kernel/"
+cat > "$work/tensor-kernel/build.rs" <<'RS'
+fn main() {
+    dlmd_build::PtxBuild::from_env().arch("sm_80").build_or_exit();
+}
+RS
+python3 - "$work/tensor-kernel/src/lib.rs" <<'PY'
+import pathlib, re, sys
+readme = pathlib.Path("README.md").read_text()
+start = readme.index("### Tensor cores")
+shown = re.findall(r"```rust\n(.*?)```", readme[start:], re.S)[0]
+header = (
+    '#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch, stdarch_nvptx,\n'
+    '    core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem), allow(internal_features))]\n'
+    '#[cfg(not(target_arch = "nvptx64"))]\npub const PTX: &str = dlmd::kernels_ptx!();\n'
+)
+pathlib.Path(sys.argv[1]).write_text(header + shown)
+PY
+(cd "$work/tensor-kernel" && CARGO_TARGET_DIR="$work/first-kernel/target" cargo build --release --quiet)
+grep -q "mma.sync.aligned.m16n8k16" "$(find "$work/first-kernel/target/release/build" -path '*tensor-kernel*' -name kernels.ptx | head -1)"
+echo "first-kernel: the README's tensor-core kernel builds in a crate of its own, for sm_80, with mma.sync in its PTX"
 
 # 3. Its run.
 status=0

@@ -184,6 +184,8 @@ pub fn matmul_bf16(
 pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;
 /// One step of `b` for [`matmul_bf16_two_stages`]: `32 × 128`, rows 272 bytes apart.
 pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;
+/// The instruction: `mma.sync.m16n8k16` on `bf16`, with `f32` accumulators.
+pub type Bf16Atom = M16N8K16<bf16>;
 
 /// [`matmul_bf16`] with two stages and nothing shared with the other kernels: the product as a
 /// user writes it first (the README's tensor-core kernel). Launch as [`gemm_bf16`].
@@ -202,7 +204,7 @@ pub fn matmul_bf16_two_stages(
     for chunk in block.chunks(c) {
         let [i0, j0] = chunk.origin();
         // 8 warps (2 × 4), each 4 × 4 atoms of 16 × 8: the 128 × 128 chunk.
-        let mut acc = block.accumulators::<M16N8K16<bf16>, 2, 4, 4, 4>();
+        let mut acc = block.accumulators::<Bf16Atom, 2, 4, 4, 4>();
         // The first step: fetched, landed, and readable after a barrier (which leaves the
         // other stage writable); the second fetched while the first is multiplied.
         let first = (block.fetch(s0.0, &a, [i0, 0]), block.fetch(s0.1, &b, [0, j0]));
