@@ -446,3 +446,54 @@ fn imported_device_bools_are_not_copied_into_memory_rust_reads_as_bool() {
     cuda::scope(|s| s.copy(&stream, &src, &mut aliased)).unwrap();
     assert_eq!(stream.clone_dtoh(&other).unwrap(), [0, 1, 2, 255]);
 }
+
+/// A module of one empty kernel, `noop`, for PTX ISA `version` and architecture `target`.
+fn noop_module(version: &str, target: &str) -> String {
+    format!(".version {version}\n.target {target}\n.address_size 64\n\n.visible .entry noop()\n{{\n\tret;\n}}\n")
+}
+
+/// A module is checked against the device and the driver before the driver sees it: an
+/// architecture the device does not have, or a PTX ISA newer than any driver compiles, is
+/// refused by name; a portable architecture the device has loads.
+#[test]
+fn modules_the_device_cannot_run_are_refused_by_name() {
+    let Some(ctx) = gpu() else { return };
+    let device = ctx.compute_capability().unwrap();
+
+    // `sm_100a` runs on compute capability 10.0 only (an H100 is 9.0).
+    let blackwell = cuda::Kernels::load(&ctx, &noop_module("8.6", "sm_100a"));
+    if device != (10, 0) {
+        match blackwell {
+            Err(CudaError::Module(cuda::ModuleError::Arch { module, device: found })) => {
+                assert_eq!((module.as_str(), found), ("sm_100a", device));
+            }
+            other => panic!("sm_100a on compute capability {device:?}: {other:?}"),
+        }
+    }
+
+    // `sm_80` runs on 8.0 and every later device.
+    let ampere = cuda::Kernels::load(&ctx, &noop_module("7.0", "sm_80"));
+    if device >= (8, 0) {
+        let kernels = ampere.expect("sm_80 PTX loads on a later device");
+        kernels.function("noop").expect("its kernel is there");
+    } else {
+        assert!(matches!(ampere, Err(CudaError::Module(cuda::ModuleError::Arch { .. }))));
+    }
+
+    // No driver compiles PTX ISA 99.0.
+    match cuda::Kernels::load(&ctx, &noop_module("99.0", "sm_80")) {
+        Err(CudaError::Module(cuda::ModuleError::PtxIsa { module: (99, 0), .. })) if device >= (8, 0) => {}
+        Err(CudaError::Module(cuda::ModuleError::Arch { .. })) if device < (8, 0) => {}
+        other => panic!("PTX ISA 99.0: {other:?}"),
+    }
+
+    // A header without `.target`, or not PTX's at all, is refused before the driver sees it.
+    assert!(matches!(
+        cuda::Kernels::load(&ctx, ".version 7.0\n.address_size 64\n"),
+        Err(CudaError::Module(cuda::ModuleError::NoTarget))
+    ));
+    assert!(matches!(
+        cuda::Kernels::load(&ctx, "not PTX\0"),
+        Err(CudaError::Module(cuda::ModuleError::Header(_)))
+    ));
+}

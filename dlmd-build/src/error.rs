@@ -1,6 +1,6 @@
 //! Why the PTX could not be built: [`BuildError`], and what each says to do.
 
-use crate::{MIN_NIGHTLY_DATE, MODE_ENV, TARGET, log};
+use crate::{ARCHES, MIN_NIGHTLY_DATE, MODE_ENV, TARGET, log};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -38,6 +38,22 @@ pub enum BuildError {
         /// Its commit date, as `rustc -vV` prints it (`YYYY-MM-DD`).
         date: String,
     },
+    /// [`PtxBuild::arch`](crate::PtxBuild::arch) names an architecture rustc's NVPTX target
+    /// does not know (one of [`ARCHES`](crate::ARCHES) is needed).
+    Arch(String),
+    /// [`PtxBuild::ptx_isa`](crate::PtxBuild::ptx_isa) asks for a PTX ISA version rustc's NVPTX
+    /// target does not write (it writes 7.0 to 7.8, 8.0 to 8.8, and 9.0).
+    PtxIsa((u32, u32)),
+    /// [`PtxBuild::ptx_isa`](crate::PtxBuild::ptx_isa) asks for a PTX ISA version older than the
+    /// architecture needs.
+    PtxIsaTooOld {
+        /// The architecture.
+        arch: String,
+        /// The version asked for.
+        isa: (u32, u32),
+        /// The oldest version the architecture accepts.
+        needs: (u32, u32),
+    },
     /// `DLMD_PTX` has a value other than `build`, `skip` and `prebuilt`.
     Mode(String),
     /// `DLMD_PTX=prebuilt`, for a crate whose build script names no prebuilt PTX.
@@ -71,6 +87,26 @@ impl fmt::Display for BuildError {
                 "the {toolchain} toolchain is from {date}, before rustc kept GPU barriers out of divergent \
                  branches (rust#149637, rust#153995): a kernel's barrier could hang its block. Update it \
                  (`rustup update {toolchain}`) or pin one from {MIN_NIGHTLY_DATE} or later"
+            ),
+            BuildError::Arch(arch) => {
+                let known: Vec<&str> = ARCHES.iter().map(|&(name, _)| name).collect();
+                write!(
+                    f,
+                    "`{arch}` is not a GPU architecture rustc's NVPTX target knows; `PtxBuild::arch` takes one \
+                     of: {}",
+                    known.join(", ")
+                )
+            }
+            BuildError::PtxIsa((major, minor)) => write!(
+                f,
+                "PTX ISA {major}.{minor} is not a version rustc's NVPTX target writes; `PtxBuild::ptx_isa` \
+                 takes 7.0 to 7.8, 8.0 to 8.8 or 9.0 (or leave it out: the architecture's oldest is the default)"
+            ),
+            BuildError::PtxIsaTooOld { arch, isa, needs } => write!(
+                f,
+                "PTX ISA {}.{} is too old for {arch}, which needs {}.{} or later: ask for a later one with \
+                 `PtxBuild::ptx_isa`, or leave it out (the default is the oldest {arch} accepts)",
+                isa.0, isa.1, needs.0, needs.1
             ),
             BuildError::Mode(value) => write!(
                 f,

@@ -33,17 +33,30 @@
 //! pub const PTX: &str = dlmd::kernels_ptx!();
 //! ```
 //!
+//! [`PtxBuild::arch`] chooses the architecture (`sm_80`, `sm_90a`, …, one of [`ARCHES`]) and
+//! [`PtxBuild::ptx_isa`] the PTX ISA version (`.ptx_isa(8, 0)` for 8.0; by default the oldest
+//! the architecture accepts); both are checked before anything is compiled, and a wrong one is
+//! a [`BuildError`] that says what to write. `dlmd::cuda::Kernels::load` reads both back from
+//! the PTX and refuses, by name, a module the device cannot run or the driver cannot compile:
+//!
+//! ```no_run
+//! // Hopper's architecture-specific features (`sm_90a` runs on compute capability 9.0 only).
+//! dlmd_build::PtxBuild::from_env().arch("sm_90a").ptx_isa(8, 0).build_or_exit();
+//! ```
+//!
 //! The nightly toolchain and its `rust-src` component are what the machine needs beyond the
 //! host toolchain (`rustup toolchain install nightly`, `rustup component add rust-src
 //! --toolchain nightly`); nothing is downloaded at build time. A missing one is an error that
 //! names the command to run.
 #![deny(missing_docs)]
 
+mod arch;
 mod bounds;
 mod dirs;
 mod error;
 mod log;
 
+pub use arch::{ARCHES, min_ptx_isa};
 pub use error::BuildError;
 
 use std::path::{Path, PathBuf};
@@ -81,6 +94,7 @@ pub struct PtxBuild {
     out_dir: PathBuf,
     name: String,
     arch: String,
+    ptx_isa: Option<(u32, u32)>,
     toolchain: String,
     features: Vec<String>,
     target_dir: Option<PathBuf>,
@@ -111,6 +125,7 @@ impl PtxBuild {
             out_dir: var("OUT_DIR")?.into(),
             name: var("CARGO_PKG_NAME")?.to_string_lossy().replace('-', "_"),
             arch: DEFAULT_ARCH.into(),
+            ptx_isa: None,
             toolchain: "nightly".into(),
             features: enabled_features(std::env::var("CARGO_CFG_FEATURE").ok().as_deref()),
             target_dir: None,
@@ -128,6 +143,7 @@ impl PtxBuild {
             out_dir: out_dir.into(),
             name: crate_name.replace('-', "_"),
             arch: DEFAULT_ARCH.into(),
+            ptx_isa: None,
             toolchain: "nightly".into(),
             features: Vec::new(),
             target_dir: None,
@@ -154,9 +170,25 @@ impl PtxBuild {
     }
 
     /// The GPU architecture to compile for (`sm_70`, `sm_80`, `sm_90`, …; default
-    /// [`DEFAULT_ARCH`]). The driver runs PTX on that architecture and every later one.
+    /// [`DEFAULT_ARCH`]), one of [`ARCHES`] ([`BuildError::Arch`] otherwise). The PTX's
+    /// `.target` line names it, and `dlmd::cuda::Kernels::load` refuses the PTX on a device that
+    /// cannot run it: PTX for `sm_NN` runs on compute capability NN and every later one, for
+    /// `sm_NNa` (architecture-specific features, such as Hopper's `wgmma`) on NN only, and for
+    /// `sm_NNf` on NN's family (the same major version, a minor one at least NN's).
     pub fn arch(mut self, arch: &str) -> Self {
         self.arch = arch.into();
+        self
+    }
+
+    /// The PTX ISA version to write (its `.version` line), as `(major, minor)`: `(8, 0)` is PTX
+    /// ISA 8.0, the first of CUDA 12.0. rustc's NVPTX target writes 7.0 to 7.8, 8.0 to 8.8 and
+    /// 9.0 ([`BuildError::PtxIsa`] otherwise), and the [`arch`](Self::arch) needs a version at
+    /// least its [`min_ptx_isa`] ([`BuildError::PtxIsaTooOld`] otherwise: `sm_90a` needs 8.0).
+    /// Without it, the PTX has that oldest version, which the most drivers load: a driver JIT
+    /// compiles PTX of its own CUDA version's ISA and older only (CUDA 12.4's driver up to 8.4),
+    /// so ask for a later one only for the instructions it brings.
+    pub fn ptx_isa(mut self, major: u32, minor: u32) -> Self {
+        self.ptx_isa = Some((major, minor));
         self
     }
 
@@ -180,6 +212,8 @@ impl PtxBuild {
             self.manifest_dir.join("Cargo.toml").display()
         );
         println!("cargo::rerun-if-env-changed={MODE_ENV}");
+        // Before anything is skipped, so that every build refuses a wrong architecture.
+        let codegen = self.codegen_args()?;
         let mode = std::env::var(MODE_ENV).unwrap_or_default();
         if std::env::var_os("DOCS_RS").is_some() {
             return self.write_ptx(&format!("{NOT_BUILT}DOCS_RS is set (docs.rs builds no kernels)\n"));
@@ -226,8 +260,8 @@ impl PtxBuild {
             .arg(self.manifest_dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target_dir)
-            .args(["--", "--emit=asm"])
-            .arg(format!("-Ctarget-cpu={}", self.arch))
+            .arg("--")
+            .args(codegen)
             .env(
                 "CARGO_ENCODED_RUSTFLAGS",
                 [
@@ -259,6 +293,15 @@ impl PtxBuild {
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
         let ptx = bounds::with_launch_bounds(&ptx);
         self.write_self_contained(&ptx, asm)
+    }
+
+    /// The kernel crate's own `rustc` arguments: PTX for the [`arch`](Self::arch), of the
+    /// [`ptx_isa`](Self::ptx_isa) where one is asked for, both checked first.
+    fn codegen_args(&self) -> Result<Vec<String>, BuildError> {
+        let feature = arch::check(&self.arch, self.ptx_isa)?;
+        let mut args = vec!["--emit=asm".to_string(), format!("-Ctarget-cpu={}", self.arch)];
+        args.extend(feature.map(|feature| format!("-Ctarget-feature={feature}")));
+        Ok(args)
     }
 
     /// Writes `ptx` to `OUT_DIR/kernels.ptx` and tells the crate's compilation where it is.
@@ -537,6 +580,26 @@ mod tests {
         );
         assert!(enabled_features(Some("")).is_empty());
         assert!(enabled_features(None).is_empty());
+    }
+
+    #[test]
+    fn the_arch_and_ptx_isa_become_rustc_flags() {
+        let build = PtxBuild::new("/k", "k", "/out");
+        assert_eq!(build.codegen_args().unwrap(), ["--emit=asm", "-Ctarget-cpu=sm_70"]);
+        let build = build.arch("sm_90a").ptx_isa(8, 0);
+        assert_eq!(
+            build.codegen_args().unwrap(),
+            ["--emit=asm", "-Ctarget-cpu=sm_90a", "-Ctarget-feature=+ptx80"]
+        );
+        assert!(matches!(
+            build.clone().ptx_isa(7, 8).codegen_args(),
+            Err(BuildError::PtxIsaTooOld { needs: (8, 0), .. })
+        ));
+        assert!(matches!(
+            build.clone().ptx_isa(8, 9).codegen_args(),
+            Err(BuildError::PtxIsa((8, 9)))
+        ));
+        assert!(matches!(build.arch("sm_91").codegen_args(), Err(BuildError::Arch(a)) if a == "sm_91"));
     }
 
     #[test]

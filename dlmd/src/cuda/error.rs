@@ -106,6 +106,10 @@ pub enum CudaError {
     /// An imported tensor's memory is not where, or not as large as, its fields say.
     #[error(transparent)]
     Placement(#[from] PlacementError),
+    /// A PTX module was refused before the driver saw it: the device cannot run its
+    /// architecture, the driver cannot compile its PTX ISA version, or its header is malformed.
+    #[error(transparent)]
+    Module(#[from] ModuleError),
     /// [`wait_released`](super::wait_released) was called from a deleter that the releasing
     /// thread runs, which would wait for itself.
     #[error("wait_released was called from a deleter run by the releasing thread, which would wait for itself")]
@@ -126,6 +130,58 @@ pub enum CompileError {
     /// `DLMD_PTX=skip`, as a `cargo check` or an editor may set), and it has nothing to load.
     #[error("the kernels' PTX was not built ({0}); build the kernel crate without DLMD_PTX=skip to load its kernels")]
     NotBuilt(String),
+}
+
+/// Why a PTX module was refused before the driver saw it, from its header (`.version X.Y`, then
+/// `.target sm_NN`, `sm_NNa` or `sm_NNf`) and what the device and its driver are.
+#[derive(Debug, thiserror::Error)]
+pub enum ModuleError {
+    /// The device cannot run the module's architecture: PTX for `sm_NN` runs on compute
+    /// capability NN and later, for `sm_NNa` on NN only, for `sm_NNf` on NN's major version with
+    /// a minor one at least NN's.
+    #[error(
+        "the PTX module is built for {module}, which runs on {}, and this device is compute capability {}.{}: build it for an architecture the device has (dlmd-build's `PtxBuild::arch`, such as sm_{}{})",
+        super::target::Arch::parse(module).map_or_else(String::new, |arch| arch.rule()),
+        device.0,
+        device.1,
+        device.0,
+        device.1
+    )]
+    Arch {
+        /// The module's `.target` architecture, as written (`sm_90a`).
+        module: String,
+        /// The device's compute capability, `(major, minor)`.
+        device: (i32, i32),
+    },
+    /// The module's PTX ISA version is newer than the driver compiles: each CUDA driver's
+    /// compiler reads the ISA of its own release and older ones.
+    #[error(
+        "the PTX module is PTX ISA {}.{}, and this driver (CUDA {}.{}) compiles PTX ISA {}.{} and older: update the driver, or build the module for an older ISA (dlmd-build's `PtxBuild::ptx_isa`)",
+        module.0,
+        module.1,
+        cuda.0,
+        cuda.1,
+        driver.0,
+        driver.1
+    )]
+    PtxIsa {
+        /// The module's `.version`, `(major, minor)`.
+        module: (u32, u32),
+        /// The newest PTX ISA version the driver compiles.
+        driver: (u32, u32),
+        /// The driver's CUDA version, `(major, minor)`.
+        cuda: (i32, i32),
+    },
+    /// The module's header names no architecture (no `.target` directive right after
+    /// `.version`), so whether the device can run it is unknown.
+    #[error(
+        "the PTX module names no architecture (`.target sm_NN` after `.version`), so whether this device can run it is unknown; it is not loaded"
+    )]
+    NoTarget,
+    /// The module's header is not PTX's: `.version MAJOR.MINOR` first, then `.target` with one
+    /// architecture, comments aside. What is wrong with it is the field.
+    #[error("the PTX module's header is malformed: {0}")]
+    Header(&'static str),
 }
 
 /// Why a consumer's stream could not be ordered after a producer's work: DLPack's `stream`

@@ -62,7 +62,11 @@ impl Kernels {
         Self::load_ptx(ctx, signature_digests(&ptx.to_src()), ptx)
     }
 
+    /// Loads `ptx`, once its header was checked against the device and the driver: a module
+    /// the device cannot run, or the driver cannot compile, is a [`ModuleError`](super::ModuleError)
+    /// that names both, not the driver's failure.
     fn load_ptx(ctx: &Arc<CudaContext>, digests: HashMap<String, u64>, ptx: Ptx) -> Result<Self, CudaError> {
+        check_target(ctx, &ptx.to_src())?;
         let module = ctx.load_module(ptx)?;
         Ok(Self {
             module,
@@ -106,6 +110,17 @@ impl Kernels {
         functions.insert(name, f.clone());
         Ok(f)
     }
+}
+
+/// Whether `ctx`'s device and the driver can run `ptx`, from its header.
+fn check_target(ctx: &Arc<CudaContext>, ptx: &str) -> Result<(), CudaError> {
+    let header = super::target::parse_header(ptx)?;
+    let device = ctx.compute_capability()?;
+    let mut driver = 0;
+    // SAFETY: the driver is loaded (`ctx` is one of its contexts), and the call writes one
+    // `c_int` through the pointer, to a local that outlives it.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }.result()?;
+    Ok(super::target::check(&header, device, driver)?)
 }
 
 /// Whether the module's kernel `name` was built from the signature whose digest is `digest`.

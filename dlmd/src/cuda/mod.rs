@@ -39,13 +39,14 @@ mod peer;
 mod release;
 mod scope;
 mod stream;
+mod target;
 
 pub use arg::{ArgInfo, KernelArg, SameAccess, SameElement, SameExtents, SameLayout, SameSpace};
 pub use array::{DeviceArray, Gpu};
 /// The grid and block of a launch, and the shared memory it asks for (cudarc's, re-exported so
 /// that launching needs no other crate).
 pub use cudarc::driver::LaunchConfig;
-pub use error::{CompileError, CudaError, LaunchError, PlacementError, StreamError};
+pub use error::{CompileError, CudaError, LaunchError, ModuleError, PlacementError, StreamError};
 pub use grid::grid_for;
 pub use imported::{Arg, ImportParam, Imported};
 pub use launch::{Kernels, Launch, signature_digests};
