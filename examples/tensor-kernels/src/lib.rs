@@ -288,3 +288,36 @@ pub fn linear_bf16(
         bf16::from_f32(v)
     });
 }
+
+/// A step of `a` for [`edge_store`]: `16 × 16`.
+pub type EdgeA = TileOf<bf16, (Const<16>, Const<16>), dlmd::LayoutRight>;
+/// A step of `b` for [`edge_store`]: `16 × 16`, column-major.
+pub type EdgeB = TileOf<bf16, (Const<16>, Const<16>), dlmd::LayoutLeft>;
+
+/// `c = a · b` for `16 × 16` `a` and `b`, one warp, one step, into chunks of `16 × 16` of which
+/// only the even columns of the first 8 rows of each keep their product (0 elsewhere): each
+/// `mma.sync`'s first result is used in one per-thread branch only, where the compiler would
+/// sink an `mma.sync` it took for free of side effects, leaving some lanes of the warp without
+/// it. Launch with one block of 32 threads.
+#[dlmd::kernel]
+pub fn edge_store(
+    block: Block<'_, 32, (EdgeA, EdgeB), (Const<16>, Const<16>)>,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let (mut block, (ta, tb)) = block.split();
+    let wa = block.write(ta, |[i, k]| a.get_or([i, k], bf16::ZERO));
+    let wb = block.write(tb, |[k, j]| b.get_or([k, j], bf16::ZERO));
+    let (ra, rb) = block.sync((wa, wb));
+    for chunk in block.chunks(c) {
+        let acc = block.accumulators::<M16N8K16<bf16>, 1, 1, 1, 2>();
+        let acc = block.mma(acc, &ra, &rb);
+        let kept = block.store_accumulators(chunk, acc, |[i, j], v| {
+            if i % 16 < 8 && j % 2 == 0 { v } else { 0.0 }
+        });
+        if !kept {
+            return;
+        }
+    }
+}

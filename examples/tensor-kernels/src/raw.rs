@@ -62,6 +62,13 @@ mod ops {
         }
     }
 
+    /// Whether the launch's grid is `(n, 1, 1)`.
+    #[inline(always)]
+    pub fn grid_is_x_only() -> bool {
+        // SAFETY: special registers, no precondition.
+        unsafe { nvptx::_grid_dim_y() == 1 && nvptx::_grid_dim_z() == 1 }
+    }
+
     /// Starts copying `rows × (8 · pieces)` elements of the row-major matrix at `src` (rows
     /// `src_pitch` apart) to `dst` (rows `dst_pitch` apart), 16 bytes a copy, piece `p` by
     /// thread `p % 256`.
@@ -139,6 +146,14 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
         b.data_handle().cast::<u16>(),
         c.data_handle().cast::<u16>(),
     );
+    // Blocks numbered along `x` only: a grid with `y` or `z` would give two blocks one chunk.
+    if !ops::grid_is_x_only() {
+        return;
+    }
+    // 16-aligned rows and starts, as `cp.async` of 16 bytes asks.
+    if ![pa as usize, pb as usize].iter().all(|p| p.is_multiple_of(16)) {
+        return;
+    }
     let (t, block, blocks) = ops::ids();
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / 4, warp % 4);
@@ -248,7 +263,7 @@ pub fn gemm_bf16_raw(
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as documented (shared memory checked by the kernel: it traps with less).
+    // SAFETY: launched as documented; with less shared memory than it needs, it does nothing.
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_SHARED as usize {
             raw_product::<128, 4, 2>(&a, &b, &c)

@@ -275,3 +275,35 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
         }
     }
 }
+
+#[test]
+fn an_mma_whose_result_only_some_lanes_store_runs_on_the_whole_warp() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    // Ones: every product is 16; `c` of 4 × 16 keeps only the even columns of its 4 rows.
+    let ones = vec![bf16::ONE; 16 * 16];
+    let (d_a, d_b) = (stream.clone_htod(&ones).unwrap(), stream.clone_htod(&ones).unwrap());
+    let mut d_c = stream.clone_htod(&vec![-1.0f32; 4 * 16]).unwrap();
+    {
+        let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([16, 16])).unwrap();
+        let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([16, 16])).unwrap();
+        let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([4, 16])).unwrap();
+        let config = LaunchConfig {
+            block_dim: (32, 1, 1),
+            ..grid(1)
+        };
+        cuda::scope(|s| {
+            let args = kernels::EdgeStoreArgs {
+                a: av,
+                b: bv,
+                c: cv.as_view_mut(),
+            };
+            kernels::edge_store(s.launch(&stream, &module, config), args)
+        })
+        .unwrap();
+    }
+    let got = stream.clone_dtoh(&d_c).unwrap();
+    let expected: Vec<f32> = (0..4 * 16).map(|i| if i % 2 == 0 { 16.0 } else { 0.0 }).collect();
+    assert_eq!(got, expected);
+}

@@ -86,7 +86,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // The groups committed after the youngest of these may stay in flight:
             // `wait_group n` waits for all but the `n` most recent, older ones first. More than
             // 7 are waited for too (a smaller `n` waits for more).
-            let younger = self.inner.groups.wrapping_sub(fetching.youngest()).wrapping_sub(1);
+            let younger = fetching.younger(self.inner.groups);
             // SAFETY: `fetch` ran, so the kernel is for `sm_80` or later.
             unsafe {
                 use crate::kernel::mma::raw::cp_async_wait;
@@ -116,9 +116,10 @@ mod sealed {
 pub trait Landing<'k>: sealed::Sealed {
     /// The tiles, [`Written`].
     type Landed;
-    /// The block's number of the youngest fetch.
+    /// The fewest groups the block committed after one of these fetches, of `groups` in all:
+    /// waiting until no more than that many are in flight lands every one of them.
     #[doc(hidden)]
-    fn youngest(&self) -> u32;
+    fn younger(&self, groups: u32) -> u32;
     /// The tiles, written.
     ///
     /// # Safety
@@ -133,8 +134,10 @@ impl<T, E: Extents, L: TileLayout> sealed::Sealed for Fetching<'_, T, E, L> {}
 impl<'k, T: DlElement, E: Extents, L: TileLayout> Landing<'k> for Fetching<'k, T, E, L> {
     type Landed = Tile<'k, T, E, L, Written>;
     #[inline(always)]
-    fn youngest(&self) -> u32 {
-        self.group
+    fn younger(&self, groups: u32) -> u32 {
+        // The block's groups are numbered in order from 0, wrapping: the distance is exact
+        // below 2³² groups in flight.
+        groups.wrapping_sub(self.group).wrapping_sub(1)
     }
     #[inline(always)]
     unsafe fn land(self) -> Self::Landed {
@@ -155,14 +158,11 @@ macro_rules! landing_tuples {
         impl<'k, $($name: Landing<'k>),+> Landing<'k> for ($($name,)+) {
             type Landed = ($($name::Landed,)+);
             #[inline(always)]
-            fn youngest(&self) -> u32 {
-                // The block's fetches are numbered in order, wrapping: the youngest is the one
-                // the fewest groups before the next.
-                let mut youngest = self.0.youngest();
-                $( if self.$index.youngest().wrapping_sub(youngest) < u32::MAX / 2 {
-                    youngest = self.$index.youngest();
-                } )+
-                youngest
+            fn younger(&self, groups: u32) -> u32 {
+                // The least of the members': a wait that lands the youngest lands them all.
+                let mut younger = u32::MAX;
+                $( younger = younger.min(self.$index.younger(groups)); )+
+                younger
             }
             #[inline(always)]
             unsafe fn land(self) -> Self::Landed {
@@ -226,9 +226,16 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     let extents = src.extents().to_array();
     let (stride_fast, stride_slow) = (src.mapping().stride(fast), src.mapping().stride(slow));
     // One answer for the whole block: the view and the origin are the same on every thread.
+    // An origin outside `src` leaves every piece outside; inside, `origin + local` cannot
+    // overflow (the view's extents are below `isize::MAX`, a tile's far below).
+    let origin_inside = origin[0] < extents[0] && origin[1] < extents[1];
+    // Every piece's first element 16-aligned: the view's start, its mapping's offset (which
+    // moves the element at index 0 from the start), its slow stride and the origin along the
+    // contiguous fastest dimension all are, in bytes.
     let asynchronous = stride_fast == 1
         && (stride_slow * size_of::<T>() as isize).rem_euclid(PIECE as isize) == 0
         && (src.data_handle() as usize).is_multiple_of(PIECE)
+        && (src.mapping().offset() * size_of::<T>()).is_multiple_of(PIECE)
         && origin[fast].is_multiple_of(per_piece);
     let mapping = tile.storage().mapping();
     let base = tile.storage().data_handle();
@@ -249,7 +256,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`).
         let dst = base.wrapping_add(mapping.offset_of(&local));
         let index = [origin[0].wrapping_add(local[0]), origin[1].wrapping_add(local[1])];
-        let inside = if index[slow] < extents[slow] && index[fast] < extents[fast] {
+        let inside = if origin_inside && index[slow] < extents[slow] && index[fast] < extents[fast] {
             (extents[fast] - index[fast]).min(per_piece)
         } else {
             0
@@ -276,9 +283,10 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             // along them), given to this thread alone by the partition of pieces (piece `p` to
             // thread `p % THREADS`), and no thread reads or writes the tile until its copies
             // have landed (`Fetching` holds it). `from` is the piece's first element in `src`,
-            // 16-aligned (the view starts 16-aligned, its slow stride keeps that, the origin
-            // along the contiguous fastest dimension is a multiple of 16 bytes and so is the
-            // piece's offset), and its first `bytes` bytes are `inside` neighbours inside the
+            // 16-aligned (the view's start and its mapping's offset are, in bytes, and from
+            // there the element is a multiple of 16 bytes along the contiguous fastest
+            // dimension and whole slow strides of 16-byte multiples away), and its first
+            // `bytes` bytes are `inside` neighbours inside the
             // view's extents: readable global memory (a kernel's view is device or managed)
             // that nothing writes while the kernel runs (a `Shared` kernel parameter). Where
             // `bytes` is 0 nothing is read. `fetch` assembles on sm_80 only.

@@ -3,7 +3,17 @@
 //! kernels use them). Each function's contract is the instruction's, as the PTX ISA states it.
 //!
 //! Every function here is for the GPU: they exist only in a kernel crate's build for
-//! `nvptx64`. `ldmatrix` needs `sm_75`, `mma.sync` on `f16`/`bf16` and `cp.async` `sm_80`
+//! `nvptx64`.
+//!
+//! `ldmatrix` and `mma.sync` are warp-collective (`.sync.aligned`): every lane of the warp must
+//! run the same instruction together. LLVM knows its NVPTX intrinsics as convergent and moves
+//! none of them into code that only some lanes run, but it knows no `asm!` block as
+//! convergent (rustc marks none), and sinks a side-effect-free one (`pure`) into the branch
+//! where its result is used, which may be taken by some lanes only. These blocks are therefore
+//! declared with side effects: LLVM neither sinks, hoists nor removes such a block. LLVM's
+//! `ldmatrix` intrinsic takes a shared-space pointer, which Rust cannot name, and its `mma`
+//! intrinsics for `f16` take `<2 x half>` vectors; the intrinsics will replace these blocks
+//! when Rust can call them. `ldmatrix` needs `sm_75`, `mma.sync` on `f16`/`bf16` and `cp.async` `sm_80`
 //! (`dlmd_build::PtxBuild::arch`).
 
 use core::arch::asm;
@@ -54,7 +64,9 @@ pub unsafe fn ldmatrix_x4<const TRANSPOSED: bool>(row: u32) -> [u32; 4] {
                     b = out(reg32) b,
                     c = out(reg32) c,
                     d = out(reg32) d,
-                    options(readonly, nostack),
+                    // Not `readonly`: a block of side effects, which no pass removes, sinks into a
+                    // branch or hoists out of one (see the module docs on convergence).
+                    options(nostack),
                 )
             }
         };
@@ -98,7 +110,9 @@ pub unsafe fn mma_m16n8k16<const BF16: bool>(a: [u32; 4], b: [u32; 2], c: [f32; 
                     a3 = in(reg32) a[3],
                     b0 = in(reg32) b[0],
                     b1 = in(reg32) b[1],
-                    options(pure, nomem, nostack),
+                    // Not `pure`: a block of side effects (it reads no memory), which no pass
+                    // removes, sinks into a branch or hoists out of one.
+                    options(nomem, nostack),
                 )
             }
         };
