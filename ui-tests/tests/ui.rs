@@ -17,6 +17,7 @@ fn ui() {
     t.compile_fail("ui/nccl/*.rs");
     t.compile_fail("ui/kernel/*.rs");
     t.compile_fail("ui/block/*.rs");
+    t.compile_fail("ui/mma/*.rs");
 }
 
 /// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features
