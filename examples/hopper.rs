@@ -24,13 +24,21 @@ use std::sync::Arc;
 const ROUNDS: usize = 23;
 const WARM_UP: usize = 3;
 
-/// The kernels: `(name, chunk columns, stages)`.
-const VARIANTS: [(&str, usize, usize); 4] = [
+/// The kernels: `(name, chunk columns, stages)`; the first [`CHECKED`] compute the product, the
+/// others are measurements of its parts.
+const VARIANTS: [(&str, usize, usize); 8] = [
     ("wgmma 128x256 s4", 256, 4),
     ("wgmma 128x256 s4 sync", 256, 4),
     ("wgmma 128x128 s4", 128, 4),
     ("wgmma 128x128 s3", 128, 3),
+    ("wgmma 128x256 s4 mma first", 256, 4),
+    ("wgmma 128x256 warp-specialised s4", 256, 4),
+    ("(no loop loads) 128x256 s4", 256, 4),
+    ("(no wgmma) 128x256 s4", 256, 4),
 ];
+
+/// The variants that compute the product.
+const CHECKED: usize = 6;
 
 /// `y = x · wᵀ` by cuBLAS for row-major `x` (`m × k`), `w` (`n × k`), `y` (`m × n`): cuBLAS is
 /// column-major, so it computes `yᵀ = w · xᵀ`.
@@ -73,10 +81,15 @@ fn rust(
     let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
     let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new([n, k]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
+    let ws = v == 5;
     let config = LaunchConfig {
         grid_dim: ((m / 128 * (n / bn)).max(1) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: hk::shared_bytes(bn, stages),
+        block_dim: (if ws { 384 } else { 256 }, 1, 1),
+        shared_mem_bytes: if ws {
+            hk::shared_bytes_ws(bn, stages)
+        } else {
+            hk::shared_bytes(bn, stages)
+        },
     };
     cuda::scope(|s| {
         let launch = s.launch(stream, kernels, config);
@@ -85,7 +98,11 @@ fn rust(
             0 => hk::wgmma_nt_256_s4(launch, hk::WgmmaNt256S4Args { x: xv, w: wv, y }),
             1 => hk::wgmma_nt_256_s4_sync(launch, hk::WgmmaNt256S4SyncArgs { x: xv, w: wv, y }),
             2 => hk::wgmma_nt_128_s4(launch, hk::WgmmaNt128S4Args { x: xv, w: wv, y }),
-            _ => hk::wgmma_nt_128_s3(launch, hk::WgmmaNt128S3Args { x: xv, w: wv, y }),
+            3 => hk::wgmma_nt_128_s3(launch, hk::WgmmaNt128S3Args { x: xv, w: wv, y }),
+            4 => hk::wgmma_nt_256_s4_mma_first(launch, hk::WgmmaNt256S4MmaFirstArgs { x: xv, w: wv, y }),
+            5 => hk::wgmma_nt_256_ws4(launch, hk::WgmmaNt256Ws4Args { x: xv, w: wv, y }),
+            6 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
+            _ => hk::wgmma_nt_256_s4_no_mma(launch, hk::WgmmaNt256S4NoMmaArgs { x: xv, w: wv, y }),
         }
     })?;
     Ok(())
@@ -149,7 +166,7 @@ fn check_cpu(
             bf16::from_f32((0..k).map(|p| x[r * k + p].to_f32() * w[j * k + p].to_f32()).sum())
         })
         .collect();
-    for v in [None, Some(0), Some(1), Some(2), Some(3)] {
+    for v in std::iter::once(None).chain((0..CHECKED).map(Some)) {
         let got = product(stream, kernels, blas, (m, k, n), v, &dx, &dw)?;
         let wrong = got
             .iter()
@@ -187,7 +204,7 @@ fn check_cublas(
         };
         let (dx, dw) = (stream.clone_htod(&x)?, stream.clone_htod(&w)?);
         let reference = product(stream, kernels, blas, shape, None, &dx, &dw)?;
-        for (v, (name, _, _)) in VARIANTS.iter().enumerate() {
+        for (v, (name, _, _)) in VARIANTS.iter().enumerate().take(CHECKED) {
             let got = product(stream, kernels, blas, shape, Some(v), &dx, &dw)?;
             if integers {
                 let wrong = got

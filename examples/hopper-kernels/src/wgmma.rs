@@ -160,3 +160,72 @@ pub unsafe fn fence_proxy_async() {
     // SAFETY: on sm_90 (caller).
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
+
+/// `mbarrier.init.shared::cta.b64 [bar], count`: a barrier object whose phases complete after
+/// `count` arrivals, in phase 0.
+///
+/// # Safety
+///
+/// `bar` is the shared-state-space address of 8 bytes, 8-aligned, of the block's shared memory
+/// that nothing else uses until a barrier of the block orders this before their first use as a
+/// barrier object; on `sm_80` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!("mbarrier.init.shared::cta.b64 [{b}], {n};", b = in(reg32) bar, n = in(reg32) count, options(nostack))
+    };
+}
+
+/// `mbarrier.arrive.shared::cta.b64`: one arrival on the barrier object at `bar` (release: this
+/// thread's earlier memory accesses are ordered before the phase's completion).
+///
+/// # Safety
+///
+/// `bar` is an initialised barrier object ([`mbarrier_init`]) of the block's shared memory,
+/// whose current phase still expects this arrival; on `sm_80` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `cp.async.mbarrier.arrive.noinc.shared::cta.b64`: one arrival on the barrier object at `bar`
+/// once all of this thread's earlier `cp.async` copies are complete (counted among the
+/// arrivals the barrier was initialised with).
+///
+/// # Safety
+///
+/// As [`mbarrier_arrive`].
+#[inline(always)]
+pub unsafe fn cp_async_mbarrier_arrive(bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// Waits until the phase of parity `parity` of the barrier object at `bar` has completed
+/// (`mbarrier.try_wait.parity`, acquire: the memory accesses that the arrivals ordered before
+/// its completion are visible after).
+///
+/// # Safety
+///
+/// `bar` is an initialised barrier object of the block's shared memory; on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: as this function's contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+                b = in(reg32) bar,
+                ph = in(reg32) parity,
+                d = out(reg32) done,
+                options(nostack),
+            )
+        };
+        if done != 0 {
+            break;
+        }
+    }
+}
