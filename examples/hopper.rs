@@ -26,19 +26,20 @@ const WARM_UP: usize = 3;
 
 /// The kernels: `(name, chunk columns, stages)`; the first [`CHECKED`] compute the product, the
 /// others are measurements of its parts.
-const VARIANTS: [(&str, usize, usize); 8] = [
+const VARIANTS: [(&str, usize, usize); 9] = [
     ("wgmma 128x256 s4", 256, 4),
     ("wgmma 128x256 s4 sync", 256, 4),
     ("wgmma 128x128 s4", 128, 4),
     ("wgmma 128x128 s3", 128, 3),
     ("wgmma 128x256 s4 mma first", 256, 4),
     ("wgmma 128x256 warp-specialised s4", 256, 4),
+    ("wgmma 128x256 TMA s4", 256, 4),
     ("(no loop loads) 128x256 s4", 256, 4),
     ("(no wgmma) 128x256 s4", 256, 4),
 ];
 
 /// The variants that compute the product.
-const CHECKED: usize = 6;
+const CHECKED: usize = 7;
 
 /// `y = x · wᵀ` by cuBLAS for row-major `x` (`m × k`), `w` (`n × k`), `y` (`m × n`): cuBLAS is
 /// column-major, so it computes `yᵀ = w · xᵀ`.
@@ -73,15 +74,14 @@ fn rust(
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
     v: usize,
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
+    (x, w, maps): (&CudaSlice<bf16>, &CudaSlice<bf16>, &CudaSlice<u64>),
     y: &mut CudaSlice<bf16>,
 ) -> Result<(), Box<dyn Error>> {
     let (_, bn, stages) = VARIANTS[v];
     let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
     let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new([n, k]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
-    let ws = v == 5;
+    let ws = v == 5 || v == 6;
     let config = LaunchConfig {
         grid_dim: ((m / 128 * (n / bn)).max(1) as u32, 1, 1),
         block_dim: (if ws { 384 } else { 256 }, 1, 1),
@@ -101,11 +101,68 @@ fn rust(
             3 => hk::wgmma_nt_128_s3(launch, hk::WgmmaNt128S3Args { x: xv, w: wv, y }),
             4 => hk::wgmma_nt_256_s4_mma_first(launch, hk::WgmmaNt256S4MmaFirstArgs { x: xv, w: wv, y }),
             5 => hk::wgmma_nt_256_ws4(launch, hk::WgmmaNt256Ws4Args { x: xv, w: wv, y }),
-            6 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
+            6 => {
+                let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
+                hk::wgmma_nt_256_tma4(
+                    launch,
+                    hk::WgmmaNt256Tma4Args {
+                        maps: mv,
+                        x: xv,
+                        w: wv,
+                        y,
+                    },
+                )
+            }
+            7 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
             _ => hk::wgmma_nt_256_s4_no_mma(launch, hk::WgmmaNt256S4NoMmaArgs { x: xv, w: wv, y }),
         }
     })?;
     Ok(())
+}
+
+/// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) for the
+/// TMA variant, in device memory (16 words each): `bf16`, row-major, the 128-byte swizzle.
+fn tensor_maps(
+    stream: &Arc<CudaStream>,
+    (m, k, n): (usize, usize, usize),
+    x: &CudaSlice<bf16>,
+    w: &CudaSlice<bf16>,
+) -> Result<CudaSlice<u64>, Box<dyn Error>> {
+    use cudarc::driver::DevicePtr;
+    use cudarc::driver::sys;
+    let mut words = Vec::new();
+    for (slice, rows, box_rows) in [(x, m, 128u32), (w, n, 256u32)] {
+        let (ptr, _read) = slice.device_ptr(stream);
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        let dims = [k as u64, rows as u64];
+        let strides = [2 * k as u64];
+        let boxes = [64u32, box_rows];
+        let element_strides = [1u32, 1];
+        // SAFETY: the arrays are of the rank (2; strides of rank − 1) the call reads; `ptr` is
+        // the slice's device memory of `rows × k` `bf16`, row-major; the map is written only.
+        let result = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                2,
+                ptr as *mut std::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        if result != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuTensorMapEncodeTiled: {result:?}").into());
+        }
+        words.extend_from_slice(&map.opaque);
+    }
+    // Device allocations are 256-aligned: the maps 64-aligned, as the copies need.
+    Ok(stream.clone_htod(&words)?)
 }
 
 /// Small integers: every product and sum is exact in `f32`, so each result is the one `bf16`
@@ -146,7 +203,10 @@ fn product(
     let mut y = stream.clone_htod(&vec![POISON; m * n])?;
     match v {
         None => cublas(blas, shape, x, w, &mut y)?,
-        Some(v) => rust(stream, kernels, shape, v, x, w, &mut y)?,
+        Some(v) => {
+            let maps = tensor_maps(stream, shape, x, w)?;
+            rust(stream, kernels, shape, v, (x, w, &maps), &mut y)?
+        }
     }
     Ok(stream.clone_dtoh(&y)?)
 }
@@ -243,6 +303,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         stream.clone_htod(&random(size * size, 0x8765_4321))?,
     );
     let mut y = stream.alloc_zeros::<bf16>(size * size)?;
+    let maps = tensor_maps(stream, shape, &x, &w)?;
     let sides_count = 1 + VARIANTS.len();
     let mut sides = Sides::new(sides_count, WARM_UP);
     let mut cover = Cover::new(stream)?;
@@ -253,7 +314,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
             let which = (turn + round) % sides_count;
             times[which] = cover.time(stream, || match which {
                 0 => cublas(blas, shape, &x, &w, &mut y),
-                v => rust(stream, kernels, shape, v - 1, &x, &w, &mut y),
+                v => rust(stream, kernels, shape, v - 1, (&x, &w, &maps), &mut y),
             })?;
         }
         sides.push(round, &times);

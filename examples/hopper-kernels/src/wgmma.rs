@@ -229,3 +229,64 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
         }
     }
 }
+
+/// `fence.mbarrier_init.release.cluster`: this thread's barrier-object initialisations become
+/// visible to the async proxy (the bulk copy engine's arrivals) and the cluster.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn fence_mbarrier_init() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64`: one arrival on the barrier object at `bar`,
+/// and `bytes` more bytes for its current phase to wait for (the bulk copies' `complete_tx`).
+///
+/// # Safety
+///
+/// As [`mbarrier_arrive`], on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+            b = in(reg32) bar,
+            n = in(reg32) bytes,
+            options(nostack),
+        )
+    };
+}
+
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: the bulk
+/// copy engine copies the box at coordinates `(inner, outer)` (elements along the innermost
+/// dimension, then rows) of the tensor that the tensor map at `map` describes into shared memory
+/// at `dst`, laid out (and swizzled) as the map says, and signals the bytes to the barrier
+/// object at `bar` as they land.
+///
+/// # Safety
+///
+/// `map` is the generic address of a valid 64-aligned tensor map (`cuTensorMapEncodeTiled`) in
+/// global memory that nothing writes during the kernel, of a tensor readable and not written
+/// during the kernel; `dst` is the shared-state-space address of the box's bytes in the
+/// block's shared memory, aligned as the map's swizzle needs (1024 for 128 bytes), that nothing
+/// reads or writes until `bar`'s phase completes; `bar` is an initialised barrier object whose
+/// current phase expects these bytes ([`mbarrier_arrive_expect_tx`]); on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, map: *const u64, inner: u32, outer: u32, bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{i}, {o}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            i = in(reg32) inner,
+            o = in(reg32) outer,
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
