@@ -26,7 +26,7 @@ const WARM_UP: usize = 3;
 
 /// The kernels: `(name, chunk columns, stages)`; the first [`CHECKED`] compute the product, the
 /// others are measurements of its parts.
-const VARIANTS: [(&str, usize, usize); 9] = [
+const VARIANTS: [(&str, usize, usize); 10] = [
     ("wgmma 128x256 s4", 256, 4),
     ("wgmma 128x256 s4 sync", 256, 4),
     ("wgmma 128x128 s4", 128, 4),
@@ -34,12 +34,13 @@ const VARIANTS: [(&str, usize, usize); 9] = [
     ("wgmma 128x256 s4 mma first", 256, 4),
     ("wgmma 128x256 warp-specialised s4", 256, 4),
     ("wgmma 128x256 TMA s4", 256, 4),
+    ("wgmma 128x256 TMA s4 persistent", 256, 4),
     ("(no loop loads) 128x256 s4", 256, 4),
     ("(no wgmma) 128x256 s4", 256, 4),
 ];
 
 /// The variants that compute the product.
-const CHECKED: usize = 7;
+const CHECKED: usize = 8;
 
 /// `y = x · wᵀ` by cuBLAS for row-major `x` (`m × k`), `w` (`n × k`), `y` (`m × n`): cuBLAS is
 /// column-major, so it computes `yᵀ = w · xᵀ`.
@@ -81,9 +82,18 @@ fn rust(
     let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
     let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new([n, k]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
-    let ws = v == 5 || v == 6;
+    let ws = (5..=7).contains(&v);
+    let chunks = (m / 128 * (n / bn)).max(1) as u32;
     let config = LaunchConfig {
-        grid_dim: ((m / 128 * (n / bn)).max(1) as u32, 1, 1),
+        grid_dim: (
+            if v == 7 {
+                persistent_grid(stream, chunks)?
+            } else {
+                chunks
+            },
+            1,
+            1,
+        ),
         block_dim: (if ws { 384 } else { 256 }, 1, 1),
         shared_mem_bytes: if ws {
             hk::shared_bytes_ws(bn, stages)
@@ -101,7 +111,7 @@ fn rust(
             3 => hk::wgmma_nt_128_s3(launch, hk::WgmmaNt128S3Args { x: xv, w: wv, y }),
             4 => hk::wgmma_nt_256_s4_mma_first(launch, hk::WgmmaNt256S4MmaFirstArgs { x: xv, w: wv, y }),
             5 => hk::wgmma_nt_256_ws4(launch, hk::WgmmaNt256Ws4Args { x: xv, w: wv, y }),
-            6 => {
+            6 | 7 => {
                 let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
                 hk::wgmma_nt_256_tma4(
                     launch,
@@ -113,11 +123,26 @@ fn rust(
                     },
                 )
             }
-            7 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
+            8 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
             _ => hk::wgmma_nt_256_s4_no_mma(launch, hk::WgmmaNt256S4NoMmaArgs { x: xv, w: wv, y }),
         }
     })?;
     Ok(())
+}
+
+/// The blocks of the persistent variant: one a multiprocessor, or a third of the chunks where
+/// that is fewer (so that small checks too run blocks of several chunks).
+fn persistent_grid(stream: &Arc<CudaStream>, chunks: u32) -> Result<u32, Box<dyn Error>> {
+    Ok(multiprocessors(stream)?.min((chunks / 3).max(1)))
+}
+
+/// The device's multiprocessors.
+fn multiprocessors(stream: &Arc<CudaStream>) -> Result<u32, Box<dyn Error>> {
+    use cudarc::driver::sys::CUdevice_attribute;
+    let count = stream
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    Ok(count.max(1) as u32)
 }
 
 /// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) for the

@@ -367,7 +367,9 @@ mod device {
     /// `full` (`mbarrier.arrive.expect_tx`, one arrival a phase) and starts two tensor copies
     /// (`x`'s `128 × 64` box, `w`'s `BN × 64` box, both in the 128-byte swizzle the maps ask
     /// for), which complete `full` as they land. `maps` holds the two tensor maps, `x`'s then
-    /// `w`'s (16 words each); `x` and `w` give the extents only.
+    /// `w`'s (16 words each); `x` and `w` give the extents only. Persistent where the grid is
+    /// smaller than the chunks: block `b` takes chunks `b`, `b + blocks`, … in turn, its
+    /// producer filling the stages of the next chunk while its consumers store the last.
     ///
     /// # Safety
     ///
@@ -394,20 +396,24 @@ mod device {
         let t = unsafe { nvptx::_thread_idx_x() } as usize;
         // SAFETY: as above.
         let block = unsafe { nvptx::_block_idx_x() } as usize;
-        let Some((i0, j0)) = chunk(block, m, n, bn) else {
+        // SAFETY: as above.
+        let blocks = unsafe { nvptx::_grid_dim_x() } as usize;
+        if chunk(block, m, n, bn).is_none() {
             return;
-        };
+        }
         let (start, bytes) = shared();
         let base = start.next_multiple_of(1024);
         if bytes < (base - start) as usize + STAGES * stage_bytes(bn) + 16 * STAGES {
             return;
         }
         let steps = k / 64;
-        let stage = |s: usize| base + (s % STAGES * stage_bytes(bn)) as u32;
+        // Stages, barrier objects and phases by the block's running step count `g`, which goes
+        // on from one chunk to the next.
+        let stage = |g: usize| base + (g % STAGES * stage_bytes(bn)) as u32;
         let bars = base + (STAGES * stage_bytes(bn)) as u32;
-        let full = |s: usize| bars + (8 * (s % STAGES)) as u32;
-        let empty = |s: usize| bars + (8 * (STAGES + s % STAGES)) as u32;
-        let parity = |s: usize| (s / STAGES % 2) as u32;
+        let full = |g: usize| bars + (8 * (g % STAGES)) as u32;
+        let empty = |g: usize| bars + (8 * (STAGES + g % STAGES)) as u32;
+        let parity = |g: usize| (g / STAGES % 2) as u32;
         if t < STAGES {
             // SAFETY: 8-aligned words past the stages, used as nothing else; the barrier below
             // orders this before every use.
@@ -421,21 +427,26 @@ mod device {
         unsafe { nvptx::_syncthreads() };
         let (wg, tw) = (t / 128, t % 128);
         if wg == 0 {
-            if tw == 0 {
+            if tw != 0 {
+                return;
+            }
+            let (mut tile, mut g0) = (block, 0);
+            while let Some((i0, j0)) = chunk(tile, m, n, bn) {
                 for s in 0..steps {
-                    if s >= STAGES {
-                        // The consumers are done with step `s - STAGES`, this stage's last.
+                    let g = g0 + s;
+                    if g >= STAGES {
+                        // The consumers are done with step `g - STAGES`, this stage's last.
                         // SAFETY: an initialised barrier object.
-                        unsafe { mbarrier_wait(empty(s), parity(s - STAGES)) };
+                        unsafe { mbarrier_wait(empty(g), parity(g - STAGES)) };
                     }
-                    let sa = stage(s);
+                    let sa = stage(g);
                     // SAFETY: an initialised barrier object, whose phase expects this thread's
                     // one arrival a step.
-                    unsafe { mbarrier_arrive_expect_tx(full(s), stage_bytes(bn) as u32) };
+                    unsafe { mbarrier_arrive_expect_tx(full(g), stage_bytes(bn) as u32) };
                     // SAFETY: the maps as the caller says; the boxes inside the tensors (whole
                     // tiles); the stage 1024-aligned, released by its readers (above), read
                     // next once `full`'s phase completes, which waits for these bytes.
-                    unsafe { tma_load_2d(sa, maps, (64 * s) as u32, i0 as u32, full(s)) };
+                    unsafe { tma_load_2d(sa, maps, (64 * s) as u32, i0 as u32, full(g)) };
                     // SAFETY: as above, `w`'s map 128 bytes on.
                     unsafe {
                         tma_load_2d(
@@ -443,38 +454,49 @@ mod device {
                             maps.wrapping_add(16),
                             (64 * s) as u32,
                             j0 as u32,
-                            full(s),
+                            full(g),
                         )
                     };
                 }
+                (tile, g0) = (tile + blocks, g0 + steps);
             }
             return;
         }
         let cw = wg - 1;
-        let mut acc = A::zero();
-        for s in 0..steps {
-            // SAFETY: an initialised barrier object.
-            unsafe { mbarrier_wait(full(s), parity(s)) };
-            let sa = stage(s);
-            let (da, db) = (descriptor(sa + (cw * 64 * 128) as u32), descriptor(sa + 128 * 128));
-            // SAFETY: all 128 threads of warpgroup `wg` (uniform code); the stage landed (the
-            // copy engine writes through the async proxy, as `wgmma` reads); it is refilled
-            // only after both warpgroups released it (below).
-            unsafe { acc.mma_k64(da, db) };
-            // SAFETY: the warpgroup's threads together.
-            unsafe { acc.wait::<1>() };
-            if s > 0 && tw % 32 == 0 {
-                // Step `s - 1`'s group is done: its stage can be refilled.
-                // SAFETY: an initialised barrier object whose phase expects one arrival from
-                // each of the 8 consumer warps.
-                unsafe { mbarrier_arrive(empty(s - 1)) };
+        let (mut tile, mut g0) = (block, 0);
+        while let Some((i0, j0)) = chunk(tile, m, n, bn) {
+            let mut acc = A::zero();
+            for s in 0..steps {
+                let g = g0 + s;
+                // SAFETY: an initialised barrier object.
+                unsafe { mbarrier_wait(full(g), parity(g)) };
+                let sa = stage(g);
+                let (da, db) = (descriptor(sa + (cw * 64 * 128) as u32), descriptor(sa + 128 * 128));
+                // SAFETY: all 128 threads of warpgroup `wg` (uniform code); the stage landed
+                // (the copy engine writes through the async proxy, as `wgmma` reads); it is
+                // refilled only after both warpgroups released it (below).
+                unsafe { acc.mma_k64(da, db) };
+                // SAFETY: the warpgroup's threads together.
+                unsafe { acc.wait::<1>() };
+                if s > 0 && tw % 32 == 0 {
+                    // Step `g - 1`'s group is done: its stage can be refilled.
+                    // SAFETY: an initialised barrier object whose phase expects one arrival
+                    // from each of the 8 consumer warps.
+                    unsafe { mbarrier_arrive(empty(g - 1)) };
+                }
             }
+            // SAFETY: the warpgroup's threads together; the last group done.
+            unsafe { acc.wait::<0>() };
+            if tw % 32 == 0 {
+                // The chunk's last step is released too.
+                // SAFETY: as above.
+                unsafe { mbarrier_arrive(empty(g0 + steps - 1)) };
+            }
+            // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and
+            // `n` even, `y` 16-aligned (caller); each element one thread's.
+            unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
+            (tile, g0) = (tile + blocks, g0 + steps);
         }
-        // SAFETY: the warpgroup's threads together; the last group done.
-        unsafe { acc.wait::<0>() };
-        // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and `n`
-        // even, `y` 16-aligned (caller); each element one thread's.
-        unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
     }
 }
 
@@ -552,7 +574,8 @@ pub fn wgmma_nt_256_ws4(
 /// tensor copies a step (`cp.async.bulk.tensor`, 128-byte swizzle), which complete the stage's
 /// barrier object as they land. `maps` holds the tensor maps of `x` (box `64 × 128`) and `w`
 /// (box `64 × 256`), 16 words each (`cuTensorMapEncodeTiled`: `bf16`, two dimensions, the
-/// 128-byte swizzle), 64-aligned. Launch as [`wgmma_nt_256_ws4`].
+/// 128-byte swizzle), 64-aligned. Launch as [`wgmma_nt_256_ws4`], or with fewer blocks (one a
+/// multiprocessor, say): each then takes chunks `b`, `b + blocks`, … in turn.
 #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
 pub fn wgmma_nt_256_tma4(
     thread: Thread,
