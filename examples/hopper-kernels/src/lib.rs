@@ -1,8 +1,11 @@
 //! Hopper (`sm_90a`) tensor-core kernels written in Rust, raw (`unsafe`, the CUDA C++ way):
 //! matrix products on `bf16` with `f32` accumulators by `wgmma`, warpgroups of 128 threads
-//! multiplying operands that `cp.async` brought into block-shared memory in the 128-byte
-//! swizzle, several stages ahead. Compiled for `nvptx64-nvidia-cuda` each `#[dlmd::kernel]` is
-//! a PTX entry point; for the host, its typed launcher.
+//! multiplying operands brought into block-shared memory in the 128-byte swizzle several
+//! stages ahead, by `cp.async` from every thread ([`wgmma_nt_256_s4`] and its variants), by a
+//! producer warpgroup handing stages over through barrier objects ([`wgmma_nt_256_ws4`]), or by
+//! the bulk tensor copy engine (TMA, [`wgmma_nt_256_tma4`]). Compiled for
+//! `nvptx64-nvidia-cuda` each `#[dlmd::kernel]` is a PTX entry point; for the host, its typed
+//! launcher.
 #![cfg_attr(
     target_arch = "nvptx64",
     no_std,
