@@ -313,9 +313,7 @@ pub fn edge_store(
     for chunk in block.chunks(c) {
         let acc = block.accumulators::<M16N8K16<bf16>, 1, 1, 1, 2>();
         let acc = block.mma(acc, &ra, &rb);
-        let kept = block.store_accumulators(chunk, acc, |[i, j], v| {
-            if i % 16 < 8 && j % 2 == 0 { v } else { 0.0 }
-        });
+        let kept = block.store_accumulators(chunk, acc, |[i, j], v| if i % 16 < 8 && j % 2 == 0 { v } else { 0.0 });
         if !kept {
             return;
         }
