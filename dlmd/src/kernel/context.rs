@@ -59,11 +59,6 @@ unsafe impl<'k> Context<'k> for Thread {
     }
 }
 
-/// The most dynamic shared memory a block of any GPU may have: 227 KiB (Hopper; Ampere's
-/// A100 gives 163 KiB, consumer cards 99 KiB or 64 KiB). A launch past its device's limit is
-/// refused by name (`LaunchError::SharedMemory`); up to 48 KiB runs on every device.
-pub const MAX_SHARED_BYTES: usize = 227 * 1024;
-
 // SAFETY: the launcher enforces `THREADS`, the block's size everywhere in its code, and
 // reserves `SHARED_BYTES` (it is cooperative), what `Block::enter` takes for its scratch and
 // tiles.
@@ -71,7 +66,7 @@ unsafe impl<'k, const THREADS: usize, S: TileSet, C> Context<'k> for Block<'k, T
     const COOPERATIVE: bool = true;
     const BLOCK_THREADS: Option<u32> = {
         assert!(
-            Self::SHARED_BYTES <= MAX_SHARED_BYTES,
+            Self::SHARED_BYTES <= super::block::MAX_SHARED_BYTES,
             "a block's tiles and reduction scratch take at most 227 KiB of shared memory (the most any GPU gives a block; 48 KiB run everywhere, more where the device allows it)"
         );
         Some(Self::THREADS)

@@ -56,8 +56,9 @@ mod thread;
 mod vector;
 
 pub use atomic::AtomicElement;
+pub use block::MAX_SHARED_BYTES;
 pub use block::{Block, Lane, Varying};
-pub use context::{Context, MAX_SHARED_BYTES};
+pub use context::Context;
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::{ForEachMut, Thread};

@@ -143,6 +143,11 @@ fn run_start<I: crate::extents::IndexArray, const K: usize>(run: I, fast: usize)
     first
 }
 
+/// The most dynamic shared memory a block of any GPU may have: 227 KiB (Hopper; Ampere's
+/// A100 gives 163 KiB, consumer cards 99 KiB or 64 KiB). A launch past its device's limit is
+/// refused by name (`LaunchError::SharedMemory`); up to 48 KiB runs on every device.
+pub const MAX_SHARED_BYTES: usize = 227 * 1024;
+
 /// The block-shared bytes a block keeps for its reductions: two buffers (used in turn, so that
 /// one barrier per reduction suffices) of one 8-byte slot per warp. A multiple of 128, so that
 /// the tiles after it start on a row of the banks.

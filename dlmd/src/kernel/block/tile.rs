@@ -355,7 +355,7 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
             None => usize::MAX,
         };
         assert!(
-            span <= crate::kernel::context::MAX_SHARED_BYTES / size_of::<T>(),
+            span <= super::MAX_SHARED_BYTES / size_of::<T>(),
             "a tile's extents must all be static (`Const<N>`), and fit in 227 KiB of shared memory"
         );
         // A span shorter than the tile's elements would leave one past the tile's bytes, in the

@@ -22,9 +22,9 @@
 //!   operands, in registers, as the instruction spreads them over the lanes; and
 //!   **accumulators** ([`Accumulators`]), the warp's `f32` results.
 //!
-//! A block loads fragments from *readable* tiles only ([`Block::load_a`], [`Block::mma`]), and
+//! A block loads fragments from *readable* tiles only ([`Block::load_a`](crate::kernel::Block::load_a), [`Block::mma`](crate::kernel::Block::mma)), and
 //! writes its accumulators to a chunk it owns, each element by the one thread that holds it
-//! ([`Block::store_accumulators`]).
+//! ([`Block::store_accumulators`](crate::kernel::Block::store_accumulators)).
 //!
 //! # Why safe code cannot race on the tensor cores
 //!
@@ -40,9 +40,9 @@
 //!    [`Readable`](crate::kernel::block::Readable): written by the block and a barrier passed,
 //!    and no thread writes it until the next barrier, which takes it by value. Once loaded, a
 //!    fragment is in registers and the tile may go on to its next phase.
-//! 3. **Asynchronous copies land before they are read.** [`Block::fetch`] (`cp.async`) takes a
-//!    [`Writable`](crate::kernel::block::Writable) tile and returns it [`Fetching`], which
-//!    nothing reads nor writes; only [`Block::landed`] (which waits for its copies) gives it
+//! 3. **Asynchronous copies land before they are read.** [`Block::fetch`](crate::kernel::Block::fetch) (`cp.async`) takes a
+//!    [`Writable`](crate::kernel::block::Writable) tile and returns it [`Fetching`](crate::kernel::block::Fetching), which
+//!    nothing reads nor writes; only [`Block::landed`](crate::kernel::Block::landed) (which waits for its copies) gives it
 //!    back, [`Written`](crate::kernel::block::Written), and only the barrier after that makes it
 //!    readable. A tile that an MMA still reads is `Readable`: it is refilled only after a
 //!    barrier has made it `Writable` again, so no copy overwrites a stage that a warp still
@@ -50,7 +50,7 @@
 //! 4. **Each element of a chunk has one writer.** The tiling deals the `ROWS × COLS` chunk
 //!    over its warps, fragments and lanes one to one ([`Mma::element`], tested over every
 //!    tiling of the crate's tests), the chunk is the block's alone
-//!    ([`Block::chunks`](crate::kernel::Block::chunks)), and its box must be the tiling's.
+//!    ([`Block::chunks`](crate::kernel::Block::chunks)(crate::kernel::Block::chunks)), and its box must be the tiling's.
 //!
 //! What cannot be checked this way (shared memory laid out by hand, another warp's registers)
 //! is in [`raw`], whose functions are `unsafe` under the PTX ISA's own rules.
@@ -152,8 +152,8 @@ impl<A: Atom, const WM: usize, const WN: usize, const FM: usize, const FN: usize
 
 /// A warp's accumulators for the tiling `Mma<A, WM, WN, FM, FN>`: `FM × FN` atoms of four `f32`
 /// a lane, each lane holding the elements [`Mma::element`] names. Made zero
-/// ([`Block::accumulators`]), added to ([`Block::mma`], [`Block::mma_fragments`]), and written
-/// to a chunk ([`Block::store_accumulators`]); uniform code cannot look into them.
+/// ([`Block::accumulators`](crate::kernel::Block::accumulators)), added to ([`Block::mma`](crate::kernel::Block::mma), [`Block::mma_fragments`](crate::kernel::Block::mma_fragments)), and written
+/// to a chunk ([`Block::store_accumulators`](crate::kernel::Block::store_accumulators)); uniform code cannot look into them.
 pub struct Accumulators<A, const WM: usize, const WN: usize, const FM: usize, const FN: usize> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(crate) c: [[[f32; 4]; FN]; FM],
@@ -161,7 +161,7 @@ pub struct Accumulators<A, const WM: usize, const WN: usize, const FM: usize, co
 }
 
 /// A warp's fragments of `A` for one step of 16 along `k`, for the tiling `Mma<A, WM, WN, FM,
-/// FN>`: `FM` atoms of four registers a lane ([`Block::load_a`]).
+/// FN>`: `FM` atoms of four registers a lane ([`Block::load_a`](crate::kernel::Block::load_a)).
 pub struct FragmentsA<A, const WM: usize, const WN: usize, const FM: usize, const FN: usize> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(crate) a: [[u32; 4]; FM],
@@ -169,15 +169,12 @@ pub struct FragmentsA<A, const WM: usize, const WN: usize, const FM: usize, cons
 }
 
 /// A warp's fragments of `B` for one step of 16 along `k`, for the tiling `Mma<A, WM, WN, FM,
-/// FN>`: `FN` atoms of two registers a lane ([`Block::load_b`]).
+/// FN>`: `FN` atoms of two registers a lane ([`Block::load_b`](crate::kernel::Block::load_b)).
 pub struct FragmentsB<A, const WM: usize, const WN: usize, const FM: usize, const FN: usize> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(crate) b: [[u32; 2]; FN],
     pub(crate) tiling: PhantomData<(A, *mut u8)>,
 }
-
-#[cfg(doc)]
-use crate::kernel::block::{Block, Fetching};
 
 #[cfg(test)]
 mod tests;
