@@ -40,14 +40,14 @@ fi
 rm -f "$bad"
 
 check() {
-    local ptx=$1 each=$2
+    local ptx=$1 each=$2 arches=${3:-sm_80 sm_90}
     if ! self_contained "$ptx"; then
         echo "$ptx is not self-contained:" >&2
         externs "$ptx" >&2
         exit 1
     fi
     echo "$(grep -c '^\.visible \.entry' "$ptx") kernels in $(basename "$(dirname "$(dirname "$ptx")")") ($(grep -m1 '^\.target' "$ptx")), self-contained"
-    for arch in sm_80 sm_90; do
+    for arch in $arches; do
         local info
         info=$("$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1)
         if [ "$each" = each ]; then
@@ -61,3 +61,7 @@ check() {
 check "$(ptx_of dlmd-example-kernels)" each
 # The MemArray's kernels: every element type and rank, and a kernel of two arguments.
 check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-memarray/Cargo.toml)" summary
+# The tensor-core kernels (sm_80: mma.sync, ldmatrix, cp.async) and the Hopper ones (sm_90a:
+# wgmma, TMA), each for the architectures its PTX targets.
+check "$(ptx_of dlmd-example-tensor-kernels)" summary "sm_80 sm_90"
+check "$(ptx_of dlmd-example-hopper-kernels)" summary sm_90a

@@ -78,6 +78,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     let params: Vec<_> = (0..launch_names.len())
         .map(|i| format_ident!("__dlmd_param{}", i, span = Span::mixed_site()))
         .collect();
+    let leave = local("__dlmd_leave");
     let (anchor, body_fn, launch, args, infos, params_local) = (
         local("__dlmd_anchor"),
         local("__dlmd_kernel_body"),
@@ -274,12 +275,22 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             let #anchor = ();
             // SAFETY: first in the entry point, run by every thread of the launch.
             let #context_name: #context_inferred = unsafe { #krate::kernel::Context::enter(&#anchor) };
+            // What the context does when the body is done (a block waits for copies in flight).
+            let #leave = #krate::kernel::leave_of(&#context_name);
             #(
                 // SAFETY: the launcher made the parameter with `to_param` from a value of this
                 // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
                 let #launch_names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
             )*
-            #body_fn(#(#names),*)
+            #body_fn(#(#names),*);
+            // Where the kernel is built for sm_80 or later (asynchronous copies exist there).
+            #[cfg(target_feature = "sm_80")]
+            // SAFETY: last in the entry point, once the body has returned, on sm_80 or later.
+            unsafe {
+                #leave()
+            };
+            #[cfg(not(target_feature = "sm_80"))]
+            let _ = #leave;
         }
 
         #threads_check

@@ -43,6 +43,25 @@ pub unsafe trait Context<'k>: Sized {
     #[cfg(target_arch = "nvptx64")]
     #[doc(hidden)]
     unsafe fn enter(anchor: &'k ()) -> Self;
+
+    /// What the thread does once the kernel's body has returned: nothing, for most contexts.
+    ///
+    /// # Safety
+    ///
+    /// Called once, last, in a kernel's entry point, built for `sm_80` or later.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn leave() {}
+}
+
+/// `C::leave`, for the entry point `#[dlmd::kernel]` writes, which names its context's type
+/// only through the value.
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+#[inline(always)]
+pub fn leave_of<'k, C: Context<'k>>(_: &C) -> unsafe fn() {
+    C::leave
 }
 
 // SAFETY: a `Thread` works in any block shape, and uses no dynamic shared memory.
@@ -79,6 +98,17 @@ unsafe impl<'k, const THREADS: usize, S: TileSet, C> Context<'k> for Block<'k, T
     unsafe fn enter(anchor: &'k ()) -> Self {
         // SAFETY: first in the kernel's entry point, by every thread (caller).
         unsafe { Block::enter(anchor) }
+    }
+
+    /// Waits for the thread's asynchronous copies ([`Block::fetch`]), so that none is in
+    /// flight when the block's shared memory goes: a `Fetching` tile waits when it is dropped,
+    /// but safe code may leak one (`mem::forget`).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn leave() {
+        // SAFETY: the entry point calls this only where the kernel crate is built for sm_80 or
+        // later (`#[dlmd::kernel]`'s `cfg(target_feature = "sm_80")`: the copies exist there).
+        unsafe { super::mma::raw::cp_async_wait::<0>() };
     }
 }
 

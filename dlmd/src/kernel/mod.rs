@@ -59,6 +59,9 @@ pub use atomic::AtomicElement;
 pub use block::MAX_SHARED_BYTES;
 pub use block::{Block, Lane, Varying};
 pub use context::Context;
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub use context::leave_of;
 pub use disjoint::{Footprint, Use};
 pub use param::{KernelParam, ViewParam};
 pub use thread::{ForEachMut, Thread};

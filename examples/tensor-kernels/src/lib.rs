@@ -23,7 +23,7 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::{LeftPadded, RightPadded, TileOf};
 use dlmd::kernel::mma::M16N8K16;
 use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
-#[cfg(target_arch = "nvptx64")]
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {dlmd::DlElement, dlmd::kernel::block::TileLayout, dlmd::kernel::mma::MmaInput, dlmd::layout::Layout};
 
 mod raw;
@@ -186,12 +186,14 @@ pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;
 pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;
 /// The instruction: `mma.sync.m16n8k16` on `bf16`, with `f32` accumulators.
 pub type Bf16Atom = M16N8K16<bf16>;
+/// Two stages: one multiplied while the other is filled.
+pub type TwoSteps = ((StepA, StepB), (StepA, StepB));
 
 /// [`matmul_bf16`] with two stages and nothing shared with the other kernels: the product as a
 /// user writes it first (the README's tensor-core kernel). Launch as [`gemm_bf16`].
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul_bf16_two_stages(
-    block: Block<'_, 256, ((StepA, StepB), (StepA, StepB)), (Const<128>, Const<128>)>,
+    block: Block<'_, 256, TwoSteps, (Const<128>, Const<128>)>,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
     b: DeviceMdspan<'_, bf16, Dims<2>>,
     c: DeviceMdspanMut<'_, bf16, Dims<2>>,
@@ -279,7 +281,7 @@ pub fn linear_bf16(
         let v = match activation {
             Activation::GELU_TANH => {
                 // x · sigmoid(2 · √(2/π) · (x + 0.044715 x³)) = ½ x (1 + tanh(√(2/π)(x + 0.044715 x³))).
-                let inner = 1.595_769_1 * (v + 0.044_715 * v * v * v);
+                let inner = 1.595_769 * (v + 0.044_715 * v * v * v);
                 v / (1.0 + dlmd::kernel::math::exp(-inner))
             }
             Activation::SILU => v / (1.0 + dlmd::kernel::math::exp(-v)),

@@ -52,21 +52,23 @@ mod ops {
     /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
     #[inline(always)]
     pub fn ids() -> (usize, usize, usize) {
-        // SAFETY: special registers, no precondition.
-        unsafe {
-            (
-                nvptx::_thread_idx_x() as usize,
-                nvptx::_block_idx_x() as usize,
-                nvptx::_grid_dim_x() as usize,
-            )
-        }
+        // SAFETY: a special register, no precondition.
+        let thread = unsafe { nvptx::_thread_idx_x() };
+        // SAFETY: as above.
+        let block = unsafe { nvptx::_block_idx_x() };
+        // SAFETY: as above.
+        let blocks = unsafe { nvptx::_grid_dim_x() };
+        (thread as usize, block as usize, blocks as usize)
     }
 
     /// Whether the launch's grid is `(n, 1, 1)`.
     #[inline(always)]
     pub fn grid_is_x_only() -> bool {
-        // SAFETY: special registers, no precondition.
-        unsafe { nvptx::_grid_dim_y() == 1 && nvptx::_grid_dim_z() == 1 }
+        // SAFETY: a special register, no precondition.
+        let y = unsafe { nvptx::_grid_dim_y() };
+        // SAFETY: as above.
+        let z = unsafe { nvptx::_grid_dim_z() };
+        y == 1 && z == 1
     }
 
     /// Starts copying `rows × (8 · pieces)` elements of the row-major matrix at `src` (rows
@@ -91,14 +93,10 @@ mod ops {
         let mut p = t;
         while p < rows * pieces {
             let (r, c) = (p / pieces, p % pieces * 8);
+            // SAFETY: in this block's shared memory (caller).
+            let to = unsafe { shared_address(dst.wrapping_add(r * dst_pitch + c)) };
             // SAFETY: 16 bytes inside both, 16-aligned (caller).
-            unsafe {
-                cp_async_16(
-                    shared_address(dst.wrapping_add(r * dst_pitch + c)),
-                    src.wrapping_add(r * src_pitch + c).cast(),
-                    16,
-                )
-            };
+            unsafe { cp_async_16(to, src.wrapping_add(r * src_pitch + c).cast(), 16) };
             p += 256;
         }
     }
@@ -132,7 +130,9 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
     b: &DeviceMdspan<'_, bf16, Dims<2>>,
     c: &DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    use dlmd::kernel::mma::raw::{cp_async_commit, cp_async_wait, ldmatrix_x4, mma_m16n8k16, shared_address};
+    use dlmd::kernel::mma::raw::{
+        cp_async_commit, cp_async_wait, cp_async_wait_at_most, ldmatrix_x4, mma_m16n8k16, shared_address,
+    };
     let b_pitch = COLS + 8;
     let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
     if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
@@ -176,10 +176,9 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
                 // elements); the stage's arrays, read by no thread until the copies are waited
                 // for and a barrier passed (the stage was last read a step ago, before this
                 // step's barrier).
-                unsafe {
-                    ops::copy(t, pa.wrapping_add(i0 * depth + k0), depth, sa, A_PITCH, 128, 4);
-                    ops::copy(t, pb.wrapping_add(k0 * cols + j0), cols, sb, b_pitch, 32, COLS / 8);
-                }
+                unsafe { ops::copy(t, pa.wrapping_add(i0 * depth + k0), depth, sa, A_PITCH, 128, 4) };
+                // SAFETY: as above, for `b`.
+                unsafe { ops::copy(t, pb.wrapping_add(k0 * cols + j0), cols, sb, b_pitch, 32, COLS / 8) };
             }
             // SAFETY: sm_80 (this crate's target).
             unsafe { cp_async_commit() };
@@ -191,13 +190,7 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
         for step in 0..steps {
             // All but the `STAGES - 2` most recent groups: this step's copies are done.
             // SAFETY: sm_80.
-            unsafe {
-                match STAGES {
-                    2 => cp_async_wait::<0>(),
-                    3 => cp_async_wait::<1>(),
-                    _ => cp_async_wait::<2>(),
-                }
-            };
+            unsafe { cp_async_wait_at_most(STAGES.min(4) as u32 - 2) };
             // SAFETY: reached by every thread of the block (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
             load(step + STAGES - 1);
@@ -207,17 +200,20 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
                 let fa: [[u32; 4]; 4] = core::array::from_fn(|fm| {
                     let row = wm * 64 + fm * 16 + lane % 16;
                     let col = ks * 16 + lane / 16 * 8;
+                    // SAFETY: in this block's shared memory.
+                    let row = unsafe { shared_address(sa.wrapping_add(row * A_PITCH + col)) };
                     // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows 80
                     // bytes apart, `col` a multiple of 8).
-                    unsafe { ldmatrix_x4::<false>(shared_address(sa.wrapping_add(row * A_PITCH + col))) }
+                    unsafe { ldmatrix_x4::<false>(row) }
                 });
                 let mut fb = [[0u32; 2]; FN];
                 dlmd::unroll!(FN / 2, |pair| {
                     let row = ks * 16 + q % 2 * 8 + r;
                     let col = wn * (COLS / 4) + pair * 16 + q / 2 * 8;
+                    // SAFETY: in this block's shared memory.
+                    let row = unsafe { shared_address(sb.wrapping_add(row * b_pitch + col)) };
                     // SAFETY: as above, rows a multiple of 16 bytes apart.
-                    let [b0, b1, b2, b3] =
-                        unsafe { ldmatrix_x4::<true>(shared_address(sb.wrapping_add(row * b_pitch + col))) };
+                    let [b0, b1, b2, b3] = unsafe { ldmatrix_x4::<true>(row) };
                     fb[2 * pair] = [b0, b1];
                     fb[2 * pair + 1] = [b2, b3];
                 });

@@ -307,3 +307,48 @@ fn an_mma_whose_result_only_some_lanes_store_runs_on_the_whole_warp() {
     let expected: Vec<f32> = (0..4 * 16).map(|i| if i % 2 == 0 { 16.0 } else { 0.0 }).collect();
     assert_eq!(got, expected);
 }
+
+/// Every cooperative kernel of the crate (built for sm_80) waits for its thread's asynchronous
+/// copies before it returns, so that no copy lands after the block's shared memory has gone,
+/// even where safe code leaked a `Fetching` tile (`mem::forget`). Read from the PTX: no GPU.
+#[test]
+fn cooperative_kernels_wait_for_their_copies_before_they_return() {
+    let cooperative = [
+        "gemm_bf16",
+        "gemm_f16",
+        "matmul_bf16",
+        "matmul_bf16_two_stages",
+        "gemm_bf16_nt",
+        "linear_bf16",
+        "edge_store",
+    ];
+    if kernels::PTX.starts_with("// dlmd-build: not built") {
+        eprintln!(
+            "SKIPPED (the kernels were not built: {})",
+            kernels::PTX.lines().next().unwrap_or("")
+        );
+        return;
+    }
+    for name in cooperative {
+        let start = kernels::PTX
+            .find(&format!(".entry {name}("))
+            .unwrap_or_else(|| panic!("no entry {name}"));
+        let body = &kernels::PTX[start..];
+        let body = &body[..body.find("\n}\n").expect("an entry's end")];
+        let lines: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .collect();
+        let returns: Vec<usize> = (0..lines.len()).filter(|&i| lines[i] == "ret;").collect();
+        assert!(!returns.is_empty(), "{name} has no ret");
+        for i in returns {
+            assert_eq!(
+                lines[i - 1],
+                "cp.async.wait_group 0;",
+                "{name}: {:?} before a ret",
+                lines[i - 1]
+            );
+        }
+    }
+}

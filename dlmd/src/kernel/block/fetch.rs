@@ -88,19 +88,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // 7 are waited for too (a smaller `n` waits for more).
             let younger = fetching.younger(self.inner.groups);
             // SAFETY: `fetch` ran, so the kernel is for `sm_80` or later.
-            unsafe {
-                use crate::kernel::mma::raw::cp_async_wait;
-                match younger {
-                    0 => cp_async_wait::<0>(),
-                    1 => cp_async_wait::<1>(),
-                    2 => cp_async_wait::<2>(),
-                    3 => cp_async_wait::<3>(),
-                    4 => cp_async_wait::<4>(),
-                    5 => cp_async_wait::<5>(),
-                    6 => cp_async_wait::<6>(),
-                    _ => cp_async_wait::<7>(),
-                }
-            }
+            unsafe { crate::kernel::mma::raw::cp_async_wait_at_most(younger) };
             // SAFETY: this thread's copies of the fetches are complete (above); the barrier that
             // makes the tiles readable makes every thread's seen by all.
             unsafe { fetching.land() }
@@ -278,6 +266,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             } else {
                 (src.data_handle().cast::<u8>(), 0)
             };
+            // SAFETY: `dst` is in the block's shared memory (the tile's).
+            let dst = unsafe { raw::shared_address(dst) };
             // SAFETY: `dst` is this piece of the tile: 16 bytes of the block's shared memory,
             // 16-aligned (the tile starts 128-aligned, lines 16 bytes apart and pieces 16 bytes
             // along them), given to this thread alone by the partition of pieces (piece `p` to
@@ -290,7 +280,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             // view's extents: readable global memory (a kernel's view is device or managed)
             // that nothing writes while the kernel runs (a `Shared` kernel parameter). Where
             // `bytes` is 0 nothing is read. `fetch` assembles on sm_80 only.
-            unsafe { raw::cp_async_16(raw::shared_address(dst), from, bytes as u32) };
+            unsafe { raw::cp_async_16(dst, from, bytes as u32) };
         }
     } else {
         for turn in 0..turns {
@@ -299,8 +289,9 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
                 let mut at = index;
                 at[fast] = at[fast].wrapping_add(q);
                 let value = if q < inside {
-                    // SAFETY: inside the view's extents (`q < inside`).
-                    unsafe { *src.data_handle().add(src.mapping().offset_of(&at)) }
+                    let element = src.data_handle().wrapping_add(src.mapping().offset_of(&at));
+                    // SAFETY: inside the view's extents (`q < inside`), readable.
+                    unsafe { *element }
                 } else {
                     // SAFETY: a `DlElement` is lanes of DLPack scalars (its contract), every one
                     // of which (integers, floats, `bool`'s `false`, complex, FP8/6/4) is valid as
@@ -309,7 +300,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
                 };
                 // SAFETY: element `q` of this thread's piece of the tile (as above), written by
                 // this thread alone; the piece is inside the tile's span.
-                unsafe { dst.add(q).write(value) };
+                unsafe { dst.wrapping_add(q).write(value) };
             }
         }
     }

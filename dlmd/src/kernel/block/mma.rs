@@ -222,15 +222,14 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             let mut acc = acc;
             crate::unroll!(FM, |fm| {
                 crate::unroll!(FN, |fn_| {
-                    // SAFETY: every lane of every warp runs this (uniform code, a block
-                    // operation); `load_a` ran, so the kernel is for sm_80 or later.
-                    acc.c[fm][fn_] = unsafe {
-                        use crate::kernel::mma::{MmaInput, raw::mma_m16n8k16};
-                        if A::Input::BF16 {
-                            mma_m16n8k16::<true>(a.a[fm], b.b[fn_], acc.c[fm][fn_])
-                        } else {
-                            mma_m16n8k16::<false>(a.a[fm], b.b[fn_], acc.c[fm][fn_])
-                        }
+                    use crate::kernel::mma::{MmaInput, raw::mma_m16n8k16};
+                    acc.c[fm][fn_] = if A::Input::BF16 {
+                        // SAFETY: every lane of every warp runs this (uniform code, a block
+                        // operation); `load_a` ran, so the kernel is for sm_80 or later.
+                        unsafe { mma_m16n8k16::<true>(a.a[fm], b.b[fn_], acc.c[fm][fn_]) }
+                    } else {
+                        // SAFETY: as above.
+                        unsafe { mma_m16n8k16::<false>(a.a[fm], b.b[fn_], acc.c[fm][fn_]) }
                     };
                 });
             });

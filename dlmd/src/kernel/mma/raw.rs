@@ -31,7 +31,8 @@ pub unsafe fn shared_address<T>(ptr: *const T) -> u32 {
     unsafe {
         asm!(
             "{{ .reg .b64 s; cvta.to.shared.u64 s, {p}; cvt.u32.u64 {a}, s; }}",
-            p = in(reg64) ptr,
+            // The address as a number: the block reads no memory through it.
+            p = in(reg64) ptr as usize as u64,
             a = out(reg32) address,
             options(pure, nomem, nostack),
         )
@@ -176,4 +177,25 @@ pub unsafe fn cp_async_commit() {
 pub unsafe fn cp_async_wait<const N: u32>() {
     // SAFETY: on sm_80 or later (caller).
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+}
+
+/// [`cp_async_wait`] with a count known at run time: waits until at most `n` of this thread's
+/// most recent groups are incomplete, or 7 where `n` is larger (which waits for more).
+///
+/// # Safety
+///
+/// On a GPU of `sm_80` or later.
+#[inline(always)]
+pub unsafe fn cp_async_wait_at_most(n: u32) {
+    macro_rules! wait {
+        ($($k:literal)*) => {
+            match n {
+                // SAFETY: on sm_80 or later (caller).
+                $( $k => unsafe { cp_async_wait::<$k>() }, )*
+                // SAFETY: as above.
+                _ => unsafe { cp_async_wait::<7>() },
+            }
+        };
+    }
+    wait!(0 1 2 3 4 5 6);
 }
