@@ -9,13 +9,14 @@
 //! machine with an `sm_90a` GPU (H100, H200) and cuBLAS (`libcublas.so.*` where the dynamic
 //! loader finds it).
 
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use dlmd::cuda::{self, Kernels};
 use dlmd::half::bf16;
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
+use dlmd_examples::blas::cublas;
 use dlmd_examples::timing::{Cover, time};
 use std::error::Error;
 use std::process::ExitCode;
@@ -41,33 +42,6 @@ const VARIANTS: [(&str, usize, usize); 10] = [
 
 /// The variants that compute the product.
 const CHECKED: usize = 8;
-
-/// `y = x · wᵀ` by cuBLAS for row-major `x` (`m × k`), `w` (`n × k`), `y` (`m × n`): cuBLAS is
-/// column-major, so it computes `yᵀ = w · xᵀ`.
-fn cublas(
-    blas: &CudaBlas,
-    (m, k, n): (usize, usize, usize),
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
-    y: &mut CudaSlice<bf16>,
-) -> Result<(), Box<dyn Error>> {
-    let config = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n as i32,
-        n: m as i32,
-        k: k as i32,
-        alpha: bf16::ONE,
-        lda: k as i32,
-        ldb: k as i32,
-        beta: bf16::ZERO,
-        ldc: n as i32,
-    };
-    // SAFETY: the three buffers hold the matrices the configuration describes (`n × k`,
-    // `m × k`, `m × n`, tightly packed), on the handle's stream.
-    unsafe { blas.gemm(config, w, x, y) }?;
-    Ok(())
-}
 
 /// `y = x · wᵀ` by variant `v` of [`VARIANTS`].
 fn rust(
@@ -227,7 +201,7 @@ fn product(
     let (m, _, n) = shape;
     let mut y = stream.clone_htod(&vec![POISON; m * n])?;
     match v {
-        None => cublas(blas, shape, x, w, &mut y)?,
+        None => cublas(blas, shape, true, x, w, &mut y)?,
         Some(v) => {
             let maps = tensor_maps(stream, shape, x, w)?;
             rust(stream, kernels, shape, v, (x, w, &maps), &mut y)?
@@ -338,7 +312,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         for turn in 0..sides_count {
             let which = (turn + round) % sides_count;
             times[which] = cover.time(stream, || match which {
-                0 => cublas(blas, shape, &x, &w, &mut y),
+                0 => cublas(blas, shape, true, &x, &w, &mut y),
                 v => rust(stream, kernels, shape, v - 1, (&x, &w, &maps), &mut y),
             })?;
         }

@@ -307,3 +307,44 @@ pub mod timing {
         Ok(f64::from(start.elapsed_ms(&end)?))
     }
 }
+
+/// cuBLAS, the reference of the tensor-core benchmarks (`tensor_cores`, `hopper`).
+#[cfg(any(feature = "tensor-kernels", feature = "hopper-kernels"))]
+pub mod blas {
+    use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+    use cudarc::driver::CudaSlice;
+    use dlmd::half::bf16;
+    use std::error::Error;
+
+    /// `c = a · b` (`weight`: `y = x · wᵀ`, `b` the row-major `n × k` weight) by cuBLAS, for
+    /// row-major matrices: cuBLAS is column-major, so it computes `cᵀ = bᵀ · aᵀ`.
+    pub fn cublas(
+        blas: &CudaBlas,
+        (m, k, n): (usize, usize, usize),
+        weight: bool,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        c: &mut CudaSlice<bf16>,
+    ) -> Result<(), Box<dyn Error>> {
+        let config = GemmConfig {
+            transa: if weight {
+                cublasOperation_t::CUBLAS_OP_T
+            } else {
+                cublasOperation_t::CUBLAS_OP_N
+            },
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: n as i32,
+            n: m as i32,
+            k: k as i32,
+            alpha: bf16::ONE,
+            lda: if weight { k as i32 } else { n as i32 },
+            ldb: k as i32,
+            beta: bf16::ZERO,
+            ldc: n as i32,
+        };
+        // SAFETY: the three buffers hold the matrices the configuration describes (`m × k`,
+        // `k × n` or `n × k`, `m × n`, tightly packed), on the handle's stream.
+        unsafe { blas.gemm(config, b, a, c) }?;
+        Ok(())
+    }
+}

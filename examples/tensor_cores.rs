@@ -9,13 +9,14 @@
 //! on a machine with an NVIDIA GPU of `sm_80` or later and cuBLAS (`libcublas.so.*` where the
 //! dynamic loader finds it).
 
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use dlmd::cuda::{self, Kernels};
 use dlmd::half::bf16;
 use dlmd::{Dims, LayoutLeft, LayoutRight};
 use dlmd_example_tensor_kernels as tc;
 use dlmd_examples::Sides;
+use dlmd_examples::blas::cublas;
 use dlmd_examples::timing::{Cover, time};
 use std::error::Error;
 use std::process::ExitCode;
@@ -31,38 +32,6 @@ fn grid(m: usize, n: usize) -> LaunchConfig {
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     }
-}
-
-/// `c = a · b` (`weight`: `y = x · wᵀ`, `b` the row-major `n × k` weight) by cuBLAS, for
-/// row-major matrices: cuBLAS is column-major, so it computes `cᵀ = bᵀ · aᵀ`.
-fn cublas(
-    blas: &CudaBlas,
-    (m, k, n): (usize, usize, usize),
-    weight: bool,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    c: &mut CudaSlice<bf16>,
-) -> Result<(), Box<dyn Error>> {
-    let config = GemmConfig {
-        transa: if weight {
-            cublasOperation_t::CUBLAS_OP_T
-        } else {
-            cublasOperation_t::CUBLAS_OP_N
-        },
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n as i32,
-        n: m as i32,
-        k: k as i32,
-        alpha: bf16::ONE,
-        lda: if weight { k as i32 } else { n as i32 },
-        ldb: k as i32,
-        beta: bf16::ZERO,
-        ldc: n as i32,
-    };
-    // SAFETY: the three buffers hold the matrices the configuration describes (`m × k`,
-    // `k × n` or `n × k`, `m × n`, tightly packed), on the handle's stream.
-    unsafe { blas.gemm(config, b, a, c) }?;
-    Ok(())
 }
 
 /// `c = a · b` by the safe kernel (`weight`: `gemm_bf16_nt`, `b` the row-major `n × k` weight;
