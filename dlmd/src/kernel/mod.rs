@@ -51,6 +51,7 @@ mod param;
 #[cfg(target_arch = "nvptx64")]
 mod partition;
 pub mod signature;
+pub mod swizzle;
 mod thread;
 #[cfg(target_arch = "nvptx64")]
 mod vector;
