@@ -16,6 +16,10 @@
 //! registers, and registers decide how many threads an SM keeps in flight (`benchmarks/` in the
 //! repository has what it cost the example `add_index`).
 //!
+//! Every function a kernel calls is inlined where LLVM can (`-Cllvm-args=-inline-threshold=100000`):
+//! a kernel's closures are its own code, and a call on the GPU passes their captures through
+//! local memory; a call between a `wgmma` and its wait serialises the products.
+//!
 //! In the kernel crate's `build.rs`:
 //!
 //! ```no_run
@@ -269,6 +273,7 @@ impl PtxBuild {
                     "-Cpanic=immediate-abort",
                     "-Zcross-crate-inline-threshold=always",
                     "-Cllvm-args=-disable-lsr",
+                    "-Cllvm-args=-inline-threshold=100000",
                 ]
                 .join("\x1f"),
             )

@@ -52,9 +52,11 @@ mod param;
 mod partition;
 pub mod signature;
 pub mod swizzle;
+pub mod tensor_map;
 mod thread;
 #[cfg(target_arch = "nvptx64")]
 mod vector;
+pub mod warpgroup;
 
 pub use atomic::AtomicElement;
 pub use block::MAX_SHARED_BYTES;

@@ -21,10 +21,12 @@
 )]
 
 mod gemm;
+mod linear;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
 pub use gemm::*;
+pub use linear::*;
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -155,15 +155,38 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         let mut clipped = E::Index::zeros();
         for d in 0..E::RANK {
             let (start, side) = (self.origin.as_ref()[d], self.shape.as_ref()[d]);
-            clipped.as_mut()[d] = side.min(extents.as_ref()[d] - start);
+            clipped.as_mut()[d] = side.min(extents.as_ref()[d].saturating_sub(start));
         }
         clipped
+    }
+
+    /// Lines `first .. first + count` of the chunk's box along its first dimension (rows of a
+    /// matrix), as a chunk of its own: the part of the chunk that one warpgroup of the block
+    /// writes. Its box is cut at the chunk's, and is empty past it.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn lines(self, first: usize, count: usize) -> Self {
+        let mut origin = self.origin;
+        let mut shape = self.shape;
+        if E::RANK > 0 {
+            let side = shape.as_ref()[0];
+            let first = first.min(side);
+            origin.as_mut()[0] += first;
+            shape.as_mut()[0] = count.min(side - first);
+        }
+        Chunk {
+            data: self.data,
+            mapping: self.mapping,
+            origin,
+            shape,
+            view: PhantomData,
+        }
     }
 
     /// The chunk's box: the shape the view was cut into, also where the view's edge cuts the
     /// chunk short.
     #[inline(always)]
-    pub(super) fn shape(&self) -> E::Index {
+    pub(crate) fn shape(&self) -> E::Index {
         self.shape
     }
 
@@ -195,7 +218,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     /// alone.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) unsafe fn store_one(&mut self, local: E::Index, f: impl FnOnce(E::Index) -> T) {
+    pub(crate) unsafe fn store_one(&mut self, local: E::Index, f: impl FnOnce(E::Index) -> T) {
         let extents = self.extents();
         if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
             let (index, element) = self.element(local);
@@ -214,7 +237,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     /// As for [`store_one`](Self::store_one).
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
+    pub(crate) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
         let extents = self.extents();
         if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
             let (index, element) = self.element(local);

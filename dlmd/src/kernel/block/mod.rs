@@ -107,6 +107,8 @@ pub use tile::{
     Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, TileShape, Writable, Written,
 };
 pub use warp::WarpValue;
+/// The seal of [`TileSet`] and the other tile traits, for the tile sets of other modules.
+pub(crate) use tile::sealed::Sealed as TileSealed;
 
 use crate::dtype::DlElement;
 use crate::extents::Extents;
@@ -244,6 +246,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             )
         }
         #[cfg(not(target_arch = "nvptx64"))]
+        match self.inner {}
+    }
+
+    /// Nothing: no block exists on the host, where this is type-checked only.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) fn never_on_host(&self) -> ! {
         match self.inner {}
     }
 

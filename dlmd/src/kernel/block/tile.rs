@@ -16,7 +16,7 @@ mod tests;
 
 pub use layout::{LeftPadded, RightPadded, TileLayout};
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
 }
 

@@ -1,0 +1,113 @@
+//! Hopper tensor cores from a cooperative kernel (`sm_90a`): warpgroups of 128 threads
+//! multiplying operand tiles that the bulk copy engine (TMA) brings into block-shared memory
+//! several stages ahead, the block split into a producer and consumers (warp specialisation),
+//! with the layouts, the stages and the state of every product in the types.
+//!
+//! The pieces:
+//!
+//! - a **tensor map** ([`TensorMap`](crate::kernel::tensor_map::TensorMap)): a kernel
+//!   parameter made on the host from a device view, which tells the copy engine the tensor's
+//!   extents and strides, the box it copies and the [`Swizzle`](crate::kernel::swizzle::Swizzle)
+//!   it lays the box out in;
+//! - a **pipeline** ([`Pipeline`]): `STAGES` stages, each an `A` and a `B` operand tile
+//!   (`TileOf<bf16, (Const<128>, Const<64>), Swizzle128>`: rows of one swizzled 128-byte row),
+//!   declared in the [`Block`](crate::kernel::Block) type like any tile;
+//! - **roles** ([`Block::specialise`](crate::kernel::Block::specialise)): the first
+//!   warpgroup's first thread is the [`Producer`], which fills the stages in turn
+//!   ([`Producer::load`]); each other warpgroup is a consumer, with its [`Warpgroup`] and its
+//!   [`Consumer`] side of the pipeline, which hands it each stage [`Full`] once it has landed;
+//! - **accumulators** of `64 × N` `f32` a warpgroup ([`Accumulators`], [`Cols`]), to which
+//!   [`Warpgroup::mma`] adds the products of a stage (`wgmma`, asynchronous), returning them
+//!   [`InFlight`] (or [`InFlight2`] with two groups running); only [`Warpgroup::wait`] brings
+//!   them back, and only then can they be written out ([`Warpgroup::store`]).
+//!
+//! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
+//! ([`WgmmaInput`]), accumulated in `f32`.
+//!
+//! A kernel computing `y = x · wᵀ` in `128 × 256` chunks, four stages of depth 64 (the
+//! `examples/hopper-kernels` crate's `linear_bf16`):
+//!
+//! ```ignore
+//! type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+//! type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+//!
+//! #[dlmd::kernel]
+//! pub fn linear(block: Block<'_, 384, Pipeline<4, X, W>, (Const<128>, Const<256>)>,
+//!               x: TensorMap<'_, bf16, (Const<128>, Const<64>), Swizzle128>,
+//!               w: TensorMap<'_, bf16, (Const<256>, Const<64>), Swizzle128>,
+//!               y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+//!     let (mut block, mut stages) = block.split();
+//!     let steps = x.extents()[1].div_ceil(64);
+//!     for chunk in block.chunks(y) {
+//!         let [i0, j0] = chunk.origin();
+//!         block.specialise(&mut stages, chunk,
+//!             |producer| for s in 0..steps {
+//!                 producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
+//!             },
+//!             |wg, consumer, part| {
+//!                 let mut acc = Accumulators::<bf16, Cols<256>>::zero();
+//!                 for _ in 0..steps {
+//!                     let running = wg.mma(acc, consumer.wait());
+//!                     acc = wg.wait(running);
+//!                 }
+//!                 wg.store(part, acc, |_, v| bf16::from_f32(v));
+//!             });
+//!     }
+//! }
+//! ```
+//!
+//! # Why safe code cannot race on the stages and the products
+//!
+//! The rules of [`block`](crate::kernel::block) hold; the pipeline adds these:
+//!
+//! 1. **The roles run uniform code of their own.** `specialise` takes `&mut Block`, so it is
+//!    reached by every thread of the block together; the roles' closures are `Fn + Sync`,
+//!    and receive their contexts as arguments: they cannot write what they capture, nor take
+//!    a barrier of the block (they hold no `Block`), and a role's context cannot leave its
+//!    closure (its lifetime is the call's). The producer's code runs on one thread; a
+//!    consumer's on its warpgroup's 128 threads, which all run it alike, so a warpgroup-wide
+//!    instruction (`wgmma`, its waits) is reached by the whole warpgroup or by none of it.
+//! 2. **The phases are counted by the handles, not chosen.** A stage's barrier objects go
+//!    through one phase a round. The producer and each consumer count the stages they have
+//!    filled or received, and wait for the phase that count names: there is no parity to pass,
+//!    so none can be wrong. A consumer that asks for more stages than were filled waits; it
+//!    cannot be two rounds ahead of a stage's barrier (it passed the round between), where the
+//!    barrier's parity would alias.
+//! 3. **A stage is read only after its copies land, and refilled only after its readers are
+//!    done.** [`Consumer::wait`] returns a stage [`Full`] only once the barrier object that
+//!    counts its copies' bytes has completed that round. The handle is the only way to the
+//!    stage's tiles ([`Warpgroup::mma`] takes it by value, and the producer has no way to
+//!    read a tile), and the products that read it keep it ([`InFlight`]) until a wait has seen
+//!    them done; dropping it then is what releases the stage, one arrival from each warp of
+//!    each consumer. [`Producer::load`] refills a stage only once every consumer warp has
+//!    released its last round.
+//! 4. **Accumulators are read only when no product runs.** [`Accumulators`] have no accessor
+//!    at all; [`InFlight`] and [`InFlight2`] cannot be stored or added to more than twice;
+//!    [`Warpgroup::wait`] waits (`wgmma.wait_group`) before it returns them. Dropped or
+//!    forgotten, running products are waited for before the stage is released, and before
+//!    `specialise` returns.
+//! 5. **Each element of a chunk has one writer.** The chunk is the block's ([`Block::chunks`](crate::kernel::Block::chunks)); the
+//!    consumer warpgroup `w` receives its rows `64 w .. 64 w + 64` alone, and the
+//!    accumulators' layout deals each of its `64 × N` elements to one thread.
+//! 6. **Nothing is left in flight.** Before `specialise` returns, the producer has waited for
+//!    every copy it started, the consumers for every product, and a barrier joins the roles;
+//!    the barrier objects are invalidated and made anew by the next call.
+//!
+//! A producer that fills fewer stages than a consumer waits for, or more than they take and
+//! release, leaves threads waiting forever: a hang, which the types do not rule out, but never
+//! a read of a stage before it lands or a write over one still read.
+//!
+//! Shared memory laid out by hand, another tensor-map layout and the instructions themselves
+//! are in [`raw`], `unsafe` under the PTX ISA's rules.
+
+mod accumulators;
+mod pipeline;
+#[cfg(any(target_arch = "nvptx64", doc))]
+pub mod raw;
+mod roles;
+
+pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
+#[doc(hidden)]
+pub use accumulators::Product;
+pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
+pub use roles::Warpgroup;

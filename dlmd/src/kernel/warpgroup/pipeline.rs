@@ -1,0 +1,298 @@
+//! The stages of a pipeline: operand tiles in block-shared memory, filled by the bulk copy
+//! engine (TMA) and read by `wgmma`, handed between a producer and the consumer warpgroups
+//! through barrier objects whose phases the handles count, so that no safe code picks one.
+
+use crate::dtype::DlElement;
+use crate::extents::Const;
+use crate::kernel::block::{TileOf, TileSealed, TileSet};
+use crate::kernel::swizzle::Swizzle;
+use crate::kernel::tensor_map::TensorMap;
+use core::marker::PhantomData;
+
+/// The alignment of a stage's tiles: the 128-byte swizzle's period, the largest of them.
+const STAGE_ALIGN: usize = 1024;
+
+/// An operand tile of a pipeline stage: `TileOf<T, (Const<ROWS>, Const<COLS>), S>` with a
+/// [`Swizzle`] `S` for its layout, whose rows are each one swizzled row (`COLS` elements of
+/// `S::BYTES` bytes in all). The bulk copy engine fills it from a [`TensorMap`] of the same
+/// element, box and swizzle ([`Map`](Self::Map)): a map of another box or swizzle does not fit
+/// the tile's type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a swizzled operand tile",
+    label = "a pipeline stage holds `TileOf<T, (Const<ROWS>, Const<COLS>), Swizzle128>`-like tiles",
+    note = "an operand tile is laid out by a `Swizzle` (`Swizzle32`, `Swizzle64`, `Swizzle128`), each row one swizzled row"
+)]
+pub trait Operand: TileSealed + 'static {
+    /// The element type.
+    type Element: DlElement;
+    /// The swizzle.
+    type Swizzle: Swizzle;
+    /// The tensor map that fills it: same element, box and swizzle.
+    type Map<'a>;
+    /// Rows.
+    const ROWS: usize;
+    /// Elements a row.
+    const COLS: usize;
+    /// The tile's bytes, checked where a kernel uses it: rows of exactly `S::BYTES`, a whole
+    /// number of the swizzle's periods (rows a multiple of `S::ALIGN / S::BYTES`), at most 256
+    /// rows (a copy's box).
+    const BYTES: usize;
+    /// The generic address of the tensor map `map`.
+    #[doc(hidden)]
+    fn map_address(map: &Self::Map<'_>) -> *const u64;
+}
+
+impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand for TileOf<T, (Const<ROWS>, Const<COLS>), S> {
+    type Element = T;
+    type Swizzle = S;
+    type Map<'a> = TensorMap<'a, T, (Const<ROWS>, Const<COLS>), S>;
+    const ROWS: usize = ROWS;
+    const COLS: usize = COLS;
+    const BYTES: usize = {
+        assert!(
+            COLS * size_of::<T>() == S::BYTES,
+            "an operand tile's row is one swizzled row: `COLS` elements of `S::BYTES` bytes in all"
+        );
+        assert!(ROWS >= 1 && ROWS <= 256, "an operand tile has 1 to 256 rows (a copy's box)");
+        assert!(
+            (ROWS * S::BYTES).is_multiple_of(S::ALIGN),
+            "an operand tile holds a whole number of the swizzle's periods (8 rows of 128 bytes, 8 of 64, 8 of 32)"
+        );
+        ROWS * S::BYTES
+    };
+    #[inline(always)]
+    fn map_address(map: &Self::Map<'_>) -> *const u64 {
+        map.map()
+    }
+}
+
+/// The shared memory of a pipeline of `STAGES` stages, each an `A` and a `B` operand tile
+/// ([`Operand`]), and the stages' barrier objects: a [`TileSet`] for a cooperative kernel's
+/// [`Block`](crate::kernel::Block) type, which [`Block::split`](crate::kernel::Block::split)
+/// makes into [`Stages`], run by [`Block::specialise`](crate::kernel::Block::specialise).
+pub struct Pipeline<const STAGES: usize, A, B>(PhantomData<(A, B)>);
+
+impl<const STAGES: usize, A, B> TileSealed for Pipeline<STAGES, A, B> {}
+
+impl<const STAGES: usize, A: Operand, B: Operand> Pipeline<STAGES, A, B> {
+    /// The bytes of `A`'s tile in a stage, aligned.
+    const A_BYTES: usize = A::BYTES.next_multiple_of(STAGE_ALIGN);
+    /// The bytes of a stage.
+    pub(super) const STAGE_BYTES: usize = Self::A_BYTES + B::BYTES.next_multiple_of(STAGE_ALIGN);
+    /// The bytes of the stages, then two barrier objects a stage (8 bytes each), after up to
+    /// `STAGE_ALIGN - 128` bytes to align the first stage (the tile set starts 128-aligned).
+    const TOTAL: usize = {
+        assert!(STAGES >= 1 && STAGES <= 16, "a pipeline has 1 to 16 stages");
+        let total = (STAGE_ALIGN - 128) + STAGES * Self::STAGE_BYTES + 16 * STAGES;
+        assert!(
+            total <= crate::kernel::MAX_SHARED_BYTES,
+            "a pipeline's stages fit in 227 KiB of shared memory"
+        );
+        total.next_multiple_of(128)
+    };
+    /// The bytes a copy into one stage brings: both tiles'.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) const COPY_BYTES: u32 = (A::BYTES + B::BYTES) as u32;
+}
+
+// SAFETY: `BYTES` covers the slack to align the stages, the stages and the barrier objects;
+// `tiles` makes one handle over them, which reaches nothing outside.
+unsafe impl<const STAGES: usize, A: Operand, B: Operand> TileSet for Pipeline<STAGES, A, B> {
+    type Tiles<'k> = Stages<'k, STAGES, A, B>;
+    const BYTES: usize = Self::TOTAL;
+    #[inline(always)]
+    unsafe fn tiles<'k>(base: *mut u8) -> Stages<'k, STAGES, A, B> {
+        Stages {
+            base,
+            kernel: PhantomData,
+        }
+    }
+}
+
+/// The stages of a [`Pipeline`], in block-shared memory: handed to
+/// [`Block::specialise`](crate::kernel::Block::specialise), which runs one producer and the
+/// consumer warpgroups over them; no other code reaches their memory.
+pub struct Stages<'k, const STAGES: usize, A, B> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    base: *mut u8,
+    kernel: PhantomData<(&'k (), A, B)>,
+}
+
+/// The shared-state-space addresses of a pipeline's stages and barrier objects.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub(super) struct Places<const STAGES: usize, A, B> {
+    /// The first stage, 1024-aligned.
+    first: u32,
+    kinds: PhantomData<fn() -> (A, B)>,
+}
+
+impl<const STAGES: usize, A, B> Clone for Places<STAGES, A, B> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<const STAGES: usize, A, B> Copy for Places<STAGES, A, B> {}
+
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+impl<const STAGES: usize, A: Operand, B: Operand> Places<STAGES, A, B> {
+    /// The places of `stages`.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn of(stages: &Stages<'_, STAGES, A, B>) -> Self {
+        // SAFETY: the stages are the block's shared memory (`TileSet::tiles`).
+        let base = unsafe { crate::kernel::mma::raw::shared_address(stages.base) };
+        Places {
+            first: base.next_multiple_of(STAGE_ALIGN as u32),
+            kinds: PhantomData,
+        }
+    }
+
+    /// Stage `s`'s `A` tile.
+    #[inline(always)]
+    pub(super) fn a(self, s: usize) -> u32 {
+        self.first + (s * Pipeline::<STAGES, A, B>::STAGE_BYTES) as u32
+    }
+
+    /// Stage `s`'s `B` tile.
+    #[inline(always)]
+    pub(super) fn b(self, s: usize) -> u32 {
+        self.a(s) + Pipeline::<STAGES, A, B>::A_BYTES as u32
+    }
+
+    /// The barrier object whose phases complete as stage `s`'s copies land.
+    #[inline(always)]
+    pub(super) fn full(self, s: usize) -> u32 {
+        self.first + (STAGES * Pipeline::<STAGES, A, B>::STAGE_BYTES + 8 * s) as u32
+    }
+
+    /// The barrier object whose phases complete as every consumer warp has released stage `s`.
+    #[inline(always)]
+    pub(super) fn empty(self, s: usize) -> u32 {
+        self.full(STAGES + s)
+    }
+}
+
+/// The producer of a pipeline: the one thread of the block that starts the copies into its
+/// stages, in turn. It cannot read a stage, nor fill one that a consumer still holds:
+/// [`load`](Self::load) waits until every consumer warp has released the stage it refills.
+pub struct Producer<'c, const STAGES: usize, A, B> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) places: Places<STAGES, A, B>,
+    /// The stages filled so far.
+    pub(super) count: usize,
+    pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
+}
+
+impl<const STAGES: usize, A: Operand, B: Operand> Producer<'_, STAGES, A, B> {
+    /// Fills the next stage: `A`'s tile with the box of `a` whose first element is at
+    /// `a_origin` (row, column), `B`'s with `b`'s at `b_origin`, by the bulk copy engine, once
+    /// the stage's last readers have released it. Elements of a box past the tensor's edge
+    /// arrive as zero. The consumers receive the stages in the order they were filled
+    /// ([`Consumer::wait`]).
+    #[inline(always)]
+    pub fn load(&mut self, a: &A::Map<'_>, a_origin: [usize; 2], b: &B::Map<'_>, b_origin: [usize; 2]) {
+        let _ = Pipeline::<STAGES, A, B>::TOTAL;
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use super::raw;
+            let (k, places) = (self.count, self.places);
+            let s = k % STAGES;
+            if k >= STAGES {
+                // The stage's fill `k - STAGES` was released by every consumer warp.
+                // SAFETY: an initialised barrier object of the running specialisation
+                // (`Block::specialise`), on sm_90 (the kernel issues bulk copies).
+                unsafe { raw::mbarrier_wait(places.empty(s), ((k / STAGES - 1) % 2) as u32) };
+            }
+            // SAFETY: an initialised barrier object, whose phase `k / STAGES` expects the
+            // producer's one arrival (this one: one a fill) and these bytes.
+            unsafe { raw::mbarrier_arrive_expect_tx(places.full(s), Pipeline::<STAGES, A, B>::COPY_BYTES) };
+            // SAFETY: the maps are valid tensor maps of tensors the kernel only reads
+            // (`TensorMap`), of these tiles' boxes and swizzles (their types); the stage's
+            // tiles are 1024-aligned, released by their readers (above), and read next once
+            // `full`'s phase completes, which waits for these bytes.
+            unsafe { copy(places.a(s), A::map_address(a), a_origin, places.full(s)) };
+            // SAFETY: as above.
+            unsafe { copy(places.b(s), B::map_address(b), b_origin, places.full(s)) };
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = (a, a_origin, b, b_origin);
+        self.count += 1;
+    }
+}
+
+/// The box at `origin` (row, column) of the map at `map` into `dst`, signalled to `bar`; a
+/// coordinate past `i32::MAX` asks for a box past the tensor's edge, all zero.
+///
+/// # Safety
+///
+/// As [`tma_load_2d`](super::raw::tma_load_2d).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn copy(dst: u32, map: *const u64, origin: [usize; 2], bar: u32) {
+    let clamp = |x: usize| x.min(i32::MAX as usize) as i32;
+    // SAFETY: as this function's contract.
+    unsafe { super::raw::tma_load_2d(dst, map, clamp(origin[1]), clamp(origin[0]), bar) };
+}
+
+/// A consumer warpgroup's side of a pipeline: [`wait`](Self::wait) gives it the stages in the
+/// order the producer filled them, each once its copies have landed.
+pub struct Consumer<'c, const STAGES: usize, A, B> {
+    pub(super) places: Places<STAGES, A, B>,
+    /// The stages received so far.
+    pub(super) count: usize,
+    pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
+}
+
+impl<'c, const STAGES: usize, A: Operand, B: Operand> Consumer<'c, STAGES, A, B> {
+    /// Waits until the next stage's copies have landed, and returns it [`Full`]: the
+    /// warpgroup's to read (by [`Warpgroup::mma`](super::Warpgroup::mma)) until it drops the
+    /// handle, which releases the stage to the producer.
+    #[inline(always)]
+    pub fn wait(&mut self) -> Full<'c, STAGES, A, B> {
+        let (k, places) = (self.count, self.places);
+        let s = k % STAGES;
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: an initialised barrier object of the running specialisation; the phase
+        // `k / STAGES` is this consumer's next (its stages are received in turn, and no round
+        // is skipped: the round before was waited for by this consumer's last wait of `s`).
+        unsafe {
+            super::raw::mbarrier_wait(places.full(s), ((k / STAGES) % 2) as u32)
+        };
+        self.count += 1;
+        Full {
+            places,
+            stage: s,
+            call: PhantomData,
+        }
+    }
+}
+
+/// A stage whose copies have landed, held by a consumer warpgroup: its tiles are read by
+/// [`Warpgroup::mma`](super::Warpgroup::mma), which keeps the handle until the products that
+/// read them are done. Dropped, it releases the stage: each warp of the warpgroup arrives on
+/// the stage's barrier object, and the producer refills it once every consumer warp has.
+pub struct Full<'c, const STAGES: usize, A: Operand, B: Operand> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) places: Places<STAGES, A, B>,
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) stage: usize,
+    call: PhantomData<(&'c (), *mut u8)>,
+}
+
+impl<const STAGES: usize, A: Operand, B: Operand> Drop for Full<'_, STAGES, A, B> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // SAFETY: a special register, no precondition.
+            let lane = unsafe { core::arch::nvptx::_thread_idx_x() } % 32;
+            if lane == 0 {
+                // SAFETY: an initialised barrier object of the running specialisation, whose
+                // phase for this stage's round expects one arrival from each consumer warp:
+                // this warp's, once (the handle is dropped once, by each of its threads).
+                unsafe { super::raw::mbarrier_arrive(self.places.empty(self.stage)) };
+            }
+        }
+    }
+}

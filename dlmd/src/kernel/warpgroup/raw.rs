@@ -1,0 +1,219 @@
+//! The `sm_90` instructions under [`warpgroup`](super), one `unsafe` function each, written the
+//! CUDA C++ way (inline PTX): barrier objects (`mbarrier`), bulk tensor copies (TMA),
+//! `wgmma`'s fences and groups, and the shared-memory matrix descriptor. The safe pipeline is
+//! built from these; kernels that lay out their own shared memory (the raw twins of the safe
+//! kernels) use them directly. Each function's contract is the instruction's, as the PTX ISA
+//! states it.
+//!
+//! Like [`mma::raw`](crate::kernel::mma::raw)'s, the warpgroup-collective blocks here are
+//! declared with side effects, so that LLVM neither sinks nor hoists them into code that only
+//! some threads run.
+
+use core::arch::asm;
+
+/// The shared-memory matrix descriptor of a `wgmma` operand stored K-major in the 128-byte
+/// swizzle: rows of 128 bytes one after another, each 8-row atom of 1024 bytes holding row
+/// `r`'s 16-byte piece `p` at piece `p ^ (r % 8)`
+/// ([`Swizzle128`](crate::kernel::swizzle::Swizzle128)).
+///
+/// - bits 0–13: the start address (shared state space), `>> 4`;
+/// - bits 16–29: the leading byte offset `>> 4`, here 1 (unused by K-major swizzled layouts,
+///   whose 32-byte step along `k` stays inside a 128-byte row);
+/// - bits 32–45: the stride byte offset `>> 4`, here 64 (1024 bytes: from one 8-row atom to
+///   the next along `m` or `n`);
+/// - bits 49–51: the base offset, 0 (atoms 1024-aligned);
+/// - bits 62–63: the swizzle, 1 (128 bytes).
+///
+/// `address` is the operand's first row, 1024-aligned, plus `32 · s` bytes for its `s`-th
+/// 32-byte step along `k` (the hardware applies the swizzle to the whole address).
+#[inline(always)]
+pub const fn descriptor_128(address: u32) -> u64 {
+    ((address as u64 & 0x3_ffff) >> 4) | (1 << 16) | (64 << 32) | (1 << 62)
+}
+
+/// `fence.proxy.async.shared::cta`: this thread's completed writes to the block's shared memory
+/// become visible to the async proxy (which `wgmma` and the bulk copies use) for whatever a
+/// following barrier orders after it.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn fence_proxy_async() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+/// `mbarrier.init.shared::cta.b64 [bar], count`: a barrier object whose phases complete after
+/// `count` arrivals (and the transaction bytes they expect), in phase 0.
+///
+/// # Safety
+///
+/// `bar` is the shared-state-space address of 8 bytes, 8-aligned, of the block's shared memory
+/// that is no barrier object now (never initialised, or [invalidated](mbarrier_inval)) and that
+/// nothing else uses until a barrier of the block orders this before their first use as a
+/// barrier object; `count` is in `1..2^20`; on `sm_80` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!("mbarrier.init.shared::cta.b64 [{b}], {n};", b = in(reg32) bar, n = in(reg32) count, options(nostack))
+    };
+}
+
+/// `mbarrier.inval.shared::cta.b64 [bar]`: the barrier object at `bar` is one no more; its bytes
+/// may be initialised again or used as other memory.
+///
+/// # Safety
+///
+/// `bar` is an initialised barrier object of the block's shared memory that no thread and no
+/// copy uses any more (a barrier of the block orders their last uses before this); on `sm_80`
+/// or later.
+#[inline(always)]
+pub unsafe fn mbarrier_inval(bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("mbarrier.inval.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `fence.mbarrier_init.release.cluster`: this thread's barrier-object initialisations become
+/// visible to the async proxy (the bulk copy engine's arrivals).
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn fence_mbarrier_init() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// `mbarrier.arrive.shared::cta.b64`: one arrival on the barrier object at `bar` (release: this
+/// thread's earlier memory accesses are ordered before the phase's completion).
+///
+/// # Safety
+///
+/// `bar` is an initialised barrier object of the block's shared memory whose current phase
+/// still expects this arrival; on `sm_80` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64`: one arrival on the barrier object at `bar`,
+/// and `bytes` more bytes for its current phase to wait for (the bulk copies' `complete_tx`).
+///
+/// # Safety
+///
+/// As [`mbarrier_arrive`], on `sm_90` or later; `bytes` is below `2^20`.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+            b = in(reg32) bar,
+            n = in(reg32) bytes,
+            options(nostack),
+        )
+    };
+}
+
+/// Waits until the phase of parity `parity` of the barrier object at `bar` has completed
+/// (`mbarrier.try_wait.parity`, acquire: the memory accesses that the arrivals, and the copies
+/// whose bytes it counted, ordered before its completion are visible after). The phase of
+/// parity `parity` is the current phase's if that parity differs from the current one's, else
+/// the one before: waiting for a phase two or more ahead of the current returns at once.
+///
+/// # Safety
+///
+/// `bar` is an initialised barrier object of the block's shared memory; on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: as this function's contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+                b = in(reg32) bar,
+                ph = in(reg32) parity,
+                d = out(reg32) done,
+                options(nostack),
+            )
+        };
+        if done != 0 {
+            break;
+        }
+    }
+}
+
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: the bulk
+/// copy engine copies the box at coordinates `(inner, outer)` (elements along the innermost
+/// dimension, then rows; zero where the box passes the tensor's edge) of the tensor that the
+/// tensor map at `map` describes into shared memory at `dst`, laid out (and swizzled) as the
+/// map says, and signals the box's bytes to the barrier object at `bar` as they land.
+///
+/// # Safety
+///
+/// `map` is the generic address of a valid 64-aligned tensor map (`cuTensorMapEncodeTiled`) in
+/// global memory that nothing writes during the kernel, of a tensor readable and not written
+/// during the kernel; `dst` is the shared-state-space address of the box's bytes in the
+/// block's shared memory, aligned as the map's swizzle needs (1024 for 128 bytes), that nothing
+/// reads or writes until `bar`'s phase completes; `bar` is an initialised barrier object whose
+/// current phase expects these bytes ([`mbarrier_arrive_expect_tx`]); on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, map: *const u64, inner: i32, outer: i32, bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{i}, {o}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            i = in(reg32) inner,
+            o = in(reg32) outer,
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
+
+/// `prefetch.tensormap`: brings the tensor map at `map` into the copy engine's cache ahead of
+/// its first copy.
+///
+/// # Safety
+///
+/// `map` is the generic address of a valid tensor map in global memory; on `sm_90` or later.
+#[inline(always)]
+pub unsafe fn prefetch_tensor_map(map: *const u64) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack)) };
+}
+
+/// `wgmma.commit_group.sync.aligned`: the warpgroup's `wgmma` operations issued since the last
+/// commit form one group, which [`wgmma_wait`] waits for.
+///
+/// # Safety
+///
+/// Called by all 128 threads of a warpgroup together, in converged code; on `sm_90a`.
+#[inline(always)]
+pub unsafe fn wgmma_commit() {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.wait_group.sync.aligned PENDING`: waits until at most `PENDING` of the warpgroup's
+/// committed groups are in flight (the older ones complete: their accumulators written, their
+/// shared-memory operands read).
+///
+/// # Safety
+///
+/// Called by all 128 threads of a warpgroup together, in converged code; on `sm_90a`. The
+/// accumulators of the groups still in flight are not read or written until a later wait
+/// covers them (this wait names none of them: pass them through an `asm!` that names them to
+/// keep the compiler from moving their reads above it).
+#[inline(always)]
+pub unsafe fn wgmma_wait<const PENDING: u32>() {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const PENDING, options(nostack)) };
+}

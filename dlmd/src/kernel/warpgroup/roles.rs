@@ -1,0 +1,314 @@
+//! Warp specialisation: [`Block::specialise`] splits a block into the producer of a pipeline
+//! and its consumer warpgroups, and the consumers' [`Warpgroup`] context, which issues
+//! `wgmma`, waits for it and writes the accumulators to the warpgroup's part of a chunk.
+
+use super::accumulators::{Accumulators, Issue, Retire, Width};
+use super::pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::kernel::KernelSpace;
+use crate::kernel::block::{Block, Chunk, TileSet};
+use crate::layout::Layout;
+use core::marker::PhantomData;
+
+/// The rows of the accumulators of one warpgroup (`wgmma`'s `m64`), and of its part of a chunk.
+const ROWS: usize = 64;
+
+/// A consumer warpgroup of a specialised block ([`Block::specialise`]): 128 threads (four warps
+/// in a row, the first a multiple of four) that run the consumer's code together. Its
+/// operations are warpgroup-wide: only the consumer's code holds a `Warpgroup`, and it cannot
+/// be captured by a per-thread closure (it is neither `Send` nor `Sync`).
+pub struct Warpgroup<'c, const THREADS: usize> {
+    /// The warpgroup's index among the consumers.
+    index: usize,
+    /// The running thread's index in the warpgroup.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    thread: usize,
+    call: PhantomData<(&'c mut (), *mut u8)>,
+    /// None on the host, where no warpgroup runs.
+    #[cfg(not(target_arch = "nvptx64"))]
+    never: core::convert::Infallible,
+}
+
+impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
+    /// The consumer warpgroups of a block of `THREADS` threads: all but the first (the
+    /// producer's).
+    pub const CONSUMERS: usize = THREADS / 128 - 1;
+
+    /// The warpgroup's index among the consumers, from 0: the same for its 128 threads. Its
+    /// `A` rows are the stage's `64 · index ..`, its part of the chunk those rows.
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Starts the products of one stage, `acc += a · bᵀ` over the stage's depth, `a` the
+    /// warpgroup's 64 rows of the stage's `A` tile and `b` its whole `B` tile (`n × k`, both
+    /// K-major: `x · wᵀ` of a `Linear` layer), and returns the accumulators with one more
+    /// group running, holding the stage: it is released only after a [`wait`](Self::wait)
+    /// has seen the products done. `acc` is [`Accumulators`] or [`InFlight`](super::InFlight)
+    /// (at most two groups run at once).
+    ///
+    /// The `A` tile has 64 rows for each consumer warpgroup and the `B` tile the accumulators'
+    /// columns; both hold the accumulators' input type in the 128-byte swizzle (otherwise the
+    /// kernel does not compile).
+    #[inline(always)]
+    pub fn mma<X, const STAGES: usize, A: Operand, B: Operand>(
+        &mut self,
+        acc: X,
+        stage: Full<'c, STAGES, A, B>,
+    ) -> X::Next
+    where
+        X: Issue<'c, STAGES, A, B>,
+    {
+        const {
+            assert!(
+                A::ROWS == ROWS * (THREADS / 128 - 1),
+                "the `A` tile of a stage holds 64 rows for each consumer warpgroup"
+            );
+            assert!(
+                B::ROWS == <X::Width as Width>::N,
+                "the `B` tile of a stage holds the accumulators' columns (`Cols<N>`: N rows of `n × k`)"
+            );
+        };
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use super::raw::descriptor_128;
+            let places = stage.places;
+            let a = descriptor_128(places.a(stage.stage) + (self.index * ROWS * A::COLS * size_of::<A::Element>()) as u32);
+            let b = descriptor_128(places.b(stage.stage));
+            // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in it), on
+            // sm_90a (the kernel waits on bulk copies); the stage has landed (`Full`, through
+            // the async proxy, as `wgmma` reads), its tiles are 1024-aligned and laid out in the
+            // 128-byte swizzle with rows of 128 bytes (their types), the warpgroup's 64 rows
+            // inside `A`'s (checked above); the stage is held by the result until a wait sees
+            // these products done, so the producer does not refill it before.
+            unsafe { acc.issue(a, b, stage) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (acc, stage);
+            self.never()
+        }
+    }
+
+    /// Waits for the oldest group of products of `acc`, releases the stage it read, and
+    /// returns the accumulators with that group done: [`Accumulators`] from
+    /// [`InFlight`](super::InFlight), which the warpgroup may then read.
+    #[inline(always)]
+    pub fn wait<X: Retire>(&mut self, acc: X) -> X::Done {
+        // SAFETY: all 128 threads of the warpgroup, in its uniform code.
+        unsafe { acc.retire() }
+    }
+
+    /// Writes the accumulators to the warpgroup's part of the chunk: element `[i, j]` of the
+    /// `64 × N` as `f(index, value)` at `[i, j]` of `part` (`index` its index in the whole
+    /// view), by the thread that holds it, where that is inside the part and the view.
+    #[inline(always)]
+    pub fn store<T, U, W, E, L, Sp>(
+        &mut self,
+        part: Chunk<'_, U, E, L, Sp>,
+        acc: Accumulators<T, W>,
+        f: impl Fn([usize; 2], f32) -> U + Sync,
+    ) where
+        T: super::WgmmaInput,
+        W: Width,
+        U: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        self.each_held(part, acc, |part, local, value| {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: `each_held` gives each element of the part to one thread.
+            unsafe {
+                part.store_one(local, |index| f(index, value))
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (part, local, value, &f);
+        });
+    }
+
+    /// [`store`](Self::store) that reads each element before it writes it:
+    /// `f(index, value, old)`, as `C = α · A · B + β · C` asks.
+    #[inline(always)]
+    pub fn update<T, U, W, E, L, Sp>(
+        &mut self,
+        part: Chunk<'_, U, E, L, Sp>,
+        acc: Accumulators<T, W>,
+        f: impl Fn([usize; 2], f32, U) -> U + Sync,
+    ) where
+        T: super::WgmmaInput,
+        W: Width,
+        U: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        self.each_held(part, acc, |part, local, value| {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: `each_held` gives each element of the part to one thread.
+            unsafe {
+                part.update_one(local, |index, old| f(index, value, old))
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (part, local, value, &f);
+        });
+    }
+
+    /// `g(part, local, value)` for each element this thread holds whose index `local` is
+    /// inside the part's box: each element of the box is one thread's (the accumulators' layout
+    /// deals the `64 × N` one to one, and the part's box is at most 64 rows).
+    #[inline(always)]
+    fn each_held<T, U, W, E, L, Sp>(
+        &mut self,
+        mut part: Chunk<'_, U, E, L, Sp>,
+        acc: Accumulators<T, W>,
+        g: impl Fn(&mut Chunk<'_, U, E, L, Sp>, [usize; 2], f32),
+    ) where
+        T: super::WgmmaInput,
+        W: Width,
+        U: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+    {
+        let shape = part.shape();
+        // Written out (a loop the compiler kept would put the accumulators in local memory):
+        // 8-column group `j`, then its two rows `h` and two columns `e`.
+        crate::unroll!(16, |ja| {
+            crate::unroll!(2, |jb| {
+                let j = 2 * ja + jb;
+                if j < W::N / 8 {
+                    crate::unroll!(4, |he| {
+                        let (local, value) = acc.held(self.thread, 4 * j + he);
+                        if local[0] < shape[0] && local[1] < shape[1] {
+                            g(&mut part, local, value);
+                        }
+                    });
+                }
+            });
+        });
+    }
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    fn never(&self) -> ! {
+        match self.never {}
+    }
+}
+
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
+    /// Runs a pipeline over `stages` with the block's warpgroups in two roles, and returns when
+    /// both are done:
+    ///
+    /// - the first warpgroup's first thread is the **producer**: `producer` fills the stages
+    ///   in turn from tensor maps ([`Producer::load`]), each once its last readers have
+    ///   released it; the warpgroup's other threads wait;
+    /// - every other warpgroup is a **consumer**: `consumer` runs on its 128 threads
+    ///   together, with its [`Warpgroup`], its side of the pipeline ([`Consumer::wait`] gives
+    ///   it the stages as they land) and its part of `chunk`, the chunk's rows
+    ///   `64 · index .. 64 · (index + 1)`, which it writes its accumulators to.
+    ///
+    /// The block is `THREADS` of a multiple of 128, from 256 (otherwise the kernel does not
+    /// compile). Every consumer should take every stage the producer fills, and the producer
+    /// fill as many as they take: a consumer waiting for a stage that is never filled, or a
+    /// producer for one never released, waits forever. Before it returns, every copy has
+    /// landed and every product is done, so `stages` may run the next chunk's pipeline.
+    #[inline(always)]
+    pub fn specialise<const STAGES: usize, A, B, T, E, L, Sp, P, Q>(
+        &mut self,
+        stages: &mut Stages<'k, STAGES, A, B>,
+        chunk: Chunk<'_, T, E, L, Sp>,
+        producer: P,
+        consumer: Q,
+    ) where
+        A: Operand,
+        B: Operand,
+        T: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+        P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>) + Sync,
+        Q: for<'c> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'_, T, E, L, Sp>) + Sync,
+    {
+        const {
+            assert!(
+                THREADS.is_multiple_of(128) && THREADS >= 256,
+                "a specialised block has a producer warpgroup and at least one consumer: a multiple of 128 threads, from 256"
+            )
+        };
+        let _ = Pipeline::<STAGES, A, B>::BYTES;
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use super::pipeline::Places;
+            use super::raw;
+            use core::arch::nvptx;
+            let places = Places::of(stages);
+            // SAFETY: a special register, no precondition.
+            let t = unsafe { nvptx::_thread_idx_x() } as usize;
+            if t < STAGES {
+                // SAFETY: 8-aligned words past the stages, no barrier objects now (never
+                // initialised, or invalidated at the end of the last specialisation); the
+                // barrier below orders this before every use.
+                unsafe { raw::mbarrier_init(places.full(t), 1) };
+                // SAFETY: as above; one arrival from each consumer warp.
+                unsafe { raw::mbarrier_init(places.empty(t), (4 * (THREADS / 128 - 1)) as u32) };
+                // SAFETY: sm_90 (the kernel issues bulk copies).
+                unsafe { raw::fence_mbarrier_init() };
+            }
+            // SAFETY: every thread of the block, in its uniform code (`&mut Block`).
+            unsafe { nvptx::_syncthreads() };
+            let (role, thread) = (t / 128, t % 128);
+            if role == 0 {
+                if thread == 0 {
+                    let mut p = Producer {
+                        places,
+                        count: 0,
+                        call: PhantomData,
+                    };
+                    producer(&mut p);
+                    // Every copy lands before the block goes on: wait for the last fill of each
+                    // stage (the earlier ones completed before it was refilled).
+                    let filled = p.count;
+                    for k in filled.saturating_sub(STAGES)..filled {
+                        // SAFETY: an initialised barrier object; its phase `k / STAGES`
+                        // completes once fill `k` has landed.
+                        unsafe { raw::mbarrier_wait(places.full(k % STAGES), ((k / STAGES) % 2) as u32) };
+                    }
+                }
+            } else {
+                let index = role - 1;
+                let mut wg = Warpgroup {
+                    index,
+                    thread,
+                    call: PhantomData,
+                };
+                let mut c = Consumer {
+                    places,
+                    count: 0,
+                    call: PhantomData,
+                };
+                consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
+                // Products whose accumulators were forgotten (`mem::forget`) still run: they
+                // are done before the stages are used again.
+                // SAFETY: all 128 threads of the warpgroup, sm_90a.
+                unsafe { raw::wgmma_wait::<0>() };
+            }
+            // SAFETY: every thread of the block (the roles rejoin here).
+            unsafe { nvptx::_syncthreads() };
+            if t < STAGES {
+                // SAFETY: the barrier objects of this specialisation, which nothing uses any
+                // more: every copy landed (the producer waited), every wait and arrival is
+                // before the barrier above.
+                unsafe { raw::mbarrier_inval(places.full(t)) };
+                // SAFETY: as above.
+                unsafe { raw::mbarrier_inval(places.empty(t)) };
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (stages, chunk, producer, consumer);
+            self.never_on_host()
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Safe `wgmma` products (`dlmd::kernel::warpgroup`): `y = x · wᵀ` with `x` row-major `m × k`
+//! and the weight `w` row-major `n × k` (both K-major), any `m`, `n`, `k` whose rows the copy
+//! engine can address (`k` a multiple of 16 bytes), the edges of `x` and `w` arriving as zero.
+//! Blocks of 384 threads: a producer warpgroup, whose first thread fills four stages by the
+//! bulk copy engine, and two consumer warpgroups of `64 × 256` accumulators each, one
+//! `128 × 256` chunk of `y` a block.
+
+use dlmd::dtype::{DlElement, F8E4M3FN};
+use dlmd::extents::Const;
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline, Product};
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+
+/// A stage's rows of `x`: `128 × D` (`D` elements of 128 bytes).
+pub type XTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Swizzle128>;
+/// A stage's rows of `w`: `256 × D`.
+pub type WTile<T, const D: usize> = TileOf<T, (Const<256>, Const<D>), Swizzle128>;
+/// The tensor map of `x` for a product of depth `D` a stage.
+pub type XMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128>;
+/// The tensor map of `w`.
+pub type WMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<256>, Const<D>), Swizzle128>;
+/// The block of a product: four stages, `128 × 256` chunks.
+pub type LinearBlock<'k, T, const D: usize> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, (Const<128>, Const<256>)>;
+
+/// The stages of a depth of `k` at `depth` a stage.
+const fn steps(k: usize, depth: usize) -> usize {
+    k.div_ceil(depth)
+}
+
+/// `y[i, j] = out([i, j], Σ x[i, ·] w[j, ·])`, the sum in `f32`; `y` left as it is where the
+/// extents do not fit together.
+#[inline(always)]
+fn linear<T, O, const D: usize>(
+    block: LinearBlock<'_, T, D>,
+    x: XMap<'_, T, D>,
+    w: WMap<'_, T, D>,
+    y: DeviceMdspanMut<'_, O, Dims<2>>,
+    out: impl Fn([usize; 2], f32) -> O + Sync,
+) where
+    T: Product<Cols<256>>,
+    O: DlElement,
+{
+    let ([m, k], [n, k2]) = (x.extents(), w.extents());
+    if k != k2 || y.extent(0) != m || y.extent(1) != n {
+        return;
+    }
+    let steps = steps(k, D);
+    let (mut block, mut stages) = block.split();
+    for chunk in block.chunks(y) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| {
+                for s in 0..steps {
+                    producer.load(&x, [i0, D * s], &w, [j0, D * s]);
+                }
+            },
+            |wg, consumer, part| {
+                // One group of products left running while the next stage's is issued.
+                let mut acc = wg.mma(Accumulators::<T, Cols<256>>::zero(), consumer.wait());
+                for _ in 1..steps {
+                    let running = wg.mma(acc, consumer.wait());
+                    acc = wg.wait(running);
+                }
+                let acc = wg.wait(acc);
+                wg.store(part, acc, &out);
+            },
+        );
+    }
+}
+
+/// `y = x · wᵀ` on `bf16`, `f32` accumulators, `bf16` out: 64 along `k` a stage. Launch
+/// blocks of 384 threads (the launcher sizes the shared memory); any grid (blocks take chunks
+/// `b`, `b + blocks`, …).
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_bf16(
+    block: LinearBlock<'_, bf16, 64>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    linear(block, x, w, y, |_, v| bf16::from_f32(v));
+}
+
+/// [`linear_bf16`] on `f16`, `f16` out.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_f16(
+    block: LinearBlock<'_, f16, 64>,
+    x: XMap<'_, f16, 64>,
+    w: WMap<'_, f16, 64>,
+    y: DeviceMdspanMut<'_, f16, Dims<2>>,
+) {
+    linear(block, x, w, y, |_, v| f16::from_f32(v));
+}
+
+/// `y = (scale_x · scale_w) · x · wᵀ` on FP8 E4M3 inputs with per-tensor scales, `bf16` out:
+/// 128 along `k` a stage (rows of 128 bytes).
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_fp8(
+    block: LinearBlock<'_, F8E4M3FN, 128>,
+    scale_x: f32,
+    scale_w: f32,
+    x: XMap<'_, F8E4M3FN, 128>,
+    w: WMap<'_, F8E4M3FN, 128>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let scale = scale_x * scale_w;
+    linear(block, x, w, y, |_, v| bf16::from_f32(scale * v));
+}
+
+/// The activation of [`linear_bias_bf16`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, dlmd::DlElement)]
+#[repr(transparent)]
+pub struct Activation(pub u32);
+
+impl Activation {
+    /// None: `y = x · wᵀ + bias`.
+    pub const NONE: Self = Self(0);
+    /// GELU, tanh approximation (torch's `gelu(approximate="tanh")`).
+    pub const GELU_TANH: Self = Self(1);
+    /// SiLU (`x · sigmoid(x)`).
+    pub const SILU: Self = Self(2);
+
+    /// The activation of `v`.
+    #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+    #[inline(always)]
+    fn of(self, v: f32) -> f32 {
+        match self {
+            // ½ x (1 + tanh(√(2/π)(x + 0.044715 x³))) = x · sigmoid(2 · √(2/π) · (x + 0.044715 x³)).
+            Activation::GELU_TANH => v / (1.0 + dlmd::kernel::math::exp(-1.595_769 * (v + 0.044_715 * v * v * v))),
+            Activation::SILU => v / (1.0 + dlmd::kernel::math::exp(-v)),
+            _ => v,
+        }
+    }
+}
+
+/// A `Linear` layer's forward pass with its epilogue fused: `y = act(x · wᵀ + bias)` on
+/// `bf16` (`bias` of `n`, [`Activation`]), `f32` until the one rounding to `bf16`.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_bias_bf16(
+    block: LinearBlock<'_, bf16, 64>,
+    activation: Activation,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    bias: DeviceMdspan<'_, bf16, Dims<1>>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    if bias.extent(0) != w.extents()[0] {
+        return;
+    }
+    linear(block, x, w, y, |[_, j], v| {
+        bf16::from_f32(activation.of(v + bias.get_or([j], bf16::ZERO).to_f32()))
+    });
+}
+
+/// `c = α · x · wᵀ + β · c` on `bf16` inputs, `f32` `c`.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn gemm_bf16(
+    block: LinearBlock<'_, bf16, 64>,
+    alpha: f32,
+    beta: f32,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let ([m, k], [n, k2]) = (x.extents(), w.extents());
+    if k != k2 || c.extent(0) != m || c.extent(1) != n {
+        return;
+    }
+    let steps = steps(k, 64);
+    let (mut block, mut stages) = block.split();
+    for chunk in block.chunks(c) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| {
+                for s in 0..steps {
+                    producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
+                }
+            },
+            |wg, consumer, part| {
+                let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+                for _ in 1..steps {
+                    let running = wg.mma(acc, consumer.wait());
+                    acc = wg.wait(running);
+                }
+                let acc = wg.wait(acc);
+                wg.update(part, acc, |_, v, old| {
+                    if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
+                });
+            },
+        );
+    }
+}
