@@ -16,7 +16,7 @@ use dlmd::half::bf16;
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
-use dlmd_examples::blas::cublas;
+use dlmd_examples::blas::{cublas, tensor_maps};
 use dlmd_examples::timing::{Cover, time};
 use std::error::Error;
 use std::process::ExitCode;
@@ -117,51 +117,6 @@ fn multiprocessors(stream: &Arc<CudaStream>) -> Result<u32, Box<dyn Error>> {
         .context()
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
     Ok(count.max(1) as u32)
-}
-
-/// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) for the
-/// TMA variant, in device memory (16 words each): `bf16`, row-major, the 128-byte swizzle.
-fn tensor_maps(
-    stream: &Arc<CudaStream>,
-    (m, k, n): (usize, usize, usize),
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
-) -> Result<CudaSlice<u64>, Box<dyn Error>> {
-    use cudarc::driver::DevicePtr;
-    use cudarc::driver::sys;
-    let mut words = Vec::new();
-    for (slice, rows, box_rows) in [(x, m, 128u32), (w, n, 256u32)] {
-        let (ptr, _read) = slice.device_ptr(stream);
-        let mut map = sys::CUtensorMap { opaque: [0; 16] };
-        let dims = [k as u64, rows as u64];
-        let strides = [2 * k as u64];
-        let boxes = [64u32, box_rows];
-        let element_strides = [1u32, 1];
-        // SAFETY: the arrays are of the rank (2; strides of rank − 1) the call reads; `ptr` is
-        // the slice's device memory of `rows × k` `bf16`, row-major; the map is written only.
-        let result = unsafe {
-            sys::cuTensorMapEncodeTiled(
-                &mut map,
-                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                2,
-                ptr as *mut std::ffi::c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        if result != sys::CUresult::CUDA_SUCCESS {
-            return Err(format!("cuTensorMapEncodeTiled: {result:?}").into());
-        }
-        words.extend_from_slice(&map.opaque);
-    }
-    // Device allocations are 256-aligned: the maps 64-aligned, as the copies need.
-    Ok(stream.clone_htod(&words)?)
 }
 
 /// Small integers: every product and sum is exact in `f32`, so each result is the one `bf16`

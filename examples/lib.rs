@@ -313,19 +313,40 @@ pub mod timing {
 pub mod blas {
     use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
     use cudarc::driver::CudaSlice;
-    use dlmd::half::bf16;
+    use dlmd::half::{bf16, f16};
     use std::error::Error;
+
+    /// The 16-bit input types of the references: `bf16` and `f16`, with their one and zero.
+    pub trait Unit: Copy {
+        /// 1.
+        const ONE: Self;
+        /// 0.
+        const ZERO: Self;
+    }
+
+    impl Unit for bf16 {
+        const ONE: Self = bf16::ONE;
+        const ZERO: Self = bf16::ZERO;
+    }
+
+    impl Unit for f16 {
+        const ONE: Self = f16::ONE;
+        const ZERO: Self = f16::ZERO;
+    }
 
     /// `c = a · b` (`weight`: `y = x · wᵀ`, `b` the row-major `n × k` weight) by cuBLAS, for
     /// row-major matrices: cuBLAS is column-major, so it computes `cᵀ = bᵀ · aᵀ`.
-    pub fn cublas(
+    pub fn cublas<T: Unit>(
         blas: &CudaBlas,
         (m, k, n): (usize, usize, usize),
         weight: bool,
-        a: &CudaSlice<bf16>,
-        b: &CudaSlice<bf16>,
-        c: &mut CudaSlice<bf16>,
-    ) -> Result<(), Box<dyn Error>> {
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> Result<(), Box<dyn Error>>
+    where
+        CudaBlas: Gemm<T>,
+    {
         let config = GemmConfig {
             transa: if weight {
                 cublasOperation_t::CUBLAS_OP_T
@@ -336,15 +357,63 @@ pub mod blas {
             m: n as i32,
             n: m as i32,
             k: k as i32,
-            alpha: bf16::ONE,
+            alpha: T::ONE,
             lda: if weight { k as i32 } else { n as i32 },
             ldb: k as i32,
-            beta: bf16::ZERO,
+            beta: T::ZERO,
             ldc: n as i32,
         };
         // SAFETY: the three buffers hold the matrices the configuration describes (`m × k`,
         // `k × n` or `n × k`, `m × n`, tightly packed), on the handle's stream.
         unsafe { blas.gemm(config, b, a, c) }?;
         Ok(())
+    }
+
+    /// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) of the
+    /// raw Hopper products (`hopper-kernels`' `wgmma_nt_256_tma4`), in device memory (16 words
+    /// each): `bf16`, row-major, the 128-byte swizzle.
+    #[cfg(feature = "hopper-kernels")]
+    pub fn tensor_maps(
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        (m, k, n): (usize, usize, usize),
+        x: &CudaSlice<bf16>,
+        w: &CudaSlice<bf16>,
+    ) -> Result<CudaSlice<u64>, Box<dyn Error>> {
+        use cudarc::driver::DevicePtr;
+        use cudarc::driver::sys;
+        let mut words = Vec::new();
+        for (slice, rows, box_rows) in [(x, m, 128u32), (w, n, 256u32)] {
+            let (ptr, _read) = slice.device_ptr(stream);
+            let mut map = sys::CUtensorMap { opaque: [0; 16] };
+            let dims = [k as u64, rows as u64];
+            let strides = [2 * k as u64];
+            let boxes = [64u32, box_rows];
+            let element_strides = [1u32, 1];
+            // SAFETY: the arrays are of the rank (2; strides of rank − 1) the call reads; `ptr`
+            // is the slice's device memory of `rows × k` `bf16`, row-major; the map is written
+            // only.
+            let result = unsafe {
+                sys::cuTensorMapEncodeTiled(
+                    &mut map,
+                    sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                    2,
+                    ptr as *mut std::ffi::c_void,
+                    dims.as_ptr(),
+                    strides.as_ptr(),
+                    boxes.as_ptr(),
+                    element_strides.as_ptr(),
+                    sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                    sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                )
+            };
+            if result != sys::CUresult::CUDA_SUCCESS {
+                return Err(format!("cuTensorMapEncodeTiled: {result:?}").into());
+            }
+            words.extend_from_slice(&map.opaque);
+        }
+        // Device allocations are 256-aligned: the maps 64-aligned, as the copies need.
+        Ok(stream.clone_htod(&words)?)
     }
 }

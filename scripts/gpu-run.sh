@@ -7,7 +7,8 @@
 # runs only the Rust kernels on framework tensors: their launches, tests and benchmark;
 # DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests, the examples and the
 # README's first kernel, under compute-sanitizer's four tools, and the cooperative and
-# tensor-core kernels' benchmarks.
+# tensor-core kernels' benchmarks; DLMD_GPU_RUN=hopper only the Hopper kernels' tests, under the
+# four tools, and their benchmarks.
 set -uo pipefail
 dir=${1:-$(dirname "$0")}
 export DLMD_REQUIRE_GPU=1
@@ -53,7 +54,8 @@ sanitize_rust_kernels() {
             s=$1; tool=$2; dir=$3; status=0
             for cmd in "$dir/gpu-tests --test-threads=1" "$dir/kernel-tests --test-threads=1" \
                        "$dir/cooperative-tests --test-threads=1" "$dir/tensor-tests --test-threads=1" \
-                       "$dir/rust_kernels" "$dir/cooperative" "$dir/tensor_cores" "$dir/first-kernel"; do
+                       "$dir/hopper-tests --test-threads=1" "$dir/rust_kernels" "$dir/cooperative" \
+                       "$dir/tensor_cores" "$dir/hopper --small" "$dir/warpgroup --small" "$dir/first-kernel"; do
                 [ -x "${cmd%% *}" ] || { echo "-- $tool: ${cmd##*/}: not in this bundle"; continue; }
                 out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
                 echo "-- $tool: ${cmd##*/}"
@@ -82,13 +84,39 @@ read_ceiling() {
     run "build: read ceiling (nvcc)" "$nvcc" -O3 -arch=native -o "$bin" "$dir/read_ceiling.cu"
     [ -x "$bin" ] && run "bench: read ceiling (CUDA C++)" "$bin"
 }
+# The Hopper products (raw and safe) against cuBLAS, and torch's on the same shapes (FP8 by
+# torch._scaled_mm, the unfused Linear epilogue), alternated process by process.
+hopper_bench() {
+    run "bench: raw wgmma products vs cuBLAS" "$dir/hopper" --bench
+    for round in 1 2; do
+        run "bench: safe wgmma products (round $round)" "$dir/warpgroup" --bench
+        if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+            run "bench: torch on those shapes (round $round)" python3 "$dir/bench_hopper_torch.py"
+        fi
+    done
+}
+if [ "${DLMD_GPU_RUN:-all}" = hopper ]; then
+    run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
+    for tool in memcheck racecheck synccheck initcheck; do
+        for cmd in "$dir/hopper-tests --test-threads=1" "$dir/warpgroup --small" "$dir/hopper --small"; do
+            run "compute-sanitizer $tool: ${cmd##*/}" "$sanitizer" --tool "$tool" --error-exitcode 1 $cmd
+        done
+    done
+    hopper_bench
+    echo
+    echo "== summary"
+    printf '%s\n' "${rows[@]}"
+    exit $status
+fi
 if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
     run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
+    run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
     run "bench: tensor cores vs cuBLAS" "$dir/tensor_cores" --bench
+    hopper_bench
     build_cub
     for round in 1 2 3; do
         run "bench: cooperative kernels (round $round)" "$dir/cooperative" --bench "${cub[@]}"
@@ -127,6 +155,7 @@ run "gpu tests (header vs Rust views)" "$dir/gpu-tests" --test-threads=1
 run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
 run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
+run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
 run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.
@@ -155,6 +184,7 @@ if [ "$single_bench" = 1 ]; then
         run "torch on the cooperative shapes" python3 "$dir/bench_cooperative_torch.py"
     fi
     run "tensor cores + bench vs cuBLAS" "$dir/tensor_cores" --bench
+    hopper_bench
     read_ceiling
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         # The Rust row sums and torch.sum(x, dim=1), alternated process by process.
@@ -173,6 +203,7 @@ else
     run "Rust kernels" "$dir/rust_kernels"
     run "cooperative kernels" "$dir/cooperative"
     run "tensor cores vs the CPU and cuBLAS" "$dir/tensor_cores"
+    run "Hopper products vs the CPU and cuBLAS" "$dir/warpgroup"
     run "MirroredArray example" "$dir/mirrored"
 fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then

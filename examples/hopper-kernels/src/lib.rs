@@ -22,11 +22,13 @@
 
 mod gemm;
 mod linear;
+mod probe;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
 pub use gemm::*;
 pub use linear::*;
+pub use probe::*;
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -5,14 +5,20 @@
 //! bulk copy engine, and two consumer warpgroups of `64 × 256` accumulators each, one
 //! `128 × 256` chunk of `y` a block.
 
-use dlmd::dtype::{DlElement, F8E4M3FN};
+use dlmd::dtype::F8E4M3FN;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
 use dlmd::kernel::block::TileOf;
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
-use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline, Product};
+use dlmd::kernel::warpgroup::Pipeline;
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+use {
+    dlmd::dtype::DlElement,
+    dlmd::kernel::block::Groups,
+    dlmd::kernel::warpgroup::{Accumulators, Cols, Product},
+};
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
 /// A stage's rows of `x`: `128 × D` (`D` elements of 128 bytes).
@@ -26,15 +32,21 @@ pub type WMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<256>, Const<D>), 
 /// The block of a product: four stages, `128 × 256` chunks.
 pub type LinearBlock<'k, T, const D: usize> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, (Const<128>, Const<256>)>;
 
+/// The chunk rows the blocks take together ([`Block::chunks_grouped`]), column after column, so
+/// that the blocks running at once share their operands in L2.
+pub const GROUP: usize = 16;
+
 /// The stages of a depth of `k` at `depth` a stage.
+#[dlmd::device]
 const fn steps(k: usize, depth: usize) -> usize {
     k.div_ceil(depth)
 }
 
 /// `y[i, j] = out([i, j], Σ x[i, ·] w[j, ·])`, the sum in `f32`; `y` left as it is where the
 /// extents do not fit together.
+#[dlmd::device]
 #[inline(always)]
-fn linear<T, O, const D: usize>(
+fn linear<T, O, const D: usize, const G: usize>(
     block: LinearBlock<'_, T, D>,
     x: XMap<'_, T, D>,
     w: WMap<'_, T, D>,
@@ -50,7 +62,7 @@ fn linear<T, O, const D: usize>(
     }
     let steps = steps(k, D);
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks(y) {
+    for chunk in block.chunks_grouped(y, Groups::<G>) {
         let [i0, j0] = chunk.origin();
         block.specialise(
             &mut stages,
@@ -84,7 +96,18 @@ pub fn linear_bf16(
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    linear(block, x, w, y, |_, v| bf16::from_f32(v));
+    linear::<_, _, 64, GROUP>(block, x, w, y, |_, v| bf16::from_f32(v));
+}
+
+/// For measurements: [`linear_bf16`] with the chunks in memory order (no groups).
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_bf16_ungrouped(
+    block: LinearBlock<'_, bf16, 64>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    linear::<_, _, 64, 1>(block, x, w, y, |_, v| bf16::from_f32(v));
 }
 
 /// [`linear_bf16`] on `f16`, `f16` out.
@@ -95,7 +118,7 @@ pub fn linear_f16(
     w: WMap<'_, f16, 64>,
     y: DeviceMdspanMut<'_, f16, Dims<2>>,
 ) {
-    linear(block, x, w, y, |_, v| f16::from_f32(v));
+    linear::<_, _, 64, GROUP>(block, x, w, y, |_, v| f16::from_f32(v));
 }
 
 /// `y = (scale_x · scale_w) · x · wᵀ` on FP8 E4M3 inputs with per-tensor scales, `bf16` out:
@@ -110,7 +133,7 @@ pub fn linear_fp8(
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let scale = scale_x * scale_w;
-    linear(block, x, w, y, |_, v| bf16::from_f32(scale * v));
+    linear::<_, _, 128, GROUP>(block, x, w, y, |_, v| bf16::from_f32(scale * v));
 }
 
 /// The activation of [`linear_bias_bf16`].
@@ -153,7 +176,7 @@ pub fn linear_bias_bf16(
     if bias.extent(0) != w.extents()[0] {
         return;
     }
-    linear(block, x, w, y, |[_, j], v| {
+    linear::<_, _, 64, GROUP>(block, x, w, y, |[_, j], v| {
         bf16::from_f32(activation.of(v + bias.get_or([j], bf16::ZERO).to_f32()))
     });
 }
@@ -174,7 +197,7 @@ pub fn gemm_bf16(
     }
     let steps = steps(k, 64);
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks(c) {
+    for chunk in block.chunks_grouped(c, Groups::<GROUP>) {
         let [i0, j0] = chunk.origin();
         block.specialise(
             &mut stages,

@@ -9,7 +9,10 @@ use crate::layout::Layout;
 use crate::view::{Mdspan, Unique};
 use core::marker::PhantomData;
 
+mod order;
 mod shape;
+
+use order::{grid_index, grouped_index};
 
 pub use shape::{ChunkShape, ChunkSide, CutBy, NoChunks, Whole};
 
@@ -30,8 +33,15 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     next: usize,
     total: usize,
     step: usize,
+    /// The chunk rows of a group of a rank-2 grid numbered group by group
+    /// ([`Block::chunks_grouped`](super::Block::chunks_grouped)); 0 for memory order.
+    group: usize,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
+
+/// Groups of `ROWS` chunk rows: the order of [`Block::chunks_grouped`](super::Block::chunks_grouped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Groups<const ROWS: usize>;
 
 /// One chunk of a mutable view, owned by the running block: its threads write it with
 /// [`Block::store`](super::Block::store), each element by one of them.
@@ -80,37 +90,17 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             next: block,
             total,
             step: blocks,
+            group: 0,
             view: PhantomData,
         }
     }
-}
 
-/// `n` as an index of a grid of `counts` chunks numbered in memory order (the layout's fastest
-/// dimension fastest), the slowest dimension taking what is left, however large.
-#[inline(always)]
-fn grid_index<E: Extents, L: Layout>(n: usize, counts: &E::Index) -> E::Index {
-    let rank = E::RANK;
-    let mut index = E::Index::zeros();
-    let mut rest = n;
-    for step in 0..rank {
-        let d = if L::FIRST_FASTEST { step } else { rank - 1 - step };
-        let count = counts.as_ref()[d];
-        // No division where it is not needed: the slowest dimension takes what is left, a
-        // dimension of one chunk takes nothing (a kernel's whole-row chunks), and a number
-        // below the count is its own digit.
-        if step + 1 == rank {
-            index.as_mut()[d] = rest;
-        } else if count <= 1 {
-            index.as_mut()[d] = 0;
-        } else if rest < count {
-            index.as_mut()[d] = rest;
-            rest = 0;
-        } else {
-            index.as_mut()[d] = rest % count;
-            rest /= count;
-        }
+    /// The same chunks numbered group by group ([`grouped_index`]).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn grouped(self, group: usize) -> Self {
+        Chunks { group, ..self }
     }
-    index
 }
 
 impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunks<'v, T, E, L, S> {
@@ -121,8 +111,13 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         if self.next >= self.total {
             return None;
         }
-        // Chunks numbered in the view's memory order: its fastest dimension varies fastest.
-        let current = grid_index::<E, L>(self.next, &self.counts);
+        // Chunks numbered in the view's memory order (its fastest dimension varies fastest), or
+        // group by group.
+        let current = if self.group > 1 {
+            grouped_index::<E, L>(self.next, &self.counts, self.group)
+        } else {
+            grid_index::<E, L>(self.next, &self.counts)
+        };
         self.next += self.step;
         let mut origin = E::Index::zeros();
         for d in 0..E::RANK {
@@ -462,6 +457,35 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         // The shape's checks, where a kernel that cuts by it is compiled.
         let _ = <E::Index as CutBy<C>>::CONST_SIZE;
         on_gpu!(self.inner, (view), Chunks::new::<C>(view, self.index(), self.count()))
+    }
+
+    /// [`chunks`](Self::chunks), numbered in groups of `G` chunk rows ([`Groups`]), each group
+    /// column by column: the chunks that the blocks running at once compute then share the rows
+    /// and columns of a matrix product's operands, which they find in L2
+    /// (`block.chunks_grouped(y, Groups::<16>)` for a `128 × 256` product of 8192² operands on
+    /// an H100's 132 multiprocessors). `G` is a type-level constant, the same in every block, so
+    /// each chunk is still one block's. A view of another rank than 2 is numbered in memory
+    /// order.
+    #[inline(always)]
+    pub fn chunks_grouped<'v, T, E, L, Sp, const G: usize>(
+        &self,
+        view: Mdspan<'v, T, E, L, Sp, Unique>,
+        groups: Groups<G>,
+    ) -> Chunks<'v, T, E, L, Sp>
+    where
+        T: DlElement,
+        E: Extents,
+        L: Layout,
+        Sp: KernelSpace,
+        E::Index: CutBy<C>,
+    {
+        const { assert!(G > 0, "a group has at least one chunk row") };
+        let _ = (<E::Index as CutBy<C>>::CONST_SIZE, groups);
+        on_gpu!(
+            self.inner,
+            (view),
+            Chunks::new::<C>(view, self.index(), self.count()).grouped(G)
+        )
     }
 
     /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one

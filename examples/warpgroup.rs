@@ -1,0 +1,442 @@
+//! The safe Hopper products (`examples/hopper-kernels`' `linear_*` and `gemm_bf16`, written
+//! with `dlmd::kernel::warpgroup`: tensor maps, a four-stage pipeline, a producer and two
+//! consumer warpgroups of `wgmma`), checked against the CPU on aligned and ragged shapes
+//! (`bf16`, `f16`, FP8 E4M3 with scales, the fused bias and activations, `α · x · wᵀ + β · c`)
+//! and against cuBLAS at 4096³; with `--bench`, timed at 4096³ and 8192³ against cuBLAS
+//! (`cublasGemmEx`, same process) and against the raw twin (`wgmma_nt_256_tma4`), in
+//! alternated rounds (medians of 20 rounds after 3 warm-up ones, CUDA events).
+//!
+//! Run with `cargo run --release --features hopper-kernels --example warpgroup [-- --bench]`
+//! on a machine with an `sm_90a` GPU (H100, H200) and cuBLAS.
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
+use dlmd::cuda::{self, Kernels, TiledMap};
+use dlmd::dtype::{DlElement, F8E4M3FN};
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::{Const, Dims, LayoutRight};
+use dlmd_example_hopper_kernels as hk;
+use dlmd_examples::Sides;
+use dlmd_examples::blas::{cublas, tensor_maps};
+use dlmd_examples::timing::Cover;
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const ROUNDS: usize = 23;
+const WARM_UP: usize = 3;
+
+/// One block of 384 threads per `128 × 256` chunk.
+fn grid(m: usize, n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((m.div_ceil(128) * n.div_ceil(256)).max(1) as u32, 1, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The kernels, by their inputs and epilogue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Bf16,
+    F16,
+    /// FP8 E4M3 with these per-tensor scales of `x` and `w`.
+    Fp8(f32, f32),
+    /// `bf16` with a bias and this activation.
+    Bias(hk::Activation),
+    /// `c = α · x · wᵀ + β · c`, `f32` `c`.
+    Gemm(f32, f32),
+}
+
+/// A device matrix of `rows × cols`, row-major, its tensor map of box `(R, C)` made here.
+fn map<'a, T: DlElement + DeviceRepr, const R: usize, const C: usize>(
+    stream: &Arc<CudaStream>,
+    data: &'a CudaSlice<T>,
+    [rows, cols]: [usize; 2],
+) -> Result<TiledMap<'a, T, (Const<R>, Const<C>), Swizzle128>, Box<dyn Error>> {
+    let view = cuda::device_view::<_, Dims<2>, LayoutRight>(data, Dims::new([rows, cols]))?;
+    Ok(TiledMap::new(stream, &view)?)
+}
+
+/// `y = x · wᵀ` (or `c = α · x · wᵀ + β · c`) by the safe kernel of `kind`, `x` of `m × k`,
+/// `w` of `n × k`, `y` of `m × n`, each with the kernel's element type ([`Operands`]).
+fn safe(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    (m, k, n): (usize, usize, usize),
+    kind: Kind,
+    operands: Operands<'_>,
+) -> Result<(), Box<dyn Error>> {
+    let config = grid(m, n);
+    macro_rules! maps {
+        ($x:expr, $w:expr, $d:literal) => {
+            (map::<_, 128, $d>(stream, $x, [m, k])?, map::<_, 256, $d>(stream, $w, [n, k])?)
+        };
+    }
+    macro_rules! out {
+        ($y:expr) => {
+            cuda::device_view_mut::<_, Dims<2>, LayoutRight>($y, Dims::new([m, n]))?
+        };
+    }
+    match (kind, operands) {
+        (Kind::Bf16, Operands::Bf16(x, w, _, y)) => {
+            let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
+            cuda::scope(|s| {
+                let args = hk::LinearBf16Args { x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
+                hk::linear_bf16(s.launch(stream, kernels, config), args)
+            })?
+        }
+        (Kind::Bias(activation), Operands::Bf16(x, w, bias, y)) => {
+            let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
+            let bias = cuda::device_view::<_, Dims<1>, LayoutRight>(bias, Dims::new([n]))?;
+            cuda::scope(|s| {
+                let args = hk::LinearBiasBf16Args { activation, x: xm.map(), w: wm.map(), bias, y: yv.as_view_mut() };
+                hk::linear_bias_bf16(s.launch(stream, kernels, config), args)
+            })?
+        }
+        (Kind::F16, Operands::F16(x, w, y)) => {
+            let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
+            cuda::scope(|s| {
+                let args = hk::LinearF16Args { x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
+                hk::linear_f16(s.launch(stream, kernels, config), args)
+            })?
+        }
+        (Kind::Fp8(scale_x, scale_w), Operands::Fp8(x, w, y)) => {
+            let ((xm, wm), mut yv) = (maps!(x, w, 128), out!(y));
+            cuda::scope(|s| {
+                let args = hk::LinearFp8Args { scale_x, scale_w, x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
+                hk::linear_fp8(s.launch(stream, kernels, config), args)
+            })?
+        }
+        (Kind::Gemm(alpha, beta), Operands::Gemm(x, w, c)) => {
+            let ((xm, wm), mut cv) = (maps!(x, w, 64), out!(c));
+            cuda::scope(|s| {
+                let args = hk::GemmBf16Args { alpha, beta, x: xm.map(), w: wm.map(), c: cv.as_view_mut() };
+                hk::gemm_bf16(s.launch(stream, kernels, config), args)
+            })?
+        }
+        (kind, _) => return Err(format!("{kind:?}: operands of another type").into()),
+    }
+    Ok(())
+}
+
+/// The device buffers of a product: `x`, `w` (and `bias`), and the output.
+enum Operands<'a> {
+    Bf16(&'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a mut CudaSlice<bf16>),
+    F16(&'a CudaSlice<f16>, &'a CudaSlice<f16>, &'a mut CudaSlice<f16>),
+    Fp8(&'a CudaSlice<F8E4M3FN>, &'a CudaSlice<F8E4M3FN>, &'a mut CudaSlice<bf16>),
+    Gemm(&'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a mut CudaSlice<f32>),
+}
+
+/// Small integers (`-h ..= h`, `h = modulo / 2`) in a pattern of `mul`: exact in every input
+/// type, products and sums exact in `f32`.
+fn ints(len: usize, mul: usize, modulo: usize) -> Vec<f32> {
+    (0..len).map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32).collect()
+}
+
+/// `act(x · wᵀ + bias)` (or `α · x · wᵀ + β · c`) on the CPU, in `f64`.
+fn expected(kind: Kind, (m, k, n): (usize, usize, usize), x: &[f32], w: &[f32], bias: &[f32], c: &[f32]) -> Vec<f64> {
+    (0..m * n)
+        .map(|i| {
+            let (r, j) = (i / n, i % n);
+            let dot: f64 = (0..k).map(|p| f64::from(x[r * k + p]) * f64::from(w[j * k + p])).sum();
+            match kind {
+                Kind::Fp8(sx, sw) => f64::from(sx * sw) * dot,
+                Kind::Bias(act) => {
+                    let v = dot + f64::from(bias[j]);
+                    match act {
+                        hk::Activation::GELU_TANH => {
+                            0.5 * v * (1.0 + (0.797_884_560_8 * (v + 0.044_715 * v * v * v)).tanh())
+                        }
+                        hk::Activation::SILU => v / (1.0 + (-v).exp()),
+                        _ => v,
+                    }
+                }
+                Kind::Gemm(alpha, beta) => f64::from(alpha) * dot + f64::from(beta) * f64::from(c[i]),
+                _ => dot,
+            }
+        })
+        .collect()
+}
+
+/// The largest difference between `got` and `want`, relative to `max(1, |want|)`, and where:
+/// NaN (an element left unwritten) is the worst.
+fn worst(got: &[f64], want: &[f64]) -> (f64, usize) {
+    let mut worst = (0.0, 0);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let err = ((g - w) / w.abs().max(1.0)).abs();
+        if err.is_nan() {
+            return (err, i);
+        }
+        if err > worst.0 {
+            worst = (err, i);
+        }
+    }
+    worst
+}
+
+/// Runs `kind` at `shape` on small integers and compares with the CPU: exact where the result
+/// rounds once (bf16, f16, FP8 with power-of-two scales, `f32` `c`), within the rounding of
+/// `bf16` where an activation is applied first.
+fn check_cpu(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    shape: (usize, usize, usize),
+    kind: Kind,
+) -> Result<(), Box<dyn Error>> {
+    // FP8 rows need 16 elements for the copy engine's 16 bytes.
+    let (m, k, n) = match kind {
+        Kind::Fp8(..) => (shape.0, shape.1.next_multiple_of(16), shape.2),
+        _ => shape,
+    };
+    let shape = (m, k, n);
+    // Integers of at most 4 in magnitude: exact in FP8 E4M3 too.
+    let (x, w) = (ints(m * k, 7, 9), ints(n * k, 5, 7));
+    let bias = ints(n, 3, 11);
+    let c0 = ints(m * n, 11, 13);
+    let want = expected(kind, shape, &x, &w, &bias, &c0);
+    let nan = vec![f32::NAN; m * n];
+    let got: Vec<f64> = match kind {
+        Kind::Fp8(..) => {
+            let (dx, dw) = (upload(stream, &x, F8E4M3FN::from_f32)?, upload(stream, &w, F8E4M3FN::from_f32)?);
+            let mut y = upload(stream, &nan, bf16::from_f32)?;
+            safe(stream, kernels, shape, kind, Operands::Fp8(&dx, &dw, &mut y))?;
+            stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
+        }
+        Kind::F16 => {
+            let (dx, dw) = (upload(stream, &x, f16::from_f32)?, upload(stream, &w, f16::from_f32)?);
+            let mut y = upload(stream, &nan, f16::from_f32)?;
+            safe(stream, kernels, shape, kind, Operands::F16(&dx, &dw, &mut y))?;
+            stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
+        }
+        Kind::Gemm(..) => {
+            let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+            let mut c = stream.clone_htod(&c0)?;
+            safe(stream, kernels, shape, kind, Operands::Gemm(&dx, &dw, &mut c))?;
+            stream.clone_dtoh(&c)?.iter().map(|&v| f64::from(v)).collect()
+        }
+        _ => {
+            let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+            let dbias = upload(stream, &bias, bf16::from_f32)?;
+            let mut y = upload(stream, &nan, bf16::from_f32)?;
+            safe(stream, kernels, shape, kind, Operands::Bf16(&dx, &dw, &dbias, &mut y))?;
+            stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
+        }
+    };
+    // Rounded once to the output type: exact for the sums (integers) where they fit its
+    // mantissa, and the activations to within half a unit of `bf16` (2⁻⁸ relative).
+    let round = |v: f64| match kind {
+        Kind::F16 => f16::from_f64(v).to_f64(),
+        Kind::Gemm(..) => v as f32 as f64,
+        _ => bf16::from_f64(v).to_f64(),
+    };
+    let want: Vec<f64> = want.into_iter().map(round).collect();
+    let tolerance = if matches!(kind, Kind::Bias(a) if a != hk::Activation::NONE) { 1.0 / 128.0 } else { 0.0 };
+    let (err, at) = worst(&got, &want);
+    if err.is_nan() || err > tolerance {
+        return Err(format!(
+            "{kind:?} {m}x{k}x{n}: element {at} is {} where the CPU has {} (relative error {err:e})",
+            got[at], want[at]
+        )
+        .into());
+    }
+    println!("check {kind:?} {m}x{k}x{n}: all {} elements match the CPU (worst relative error {err:.1e})", m * n);
+    Ok(())
+}
+
+/// `values` converted by `f` into a new device buffer.
+fn upload<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    values: &[f32],
+    f: impl Fn(f32) -> T,
+) -> Result<CudaSlice<T>, Box<dyn Error>> {
+    Ok(stream.clone_htod(&values.iter().map(|&v| f(v)).collect::<Vec<_>>())?)
+}
+
+/// Random values in `[-1, 1)` from `seed` (xorshift).
+fn random(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The safe `bf16` kernel against cuBLAS at `size`³: on small integers element for element,
+/// on random values by `‖y − y_cuBLAS‖ / ‖y_cuBLAS‖`.
+fn check_cublas(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
+    let shape = (size, size, size);
+    for integers in [true, false] {
+        let (x, w) = if integers {
+            (ints(size * size, 7, 9), ints(size * size, 5, 7))
+        } else {
+            (random(size * size, 0x9e37_79b9), random(size * size, 0x7f4a_7c15))
+        };
+        let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+        let dbias = stream.alloc_zeros::<bf16>(size)?;
+        let mut reference = stream.alloc_zeros::<bf16>(size * size)?;
+        cublas(blas, shape, true, &dx, &dw, &mut reference)?;
+        let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
+        safe(stream, kernels, shape, Kind::Bf16, Operands::Bf16(&dx, &dw, &dbias, &mut y))?;
+        let (got, reference) = (stream.clone_dtoh(&y)?, stream.clone_dtoh(&reference)?);
+        if integers {
+            let wrong = got.iter().zip(&reference).filter(|(g, e)| g.to_bits() != e.to_bits()).count();
+            if wrong != 0 {
+                return Err(format!("linear_bf16 {size}³ integers: {wrong} elements differ from cuBLAS").into());
+            }
+            println!("check linear_bf16 {size}³ integers: all elements match cuBLAS");
+        } else {
+            let (mut diff, mut norm) = (0.0f64, 0.0f64);
+            for (g, e) in got.iter().zip(&reference) {
+                let (g, e) = (g.to_f64(), e.to_f64());
+                diff += (g - e) * (g - e);
+                norm += e * e;
+            }
+            let rel = (diff / norm).sqrt();
+            if rel.is_nan() || rel >= 1e-2 {
+                return Err(format!("linear_bf16 {size}³ random: relative error {rel:e} against cuBLAS").into());
+            }
+            println!("check linear_bf16 {size}³ random: relative error {rel:.2e} against cuBLAS");
+        }
+    }
+    Ok(())
+}
+
+/// The sides of the bench.
+const SIDES: [&str; 7] = [
+    "cuBLAS bf16",
+    "safe linear_bf16",
+    "raw twin wgmma_nt_256_tma4",
+    "cuBLAS f16",
+    "safe linear_f16",
+    "safe linear_fp8 (e4m3, scaled)",
+    "safe linear_bias_bf16 (GELU)",
+];
+
+/// The kernels and cuBLAS at `size`³ in alternated rounds.
+fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
+    let shape = (size, size, size);
+    let (x, w) = (random(size * size, 0x1234_5678), random(size * size, 0x8765_4321));
+    let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+    let (xh, wh) = (upload(stream, &x, f16::from_f32)?, upload(stream, &w, f16::from_f32)?);
+    let (x8, w8) = (upload(stream, &x, F8E4M3FN::from_f32)?, upload(stream, &w, F8E4M3FN::from_f32)?);
+    let bias = upload(stream, &random(size, 0x55), bf16::from_f32)?;
+    let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
+    let mut yh = stream.alloc_zeros::<f16>(size * size)?;
+    let maps = tensor_maps(stream, shape, &xb, &wb)?;
+    let mut sides = Sides::new(SIDES.len(), WARM_UP);
+    let mut cover = Cover::new(stream)?;
+    for round in 0..ROUNDS {
+        let mut times = vec![0.0; SIDES.len()];
+        for turn in 0..SIDES.len() {
+            let which = (turn + round) % SIDES.len();
+            times[which] = cover.time(stream, || match which {
+                0 => cublas(blas, shape, true, &xb, &wb, &mut yb),
+                1 => safe(stream, kernels, shape, Kind::Bf16, Operands::Bf16(&xb, &wb, &bias, &mut yb)),
+                2 => raw(stream, kernels, shape, &xb, &wb, &maps, &mut yb),
+                3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
+                4 => safe(stream, kernels, shape, Kind::F16, Operands::F16(&xh, &wh, &mut yh)),
+                5 => safe(stream, kernels, shape, Kind::Fp8(0.5, 2.0), Operands::Fp8(&x8, &w8, &mut yb)),
+                _ => {
+                    let kind = Kind::Bias(hk::Activation::GELU_TANH);
+                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
+                }
+            })?;
+        }
+        sides.push(round, &times);
+    }
+    let t = sides.medians();
+    let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
+    for (i, name) in SIDES.iter().enumerate() {
+        println!("bench {size}³ x·wᵀ: {name} {:.4} ms ({:.0} TFLOP/s)", t[i], tflops(t[i]));
+    }
+    println!(
+        "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; bias+GELU/plain {:.3}",
+        t[0] / t[1],
+        t[2] / t[1],
+        t[3] / t[4],
+        t[0] / t[5],
+        t[1] / t[6],
+    );
+    Ok(())
+}
+
+/// `y = x · wᵀ` by the raw twin.
+fn raw(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    (m, k, n): (usize, usize, usize),
+    x: &CudaSlice<bf16>,
+    w: &CudaSlice<bf16>,
+    maps: &CudaSlice<u64>,
+    y: &mut CudaSlice<bf16>,
+) -> Result<(), Box<dyn Error>> {
+    let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
+    let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new([n, k]))?;
+    let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
+    let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
+    let config = LaunchConfig {
+        grid_dim: ((m / 128 * (n / 256)).max(1) as u32, 1, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: hk::shared_bytes_ws(256, 4),
+    };
+    cuda::scope(|s| {
+        let args = hk::WgmmaNt256Tma4Args {
+            maps: mv,
+            x: xv,
+            w: wv,
+            y: yv.as_view_mut(),
+        };
+        hk::wgmma_nt_256_tma4(s.launch(stream, kernels, config), args)
+    })?;
+    Ok(())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let ctx = cuda::context(0)?;
+    let stream = ctx.default_stream();
+    let kernels = Kernels::load(&ctx, hk::PTX)?;
+    let blas = CudaBlas::new(stream.clone())?;
+    let kinds = [
+        Kind::Bf16,
+        Kind::F16,
+        Kind::Fp8(0.5, 2.0),
+        Kind::Bias(hk::Activation::NONE),
+        Kind::Bias(hk::Activation::GELU_TANH),
+        Kind::Bias(hk::Activation::SILU),
+        Kind::Gemm(2.0, -1.0),
+    ];
+    // Aligned, and ragged on every side (the copies' boxes past the edges bring zeros; the
+    // stores stop at the edges); `k` a multiple of 16 bytes, as the copy engine needs.
+    for shape in [(128, 64, 256), (256, 512, 512), (100, 72, 300), (300, 200, 520), (1, 16, 1)] {
+        for kind in kinds {
+            check_cpu(&stream, &kernels, shape, kind)?;
+        }
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--small") {
+        return Ok(());
+    }
+    check_cublas(&stream, &kernels, &blas, 4096)?;
+    if args.iter().any(|a| a == "--bench") {
+        for size in [4096, 8192] {
+            bench(&stream, &kernels, &blas, size)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("warpgroup: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
