@@ -52,6 +52,7 @@ mod param;
 mod partition;
 pub mod signature;
 pub mod swizzle;
+pub mod tensor_map;
 mod thread;
 #[cfg(target_arch = "nvptx64")]
 mod vector;
