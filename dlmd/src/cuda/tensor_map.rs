@@ -139,7 +139,7 @@ fn check(
     if bytes <= 0 || bytes % 16 != 0 || bytes >= MAX_ROW_STRIDE || (bytes as u128) < row_bytes {
         return Err(TensorMapError::RowStride { bytes, row_bytes });
     }
-    if address % 16 != 0 {
+    if !address.is_multiple_of(16) {
         return Err(TensorMapError::Alignment { address });
     }
     // The stride is positive and below 2^40 bytes: it fits `u64`, in elements and in bytes.
@@ -433,7 +433,7 @@ mod tests {
             && bytes % 16 == 0
             && bytes < 1 << 40
             && bytes >= row
-            && address % 16 == 0
+            && address.is_multiple_of(16)
     }
 
     fn extent() -> impl Strategy<Value = usize> {
@@ -475,6 +475,21 @@ mod tests {
                 prop_assert_eq!(checked.row_stride_bytes, row_stride as u64 * element_bytes as u64);
                 prop_assert_eq!(checked.address, address as u64);
             }
+        }
+
+        #[test]
+        fn tensor_map_check_accepts_padded_row_major_views(
+            piece in 0usize..(1 << 40),
+            rows in 1usize..=(1 << 32),
+            cols in 1usize..=4096,
+            pad in 0usize..8,
+            element_bytes in prop_oneof![Just(1usize), Just(2), Just(4), Just(8)],
+        ) {
+            // Rows padded to a multiple of 16 bytes, then `pad` more pieces.
+            let stride_bytes = (cols * element_bytes).div_ceil(16) * 16 + 16 * pad;
+            let strides = [(stride_bytes / element_bytes) as isize, 1];
+            let checked = check(16 * piece, [rows, cols], strides, element_bytes);
+            prop_assert!(checked.is_ok(), "{:?}", checked);
         }
     }
 }
