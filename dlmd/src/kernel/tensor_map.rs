@@ -84,7 +84,7 @@ impl TensorMapParam {
 ///
 /// Using the type checks the box at compile time (when a kernel takes it, or a map is made):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// # use dlmd::extents::Const;
 /// # use dlmd::kernel::swizzle::Swizzle128;
 /// # use dlmd::kernel::tensor_map::TensorMap;
