@@ -110,6 +110,9 @@ pub enum CudaError {
     /// architecture, the driver cannot compile its PTX ISA version, or its header is malformed.
     #[error(transparent)]
     Module(#[from] ModuleError),
+    /// A TMA tensor map could not be made.
+    #[error(transparent)]
+    TensorMap(#[from] super::TensorMapError),
     /// [`wait_released`](super::wait_released) was called from a deleter that the releasing
     /// thread runs, which would wait for itself.
     #[error("wait_released was called from a deleter run by the releasing thread, which would wait for itself")]

@@ -40,6 +40,7 @@ mod release;
 mod scope;
 mod stream;
 mod target;
+mod tensor_map;
 
 pub use arg::{ArgInfo, KernelArg, SameAccess, SameElement, SameExtents, SameLayout, SameSpace};
 pub use array::{DeviceArray, Gpu};
@@ -63,6 +64,7 @@ pub use scope::{DeviceMemory, Scope, scope};
 #[cfg(feature = "nccl")]
 pub(crate) use scope::{group_ended, group_started};
 pub use stream::{check_stream, sync_consumer_stream, wait_for_stream};
+pub use tensor_map::{TensorMapError, TiledMap};
 
 /// The kernel-side header, `dlmd/include/dlmd/view.cuh`, for NVRTC programs that cannot read
 /// files: pass it as a header source, or write it next to the kernel.

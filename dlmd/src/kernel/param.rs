@@ -86,7 +86,7 @@ unsafe impl<T: DlElement> KernelParam for T {
 }
 
 /// `hash` with `T`'s DLPack data type and size mixed in.
-const fn dtype_fingerprint<T: DlElement>(hash: u64) -> u64 {
+pub(super) const fn dtype_fingerprint<T: DlElement>(hash: u64) -> u64 {
     let dtype = T::DTYPE;
     let hash = signature::mix(hash, dtype.code as u64);
     let hash = signature::mix(hash, dtype.bits as u64);

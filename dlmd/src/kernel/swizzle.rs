@@ -93,7 +93,11 @@ mod tests {
     }
 
     fn agrees<S: Swizzle>(row: usize, byte: usize) {
-        assert_eq!(S::offset(row, byte), reference::<S>(row, byte), "row {row}, byte {byte}");
+        assert_eq!(
+            S::offset(row, byte),
+            reference::<S>(row, byte),
+            "row {row}, byte {byte}"
+        );
     }
 
     /// Every byte of an `ALIGN`-byte period lands once inside the period, and rows stay rows.
@@ -129,7 +133,10 @@ mod tests {
     fn the_128_byte_swizzle_moves_piece_p_of_row_r_to_p_xor_r() {
         for row in 0..16 {
             for piece in 0..8 {
-                assert_eq!(Swizzle128::offset(row, 16 * piece), 128 * row + 16 * (piece ^ (row % 8)));
+                assert_eq!(
+                    Swizzle128::offset(row, 16 * piece),
+                    128 * row + 16 * (piece ^ (row % 8))
+                );
             }
         }
     }
