@@ -83,23 +83,21 @@ fn safe(
         (Kind::Bf16, Operands::Bf16(x, w, _, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
             cuda::scope(|s| {
-                let args = hk::LinearBf16Args { x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
-                hk::linear_bf16(s.launch(stream, kernels, config), args)
+                hk::linear_bf16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut())
             })?
         }
         (Kind::Bias(activation), Operands::Bf16(x, w, bias, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
             let bias = cuda::device_view::<_, Dims<1>, LayoutRight>(bias, Dims::new([n]))?;
             cuda::scope(|s| {
-                let args = hk::LinearBiasBf16Args { activation, x: xm.map(), w: wm.map(), bias, y: yv.as_view_mut() };
-                hk::linear_bias_bf16(s.launch(stream, kernels, config), args)
+                let launch = s.launch(stream, kernels, config);
+                hk::linear_bias_bf16(launch, activation, xm.map(), wm.map(), bias, yv.as_view_mut())
             })?
         }
         (Kind::F16, Operands::F16(x, w, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
             cuda::scope(|s| {
-                let args = hk::LinearF16Args { x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
-                hk::linear_f16(s.launch(stream, kernels, config), args)
+                hk::linear_f16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut())
             })?
         }
         (Kind::Fp8(scale_x, scale_w), Operands::Fp8(x, w, y)) => {

@@ -52,12 +52,12 @@ pub(crate) unsafe fn read_aligned_run<T: Copy, const K: usize>(first: *const T) 
 }
 
 /// Writes `values` to the `K` neighbouring elements from `first`: one vector store where
-/// they are 8 or 16 bytes, `K` stores otherwise.
+/// they are 4 (two or more elements), 8 or 16 bytes, `K` stores otherwise.
 ///
 /// # Safety
 ///
 /// The `K` elements are writable, nothing else reads or writes them meanwhile, and `first` is
-/// aligned to `K` elements' size where that is 8 or 16 bytes.
+/// aligned to `K` elements' size where that is 4 (with `K > 1`), 8 or 16 bytes.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) unsafe fn write_aligned_run<T: Copy, const K: usize>(first: *mut T, values: [T; K]) {
@@ -67,6 +67,8 @@ pub(crate) unsafe fn write_aligned_run<T: Copy, const K: usize>(first: *mut T, v
         16 => unsafe { first.cast::<Align16<T, K>>().write(Align16(values)) },
         // SAFETY: as above.
         8 => unsafe { first.cast::<Align8<T, K>>().write(Align8(values)) },
+        // SAFETY: as above.
+        4 if K > 1 => unsafe { first.cast::<Align4<T, K>>().write(Align4(values)) },
         // SAFETY: `K` neighbouring writable elements (caller).
         _ => unsafe { write_each(first, 1, values) },
     }

@@ -297,6 +297,21 @@ where
     Ok(Placed::Device(device))
 }
 
+// SAFETY: the FP8 types are `#[repr(transparent)]` over one `u8`, and every byte is a value of
+// each (their encodings use all eight bits): plain bytes to copy to and from a device, all-zero
+// being `+0.0` (`2^-127` for `F8E8M0FNU`, a value too).
+unsafe impl DeviceRepr for crate::dtype::F8E4M3FN {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for crate::dtype::F8E5M2 {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for crate::dtype::F8E8M0FNU {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for crate::dtype::F8E4M3FN {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for crate::dtype::F8E5M2 {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for crate::dtype::F8E8M0FNU {}
+
 // SAFETY: `#[repr(C)]` of a pointer, `i64`s and an `i32` (its layout asserted in
 // `crate::kernel`, and in `view.cuh`), a kernel parameter by value; it holds no reference.
 unsafe impl<T, const R: usize> DeviceRepr for ViewParam<T, R> {}

@@ -51,3 +51,82 @@ pub fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         crate::space::device_only("`dlmd::kernel::math::mul_add`")
     }
 }
+
+/// `1 / x` for `f32`, as CUDA's `__frcp_rn` would be without its rounding: the GPU's
+/// `rcp.approx.ftz.f32` (relative error about 2⁻²³; subnormals flush to zero), one instruction
+/// where a division `a / b` is a dozen. `a * rcp(b)` is CUDA's `__fdividef(a, b)`.
+#[inline(always)]
+pub fn rcp(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: f32;
+        // SAFETY: a register-to-register instruction with no precondition.
+        unsafe {
+            core::arch::asm!(
+                "rcp.approx.ftz.f32 {out}, {x};",
+                out = out(reg32) out,
+                x = in(reg32) x,
+                options(pure, nomem, nostack),
+            )
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = x;
+        crate::space::device_only("`dlmd::kernel::math::rcp`")
+    }
+}
+
+/// `x` rounded to the nearest `bf16` (ties to even), as CUDA's `__float2bfloat16_rn`: one
+/// `cvt.rn.bf16.f32` (`sm_80` and later), the same value as `half::bf16::from_f32`, which
+/// takes several integer instructions.
+#[inline(always)]
+pub fn to_bf16(x: f32) -> half::bf16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u16;
+        // SAFETY: a register-to-register instruction with no precondition (sm_80 and later, which
+        // every kernel with `bf16` arithmetic is built for; an older target does not assemble).
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.bf16.f32 {out}, {x};",
+                out = out(reg16) out,
+                x = in(reg32) x,
+                options(pure, nomem, nostack),
+            )
+        };
+        half::bf16::from_bits(out)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = x;
+        crate::space::device_only("`dlmd::kernel::math::to_bf16`")
+    }
+}
+
+/// `x` rounded to the nearest `f16` (ties to even), as CUDA's `__float2half_rn`: one
+/// `cvt.rn.f16.f32`, the same value as `half::f16::from_f32`, which takes a few dozen
+/// instructions and branches.
+#[inline(always)]
+pub fn to_f16(x: f32) -> half::f16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u16;
+        // SAFETY: a register-to-register instruction with no precondition.
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.f16.f32 {out}, {x};",
+                out = out(reg16) out,
+                x = in(reg32) x,
+                options(pure, nomem, nostack),
+            )
+        };
+        half::f16::from_bits(out)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = x;
+        crate::space::device_only("`dlmd::kernel::math::to_f16`")
+    }
+}

@@ -9,14 +9,15 @@ use dlmd::dtype::F8E4M3FN;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
-use dlmd::kernel::block::TileOf;
+use dlmd::kernel::block::{Grouped, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
 use dlmd::kernel::warpgroup::Pipeline;
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
     dlmd::dtype::DlElement,
-    dlmd::kernel::block::Groups,
+    dlmd::kernel::block::ChunkShape,
+    dlmd::kernel::math::{exp, rcp, to_bf16, to_f16},
     dlmd::kernel::warpgroup::{Accumulators, Cols, Product},
 };
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
@@ -29,12 +30,11 @@ pub type WTile<T, const D: usize> = TileOf<T, (Const<256>, Const<D>), Swizzle128
 pub type XMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128>;
 /// The tensor map of `w`.
 pub type WMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<256>, Const<D>), Swizzle128>;
+/// The chunks of a product: `128 × 256`, dealt in groups of 16 chunk rows, so that the blocks
+/// running at once share their operands in L2.
+pub type LinearChunk = Grouped<(Const<128>, Const<256>), 16>;
 /// The block of a product: four stages, `128 × 256` chunks.
-pub type LinearBlock<'k, T, const D: usize> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, (Const<128>, Const<256>)>;
-
-/// The chunk rows the blocks take together ([`Block::chunks_grouped`]), column after column, so
-/// that the blocks running at once share their operands in L2.
-pub const GROUP: usize = 16;
+pub type LinearBlock<'k, T, const D: usize, C = LinearChunk> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, C>;
 
 /// The stages of a depth of `k` at `depth` a stage.
 #[dlmd::device]
@@ -46,8 +46,8 @@ const fn steps(k: usize, depth: usize) -> usize {
 /// extents do not fit together.
 #[dlmd::device]
 #[inline(always)]
-fn linear<T, O, const D: usize, const G: usize>(
-    block: LinearBlock<'_, T, D>,
+fn linear<T, O, C, const D: usize>(
+    block: LinearBlock<'_, T, D, C>,
     x: XMap<'_, T, D>,
     w: WMap<'_, T, D>,
     y: DeviceMdspanMut<'_, O, Dims<2>>,
@@ -55,6 +55,7 @@ fn linear<T, O, const D: usize, const G: usize>(
 ) where
     T: Product<Cols<256>>,
     O: DlElement,
+    C: ChunkShape<[usize; 2]>,
 {
     let ([m, k], [n, k2]) = (x.extents(), w.extents());
     if k != k2 || y.extent(0) != m || y.extent(1) != n {
@@ -62,28 +63,26 @@ fn linear<T, O, const D: usize, const G: usize>(
     }
     let steps = steps(k, D);
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks_grouped(y, Groups::<G>) {
-        let [i0, j0] = chunk.origin();
-        block.specialise(
-            &mut stages,
-            chunk,
-            |producer| {
-                for s in 0..steps {
-                    producer.load(&x, [i0, D * s], &w, [j0, D * s]);
-                }
-            },
-            |wg, consumer, part| {
-                // One group of products left running while the next stage's is issued.
-                let mut acc = wg.mma(Accumulators::<T, Cols<256>>::zero(), consumer.wait());
-                for _ in 1..steps {
-                    let running = wg.mma(acc, consumer.wait());
-                    acc = wg.wait(running);
-                }
-                let acc = wg.wait(acc);
-                wg.store(part, acc, &out);
-            },
-        );
-    }
+    let chunks = block.chunks(y);
+    block.specialise(
+        &mut stages,
+        chunks,
+        |producer, [i0, j0]| {
+            for s in 0..steps {
+                producer.load(&x, [i0, D * s], &w, [j0, D * s]);
+            }
+        },
+        |wg, consumer, part| {
+            // One group of products left running while the next stage's is issued.
+            let mut acc = wg.mma(Accumulators::<T, Cols<256>>::zero(), consumer.wait());
+            for _ in 1..steps {
+                let running = wg.mma(acc, consumer.wait());
+                acc = wg.wait(running);
+            }
+            let acc = wg.wait(acc);
+            wg.store(part, acc, &out);
+        },
+    );
 }
 
 /// `y = x · wᵀ` on `bf16`, `f32` accumulators, `bf16` out: 64 along `k` a stage. Launch
@@ -96,18 +95,18 @@ pub fn linear_bf16(
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    linear::<_, _, 64, GROUP>(block, x, w, y, |_, v| bf16::from_f32(v));
+    linear(block, x, w, y, |_, v| to_bf16(v));
 }
 
 /// For measurements: [`linear_bf16`] with the chunks in memory order (no groups).
 #[dlmd::kernel(min_blocks_per_sm = 1)]
 pub fn linear_bf16_ungrouped(
-    block: LinearBlock<'_, bf16, 64>,
+    block: LinearBlock<'_, bf16, 64, (Const<128>, Const<256>)>,
     x: XMap<'_, bf16, 64>,
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    linear::<_, _, 64, 1>(block, x, w, y, |_, v| bf16::from_f32(v));
+    linear(block, x, w, y, |_, v| to_bf16(v));
 }
 
 /// [`linear_bf16`] on `f16`, `f16` out.
@@ -118,7 +117,7 @@ pub fn linear_f16(
     w: WMap<'_, f16, 64>,
     y: DeviceMdspanMut<'_, f16, Dims<2>>,
 ) {
-    linear::<_, _, 64, GROUP>(block, x, w, y, |_, v| f16::from_f32(v));
+    linear(block, x, w, y, |_, v| to_f16(v));
 }
 
 /// `y = (scale_x · scale_w) · x · wᵀ` on FP8 E4M3 inputs with per-tensor scales, `bf16` out:
@@ -133,7 +132,7 @@ pub fn linear_fp8(
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let scale = scale_x * scale_w;
-    linear::<_, _, 128, GROUP>(block, x, w, y, |_, v| bf16::from_f32(scale * v));
+    linear(block, x, w, y, |_, v| to_bf16(scale * v));
 }
 
 /// The activation of [`linear_bias_bf16`].
@@ -155,8 +154,8 @@ impl Activation {
     fn of(self, v: f32) -> f32 {
         match self {
             // ½ x (1 + tanh(√(2/π)(x + 0.044715 x³))) = x · sigmoid(2 · √(2/π) · (x + 0.044715 x³)).
-            Activation::GELU_TANH => v / (1.0 + dlmd::kernel::math::exp(-1.595_769 * (v + 0.044_715 * v * v * v))),
-            Activation::SILU => v / (1.0 + dlmd::kernel::math::exp(-v)),
+            Activation::GELU_TANH => v * rcp(1.0 + exp(-1.595_769 * (v + 0.044_715 * v * v * v))),
+            Activation::SILU => v * rcp(1.0 + exp(-v)),
             _ => v,
         }
     }
@@ -176,8 +175,8 @@ pub fn linear_bias_bf16(
     if bias.extent(0) != w.extents()[0] {
         return;
     }
-    linear::<_, _, 64, GROUP>(block, x, w, y, |[_, j], v| {
-        bf16::from_f32(activation.of(v + bias.get_or([j], bf16::ZERO).to_f32()))
+    linear(block, x, w, y, |[_, j], v| {
+        to_bf16(activation.of(v + bias.get_or([j], bf16::ZERO).to_f32()))
     });
 }
 
@@ -197,27 +196,25 @@ pub fn gemm_bf16(
     }
     let steps = steps(k, 64);
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks_grouped(c, Groups::<GROUP>) {
-        let [i0, j0] = chunk.origin();
-        block.specialise(
-            &mut stages,
-            chunk,
-            |producer| {
-                for s in 0..steps {
-                    producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
-                }
-            },
-            |wg, consumer, part| {
-                let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
-                for _ in 1..steps {
-                    let running = wg.mma(acc, consumer.wait());
-                    acc = wg.wait(running);
-                }
-                let acc = wg.wait(acc);
-                wg.update(part, acc, |_, v, old| {
-                    if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
-                });
-            },
-        );
-    }
+    let chunks = block.chunks(c);
+    block.specialise(
+        &mut stages,
+        chunks,
+        |producer, [i0, j0]| {
+            for s in 0..steps {
+                producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
+            }
+        },
+        |wg, consumer, part| {
+            let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+            for _ in 1..steps {
+                let running = wg.mma(acc, consumer.wait());
+                acc = wg.wait(running);
+            }
+            let acc = wg.wait(acc);
+            wg.update(part, acc, |_, v, old| {
+                if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
+            });
+        },
+    );
 }

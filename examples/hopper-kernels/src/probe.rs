@@ -96,10 +96,14 @@ mod device {
             // and read only after the barrier completes.
             unsafe { tma_load_2d(tile, map, 0, 0, bar) };
         }
-        // SAFETY: every thread of the block.
+        if t == 0 {
+            // The box has landed once the barrier's phase 0 completes.
+            // SAFETY: an initialised barrier object.
+            unsafe { mbarrier_wait(bar, 0) };
+        }
+        // SAFETY: every thread of the block: the tile's bytes, landed (above), are seen by all
+        // after it.
         unsafe { nvptx::_syncthreads() };
-        // SAFETY: an initialised barrier object.
-        unsafe { mbarrier_wait(bar, 0) };
         let src = base.wrapping_add((tile - start) as usize);
         let dst = out.data_handle();
         let mut i = t;

@@ -83,12 +83,8 @@ fn a_safe_wgmma_product_matches_the_cpu_for_aligned_and_ragged_shapes() {
             {
                 let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
                 cuda::scope(|s| {
-                    let args = hk::LinearBf16Args {
-                        x: xm.map(),
-                        w: wm.map(),
-                        y: yv.as_view_mut(),
-                    };
-                    hk::linear_bf16(s.launch(&stream, &module, grid(blocks)), args)
+                    let launch = s.launch(&stream, &module, grid(blocks));
+                    hk::linear_bf16(launch, xm.map(), wm.map(), yv.as_view_mut())
                 })
                 .unwrap();
             }
@@ -161,7 +157,7 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
 /// The probe of swizzle `S` (rows of `BYTES`) against `S::offset`: the tile's byte at
 /// `offset(row, byte)` is the tensor's byte `(row, byte)`.
 macro_rules! probe {
-    ($stream:expr, $module:expr, $swizzle:ty, $bytes:literal, $kernel:ident, $args:ident) => {{
+    ($stream:expr, $module:expr, $swizzle:ty, $bytes:literal, $kernel:ident) => {{
         let (stream, module) = ($stream, $module);
         let rows = hk::PROBE_ROWS;
         // Each byte its own value along a row, and rows told apart.
@@ -177,13 +173,7 @@ macro_rules! probe {
                 block_dim: (128, 1, 1),
                 shared_mem_bytes: hk::PROBE_SHARED,
             };
-            cuda::scope(|s| {
-                let args = hk::$args {
-                    map: map.map(),
-                    out: out.as_view_mut(),
-                };
-                hk::$kernel(s.launch(&stream, &module, config), args)
-            })
+            cuda::scope(|s| hk::$kernel(s.launch(&stream, &module, config), map.map(), out.as_view_mut()))
             .unwrap();
         }
         let tile = stream.clone_dtoh(&d_out).unwrap();
@@ -204,7 +194,7 @@ macro_rules! probe {
 fn the_copy_engine_lays_out_each_swizzle_as_its_offset_says() {
     let Some((ctx, module)) = hopper() else { return };
     let stream = ctx.default_stream();
-    probe!(&stream, &module, Swizzle32, 32, swizzle_probe_32, SwizzleProbe32Args);
-    probe!(&stream, &module, Swizzle64, 64, swizzle_probe_64, SwizzleProbe64Args);
-    probe!(&stream, &module, Swizzle128, 128, swizzle_probe_128, SwizzleProbe128Args);
+    probe!(&stream, &module, Swizzle32, 32, swizzle_probe_32);
+    probe!(&stream, &module, Swizzle64, 64, swizzle_probe_64);
+    probe!(&stream, &module, Swizzle128, 128, swizzle_probe_128);
 }

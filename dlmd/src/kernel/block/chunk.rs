@@ -14,7 +14,7 @@ mod shape;
 
 use order::{grid_index, grouped_index};
 
-pub use shape::{ChunkShape, ChunkSide, CutBy, NoChunks, Whole};
+pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, NoChunks, Whole};
 
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
@@ -33,15 +33,11 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     next: usize,
     total: usize,
     step: usize,
-    /// The chunk rows of a group of a rank-2 grid numbered group by group
-    /// ([`Block::chunks_grouped`](super::Block::chunks_grouped)); 0 for memory order.
+    /// The chunk rows of a group of a rank-2 grid numbered group by group ([`Grouped`]); 0 for
+    /// memory order.
     group: usize,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
-
-/// Groups of `ROWS` chunk rows: the order of [`Block::chunks_grouped`](super::Block::chunks_grouped).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Groups<const ROWS: usize>;
 
 /// One chunk of a mutable view, owned by the running block: its threads write it with
 /// [`Block::store`](super::Block::store), each element by one of them.
@@ -90,16 +86,9 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             next: block,
             total,
             step: blocks,
-            group: 0,
+            group: <E::Index as CutBy<C>>::GROUP,
             view: PhantomData,
         }
-    }
-
-    /// The same chunks numbered group by group ([`grouped_index`]).
-    #[cfg(target_arch = "nvptx64")]
-    #[inline(always)]
-    pub(super) fn grouped(self, group: usize) -> Self {
-        Chunks { group, ..self }
     }
 }
 
@@ -222,6 +211,57 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             // span of a unique view; the chunk is this block's alone (`Chunks`) and the element
             // this thread's alone (caller); a kernel's views are of global memory.
             unsafe { element.write(value) }
+        }
+    }
+
+    /// Writes `f(index, 0)` and `f(index + [0, 1], 1)` to the elements at `local` and the next
+    /// along the last dimension, where each is inside the view and the box `shape` (from the
+    /// chunk's first index, inside its own box): one store of both where they are neighbours in
+    /// memory, aligned to their size.
+    ///
+    /// # Safety
+    ///
+    /// The block's partition gives both elements (where inside `shape`) to this thread alone;
+    /// `shape` is inside the chunk's box.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn store_two_in(&mut self, local: E::Index, shape: E::Index, f: impl Fn(E::Index, usize) -> T) {
+        use crate::layout::Mapping;
+        let last = E::RANK - 1;
+        // The chunk's extents, cut to `shape` (a box inside the chunk's, from its first index).
+        let mut extents = self.extents();
+        for d in 0..E::RANK {
+            extents.as_mut()[d] = extents.as_ref()[d].min(shape.as_ref()[d]);
+        }
+        let mut next = local;
+        next.as_mut()[last] += 1;
+        let inside = |at: &E::Index| (0..E::RANK).all(|d| at.as_ref()[d] < extents.as_ref()[d]);
+        if inside(&next) {
+            let (index, first) = self.element(local);
+            let mut second = index;
+            second.as_mut()[last] += 1;
+            let values = [f(index, 0), f(second, 1)];
+            if self.mapping.stride(last) == 1 && (first as usize).is_multiple_of(2 * size_of::<T>()) {
+                // Both as one integer of their size: LLVM splits a store of `[T; 2]` into two.
+                match 2 * size_of::<T>() {
+                    // SAFETY: both elements inside the view (the second is, so is the first, one
+                    // before it along the last dimension), neighbours (stride 1), aligned to their
+                    // size (checked), 4 bytes in all (`[T; 2]` read as a `u32`, `T: Copy`); this
+                    // thread's alone (caller), in a unique view's span.
+                    4 => unsafe { first.cast::<u32>().write(core::mem::transmute_copy::<[T; 2], u32>(&values)) },
+                    // SAFETY: as above, 8 bytes in all.
+                    8 => unsafe { first.cast::<u64>().write(core::mem::transmute_copy::<[T; 2], u64>(&values)) },
+                    // SAFETY: as above; a vector store where the pair is 16 bytes.
+                    _ => unsafe { crate::aligned::write_aligned_run(first, values) },
+                }
+            } else {
+                // SAFETY: as above, one stride apart.
+                unsafe { crate::aligned::write_each(first, self.mapping.stride(last), values) };
+            }
+        } else if inside(&local) {
+            let (index, first) = self.element(local);
+            // SAFETY: inside the view (checked), this thread's alone (caller).
+            unsafe { first.write(f(index, 0)) };
         }
     }
 
@@ -457,35 +497,6 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         // The shape's checks, where a kernel that cuts by it is compiled.
         let _ = <E::Index as CutBy<C>>::CONST_SIZE;
         on_gpu!(self.inner, (view), Chunks::new::<C>(view, self.index(), self.count()))
-    }
-
-    /// [`chunks`](Self::chunks), numbered in groups of `G` chunk rows ([`Groups`]), each group
-    /// column by column: the chunks that the blocks running at once compute then share the rows
-    /// and columns of a matrix product's operands, which they find in L2
-    /// (`block.chunks_grouped(y, Groups::<16>)` for a `128 × 256` product of 8192² operands on
-    /// an H100's 132 multiprocessors). `G` is a type-level constant, the same in every block, so
-    /// each chunk is still one block's. A view of another rank than 2 is numbered in memory
-    /// order.
-    #[inline(always)]
-    pub fn chunks_grouped<'v, T, E, L, Sp, const G: usize>(
-        &self,
-        view: Mdspan<'v, T, E, L, Sp, Unique>,
-        groups: Groups<G>,
-    ) -> Chunks<'v, T, E, L, Sp>
-    where
-        T: DlElement,
-        E: Extents,
-        L: Layout,
-        Sp: KernelSpace,
-        E::Index: CutBy<C>,
-    {
-        const { assert!(G > 0, "a group has at least one chunk row") };
-        let _ = (<E::Index as CutBy<C>>::CONST_SIZE, groups);
-        on_gpu!(
-            self.inner,
-            (view),
-            Chunks::new::<C>(view, self.index(), self.count()).grouped(G)
-        )
     }
 
     /// Writes every element of `chunk`: `f(index)` (the index in the whole view) by exactly one

@@ -100,7 +100,7 @@ mod warp;
 pub use cells::Cells;
 #[doc(hidden)]
 pub use chunk::CutBy;
-pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Groups, NoChunks, Whole};
+pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Grouped, NoChunks, Whole};
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};
 pub use tile::{

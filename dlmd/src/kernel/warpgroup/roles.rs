@@ -7,7 +7,7 @@ use super::pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::kernel::KernelSpace;
-use crate::kernel::block::{Block, Chunk, TileSet};
+use crate::kernel::block::{Block, Chunk, Chunks, TileSet};
 use crate::layout::Layout;
 use core::marker::PhantomData;
 
@@ -103,7 +103,9 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
 
     /// Writes the accumulators to the warpgroup's part of the chunk: element `[i, j]` of the
     /// `64 × N` as `f(index, value)` at `[i, j]` of `part` (`index` its index in the whole
-    /// view), by the thread that holds it, where that is inside the part and the view.
+    /// view), by the thread that holds it, where that is inside the part and the view. Each
+    /// thread holds its elements in pairs of neighbours along a row, which it writes with one
+    /// store where the view's rows are contiguous.
     #[inline(always)]
     pub fn store<T, U, W, E, L, Sp>(
         &mut self,
@@ -118,15 +120,39 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         L: Layout,
         Sp: KernelSpace,
     {
-        self.each_held(part, acc, |part, local, value| {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: `each_held` gives each element of the part to one thread.
-            unsafe {
-                part.store_one(local, |index| f(index, value))
-            };
-            #[cfg(not(target_arch = "nvptx64"))]
-            let _ = (part, local, value, &f);
-        });
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut part = part;
+            let shape = part.shape();
+            // Written out (a loop the compiler kept would put the accumulators in local
+            // memory): 8-column group `j`, then its two rows `h`, each a pair of columns.
+            crate::unroll!(16, |ja| {
+                crate::unroll!(2, |jb| {
+                    let j = 2 * ja + jb;
+                    if j < W::N / 8 {
+                        crate::unroll!(2, |h| {
+                            let (local, first) = acc.held(self.thread, 4 * j + 2 * h);
+                            let (_, second) = acc.held(self.thread, 4 * j + 2 * h + 1);
+                            if local[0] < shape[0] && local[1] < shape[1] {
+                                let values = [first, second];
+                                // SAFETY: the accumulators' layout deals each element of the
+                                // `64 × N` to one thread, and the part's box (at most 64 rows,
+                                // the warpgroup's alone) to this warpgroup; `local` is inside the
+                                // box (checked) and so is the next column where the box's width
+                                // is even, as every accumulator width is; a narrower box holds
+                                // the first alone, which `store_two` writes alone.
+                                unsafe { part.store_two_in(local, shape, |index, e| f(index, values[e])) };
+                            }
+                        });
+                    }
+                });
+            });
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (part, acc, f);
+            self.never()
+        }
     }
 
     /// [`store`](Self::store) that reads each element before it writes it:
@@ -198,27 +224,31 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
 }
 
 impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
-    /// Runs a pipeline over `stages` with the block's warpgroups in two roles, and returns when
-    /// both are done:
+    /// Runs a pipeline over `stages` for each of the block's `chunks`, with the block's
+    /// warpgroups in two roles, and returns when both are done with the last:
     ///
-    /// - the first warpgroup's first thread is the **producer**: `producer` fills the stages
-    ///   in turn from tensor maps ([`Producer::load`]), each once its last readers have
-    ///   released it; the warpgroup's other threads wait;
-    /// - every other warpgroup is a **consumer**: `consumer` runs on its 128 threads
-    ///   together, with its [`Warpgroup`], its side of the pipeline ([`Consumer::wait`] gives
-    ///   it the stages as they land) and its part of `chunk`, the chunk's rows
-    ///   `64 · index .. 64 · (index + 1)`, which it writes its accumulators to.
+    /// - the first warpgroup's first thread is the **producer**: `producer(p, origin)` runs for
+    ///   each chunk in turn, with the chunk's first index, and fills the stages from tensor maps
+    ///   ([`Producer::load`]), each once its last readers have released it; the warpgroup's
+    ///   other threads wait;
+    /// - every other warpgroup is a **consumer**: `consumer(wg, c, part)` runs for each chunk on
+    ///   its 128 threads together, with its [`Warpgroup`], its side of the pipeline
+    ///   ([`Consumer::wait`] gives it the stages as they land) and its part of the chunk, the
+    ///   chunk's rows `64 · index .. 64 · (index + 1)`, which it writes its accumulators to.
     ///
-    /// The block is `THREADS` of a multiple of 128, from 256 (otherwise the kernel does not
-    /// compile). Every consumer should take every stage the producer fills, and the producer
-    /// fill as many as they take: a consumer waiting for a stage that is never filled, or a
-    /// producer for one never released, waits forever. Before it returns, every copy has
-    /// landed and every product is done, so `stages` may run the next chunk's pipeline.
+    /// The roles go at their own pace: while the consumers write one chunk, the producer is
+    /// already filling the stages for the next (the pipeline and its phases run on from chunk to
+    /// chunk). The block is a multiple of 128 threads, from 256, and each stage's `A` tile holds
+    /// 64 rows for each consumer (otherwise the kernel does not compile). Every consumer should
+    /// take every stage the producer fills, and the producer fill as many as they take: a
+    /// consumer waiting for a stage that is never filled, or a producer for one never released,
+    /// waits forever. Before it returns, every copy has landed and every product is done, so
+    /// `stages` may run another pipeline.
     #[inline(always)]
     pub fn specialise<const STAGES: usize, A, B, T, E, L, Sp, P, Q>(
         &mut self,
         stages: &mut Stages<'k, STAGES, A, B>,
-        chunk: Chunk<'_, T, E, L, Sp>,
+        chunks: Chunks<'_, T, E, L, Sp>,
         producer: P,
         consumer: Q,
     ) where
@@ -228,14 +258,18 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         E: Extents<Index = [usize; 2]>,
         L: Layout,
         Sp: KernelSpace,
-        P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>) + Sync,
-        Q: for<'c> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'_, T, E, L, Sp>) + Sync,
+        P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>, [usize; 2]) + Sync,
+        Q: for<'c, 'v> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp>) + Sync,
     {
         const {
             assert!(
                 THREADS.is_multiple_of(128) && THREADS >= 256,
                 "a specialised block has a producer warpgroup and at least one consumer: a multiple of 128 threads, from 256"
-            )
+            );
+            assert!(
+                A::ROWS == ROWS * (THREADS / 128 - 1),
+                "the `A` tile of a stage holds 64 rows for each consumer warpgroup"
+            );
         };
         let _ = Pipeline::<STAGES, A, B>::BYTES;
         #[cfg(target_arch = "nvptx64")]
@@ -266,7 +300,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                         count: 0,
                         call: PhantomData,
                     };
-                    producer(&mut p);
+                    for chunk in chunks {
+                        producer(&mut p, chunk.origin());
+                    }
                     // Every copy lands before the block goes on: wait for the last fill of each
                     // stage (the earlier ones completed before it was refilled).
                     let filled = p.count;
@@ -288,7 +324,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     count: 0,
                     call: PhantomData,
                 };
-                consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
+                for chunk in chunks {
+                    consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
+                }
                 // Products whose accumulators were forgotten (`mem::forget`) still run: they
                 // are done before the stages are used again.
                 // SAFETY: all 128 threads of the warpgroup, sm_90a.
@@ -307,7 +345,17 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            let _ = (stages, chunk, producer, consumer);
+            // The roles' code, compiled on the host too (never run): the checks that their
+            // operations make when a kernel is compiled then hold for host builds that
+            // type-check kernels, as for the GPU's.
+            type ProducerRole<P, const STAGES: usize, A, B> = for<'c> fn(&P, &mut Producer<'c, STAGES, A, B>);
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, A, B, T, E, L, Sp> =
+                for<'c, 'v> fn(&Q, &mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp>);
+            let _roles: (
+                ProducerRole<P, STAGES, A, B>,
+                ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp>,
+            ) = (|p, producer| p(producer, [0, 0]), |q, wg, consumer, part| q(wg, consumer, part));
+            let _ = (stages, chunks, producer, consumer);
             self.never_on_host()
         }
     }

@@ -16,6 +16,9 @@ pub(super) fn grouped_index<E: Extents, L: Layout>(n: usize, counts: &E::Index, 
     }
     let (slow, fast) = if L::FIRST_FASTEST { (1, 0) } else { (0, 1) };
     let (rows, cols) = (counts.as_ref()[slow], counts.as_ref()[fast]);
+    // No group larger than the grid: `group · cols` is then at most the number of chunks, which
+    // fits `usize`, and so does every product below.
+    let group = group.min(rows.max(1));
     let per_group = group * cols;
     let (g, within) = (n / per_group, n % per_group);
     // The last group may have fewer rows; a number past the grid (never asked for) lands past
@@ -64,7 +67,7 @@ mod tests {
     #[test]
     fn grouped_numbers_cover_the_grid_once() {
         for (rows, cols) in [(1, 1), (1, 7), (7, 1), (5, 3), (16, 32), (33, 5), (64, 32)] {
-            for group in [1, 2, 3, 4, 8, 16, 40] {
+            for group in [1, 2, 3, 4, 8, 16, 40, usize::MAX, (1 << 63) + 1] {
                 let mut seen = vec![false; rows * cols];
                 for n in 0..rows * cols {
                     let [r, c] = grouped_index::<Dims<2>, LayoutRight>(n, &[rows, cols], group);
