@@ -18,6 +18,7 @@ fn ui() {
     t.compile_fail("ui/kernel/*.rs");
     t.compile_fail("ui/block/*.rs");
     t.compile_fail("ui/mma/*.rs");
+    t.compile_fail("ui/warpgroup/*.rs");
 }
 
 /// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features

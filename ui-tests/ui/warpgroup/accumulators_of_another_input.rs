@@ -1,0 +1,40 @@
+// The accumulators' type parameter is the input type of the products added to them, which picks
+// the `wgmma` instruction (`.bf16`, `.e4m3`, …) and its depth: FP8 accumulators over `bf16`
+// tiles would read the `bf16` bytes as pairs of FP8 values. The stage's element type is the
+// accumulators'.
+use dlmd::dtype::F8E4M3FN;
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+type XMap<'a> = TensorMap<'a, bf16, (Const<128>, Const<64>), Swizzle128>;
+type WMap<'a> = TensorMap<'a, bf16, (Const<256>, Const<64>), Swizzle128>;
+type Linear<'k> = Block<'k, 384, Pipeline<4, X, W>, (Const<128>, Const<256>)>;
+
+pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut stages) = block.split();
+    for chunk in block.chunks(y) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| producer.load(&x, [i0, 0], &w, [j0, 0]),
+            |wg, consumer, part| {
+                let running = wg.mma(Accumulators::<F8E4M3FN, Cols<256>>::zero(), consumer.wait());
+                let acc = wg.wait(running);
+                wg.store(part, acc, |_, v| bf16::from_f32(v));
+            },
+        );
+    }
+}
+
+fn main() {
+    let _ = body
+        as fn(Linear<'static>, XMap<'static>, WMap<'static>, DeviceMdspanMut<'static, bf16, Dims<2>>);
+}

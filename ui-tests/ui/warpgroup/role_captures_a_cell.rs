@@ -1,0 +1,46 @@
+// A `Cell` would let a role write what it captures all the same: the producer's thread would set
+// a value the rest of the block never sees, and the block's uniform code could branch on it
+// (a barrier reached by one thread). The roles are `Sync` closures: no `Cell` is captured.
+use core::cell::Cell;
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+type XMap<'a> = TensorMap<'a, bf16, (Const<128>, Const<64>), Swizzle128>;
+type WMap<'a> = TensorMap<'a, bf16, (Const<256>, Const<64>), Swizzle128>;
+type Linear<'k> = Block<'k, 384, Pipeline<4, X, W>, (Const<128>, Const<256>)>;
+
+pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut stages) = block.split();
+    let filled = Cell::new(0);
+    for chunk in block.chunks(y) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| {
+                producer.load(&x, [i0, 0], &w, [j0, 0]);
+                filled.set(filled.get() + 1);
+            },
+            |wg, consumer, part| {
+                let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+                let acc = wg.wait(running);
+                wg.store(part, acc, |_, v| bf16::from_f32(v));
+            },
+        );
+    }
+    if filled.get() > 1 {
+        block.sync(());
+    }
+}
+
+fn main() {
+    let _ = body
+        as fn(Linear<'static>, XMap<'static>, WMap<'static>, DeviceMdspanMut<'static, bf16, Dims<2>>);
+}

@@ -1,0 +1,38 @@
+// `wgmma` and its waits are warpgroup-wide: all 128 threads of four warps issue them together.
+// A block of 320 threads ends in half a warpgroup, whose consumer code would issue them from
+// part of a warpgroup. The block is a multiple of 128 threads.
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type X = TileOf<bf16, (Const<64>, Const<64>), Swizzle128>;
+type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+type XMap<'a> = TensorMap<'a, bf16, (Const<64>, Const<64>), Swizzle128>;
+type WMap<'a> = TensorMap<'a, bf16, (Const<256>, Const<64>), Swizzle128>;
+type Linear<'k> = Block<'k, 320, Pipeline<4, X, W>, (Const<64>, Const<256>)>;
+
+pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut stages) = block.split();
+    for chunk in block.chunks(y) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| producer.load(&x, [i0, 0], &w, [j0, 0]),
+            |wg, consumer, part| {
+                let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+                let acc = wg.wait(running);
+                wg.store(part, acc, |_, v| bf16::from_f32(v));
+            },
+        );
+    }
+}
+
+fn main() {
+    let _ = body
+        as fn(Linear<'static>, XMap<'static>, WMap<'static>, DeviceMdspanMut<'static, bf16, Dims<2>>);
+}

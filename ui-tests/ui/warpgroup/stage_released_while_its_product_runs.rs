@@ -1,0 +1,40 @@
+// Dropping a `Full` releases its stage to the producer. Released while the products that read it
+// still run, the copy engine would refill the stage under `wgmma`: once `mma` has the stage, the
+// handle is gone, and only a wait releases it.
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+type XMap<'a> = TensorMap<'a, bf16, (Const<128>, Const<64>), Swizzle128>;
+type WMap<'a> = TensorMap<'a, bf16, (Const<256>, Const<64>), Swizzle128>;
+type Linear<'k> = Block<'k, 384, Pipeline<4, X, W>, (Const<128>, Const<256>)>;
+
+pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut stages) = block.split();
+    for chunk in block.chunks(y) {
+        let [i0, j0] = chunk.origin();
+        block.specialise(
+            &mut stages,
+            chunk,
+            |producer| producer.load(&x, [i0, 0], &w, [j0, 0]),
+            |wg, consumer, part| {
+                let stage = consumer.wait();
+                let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), stage);
+                drop(stage);
+                let acc = wg.wait(running);
+                wg.store(part, acc, |_, v| bf16::from_f32(v));
+            },
+        );
+    }
+}
+
+fn main() {
+    let _ = body
+        as fn(Linear<'static>, XMap<'static>, WMap<'static>, DeviceMdspanMut<'static, bf16, Dims<2>>);
+}
