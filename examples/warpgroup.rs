@@ -71,7 +71,10 @@ fn safe(
     let config = grid(m, n);
     macro_rules! maps {
         ($x:expr, $w:expr, $d:literal) => {
-            (map::<_, 128, $d>(stream, $x, [m, k])?, map::<_, 256, $d>(stream, $w, [n, k])?)
+            (
+                map::<_, 128, $d>(stream, $x, [m, k])?,
+                map::<_, 256, $d>(stream, $w, [n, k])?,
+            )
         };
     }
     macro_rules! out {
@@ -82,9 +85,7 @@ fn safe(
     match (kind, operands) {
         (Kind::Bf16, Operands::Bf16(x, w, _, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
-            cuda::scope(|s| {
-                hk::linear_bf16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut())
-            })?
+            cuda::scope(|s| hk::linear_bf16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut()))?
         }
         (Kind::Bias(activation), Operands::Bf16(x, w, bias, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
@@ -96,21 +97,31 @@ fn safe(
         }
         (Kind::F16, Operands::F16(x, w, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
-            cuda::scope(|s| {
-                hk::linear_f16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut())
-            })?
+            cuda::scope(|s| hk::linear_f16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut()))?
         }
         (Kind::Fp8(scale_x, scale_w), Operands::Fp8(x, w, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 128), out!(y));
             cuda::scope(|s| {
-                let args = hk::LinearFp8Args { scale_x, scale_w, x: xm.map(), w: wm.map(), y: yv.as_view_mut() };
+                let args = hk::LinearFp8Args {
+                    scale_x,
+                    scale_w,
+                    x: xm.map(),
+                    w: wm.map(),
+                    y: yv.as_view_mut(),
+                };
                 hk::linear_fp8(s.launch(stream, kernels, config), args)
             })?
         }
         (Kind::Gemm(alpha, beta), Operands::Gemm(x, w, c)) => {
             let ((xm, wm), mut cv) = (maps!(x, w, 64), out!(c));
             cuda::scope(|s| {
-                let args = hk::GemmBf16Args { alpha, beta, x: xm.map(), w: wm.map(), c: cv.as_view_mut() };
+                let args = hk::GemmBf16Args {
+                    alpha,
+                    beta,
+                    x: xm.map(),
+                    w: wm.map(),
+                    c: cv.as_view_mut(),
+                };
                 hk::gemm_bf16(s.launch(stream, kernels, config), args)
             })?
         }
@@ -121,16 +132,27 @@ fn safe(
 
 /// The device buffers of a product: `x`, `w` (and `bias`), and the output.
 enum Operands<'a> {
-    Bf16(&'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a mut CudaSlice<bf16>),
+    Bf16(
+        &'a CudaSlice<bf16>,
+        &'a CudaSlice<bf16>,
+        &'a CudaSlice<bf16>,
+        &'a mut CudaSlice<bf16>,
+    ),
     F16(&'a CudaSlice<f16>, &'a CudaSlice<f16>, &'a mut CudaSlice<f16>),
-    Fp8(&'a CudaSlice<F8E4M3FN>, &'a CudaSlice<F8E4M3FN>, &'a mut CudaSlice<bf16>),
+    Fp8(
+        &'a CudaSlice<F8E4M3FN>,
+        &'a CudaSlice<F8E4M3FN>,
+        &'a mut CudaSlice<bf16>,
+    ),
     Gemm(&'a CudaSlice<bf16>, &'a CudaSlice<bf16>, &'a mut CudaSlice<f32>),
 }
 
 /// Small integers (`-h ..= h`, `h = modulo / 2`) in a pattern of `mul`: exact in every input
 /// type, products and sums exact in `f32`.
 fn ints(len: usize, mul: usize, modulo: usize) -> Vec<f32> {
-    (0..len).map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32).collect()
+    (0..len)
+        .map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32)
+        .collect()
 }
 
 /// `act(x · wᵀ + bias)` (or `α · x · wᵀ + β · c`) on the CPU, in `f64`.
@@ -197,7 +219,10 @@ fn check_cpu(
     let nan = vec![f32::NAN; m * n];
     let got: Vec<f64> = match kind {
         Kind::Fp8(..) => {
-            let (dx, dw) = (upload(stream, &x, F8E4M3FN::from_f32)?, upload(stream, &w, F8E4M3FN::from_f32)?);
+            let (dx, dw) = (
+                upload(stream, &x, F8E4M3FN::from_f32)?,
+                upload(stream, &w, F8E4M3FN::from_f32)?,
+            );
             let mut y = upload(stream, &nan, bf16::from_f32)?;
             safe(stream, kernels, shape, kind, Operands::Fp8(&dx, &dw, &mut y))?;
             stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
@@ -230,7 +255,11 @@ fn check_cpu(
         _ => bf16::from_f64(v).to_f64(),
     };
     let want: Vec<f64> = want.into_iter().map(round).collect();
-    let tolerance = if matches!(kind, Kind::Bias(a) if a != hk::Activation::NONE) { 1.0 / 128.0 } else { 0.0 };
+    let tolerance = if matches!(kind, Kind::Bias(a) if a != hk::Activation::NONE) {
+        1.0 / 128.0
+    } else {
+        0.0
+    };
     let (err, at) = worst(&got, &want);
     if err.is_nan() || err > tolerance {
         return Err(format!(
@@ -239,7 +268,10 @@ fn check_cpu(
         )
         .into());
     }
-    println!("check {kind:?} {m}x{k}x{n}: all {} elements match the CPU (worst relative error {err:.1e})", m * n);
+    println!(
+        "check {kind:?} {m}x{k}x{n}: all {} elements match the CPU (worst relative error {err:.1e})",
+        m * n
+    );
     Ok(())
 }
 
@@ -267,7 +299,12 @@ fn random(len: usize, seed: u64) -> Vec<f32> {
 
 /// The safe `bf16` kernel against cuBLAS at `size`³: on small integers element for element,
 /// on random values by `‖y − y_cuBLAS‖ / ‖y_cuBLAS‖`.
-fn check_cublas(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
+fn check_cublas(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    blas: &CudaBlas,
+    size: usize,
+) -> Result<(), Box<dyn Error>> {
     let shape = (size, size, size);
     for integers in [true, false] {
         let (x, w) = if integers {
@@ -280,10 +317,20 @@ fn check_cublas(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, si
         let mut reference = stream.alloc_zeros::<bf16>(size * size)?;
         cublas(blas, shape, true, &dx, &dw, &mut reference)?;
         let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
-        safe(stream, kernels, shape, Kind::Bf16, Operands::Bf16(&dx, &dw, &dbias, &mut y))?;
+        safe(
+            stream,
+            kernels,
+            shape,
+            Kind::Bf16,
+            Operands::Bf16(&dx, &dw, &dbias, &mut y),
+        )?;
         let (got, reference) = (stream.clone_dtoh(&y)?, stream.clone_dtoh(&reference)?);
         if integers {
-            let wrong = got.iter().zip(&reference).filter(|(g, e)| g.to_bits() != e.to_bits()).count();
+            let wrong = got
+                .iter()
+                .zip(&reference)
+                .filter(|(g, e)| g.to_bits() != e.to_bits())
+                .count();
             if wrong != 0 {
                 return Err(format!("linear_bf16 {size}³ integers: {wrong} elements differ from cuBLAS").into());
             }
@@ -322,7 +369,10 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
     let (x, w) = (random(size * size, 0x1234_5678), random(size * size, 0x8765_4321));
     let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
     let (xh, wh) = (upload(stream, &x, f16::from_f32)?, upload(stream, &w, f16::from_f32)?);
-    let (x8, w8) = (upload(stream, &x, F8E4M3FN::from_f32)?, upload(stream, &w, F8E4M3FN::from_f32)?);
+    let (x8, w8) = (
+        upload(stream, &x, F8E4M3FN::from_f32)?,
+        upload(stream, &w, F8E4M3FN::from_f32)?,
+    );
     let bias = upload(stream, &random(size, 0x55), bf16::from_f32)?;
     let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
     let mut yh = stream.alloc_zeros::<f16>(size * size)?;
@@ -335,11 +385,23 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
             let which = (turn + round) % SIDES.len();
             times[which] = cover.time(stream, || match which {
                 0 => cublas(blas, shape, true, &xb, &wb, &mut yb),
-                1 => safe(stream, kernels, shape, Kind::Bf16, Operands::Bf16(&xb, &wb, &bias, &mut yb)),
+                1 => safe(
+                    stream,
+                    kernels,
+                    shape,
+                    Kind::Bf16,
+                    Operands::Bf16(&xb, &wb, &bias, &mut yb),
+                ),
                 2 => raw(stream, kernels, shape, &xb, &wb, &maps, &mut yb),
                 3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
                 4 => safe(stream, kernels, shape, Kind::F16, Operands::F16(&xh, &wh, &mut yh)),
-                5 => safe(stream, kernels, shape, Kind::Fp8(0.5, 2.0), Operands::Fp8(&x8, &w8, &mut yb)),
+                5 => safe(
+                    stream,
+                    kernels,
+                    shape,
+                    Kind::Fp8(0.5, 2.0),
+                    Operands::Fp8(&x8, &w8, &mut yb),
+                ),
                 _ => {
                     let kind = Kind::Bias(hk::Activation::GELU_TANH);
                     safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
@@ -351,7 +413,11 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
     let t = sides.medians();
     let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
     for (i, name) in SIDES.iter().enumerate() {
-        println!("bench {size}³ x·wᵀ: {name} {:.4} ms ({:.0} TFLOP/s)", t[i], tflops(t[i]));
+        println!(
+            "bench {size}³ x·wᵀ: {name} {:.4} ms ({:.0} TFLOP/s)",
+            t[i],
+            tflops(t[i])
+        );
     }
     println!(
         "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; bias+GELU/plain {:.3}",
@@ -411,7 +477,13 @@ fn run() -> Result<(), Box<dyn Error>> {
     ];
     // Aligned, and ragged on every side (the copies' boxes past the edges bring zeros; the
     // stores stop at the edges); `k` a multiple of 16 bytes, as the copy engine needs.
-    for shape in [(128, 64, 256), (256, 512, 512), (100, 72, 300), (300, 200, 520), (1, 16, 1)] {
+    for shape in [
+        (128, 64, 256),
+        (256, 512, 512),
+        (100, 72, 300),
+        (300, 200, 520),
+        (1, 16, 1),
+    ] {
         for kind in kinds {
             check_cpu(&stream, &kernels, shape, kind)?;
         }

@@ -54,6 +54,13 @@ steps = ["pub type Bf16Atom = M16N8K16<bf16>;\n", "pub type TwoSteps = ((StepA, 
 if tensor_kernel(shown) != tensor_kernel(source) or not all(t in shown and t in source for t in steps):
     sys.exit("first-kernel: README.md's tensor-core kernel differs from examples/tensor-kernels' matmul_bf16_two_stages")
 print("first-kernel: README.md's tensor-core kernel is examples/tensor-kernels' matmul_bf16_two_stages")
+# The Hopper kernel it shows is examples/hopper-kernels' src/simple.rs, as it is there.
+start = readme.index("#### Hopper: warpgroups, TMA and `wgmma`")
+shown = re.findall(r"```rust\n(.*?)```", readme[start:], re.S)[0]
+source = pathlib.Path("examples/hopper-kernels/src/simple.rs").read_text()
+if not source.endswith(shown):
+    sys.exit("first-kernel: README.md's Hopper kernel differs from examples/hopper-kernels/src/simple.rs")
+print("first-kernel: README.md's Hopper kernel is examples/hopper-kernels' linear_bf16_simple")
 PY
 
 # 2. The template as a crate of its own, outside this workspace.
@@ -105,6 +112,26 @@ PY
 (cd "$work/tensor-kernel" && CARGO_TARGET_DIR="$work/first-kernel/target" cargo build --release --quiet)
 grep -q "mma.sync.aligned.m16n8k16" "$(find "$work/first-kernel/target/release/build" -path '*tensor-kernel*' -name kernels.ptx | head -1)"
 echo "first-kernel: the README's tensor-core kernel builds in a crate of its own, for sm_80, with mma.sync in its PTX"
+# The README's Hopper kernel likewise, for sm_90a.
+mkdir -p "$work/hopper-kernel/src"
+sed -e 's/^name = "tensor-kernel"/name = "hopper-kernel"/' "$work/tensor-kernel/Cargo.toml" > "$work/hopper-kernel/Cargo.toml"
+cp Cargo.lock "$work/hopper-kernel/"
+sed -e 's/"sm_80"/"sm_90a"/' "$work/tensor-kernel/build.rs" > "$work/hopper-kernel/build.rs"
+python3 - "$work/hopper-kernel/src/lib.rs" <<'PY'
+import pathlib, re, sys
+readme = pathlib.Path("README.md").read_text()
+start = readme.index("#### Hopper: warpgroups, TMA and `wgmma`")
+shown = re.findall(r"```rust\n(.*?)```", readme[start:], re.S)[0]
+header = (
+    '#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch, stdarch_nvptx,\n'
+    '    core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem), allow(internal_features))]\n'
+    '#[cfg(not(target_arch = "nvptx64"))]\npub const PTX: &str = dlmd::kernels_ptx!();\n'
+)
+pathlib.Path(sys.argv[1]).write_text(header + shown)
+PY
+(cd "$work/hopper-kernel" && CARGO_TARGET_DIR="$work/first-kernel/target" cargo build --release --quiet)
+grep -q "wgmma.mma_async.sync.aligned.m64n256k16" "$(find "$work/first-kernel/target/release/build" -path '*hopper-kernel*' -name kernels.ptx | head -1)"
+echo "first-kernel: the README's Hopper kernel builds in a crate of its own, for sm_90a, with wgmma in its PTX"
 
 # 3. Its run.
 status=0

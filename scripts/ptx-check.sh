@@ -65,3 +65,15 @@ check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-
 # wgmma, TMA), each for the architectures its PTX targets.
 check "$(ptx_of dlmd-example-tensor-kernels)" summary "sm_80 sm_90"
 check "$(ptx_of dlmd-example-hopper-kernels)" summary sm_90a
+# The safe Hopper kernels (`dlmd::kernel::warpgroup`) keep their products asynchronous: ptxas
+# serialises `wgmma` (its C7510/C7515 notes) where running accumulators are touched before
+# their wait or a call splits the pipeline, which would be correct but slow. The raw variants
+# that measure such layouts on purpose are left out.
+hopper=$(ptx_of dlmd-example-hopper-kernels)
+serialised=$("$ptxas" -arch=sm_90a -v "$hopper" -o /dev/null 2>&1 | grep -E 'C75[0-9]+' | grep -E "'(linear|gemm)_[a-z0-9_]*'" || true)
+if [ -n "$serialised" ]; then
+    echo "ptxas serialises wgmma in a safe Hopper kernel:" >&2
+    echo "$serialised" >&2
+    exit 1
+fi
+echo "sm_90a: no safe Hopper kernel has its wgmma serialised"

@@ -23,12 +23,14 @@
 mod gemm;
 mod linear;
 mod probe;
+mod simple;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
 pub use gemm::*;
 pub use linear::*;
 pub use probe::*;
+pub use simple::*;
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -13,6 +13,7 @@ use dlmd::kernel::block::{Grouped, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
 use dlmd::kernel::warpgroup::Pipeline;
+use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
     dlmd::dtype::DlElement,
@@ -20,7 +21,6 @@ use {
     dlmd::kernel::math::{exp, rcp, to_bf16, to_f16},
     dlmd::kernel::warpgroup::{Accumulators, Cols, Product},
 };
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
 /// A stage's rows of `x`: `128 × D` (`D` elements of 128 bytes).
 pub type XTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Swizzle128>;
@@ -212,9 +212,13 @@ pub fn gemm_bf16(
                 acc = wg.wait(running);
             }
             let acc = wg.wait(acc);
-            wg.update(part, acc, |_, v, old| {
-                if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
-            });
+            wg.update(
+                part,
+                acc,
+                |_, v, old| {
+                    if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
+                },
+            );
         },
     );
 }

@@ -43,7 +43,9 @@ fn grid(blocks: usize) -> LaunchConfig {
 /// Small integers, exact in `bf16` and FP8 E4M3 (at most 4 in magnitude); every product and
 /// sum exact in `f32`.
 fn operand(len: usize, mul: usize, modulo: usize) -> Vec<f32> {
-    (0..len).map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32).collect()
+    (0..len)
+        .map(|i| (i * mul % modulo) as f32 - (modulo / 2) as f32)
+        .collect()
 }
 
 /// `x · wᵀ` for row-major `x` (`m × k`) and `w` (`n × k`).
@@ -78,18 +80,29 @@ fn a_safe_wgmma_product_matches_the_cpu_for_aligned_and_ragged_shapes() {
         let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
         let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&stream, &wv).unwrap();
         let chunks = m.div_ceil(128) * n.div_ceil(256);
-        for blocks in [chunks, 1, 2] {
-            let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
-            {
-                let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
-                cuda::scope(|s| {
-                    let launch = s.launch(&stream, &module, grid(blocks));
-                    hk::linear_bf16(launch, xm.map(), wm.map(), yv.as_view_mut())
-                })
-                .unwrap();
+        // The grouped kernel, the README's (memory order), each with a grid that covers the
+        // chunks and grids of fewer blocks, which run their pipelines over several chunks.
+        for simple in [false, true] {
+            for blocks in [chunks, 1, 2] {
+                let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
+                {
+                    let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+                    cuda::scope(|s| {
+                        let launch = s.launch(&stream, &module, grid(blocks));
+                        if simple {
+                            hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
+                        } else {
+                            hk::linear_bf16(launch, xm.map(), wm.map(), yv.as_view_mut())
+                        }
+                    })
+                    .unwrap();
+                }
+                let got = stream.clone_dtoh(&d_y).unwrap();
+                assert_eq!(
+                    got, expected,
+                    "{m} x {k} · ({n} x {k})ᵀ, {blocks} blocks, README's: {simple}"
+                );
             }
-            let got = stream.clone_dtoh(&d_y).unwrap();
-            assert_eq!(got, expected, "{m} x {k} · ({n} x {k})ᵀ, {blocks} blocks");
         }
     }
 }
@@ -103,7 +116,10 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
         let xw = product(m, k, n, &x, &w);
         // FP8, scales 0.5 and 4: exact.
         let to8 = |v: &[f32]| v.iter().map(|&v| F8E4M3FN::from_f32(v)).collect::<Vec<_>>();
-        let (d_x, d_w) = (stream.clone_htod(&to8(&x)).unwrap(), stream.clone_htod(&to8(&w)).unwrap());
+        let (d_x, d_w) = (
+            stream.clone_htod(&to8(&x)).unwrap(),
+            stream.clone_htod(&to8(&w)).unwrap(),
+        );
         let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
         let wv = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
         let xm = TiledMap::<F8E4M3FN, (Const<128>, Const<128>), Swizzle128>::new(&stream, &xv).unwrap();
@@ -124,7 +140,11 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
             .unwrap();
         }
         let expected: Vec<bf16> = xw.iter().map(|&v| bf16::from_f32(2.0 * v)).collect();
-        assert_eq!(stream.clone_dtoh(&d_y).unwrap(), expected, "FP8 {m} x {k} · ({n} x {k})ᵀ");
+        assert_eq!(
+            stream.clone_dtoh(&d_y).unwrap(),
+            expected,
+            "FP8 {m} x {k} · ({n} x {k})ᵀ"
+        );
 
         // c = 2 x · wᵀ − c, bf16 inputs, f32 c.
         let to = |v: &[f32]| v.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>();
@@ -150,7 +170,11 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
             .unwrap();
         }
         let expected: Vec<f32> = xw.iter().zip(&c0).map(|(v, c)| 2.0 * v - c).collect();
-        assert_eq!(stream.clone_dtoh(&d_c).unwrap(), expected, "update {m} x {k} · ({n} x {k})ᵀ");
+        assert_eq!(
+            stream.clone_dtoh(&d_c).unwrap(),
+            expected,
+            "update {m} x {k} · ({n} x {k})ᵀ"
+        );
     }
 }
 
@@ -161,7 +185,9 @@ macro_rules! probe {
         let (stream, module) = ($stream, $module);
         let rows = hk::PROBE_ROWS;
         // Each byte its own value along a row, and rows told apart.
-        let tensor: Vec<u8> = (0..rows * $bytes).map(|i| (i % $bytes + 7 * (i / $bytes)) as u8).collect();
+        let tensor: Vec<u8> = (0..rows * $bytes)
+            .map(|i| (i % $bytes + 7 * (i / $bytes)) as u8)
+            .collect();
         let d_tensor = stream.clone_htod(&tensor).unwrap();
         let view = device_view::<_, Dims<2>, LayoutRight>(&d_tensor, Dims::new([rows, $bytes])).unwrap();
         let map = TiledMap::<u8, (Const<{ hk::PROBE_ROWS }>, Const<$bytes>), $swizzle>::new(&stream, &view).unwrap();
@@ -173,8 +199,7 @@ macro_rules! probe {
                 block_dim: (128, 1, 1),
                 shared_mem_bytes: hk::PROBE_SHARED,
             };
-            cuda::scope(|s| hk::$kernel(s.launch(&stream, &module, config), map.map(), out.as_view_mut()))
-            .unwrap();
+            cuda::scope(|s| hk::$kernel(s.launch(&stream, &module, config), map.map(), out.as_view_mut())).unwrap();
         }
         let tile = stream.clone_dtoh(&d_out).unwrap();
         for row in 0..rows {

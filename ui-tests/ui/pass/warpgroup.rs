@@ -23,28 +23,26 @@ pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, 
     }
     let steps = k.div_ceil(64);
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks(y) {
-        let [i0, j0] = chunk.origin();
-        block.specialise(
-            &mut stages,
-            chunk,
-            |producer| {
-                for s in 0..steps {
-                    producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
-                }
-            },
-            |wg, consumer, part| {
-                let _ = wg.index();
-                let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
-                for _ in 1..steps {
-                    let running = wg.mma(acc, consumer.wait());
-                    acc = wg.wait(running);
-                }
-                let acc = wg.wait(acc);
-                wg.store(part, acc, |_, v| bf16::from_f32(v));
-            },
-        );
-    }
+    let chunks = block.chunks(y);
+    block.specialise(
+        &mut stages,
+        chunks,
+        |producer, [i0, j0]| {
+            for s in 0..steps {
+                producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
+            }
+        },
+        |wg, consumer, part| {
+            let _ = wg.index();
+            let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+            for _ in 1..steps {
+                let running = wg.mma(acc, consumer.wait());
+                acc = wg.wait(running);
+            }
+            let acc = wg.wait(acc);
+            wg.store(part, acc, |_, v| bf16::from_f32(v));
+        },
+    );
 }
 
 fn main() {

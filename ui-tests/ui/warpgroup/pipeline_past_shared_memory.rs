@@ -16,19 +16,17 @@ type Linear<'k> = Block<'k, 384, Pipeline<8, X, W>, (Const<128>, Const<256>)>;
 
 pub fn body(block: Linear<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
     let (mut block, mut stages) = block.split();
-    for chunk in block.chunks(y) {
-        let [i0, j0] = chunk.origin();
-        block.specialise(
-            &mut stages,
-            chunk,
-            |producer| producer.load(&x, [i0, 0], &w, [j0, 0]),
-            |wg, consumer, part| {
-                let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
-                let acc = wg.wait(running);
-                wg.store(part, acc, |_, v| bf16::from_f32(v));
-            },
-        );
-    }
+    let chunks = block.chunks(y);
+    block.specialise(
+        &mut stages,
+        chunks,
+        |producer, [i0, j0]| producer.load(&x, [i0, 0], &w, [j0, 0]),
+        |wg, consumer, part| {
+            let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+            let acc = wg.wait(running);
+            wg.store(part, acc, |_, v| bf16::from_f32(v));
+        },
+    );
 }
 
 fn main() {

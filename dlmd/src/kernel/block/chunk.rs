@@ -214,54 +214,72 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         }
     }
 
-    /// Writes `f(index, 0)` and `f(index + [0, 1], 1)` to the elements at `local` and the next
-    /// along the last dimension, where each is inside the view and the box `shape` (from the
-    /// chunk's first index, inside its own box): one store of both where they are neighbours in
-    /// memory, aligned to their size.
+    /// How many of the elements at `local` and the next along the last dimension are inside
+    /// the view and the box `shape` (from the chunk's first index, inside its own box): 0, the
+    /// first (1), or both (2); and the first's index in the whole view.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn pair_inside(&self, local: E::Index, shape: E::Index) -> (usize, E::Index) {
+        let last = E::RANK - 1;
+        let extents = self.extents();
+        let mut index = self.origin;
+        let mut count = 2;
+        for d in 0..E::RANK {
+            let limit = extents.as_ref()[d].min(shape.as_ref()[d]);
+            let at = local.as_ref()[d];
+            if at >= limit {
+                count = 0;
+            } else if d == last && at + 1 >= limit {
+                count = count.min(1);
+            }
+            index.as_mut()[d] += at;
+        }
+        (count, index)
+    }
+
+    /// Writes `values[0]` to the element at `local` and `values[1]` to the next along the last
+    /// dimension, the first `count` of them ([`pair_inside`](Self::pair_inside)): one store of
+    /// both where they are neighbours in memory, aligned to their size.
     ///
     /// # Safety
     ///
-    /// The block's partition gives both elements (where inside `shape`) to this thread alone;
-    /// `shape` is inside the chunk's box.
+    /// `count` is what `pair_inside` gave for `local`; the block's partition gives the elements
+    /// it counts to this thread alone.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(crate) unsafe fn store_two_in(&mut self, local: E::Index, shape: E::Index, f: impl Fn(E::Index, usize) -> T) {
+    pub(crate) unsafe fn write_pair(&mut self, local: E::Index, count: usize, values: [T; 2]) {
         use crate::layout::Mapping;
         let last = E::RANK - 1;
-        // The chunk's extents, cut to `shape` (a box inside the chunk's, from its first index).
-        let mut extents = self.extents();
-        for d in 0..E::RANK {
-            extents.as_mut()[d] = extents.as_ref()[d].min(shape.as_ref()[d]);
+        if count == 0 {
+            return;
         }
-        let mut next = local;
-        next.as_mut()[last] += 1;
-        let inside = |at: &E::Index| (0..E::RANK).all(|d| at.as_ref()[d] < extents.as_ref()[d]);
-        if inside(&next) {
-            let (index, first) = self.element(local);
-            let mut second = index;
-            second.as_mut()[last] += 1;
-            let values = [f(index, 0), f(second, 1)];
-            if self.mapping.stride(last) == 1 && (first as usize).is_multiple_of(2 * size_of::<T>()) {
-                // Both as one integer of their size: LLVM splits a store of `[T; 2]` into two.
-                match 2 * size_of::<T>() {
-                    // SAFETY: both elements inside the view (the second is, so is the first, one
-                    // before it along the last dimension), neighbours (stride 1), aligned to their
-                    // size (checked), 4 bytes in all (`[T; 2]` read as a `u32`, `T: Copy`); this
-                    // thread's alone (caller), in a unique view's span.
-                    4 => unsafe { first.cast::<u32>().write(core::mem::transmute_copy::<[T; 2], u32>(&values)) },
-                    // SAFETY: as above, 8 bytes in all.
-                    8 => unsafe { first.cast::<u64>().write(core::mem::transmute_copy::<[T; 2], u64>(&values)) },
-                    // SAFETY: as above; a vector store where the pair is 16 bytes.
-                    _ => unsafe { crate::aligned::write_aligned_run(first, values) },
-                }
-            } else {
-                // SAFETY: as above, one stride apart.
-                unsafe { crate::aligned::write_each(first, self.mapping.stride(last), values) };
+        let (_, first) = self.element(local);
+        if count == 1 {
+            // SAFETY: inside the view (caller), this thread's alone (caller).
+            unsafe { first.write(values[0]) };
+        } else if self.mapping.stride(last) == 1 && (first as usize).is_multiple_of(2 * size_of::<T>()) {
+            // Both as one integer of their size: LLVM splits a store of `[T; 2]` into two.
+            match 2 * size_of::<T>() {
+                // SAFETY: both elements inside the view (caller), neighbours (stride 1), aligned
+                // to their size (checked), 4 bytes in all (`[T; 2]` read as a `u32`, `T: Copy`);
+                // this thread's alone (caller), in a unique view's span.
+                4 => unsafe {
+                    first
+                        .cast::<u32>()
+                        .write(core::mem::transmute_copy::<[T; 2], u32>(&values))
+                },
+                // SAFETY: as above, 8 bytes in all.
+                8 => unsafe {
+                    first
+                        .cast::<u64>()
+                        .write(core::mem::transmute_copy::<[T; 2], u64>(&values))
+                },
+                // SAFETY: as above; a vector store where the pair is 16 bytes.
+                _ => unsafe { crate::aligned::write_aligned_run(first, values) },
             }
-        } else if inside(&local) {
-            let (index, first) = self.element(local);
-            // SAFETY: inside the view (checked), this thread's alone (caller).
-            unsafe { first.write(f(index, 0)) };
+        } else {
+            // SAFETY: as above, one stride apart.
+            unsafe { crate::aligned::write_each(first, self.mapping.stride(last), values) };
         }
     }
 

@@ -103,12 +103,12 @@ pub use chunk::CutBy;
 pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Grouped, NoChunks, Whole};
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};
+/// The seal of [`TileSet`] and the other tile traits, for the tile sets of other modules.
+pub(crate) use tile::sealed::Sealed as TileSealed;
 pub use tile::{
     Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, TileShape, Writable, Written,
 };
 pub use warp::WarpValue;
-/// The seal of [`TileSet`] and the other tile traits, for the tile sets of other modules.
-pub(crate) use tile::sealed::Sealed as TileSealed;
 
 use crate::dtype::DlElement;
 use crate::extents::Extents;

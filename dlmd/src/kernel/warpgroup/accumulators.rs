@@ -268,14 +268,43 @@ mod issue {
     pub trait Sealed {}
 }
 
+/// A stage tile that `wgmma` reads as an operand of input `T`: `TileOf<T, (Const<ROWS>,
+/// Const<COLS>), Swizzle128>`, K-major rows of 128 bytes. `B` tiles also have the accumulators'
+/// `N` rows ([`OperandB`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `wgmma` operand tile of `{T}`",
+    label = "the stage's tiles hold the accumulators' input type in the 128-byte swizzle",
+    note = "`wgmma` reads `TileOf<{T}, (Const<ROWS>, Const<COLS>), Swizzle128>`: the accumulators' input type, rows of \
+            one 128-byte swizzled row"
+)]
+pub trait OperandA<T>: Operand {}
+
+/// The `B` tile of a stage that `wgmma` reads into accumulators of `N` columns: an
+/// [`OperandA`] of `N` rows (`n × k`, K-major).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `wgmma` `B` tile of `{T}` for accumulators of {N} columns",
+    label = "the `B` tile holds the accumulators' input type, `N` rows (`n × k`), in the 128-byte swizzle",
+    note = "accumulators of `Cols<{N}>` read `TileOf<{T}, (Const<{N}>, Const<COLS>), Swizzle128>`"
+)]
+pub trait OperandB<T, const N: usize>: Operand {}
+
+impl<T: DlElement, const ROWS: usize, const COLS: usize> OperandA<T>
+    for crate::kernel::block::TileOf<T, (crate::extents::Const<ROWS>, crate::extents::Const<COLS>), Swizzle128>
+{
+}
+
+impl<T: DlElement, const N: usize, const COLS: usize> OperandB<T, N>
+    for crate::kernel::block::TileOf<T, (crate::extents::Const<N>, crate::extents::Const<COLS>), Swizzle128>
+{
+}
+
 /// What [`Warpgroup::mma`](super::Warpgroup::mma) adds a product to: [`Accumulators`] (which
 /// it returns [`InFlight`]) or [`InFlight`] ([`InFlight2`]). The stage's tiles hold the
 /// accumulators' input type, in the 128-byte swizzle.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take a product of this stage",
-    label = "accumulators with at most one group running, of the stage tiles' element type",
-    note = "the stage's tiles are `TileOf<T, (Const<ROWS>, Const<COLS>), Swizzle128>` of the accumulators' `T`, and \
-            at most two groups of products run at once: wait for one (`Warpgroup::wait`) before the next"
+    label = "at most two groups of products run at once",
+    note = "`wait` for the oldest group (`Warpgroup::wait`) before the next `mma`"
 )]
 pub trait Issue<'c, const STAGES: usize, A: Operand, B: Operand>: issue::Sealed {
     /// The accumulators' width.
@@ -293,6 +322,11 @@ pub trait Issue<'c, const STAGES: usize, A: Operand, B: Operand>: issue::Sealed 
 
 /// What [`Warpgroup::wait`](super::Warpgroup::wait) waits for: [`InFlight`] (which it returns
 /// [`Accumulators`]) or [`InFlight2`] ([`InFlight`]: the older group done).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no group of products running",
+    label = "`wait` takes `InFlight` or `InFlight2`, which `mma` returns",
+    note = "accumulators with no product running are read as they are (`Warpgroup::store`)"
+)]
 pub trait Retire: issue::Sealed {
     /// The accumulators with their oldest group done.
     type Done;
@@ -309,15 +343,15 @@ impl<T, W: Width> issue::Sealed for Accumulators<T, W> {}
 impl<T, W: Width, const STAGES: usize, A: Operand, B: Operand> issue::Sealed for InFlight<'_, T, W, STAGES, A, B> {}
 impl<T, W: Width, const STAGES: usize, A: Operand, B: Operand> issue::Sealed for InFlight2<'_, T, W, STAGES, A, B> {}
 
-impl<'c, T, W, const STAGES: usize, A, B> Issue<'c, STAGES, A, B> for Accumulators<T, W>
+impl<'c, T, const N: usize, const STAGES: usize, A, B> Issue<'c, STAGES, A, B> for Accumulators<T, Cols<N>>
 where
-    T: Product<W>,
-    W: Width,
-    A: Operand<Element = T, Swizzle = Swizzle128>,
-    B: Operand<Element = T, Swizzle = Swizzle128>,
+    Cols<N>: Width,
+    T: Product<Cols<N>>,
+    A: OperandA<T>,
+    B: OperandB<T, N>,
 {
-    type Width = W;
-    type Next = InFlight<'c, T, W, STAGES, A, B>;
+    type Width = Cols<N>;
+    type Next = InFlight<'c, T, Cols<N>, STAGES, A, B>;
     #[inline(always)]
     unsafe fn issue(mut self, a: u64, b: u64, stage: Full<'c, STAGES, A, B>) -> Self::Next {
         // SAFETY: as this function's contract.
@@ -330,15 +364,16 @@ where
     }
 }
 
-impl<'c, T, W, const STAGES: usize, A, B> Issue<'c, STAGES, A, B> for InFlight<'c, T, W, STAGES, A, B>
+impl<'c, T, const N: usize, const STAGES: usize, A, B> Issue<'c, STAGES, A, B>
+    for InFlight<'c, T, Cols<N>, STAGES, A, B>
 where
-    T: Product<W>,
-    W: Width,
-    A: Operand<Element = T, Swizzle = Swizzle128>,
-    B: Operand<Element = T, Swizzle = Swizzle128>,
+    Cols<N>: Width,
+    T: Product<Cols<N>>,
+    A: OperandA<T>,
+    B: OperandB<T, N>,
 {
-    type Width = W;
-    type Next = InFlight2<'c, T, W, STAGES, A, B>;
+    type Width = Cols<N>;
+    type Next = InFlight2<'c, T, Cols<N>, STAGES, A, B>;
     #[inline(always)]
     unsafe fn issue(self, a: u64, b: u64, stage: Full<'c, STAGES, A, B>) -> Self::Next {
         let this = core::mem::ManuallyDrop::new(self);

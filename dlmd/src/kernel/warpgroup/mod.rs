@@ -36,25 +36,28 @@
 //!               x: TensorMap<'_, bf16, (Const<128>, Const<64>), Swizzle128>,
 //!               w: TensorMap<'_, bf16, (Const<256>, Const<64>), Swizzle128>,
 //!               y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
-//!     let (mut block, mut stages) = block.split();
 //!     let steps = x.extents()[1].div_ceil(64);
-//!     for chunk in block.chunks(y) {
-//!         let [i0, j0] = chunk.origin();
-//!         block.specialise(&mut stages, chunk,
-//!             |producer| for s in 0..steps {
-//!                 producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
-//!             },
-//!             |wg, consumer, part| {
-//!                 let mut acc = Accumulators::<bf16, Cols<256>>::zero();
-//!                 for _ in 0..steps {
-//!                     let running = wg.mma(acc, consumer.wait());
-//!                     acc = wg.wait(running);
-//!                 }
-//!                 wg.store(part, acc, |_, v| bf16::from_f32(v));
-//!             });
-//!     }
+//!     let (mut block, mut stages) = block.split();
+//!     let chunks = block.chunks(y);
+//!     block.specialise(&mut stages, chunks,
+//!         |producer, [i0, j0]| for s in 0..steps {
+//!             producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
+//!         },
+//!         |wg, consumer, part| {
+//!             // One group of products left running while the next stage's is issued.
+//!             let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+//!             for _ in 1..steps {
+//!                 let running = wg.mma(acc, consumer.wait());
+//!                 acc = wg.wait(running);
+//!             }
+//!             let acc = wg.wait(acc);
+//!             wg.store(part, acc, |_, v| math::to_bf16(v));
+//!         });
 //! }
 //! ```
+//!
+//! The producer runs ahead from one chunk to the next: while the consumers write a chunk's
+//! accumulators, the stages already fill for the next.
 //!
 //! # Why safe code cannot race on the stages and the products
 //!
@@ -86,9 +89,11 @@
 //!    [`Warpgroup::wait`] waits (`wgmma.wait_group`) before it returns them. Dropped or
 //!    forgotten, running products are waited for before the stage is released, and before
 //!    `specialise` returns.
-//! 5. **Each element of a chunk has one writer.** The chunk is the block's ([`Block::chunks`](crate::kernel::Block::chunks)); the
-//!    consumer warpgroup `w` receives its rows `64 w .. 64 w + 64` alone, and the
-//!    accumulators' layout deals each of its `64 × N` elements to one thread.
+//! 5. **Each element of a chunk has one writer.** The chunks are the block's
+//!    ([`Block::chunks`](crate::kernel::Block::chunks), cut and dealt by the block's type, in
+//!    memory order or in [`Grouped`](crate::kernel::block::Grouped) rows, alike in every
+//!    block); the consumer warpgroup `w` receives its rows `64 w .. 64 w + 64` of each alone,
+//!    and the accumulators' layout deals each of its `64 × N` elements to one thread.
 //! 6. **Nothing is left in flight.** Before `specialise` returns, the producer has waited for
 //!    every copy it started, the consumers for every product, and a barrier joins the roles;
 //!    the barrier objects are invalidated and made anew by the next call.
@@ -96,6 +101,18 @@
 //! A producer that fills fewer stages than a consumer waits for, or more than they take and
 //! release, leaves threads waiting forever: a hang, which the types do not rule out, but never
 //! a read of a stage before it lands or a write over one still read.
+//!
+//! Two things hold outside the types:
+//!
+//! - **Atomics read by a role.** As in [`block`](crate::kernel::block#why-safe-code-cannot-race-nor-split-a-barrier),
+//!   an atomic that some threads write and a role's code reads may hold another value in each
+//!   thread: a branch on it can take a warpgroup operation on some of the warpgroup's threads
+//!   only, which `wgmma`'s `.sync.aligned` forbids. Keep atomics out of the roles' control flow.
+//! - **Running accumulators in registers.** Between a product and its wait, the accumulators
+//!   are registers that `wgmma` writes asynchronously. Safe code cannot read them, but the
+//!   compiler may move them (a spill, a copy as `InFlight` moves): `ptxas` keeps such moves
+//!   after the wait, serialising the products where it must (its C7510/C7515 notes), which
+//!   `scripts/ptx-check.sh` reports for the example kernels.
 //!
 //! Shared memory laid out by hand, another tensor-map layout and the instructions themselves
 //! are in [`raw`], `unsafe` under the PTX ISA's rules.
@@ -106,8 +123,8 @@ mod pipeline;
 pub mod raw;
 mod roles;
 
-pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
 #[doc(hidden)]
 pub use accumulators::Product;
+pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, OperandA, OperandB, Retire, WgmmaInput, Width};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use roles::Warpgroup;

@@ -42,7 +42,9 @@ pub trait Operand: TileSealed + 'static {
     fn map_address(map: &Self::Map<'_>) -> *const u64;
 }
 
-impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand for TileOf<T, (Const<ROWS>, Const<COLS>), S> {
+impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
+    for TileOf<T, (Const<ROWS>, Const<COLS>), S>
+{
     type Element = T;
     type Swizzle = S;
     type Map<'a> = TensorMap<'a, T, (Const<ROWS>, Const<COLS>), S>;
@@ -53,7 +55,10 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand for
             COLS * size_of::<T>() == S::BYTES,
             "an operand tile's row is one swizzled row: `COLS` elements of `S::BYTES` bytes in all"
         );
-        assert!(ROWS >= 1 && ROWS <= 256, "an operand tile has 1 to 256 rows (a copy's box)");
+        assert!(
+            ROWS >= 1 && ROWS <= 256,
+            "an operand tile has 1 to 256 rows (a copy's box)"
+        );
         assert!(
             (ROWS * S::BYTES).is_multiple_of(S::ALIGN),
             "an operand tile holds a whole number of the swizzle's periods (8 rows of 128 bytes, 8 of 64, 8 of 32)"

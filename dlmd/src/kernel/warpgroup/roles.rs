@@ -75,7 +75,8 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             use super::raw::descriptor_128;
             let places = stage.places;
-            let a = descriptor_128(places.a(stage.stage) + (self.index * ROWS * A::COLS * size_of::<A::Element>()) as u32);
+            let a =
+                descriptor_128(places.a(stage.stage) + (self.index * ROWS * A::COLS * size_of::<A::Element>()) as u32);
             let b = descriptor_128(places.b(stage.stage));
             // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in it), on
             // sm_90a (the kernel waits on bulk copies); the stage has landed (`Full`, through
@@ -124,26 +125,30 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             let mut part = part;
             let shape = part.shape();
-            // Written out (a loop the compiler kept would put the accumulators in local
-            // memory): 8-column group `j`, then its two rows `h`, each a pair of columns.
-            crate::unroll!(16, |ja| {
-                crate::unroll!(2, |jb| {
-                    let j = 2 * ja + jb;
-                    if j < W::N / 8 {
-                        crate::unroll!(2, |h| {
-                            let (local, first) = acc.held(self.thread, 4 * j + 2 * h);
-                            let (_, second) = acc.held(self.thread, 4 * j + 2 * h + 1);
-                            if local[0] < shape[0] && local[1] < shape[1] {
-                                let values = [first, second];
-                                // SAFETY: the accumulators' layout deals each element of the
-                                // `64 × N` to one thread, and the part's box (at most 64 rows,
-                                // the warpgroup's alone) to this warpgroup; `local` is inside the
-                                // box (checked) and so is the next column where the box's width
-                                // is even, as every accumulator width is; a narrower box holds
-                                // the first alone, which `store_two` writes alone.
-                                unsafe { part.store_two_in(local, shape, |index, e| f(index, values[e])) };
-                            }
-                        });
+            // Each thread's pairs: pair `p = 2 j + h` is its two elements of row half `h` of
+            // 8-column group `j`, each made and stored in turn. (Made all before any is stored,
+            // the values of `64 × 256` accumulators spill: the registers are full.) Written out:
+            // a loop the compiler kept would put the accumulators in local memory.
+            crate::unroll!(16, |pa| {
+                crate::unroll!(4, |pb| {
+                    let p = 4 * pa + pb;
+                    if p < W::N / 4 {
+                        let (local, a) = acc.held(self.thread, 2 * p);
+                        let (_, b) = acc.held(self.thread, 2 * p + 1);
+                        let (count, index) = part.pair_inside(local, shape);
+                        if count > 0 {
+                            let mut next = index;
+                            next[1] += 1;
+                            // The second is made only where it is inside; else the first
+                            // stands in for it, never stored.
+                            let first = f(index, a);
+                            let values = [first, if count > 1 { f(next, b) } else { first }];
+                            // SAFETY: `count` is `pair_inside`'s for `local`; the accumulators'
+                            // layout deals each element of the `64 × N` to one thread, and the
+                            // part's box (at most 64 rows, the warpgroup's alone) to this
+                            // warpgroup, so the elements inside it are this thread's alone.
+                            unsafe { part.write_pair(local, count, values) };
+                        }
                     }
                 });
             });
@@ -349,12 +354,19 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // operations make when a kernel is compiled then hold for host builds that
             // type-check kernels, as for the GPU's.
             type ProducerRole<P, const STAGES: usize, A, B> = for<'c> fn(&P, &mut Producer<'c, STAGES, A, B>);
-            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, A, B, T, E, L, Sp> =
-                for<'c, 'v> fn(&Q, &mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp>);
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, A, B, T, E, L, Sp> = for<'c, 'v> fn(
+                &Q,
+                &mut Warpgroup<'c, THREADS>,
+                &mut Consumer<'c, STAGES, A, B>,
+                Chunk<'v, T, E, L, Sp>,
+            );
             let _roles: (
                 ProducerRole<P, STAGES, A, B>,
                 ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp>,
-            ) = (|p, producer| p(producer, [0, 0]), |q, wg, consumer, part| q(wg, consumer, part));
+            ) = (
+                |p, producer| p(producer, [0, 0]),
+                |q, wg, consumer, part| q(wg, consumer, part),
+            );
             let _ = (stages, chunks, producer, consumer);
             self.never_on_host()
         }

@@ -71,7 +71,10 @@ mod tests {
                 let mut seen = vec![false; rows * cols];
                 for n in 0..rows * cols {
                     let [r, c] = grouped_index::<Dims<2>, LayoutRight>(n, &[rows, cols], group);
-                    assert!(r < rows && c < cols, "{rows} x {cols}, group {group}: {n} -> ({r}, {c})");
+                    assert!(
+                        r < rows && c < cols,
+                        "{rows} x {cols}, group {group}: {n} -> ({r}, {c})"
+                    );
                     assert!(!seen[r * cols + c], "{rows} x {cols}, group {group}: ({r}, {c}) twice");
                     seen[r * cols + c] = true;
                 }
@@ -82,8 +85,9 @@ mod tests {
     #[test]
     fn a_group_is_numbered_column_by_column() {
         // 4 x 3 chunks in groups of 2 rows: (0,0) (1,0) (0,1) (1,1) (0,2) (1,2), then rows 2-3.
-        let order: Vec<[usize; 2]> =
-            (0..12).map(|n| grouped_index::<Dims<2>, LayoutRight>(n, &[4, 3], 2)).collect();
+        let order: Vec<[usize; 2]> = (0..12)
+            .map(|n| grouped_index::<Dims<2>, LayoutRight>(n, &[4, 3], 2))
+            .collect();
         assert_eq!(&order[..6], &[[0, 0], [1, 0], [0, 1], [1, 1], [0, 2], [1, 2]]);
         assert_eq!(order[6], [2, 0]);
     }
