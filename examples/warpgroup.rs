@@ -353,7 +353,7 @@ fn check_cublas(
 }
 
 /// The sides of the bench.
-const SIDES: [&str; 7] = [
+const SIDES: [&str; 9] = [
     "cuBLAS bf16",
     "safe linear_bf16",
     "raw twin wgmma_nt_256_tma4",
@@ -361,6 +361,8 @@ const SIDES: [&str; 7] = [
     "safe linear_f16",
     "safe linear_fp8 (e4m3, scaled)",
     "safe linear_bias_bf16 (GELU)",
+    "safe linear_bias_bf16 (bias only)",
+    "safe linear_bf16_simple (README's, memory order)",
 ];
 
 /// The kernels and cuBLAS at `size`³ in alternated rounds.
@@ -402,10 +404,15 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
                     Kind::Fp8(0.5, 2.0),
                     Operands::Fp8(&x8, &w8, &mut yb),
                 ),
-                _ => {
+                6 => {
                     let kind = Kind::Bias(hk::Activation::GELU_TANH);
                     safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
                 }
+                7 => {
+                    let kind = Kind::Bias(hk::Activation::NONE);
+                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
+                }
+                _ => simple(stream, kernels, shape, &xb, &wb, &mut yb),
             })?;
         }
         sides.push(round, &times);
@@ -420,13 +427,37 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         );
     }
     println!(
-        "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; bias+GELU/plain {:.3}",
+        "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
+         plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3}",
         t[0] / t[1],
         t[2] / t[1],
         t[3] / t[4],
         t[0] / t[5],
         t[1] / t[6],
+        t[1] / t[7],
+        t[0] / t[8],
     );
+    Ok(())
+}
+
+/// `y = x · wᵀ` by the README's kernel (`linear_bf16_simple`: chunks in memory order).
+fn simple(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    (m, k, n): (usize, usize, usize),
+    x: &CudaSlice<bf16>,
+    w: &CudaSlice<bf16>,
+    y: &mut CudaSlice<bf16>,
+) -> Result<(), Box<dyn Error>> {
+    let (xm, wm) = (
+        map::<_, 128, 64>(stream, x, [m, k])?,
+        map::<_, 256, 64>(stream, w, [n, k])?,
+    );
+    let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
+    cuda::scope(|s| {
+        let launch = s.launch(stream, kernels, grid(m, n));
+        hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
+    })?;
     Ok(())
 }
 

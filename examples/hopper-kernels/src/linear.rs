@@ -51,6 +51,7 @@ fn linear<T, O, C, const D: usize>(
     x: XMap<'_, T, D>,
     w: WMap<'_, T, D>,
     y: DeviceMdspanMut<'_, O, Dims<2>>,
+    init: impl Fn([usize; 2]) -> f32 + Sync,
     out: impl Fn([usize; 2], f32) -> O + Sync,
 ) where
     T: Product<Cols<256>>,
@@ -73,8 +74,11 @@ fn linear<T, O, C, const D: usize>(
             }
         },
         |wg, consumer, part| {
+            // The accumulators start from `init` of each element's index in `y`.
+            let [i0, j0] = part.origin();
+            let start = wg.accumulators::<T, Cols<256>>(|[i, j]| init([i0 + i, j0 + j]));
             // One group of products left running while the next stage's is issued.
-            let mut acc = wg.mma(Accumulators::<T, Cols<256>>::zero(), consumer.wait());
+            let mut acc = wg.mma(start, consumer.wait());
             for _ in 1..steps {
                 let running = wg.mma(acc, consumer.wait());
                 acc = wg.wait(running);
@@ -95,7 +99,7 @@ pub fn linear_bf16(
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    linear(block, x, w, y, |_, v| to_bf16(v));
+    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
 }
 
 /// For measurements: [`linear_bf16`] with the chunks in memory order (no groups).
@@ -106,7 +110,7 @@ pub fn linear_bf16_ungrouped(
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
-    linear(block, x, w, y, |_, v| to_bf16(v));
+    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
 }
 
 /// [`linear_bf16`] on `f16`, `f16` out.
@@ -117,7 +121,7 @@ pub fn linear_f16(
     w: WMap<'_, f16, 64>,
     y: DeviceMdspanMut<'_, f16, Dims<2>>,
 ) {
-    linear(block, x, w, y, |_, v| to_f16(v));
+    linear(block, x, w, y, |_| 0.0, |_, v| to_f16(v));
 }
 
 /// `y = (scale_x · scale_w) · x · wᵀ` on FP8 E4M3 inputs with per-tensor scales, `bf16` out:
@@ -132,7 +136,7 @@ pub fn linear_fp8(
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let scale = scale_x * scale_w;
-    linear(block, x, w, y, |_, v| to_bf16(scale * v));
+    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(scale * v));
 }
 
 /// The activation of [`linear_bias_bf16`].
@@ -175,9 +179,15 @@ pub fn linear_bias_bf16(
     if bias.extent(0) != w.extents()[0] {
         return;
     }
-    linear(block, x, w, y, |[_, j], v| {
-        to_bf16(activation.of(v + bias.get_or([j], bf16::ZERO).to_f32()))
-    });
+    // The bias is where the accumulators start: loaded while the first stage lands.
+    linear(
+        block,
+        x,
+        w,
+        y,
+        |[_, j]| bias.get_or([j], bf16::ZERO).to_f32(),
+        |_, v| to_bf16(activation.of(v)),
+    );
 }
 
 /// `c = α · x · wᵀ + β · c` on `bf16` inputs, `f32` `c`.

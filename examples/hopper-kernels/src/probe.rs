@@ -108,9 +108,11 @@ mod device {
         let dst = out.data_handle();
         let mut i = t;
         while i < bytes {
-            // SAFETY: inside the landed tile, and inside `out` (at least `bytes` long), each
-            // byte by one thread.
-            unsafe { dst.add(i).write(src.add(i).read()) };
+            // SAFETY: inside the landed tile (`i < bytes`), read by every thread and written
+            // by none since the barrier.
+            let byte = unsafe { src.wrapping_add(i).read() };
+            // SAFETY: inside `out` (at least `bytes` long), each byte by one thread.
+            unsafe { dst.wrapping_add(i).write(byte) };
             i += 128;
         }
         // SAFETY: every thread of the block, past its last use of the barrier.

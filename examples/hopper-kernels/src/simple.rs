@@ -12,6 +12,8 @@ use dlmd::{Const, DeviceMdspanMut, Dims};
 /// A stage: 128 rows of `x` and 256 of `w`, 64 deep (one 128-byte swizzled row each).
 pub type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
 pub type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
+/// A consumer warpgroup's `64 × 256` `f32` accumulators of `bf16` products.
+pub type Acc = Accumulators<bf16, Cols<256>>;
 
 /// `y = x · wᵀ`: a producer warpgroup and two consumers of `64 × 256` each, four stages.
 #[dlmd::kernel(min_blocks_per_sm = 1)]
@@ -40,7 +42,7 @@ pub fn linear_bf16_simple(
         // Each consumer warpgroup: its 64 rows of the chunk, one group of products running
         // while the next is issued.
         |wg, consumer, part| {
-            let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+            let mut acc = wg.mma(Acc::zero(), consumer.wait());
             for _ in 1..steps {
                 let running = wg.mma(acc, consumer.wait());
                 acc = wg.wait(running);

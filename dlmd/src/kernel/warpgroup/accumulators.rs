@@ -45,6 +45,9 @@ pub trait Width: sealed::Sealed + 'static {
     /// Element `i` of a thread's.
     #[doc(hidden)]
     fn get(regs: &Self::Regs, i: usize) -> f32;
+    /// Sets element `i` of a thread's.
+    #[doc(hidden)]
+    fn set(regs: &mut Self::Regs, i: usize, value: f32);
     /// `wgmma.wait_group PENDING`, the accumulators passed through it (named in a comment)
     /// so that no read of them moves above it.
     ///
@@ -102,6 +105,10 @@ macro_rules! width {
             #[inline(always)]
             fn get(regs: &[f32; $regs], i: usize) -> f32 {
                 regs[i]
+            }
+            #[inline(always)]
+            fn set(regs: &mut [f32; $regs], i: usize, value: f32) {
+                regs[i] = value;
             }
             #[inline(always)]
             unsafe fn wait<const PENDING: u32>(regs: &mut [f32; $regs]) {
@@ -198,6 +205,29 @@ impl<T: WgmmaInput, W: Width> Accumulators<T, W> {
     #[inline(always)]
     pub fn zero() -> Self {
         Self::of(W::zero())
+    }
+
+    /// The accumulators holding `f([i, j])` for each element `[i, j]` of the `64 × N`, each
+    /// made by the thread of the warpgroup (`thread` in it) that holds it.
+    #[inline(always)]
+    pub(super) fn from_fn(thread: usize, f: impl Fn([usize; 2]) -> f32) -> Self {
+        let mut regs = W::zero();
+        let place = |i: usize| {
+            let (warp, lane) = (thread / 32, thread % 32);
+            let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
+            [16 * warp + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4) + e]
+        };
+        // Written out: indices known when the kernel is compiled keep the accumulators in
+        // registers.
+        crate::unroll!(16, |a| {
+            crate::unroll!(8, |b| {
+                let i = 8 * a + b;
+                if i < W::N / 2 {
+                    W::set(&mut regs, i, f(place(i)));
+                }
+            });
+        });
+        Self::of(regs)
     }
 
     #[inline(always)]

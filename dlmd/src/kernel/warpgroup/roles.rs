@@ -42,6 +42,18 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         self.index
     }
 
+    /// Accumulators that start from `f([i, j])` for each element `[i, j]` of the warpgroup's
+    /// `64 × N` (its part's local index), each made by the thread that holds it: a bias, or `β ·
+    /// c`, added before the products rather than after them, so that what `f` reads is loaded
+    /// while the first stage lands, not in the epilogue. [`Accumulators::zero`] starts from 0.
+    #[inline(always)]
+    pub fn accumulators<T: super::WgmmaInput, W: Width>(
+        &self,
+        f: impl Fn([usize; 2]) -> f32 + Sync,
+    ) -> Accumulators<T, W> {
+        Accumulators::from_fn(self.thread, f)
+    }
+
     /// Starts the products of one stage, `acc += a · bᵀ` over the stage's depth, `a` the
     /// warpgroup's 64 rows of the stage's `A` tile and `b` its whole `B` tile (`n × k`, both
     /// K-major: `x · wᵀ` of a `Linear` layer), and returns the accumulators with one more
@@ -360,13 +372,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 &mut Consumer<'c, STAGES, A, B>,
                 Chunk<'v, T, E, L, Sp>,
             );
-            let _roles: (
-                ProducerRole<P, STAGES, A, B>,
-                ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp>,
-            ) = (
-                |p, producer| p(producer, [0, 0]),
-                |q, wg, consumer, part| q(wg, consumer, part),
-            );
+            let _produce: ProducerRole<P, STAGES, A, B> = |p, producer| p(producer, [0, 0]);
+            let _consume: ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp> =
+                |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (stages, chunks, producer, consumer);
             self.never_on_host()
         }

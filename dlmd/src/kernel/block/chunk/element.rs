@@ -1,0 +1,119 @@
+//! Single elements of a chunk written by the thread that holds them: what the tensor cores'
+//! accumulators store, each element by its one thread.
+
+use super::Chunk;
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::kernel::KernelSpace;
+use crate::layout::Layout;
+
+impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
+    /// Writes `f(index)` (the index in the whole view) to the element at `local` of the chunk,
+    /// where that is inside the view (nothing past its edge).
+    ///
+    /// # Safety
+    ///
+    /// The block's partition gives the element at `local` of the chunk's box to this thread
+    /// alone.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn store_one(&mut self, local: E::Index, f: impl FnOnce(E::Index) -> T) {
+        let extents = self.extents();
+        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+            let (index, element) = self.element(local);
+            let value = f(index);
+            // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
+            // span of a unique view; the chunk is this block's alone (`Chunks`) and the element
+            // this thread's alone (caller); a kernel's views are of global memory.
+            unsafe { element.write(value) }
+        }
+    }
+
+    /// How many of the elements at `local` and the next along the last dimension are inside
+    /// the view and the box `shape` (from the chunk's first index, inside its own box): 0, the
+    /// first (1), or both (2); and the first's index in the whole view.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn pair_inside(&self, local: E::Index, shape: E::Index) -> (usize, E::Index) {
+        let last = E::RANK - 1;
+        let extents = self.extents();
+        let mut index = self.origin;
+        let mut count = 2;
+        for d in 0..E::RANK {
+            let limit = extents.as_ref()[d].min(shape.as_ref()[d]);
+            let at = local.as_ref()[d];
+            if at >= limit {
+                count = 0;
+            } else if d == last && at + 1 >= limit {
+                count = count.min(1);
+            }
+            index.as_mut()[d] += at;
+        }
+        (count, index)
+    }
+
+    /// Writes `values[0]` to the element at `local` and `values[1]` to the next along the last
+    /// dimension, the first `count` of them ([`pair_inside`](Self::pair_inside)): one store of
+    /// both where they are neighbours in memory, aligned to their size.
+    ///
+    /// # Safety
+    ///
+    /// `count` is what `pair_inside` gave for `local`; the block's partition gives the elements
+    /// it counts to this thread alone.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn write_pair(&mut self, local: E::Index, count: usize, values: [T; 2]) {
+        use crate::layout::Mapping;
+        let last = E::RANK - 1;
+        if count == 0 {
+            return;
+        }
+        let (_, first) = self.element(local);
+        if count == 1 {
+            // SAFETY: inside the view (caller), this thread's alone (caller).
+            unsafe { first.write(values[0]) };
+        } else if self.mapping.stride(last) == 1 && (first as usize).is_multiple_of(2 * size_of::<T>()) {
+            // Both as one integer of their size: LLVM splits a store of `[T; 2]` into two.
+            match 2 * size_of::<T>() {
+                4 => {
+                    // SAFETY: `[T; 2]` is 4 bytes (this arm), `T: Copy`: its bytes as a `u32`.
+                    let bits = unsafe { core::mem::transmute_copy::<[T; 2], u32>(&values) };
+                    // SAFETY: both elements inside the view (caller), neighbours (stride 1),
+                    // aligned to their size (checked), 4 bytes in all; this thread's alone
+                    // (caller), in a unique view's span.
+                    unsafe { first.cast::<u32>().write(bits) }
+                }
+                8 => {
+                    // SAFETY: as above, 8 bytes.
+                    let bits = unsafe { core::mem::transmute_copy::<[T; 2], u64>(&values) };
+                    // SAFETY: as above, 8 bytes in all.
+                    unsafe { first.cast::<u64>().write(bits) }
+                }
+                // SAFETY: as above; a vector store where the pair is 16 bytes.
+                _ => unsafe { crate::aligned::write_aligned_run(first, values) },
+            }
+        } else {
+            // SAFETY: as above, one stride apart.
+            unsafe { crate::aligned::write_each(first, self.mapping.stride(last), values) };
+        }
+    }
+
+    /// [`store_one`](Self::store_one) of `f(index, old)`, `old` the element's value before.
+    ///
+    /// # Safety
+    ///
+    /// As for [`store_one`](Self::store_one).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
+        let extents = self.extents();
+        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+            let (index, element) = self.element(local);
+            // SAFETY: as in `store_one`: inside the view, this thread's alone, so nothing writes
+            // it while this thread reads it; a unique view's element is initialised.
+            let old = unsafe { element.read() };
+            // SAFETY: as in `store_one`.
+            unsafe { element.write(f(index, old)) }
+        }
+    }
+}
