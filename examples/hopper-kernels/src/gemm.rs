@@ -446,14 +446,14 @@ mod device {
                     // SAFETY: the maps as the caller says; the boxes inside the tensors (whole
                     // tiles); the stage 1024-aligned, released by its readers (above), read
                     // next once `full`'s phase completes, which waits for these bytes.
-                    unsafe { tma_load_2d(sa, maps, (64 * s) as u32, i0 as u32, full(g)) };
+                    unsafe { tma_load_2d(sa, maps, (64 * s) as i32, i0 as i32, full(g)) };
                     // SAFETY: as above, `w`'s map 128 bytes on.
                     unsafe {
                         tma_load_2d(
                             sa + 128 * 128,
                             maps.wrapping_add(16),
-                            (64 * s) as u32,
-                            j0 as u32,
+                            (64 * s) as i32,
+                            j0 as i32,
                             full(g),
                         )
                     };
