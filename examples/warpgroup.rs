@@ -3,8 +3,9 @@
 //! consumer warpgroups of `wgmma`), checked against the CPU on aligned and ragged shapes
 //! (`bf16`, `f16`, FP8 E4M3 with scales, the fused bias and activations, `α · x · wᵀ + β · c`)
 //! and against cuBLAS at 4096³; with `--bench`, timed at 4096³ and 8192³ against cuBLAS
-//! (`cublasGemmEx`, same process) and against the raw twin (`wgmma_nt_256_tma4`), in
-//! alternated rounds (medians of 20 rounds after 3 warm-up ones, CUDA events).
+//! (`cublasGemmEx`, same process) and against the raw twin (`wgmma_nt_256_tma4`, one block a
+//! chunk), in alternated rounds (medians of 20 rounds after 3 warm-up ones, CUDA events). The
+//! safe kernels run on a persistent grid (a block a multiprocessor).
 //!
 //! Run with `cargo run --release --features hopper-kernels --example warpgroup [-- --bench]`
 //! on a machine with an `sm_90a` GPU (H100, H200) and cuBLAS.
@@ -27,13 +28,29 @@ use std::sync::Arc;
 const ROUNDS: usize = 23;
 const WARM_UP: usize = 3;
 
-/// One block of 384 threads per `128 × 256` chunk.
-fn grid(m: usize, n: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((m.div_ceil(128) * n.div_ceil(256)).max(1) as u32, 1, 1),
+/// The safe kernels run on a persistent grid ([`grid`]); the README's kernel with a block a
+/// chunk.
+const PERSISTENT: bool = true;
+
+/// Blocks of 384 threads, one per `128 × 256` chunk, or (`persistent`) at most one per
+/// multiprocessor, each taking chunks `b`, `b + blocks`, … in turn: its producer then fills the
+/// stages of its next chunk while its consumers write the last.
+fn grid(stream: &Arc<CudaStream>, m: usize, n: usize, persistent: bool) -> Result<LaunchConfig, Box<dyn Error>> {
+    let chunks = (m.div_ceil(128) * n.div_ceil(256)).max(1) as u32;
+    let blocks = if persistent {
+        use cudarc::driver::sys::CUdevice_attribute;
+        let sms = stream
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        chunks.min(sms.max(1) as u32)
+    } else {
+        chunks
+    };
+    Ok(LaunchConfig {
+        grid_dim: (blocks, 1, 1),
         block_dim: (384, 1, 1),
         shared_mem_bytes: 0,
-    }
+    })
 }
 
 /// The kernels, by their inputs and epilogue.
@@ -68,7 +85,7 @@ fn safe(
     kind: Kind,
     operands: Operands<'_>,
 ) -> Result<(), Box<dyn Error>> {
-    let config = grid(m, n);
+    let config = grid(stream, m, n, PERSISTENT)?;
     macro_rules! maps {
         ($x:expr, $w:expr, $d:literal) => {
             (
@@ -353,7 +370,7 @@ fn check_cublas(
 }
 
 /// The sides of the bench.
-const SIDES: [&str; 9] = [
+const SIDES: [&str; 11] = [
     "cuBLAS bf16",
     "safe linear_bf16",
     "raw twin wgmma_nt_256_tma4",
@@ -362,7 +379,9 @@ const SIDES: [&str; 9] = [
     "safe linear_fp8 (e4m3, scaled)",
     "safe linear_bias_bf16 (GELU)",
     "safe linear_bias_bf16 (bias only)",
-    "safe linear_bf16_simple (README's, memory order)",
+    "safe linear_bf16_simple (README's, memory order, a block a chunk)",
+    "safe linear_bf16_simple (README's, memory order, persistent)",
+    "raw twin wgmma_nt_256_tma4, persistent",
 ];
 
 /// The kernels and cuBLAS at `size`³ in alternated rounds.
@@ -394,7 +413,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
                     Kind::Bf16,
                     Operands::Bf16(&xb, &wb, &bias, &mut yb),
                 ),
-                2 => raw(stream, kernels, shape, &xb, &wb, &maps, &mut yb),
+                2 => raw(stream, kernels, shape, false, &xb, &wb, &maps, &mut yb),
                 3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
                 4 => safe(stream, kernels, shape, Kind::F16, Operands::F16(&xh, &wh, &mut yh)),
                 5 => safe(
@@ -412,7 +431,9 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
                     let kind = Kind::Bias(hk::Activation::NONE);
                     safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
                 }
-                _ => simple(stream, kernels, shape, &xb, &wb, &mut yb),
+                8 => simple(stream, kernels, shape, false, &xb, &wb, &mut yb),
+                9 => simple(stream, kernels, shape, true, &xb, &wb, &mut yb),
+                _ => raw(stream, kernels, shape, true, &xb, &wb, &maps, &mut yb),
             })?;
         }
         sides.push(round, &times);
@@ -428,7 +449,8 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
     }
     println!(
         "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
-         plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3}",
+         plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3} (persistent {:.3}); \
+         safe/raw, both persistent {:.3}",
         t[0] / t[1],
         t[2] / t[1],
         t[3] / t[4],
@@ -436,36 +458,44 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         t[1] / t[6],
         t[1] / t[7],
         t[0] / t[8],
+        t[0] / t[9],
+        t[10] / t[1],
     );
     Ok(())
 }
 
-/// `y = x · wᵀ` by the README's kernel (`linear_bf16_simple`: chunks in memory order).
+/// `y = x · wᵀ` by the README's kernel (`linear_bf16_simple`: chunks in memory order), a block
+/// a chunk or on a persistent grid.
+#[allow(clippy::too_many_arguments)]
 fn simple(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
+    persistent: bool,
     x: &CudaSlice<bf16>,
     w: &CudaSlice<bf16>,
     y: &mut CudaSlice<bf16>,
 ) -> Result<(), Box<dyn Error>> {
+    let config = grid(stream, m, n, persistent)?;
     let (xm, wm) = (
         map::<_, 128, 64>(stream, x, [m, k])?,
         map::<_, 256, 64>(stream, w, [n, k])?,
     );
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
     cuda::scope(|s| {
-        let launch = s.launch(stream, kernels, grid(m, n));
+        let launch = s.launch(stream, kernels, config);
         hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
     })?;
     Ok(())
 }
 
-/// `y = x · wᵀ` by the raw twin.
+/// `y = x · wᵀ` by the raw twin, a block a chunk or on a persistent grid.
+#[allow(clippy::too_many_arguments)]
 fn raw(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
+    persistent: bool,
     x: &CudaSlice<bf16>,
     w: &CudaSlice<bf16>,
     maps: &CudaSlice<u64>,
@@ -476,9 +506,8 @@ fn raw(
     let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
     let config = LaunchConfig {
-        grid_dim: ((m / 128 * (n / 256)).max(1) as u32, 1, 1),
-        block_dim: (384, 1, 1),
         shared_mem_bytes: hk::shared_bytes_ws(256, 4),
+        ..grid(stream, m, n, persistent)?
     };
     cuda::scope(|s| {
         let args = hk::WgmmaNt256Tma4Args {

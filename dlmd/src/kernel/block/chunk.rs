@@ -141,7 +141,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         let mut clipped = E::Index::zeros();
         for d in 0..E::RANK {
             let (start, side) = (self.origin.as_ref()[d], self.shape.as_ref()[d]);
-            clipped.as_mut()[d] = side.min(extents.as_ref()[d].saturating_sub(start));
+            clipped.as_mut()[d] = side.min(extents.as_ref()[d] - start);
         }
         clipped
     }
@@ -156,7 +156,10 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         let mut shape = self.shape;
         if E::RANK > 0 {
             let side = shape.as_ref()[0];
-            let first = first.min(side);
+            // Never past the view's edge, which `extents` subtracts the origin from: a chunk
+            // starts inside its view.
+            let room = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[0] - origin.as_ref()[0];
+            let first = first.min(side).min(room);
             origin.as_mut()[0] += first;
             shape.as_mut()[0] = count.min(side - first);
         }
