@@ -66,12 +66,15 @@ enum Kind {
     Gemm(f32, f32),
 }
 
+/// The tensor map of a matrix with boxes of `R × C` in the 128-byte swizzle.
+type Map<'a, T, const R: usize, const C: usize> = TiledMap<'a, T, (Const<R>, Const<C>), Swizzle128>;
+
 /// A device matrix of `rows × cols`, row-major, its tensor map of box `(R, C)` made here.
 fn map<'a, T: DlElement + DeviceRepr, const R: usize, const C: usize>(
     stream: &Arc<CudaStream>,
     data: &'a CudaSlice<T>,
     [rows, cols]: [usize; 2],
-) -> Result<TiledMap<'a, T, (Const<R>, Const<C>), Swizzle128>, Box<dyn Error>> {
+) -> Result<Map<'a, T, R, C>, Box<dyn Error>> {
     let view = cuda::device_view::<_, Dims<2>, LayoutRight>(data, Dims::new([rows, cols]))?;
     Ok(TiledMap::new(stream, &view)?)
 }
