@@ -461,7 +461,12 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 32 } else { 4096 }))]
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 32 } else { 4096 },
+            // Miri's isolation has no working directory for the regression file.
+            failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+            ..ProptestConfig::default()
+        })]
 
         #[test]
         fn tensor_map_check_accepts_exactly_the_rules(

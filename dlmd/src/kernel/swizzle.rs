@@ -142,7 +142,12 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 2048 }))]
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 16 } else { 2048 },
+            // Miri's isolation has no working directory for the regression file.
+            failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+            ..ProptestConfig::default()
+        })]
 
         #[test]
         fn offsets_agree_with_the_reference(row in 0usize..4096, byte in 0usize..128) {
