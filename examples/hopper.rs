@@ -16,7 +16,7 @@ use dlmd::half::bf16;
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
-use dlmd_examples::blas::{cublas, tensor_maps};
+use dlmd_examples::blas::{against_cublas, cublas, tensor_maps};
 use dlmd_examples::timing::{Cover, time};
 use std::error::Error;
 use std::process::ExitCode;
@@ -220,30 +220,7 @@ fn check_cublas(
         let reference = product(stream, kernels, blas, shape, None, &dx, &dw)?;
         for (v, (name, _, _)) in VARIANTS.iter().enumerate().take(CHECKED) {
             let got = product(stream, kernels, blas, shape, Some(v), &dx, &dw)?;
-            if integers {
-                let wrong = got
-                    .iter()
-                    .zip(&reference)
-                    .filter(|(g, e)| g.to_bits() != e.to_bits())
-                    .count();
-                if wrong != 0 {
-                    return Err(format!("{name} {size}³ integers: {wrong} elements differ from cuBLAS").into());
-                }
-                println!("check {name} {size}³ integers: all elements match cuBLAS");
-            } else {
-                let (mut diff, mut norm) = (0.0f64, 0.0f64);
-                for (g, e) in got.iter().zip(&reference) {
-                    let (g, e) = (g.to_f64(), e.to_f64());
-                    diff += (g - e) * (g - e);
-                    norm += e * e;
-                }
-                let rel = (diff / norm).sqrt();
-                // NaN (an unwritten element) fails too.
-                if rel.is_nan() || rel >= 1e-2 {
-                    return Err(format!("{name} {size}³ random: relative error {rel:e} against cuBLAS").into());
-                }
-                println!("check {name} {size}³ random: relative error {rel:.2e} against cuBLAS");
-            }
+            against_cublas(&format!("{name} {size}³"), integers, &got, &reference)?;
         }
     }
     Ok(())

@@ -369,6 +369,36 @@ pub mod blas {
         Ok(())
     }
 
+    /// `got` against cuBLAS's `reference` for the check named `what`: element for element on
+    /// small integers (`exact`), else by `‖got − reference‖ / ‖reference‖` below 10⁻² (NaN, an
+    /// unwritten element, fails too). Prints the check's line.
+    pub fn against_cublas(what: &str, exact: bool, got: &[bf16], reference: &[bf16]) -> Result<(), Box<dyn Error>> {
+        if exact {
+            let wrong = got
+                .iter()
+                .zip(reference)
+                .filter(|(g, e)| g.to_bits() != e.to_bits())
+                .count();
+            if wrong != 0 {
+                return Err(format!("{what} integers: {wrong} elements differ from cuBLAS").into());
+            }
+            println!("check {what} integers: all elements match cuBLAS");
+        } else {
+            let (mut diff, mut norm) = (0.0f64, 0.0f64);
+            for (g, e) in got.iter().zip(reference) {
+                let (g, e) = (g.to_f64(), e.to_f64());
+                diff += (g - e) * (g - e);
+                norm += e * e;
+            }
+            let rel = (diff / norm).sqrt();
+            if rel.is_nan() || rel >= 1e-2 {
+                return Err(format!("{what} random: relative error {rel:e} against cuBLAS").into());
+            }
+            println!("check {what} random: relative error {rel:.2e} against cuBLAS");
+        }
+        Ok(())
+    }
+
     /// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) of the
     /// raw Hopper products (`hopper-kernels`' `wgmma_nt_256_tma4`), in device memory (16 words
     /// each): `bf16`, row-major, the 128-byte swizzle.

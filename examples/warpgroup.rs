@@ -19,7 +19,7 @@ use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::{Const, Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
-use dlmd_examples::blas::{cublas, tensor_maps};
+use dlmd_examples::blas::{against_cublas, cublas, tensor_maps};
 use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::process::ExitCode;
@@ -345,29 +345,7 @@ fn check_cublas(
             Operands::Bf16(&dx, &dw, &dbias, &mut y),
         )?;
         let (got, reference) = (stream.clone_dtoh(&y)?, stream.clone_dtoh(&reference)?);
-        if integers {
-            let wrong = got
-                .iter()
-                .zip(&reference)
-                .filter(|(g, e)| g.to_bits() != e.to_bits())
-                .count();
-            if wrong != 0 {
-                return Err(format!("linear_bf16 {size}³ integers: {wrong} elements differ from cuBLAS").into());
-            }
-            println!("check linear_bf16 {size}³ integers: all elements match cuBLAS");
-        } else {
-            let (mut diff, mut norm) = (0.0f64, 0.0f64);
-            for (g, e) in got.iter().zip(&reference) {
-                let (g, e) = (g.to_f64(), e.to_f64());
-                diff += (g - e) * (g - e);
-                norm += e * e;
-            }
-            let rel = (diff / norm).sqrt();
-            if rel.is_nan() || rel >= 1e-2 {
-                return Err(format!("linear_bf16 {size}³ random: relative error {rel:e} against cuBLAS").into());
-            }
-            println!("check linear_bf16 {size}³ random: relative error {rel:.2e} against cuBLAS");
-        }
+        against_cublas(&format!("linear_bf16 {size}³"), integers, &got, &reference)?;
     }
     Ok(())
 }
