@@ -19,8 +19,12 @@ use {
     dlmd::dtype::DlElement,
     dlmd::kernel::block::ChunkShape,
     dlmd::kernel::math::{exp, rcp, to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, Product},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, Product, Warpgroup},
 };
+
+/// A consumer warpgroup's part of a chunk of an output of `O`.
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+type Part<'v, O> = dlmd::kernel::block::Chunk<'v, O, Dims<2>, dlmd::LayoutRight, dlmd::Device>;
 
 /// A stage's rows of `x`: `128 × D` (`D` elements of 128 bytes).
 pub type XTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Swizzle128>;
@@ -42,8 +46,8 @@ const fn steps(k: usize, depth: usize) -> usize {
     k.div_ceil(depth)
 }
 
-/// `y[i, j] = out([i, j], Σ x[i, ·] w[j, ·])`, the sum in `f32`; `y` left as it is where the
-/// extents do not fit together.
+/// `y[i, j] = out([i, j], init([i, j]) + Σ x[i, ·] w[j, ·])`, the sum in `f32`; `y` left as it
+/// is where the extents do not fit together.
 #[dlmd::device]
 #[inline(always)]
 fn linear<T, O, C, const D: usize>(
@@ -53,6 +57,25 @@ fn linear<T, O, C, const D: usize>(
     y: DeviceMdspanMut<'_, O, Dims<2>>,
     init: impl Fn([usize; 2]) -> f32 + Sync,
     out: impl Fn([usize; 2], f32) -> O + Sync,
+) where
+    T: Product<Cols<256>>,
+    O: DlElement,
+    C: ChunkShape<[usize; 2]>,
+{
+    product(block, x, w, y, init, |wg, part, acc| wg.store(part, acc, &out));
+}
+
+/// The products of [`linear`], each warpgroup's accumulators handed to `finish` with its part of
+/// the chunk, which writes them.
+#[dlmd::device]
+#[inline(always)]
+fn product<T, O, C, const D: usize>(
+    block: LinearBlock<'_, T, D, C>,
+    x: XMap<'_, T, D>,
+    w: WMap<'_, T, D>,
+    y: DeviceMdspanMut<'_, O, Dims<2>>,
+    init: impl Fn([usize; 2]) -> f32 + Sync,
+    finish: impl for<'c, 'v> Fn(&mut Warpgroup<'c, 384>, Part<'v, O>, Accumulators<T, Cols<256>>) + Sync,
 ) where
     T: Product<Cols<256>>,
     O: DlElement,
@@ -84,7 +107,7 @@ fn linear<T, O, C, const D: usize>(
                 acc = wg.wait(running);
             }
             let acc = wg.wait(acc);
-            wg.store(part, acc, &out);
+            finish(wg, part, acc);
         },
     );
 }
@@ -200,35 +223,20 @@ pub fn gemm_bf16(
     w: WMap<'_, bf16, 64>,
     c: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
-    let ([m, k], [n, k2]) = (x.extents(), w.extents());
-    if k != k2 || c.extent(0) != m || c.extent(1) != n {
-        return;
-    }
-    let steps = steps(k, 64);
-    let (mut block, mut stages) = block.split();
-    let chunks = block.chunks(c);
-    block.specialise(
-        &mut stages,
-        chunks,
-        |producer, [i0, j0]| {
-            for s in 0..steps {
-                producer.load(&x, [i0, 64 * s], &w, [j0, 64 * s]);
-            }
-        },
-        |wg, consumer, part| {
-            let mut acc = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
-            for _ in 1..steps {
-                let running = wg.mma(acc, consumer.wait());
-                acc = wg.wait(running);
-            }
-            let acc = wg.wait(acc);
+    product(
+        block,
+        x,
+        w,
+        c,
+        |_| 0.0,
+        |wg, part, acc| {
             wg.update(
                 part,
                 acc,
                 |_, v, old| {
                     if beta == 0.0 { alpha * v } else { alpha * v + beta * old }
                 },
-            );
+            )
         },
     );
 }
