@@ -158,7 +158,7 @@ fn product(
     match v {
         None => cublas(blas, shape, true, x, w, &mut y)?,
         Some(v) => {
-            let maps = tensor_maps(stream, shape, x, w)?;
+            let maps = tensor_maps(stream, shape, false, x, w)?;
             rust(stream, kernels, shape, v, (x, w, &maps), &mut y)?
         }
     }
@@ -234,7 +234,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         stream.clone_htod(&random(size * size, 0x8765_4321))?,
     );
     let mut y = stream.alloc_zeros::<bf16>(size * size)?;
-    let maps = tensor_maps(stream, shape, &x, &w)?;
+    let maps = tensor_maps(stream, shape, false, &x, &w)?;
     let sides_count = 1 + VARIANTS.len();
     let mut sides = Sides::new(sides_count, WARM_UP);
     let mut cover = Cover::new(stream)?;

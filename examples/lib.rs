@@ -401,27 +401,34 @@ pub mod blas {
 
     /// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) of the
     /// raw Hopper products (`hopper-kernels`' `wgmma_nt_256_tma4`), in device memory (16 words
-    /// each): `bf16`, row-major, the 128-byte swizzle.
+    /// each): `bf16`, row-major, the 128-byte swizzle. With `row_major_b`, `w` is `b`, `k × n`,
+    /// box `64 × 64` (`wgmma_nn_256_tma4`).
     #[cfg(feature = "hopper-kernels")]
     pub fn tensor_maps(
         stream: &std::sync::Arc<cudarc::driver::CudaStream>,
         (m, k, n): (usize, usize, usize),
+        row_major_b: bool,
         x: &CudaSlice<bf16>,
         w: &CudaSlice<bf16>,
     ) -> Result<CudaSlice<u64>, Box<dyn Error>> {
         use cudarc::driver::DevicePtr;
         use cudarc::driver::sys;
         let mut words = Vec::new();
-        for (slice, rows, box_rows) in [(x, m, 128u32), (w, n, 256u32)] {
+        // (matrix, its rows and columns, the box's columns and rows)
+        let w_box = if row_major_b {
+            ([k, n], [64u32, 64])
+        } else {
+            ([n, k], [64, 256])
+        };
+        for (slice, [rows, cols], boxes) in [(x, [m, k], [64u32, 128u32]), (w, w_box.0, w_box.1)] {
             let (ptr, _read) = slice.device_ptr(stream);
             let mut map = sys::CUtensorMap { opaque: [0; 16] };
-            let dims = [k as u64, rows as u64];
-            let strides = [2 * k as u64];
-            let boxes = [64u32, box_rows];
+            let dims = [cols as u64, rows as u64];
+            let strides = [2 * cols as u64];
             let element_strides = [1u32, 1];
             // SAFETY: the arrays are of the rank (2; strides of rank − 1) the call reads; `ptr`
-            // is the slice's device memory of `rows × k` `bf16`, row-major; the map is written
-            // only.
+            // is the slice's device memory of `rows × cols` `bf16`, row-major; the map is
+            // written only.
             let result = unsafe {
                 sys::cuTensorMapEncodeTiled(
                     &mut map,

@@ -273,8 +273,9 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #(#param_checks)*
             #context_check
             let #anchor = ();
-            // SAFETY: first in the entry point, run by every thread of the launch.
-            let #context_name: #context_inferred = unsafe { #krate::kernel::Context::enter(&#anchor) };
+            // SAFETY: first in the entry point, run by every thread of the launch, with the
+            // `min_blocks_per_sm` its launch bounds declare.
+            let #context_name: #context_inferred = unsafe { #krate::kernel::Context::enter(&#anchor, #min_blocks) };
             // What the context does when the body is done (a block waits for copies in flight).
             let #leave = #krate::kernel::leave_of(&#context_name);
             #(

@@ -177,9 +177,10 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
     }
 }
 
-/// A TMA tensor map of a 2-D device view of `T`, copied in boxes `B = (Const<ROWS>,
-/// Const<COLS>)` swizzled by `S`: the encoded map in device memory, and the borrow of the
-/// view's memory for `'a`. [`map`](Self::map) is the kernel parameter.
+/// A TMA tensor map of a 2-D device view of `T`, copied in tiles `B = (Const<ROWS>,
+/// Const<COLS>)` swizzled by `S` (each tile as boxes one swizzled row wide,
+/// [`TensorMap::BOXES`]): the encoded map in device memory, and the borrow of the view's
+/// memory for `'a`. [`map`](Self::map) is the kernel parameter.
 ///
 /// ```no_run
 /// use dlmd::cuda::{TiledMap, context, device_view};
@@ -190,8 +191,8 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
 /// let stream = context(0)?.default_stream();
 /// let a = stream.alloc_zeros::<dlmd::half::bf16>(1000 * 4096)?;
 /// let view = device_view::<_, _, dlmd::LayoutRight>(&a, Dims([1000, 4096]))?;
-/// // Boxes of 64 rows of 64 `bf16`s (128 bytes, the swizzle's row); the last box row is ragged,
-/// // and its rows past 1000 arrive as zeros.
+/// // Tiles of 64 rows of 64 `bf16`s (128 bytes, the swizzle's row: one box each); the last
+/// // tile row is ragged, and its rows past 1000 arrive as zeros.
 /// let map = TiledMap::<_, (Const<64>, Const<64>), Swizzle128>::new(&stream, &view)?;
 /// let _param = map.map(); // passed to a kernel taking `TensorMap<'_, bf16, (Const<64>, Const<64>), Swizzle128>`
 /// # Ok(())
@@ -226,7 +227,7 @@ where
         E: Extents<Index = [usize; 2]>,
         L: Layout,
     {
-        let box_extents = [TensorMap::<T, B, S>::COLS as u32, TensorMap::<T, B, S>::ROWS as u32];
+        let box_extents = [TensorMap::<T, B, S>::BOX_COLS as u32, TensorMap::<T, B, S>::ROWS as u32];
         let () = TensorMap::<T, B, S>::CHECK;
         let device = view.space().device().device_id;
         let ordinal = stream.context().ordinal();
@@ -252,7 +253,7 @@ where
             // `checked.address` is element `[0, 0]` of a live device view on the stream's
             // device (checked above), 16-aligned, whose rows of `dims[0]` elements lie
             // `strides[0]` bytes apart (positive, multiple of 16, below 2^40); the extents are
-            // 1..=2^31 − 1 and the box's 1..=256 (the type's check); `map` is only written.
+            // 1..=2^31 − 1 and the box's 1..=256 (the tile's, the type's check); `map` is only written.
             unsafe {
                 sys::cuTensorMapEncodeTiled(
                     &mut map,
@@ -323,7 +324,8 @@ where
             .field("extents", &self.checked.extents)
             .field("row_stride", &self.checked.row_stride)
             .field("data", &format_args!("{:#x}", self.checked.address))
-            .field("box", &[TensorMap::<T, B, S>::ROWS, TensorMap::<T, B, S>::COLS])
+            .field("tile", &[TensorMap::<T, B, S>::ROWS, TensorMap::<T, B, S>::COLS])
+            .field("boxes", &TensorMap::<T, B, S>::BOXES)
             .field("swizzle_bytes", &S::BYTES)
             .field("device", &self.device)
             .field("map_words", &self.encoded.len())

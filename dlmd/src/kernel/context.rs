@@ -37,12 +37,16 @@ pub unsafe trait Context<'k>: Sized {
 
     /// The context of the running thread.
     ///
+    /// `min_blocks` is the kernel's `min_blocks_per_sm` (0 where it has none): with the block
+    /// size, what `ptxas` sizes a thread's registers by.
+    ///
     /// # Safety
     ///
-    /// Called once, first, in a kernel's entry point, by every thread.
+    /// Called once, first, in a kernel's entry point, by every thread, with the kernel's
+    /// `min_blocks_per_sm` as its entry point declares it (`.minnctapersm`).
     #[cfg(target_arch = "nvptx64")]
     #[doc(hidden)]
-    unsafe fn enter(anchor: &'k ()) -> Self;
+    unsafe fn enter(anchor: &'k (), min_blocks: u32) -> Self;
 
     /// What the thread does once the kernel's body has returned: nothing, for most contexts.
     ///
@@ -72,7 +76,7 @@ unsafe impl<'k> Context<'k> for Thread {
 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    unsafe fn enter(_: &'k ()) -> Self {
+    unsafe fn enter(_: &'k (), _: u32) -> Self {
         // SAFETY: a kernel's entry point, which takes a `Thread` (caller).
         unsafe { Thread::current() }
     }
@@ -95,9 +99,9 @@ unsafe impl<'k, const THREADS: usize, S: TileSet, C> Context<'k> for Block<'k, T
 
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    unsafe fn enter(anchor: &'k ()) -> Self {
-        // SAFETY: first in the kernel's entry point, by every thread (caller).
-        unsafe { Block::enter(anchor) }
+    unsafe fn enter(anchor: &'k (), min_blocks: u32) -> Self {
+        // SAFETY: first in the kernel's entry point, by every thread, with its bounds (caller).
+        unsafe { Block::enter(anchor, min_blocks) }
     }
 
     /// Waits for the thread's asynchronous copies ([`Block::fetch`]), so that none is in

@@ -1,9 +1,8 @@
 //! A TMA tensor map as a kernel parameter: [`TensorMap`], the kernel's handle on a 2-D tensor
 //! in global memory that the copy engine moves box by box into shared memory.
 //!
-//! Hopper's tensor memory accelerator (TMA) copies a whole box of a tensor (here `ROWS × COLS`
-//! elements) between global and shared memory with one instruction, issued by one thread,
-//! swizzling it on the way in. It learns the tensor's shape from a *tensor map*: 128 bytes the
+//! Hopper's tensor memory accelerator (TMA) copies a whole box of a tensor between global and
+//! shared memory with one instruction, issued by one thread, swizzling it on the way in. It learns the tensor's shape from a *tensor map*: 128 bytes the
 //! driver encodes on the host (`cuTensorMapEncodeTiled`) from the tensor's address, extents
 //! and row stride, the box's extents, the element size and the swizzle. The kernel receives
 //! the map's device address and names it in each copy, with the coordinates of the box's
@@ -13,9 +12,13 @@
 //! copy engine's rules before the driver sees it and owns the encoded map in device memory;
 //! its `map()` is the [`TensorMap`] a launch passes. What the type fixes at compile time:
 //!
-//! - the box's extents are static, each `1..=256` (the copy engine's limit);
-//! - a box row is exactly one row of the swizzle `S` (`COLS × size_of::<T>() == S::BYTES`), so
-//!   a box lands in shared memory as `ROWS` swizzled rows, the layout [`Swizzle`] describes;
+//! - the tile a kernel fills from the map, `ROWS × COLS`, is static, each extent `1..=256`
+//!   (the copy engine's limit);
+//! - a tile row is a whole number of rows of the swizzle `S` (`COLS × size_of::<T>()` a
+//!   multiple of `S::BYTES`): the copy engine's box is one swizzled row wide, so a tile is
+//!   copied as [`BOXES`](TensorMap::BOXES) boxes of `ROWS × BOX_COLS`, side by side in the
+//!   tensor, one after another in shared memory, each `ROWS` swizzled rows (the layout
+//!   [`Swizzle`] describes): a `k × n` operand tile, `n` contiguous, is its column panels;
 //! - elements are 1, 2, 4 or 8 bytes, which the copy engine moves without interpreting them.
 //!
 //! Boxes that reach past the tensor's extents (the ragged edge of a matrix) are filled with
@@ -75,8 +78,9 @@ impl TensorMapParam {
 }
 
 /// A 2-D tensor of `T` (`rows × cols`, each row's elements contiguous) in device memory,
-/// copied by the TMA in boxes of `B = (Const<ROWS>, Const<COLS>)` elements into shared memory
-/// swizzled by `S`: what a kernel receives for a `cuda::TiledMap`.
+/// copied by the TMA in tiles of `B = (Const<ROWS>, Const<COLS>)` elements into shared memory
+/// swizzled by `S`, each tile as [`BOXES`](Self::BOXES) boxes of one swizzled row's width:
+/// what a kernel receives for a `cuda::TiledMap`.
 ///
 /// The map is borrowed from the `TiledMap` that owns it for `'a`, which borrows the tensor;
 /// the kernel only reads the tensor through it (a launch refuses an argument it writes that
@@ -88,8 +92,8 @@ impl TensorMapParam {
 /// # use dlmd::extents::Const;
 /// # use dlmd::kernel::swizzle::Swizzle128;
 /// # use dlmd::kernel::tensor_map::TensorMap;
-/// // 64 `f32`s are 256 bytes, two rows of the 128-byte swizzle.
-/// let _ = TensorMap::<f32, (Const<8>, Const<64>), Swizzle128>::BOX_BYTES;
+/// // 48 `f32`s are 192 bytes: one and a half rows of the 128-byte swizzle.
+/// let _ = TensorMap::<f32, (Const<8>, Const<48>), Swizzle128>::TILE_BYTES;
 /// ```
 ///
 /// ```
@@ -97,7 +101,10 @@ impl TensorMapParam {
 /// # use dlmd::kernel::swizzle::Swizzle128;
 /// # use dlmd::kernel::tensor_map::TensorMap;
 /// type Tile<'a> = TensorMap<'a, u16, (Const<64>, Const<64>), Swizzle128>;
-/// assert_eq!((Tile::ROWS, Tile::COLS, Tile::BOX_BYTES), (64, 64, 8192));
+/// assert_eq!((Tile::ROWS, Tile::COLS, Tile::BOXES, Tile::TILE_BYTES), (64, 64, 1, 8192));
+/// // A `64 × 256` tile of `u16`: four boxes of `64 × 64`.
+/// type Panels<'a> = TensorMap<'a, u16, (Const<64>, Const<256>), Swizzle128>;
+/// assert_eq!((Panels::BOX_COLS, Panels::BOXES, Panels::BOX_BYTES), (64, 4, 8192));
 /// ```
 pub struct TensorMap<'a, T, B, S> {
     param: TensorMapParam,
@@ -122,35 +129,45 @@ where
     B: Extents<Index = [usize; 2]>,
     S: Swizzle,
 {
-    /// The rows of a box: its first static extent.
+    /// The rows of a tile (and of each of its boxes): its first static extent.
     pub const ROWS: usize = match B::STATIC_ENDS.0 {
         Some(rows) => rows,
         None => panic!("a tensor map's box extents must be static: (Const<ROWS>, Const<COLS>)"),
     };
-    /// The columns of a box: its second static extent.
+    /// The columns of a tile: its second static extent.
     pub const COLS: usize = match B::STATIC_ENDS.1 {
         Some(cols) => cols,
         None => panic!("a tensor map's box extents must be static: (Const<ROWS>, Const<COLS>)"),
     };
-    /// The bytes of a box, in shared memory: `ROWS × COLS × size_of::<T>()`.
+    /// The columns of one box, the copy engine's unit: one swizzled row, `S::BYTES` bytes.
+    pub const BOX_COLS: usize = S::BYTES / size_of::<T>();
+    /// The boxes of a tile, side by side along its rows: `COLS / BOX_COLS`.
+    pub const BOXES: usize = {
+        let () = Self::CHECK;
+        Self::COLS / Self::BOX_COLS
+    };
+    /// The bytes of a box, in shared memory: `ROWS × S::BYTES`.
     pub const BOX_BYTES: usize = {
         let () = Self::CHECK;
-        Self::ROWS * Self::COLS * size_of::<T>()
+        Self::ROWS * S::BYTES
     };
+    /// The bytes of a tile, in shared memory: `ROWS × COLS × size_of::<T>()`, its boxes one
+    /// after another.
+    pub const TILE_BYTES: usize = Self::BOXES * Self::BOX_BYTES;
 
     /// The box and element rules, evaluated wherever the type is used.
     pub(crate) const CHECK: () = {
         assert!(
             Self::ROWS >= 1 && Self::ROWS <= 256 && Self::COLS >= 1 && Self::COLS <= 256,
-            "each extent of a tensor map's box must be 1..=256 (the copy engine's limit)"
+            "each extent of a tensor map's tile must be 1..=256 (the copy engine's limit)"
         );
         assert!(
             matches!(size_of::<T>(), 1 | 2 | 4 | 8),
             "a tensor map's elements must be 1, 2, 4 or 8 bytes"
         );
         assert!(
-            Self::COLS * size_of::<T>() == S::BYTES,
-            "a box row must be exactly the swizzle's row (S::BYTES bytes): COLS * size_of::<T>() == S::BYTES"
+            (Self::COLS * size_of::<T>()).is_multiple_of(S::BYTES),
+            "a tile row must be whole rows of the swizzle (S::BYTES bytes each): COLS * size_of::<T>() a multiple of S::BYTES"
         );
     };
 
@@ -188,7 +205,8 @@ where
         f.debug_struct("TensorMap")
             .field("extents", &self.param.extents)
             .field("row_stride", &self.param.row_stride)
-            .field("box", &[Self::ROWS, Self::COLS])
+            .field("tile", &[Self::ROWS, Self::COLS])
+            .field("boxes", &Self::BOXES)
             .field("swizzle_bytes", &S::BYTES)
             .field("device", &self.param.device)
             .finish_non_exhaustive()
@@ -258,8 +276,19 @@ mod tests {
     #[test]
     fn tensor_map_box_constants() {
         assert_eq!((Bf16Tile::ROWS, Bf16Tile::COLS, Bf16Tile::BOX_BYTES), (64, 64, 8192));
+        assert_eq!(
+            (Bf16Tile::BOX_COLS, Bf16Tile::BOXES, Bf16Tile::TILE_BYTES),
+            (64, 1, 8192)
+        );
         assert_eq!(TensorMap::<f32, (Const<256>, Const<8>), Swizzle32>::BOX_BYTES, 8192);
         assert_eq!(TensorMap::<u8, (Const<1>, Const<64>), Swizzle64>::BOX_BYTES, 64);
+        type Panels = TensorMap<'static, half::bf16, (Const<64>, Const<256>), Swizzle128>;
+        assert_eq!((Panels::BOX_COLS, Panels::BOXES), (64, 4));
+        assert_eq!((Panels::BOX_BYTES, Panels::TILE_BYTES), (8192, 32768));
+        type Bytes = TensorMap<'static, u8, (Const<128>, Const<256>), Swizzle128>;
+        assert_eq!((Bytes::BOX_COLS, Bytes::BOXES, Bytes::TILE_BYTES), (128, 2, 32768));
+        type Narrow = TensorMap<'static, f32, (Const<8>, Const<32>), Swizzle32>;
+        assert_eq!((Narrow::BOX_COLS, Narrow::BOXES, Narrow::BOX_BYTES), (8, 4, 256));
     }
 
     #[test]

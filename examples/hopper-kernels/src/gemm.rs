@@ -12,7 +12,7 @@ use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
 /// Bytes of one stage of a product with `bn`-column chunks: `(128 + bn)` rows of 128 bytes.
-const fn stage_bytes(bn: usize) -> usize {
+pub(crate) const fn stage_bytes(bn: usize) -> usize {
     (128 + bn) * 128
 }
 
@@ -29,11 +29,11 @@ pub const fn shared_bytes_ws(bn: usize, stages: usize) -> u32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod device {
+pub(crate) mod device {
     use super::stage_bytes;
     use crate::wgmma::{
-        Accumulators, cp_async_mbarrier_arrive, descriptor, fence_mbarrier_init, fence_proxy_async, mbarrier_arrive,
-        mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tma_load_2d,
+        Accumulators, cp_async_mbarrier_arrive, descriptor, fence_proxy_async, mbarrier_arrive, mbarrier_init,
+        mbarrier_wait,
     };
     use core::arch::{asm, nvptx};
     use dlmd::half::bf16;
@@ -54,7 +54,7 @@ mod device {
 
     /// The launch's dynamic shared memory as a shared-state-space address, and its bytes.
     #[inline(always)]
-    fn shared() -> (u32, usize) {
+    pub(crate) fn shared() -> (u32, usize) {
         #[repr(C, align(1024))]
         struct Atom([u8; 1024]);
         let size: u32;
@@ -95,7 +95,7 @@ mod device {
     /// `tw` is this thread's index in its warpgroup; the `64 × A::N` from `[i0, j0]` are inside
     /// `y`, `j0` even, `n` even, `y` 4-aligned, written by no other thread meanwhile.
     #[inline(always)]
-    unsafe fn store<A: Accumulators>(acc: &A, tw: usize, py: *mut u16, n: usize, i0: usize, j0: usize) {
+    pub(crate) unsafe fn store<A: Accumulators>(acc: &A, tw: usize, py: *mut u16, n: usize, i0: usize, j0: usize) {
         let (warp, lane) = (tw / 32, tw % 32);
         let row = i0 + warp * 16 + lane / 4;
         let col = j0 + 2 * (lane % 4);
@@ -124,7 +124,7 @@ mod device {
     /// The chunk `[i0, j0]` of block `block` for `m × n` in `bn`-column chunks (GROUP order),
     /// or `None` past the last.
     #[inline(always)]
-    fn chunk(block: usize, m: usize, n: usize, bn: usize) -> Option<(usize, usize)> {
+    pub(crate) fn chunk(block: usize, m: usize, n: usize, bn: usize) -> Option<(usize, usize)> {
         let (mt, nt) = (m / 128, n / bn);
         if block >= mt * nt {
             return None;
@@ -362,142 +362,6 @@ mod device {
         // even, `y` 16-aligned (caller); each element one thread's.
         unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
     }
-    /// `y = x · wᵀ` as [`product_ws`], its producer the bulk copy engine (TMA): thread 0 of
-    /// warpgroup 0 alone, each step, waits for the stage's `empty`, announces its bytes to
-    /// `full` (`mbarrier.arrive.expect_tx`, one arrival a phase) and starts two tensor copies
-    /// (`x`'s `128 × 64` box, `w`'s `BN × 64` box, both in the 128-byte swizzle the maps ask
-    /// for), which complete `full` as they land. `maps` holds the two tensor maps, `x`'s then
-    /// `w`'s (16 words each); `x` and `w` give the extents only. Persistent where the grid is
-    /// smaller than the chunks: block `b` takes chunks `b`, `b + blocks`, … in turn, its
-    /// producer filling the stages of the next chunk while its consumers store the last.
-    ///
-    /// # Safety
-    ///
-    /// As [`product_ws`], with [`shared_bytes_ws`](super::shared_bytes_ws)`(BN, STAGES)`
-    /// bytes; `maps` 64-aligned, the maps of `x` (box `64 × 128`) and `w` (box `64 × BN`) as
-    /// `bf16` row-major tensors with the 128-byte swizzle, not written during the kernel.
-    #[inline(always)]
-    pub unsafe fn product_tma<A: Accumulators, const STAGES: usize>(
-        maps: *const u64,
-        x: &DeviceMdspan<'_, bf16, Dims<2>>,
-        w: &DeviceMdspan<'_, bf16, Dims<2>>,
-        y: &DeviceMdspanMut<'_, bf16, Dims<2>>,
-    ) {
-        let bn = A::N;
-        let (m, k, n) = (x.extent(0), x.extent(1), w.extent(0));
-        if w.extent(1) != k || y.extent(0) != m || y.extent(1) != n {
-            return;
-        }
-        if !m.is_multiple_of(128) || !n.is_multiple_of(bn) || !k.is_multiple_of(64) || k == 0 {
-            return;
-        }
-        let py = y.data_handle().cast::<u16>();
-        // SAFETY: a special register, no precondition.
-        let t = unsafe { nvptx::_thread_idx_x() } as usize;
-        // SAFETY: as above.
-        let block = unsafe { nvptx::_block_idx_x() } as usize;
-        // SAFETY: as above.
-        let blocks = unsafe { nvptx::_grid_dim_x() } as usize;
-        if chunk(block, m, n, bn).is_none() {
-            return;
-        }
-        let (start, bytes) = shared();
-        let base = start.next_multiple_of(1024);
-        if bytes < (base - start) as usize + STAGES * stage_bytes(bn) + 16 * STAGES {
-            return;
-        }
-        let steps = k / 64;
-        // Stages, barrier objects and phases by the block's running step count `g`, which goes
-        // on from one chunk to the next.
-        let stage = |g: usize| base + (g % STAGES * stage_bytes(bn)) as u32;
-        let bars = base + (STAGES * stage_bytes(bn)) as u32;
-        let full = |g: usize| bars + (8 * (g % STAGES)) as u32;
-        let empty = |g: usize| bars + (8 * (STAGES + g % STAGES)) as u32;
-        let parity = |g: usize| (g / STAGES % 2) as u32;
-        if t < STAGES {
-            // SAFETY: 8-aligned words past the stages, used as nothing else; the barrier below
-            // orders this before every use.
-            unsafe { mbarrier_init(full(t), 1) };
-            // SAFETY: as above.
-            unsafe { mbarrier_init(empty(t), 8) };
-            // SAFETY: sm_90.
-            unsafe { fence_mbarrier_init() };
-        }
-        // SAFETY: every thread of the block, before any role diverges.
-        unsafe { nvptx::_syncthreads() };
-        let (wg, tw) = (t / 128, t % 128);
-        if wg == 0 {
-            if tw != 0 {
-                return;
-            }
-            let (mut tile, mut g0) = (block, 0);
-            while let Some((i0, j0)) = chunk(tile, m, n, bn) {
-                for s in 0..steps {
-                    let g = g0 + s;
-                    if g >= STAGES {
-                        // The consumers are done with step `g - STAGES`, this stage's last.
-                        // SAFETY: an initialised barrier object.
-                        unsafe { mbarrier_wait(empty(g), parity(g - STAGES)) };
-                    }
-                    let sa = stage(g);
-                    // SAFETY: an initialised barrier object, whose phase expects this thread's
-                    // one arrival a step.
-                    unsafe { mbarrier_arrive_expect_tx(full(g), stage_bytes(bn) as u32) };
-                    // SAFETY: the maps as the caller says; the boxes inside the tensors (whole
-                    // tiles); the stage 1024-aligned, released by its readers (above), read
-                    // next once `full`'s phase completes, which waits for these bytes.
-                    unsafe { tma_load_2d(sa, maps, (64 * s) as i32, i0 as i32, full(g)) };
-                    // SAFETY: as above, `w`'s map 128 bytes on.
-                    unsafe {
-                        tma_load_2d(
-                            sa + 128 * 128,
-                            maps.wrapping_add(16),
-                            (64 * s) as i32,
-                            j0 as i32,
-                            full(g),
-                        )
-                    };
-                }
-                (tile, g0) = (tile + blocks, g0 + steps);
-            }
-            return;
-        }
-        let cw = wg - 1;
-        let (mut tile, mut g0) = (block, 0);
-        while let Some((i0, j0)) = chunk(tile, m, n, bn) {
-            let mut acc = A::zero();
-            for s in 0..steps {
-                let g = g0 + s;
-                // SAFETY: an initialised barrier object.
-                unsafe { mbarrier_wait(full(g), parity(g)) };
-                let sa = stage(g);
-                let (da, db) = (descriptor(sa + (cw * 64 * 128) as u32), descriptor(sa + 128 * 128));
-                // SAFETY: all 128 threads of warpgroup `wg` (uniform code); the stage landed
-                // (the copy engine writes through the async proxy, as `wgmma` reads); it is
-                // refilled only after both warpgroups released it (below).
-                unsafe { acc.mma_k64(da, db) };
-                // SAFETY: the warpgroup's threads together.
-                unsafe { acc.wait::<1>() };
-                if s > 0 && tw % 32 == 0 {
-                    // Step `g - 1`'s group is done: its stage can be refilled.
-                    // SAFETY: an initialised barrier object whose phase expects one arrival
-                    // from each of the 8 consumer warps.
-                    unsafe { mbarrier_arrive(empty(g - 1)) };
-                }
-            }
-            // SAFETY: the warpgroup's threads together; the last group done.
-            unsafe { acc.wait::<0>() };
-            if tw % 32 == 0 {
-                // The chunk's last step is released too.
-                // SAFETY: as above.
-                unsafe { mbarrier_arrive(empty(g0 + steps - 1)) };
-            }
-            // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and
-            // `n` even, `y` 16-aligned (caller); each element one thread's.
-            unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
-            (tile, g0) = (tile + blocks, g0 + steps);
-        }
-    }
 }
 
 macro_rules! kernels {
@@ -568,31 +432,4 @@ pub fn wgmma_nt_256_ws4(
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, w, y);
-}
-
-/// [`wgmma_nt_256_ws4`] with the bulk copy engine (TMA) for the producer: one thread starts two
-/// tensor copies a step (`cp.async.bulk.tensor`, 128-byte swizzle), which complete the stage's
-/// barrier object as they land. `maps` holds the tensor maps of `x` (box `64 × 128`) and `w`
-/// (box `64 × 256`), 16 words each (`cuTensorMapEncodeTiled`: `bf16`, two dimensions, the
-/// 128-byte swizzle), 64-aligned. Launch as [`wgmma_nt_256_ws4`], or with fewer blocks (one a
-/// multiprocessor, say): each then takes chunks `b`, `b + blocks`, … in turn.
-#[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
-pub fn wgmma_nt_256_tma4(
-    thread: Thread,
-    maps: DeviceMdspan<'_, u64, Dims<1>>,
-    x: DeviceMdspan<'_, bf16, Dims<2>>,
-    w: DeviceMdspan<'_, bf16, Dims<2>>,
-    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
-) {
-    let _ = thread;
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as documented (shared memory checked by the product: it leaves `y` as it
-    // is with less; the maps' size checked here).
-    unsafe {
-        if maps.extent(0) >= 32 {
-            device::product_tma::<[f32; 128], 4>(maps.data_handle(), &x, &w, &y)
-        }
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (maps, x, w, y);
 }

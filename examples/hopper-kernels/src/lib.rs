@@ -24,6 +24,7 @@ mod gemm;
 mod linear;
 mod probe;
 mod simple;
+mod tma;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
@@ -31,6 +32,7 @@ pub use gemm::*;
 pub use linear::*;
 pub use probe::*;
 pub use simple::*;
+pub use tma::*;
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

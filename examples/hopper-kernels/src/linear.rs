@@ -1,6 +1,7 @@
 //! Safe `wgmma` products (`dlmd::kernel::warpgroup`): `y = x · wᵀ` with `x` row-major `m × k`
-//! and the weight `w` row-major `n × k` (both K-major), any `m`, `n`, `k` whose rows the copy
-//! engine can address (`k` a multiple of 16 bytes), the edges of `x` and `w` arriving as zero.
+//! and the weight `w` row-major `n × k` (both K-major), and `y = x · b` with `b` row-major
+//! `k × n` (read MN-major), any `m`, `n`, `k` whose rows the copy engine can address (each
+//! operand's rows a multiple of 16 bytes), the edges of the operands arriving as zero.
 //! Blocks of 384 threads: a producer warpgroup, whose first thread fills four stages by the
 //! bulk copy engine, and two consumer warpgroups of `64 × 256` accumulators each, one
 //! `128 × 256` chunk of `y` a block.
@@ -12,14 +13,14 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::{Grouped, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
-use dlmd::kernel::warpgroup::Pipeline;
+use dlmd::kernel::warpgroup::{KByN, Pipeline};
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
     dlmd::dtype::DlElement,
     dlmd::kernel::block::ChunkShape,
     dlmd::kernel::math::{exp, rcp, to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, Product, Warpgroup},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, MnMajor, OperandB, Product, Warpgroup},
 };
 
 /// A consumer warpgroup's part of a chunk of an output of `O`.
@@ -34,11 +35,18 @@ pub type WTile<T, const D: usize> = TileOf<T, (Const<256>, Const<D>), Swizzle128
 pub type XMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128>;
 /// The tensor map of `w`.
 pub type WMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<256>, Const<D>), Swizzle128>;
+/// A stage's rows of a row-major `b` (`k × n`): `64 × 256`, four column panels of 64, read
+/// MN-major.
+pub type BTile<T> = KByN<TileOf<T, (Const<64>, Const<256>), Swizzle128>>;
+/// The tensor map of a row-major `b`: tiles of `64 × 256`.
+pub type BMap<'a, T> = TensorMap<'a, T, (Const<64>, Const<256>), Swizzle128>;
 /// The chunks of a product: `128 × 256`, dealt in groups of 16 chunk rows, so that the blocks
 /// running at once share their operands in L2.
 pub type LinearChunk = Grouped<(Const<128>, Const<256>), 16>;
 /// The block of a product: four stages, `128 × 256` chunks.
 pub type LinearBlock<'k, T, const D: usize, C = LinearChunk> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, C>;
+/// The block of a product with a row-major `b`: four stages of depth 64, `128 × 256` chunks.
+pub type MatmulBlock<'k, T> = Block<'k, 384, Pipeline<4, XTile<T, 64>, BTile<T>>, LinearChunk>;
 
 /// The stages of a depth of `k` at `depth` a stage.
 #[dlmd::device]
@@ -62,27 +70,38 @@ fn linear<T, O, C, const D: usize>(
     O: DlElement,
     C: ChunkShape<[usize; 2]>,
 {
-    product(block, x, w, y, init, |wg, part, acc| wg.store(part, acc, &out));
+    let [n, k] = w.extents();
+    let from_w = |j0: usize, k0: usize| [j0, k0];
+    product(block, x, &w, [k, n], from_w, y, init, |wg, part, acc| {
+        wg.store(part, acc, &out)
+    });
 }
 
-/// The products of [`linear`], each warpgroup's accumulators handed to `finish` with its part of
-/// the chunk, which writes them.
+/// The products of [`linear`] (or, with a [`KByN`] `B`, of `x · b`), each warpgroup's
+/// accumulators handed to `finish` with its part of the chunk, which writes them. `b` is the
+/// map of `B`'s operand, `[k, n]` its extents along the product's depth and `y`'s columns, and
+/// `b_at(j0, k0)` the origin of its tile for `y`'s columns from `j0` at depth `k0`.
 #[dlmd::device]
 #[inline(always)]
-fn product<T, O, C, const D: usize>(
-    block: LinearBlock<'_, T, D, C>,
+#[allow(clippy::too_many_arguments)]
+fn product<'m, T, O, B, C, const D: usize>(
+    block: Block<'_, 384, Pipeline<4, XTile<T, D>, B>, C>,
     x: XMap<'_, T, D>,
-    w: WMap<'_, T, D>,
+    b: &B::Map<'m>,
+    [kb, n]: [usize; 2],
+    b_at: impl Fn(usize, usize) -> [usize; 2] + Sync,
     y: DeviceMdspanMut<'_, O, Dims<2>>,
     init: impl Fn([usize; 2]) -> f32 + Sync,
     finish: impl for<'c, 'v> Fn(&mut Warpgroup<'c, 384>, Part<'v, O>, Accumulators<T, Cols<256>>) + Sync,
 ) where
-    T: Product<Cols<256>>,
+    T: Product<Cols<256>, B::Major>,
+    B: OperandB<T, 256>,
+    B::Map<'m>: Sync,
     O: DlElement,
     C: ChunkShape<[usize; 2]>,
 {
-    let ([m, k], [n, k2]) = (x.extents(), w.extents());
-    if k != k2 || y.extent(0) != m || y.extent(1) != n {
+    let [m, k] = x.extents();
+    if k != kb || y.extent(0) != m || y.extent(1) != n {
         return;
     }
     let steps = steps(k, D);
@@ -93,7 +112,7 @@ fn product<T, O, C, const D: usize>(
         chunks,
         |producer, [i0, j0]| {
             for s in 0..steps {
-                producer.load(&x, [i0, D * s], &w, [j0, D * s]);
+                producer.load(&x, [i0, D * s], b, b_at(j0, D * s));
             }
         },
         |wg, consumer, part| {
@@ -109,6 +128,32 @@ fn product<T, O, C, const D: usize>(
             let acc = wg.wait(acc);
             finish(wg, part, acc);
         },
+    );
+}
+
+/// `y = out(x · b)` with `b` row-major `k × n`, read MN-major: 64 along `k` a stage.
+#[dlmd::device]
+#[inline(always)]
+fn matmul<T, O>(
+    block: MatmulBlock<'_, T>,
+    x: XMap<'_, T, 64>,
+    b: BMap<'_, T>,
+    y: DeviceMdspanMut<'_, O, Dims<2>>,
+    out: impl Fn([usize; 2], f32) -> O + Sync,
+) where
+    T: Product<Cols<256>, MnMajor>,
+    O: DlElement,
+{
+    let from_b = |j0: usize, k0: usize| [k0, j0];
+    product(
+        block,
+        x,
+        &b,
+        b.extents(),
+        from_b,
+        y,
+        |_| 0.0,
+        |wg, part, acc| wg.store(part, acc, &out),
     );
 }
 
@@ -129,6 +174,18 @@ pub fn linear_bf16(
 #[dlmd::kernel(min_blocks_per_sm = 1)]
 pub fn linear_bf16_ungrouped(
     block: LinearBlock<'_, bf16, 64, (Const<128>, Const<256>)>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
+}
+
+/// For measurements: [`linear_bf16`] without launch bounds for a block count, so that its
+/// threads keep their registers at launch (no `setmaxnreg` split between the roles).
+#[dlmd::kernel]
+pub fn linear_bf16_launch_registers(
+    block: LinearBlock<'_, bf16, 64>,
     x: XMap<'_, bf16, 64>,
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
@@ -223,10 +280,13 @@ pub fn gemm_bf16(
     w: WMap<'_, bf16, 64>,
     c: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
+    let [n, k] = w.extents();
     product(
         block,
         x,
-        w,
+        &w,
+        [k, n],
+        |j0, k0| [j0, k0],
         c,
         |_| 0.0,
         |wg, part, acc| {
@@ -239,4 +299,28 @@ pub fn gemm_bf16(
             )
         },
     );
+}
+
+/// `y = x · b` on `bf16` with `b` row-major (`k × n`: `a @ b` of two row-major matrices, `wgmma`
+/// reading `b` MN-major), `f32` accumulators, `bf16` out: 64 along `k` a stage. Launch as
+/// [`linear_bf16`]; `n` a multiple of 8 (the rows of `b` a multiple of 16 bytes).
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn matmul_bf16(
+    block: MatmulBlock<'_, bf16>,
+    x: XMap<'_, bf16, 64>,
+    b: BMap<'_, bf16>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    matmul(block, x, b, y, |_, v| to_bf16(v));
+}
+
+/// [`matmul_bf16`] on `f16`, `f16` out.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn matmul_f16(
+    block: MatmulBlock<'_, f16>,
+    x: XMap<'_, f16, 64>,
+    b: BMap<'_, f16>,
+    y: DeviceMdspanMut<'_, f16, Dims<2>>,
+) {
+    matmul(block, x, b, y, |_, v| to_f16(v));
 }

@@ -7,8 +7,8 @@
 use core::arch::asm;
 
 pub use dlmd::kernel::warpgroup::raw::{
-    descriptor_128 as descriptor, fence_mbarrier_init, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx,
-    mbarrier_init, mbarrier_wait, tma_load_2d,
+    descriptor_128 as descriptor, descriptor_128_mn, fence_mbarrier_init, fence_proxy_async, mbarrier_arrive,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tma_load_2d,
 };
 
 /// Accumulators of one warpgroup's `wgmma` over `64 × N`, `N / 2` `f32` a thread. Thread `t`
@@ -38,7 +38,33 @@ pub trait Accumulators: Sized {
     /// they say, that nothing writes until a [`wait`](Self::wait) says the group is done, and
     /// whose last writes by other proxies were fenced (`fence_proxy_async`) and ordered before
     /// this by a barrier. The accumulators are read or written by nothing else until then.
-    unsafe fn mma_k64(&mut self, a_desc: u64, b_desc: u64);
+    #[inline(always)]
+    unsafe fn mma_k64(&mut self, a_desc: u64, b_desc: u64) {
+        // SAFETY: as this function's contract: `b` K-major, stepped by 32 bytes.
+        unsafe { self.mma_k64_as::<0, 2>(a_desc, b_desc) }
+    }
+
+    /// [`mma_k64`](Self::mma_k64) with `b` MN-major (`k × n`, `n` contiguous:
+    /// [`descriptor_128_mn`]'s layout), `wgmma`'s `imm-trans-b` set, the `s`-th product with
+    /// `b_desc` advanced by `128 s` (2048 bytes: 16 rows of `k`).
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_k64`](Self::mma_k64), `b_desc` describing an MN-major `b` of 64 rows of `k`.
+    #[inline(always)]
+    unsafe fn mma_k64_mn(&mut self, a_desc: u64, b_desc: u64) {
+        // SAFETY: as this function's contract: `b` MN-major, stepped by 2048 bytes.
+        unsafe { self.mma_k64_as::<1, 128>(a_desc, b_desc) }
+    }
+
+    /// [`mma_k64`](Self::mma_k64) with `wgmma`'s `imm-trans-b` `TRANS_B` and `b_desc` advanced
+    /// by `B_STEP` a product.
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_k64`](Self::mma_k64) (`TRANS_B` 0, `B_STEP` 2) or
+    /// [`mma_k64_mn`](Self::mma_k64_mn) (`TRANS_B` 1, `B_STEP` 128).
+    unsafe fn mma_k64_as<const TRANS_B: u32, const B_STEP: u64>(&mut self, a_desc: u64, b_desc: u64);
 
     /// `wgmma.wait_group.sync.aligned PENDING`: waits until at most `PENDING` of the
     /// warpgroup's committed groups are in flight; the accumulators are then this thread's to
@@ -69,7 +95,7 @@ macro_rules! accumulators {
             }
 
             #[inline(always)]
-            unsafe fn mma_k64(&mut self, a_desc: u64, b_desc: u64) {
+            unsafe fn mma_k64_as<const TRANS_B: u32, const B_STEP: u64>(&mut self, a_desc: u64, b_desc: u64) {
                 let acc = self;
                 // SAFETY: as this function's contract.
                 unsafe {
@@ -80,19 +106,19 @@ macro_rules! accumulators {
                         "wgmma.fence.sync.aligned;",
                         concat!(
                             "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", $first, "}",
-                            $(", {", $i, "}",)* "}}, {a0}, {b0}, p, 1, 1, 0, 0;"
+                            $(", {", $i, "}",)* "}}, {a0}, {b0}, p, 1, 1, 0, {tb};"
                         ),
                         concat!(
                             "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", $first, "}",
-                            $(", {", $i, "}",)* "}}, {a1}, {b1}, p, 1, 1, 0, 0;"
+                            $(", {", $i, "}",)* "}}, {a1}, {b1}, p, 1, 1, 0, {tb};"
                         ),
                         concat!(
                             "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", $first, "}",
-                            $(", {", $i, "}",)* "}}, {a2}, {b2}, p, 1, 1, 0, 0;"
+                            $(", {", $i, "}",)* "}}, {a2}, {b2}, p, 1, 1, 0, {tb};"
                         ),
                         concat!(
                             "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", $first, "}",
-                            $(", {", $i, "}",)* "}}, {a3}, {b3}, p, 1, 1, 0, 0;"
+                            $(", {", $i, "}",)* "}}, {a3}, {b3}, p, 1, 1, 0, {tb};"
                         ),
                         "wgmma.commit_group.sync.aligned;",
                         "}}",
@@ -104,9 +130,10 @@ macro_rules! accumulators {
                         a2 = in(reg64) a_desc + 4,
                         a3 = in(reg64) a_desc + 6,
                         b0 = in(reg64) b_desc,
-                        b1 = in(reg64) b_desc + 2,
-                        b2 = in(reg64) b_desc + 4,
-                        b3 = in(reg64) b_desc + 6,
+                        b1 = in(reg64) b_desc + B_STEP,
+                        b2 = in(reg64) b_desc + 2 * B_STEP,
+                        b3 = in(reg64) b_desc + 3 * B_STEP,
+                        tb = const TRANS_B,
                         options(nostack),
                     )
                 };

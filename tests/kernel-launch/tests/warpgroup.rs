@@ -1,7 +1,8 @@
 //! Hopper kernels written with `dlmd::kernel::warpgroup` (`examples/hopper-kernels`) on an
 //! `sm_90a` GPU, against the CPU: the safe `wgmma` products over aligned and ragged shapes, a
 //! grid that covers the result and one of fewer blocks (each runs its pipeline for several
-//! chunks in turn), FP8 with scales and `c = α · x · wᵀ + β · c`; and the copy engine's
+//! chunks in turn), FP8 with scales and `c = α · x · wᵀ + β · c`, `x · b` with a row-major
+//! `b` (read MN-major, on `bf16` and `f16`); and the copy engine's
 //! swizzled layouts, byte for byte, against `Swizzle::offset`.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes (with
@@ -11,7 +12,7 @@
 use cudarc::driver::{CudaContext, LaunchConfig};
 use dlmd::cuda::{self, CudaError, Kernels, ModuleError, TiledMap, device_view, device_view_mut};
 use dlmd::dtype::F8E4M3FN;
-use dlmd::half::bf16;
+use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::{Swizzle, Swizzle32, Swizzle64, Swizzle128};
 use dlmd::{Const, Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
@@ -175,6 +176,83 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
             expected,
             "update {m} x {k} · ({n} x {k})ᵀ"
         );
+    }
+}
+
+/// Shapes for `x · b` with a row-major `b` (`k × n`): `n` a multiple of 8 (the rows of `b` a
+/// multiple of 16 bytes), ragged against the `64 × 256` tiles of `b` on every side.
+const ROW_MAJOR_B_SHAPES: [(usize, usize, usize); 6] = [
+    (128, 64, 256),
+    (256, 512, 512),
+    (100, 80, 296),
+    (300, 200, 520),
+    (1, 8, 8),
+    (129, 1032, 264),
+];
+
+#[test]
+fn a_product_with_a_row_major_b_matches_the_cpu_on_bf16_and_f16() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    for (m, k, n) in ROW_MAJOR_B_SHAPES {
+        let (x, w) = (operand(m * k, 7, 9), operand(n * k, 5, 7));
+        // `b = wᵀ`, row-major `k × n`: `x · b` is `x · wᵀ`.
+        let b: Vec<f32> = (0..k * n).map(|i| w[i % n * k + i / n]).collect();
+        let xw = product(m, k, n, &x, &w);
+        let chunks = m.div_ceil(128) * n.div_ceil(256);
+        for blocks in [chunks, 1, 3] {
+            let to = |v: &[f32]| v.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>();
+            let (d_x, d_b) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&b)).unwrap());
+            let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
+            let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+            let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
+            let bm = TiledMap::<bf16, (Const<64>, Const<256>), Swizzle128>::new(&stream, &bv).unwrap();
+            let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
+            {
+                let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+                cuda::scope(|s| {
+                    hk::matmul_bf16(
+                        s.launch(&stream, &module, grid(blocks)),
+                        xm.map(),
+                        bm.map(),
+                        yv.as_view_mut(),
+                    )
+                })
+                .unwrap();
+            }
+            let expected: Vec<bf16> = xw.iter().map(|&v| bf16::from_f32(v)).collect();
+            assert_eq!(
+                stream.clone_dtoh(&d_y).unwrap(),
+                expected,
+                "bf16 {m} x {k} · {k} x {n}, {blocks} blocks"
+            );
+
+            let to = |v: &[f32]| v.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>();
+            let (d_x, d_b) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&b)).unwrap());
+            let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
+            let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+            let xm = TiledMap::<f16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
+            let bm = TiledMap::<f16, (Const<64>, Const<256>), Swizzle128>::new(&stream, &bv).unwrap();
+            let mut d_y = stream.clone_htod(&vec![f16::from_f32(-1.0); m * n]).unwrap();
+            {
+                let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+                cuda::scope(|s| {
+                    hk::matmul_f16(
+                        s.launch(&stream, &module, grid(blocks)),
+                        xm.map(),
+                        bm.map(),
+                        yv.as_view_mut(),
+                    )
+                })
+                .unwrap();
+            }
+            let expected: Vec<f16> = xw.iter().map(|&v| f16::from_f32(v)).collect();
+            assert_eq!(
+                stream.clone_dtoh(&d_y).unwrap(),
+                expected,
+                "f16 {m} x {k} · {k} x {n}, {blocks} blocks"
+            );
+        }
     }
 }
 

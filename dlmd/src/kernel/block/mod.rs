@@ -182,6 +182,8 @@ struct Inner {
     turn: usize,
     /// The groups of asynchronous copies the block has started ([`fetch`](Block::fetch)).
     groups: u32,
+    /// The kernel's `min_blocks_per_sm` (0: none), a constant of the entry point.
+    min_blocks: u32,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -198,6 +200,13 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         THREADS as u32
     };
 
+    /// The kernel's `min_blocks_per_sm` (0: none declared).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn min_blocks(&self) -> u32 {
+        self.inner.min_blocks
+    }
+
     /// The block-shared bytes the block reserves: its reductions' scratch, then its tiles.
     pub const SHARED_BYTES: usize = SCRATCH_BYTES + S::BYTES;
 
@@ -208,11 +217,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// Called once per thread, at the top of a kernel's entry point (in uniform control flow,
     /// by every thread of a block of `THREADS` threads) launched with
     /// [`SHARED_BYTES`](Self::SHARED_BYTES) bytes of dynamic shared memory, and nothing else
-    /// there uses block-shared memory.
+    /// there uses block-shared memory; `min_blocks` is the kernel's `min_blocks_per_sm` as its
+    /// entry point declares it (`.minnctapersm`; 0 where it declares none).
     #[cfg(target_arch = "nvptx64")]
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn enter(_anchor: &'k ()) -> Self {
+    pub unsafe fn enter(_anchor: &'k (), min_blocks: u32) -> Self {
         let _ = Self::THREADS;
         // `SHARED_BYTES` of it, the launch's (caller), and nothing else uses it (caller).
         let base = shared::dynamic_shared();
@@ -221,6 +231,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 base,
                 turn: 0,
                 groups: 0,
+                min_blocks,
             },
             tiles: PhantomData,
         }

@@ -3,9 +3,9 @@
 //! ([`Accumulators`], [`InFlight`], [`InFlight2`]), so that no safe code reads one whose
 //! products are still running.
 
+use super::operand::{KMajor, MnMajor, OperandA, OperandB};
 use super::pipeline::{Full, Operand};
 use crate::dtype::{DlElement, F8E4M3FN, F8E5M2};
-use crate::kernel::swizzle::Swizzle128;
 use core::marker::PhantomData;
 use half::{bf16, f16};
 
@@ -58,25 +58,33 @@ pub trait Width: sealed::Sealed + 'static {
     unsafe fn wait<const PENDING: u32>(regs: &mut Self::Regs);
 }
 
-/// The `wgmma` of input `Self` into accumulators of width `W`.
+/// The `wgmma` of input `Self` into accumulators of width `W`, its `B` operand read as
+/// `Major` says ([`KMajor`], or [`MnMajor`] for `bf16` and `f16`).
 ///
 /// # Safety
 ///
 /// [`mma_row`](Self::mma_row) issues the products its contract says, and nothing else.
 #[doc(hidden)]
-pub unsafe trait Product<W: Width>: WgmmaInput {
-    /// `wgmma.fence`, then `wgmma.mma_async` over one 128-byte row of each operand (four
-    /// products of 32 bytes along `k`, the `s`-th with both descriptors advanced by `32 s`
-    /// bytes: `regs += a · bᵀ` for the `64`-row `a` and the `N`-row `b`, both K-major in the
-    /// 128-byte swizzle), then `wgmma.commit_group`.
+#[diagnostic::on_unimplemented(
+    message = "`wgmma` has no product of `{Self}` into `{W}` with its `B` tile read this way",
+    label = "`wgmma` reads `B` K-major for every input, and MN-major (`MnMajor`) for `bf16` and `f16` only",
+    note = "FP8 operands are K-major: load `b` transposed (`n × k`), or use a 16-bit input"
+)]
+pub unsafe trait Product<W: Width, Major = KMajor>: WgmmaInput {
+    /// `wgmma.fence`, then `wgmma.mma_async` over one stage's depth (four products, each of
+    /// 32 bytes of every `A` row: `regs += a · b` for the `64`-row K-major `a` in the 128-byte
+    /// swizzle and the `N`-column `b`, the `s`-th with `a`'s descriptor advanced by `32 s`
+    /// bytes and `b`'s by its step, `Major`'s), then `wgmma.commit_group`.
     ///
     /// # Safety
     ///
     /// Called by all 128 threads of a warpgroup together, in converged code, on `sm_90a`; the
-    /// descriptors ([`descriptor_128`](super::raw::descriptor_128)) describe initialised
-    /// shared memory of the running block laid out as they say, written last through the
-    /// async proxy (or fenced since) and ordered before this, that nothing writes until a wait
-    /// says the group is done; `regs` are read or written by nothing else until then.
+    /// descriptors ([`descriptor_128`](super::raw::descriptor_128),
+    /// [`descriptor_128_mn`](super::raw::descriptor_128_mn) for `b` read MN-major) describe
+    /// initialised shared memory of the running block laid out as they say, written last
+    /// through the async proxy (or fenced since) and ordered before this, that nothing writes
+    /// until a wait says the group is done; `regs` are read or written by nothing else until
+    /// then.
     unsafe fn mma_row(regs: &mut W::Regs, a: u64, b: u64);
 }
 
@@ -131,10 +139,11 @@ macro_rules! width {
 }
 
 macro_rules! product {
-    ($t:ty, $ptx:literal, $k:literal, $imm:literal, $n:literal, $first:literal $($i:literal)*) => {
-        // SAFETY: four `wgmma.mma_async` of this shape, input and accumulators between a fence
-        // and a commit, as `mma_row` says.
-        unsafe impl Product<Cols<$n>> for $t {
+    ($t:ty, $major:ty, $bstep:literal, $ptx:literal, $k:literal, $imm:literal, $n:literal, $first:literal $($i:literal)*) => {
+        // SAFETY: four `wgmma.mma_async` of this shape, input, `B` layout (`$imm`'s last
+        // transpose flag, the descriptor's step `$bstep`) and accumulators between a fence and
+        // a commit, as `mma_row` says.
+        unsafe impl Product<Cols<$n>, $major> for $t {
             #[inline(always)]
             unsafe fn mma_row(regs: &mut <Cols<$n> as Width>::Regs, a: u64, b: u64) {
                 #[cfg(target_arch = "nvptx64")]
@@ -159,9 +168,9 @@ macro_rules! product {
                         a2 = in(reg64) a + 4,
                         a3 = in(reg64) a + 6,
                         b0 = in(reg64) b,
-                        b1 = in(reg64) b + 2,
-                        b2 = in(reg64) b + 4,
-                        b3 = in(reg64) b + 6,
+                        b1 = in(reg64) b + $bstep,
+                        b2 = in(reg64) b + 2 * $bstep,
+                        b3 = in(reg64) b + 3 * $bstep,
                         options(nostack),
                     )
                 };
@@ -176,18 +185,24 @@ width!(64, 32, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 
 width!(128, 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 width!(256, 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
 
-product!(bf16, "bf16", "k16", ", 1, 1, 0, 0", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-product!(bf16, "bf16", "k16", ", 1, 1, 0, 0", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
-product!(bf16, "bf16", "k16", ", 1, 1, 0, 0", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
-product!(f16, "f16", "k16", ", 1, 1, 0, 0", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-product!(f16, "f16", "k16", ", 1, 1, 0, 0", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
-product!(f16, "f16", "k16", ", 1, 1, 0, 0", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
-product!(F8E4M3FN, "e4m3", "k32", ", 1, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-product!(F8E4M3FN, "e4m3", "k32", ", 1, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
-product!(F8E4M3FN, "e4m3", "k32", ", 1, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
-product!(F8E5M2, "e5m2", "k32", ", 1, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-product!(F8E5M2, "e5m2", "k32", ", 1, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
-product!(F8E5M2, "e5m2", "k32", ", 1, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(bf16, KMajor, 2, "bf16", "k16", ", 1, 1, 0, 0", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(bf16, MnMajor, 128, "bf16", "k16", ", 1, 1, 0, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(bf16, KMajor, 2, "bf16", "k16", ", 1, 1, 0, 0", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(bf16, MnMajor, 128, "bf16", "k16", ", 1, 1, 0, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(bf16, KMajor, 2, "bf16", "k16", ", 1, 1, 0, 0", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(bf16, MnMajor, 128, "bf16", "k16", ", 1, 1, 0, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(f16, KMajor, 2, "f16", "k16", ", 1, 1, 0, 0", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(f16, MnMajor, 128, "f16", "k16", ", 1, 1, 0, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(f16, KMajor, 2, "f16", "k16", ", 1, 1, 0, 0", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(f16, MnMajor, 128, "f16", "k16", ", 1, 1, 0, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(f16, KMajor, 2, "f16", "k16", ", 1, 1, 0, 0", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(f16, MnMajor, 128, "f16", "k16", ", 1, 1, 0, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(F8E4M3FN, KMajor, 2, "e4m3", "k32", ", 1, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(F8E4M3FN, KMajor, 2, "e4m3", "k32", ", 1, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(F8E4M3FN, KMajor, 2, "e4m3", "k32", ", 1, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+product!(F8E5M2, KMajor, 2, "e5m2", "k32", ", 1, 1", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product!(F8E5M2, KMajor, 2, "e5m2", "k32", ", 1, 1", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product!(F8E5M2, KMajor, 2, "e5m2", "k32", ", 1, 1", 256, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
 
 /// A warpgroup's `64 × N` accumulators of products of `T` ([`Cols`]`<N>` is `W`), with no
 /// product running: the warpgroup may read them ([`Warpgroup::store`](super::Warpgroup::store))
@@ -298,36 +313,6 @@ mod issue {
     pub trait Sealed {}
 }
 
-/// A stage tile that `wgmma` reads as an operand of input `T`: `TileOf<T, (Const<ROWS>,
-/// Const<COLS>), Swizzle128>`, K-major rows of 128 bytes. `B` tiles also have the accumulators'
-/// `N` rows ([`OperandB`]).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a `wgmma` operand tile of `{T}`",
-    label = "the stage's tiles hold the accumulators' input type in the 128-byte swizzle",
-    note = "`wgmma` reads `TileOf<{T}, (Const<ROWS>, Const<COLS>), Swizzle128>`: the accumulators' input type, rows of \
-            one 128-byte swizzled row"
-)]
-pub trait OperandA<T>: Operand {}
-
-/// The `B` tile of a stage that `wgmma` reads into accumulators of `N` columns: an
-/// [`OperandA`] of `N` rows (`n × k`, K-major).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a `wgmma` `B` tile of `{T}` for accumulators of {N} columns",
-    label = "the `B` tile holds the accumulators' input type, `N` rows (`n × k`), in the 128-byte swizzle",
-    note = "accumulators of `Cols<{N}>` read `TileOf<{T}, (Const<{N}>, Const<COLS>), Swizzle128>`"
-)]
-pub trait OperandB<T, const N: usize>: Operand {}
-
-impl<T: DlElement, const ROWS: usize, const COLS: usize> OperandA<T>
-    for crate::kernel::block::TileOf<T, (crate::extents::Const<ROWS>, crate::extents::Const<COLS>), Swizzle128>
-{
-}
-
-impl<T: DlElement, const N: usize, const COLS: usize> OperandB<T, N>
-    for crate::kernel::block::TileOf<T, (crate::extents::Const<N>, crate::extents::Const<COLS>), Swizzle128>
-{
-}
-
 /// What [`Warpgroup::mma`](super::Warpgroup::mma) adds a product to: [`Accumulators`] (which
 /// it returns [`InFlight`]) or [`InFlight`] ([`InFlight2`]). The stage's tiles hold the
 /// accumulators' input type, in the 128-byte swizzle.
@@ -341,13 +326,18 @@ pub trait Issue<'c, const STAGES: usize, A: Operand, B: Operand>: issue::Sealed 
     type Width: Width;
     /// The accumulators with one more group running.
     type Next;
-    /// Issues the products of one stage row on the descriptors `a` and `b`, holding `stage`.
+    /// The stage's tiles fit together: `B` holds `A`'s depth.
+    #[doc(hidden)]
+    const CHECK: ();
+    /// Issues the products of one stage on the descriptor `a` of the warpgroup's `A` rows and
+    /// the `B` tile at shared address `b`, holding `stage`.
     ///
     /// # Safety
     ///
-    /// As [`Product::mma_row`], with `stage` the stage the descriptors describe.
+    /// As [`Product::mma_row`], with `stage` the stage that `a` and `b` are in, `b` its `B`
+    /// tile, 1024-aligned.
     #[doc(hidden)]
-    unsafe fn issue(self, a: u64, b: u64, stage: Full<'c, STAGES, A, B>) -> Self::Next;
+    unsafe fn issue(self, a: u64, b: u32, stage: Full<'c, STAGES, A, B>) -> Self::Next;
 }
 
 /// What [`Warpgroup::wait`](super::Warpgroup::wait) waits for: [`InFlight`] (which it returns
@@ -373,19 +363,28 @@ impl<T, W: Width> issue::Sealed for Accumulators<T, W> {}
 impl<T, W: Width, const STAGES: usize, A: Operand, B: Operand> issue::Sealed for InFlight<'_, T, W, STAGES, A, B> {}
 impl<T, W: Width, const STAGES: usize, A: Operand, B: Operand> issue::Sealed for InFlight2<'_, T, W, STAGES, A, B> {}
 
+/// Checks that the `B` tile holds the `A` tile's depth.
+const fn same_depth<T, const N: usize, A: OperandA<T>, B: OperandB<T, N>>() {
+    assert!(
+        B::DEPTH == A::COLS,
+        "the `B` tile of a stage holds the `A` tile's depth (`n × k` with rows of `k`, or `KByN` with `k` rows)"
+    );
+}
+
 impl<'c, T, const N: usize, const STAGES: usize, A, B> Issue<'c, STAGES, A, B> for Accumulators<T, Cols<N>>
 where
     Cols<N>: Width,
-    T: Product<Cols<N>>,
+    T: Product<Cols<N>, B::Major>,
     A: OperandA<T>,
     B: OperandB<T, N>,
 {
     type Width = Cols<N>;
     type Next = InFlight<'c, T, Cols<N>, STAGES, A, B>;
+    const CHECK: () = same_depth::<T, N, A, B>();
     #[inline(always)]
-    unsafe fn issue(mut self, a: u64, b: u64, stage: Full<'c, STAGES, A, B>) -> Self::Next {
-        // SAFETY: as this function's contract.
-        unsafe { T::mma_row(&mut self.regs, a, b) };
+    unsafe fn issue(mut self, a: u64, b: u32, stage: Full<'c, STAGES, A, B>) -> Self::Next {
+        // SAFETY: as this function's contract, `B`'s descriptor of its layout.
+        unsafe { T::mma_row(&mut self.regs, a, B::descriptor(b)) };
         InFlight {
             regs: self.regs,
             stage: core::mem::ManuallyDrop::new(stage),
@@ -398,19 +397,21 @@ impl<'c, T, const N: usize, const STAGES: usize, A, B> Issue<'c, STAGES, A, B>
     for InFlight<'c, T, Cols<N>, STAGES, A, B>
 where
     Cols<N>: Width,
-    T: Product<Cols<N>>,
+    T: Product<Cols<N>, B::Major>,
     A: OperandA<T>,
     B: OperandB<T, N>,
 {
     type Width = Cols<N>;
     type Next = InFlight2<'c, T, Cols<N>, STAGES, A, B>;
+    const CHECK: () = same_depth::<T, N, A, B>();
     #[inline(always)]
-    unsafe fn issue(self, a: u64, b: u64, stage: Full<'c, STAGES, A, B>) -> Self::Next {
+    unsafe fn issue(self, a: u64, b: u32, stage: Full<'c, STAGES, A, B>) -> Self::Next {
         let this = core::mem::ManuallyDrop::new(self);
         let mut regs = this.regs;
-        // SAFETY: as this function's contract: the running group adds to the same
-        // accumulators, which `wgmma` allows (the fence orders the products).
-        unsafe { T::mma_row(&mut regs, a, b) };
+        // SAFETY: as this function's contract, `B`'s descriptor of its layout: the running
+        // group adds to the same accumulators, which `wgmma` allows (the fence orders the
+        // products).
+        unsafe { T::mma_row(&mut regs, a, B::descriptor(b)) };
         InFlight2 {
             regs,
             // SAFETY: `this` is not dropped (`ManuallyDrop`): its stage moves here once.

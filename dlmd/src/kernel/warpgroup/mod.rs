@@ -118,13 +118,17 @@
 //! are in [`raw`], `unsafe` under the PTX ISA's rules.
 
 mod accumulators;
+mod descriptor;
+mod operand;
 mod pipeline;
 #[cfg(any(target_arch = "nvptx64", doc))]
 pub mod raw;
+mod registers;
 mod roles;
 
 #[doc(hidden)]
 pub use accumulators::Product;
-pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, OperandA, OperandB, Retire, WgmmaInput, Width};
+pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
+pub use operand::{KByN, KMajor, MnMajor, OperandA, OperandB};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use roles::Warpgroup;

@@ -13,33 +13,48 @@ use core::marker::PhantomData;
 const STAGE_ALIGN: usize = 1024;
 
 /// An operand tile of a pipeline stage: `TileOf<T, (Const<ROWS>, Const<COLS>), S>` with a
-/// [`Swizzle`] `S` for its layout, whose rows are each one swizzled row (`COLS` elements of
-/// `S::BYTES` bytes in all). The bulk copy engine fills it from a [`TensorMap`] of the same
-/// element, box and swizzle ([`Map`](Self::Map)): a map of another box or swizzle does not fit
-/// the tile's type.
+/// [`Swizzle`] `S` for its layout, whose rows are whole swizzled rows (`COLS` elements of a
+/// multiple of `S::BYTES` bytes), or such a tile read as a `k × n` `B` operand
+/// ([`MnMajor`](super::MnMajor)). The bulk copy engine fills it from a [`TensorMap`] of the same
+/// element, tile and swizzle ([`Map`](Self::Map)): a map of another tile or swizzle does not
+/// fit the tile's type.
+///
+/// In shared memory, a tile is its column panels one after another, each `ROWS` rows of one
+/// swizzled row (`S::BYTES` bytes, [`Swizzle::offset`]): element `[r, c]` is in panel
+/// `c / P` (`P = S::BYTES / size_of::<T>()` columns a panel), row `r` of it. A tile of one
+/// swizzled row (the K-major operands of `x · wᵀ`) is one panel.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a swizzled operand tile",
     label = "a pipeline stage holds `TileOf<T, (Const<ROWS>, Const<COLS>), Swizzle128>`-like tiles",
-    note = "an operand tile is laid out by a `Swizzle` (`Swizzle32`, `Swizzle64`, `Swizzle128`), each row one swizzled row"
+    note = "an operand tile is laid out by a `Swizzle` (`Swizzle32`, `Swizzle64`, `Swizzle128`), each row whole swizzled rows"
 )]
 pub trait Operand: TileSealed + 'static {
     /// The element type.
     type Element: DlElement;
     /// The swizzle.
     type Swizzle: Swizzle;
-    /// The tensor map that fills it: same element, box and swizzle.
+    /// The tensor map that fills it: same element, tile and swizzle.
     type Map<'a>;
     /// Rows.
     const ROWS: usize;
     /// Elements a row.
     const COLS: usize;
-    /// The tile's bytes, checked where a kernel uses it: rows of exactly `S::BYTES`, a whole
-    /// number of the swizzle's periods (rows a multiple of `S::ALIGN / S::BYTES`), at most 256
-    /// rows (a copy's box).
+    /// The tile's bytes, checked where a kernel uses it: rows of a multiple of `S::BYTES`, each
+    /// panel a whole number of the swizzle's periods (rows a multiple of `S::ALIGN /
+    /// S::BYTES`), at most 256 rows and columns (a copy's box).
     const BYTES: usize;
-    /// The generic address of the tensor map `map`.
+    /// Starts the copies of the tile of `map` whose first element is at `origin` (row, column)
+    /// into the tile at `dst`, one a panel, each signalling its bytes to the barrier object at
+    /// `bar`; a coordinate past `i32::MAX` asks for a box past the tensor's edge, all zero.
+    ///
+    /// # Safety
+    ///
+    /// As [`tma_load_2d`](super::raw::tma_load_2d) for each panel: `dst` is `BYTES` of the
+    /// block's shared memory, 1024-aligned, that nothing reads or writes until `bar`'s phase
+    /// completes; `bar` expects these bytes.
     #[doc(hidden)]
-    fn map_address(map: &Self::Map<'_>) -> *const u64;
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn copy(dst: u32, map: &Self::Map<'_>, origin: [usize; 2], bar: u32);
 }
 
 impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
@@ -52,22 +67,40 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
     const COLS: usize = COLS;
     const BYTES: usize = {
         assert!(
-            COLS * size_of::<T>() == S::BYTES,
-            "an operand tile's row is one swizzled row: `COLS` elements of `S::BYTES` bytes in all"
+            (COLS * size_of::<T>()).is_multiple_of(S::BYTES) && COLS >= 1,
+            "an operand tile's row is whole swizzled rows: `COLS` elements of a multiple of `S::BYTES` bytes"
         );
         assert!(
-            ROWS >= 1 && ROWS <= 256,
-            "an operand tile has 1 to 256 rows (a copy's box)"
+            ROWS >= 1 && ROWS <= 256 && COLS <= 256,
+            "an operand tile has 1 to 256 rows and columns (a copy's box)"
         );
         assert!(
             (ROWS * S::BYTES).is_multiple_of(S::ALIGN),
-            "an operand tile holds a whole number of the swizzle's periods (8 rows of 128 bytes, 8 of 64, 8 of 32)"
+            "an operand tile's panels hold a whole number of the swizzle's periods (8 rows of 128 bytes, 8 of 64, 8 of 32)"
         );
-        ROWS * S::BYTES
+        ROWS * COLS * size_of::<T>()
     };
+    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    fn map_address(map: &Self::Map<'_>) -> *const u64 {
-        map.map()
+    unsafe fn copy(dst: u32, map: &Self::Map<'_>, origin: [usize; 2], bar: u32) {
+        let clamp = |x: usize| x.min(i32::MAX as usize) as i32;
+        let (panel_cols, panel_bytes) = (S::BYTES / size_of::<T>(), ROWS * S::BYTES);
+        for p in 0..COLS / panel_cols {
+            let column = origin[1].saturating_add(p * panel_cols);
+            // SAFETY: as this function's contract, for panel `p`: its `ROWS × S::BYTES` bytes
+            // inside the tile's (`p` below the panels), aligned to the swizzle's period (`dst`
+            // is 1024-aligned, and a panel's bytes are a whole number of periods, each dividing
+            // 1024).
+            unsafe {
+                super::raw::tma_load_2d(
+                    dst + (p * panel_bytes) as u32,
+                    map.map(),
+                    clamp(column),
+                    clamp(origin[0]),
+                    bar,
+                )
+            };
+        }
     }
 }
 
@@ -216,28 +249,14 @@ impl<const STAGES: usize, A: Operand, B: Operand> Producer<'_, STAGES, A, B> {
             // (`TensorMap`), of these tiles' boxes and swizzles (their types); the stage's
             // tiles are 1024-aligned, released by their readers (above), and read next once
             // `full`'s phase completes, which waits for these bytes.
-            unsafe { copy(places.a(s), A::map_address(a), a_origin, places.full(s)) };
+            unsafe { A::copy(places.a(s), a, a_origin, places.full(s)) };
             // SAFETY: as above.
-            unsafe { copy(places.b(s), B::map_address(b), b_origin, places.full(s)) };
+            unsafe { B::copy(places.b(s), b, b_origin, places.full(s)) };
         }
         #[cfg(not(target_arch = "nvptx64"))]
         let _ = (a, a_origin, b, b_origin);
         self.count += 1;
     }
-}
-
-/// The box at `origin` (row, column) of the map at `map` into `dst`, signalled to `bar`; a
-/// coordinate past `i32::MAX` asks for a box past the tensor's edge, all zero.
-///
-/// # Safety
-///
-/// As [`tma_load_2d`](super::raw::tma_load_2d).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn copy(dst: u32, map: *const u64, origin: [usize; 2], bar: u32) {
-    let clamp = |x: usize| x.min(i32::MAX as usize) as i32;
-    // SAFETY: as this function's contract.
-    unsafe { super::raw::tma_load_2d(dst, map, clamp(origin[1]), clamp(origin[0]), bar) };
 }
 
 /// A consumer warpgroup's side of a pipeline: [`wait`](Self::wait) gives it the stages in the

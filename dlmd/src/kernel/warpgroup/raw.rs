@@ -28,7 +28,28 @@ use core::arch::asm;
 /// 32-byte step along `k` (the hardware applies the swizzle to the whole address).
 #[inline(always)]
 pub const fn descriptor_128(address: u32) -> u64 {
-    ((address as u64 & 0x3_ffff) >> 4) | (1 << 16) | (64 << 32) | (1 << 62)
+    super::descriptor::k_major_128(address)
+}
+
+/// The shared-memory matrix descriptor of a `wgmma` `B` operand stored MN-major in the 128-byte
+/// swizzle (`wgmma`'s `imm-trans-b` 1; `bf16` and `f16` only): `k × n` in column panels of 64
+/// elements of `n` (128 bytes), each panel `k` rows of 128 bytes one after another in 8-row
+/// atoms of 1024 bytes ([`Swizzle128`](crate::kernel::swizzle::Swizzle128)), the panels
+/// `panel_bytes` apart, as the bulk copy engine lays out boxes of `k × 64` side by side.
+///
+/// - bits 0–13: the start address (shared state space), `>> 4`;
+/// - bits 16–29: the leading byte offset `>> 4`: `panel_bytes`, from one 64-element panel to
+///   the next along `n`;
+/// - bits 32–45: the stride byte offset `>> 4`, here 64 (1024 bytes: from one 8-row atom to
+///   the next along `k`);
+/// - bits 49–51: the base offset, 0 (atoms 1024-aligned);
+/// - bits 62–63: the swizzle, 1 (128 bytes).
+///
+/// `address` is the tile's first row, 1024-aligned, plus `2048 · s` bytes for the `s`-th step
+/// of 16 along `k` (two atoms).
+#[inline(always)]
+pub const fn descriptor_128_mn(address: u32, panel_bytes: u32) -> u64 {
+    super::descriptor::mn_major_128(address, panel_bytes)
 }
 
 /// `fence.proxy.async.shared::cta`: this thread's completed writes to the block's shared memory
@@ -216,4 +237,34 @@ pub unsafe fn wgmma_commit() {
 pub unsafe fn wgmma_wait<const PENDING: u32>() {
     // SAFETY: as this function's contract.
     unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const PENDING, options(nostack)) };
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N`: the executing warpgroup's threads give registers back
+/// to the block's pool, down to `N` each.
+///
+/// # Safety
+///
+/// Executed by all four warps of a warpgroup together (converged), which have synchronized
+/// since their last `setmaxnreg`; `N` a multiple of 8 in `24..=256`, at most the registers
+/// each thread holds now; the code that follows needs no more than `N` (the kernel's entry
+/// point declares its launch bounds, `.reqntid` and `.minnctapersm`, so that `ptxas` sizes
+/// each region by the instructions before it); on `sm_90a`.
+#[inline(always)]
+pub unsafe fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+}
+
+/// `setmaxnreg.inc.sync.aligned.u32 N`: the executing warpgroup's threads take registers from
+/// the block's pool, up to `N` each, waiting until the pool has them.
+///
+/// # Safety
+///
+/// As [`setmaxnreg_dec`], `N` at least the registers each thread holds now; the block's pool
+/// (its threads' registers at launch, less what other warpgroups hold) will have the
+/// registers, or this waits forever.
+#[inline(always)]
+pub unsafe fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) };
 }

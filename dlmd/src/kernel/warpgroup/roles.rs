@@ -54,16 +54,19 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         Accumulators::from_fn(self.thread, f)
     }
 
-    /// Starts the products of one stage, `acc += a · bᵀ` over the stage's depth, `a` the
-    /// warpgroup's 64 rows of the stage's `A` tile and `b` its whole `B` tile (`n × k`, both
-    /// K-major: `x · wᵀ` of a `Linear` layer), and returns the accumulators with one more
-    /// group running, holding the stage: it is released only after a [`wait`](Self::wait)
-    /// has seen the products done. `acc` is [`Accumulators`] or [`InFlight`](super::InFlight)
-    /// (at most two groups run at once).
+    /// Starts the products of one stage, `acc += a · b` over the stage's depth, `a` the
+    /// warpgroup's 64 rows of the stage's `A` tile (`m × k`, K-major) and `b` its whole `B`
+    /// tile, read as its type says ([`OperandB`](super::OperandB)): a plain tile is `n × k`
+    /// (K-major: `x · wᵀ` of a `Linear` layer), a [`KByN`](super::KByN) tile `k × n`
+    /// (MN-major: `x · b` with a row-major `b`). Returns the accumulators with one more group
+    /// running, holding the stage: it is released only after a [`wait`](Self::wait) has seen
+    /// the products done. `acc` is [`Accumulators`] or [`InFlight`](super::InFlight) (at most
+    /// two groups run at once).
     ///
-    /// The `A` tile has 64 rows for each consumer warpgroup and the `B` tile the accumulators'
-    /// columns; both hold the accumulators' input type in the 128-byte swizzle (otherwise the
-    /// kernel does not compile).
+    /// The `A` tile has 64 rows for each consumer warpgroup and one 128-byte swizzled row of
+    /// depth; the `B` tile the accumulators' columns and the same depth; both hold the
+    /// accumulators' input type in the 128-byte swizzle (otherwise the kernel does not
+    /// compile).
     #[inline(always)]
     pub fn mma<X, const STAGES: usize, A: Operand, B: Operand>(
         &mut self,
@@ -79,23 +82,25 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 "the `A` tile of a stage holds 64 rows for each consumer warpgroup"
             );
             assert!(
-                B::ROWS == <X::Width as Width>::N,
-                "the `B` tile of a stage holds the accumulators' columns (`Cols<N>`: N rows of `n × k`)"
+                A::COLS * size_of::<A::Element>() == 128,
+                "the `A` tile of a stage is one 128-byte swizzled row deep (64 `bf16`s or `f16`s, 128 FP8s)"
             );
         };
+        let () = X::CHECK;
         #[cfg(target_arch = "nvptx64")]
         {
             use super::raw::descriptor_128;
             let places = stage.places;
             let a =
                 descriptor_128(places.a(stage.stage) + (self.index * ROWS * A::COLS * size_of::<A::Element>()) as u32);
-            let b = descriptor_128(places.b(stage.stage));
+            let b = places.b(stage.stage);
             // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in it), on
             // sm_90a (the kernel waits on bulk copies); the stage has landed (`Full`, through
             // the async proxy, as `wgmma` reads), its tiles are 1024-aligned and laid out in the
-            // 128-byte swizzle with rows of 128 bytes (their types), the warpgroup's 64 rows
-            // inside `A`'s (checked above); the stage is held by the result until a wait sees
-            // these products done, so the producer does not refill it before.
+            // 128-byte swizzle as their types say (`A` rows of 128 bytes, `B` read by its
+            // `OperandB` descriptor, of the same depth: `Issue`'s check), the warpgroup's 64
+            // rows inside `A`'s (checked above); the stage is held by the result until a wait
+            // sees these products done, so the producer does not refill it before.
             unsafe { acc.issue(a, b, stage) }
         }
         #[cfg(not(target_arch = "nvptx64"))]
@@ -293,6 +298,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         {
             use super::pipeline::Places;
             use super::raw;
+            use super::registers::Split;
             use core::arch::nvptx;
             let places = Places::of(stages);
             // SAFETY: a special register, no precondition.
@@ -310,6 +316,16 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // SAFETY: every thread of the block, in its uniform code (`&mut Block`).
             unsafe { nvptx::_syncthreads() };
             let (role, thread) = (t / 128, t % 128);
+            // The producer's registers to the consumers while the pipeline runs, where the
+            // launch bounds let `ptxas` size them (one block a multiprocessor).
+            let rebalance = Split::<THREADS>::SOME && self.min_blocks() == 1;
+            if rebalance {
+                // SAFETY: every thread, each warpgroup converged (uniform code up to here), at
+                // its registers at launch and synchronized (the barrier above); the entry
+                // point declares `.reqntid THREADS` (the `Block`'s) and `.minnctapersm 1`
+                // (`min_blocks`); `SOME`; sm_90a (the kernel issues `wgmma`).
+                unsafe { Split::<THREADS>::take(role) };
+            }
             if role == 0 {
                 if thread == 0 {
                     let mut p = Producer {
@@ -351,6 +367,11 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             }
             // SAFETY: every thread of the block (the roles rejoin here).
             unsafe { nvptx::_syncthreads() };
+            if rebalance {
+                // SAFETY: every thread, each warpgroup converged (the roles rejoined), after
+                // `take` and the barrier above.
+                unsafe { Split::<THREADS>::give_back(role) };
+            }
             if t < STAGES {
                 // SAFETY: the barrier objects of this specialisation, which nothing uses any
                 // more: every copy landed (the producer waited), every wait and arrival is

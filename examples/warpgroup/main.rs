@@ -1,11 +1,12 @@
-//! The safe Hopper products (`examples/hopper-kernels`' `linear_*` and `gemm_bf16`, written
-//! with `dlmd::kernel::warpgroup`: tensor maps, a four-stage pipeline, a producer and two
-//! consumer warpgroups of `wgmma`), checked against the CPU on aligned and ragged shapes
-//! (`bf16`, `f16`, FP8 E4M3 with scales, the fused bias and activations, `α · x · wᵀ + β · c`)
-//! and against cuBLAS at 4096³; with `--bench`, timed at 4096³ and 8192³ against cuBLAS
-//! (`cublasGemmEx`, same process) and against the raw twin (`wgmma_nt_256_tma4`, one block a
-//! chunk), in alternated rounds (medians of 20 rounds after 3 warm-up ones, CUDA events). The
-//! safe kernels run on a persistent grid (a block a multiprocessor).
+//! The safe Hopper products (`examples/hopper-kernels`' `linear_*`, `matmul_*` and
+//! `gemm_bf16`, written with `dlmd::kernel::warpgroup`: tensor maps, a four-stage pipeline, a
+//! producer and two consumer warpgroups of `wgmma`), checked against the CPU on aligned and
+//! ragged shapes (`bf16`, `f16`, FP8 E4M3 with scales, the fused bias and activations,
+//! `α · x · wᵀ + β · c`, `x · b` with a row-major `b`) and against cuBLAS at 4096³; with
+//! `--bench`, timed at 4096³ and 8192³ against cuBLAS (`cublasGemmEx`, same process) and
+//! against the raw twins (`wgmma_nt_256_tma4`, `wgmma_nn_256_tma4`), in alternated rounds
+//! (medians of 20 rounds after 3 warm-up ones, CUDA events). The safe kernels run on a
+//! persistent grid (a block a multiprocessor).
 //!
 //! Run with `cargo run --release --features hopper-kernels --example warpgroup [-- --bench]`
 //! on a machine with an `sm_90a` GPU (H100, H200) and cuBLAS.
@@ -18,12 +19,12 @@ use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::{Const, Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
-use dlmd_examples::Sides;
 use dlmd_examples::blas::{against_cublas, cublas, tensor_maps};
-use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
+
+mod bench;
 
 const ROUNDS: usize = 23;
 const WARM_UP: usize = 3;
@@ -64,6 +65,10 @@ enum Kind {
     Bias(hk::Activation),
     /// `c = α · x · wᵀ + β · c`, `f32` `c`.
     Gemm(f32, f32),
+    /// `y = x · b` on `bf16`, `b` row-major `k × n`.
+    MatmulBf16,
+    /// `y = x · b` on `f16`.
+    MatmulF16,
 }
 
 /// The tensor map of a matrix with boxes of `R × C` in the 128-byte swizzle.
@@ -80,7 +85,8 @@ fn map<'a, T: DlElement + DeviceRepr, const R: usize, const C: usize>(
 }
 
 /// `y = x · wᵀ` (or `c = α · x · wᵀ + β · c`) by the safe kernel of `kind`, `x` of `m × k`,
-/// `w` of `n × k`, `y` of `m × n`, each with the kernel's element type ([`Operands`]).
+/// `w` of `n × k` (for the `Matmul` kinds, `b` of `k × n`: `y = x · b`), `y` of `m × n`, each
+/// with the kernel's element type ([`Operands`]).
 fn safe(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -106,6 +112,22 @@ fn safe(
         (Kind::Bf16, Operands::Bf16(x, w, _, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
             cuda::scope(|s| hk::linear_bf16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut()))?
+        }
+        (Kind::MatmulBf16, Operands::Bf16(x, b, _, y)) => {
+            let (xm, bm) = (
+                map::<_, 128, 64>(stream, x, [m, k])?,
+                map::<_, 64, 256>(stream, b, [k, n])?,
+            );
+            let mut yv = out!(y);
+            cuda::scope(|s| hk::matmul_bf16(s.launch(stream, kernels, config), xm.map(), bm.map(), yv.as_view_mut()))?
+        }
+        (Kind::MatmulF16, Operands::F16(x, b, y)) => {
+            let (xm, bm) = (
+                map::<_, 128, 64>(stream, x, [m, k])?,
+                map::<_, 64, 256>(stream, b, [k, n])?,
+            );
+            let mut yv = out!(y);
+            cuda::scope(|s| hk::matmul_f16(s.launch(stream, kernels, config), xm.map(), bm.map(), yv.as_view_mut()))?
         }
         (Kind::Bias(activation), Operands::Bf16(x, w, bias, y)) => {
             let ((xm, wm), mut yv) = (maps!(x, w, 64), out!(y));
@@ -225,9 +247,11 @@ fn check_cpu(
     shape: (usize, usize, usize),
     kind: Kind,
 ) -> Result<(), Box<dyn Error>> {
-    // FP8 rows need 16 elements for the copy engine's 16 bytes.
+    // FP8 rows need 16 elements for the copy engine's 16 bytes, and a row-major `b` rows of
+    // `n` a multiple of 8.
     let (m, k, n) = match kind {
         Kind::Fp8(..) => (shape.0, shape.1.next_multiple_of(16), shape.2),
+        Kind::MatmulBf16 | Kind::MatmulF16 => (shape.0, shape.1, shape.2.next_multiple_of(8)),
         _ => shape,
     };
     let shape = (m, k, n);
@@ -237,6 +261,8 @@ fn check_cpu(
     let c0 = ints(m * n, 11, 13);
     let want = expected(kind, shape, &x, &w, &bias, &c0);
     let nan = vec![f32::NAN; m * n];
+    // A row-major `b` is `wᵀ`.
+    let b = transpose(&w, n, k);
     let got: Vec<f64> = match kind {
         Kind::Fp8(..) => {
             let (dx, dw) = (
@@ -245,6 +271,12 @@ fn check_cpu(
             );
             let mut y = upload(stream, &nan, bf16::from_f32)?;
             safe(stream, kernels, shape, kind, Operands::Fp8(&dx, &dw, &mut y))?;
+            stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
+        }
+        Kind::MatmulF16 => {
+            let (dx, db) = (upload(stream, &x, f16::from_f32)?, upload(stream, &b, f16::from_f32)?);
+            let mut y = upload(stream, &nan, f16::from_f32)?;
+            safe(stream, kernels, shape, kind, Operands::F16(&dx, &db, &mut y))?;
             stream.clone_dtoh(&y)?.iter().map(|v| v.to_f64()).collect()
         }
         Kind::F16 => {
@@ -260,7 +292,8 @@ fn check_cpu(
             stream.clone_dtoh(&c)?.iter().map(|&v| f64::from(v)).collect()
         }
         _ => {
-            let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+            let w = if kind == Kind::MatmulBf16 { &b } else { &w };
+            let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, w, bf16::from_f32)?);
             let dbias = upload(stream, &bias, bf16::from_f32)?;
             let mut y = upload(stream, &nan, bf16::from_f32)?;
             safe(stream, kernels, shape, kind, Operands::Bf16(&dx, &dw, &dbias, &mut y))?;
@@ -270,7 +303,7 @@ fn check_cpu(
     // Rounded once to the output type: exact for the sums (integers) where they fit its
     // mantissa, and the activations to within half a unit of `bf16` (2⁻⁸ relative).
     let round = |v: f64| match kind {
-        Kind::F16 => f16::from_f64(v).to_f64(),
+        Kind::F16 | Kind::MatmulF16 => f16::from_f64(v).to_f64(),
         Kind::Gemm(..) => v as f32 as f64,
         _ => bf16::from_f64(v).to_f64(),
     };
@@ -295,6 +328,11 @@ fn check_cpu(
     Ok(())
 }
 
+/// The transpose of the row-major `rows × cols` matrix `a`.
+fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..rows * cols).map(|i| a[i % rows * cols + i / rows]).collect()
+}
+
 /// `values` converted by `f` into a new device buffer.
 fn upload<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
@@ -317,8 +355,9 @@ fn random(len: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// The safe `bf16` kernel against cuBLAS at `size`³: on small integers element for element,
-/// on random values by `‖y − y_cuBLAS‖ / ‖y_cuBLAS‖`.
+/// The safe `bf16` kernels (`x · wᵀ` and `x · b`) and their raw twins against cuBLAS at
+/// `size`³: on small integers element for element, on random values by
+/// `‖y − y_cuBLAS‖ / ‖y_cuBLAS‖`.
 fn check_cublas(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -333,126 +372,54 @@ fn check_cublas(
             (random(size * size, 0x9e37_79b9), random(size * size, 0x7f4a_7c15))
         };
         let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+        let db = upload(stream, &transpose(&w, size, size), bf16::from_f32)?;
         let dbias = stream.alloc_zeros::<bf16>(size)?;
-        let mut reference = stream.alloc_zeros::<bf16>(size * size)?;
-        cublas(blas, shape, true, &dx, &dw, &mut reference)?;
-        let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
-        safe(
-            stream,
-            kernels,
-            shape,
-            Kind::Bf16,
-            Operands::Bf16(&dx, &dw, &dbias, &mut y),
-        )?;
-        let (got, reference) = (stream.clone_dtoh(&y)?, stream.clone_dtoh(&reference)?);
-        against_cublas(&format!("linear_bf16 {size}³"), integers, &got, &reference)?;
-    }
-    Ok(())
-}
-
-/// The sides of the bench.
-const SIDES: [&str; 11] = [
-    "cuBLAS bf16",
-    "safe linear_bf16",
-    "raw twin wgmma_nt_256_tma4",
-    "cuBLAS f16",
-    "safe linear_f16",
-    "safe linear_fp8 (e4m3, scaled)",
-    "safe linear_bias_bf16 (GELU)",
-    "safe linear_bias_bf16 (bias only)",
-    "safe linear_bf16_simple (README's, memory order, a block a chunk)",
-    "safe linear_bf16_simple (README's, memory order, persistent)",
-    "raw twin wgmma_nt_256_tma4, persistent",
-];
-
-/// The kernels and cuBLAS at `size`³ in alternated rounds.
-fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
-    let shape = (size, size, size);
-    let (x, w) = (random(size * size, 0x1234_5678), random(size * size, 0x8765_4321));
-    let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
-    let (xh, wh) = (upload(stream, &x, f16::from_f32)?, upload(stream, &w, f16::from_f32)?);
-    let (x8, w8) = (
-        upload(stream, &x, F8E4M3FN::from_f32)?,
-        upload(stream, &w, F8E4M3FN::from_f32)?,
-    );
-    let bias = upload(stream, &random(size, 0x55), bf16::from_f32)?;
-    let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
-    let mut yh = stream.alloc_zeros::<f16>(size * size)?;
-    let maps = tensor_maps(stream, shape, &xb, &wb)?;
-    let mut sides = Sides::new(SIDES.len(), WARM_UP);
-    let mut cover = Cover::new(stream)?;
-    for round in 0..ROUNDS {
-        let mut times = vec![0.0; SIDES.len()];
-        for turn in 0..SIDES.len() {
-            let which = (turn + round) % SIDES.len();
-            times[which] = cover.time(stream, || match which {
-                0 => cublas(blas, shape, true, &xb, &wb, &mut yb),
-                1 => safe(
-                    stream,
-                    kernels,
-                    shape,
-                    Kind::Bf16,
-                    Operands::Bf16(&xb, &wb, &bias, &mut yb),
-                ),
-                2 => raw(stream, kernels, shape, false, &xb, &wb, &maps, &mut yb),
-                3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
-                4 => safe(stream, kernels, shape, Kind::F16, Operands::F16(&xh, &wh, &mut yh)),
-                5 => safe(
-                    stream,
-                    kernels,
-                    shape,
-                    Kind::Fp8(0.5, 2.0),
-                    Operands::Fp8(&x8, &w8, &mut yb),
-                ),
-                6 => {
-                    let kind = Kind::Bias(hk::Activation::GELU_TANH);
-                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
-                }
-                7 => {
-                    let kind = Kind::Bias(hk::Activation::NONE);
-                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
-                }
-                8 => simple(stream, kernels, shape, false, &xb, &wb, &mut yb),
-                9 => simple(stream, kernels, shape, true, &xb, &wb, &mut yb),
-                _ => raw(stream, kernels, shape, true, &xb, &wb, &maps, &mut yb),
-            })?;
+        // `x · wᵀ`, then `x · b` with the row-major `b = wᵀ`: the same product.
+        for (weight, kind, name) in [
+            (true, Kind::Bf16, "linear_bf16"),
+            (false, Kind::MatmulBf16, "matmul_bf16"),
+        ] {
+            let w = if weight { &dw } else { &db };
+            let mut reference = stream.alloc_zeros::<bf16>(size * size)?;
+            cublas(blas, shape, weight, &dx, w, &mut reference)?;
+            let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
+            safe(stream, kernels, shape, kind, Operands::Bf16(&dx, w, &dbias, &mut y))?;
+            let reference = stream.clone_dtoh(&reference)?;
+            against_cublas(
+                &format!("{name} {size}³"),
+                integers,
+                &stream.clone_dtoh(&y)?,
+                &reference,
+            )?;
+            // The raw twin of the product, persistent.
+            let maps = tensor_maps(stream, shape, !weight, &dx, w)?;
+            let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
+            raw(stream, kernels, shape, (true, !weight), &dx, w, &maps, &mut y)?;
+            let twin = if weight {
+                "wgmma_nt_256_tma4"
+            } else {
+                "wgmma_nn_256_tma4"
+            };
+            against_cublas(
+                &format!("{twin} {size}³"),
+                integers,
+                &stream.clone_dtoh(&y)?,
+                &reference,
+            )?;
         }
-        sides.push(round, &times);
     }
-    let t = sides.medians();
-    let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
-    for (i, name) in SIDES.iter().enumerate() {
-        println!(
-            "bench {size}³ x·wᵀ: {name} {:.4} ms ({:.0} TFLOP/s)",
-            t[i],
-            tflops(t[i])
-        );
-    }
-    println!(
-        "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
-         plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3} (persistent {:.3}); \
-         safe/raw, both persistent {:.3}",
-        t[0] / t[1],
-        t[2] / t[1],
-        t[3] / t[4],
-        t[0] / t[5],
-        t[1] / t[6],
-        t[1] / t[7],
-        t[0] / t[8],
-        t[0] / t[9],
-        t[10] / t[1],
-    );
     Ok(())
 }
 
 /// `y = x · wᵀ` by the README's kernel (`linear_bf16_simple`: chunks in memory order), a block
-/// a chunk or on a persistent grid.
+/// a chunk or on a persistent grid; or (`launch_registers`) by `linear_bf16_launch_registers`,
+/// `linear_bf16` without its register split.
 #[allow(clippy::too_many_arguments)]
 fn simple(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
-    persistent: bool,
+    (persistent, launch_registers): (bool, bool),
     x: &CudaSlice<bf16>,
     w: &CudaSlice<bf16>,
     y: &mut CudaSlice<bf16>,
@@ -465,25 +432,31 @@ fn simple(
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
     cuda::scope(|s| {
         let launch = s.launch(stream, kernels, config);
-        hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
+        if launch_registers {
+            hk::linear_bf16_launch_registers(launch, xm.map(), wm.map(), yv.as_view_mut())
+        } else {
+            hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
+        }
     })?;
     Ok(())
 }
 
-/// `y = x · wᵀ` by the raw twin, a block a chunk or on a persistent grid.
+/// `y = x · wᵀ` by the raw twin, a block a chunk or on a persistent grid (or, `row_major_b`,
+/// `y = x · b` with `w` the row-major `k × n` `b`, and `maps` its).
 #[allow(clippy::too_many_arguments)]
 fn raw(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
-    persistent: bool,
+    (persistent, row_major_b): (bool, bool),
     x: &CudaSlice<bf16>,
     w: &CudaSlice<bf16>,
     maps: &CudaSlice<u64>,
     y: &mut CudaSlice<bf16>,
 ) -> Result<(), Box<dyn Error>> {
     let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
-    let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new([n, k]))?;
+    let w_extents = if row_major_b { [k, n] } else { [n, k] };
+    let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new(w_extents))?;
     let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
     let config = LaunchConfig {
@@ -491,13 +464,24 @@ fn raw(
         ..grid(stream, m, n, persistent)?
     };
     cuda::scope(|s| {
-        let args = hk::WgmmaNt256Tma4Args {
-            maps: mv,
-            x: xv,
-            w: wv,
-            y: yv.as_view_mut(),
-        };
-        hk::wgmma_nt_256_tma4(s.launch(stream, kernels, config), args)
+        let launch = s.launch(stream, kernels, config);
+        if row_major_b {
+            let args = hk::WgmmaNn256Tma4Args {
+                maps: mv,
+                x: xv,
+                b: wv,
+                y: yv.as_view_mut(),
+            };
+            hk::wgmma_nn_256_tma4(launch, args)
+        } else {
+            let args = hk::WgmmaNt256Tma4Args {
+                maps: mv,
+                x: xv,
+                w: wv,
+                y: yv.as_view_mut(),
+            };
+            hk::wgmma_nt_256_tma4(launch, args)
+        }
     })?;
     Ok(())
 }
@@ -515,6 +499,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         Kind::Bias(hk::Activation::GELU_TANH),
         Kind::Bias(hk::Activation::SILU),
         Kind::Gemm(2.0, -1.0),
+        Kind::MatmulBf16,
+        Kind::MatmulF16,
     ];
     // Aligned, and ragged on every side (the copies' boxes past the edges bring zeros; the
     // stores stop at the edges); `k` a multiple of 16 bytes, as the copy engine needs.
@@ -536,7 +522,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     check_cublas(&stream, &kernels, &blas, 4096)?;
     if args.iter().any(|a| a == "--bench") {
         for size in [4096, 8192] {
-            bench(&stream, &kernels, &blas, size)?;
+            bench::bench(&stream, &kernels, &blas, size)?;
         }
     }
     Ok(())
