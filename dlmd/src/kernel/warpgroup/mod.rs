@@ -22,7 +22,18 @@
 //!   them back, and only then can they be written out ([`Warpgroup::store`]).
 //!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
-//! ([`WgmmaInput`]), accumulated in `f32`.
+//! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
+//! `B` tile is K-major too (`n × k`: the weight of `x · wᵀ`), or, for `bf16` and `f16`, a
+//! [`KByN`] tile `k × n` (a row-major `b` of `x · b`), which `wgmma` reads MN-major
+//! ([`OperandB`]). A tile wider than one swizzled row is copied as column panels, one box each.
+//!
+//! Where the kernel declares `min_blocks_per_sm = 1`,
+//! [`Block::specialise`](crate::kernel::Block::specialise) lends the producer
+//! warpgroup's registers to the consumers while the pipeline runs (`setmaxnreg`: 40 a producer
+//! thread, and what that frees dealt to the consumers, 232 a thread in blocks of 384), and gives
+//! them back before it returns. The split is computed from the block's size and the registers
+//! `ptxas` gives a thread at launch under those bounds, so the consumers never ask for more
+//! than the block holds; without the bound, registers stay as at launch.
 //!
 //! A kernel computing `y = x · wᵀ` in `128 × 256` chunks, four stages of depth 64 (the
 //! `examples/hopper-kernels` crate's `linear_bf16`):

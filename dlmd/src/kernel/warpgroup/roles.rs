@@ -266,6 +266,11 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// consumer waiting for a stage that is never filled, or a producer for one never released,
     /// waits forever. Before it returns, every copy has landed and every product is done, so
     /// `stages` may run another pipeline.
+    ///
+    /// In a kernel that declares `min_blocks_per_sm = 1`, the roles also split the block's
+    /// registers while they run: the producer warpgroup gives its threads' down to 40, and the
+    /// consumers take what that frees (232 a thread in a block of 384), as `setmaxnreg` does in
+    /// CUDA C++; every warpgroup has its registers at launch again before this returns.
     #[inline(always)]
     pub fn specialise<const STAGES: usize, A, B, T, E, L, Sp, P, Q>(
         &mut self,

@@ -1,0 +1,35 @@
+// A `k × n` `B` tile (`KByN<TileOf<bf16, (Const<64>, Const<256>), _>>`) is filled from a map of
+// the same tile, over a row-major `k × n` `b`. A map of `256 × 64` tiles (of an `n × k` weight)
+// fills another layout, which `wgmma` would read transposed. The kernel does not compile.
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, Cols, KByN, Pipeline};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type X = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+type B = KByN<TileOf<bf16, (Const<64>, Const<256>), Swizzle128>>;
+type XMap<'a> = TensorMap<'a, bf16, (Const<128>, Const<64>), Swizzle128>;
+type WMap<'a> = TensorMap<'a, bf16, (Const<256>, Const<64>), Swizzle128>;
+type Product<'k> = Block<'k, 384, Pipeline<4, X, B>, (Const<128>, Const<256>)>;
+
+pub fn body(block: Product<'_>, x: XMap<'_>, w: WMap<'_>, y: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut stages) = block.split();
+    let chunks = block.chunks(y);
+    block.specialise(
+        &mut stages,
+        chunks,
+        |producer, [i0, j0]| producer.load(&x, [i0, 0], &w, [j0, 0]),
+        |wg, consumer, part| {
+            let running = wg.mma(Accumulators::<bf16, Cols<256>>::zero(), consumer.wait());
+            let acc = wg.wait(running);
+            wg.store(part, acc, |_, v| bf16::from_f32(v));
+        },
+    );
+}
+
+fn main() {
+    let _ = body as fn(Product<'static>, XMap<'static>, WMap<'static>, DeviceMdspanMut<'static, bf16, Dims<2>>);
+}
