@@ -14,7 +14,7 @@ cp target/release/examples/{add_index,mirrored,nccl,rust_kernels,cooperative} "$
 cargo build --release -p dlmd-examples --features tensor-kernels --example tensor_cores
 cp target/release/examples/tensor_cores "$out/"
 # Hopper kernels (sm_90a): the raw wgmma products and the safe ones (warpgroup), against cuBLAS.
-cargo build --release -p dlmd-examples --features hopper-kernels --example hopper --example warpgroup
+cargo build --release -p dlmd-examples --features hopper-kernels,tensor-kernels --example hopper --example warpgroup
 cp target/release/examples/{hopper,warpgroup} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
     scripts/bench_cooperative_torch.py scripts/bench_hopper_torch.py examples/cuda/row_sums_cub.cu examples/cuda/read_ceiling.cu "$out/"

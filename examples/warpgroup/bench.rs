@@ -1,12 +1,13 @@
 //! The timed side of the example: the safe kernels, their raw twins and cuBLAS, in alternated
 //! rounds.
 
-use super::{Kind, Operands, ROUNDS, WARM_UP, random, raw, safe, simple, upload};
+use super::{Kind, Operands, PERSISTENT, ROUNDS, WARM_UP, grid, map, random, raw, safe, upload};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaStream;
-use dlmd::cuda::Kernels;
+use dlmd::cuda::{self, Kernels};
 use dlmd::dtype::F8E4M3FN;
 use dlmd::half::{bf16, f16};
+use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
 use dlmd_examples::blas::{cublas, tensor_maps};
@@ -15,7 +16,7 @@ use std::error::Error;
 use std::sync::Arc;
 
 /// The sides of the bench.
-const SIDES: [&str; 17] = [
+const SIDES: [&str; 18] = [
     "cuBLAS bf16",
     "safe linear_bf16",
     "raw twin wgmma_nt_256_tma4",
@@ -33,9 +34,13 @@ const SIDES: [&str; 17] = [
     "cuBLAS f16, b row-major",
     "safe matmul_f16 (b row-major)",
     "safe linear_bf16, registers as at launch (no setmaxnreg)",
+    "safe linear_bf16, its tensor maps made in the call",
 ];
 
-/// The kernels and cuBLAS at `size`³ in alternated rounds.
+/// The kernels and cuBLAS at `size`³ in alternated rounds. The safe kernels' tensor maps are
+/// made once, before the rounds, as the raw twins' are: the kernels are timed alone. One side
+/// makes them in each call (`TiledMap::new` copies each map to the device and waits for the
+/// stream), which is what a call costs where nothing keeps them.
 pub(super) fn bench(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -56,60 +61,99 @@ pub(super) fn bench(
     let maps = tensor_maps(stream, shape, false, &xb, &wb)?;
     // The row-major `b` of `x · b`: `w`'s data read as `k × n` (square).
     let maps_nn = tensor_maps(stream, shape, true, &xb, &wb)?;
+    let m = [size, size];
+    let (xm, wm, bm) = (
+        map::<_, 128, 64>(stream, &xb, m)?,
+        map::<_, 256, 64>(stream, &wb, m)?,
+        map::<_, 64, 256>(stream, &wb, m)?,
+    );
+    let (xmh, wmh, bmh) = (
+        map::<_, 128, 64>(stream, &xh, m)?,
+        map::<_, 256, 64>(stream, &wh, m)?,
+        map::<_, 64, 256>(stream, &wh, m)?,
+    );
+    let (xm8, wm8) = (map::<_, 128, 128>(stream, &x8, m)?, map::<_, 256, 128>(stream, &w8, m)?);
+    let bias_view = cuda::device_view::<_, Dims<1>, LayoutRight>(&bias, Dims::new([size]))?;
+    let (persistent, per_chunk) = (grid(stream, size, size, PERSISTENT)?, grid(stream, size, size, false)?);
     let mut sides = Sides::new(SIDES.len(), WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let mut times = vec![0.0; SIDES.len()];
         for turn in 0..SIDES.len() {
             let which = (turn + round) % SIDES.len();
+            // A safe kernel on the maps made above, into `yb` or `yh`.
+            macro_rules! launch {
+                ($y:expr, $config:expr, |$l:ident, $yv:ident| $call:expr) => {{
+                    let mut view = cuda::device_view_mut::<_, Dims<2>, LayoutRight>($y, Dims::new(m))?;
+                    cuda::scope(|s| {
+                        let ($l, $yv) = (s.launch(stream, kernels, $config), view.as_view_mut());
+                        $call
+                    })?;
+                    Ok(())
+                }};
+            }
             times[which] = cover.time(stream, || match which {
                 0 => cublas(blas, shape, true, &xb, &wb, &mut yb),
-                1 => safe(
+                1 => launch!(&mut yb, persistent, |l, y| hk::linear_bf16(l, xm.map(), wm.map(), y)),
+                2 => raw(stream, kernels, shape, (false, false), &xb, &wb, &maps, &mut yb),
+                3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
+                4 => launch!(&mut yh, persistent, |l, y| hk::linear_f16(l, xmh.map(), wmh.map(), y)),
+                5 => launch!(&mut yb, persistent, |l, y| {
+                    let args = hk::LinearFp8Args {
+                        scale_x: 0.5,
+                        scale_w: 2.0,
+                        x: xm8.map(),
+                        w: wm8.map(),
+                        y,
+                    };
+                    hk::linear_fp8(l, args)
+                }),
+                6 | 7 => {
+                    let act = if which == 6 {
+                        hk::Activation::GELU_TANH
+                    } else {
+                        hk::Activation::NONE
+                    };
+                    launch!(&mut yb, persistent, |l, y| hk::linear_bias_bf16(
+                        l,
+                        act,
+                        xm.map(),
+                        wm.map(),
+                        bias_view,
+                        y
+                    ))
+                }
+                8 => launch!(&mut yb, per_chunk, |l, y| hk::linear_bf16_simple(
+                    l,
+                    xm.map(),
+                    wm.map(),
+                    y
+                )),
+                9 => launch!(&mut yb, persistent, |l, y| hk::linear_bf16_simple(
+                    l,
+                    xm.map(),
+                    wm.map(),
+                    y
+                )),
+                10 => raw(stream, kernels, shape, (true, false), &xb, &wb, &maps, &mut yb),
+                11 => cublas(blas, shape, false, &xb, &wb, &mut yb),
+                12 => launch!(&mut yb, persistent, |l, y| hk::matmul_bf16(l, xm.map(), bm.map(), y)),
+                13 => raw(stream, kernels, shape, (true, true), &xb, &wb, &maps_nn, &mut yb),
+                14 => cublas(blas, shape, false, &xh, &wh, &mut yh),
+                15 => launch!(&mut yh, persistent, |l, y| hk::matmul_f16(l, xmh.map(), bmh.map(), y)),
+                16 => launch!(&mut yb, persistent, |l, y| hk::linear_bf16_launch_registers(
+                    l,
+                    xm.map(),
+                    wm.map(),
+                    y
+                )),
+                _ => safe(
                     stream,
                     kernels,
                     shape,
                     Kind::Bf16,
                     Operands::Bf16(&xb, &wb, &bias, &mut yb),
                 ),
-                2 => raw(stream, kernels, shape, (false, false), &xb, &wb, &maps, &mut yb),
-                3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
-                4 => safe(stream, kernels, shape, Kind::F16, Operands::F16(&xh, &wh, &mut yh)),
-                5 => safe(
-                    stream,
-                    kernels,
-                    shape,
-                    Kind::Fp8(0.5, 2.0),
-                    Operands::Fp8(&x8, &w8, &mut yb),
-                ),
-                6 => {
-                    let kind = Kind::Bias(hk::Activation::GELU_TANH);
-                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
-                }
-                7 => {
-                    let kind = Kind::Bias(hk::Activation::NONE);
-                    safe(stream, kernels, shape, kind, Operands::Bf16(&xb, &wb, &bias, &mut yb))
-                }
-                8 => simple(stream, kernels, shape, (false, false), &xb, &wb, &mut yb),
-                9 => simple(stream, kernels, shape, (true, false), &xb, &wb, &mut yb),
-                10 => raw(stream, kernels, shape, (true, false), &xb, &wb, &maps, &mut yb),
-                11 => cublas(blas, shape, false, &xb, &wb, &mut yb),
-                12 => safe(
-                    stream,
-                    kernels,
-                    shape,
-                    Kind::MatmulBf16,
-                    Operands::Bf16(&xb, &wb, &bias, &mut yb),
-                ),
-                13 => raw(stream, kernels, shape, (true, true), &xb, &wb, &maps_nn, &mut yb),
-                14 => cublas(blas, shape, false, &xh, &wh, &mut yh),
-                15 => safe(
-                    stream,
-                    kernels,
-                    shape,
-                    Kind::MatmulF16,
-                    Operands::F16(&xh, &wh, &mut yh),
-                ),
-                _ => simple(stream, kernels, shape, (true, true), &xb, &wb, &mut yb),
             })?;
         }
         sides.push(round, &times);
@@ -127,7 +171,7 @@ pub(super) fn bench(
         "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
          plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3} (persistent {:.3}); \
          safe/raw, both persistent {:.3}; x·b (b row-major): bf16 safe/cuBLAS {:.3}, safe/raw {:.3}, f16 \
-         safe/cuBLAS {:.3}; linear_bf16 with setmaxnreg / without {:.3}",
+         safe/cuBLAS {:.3}; linear_bf16 with setmaxnreg / without {:.3}; maps made in the call / made before {:.3}",
         t[0] / t[1],
         t[2] / t[1],
         t[3] / t[4],
@@ -141,6 +185,69 @@ pub(super) fn bench(
         t[13] / t[12],
         t[14] / t[15],
         t[16] / t[1],
+        t[17] / t[1],
+    );
+    Ok(())
+}
+
+/// What a chunk costs besides its products: `linear_bf16` timed at `size × k × size` for `k` of
+/// `size / 2`, `size` and `2 · size` in alternated rounds, its maps made before. The products
+/// grow with `k`; what a chunk does once (its epilogue, the pipeline's start) and the launch
+/// do not, so the line through the three times crosses `k = 0` at that fixed cost.
+pub(super) fn fixed_cost(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Result<(), Box<dyn Error>> {
+    let depths = [size / 2, size, 2 * size];
+    let (x, w) = (
+        random(size * 2 * size, 0x2545_f491),
+        random(size * 2 * size, 0x9e37_79b9),
+    );
+    let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+    let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
+    let mut maps = Vec::new();
+    for k in depths {
+        maps.push((
+            map::<_, 128, 64>(stream, &xb, [size, k])?,
+            map::<_, 256, 64>(stream, &wb, [size, k])?,
+        ));
+    }
+    let config = grid(stream, size, size, PERSISTENT)?;
+    let mut sides = Sides::new(depths.len(), WARM_UP);
+    let mut cover = Cover::new(stream)?;
+    for round in 0..ROUNDS {
+        let mut times = vec![0.0; depths.len()];
+        for turn in 0..depths.len() {
+            let which = (turn + round) % depths.len();
+            let (xm, wm) = &maps[which];
+            times[which] = cover.time(stream, || {
+                let mut view = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(&mut yb, Dims::new([size, size]))?;
+                cuda::scope(|s| {
+                    hk::linear_bf16(
+                        s.launch(stream, kernels, config),
+                        xm.map(),
+                        wm.map(),
+                        view.as_view_mut(),
+                    )
+                })?;
+                Ok(())
+            })?;
+        }
+        sides.push(round, &times);
+    }
+    let t = sides.medians();
+    // Least squares through (k, t).
+    let n = depths.len() as f64;
+    let (sk, st) = (depths.iter().map(|&k| k as f64).sum::<f64>(), t.iter().sum::<f64>());
+    let skk = depths.iter().map(|&k| (k * k) as f64).sum::<f64>();
+    let skt = depths.iter().zip(&t).map(|(&k, t)| k as f64 * t).sum::<f64>();
+    let slope = (n * skt - sk * st) / (n * skk - sk * sk);
+    let fixed = (st - slope * sk) / n;
+    for (k, t) in depths.iter().zip(&t) {
+        println!("bench {size} x {k} x {size}: safe linear_bf16 {t:.4} ms");
+    }
+    println!(
+        "bench {size}² fixed cost: {fixed:.4} ms of {:.4} ms at k = {size} ({:.1}%), the products {:.1} TFLOP/s",
+        t[1],
+        100.0 * fixed / t[1],
+        2.0 * (size * size) as f64 / slope / 1e9
     );
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! (medians of 20 rounds after 3 warm-up ones, CUDA events). The safe kernels run on a
 //! persistent grid (a block a multiprocessor).
 //!
-//! Run with `cargo run --release --features hopper-kernels --example warpgroup [-- --bench]`
+//! Run with `cargo run --release --features hopper-kernels,tensor-kernels --example warpgroup [-- --bench]`
 //! on a machine with an `sm_90a` GPU (H100, H200) and cuBLAS.
 
 use cudarc::cublas::CudaBlas;
@@ -24,6 +24,7 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod any_shape;
 mod bench;
 
 const ROUNDS: usize = 23;
@@ -31,7 +32,7 @@ const WARM_UP: usize = 3;
 
 /// The safe kernels run on a persistent grid ([`grid`]); the README's kernel with a block a
 /// chunk.
-const PERSISTENT: bool = true;
+pub(crate) const PERSISTENT: bool = true;
 
 /// Blocks of 384 threads, one per `128 × 256` chunk, or (`persistent`) at most one per
 /// multiprocessor, each taking chunks `b`, `b + blocks`, … in turn: its producer then fills the
@@ -411,36 +412,6 @@ fn check_cublas(
     Ok(())
 }
 
-/// `y = x · wᵀ` by the README's kernel (`linear_bf16_simple`: chunks in memory order), a block
-/// a chunk or on a persistent grid; or (`launch_registers`) by `linear_bf16_launch_registers`,
-/// `linear_bf16` without its register split.
-#[allow(clippy::too_many_arguments)]
-fn simple(
-    stream: &Arc<CudaStream>,
-    kernels: &Kernels,
-    (m, k, n): (usize, usize, usize),
-    (persistent, launch_registers): (bool, bool),
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
-    y: &mut CudaSlice<bf16>,
-) -> Result<(), Box<dyn Error>> {
-    let config = grid(stream, m, n, persistent)?;
-    let (xm, wm) = (
-        map::<_, 128, 64>(stream, x, [m, k])?,
-        map::<_, 256, 64>(stream, w, [n, k])?,
-    );
-    let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
-    cuda::scope(|s| {
-        let launch = s.launch(stream, kernels, config);
-        if launch_registers {
-            hk::linear_bf16_launch_registers(launch, xm.map(), wm.map(), yv.as_view_mut())
-        } else {
-            hk::linear_bf16_simple(launch, xm.map(), wm.map(), yv.as_view_mut())
-        }
-    })?;
-    Ok(())
-}
-
 /// `y = x · wᵀ` by the raw twin, a block a chunk or on a persistent grid (or, `row_major_b`,
 /// `y = x · b` with `w` the row-major `k × n` `b`, and `maps` its).
 #[allow(clippy::too_many_arguments)]
@@ -490,6 +461,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let ctx = cuda::context(0)?;
     let stream = ctx.default_stream();
     let kernels = Kernels::load(&ctx, hk::PTX)?;
+    let tensor = Kernels::load(&ctx, dlmd_example_tensor_kernels::PTX)?;
     let blas = CudaBlas::new(stream.clone())?;
     let kinds = [
         Kind::Bf16,
@@ -516,6 +488,15 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
     }
     let args: Vec<String> = std::env::args().collect();
+    // Any shape: `wgmma` where the copy engine can read the operands, `mma.sync` otherwise
+    // (left out of `--small`, the Hopper kernels' run under the sanitizers; the `mma.sync`
+    // kernels have their own, `tensor-tests`).
+    if !args.iter().any(|a| a == "--small") {
+        any_shape::check(&stream, (&kernels, &tensor))?;
+    }
+    if args.iter().any(|a| a == "--fixed-cost") {
+        return bench::fixed_cost(&stream, &kernels, 4096);
+    }
     if args.iter().any(|a| a == "--small") {
         return Ok(());
     }
@@ -524,6 +505,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         for size in [4096, 8192] {
             bench::bench(&stream, &kernels, &blas, size)?;
         }
+        bench::fixed_cost(&stream, &kernels, 4096)?;
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ use {
     dlmd::dtype::DlElement,
     dlmd::kernel::block::ChunkShape,
     dlmd::kernel::math::{exp, rcp, to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, MnMajor, OperandB, Product, Warpgroup},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, MnMajor, MnMajorInput, OperandB, Product, Warpgroup},
 };
 
 /// A consumer warpgroup's part of a chunk of an output of `O`.
@@ -141,7 +141,7 @@ fn matmul<T, O>(
     y: DeviceMdspanMut<'_, O, Dims<2>>,
     out: impl Fn([usize; 2], f32) -> O + Sync,
 ) where
-    T: Product<Cols<256>, MnMajor>,
+    T: Product<Cols<256>, MnMajor> + MnMajorInput,
     O: DlElement,
 {
     let from_b = |j0: usize, k0: usize| [k0, j0];

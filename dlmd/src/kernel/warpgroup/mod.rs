@@ -140,6 +140,6 @@ mod roles;
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
-pub use operand::{KByN, KMajor, MnMajor, OperandA, OperandB};
+pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use roles::Warpgroup;

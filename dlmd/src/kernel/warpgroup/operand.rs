@@ -107,7 +107,19 @@ impl<Tile: Operand> Operand for KByN<Tile> {
     }
 }
 
-impl<T: DlElement, const D: usize, const N: usize> OperandB<T, N>
+/// The inputs that `wgmma` reads from an MN-major tile ([`KByN`]): `bf16` and `f16`. FP8
+/// operands are K-major only.
+#[diagnostic::on_unimplemented(
+    message = "`wgmma` reads `{Self}` K-major only: a `KByN` (`k × n`) tile of it cannot be an operand",
+    label = "MN-major operands are `bf16` or `f16`",
+    note = "load a row-major FP8 `b` transposed, as an `n × k` tile (`TileOf<{Self}, (Const<N>, Const<D>), Swizzle128>`)"
+)]
+pub trait MnMajorInput: super::WgmmaInput {}
+
+impl MnMajorInput for half::bf16 {}
+impl MnMajorInput for half::f16 {}
+
+impl<T: MnMajorInput, const D: usize, const N: usize> OperandB<T, N>
     for KByN<TileOf<T, (Const<D>, Const<N>), Swizzle128>>
 {
     type Major = MnMajor;

@@ -1,7 +1,10 @@
 //! The register split of a specialised block: while a pipeline runs, the producer warpgroup,
 //! which only starts copies, gives registers back (`setmaxnreg.dec`) and the consumer
 //! warpgroups, which hold the accumulators, take them (`setmaxnreg.inc`); when the pipeline
-//! is done, every warpgroup goes back to its registers at launch.
+//! is done, every warpgroup goes back to its registers at launch. Each role changes its
+//! registers inside its own branch, first and last: `ptxas` sizes each stretch of code by the
+//! `setmaxnreg` before it, and drops them all (its note C7507) where paths with different
+//! counts meet.
 //!
 //! `ptxas` sizes a thread's registers by the entry point's launch bounds where a kernel
 //! changes them: `65536 / (threads · blocks)` registers a thread (the register file shared by
@@ -9,6 +12,13 @@
 //! cannot, and ignores `setmaxnreg`; `Block::specialise` then leaves the registers as they are.
 //! The split is computed here so that the pool always holds what the consumers ask for: an
 //! increase the pool cannot meet would wait forever.
+//!
+//! `ptxas` keeps a function's `setmaxnreg`s all or none. Where it keeps them, a thread's
+//! registers at launch are exactly the bound's (`ptxas` sizes the entry so), which is what the
+//! split counts from. Where it drops them (its notes C7507 and C7508; `scripts/ptx-check.sh`
+//! fails on them for the example kernels), none runs and every thread keeps its registers at
+//! launch: slower, never a hang. The bounds themselves (`.reqntid`, `.minnctapersm`) are
+//! written by `dlmd-build`; PTX built otherwise has none, and `ptxas` drops the split.
 
 /// The registers of the producer warpgroup's threads while a pipeline runs.
 const PRODUCER: u32 = 40;
@@ -70,54 +80,73 @@ impl<const THREADS: usize> Split<THREADS> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     const CONSUMER: u32 = Self::ALL.2;
 
-    /// The warpgroup of role `role` (0: the producer's) takes its registers for the pipeline.
+    /// The producer's warpgroup gives registers back, down to `PRODUCER` a thread, for the
+    /// pipeline; [`producer_done`](Self::producer_done) takes them again.
     ///
     /// # Safety
     ///
-    /// Every thread of the block, each warpgroup converged, once since the block's registers
-    /// were last as at launch and its warpgroups synchronized; the kernel's entry point
-    /// declares `.reqntid THREADS` and `.minnctapersm 1`; `SOME`; on `sm_90a`.
+    /// All four warps of the producer's warpgroup together, converged, at their registers at
+    /// launch, synchronized since their last `setmaxnreg`; the kernel's entry point declares
+    /// `.reqntid THREADS` and `.minnctapersm 1`; `SOME`; on `sm_90a`.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(crate) unsafe fn take(role: usize) {
-        if role == 0 {
-            // SAFETY: the producer's warpgroup, converged (caller), from its registers at
-            // launch, `LAUNCH`, to fewer.
-            unsafe {
-                core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const Self::PRODUCER, options(nostack))
-            };
-        } else {
-            // SAFETY: a consumer warpgroup, converged (caller), from `LAUNCH` to more; the
-            // block's pool, `LAUNCH · THREADS`, holds `128 · PRODUCER` and
-            // `CONSUMER · (THREADS − 128)` together (`split`), so the increase is met.
-            unsafe {
-                core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const Self::CONSUMER, options(nostack))
-            };
-        }
+    pub(crate) unsafe fn producer_starts() {
+        // SAFETY: as this function's contract: from `LAUNCH` to fewer.
+        unsafe { core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const Self::PRODUCER, options(nostack)) };
     }
 
-    /// The warpgroup of role `role` goes back to its registers at launch.
+    /// The producer's warpgroup, done with the pipeline, waits at the block's barrier for
+    /// every thread of the block, then takes its registers at launch again (once the consumers
+    /// have given theirs back).
     ///
     /// # Safety
     ///
-    /// Every thread of the block, each warpgroup converged, after [`take`](Self::take) and a
-    /// barrier of the block since.
+    /// As [`producer_starts`](Self::producer_starts), after it; every other thread of the block
+    /// reaches the block's barrier (0) once too, from [`consumer_done`](Self::consumer_done),
+    /// and no thread is inside another use of barrier 0.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(crate) unsafe fn give_back(role: usize) {
-        if role == 0 {
-            // SAFETY: the producer's warpgroup, converged, synchronized since `take` (caller),
-            // back up to `LAUNCH`, which the pool has once the consumers give theirs back.
-            unsafe {
-                core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const Self::LAUNCH, options(nostack))
-            };
-        } else {
-            // SAFETY: a consumer warpgroup, converged, synchronized since `take` (caller), back
-            // down to `LAUNCH`.
-            unsafe {
-                core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const Self::LAUNCH, options(nostack))
-            };
-        }
+    pub(crate) unsafe fn producer_done() {
+        // SAFETY: every thread of the block reaches barrier 0 once here or in `consumer_done`
+        // (caller): `barrier.sync` (not `.aligned`) may be reached from both places.
+        unsafe { core::arch::asm!("barrier.sync 0;", options(nostack)) };
+        // SAFETY: the warpgroup's warps, synchronized (above), at `PRODUCER`, back up to
+        // `LAUNCH`, which the pool holds once the consumers have given back theirs (they do
+        // without waiting for the producer).
+        unsafe { core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const Self::LAUNCH, options(nostack)) };
+    }
+
+    /// A consumer warpgroup takes registers, up to `CONSUMER` a thread, for the pipeline;
+    /// [`consumer_done`](Self::consumer_done) gives them back.
+    ///
+    /// # Safety
+    ///
+    /// All four warps of a consumer warpgroup together, converged, at their registers at
+    /// launch, synchronized since their last `setmaxnreg`; the kernel's entry point declares
+    /// `.reqntid THREADS` and `.minnctapersm 1`; `SOME`; on `sm_90a`.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn consumer_starts() {
+        // SAFETY: as this function's contract: from `LAUNCH` to more; the block's pool,
+        // `LAUNCH · THREADS`, holds `128 · PRODUCER` and `CONSUMER · (THREADS − 128)` together
+        // (`split`), so the increase is met once the producer has given its registers back.
+        unsafe { core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const Self::CONSUMER, options(nostack)) };
+    }
+
+    /// A consumer warpgroup, done with the pipeline, waits at the block's barrier for every
+    /// thread of the block, then gives its registers back, down to those at launch.
+    ///
+    /// # Safety
+    ///
+    /// As [`consumer_starts`](Self::consumer_starts), after it; as
+    /// [`producer_done`](Self::producer_done) for barrier 0.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn consumer_done() {
+        // SAFETY: as `producer_done`.
+        unsafe { core::arch::asm!("barrier.sync 0;", options(nostack)) };
+        // SAFETY: the warpgroup's warps, synchronized (above), at `CONSUMER`, down to `LAUNCH`.
+        unsafe { core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const Self::LAUNCH, options(nostack)) };
     }
 }
 

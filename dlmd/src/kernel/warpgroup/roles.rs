@@ -322,16 +322,18 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             unsafe { nvptx::_syncthreads() };
             let (role, thread) = (t / 128, t % 128);
             // The producer's registers to the consumers while the pipeline runs, where the
-            // launch bounds let `ptxas` size them (one block a multiprocessor).
+            // launch bounds let `ptxas` size them (one block a multiprocessor); each role
+            // changes its registers first and last in its own branch, so that the code where
+            // the roles meet again runs at the registers of the launch.
             let rebalance = Split::<THREADS>::SOME && self.min_blocks() == 1;
-            if rebalance {
-                // SAFETY: every thread, each warpgroup converged (uniform code up to here), at
-                // its registers at launch and synchronized (the barrier above); the entry
-                // point declares `.reqntid THREADS` (the `Block`'s) and `.minnctapersm 1`
-                // (`min_blocks`); `SOME`; sm_90a (the kernel issues `wgmma`).
-                unsafe { Split::<THREADS>::take(role) };
-            }
             if role == 0 {
+                if rebalance {
+                    // SAFETY: the producer's warpgroup, converged (uniform code up to here), at
+                    // its registers at launch and synchronized (the barrier above); the entry
+                    // point declares `.reqntid THREADS` (the `Block`'s) and `.minnctapersm 1`
+                    // (`min_blocks`); `SOME`; sm_90a (the kernel issues `wgmma`).
+                    unsafe { Split::<THREADS>::producer_starts() };
+                }
                 if thread == 0 {
                     let mut p = Producer {
                         places,
@@ -350,7 +352,20 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                         unsafe { raw::mbarrier_wait(places.full(k % STAGES), ((k / STAGES) % 2) as u32) };
                     }
                 }
+                if rebalance {
+                    // SAFETY: the producer's warpgroup, converged again (past the producer's
+                    // branch), after `producer_starts`; every consumer thread reaches barrier
+                    // 0 once in `consumer_done`, and no other use of it is under way (the
+                    // roles hold no `Block`).
+                    unsafe { Split::<THREADS>::producer_done() };
+                }
             } else {
+                if rebalance {
+                    // SAFETY: a consumer warpgroup, converged, at its registers at launch and
+                    // synchronized (the barrier above); the bounds and target as for the
+                    // producer.
+                    unsafe { Split::<THREADS>::consumer_starts() };
+                }
                 let index = role - 1;
                 let mut wg = Warpgroup {
                     index,
@@ -369,18 +384,22 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // are done before the stages are used again.
                 // SAFETY: all 128 threads of the warpgroup, sm_90a.
                 unsafe { raw::wgmma_wait::<0>() };
+                if rebalance {
+                    // SAFETY: the consumer warpgroup, converged (its uniform code), after
+                    // `consumer_starts`; the producer's threads reach barrier 0 once in
+                    // `producer_done`, the other consumers' here.
+                    unsafe { Split::<THREADS>::consumer_done() };
+                }
             }
-            // SAFETY: every thread of the block (the roles rejoin here).
-            unsafe { nvptx::_syncthreads() };
-            if rebalance {
-                // SAFETY: every thread, each warpgroup converged (the roles rejoined), after
-                // `take` and the barrier above.
-                unsafe { Split::<THREADS>::give_back(role) };
+            if !rebalance {
+                // SAFETY: every thread of the block (the roles rejoin here).
+                unsafe { nvptx::_syncthreads() };
             }
             if t < STAGES {
                 // SAFETY: the barrier objects of this specialisation, which nothing uses any
                 // more: every copy landed (the producer waited), every wait and arrival is
-                // before the barrier above.
+                // before the block's barrier above (in `producer_done` and `consumer_done`
+                // where the registers were split).
                 unsafe { raw::mbarrier_inval(places.full(t)) };
                 // SAFETY: as above.
                 unsafe { raw::mbarrier_inval(places.empty(t)) };
