@@ -15,7 +15,7 @@ const STAGE_ALIGN: usize = 1024;
 /// An operand tile of a pipeline stage: `TileOf<T, (Const<ROWS>, Const<COLS>), S>` with a
 /// [`Swizzle`] `S` for its layout, whose rows are whole swizzled rows (`COLS` elements of a
 /// multiple of `S::BYTES` bytes), or such a tile read as a `k × n` `B` operand
-/// ([`MnMajor`](super::MnMajor)). The bulk copy engine fills it from a [`TensorMap`] of the same
+/// ([`KByN`](super::KByN)). The bulk copy engine fills it from a [`TensorMap`] of the same
 /// element, tile and swizzle ([`Map`](Self::Map)): a map of another tile or swizzle does not
 /// fit the tile's type.
 ///
