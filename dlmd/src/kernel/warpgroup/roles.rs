@@ -142,6 +142,29 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             let mut part = part;
             let shape = part.shape();
+            if part.pairs_whole([ROWS, W::N]) {
+                // The common case: the whole `64 × N` inside the view, every pair one aligned
+                // store. No branch between the elements, so that their `f`s overlap.
+                crate::unroll!(16, |pa| {
+                    crate::unroll!(4, |pb| {
+                        let p = 4 * pa + pb;
+                        if p < W::N / 4 {
+                            let (local, a) = acc.held(self.thread, 2 * p);
+                            let (_, b) = acc.held(self.thread, 2 * p + 1);
+                            let mut index = part.origin();
+                            index[0] += local[0];
+                            index[1] += local[1];
+                            let values = [f(index, a), f([index[0], index[1] + 1], b)];
+                            // SAFETY: `pairs_whole` held for `64 × N`; `local` is inside it, at an
+                            // even column (`held`: `8 j + 2 (lane % 4)`); the accumulators' layout
+                            // deals each element of the `64 × N` to one thread, and the part (the
+                            // warpgroup's alone) holds the whole box, so both are this thread's.
+                            unsafe { part.write_pair_whole(local, values) };
+                        }
+                    });
+                });
+                return;
+            }
             // Each thread's pairs: pair `p = 2 j + h` is its two elements of row half `h` of
             // 8-column group `j`, each made and stored in turn. (Made all before any is stored,
             // the values of `64 × 256` accumulators spill: the registers are full.) Written out:

@@ -73,29 +73,60 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             // SAFETY: inside the view (caller), this thread's alone (caller).
             unsafe { first.write(values[0]) };
         } else if self.mapping.stride(last) == 1 && (first as usize).is_multiple_of(2 * size_of::<T>()) {
-            // Both as one integer of their size: LLVM splits a store of `[T; 2]` into two.
-            match 2 * size_of::<T>() {
-                4 => {
-                    // SAFETY: `[T; 2]` is 4 bytes (this arm), `T: Copy`: its bytes as a `u32`.
-                    let bits = unsafe { core::mem::transmute_copy::<[T; 2], u32>(&values) };
-                    // SAFETY: both elements inside the view (caller), neighbours (stride 1),
-                    // aligned to their size (checked), 4 bytes in all; this thread's alone
-                    // (caller), in a unique view's span.
-                    unsafe { first.cast::<u32>().write(bits) }
-                }
-                8 => {
-                    // SAFETY: as above, 8 bytes.
-                    let bits = unsafe { core::mem::transmute_copy::<[T; 2], u64>(&values) };
-                    // SAFETY: as above, 8 bytes in all.
-                    unsafe { first.cast::<u64>().write(bits) }
-                }
-                // SAFETY: as above; a vector store where the pair is 16 bytes.
-                _ => unsafe { crate::aligned::write_aligned_run(first, values) },
-            }
+            // SAFETY: both inside the view and this thread's alone (caller), neighbours (stride
+            // 1) aligned to their size (checked).
+            unsafe { write_both(first, values) };
         } else {
             // SAFETY: as above, one stride apart.
             unsafe { crate::aligned::write_each(first, self.mapping.stride(last), values) };
         }
+    }
+
+    /// Whether every pair of the box `shape` that starts at an even index along the last
+    /// dimension is whole inside the view and can be written with one aligned store: the
+    /// chunk is not cut by the view's edge within `shape`, its last dimension is contiguous,
+    /// and its first element and each step along the other dimensions are aligned to a pair's
+    /// size. Then [`write_pair_whole`](Self::write_pair_whole) may write any such pair of the
+    /// box without a check of its own.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn pairs_whole(&self, shape: E::Index) -> bool {
+        use crate::extents::IndexArray;
+        use crate::layout::Mapping;
+        let last = E::RANK - 1;
+        let pair = 2 * size_of::<T>();
+        let extents = self.extents();
+        let (_, first) = self.element(E::Index::zeros());
+        (0..E::RANK).all(|d| extents.as_ref()[d] >= shape.as_ref()[d])
+            && shape.as_ref()[last].is_multiple_of(2)
+            && self.mapping.stride(last) == 1
+            && (first as usize).is_multiple_of(pair)
+            && (0..last).all(|d| {
+                self.mapping
+                    .stride(d)
+                    .unsigned_abs()
+                    .wrapping_mul(size_of::<T>())
+                    .is_multiple_of(pair)
+            })
+    }
+
+    /// Writes `values` to the element at `local` and the next along the last dimension with one
+    /// store.
+    ///
+    /// # Safety
+    ///
+    /// [`pairs_whole`](Self::pairs_whole) held for a box `shape`; `local` is inside `shape`,
+    /// at an even index along the last dimension; the block's partition gives both elements to
+    /// this thread alone.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn write_pair_whole(&mut self, local: E::Index, values: [T; 2]) {
+        let (_, first) = self.element(local);
+        // SAFETY: inside `shape` at an even index of its last dimension, whose side is even,
+        // so both elements are inside the box, which lies inside the view (`pairs_whole`);
+        // neighbours (stride 1) at an offset from the aligned first element that is a multiple
+        // of a pair's size (aligned steps, an even index); this thread's alone (caller).
+        unsafe { write_both(first, values) };
     }
 
     /// [`store_one`](Self::store_one) of `f(index, old)`, `old` the element's value before.
@@ -115,5 +146,33 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             // SAFETY: as in `store_one`.
             unsafe { element.write(f(index, old)) }
         }
+    }
+}
+
+/// Writes `values` to `first` and the element after it with one store of their size: LLVM
+/// splits a store of `[T; 2]` into two.
+///
+/// # Safety
+///
+/// Both elements are valid for writes, in a unique view's span, and written by this thread
+/// alone; `first` is aligned to `2 · size_of::<T>()`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn write_both<T: DlElement>(first: *mut T, values: [T; 2]) {
+    match 2 * size_of::<T>() {
+        4 => {
+            // SAFETY: `[T; 2]` is 4 bytes (this arm), `T: Copy`: its bytes as a `u32`.
+            let bits = unsafe { core::mem::transmute_copy::<[T; 2], u32>(&values) };
+            // SAFETY: both valid for writes and this thread's (caller), aligned to 4 (caller).
+            unsafe { first.cast::<u32>().write(bits) }
+        }
+        8 => {
+            // SAFETY: as above, 8 bytes.
+            let bits = unsafe { core::mem::transmute_copy::<[T; 2], u64>(&values) };
+            // SAFETY: as above, aligned to 8.
+            unsafe { first.cast::<u64>().write(bits) }
+        }
+        // SAFETY: as above; a vector store where the pair is 16 bytes.
+        _ => unsafe { crate::aligned::write_aligned_run(first, values) },
     }
 }
