@@ -190,42 +190,78 @@ pub(super) fn bench(
     Ok(())
 }
 
-/// What a chunk costs besides its products: `linear_bf16` timed at `size × k × size` for `k` of
-/// `size / 2`, `size` and `2 · size` in alternated rounds, its maps made before. The products
-/// grow with `k`; what a chunk does once (its epilogue, the pipeline's start) and the launch
-/// do not, so the line through the three times crosses `k = 0` at that fixed cost.
-pub(super) fn fixed_cost(stream: &Arc<CudaStream>, kernels: &Kernels, size: usize) -> Result<(), Box<dyn Error>> {
+/// The sides whose fixed cost is fitted.
+const FIXED_SIDES: [&str; 5] = [
+    "safe linear_bf16",
+    "cuBLAS bf16",
+    "safe linear_bf16, no stores (linear_bf16_products)",
+    "safe linear_fp8",
+    "safe linear_bf16, stores from registers (linear_bf16_direct)",
+];
+
+/// What a call costs besides its products: each side of [`FIXED_SIDES`] timed at
+/// `size × k × size` for `k` of `size / 2`, `size` and `2 · size` in alternated rounds, the
+/// safe kernels' maps made before. The products grow with `k`; what a chunk does once (its
+/// epilogue, the pipeline's start) and the launch do not, so the line through a side's three
+/// times crosses `k = 0` at that fixed cost.
+pub(super) fn fixed_cost(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    blas: &CudaBlas,
+    size: usize,
+) -> Result<(), Box<dyn Error>> {
     let depths = [size / 2, size, 2 * size];
     let (x, w) = (
         random(size * 2 * size, 0x2545_f491),
         random(size * 2 * size, 0x9e37_79b9),
     );
     let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
+    let (x8, w8) = (
+        upload(stream, &x, F8E4M3FN::from_f32)?,
+        upload(stream, &w, F8E4M3FN::from_f32)?,
+    );
     let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
     let mut maps = Vec::new();
     for k in depths {
         maps.push((
             map::<_, 128, 64>(stream, &xb, [size, k])?,
             map::<_, 256, 64>(stream, &wb, [size, k])?,
+            map::<_, 128, 128>(stream, &x8, [size, k])?,
+            map::<_, 256, 128>(stream, &w8, [size, k])?,
         ));
     }
     let config = grid(stream, size, size, PERSISTENT)?;
-    let mut sides = Sides::new(depths.len(), WARM_UP);
+    let count = FIXED_SIDES.len() * depths.len();
+    let mut sides = Sides::new(count, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
-        let mut times = vec![0.0; depths.len()];
-        for turn in 0..depths.len() {
-            let which = (turn + round) % depths.len();
-            let (xm, wm) = &maps[which];
+        let mut times = vec![0.0; count];
+        for turn in 0..count {
+            let which = (turn + round) % count;
+            let (side, depth) = (which / depths.len(), which % depths.len());
+            let (xm, wm, xm8, wm8) = &maps[depth];
             times[which] = cover.time(stream, || {
+                if side == 1 {
+                    return cublas(blas, (size, depths[depth], size), true, &xb, &wb, &mut yb);
+                }
                 let mut view = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(&mut yb, Dims::new([size, size]))?;
                 cuda::scope(|s| {
-                    hk::linear_bf16(
-                        s.launch(stream, kernels, config),
-                        xm.map(),
-                        wm.map(),
-                        view.as_view_mut(),
-                    )
+                    let (l, y) = (s.launch(stream, kernels, config), view.as_view_mut());
+                    match side {
+                        0 => hk::linear_bf16(l, xm.map(), wm.map(), y),
+                        2 => hk::linear_bf16_products(l, xm.map(), wm.map(), y),
+                        4 => hk::linear_bf16_direct(l, xm.map(), wm.map(), y),
+                        _ => {
+                            let args = hk::LinearFp8Args {
+                                scale_x: 0.5,
+                                scale_w: 2.0,
+                                x: xm8.map(),
+                                w: wm8.map(),
+                                y,
+                            };
+                            hk::linear_fp8(l, args)
+                        }
+                    }
                 })?;
                 Ok(())
             })?;
@@ -233,21 +269,24 @@ pub(super) fn fixed_cost(stream: &Arc<CudaStream>, kernels: &Kernels, size: usiz
         sides.push(round, &times);
     }
     let t = sides.medians();
-    // Least squares through (k, t).
-    let n = depths.len() as f64;
-    let (sk, st) = (depths.iter().map(|&k| k as f64).sum::<f64>(), t.iter().sum::<f64>());
-    let skk = depths.iter().map(|&k| (k * k) as f64).sum::<f64>();
-    let skt = depths.iter().zip(&t).map(|(&k, t)| k as f64 * t).sum::<f64>();
-    let slope = (n * skt - sk * st) / (n * skk - sk * sk);
-    let fixed = (st - slope * sk) / n;
-    for (k, t) in depths.iter().zip(&t) {
-        println!("bench {size} x {k} x {size}: safe linear_bf16 {t:.4} ms");
+    for (side, name) in FIXED_SIDES.iter().enumerate() {
+        let t = &t[side * depths.len()..][..depths.len()];
+        // Least squares through (k, t).
+        let n = depths.len() as f64;
+        let (sk, st) = (depths.iter().map(|&k| k as f64).sum::<f64>(), t.iter().sum::<f64>());
+        let skk = depths.iter().map(|&k| (k * k) as f64).sum::<f64>();
+        let skt = depths.iter().zip(t).map(|(&k, t)| k as f64 * t).sum::<f64>();
+        let slope = (n * skt - sk * st) / (n * skk - sk * sk);
+        let fixed = (st - slope * sk) / n;
+        for (k, t) in depths.iter().zip(t) {
+            println!("bench {size} x {k} x {size}: {name} {t:.4} ms");
+        }
+        println!(
+            "bench {size}² fixed cost, {name}: {fixed:.4} ms of {:.4} ms at k = {size} ({:.1}%), the products {:.1} TFLOP/s",
+            t[1],
+            100.0 * fixed / t[1],
+            2.0 * (size * size) as f64 / slope / 1e9
+        );
     }
-    println!(
-        "bench {size}² fixed cost: {fixed:.4} ms of {:.4} ms at k = {size} ({:.1}%), the products {:.1} TFLOP/s",
-        t[1],
-        100.0 * fixed / t[1],
-        2.0 * (size * size) as f64 / slope / 1e9
-    );
     Ok(())
 }

@@ -495,7 +495,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         any_shape::check(&stream, (&kernels, &tensor))?;
     }
     if args.iter().any(|a| a == "--fixed-cost") {
-        return bench::fixed_cost(&stream, &kernels, 4096);
+        return bench::fixed_cost(&stream, &kernels, &blas, 4096);
     }
     if args.iter().any(|a| a == "--small") {
         return Ok(());
@@ -505,7 +505,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         for size in [4096, 8192] {
             bench::bench(&stream, &kernels, &blas, size)?;
         }
-        bench::fixed_cost(&stream, &kernels, 4096)?;
+        bench::fixed_cost(&stream, &kernels, &blas, 4096)?;
     }
     Ok(())
 }

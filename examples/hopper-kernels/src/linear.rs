@@ -13,14 +13,14 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::{Grouped, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
-use dlmd::kernel::warpgroup::{KByN, Pipeline};
+use dlmd::kernel::warpgroup::{Direct, KByN, Pipeline, Staged};
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
     dlmd::dtype::DlElement,
     dlmd::kernel::block::ChunkShape,
     dlmd::kernel::math::{exp, mul_add, rcp, to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, MnMajor, MnMajorInput, OperandB, Product, Warpgroup},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, MnMajor, MnMajorInput, OperandB, Product, Stores, Warpgroup},
 };
 
 /// A consumer warpgroup's part of a chunk of an output of `O`.
@@ -43,10 +43,12 @@ pub type BMap<'a, T> = TensorMap<'a, T, (Const<64>, Const<256>), Swizzle128>;
 /// The chunks of a product: `128 × 256`, dealt in groups of 16 chunk rows, so that the blocks
 /// running at once share their operands in L2.
 pub type LinearChunk = Grouped<(Const<128>, Const<256>), 16>;
-/// The block of a product: four stages, `128 × 256` chunks.
-pub type LinearBlock<'k, T, const D: usize, C = LinearChunk> = Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>>, C>;
+/// The block of a product: four stages, `128 × 256` chunks, the accumulators written through
+/// the consumer warps' buffers by the bulk copy engine.
+pub type LinearBlock<'k, T, const D: usize, C = LinearChunk, O = Staged> =
+    Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>, O>, C>;
 /// The block of a product with a row-major `b`: four stages of depth 64, `128 × 256` chunks.
-pub type MatmulBlock<'k, T> = Block<'k, 384, Pipeline<4, XTile<T, 64>, BTile<T>>, LinearChunk>;
+pub type MatmulBlock<'k, T> = Block<'k, 384, Pipeline<4, XTile<T, 64>, BTile<T>, Staged>, LinearChunk>;
 
 /// The stages of a depth of `k` at `depth` a stage.
 #[dlmd::device]
@@ -58,8 +60,8 @@ const fn steps(k: usize, depth: usize) -> usize {
 /// is where the extents do not fit together.
 #[dlmd::device]
 #[inline(always)]
-fn linear<T, O, C, const D: usize>(
-    block: LinearBlock<'_, T, D, C>,
+fn linear<T, O, C, S, const D: usize>(
+    block: LinearBlock<'_, T, D, C, S>,
     x: XMap<'_, T, D>,
     w: WMap<'_, T, D>,
     y: DeviceMdspanMut<'_, O, Dims<2>>,
@@ -69,6 +71,7 @@ fn linear<T, O, C, const D: usize>(
     T: Product<Cols<256>>,
     O: DlElement,
     C: ChunkShape<[usize; 2]>,
+    S: Stores,
 {
     let [n, k] = w.extents();
     let from_w = |j0: usize, k0: usize| [j0, k0];
@@ -84,8 +87,8 @@ fn linear<T, O, C, const D: usize>(
 #[dlmd::device]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn product<'m, T, O, B, C, const D: usize>(
-    block: Block<'_, 384, Pipeline<4, XTile<T, D>, B>, C>,
+fn product<'m, T, O, B, C, S, const D: usize>(
+    block: Block<'_, 384, Pipeline<4, XTile<T, D>, B, S>, C>,
     x: XMap<'_, T, D>,
     b: &B::Map<'m>,
     [kb, n]: [usize; 2],
@@ -99,6 +102,7 @@ fn product<'m, T, O, B, C, const D: usize>(
     B::Map<'m>: Sync,
     O: DlElement,
     C: ChunkShape<[usize; 2]>,
+    S: Stores,
 {
     let [m, k] = x.extents();
     if k != kb || y.extent(0) != m || y.extent(1) != n {
@@ -170,6 +174,18 @@ pub fn linear_bf16(
     linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
 }
 
+/// For measurements: [`linear_bf16`] with its accumulators stored from registers
+/// ([`Direct`]), not through shared memory and the bulk copy engine.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_bf16_direct(
+    block: LinearBlock<'_, bf16, 64, LinearChunk, Direct>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
+}
+
 /// For measurements: [`linear_bf16`] with the chunks in memory order (no groups).
 #[dlmd::kernel(min_blocks_per_sm = 1)]
 pub fn linear_bf16_ungrouped(
@@ -191,6 +207,28 @@ pub fn linear_bf16_launch_registers(
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
+}
+
+/// For measurements: [`linear_bf16`] without its epilogue (the accumulators are dropped, `y`
+/// left as it is), to tell what the stores cost from what the products do.
+#[dlmd::kernel(min_blocks_per_sm = 1)]
+pub fn linear_bf16_products(
+    block: LinearBlock<'_, bf16, 64>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
+    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let [n, k] = w.extents();
+    product(
+        block,
+        x,
+        &w,
+        [k, n],
+        |j0, k0| [j0, k0],
+        y,
+        |_| 0.0,
+        |_, _, acc| drop(acc),
+    );
 }
 
 /// [`linear_bf16`] on `f16`, `f16` out.

@@ -136,6 +136,7 @@ mod pipeline;
 pub mod raw;
 mod registers;
 mod roles;
+mod staging;
 
 #[doc(hidden)]
 pub use accumulators::Product;
@@ -143,3 +144,4 @@ pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, W
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use roles::Warpgroup;
+pub use staging::{Direct, Staged, Stores};

@@ -2,6 +2,7 @@
 //! engine (TMA) and read by `wgmma`, handed between a producer and the consumer warpgroups
 //! through barrier objects whose phases the handles count, so that no safe code picks one.
 
+use super::staging::{Direct, Stores, WARP_BYTES};
 use crate::dtype::DlElement;
 use crate::extents::Const;
 use crate::kernel::block::{TileOf, TileSealed, TileSet};
@@ -108,9 +109,26 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
 /// ([`Operand`]), and the stages' barrier objects: a [`TileSet`] for a cooperative kernel's
 /// [`Block`](crate::kernel::Block) type, which [`Block::split`](crate::kernel::Block::split)
 /// makes into [`Stages`], run by [`Block::specialise`](crate::kernel::Block::specialise).
-pub struct Pipeline<const STAGES: usize, A, B>(PhantomData<(A, B)>);
+/// `O` says how the consumers write their accumulators out: [`Direct`] from registers, or
+/// [`Staged`](super::Staged) through a buffer for each consumer warp, after the barrier objects,
+/// that the bulk copy engine copies to the view.
+pub struct Pipeline<const STAGES: usize, A, B, O = Direct>(PhantomData<(A, B, O)>);
 
-impl<const STAGES: usize, A, B> TileSealed for Pipeline<STAGES, A, B> {}
+impl<const STAGES: usize, A, B, O> TileSealed for Pipeline<STAGES, A, B, O> {}
+
+impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> Pipeline<STAGES, A, B, O> {
+    /// The bytes of the stages, the barrier objects and the consumer warps' buffers (one for
+    /// each 16 rows of `A`: each consumer warp's rows), aligned as [`Stages`]' base needs.
+    const TOTAL: usize = {
+        let staging = if O::STAGED { (A::ROWS / 16) * WARP_BYTES } else { 0 };
+        let total = Pipeline::<STAGES, A, B>::UNSTAGED + staging;
+        assert!(
+            total <= crate::kernel::MAX_SHARED_BYTES,
+            "a pipeline's stages (and its consumers' buffers, where `Staged`) fit in 227 KiB of shared memory"
+        );
+        total.next_multiple_of(128)
+    };
+}
 
 impl<const STAGES: usize, A: Operand, B: Operand> Pipeline<STAGES, A, B> {
     /// The bytes of `A`'s tile in a stage, aligned.
@@ -119,29 +137,26 @@ impl<const STAGES: usize, A: Operand, B: Operand> Pipeline<STAGES, A, B> {
     pub(super) const STAGE_BYTES: usize = Self::A_BYTES + B::BYTES.next_multiple_of(STAGE_ALIGN);
     /// The bytes of the stages, then two barrier objects a stage (8 bytes each), after up to
     /// `STAGE_ALIGN - 128` bytes to align the first stage (the tile set starts 128-aligned).
-    const TOTAL: usize = {
+    const UNSTAGED: usize = {
         assert!(STAGES >= 1 && STAGES <= 16, "a pipeline has 1 to 16 stages");
-        let total = (STAGE_ALIGN - 128) + STAGES * Self::STAGE_BYTES + 16 * STAGES;
-        assert!(
-            total <= crate::kernel::MAX_SHARED_BYTES,
-            "a pipeline's stages fit in 227 KiB of shared memory"
-        );
-        total.next_multiple_of(128)
+        (STAGE_ALIGN - 128) + STAGES * Self::STAGE_BYTES + 16 * STAGES
     };
     /// The bytes a copy into one stage brings: both tiles'.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(super) const COPY_BYTES: u32 = (A::BYTES + B::BYTES) as u32;
 }
 
-// SAFETY: `BYTES` covers the slack to align the stages, the stages and the barrier objects;
-// `tiles` makes one handle over them, which reaches nothing outside.
-unsafe impl<const STAGES: usize, A: Operand, B: Operand> TileSet for Pipeline<STAGES, A, B> {
+// SAFETY: `BYTES` covers the slack to align the stages, the stages, the barrier objects and,
+// where `Staged`, the consumer warps' buffers; `tiles` makes one handle over them, which
+// reaches nothing outside.
+unsafe impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> TileSet for Pipeline<STAGES, A, B, O> {
     type Tiles<'k> = Stages<'k, STAGES, A, B>;
     const BYTES: usize = Self::TOTAL;
     #[inline(always)]
     unsafe fn tiles<'k>(base: *mut u8) -> Stages<'k, STAGES, A, B> {
         Stages {
             base,
+            staged: O::STAGED,
             kernel: PhantomData,
         }
     }
@@ -153,6 +168,9 @@ unsafe impl<const STAGES: usize, A: Operand, B: Operand> TileSet for Pipeline<ST
 pub struct Stages<'k, const STAGES: usize, A, B> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     base: *mut u8,
+    /// Whether the consumer warps' buffers follow the barrier objects ([`Staged`](super::Staged)).
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) staged: bool,
     kernel: PhantomData<(&'k (), A, B)>,
 }
 
@@ -208,6 +226,14 @@ impl<const STAGES: usize, A: Operand, B: Operand> Places<STAGES, A, B> {
     #[inline(always)]
     pub(super) fn empty(self, s: usize) -> u32 {
         self.full(STAGES + s)
+    }
+
+    /// Consumer warp `w`'s buffer, where the pipeline is [`Staged`](super::Staged): after the
+    /// barrier objects, 16-aligned (the stages are a multiple of 1024 bytes, the barrier
+    /// objects of 16).
+    #[inline(always)]
+    pub(super) fn buffer(self, w: usize) -> u32 {
+        self.full(2 * STAGES) + (w * WARP_BYTES) as u32
     }
 }
 

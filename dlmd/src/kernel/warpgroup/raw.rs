@@ -65,6 +65,93 @@ pub unsafe fn fence_proxy_async() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `st.shared.b32 [at], bits`: four bytes to the block's shared memory.
+///
+/// # Safety
+///
+/// `at` is a 4-aligned shared-state-space address of 4 bytes of the block's shared memory that
+/// nothing else reads or writes meanwhile.
+#[inline(always)]
+pub unsafe fn st_shared_u32(at: u32, bits: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("st.shared.b32 [{a}], {v};", a = in(reg32) at, v = in(reg32) bits, options(nostack)) };
+}
+
+/// `bar.warp.sync 0xffffffff`: the warp's 32 threads wait for each other, and their memory
+/// operations before it are ordered before those after it among them (CUDA's `__syncwarp`).
+///
+/// # Safety
+///
+/// Reached by all 32 threads of the warp.
+#[inline(always)]
+pub unsafe fn syncwarp() {
+    // SAFETY: every thread of the warp (caller).
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
+}
+
+/// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], bytes`: the bulk copy engine
+/// copies `bytes` from the block's shared memory at `src` to global memory at `dst` (a generic
+/// address, converted), asynchronously, as part of this thread's next bulk group
+/// ([`bulk_commit`]).
+///
+/// # Safety
+///
+/// `bytes` is a multiple of 16; `src` and `dst` are 16-aligned; `dst` is the generic address
+/// of `bytes` of global memory that no other thread reads or writes during the kernel;
+/// `src`'s bytes were written before and made visible to the async proxy
+/// ([`fence_proxy_async`] by their writers, then a barrier), and nothing writes them until a
+/// [`bulk_wait_read`] of this thread has seen the group's reads done; this thread waits for
+/// the group ([`bulk_wait`]) before the block exits. On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g; cvta.to.global.u64 g, {d}; cp.async.bulk.global.shared::cta.bulk_group [g], [{s}], {n}; }}",
+            d = in(reg64) dst,
+            s = in(reg32) src,
+            n = in(reg32) bytes,
+            options(nostack),
+        )
+    };
+}
+
+/// `cp.async.bulk.commit_group`: this thread's bulk copies issued since its last commit form
+/// one bulk group.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_commit() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group.read PENDING`: waits until at most `PENDING` of this thread's
+/// bulk groups still read their sources: their shared memory may be written again.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_wait_read<const PENDING: u32>() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const PENDING, options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group PENDING`: waits until at most `PENDING` of this thread's bulk
+/// groups are not complete (their writes done).
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_wait<const PENDING: u32>() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const PENDING, options(nostack)) };
+}
+
 /// `mbarrier.init.shared::cta.b64 [bar], count`: a barrier object whose phases complete after
 /// `count` arrivals (and the transaction bytes they expect), in phase 0.
 ///

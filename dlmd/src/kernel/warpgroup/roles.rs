@@ -24,6 +24,10 @@ pub struct Warpgroup<'c, const THREADS: usize> {
     /// The running thread's index in the warpgroup.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     thread: usize,
+    /// The running warp's buffer (shared state space) where the pipeline is
+    /// [`Staged`](super::Staged), else 0.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    buffer: u32,
     call: PhantomData<(&'c mut (), *mut u8)>,
     /// None on the host, where no warpgroup runs.
     #[cfg(not(target_arch = "nvptx64"))]
@@ -142,6 +146,14 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             let mut part = part;
             let shape = part.shape();
+            if self.buffer != 0 && size_of::<U>() == 2 && W::N.is_multiple_of(64) && part.runs_whole([ROWS, W::N], 16) {
+                // SAFETY: every thread of the warpgroup, in its uniform code, on sm_90 (it
+                // issues `wgmma`); `buffer` is this warp's own (`specialise`), `U` two bytes,
+                // the part the warpgroup's alone (`specialise`'s rows of a chunk of the
+                // block's), whole and in aligned rows (checked).
+                unsafe { super::staging::store(self.buffer, self.thread, &mut part, &acc, &f) };
+                return;
+            }
             if part.pairs_whole([ROWS, W::N]) {
                 // The common case: the whole `64 × N` inside the view, every pair one aligned
                 // store. No branch between the elements, so that their `f`s overlap.
@@ -393,6 +405,11 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 let mut wg = Warpgroup {
                     index,
                     thread,
+                    buffer: if stages.staged {
+                        places.buffer(4 * index + thread / 32)
+                    } else {
+                        0
+                    },
                     call: PhantomData,
                 };
                 let mut c = Consumer {
@@ -407,6 +424,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // are done before the stages are used again.
                 // SAFETY: all 128 threads of the warpgroup, sm_90a.
                 unsafe { raw::wgmma_wait::<0>() };
+                if stages.staged {
+                    // Every copy from the warps' buffers has written the view before the
+                    // buffers are free again and the block may exit.
+                    // SAFETY: sm_90.
+                    unsafe { raw::bulk_wait::<0>() };
+                }
                 if rebalance {
                     // SAFETY: the consumer warpgroup, converged (its uniform code), after
                     // `consumer_starts`; the producer's threads reach barrier 0 once in

@@ -83,31 +83,51 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     }
 
     /// Whether every pair of the box `shape` that starts at an even index along the last
-    /// dimension is whole inside the view and can be written with one aligned store: the
-    /// chunk is not cut by the view's edge within `shape`, its last dimension is contiguous,
-    /// and its first element and each step along the other dimensions are aligned to a pair's
-    /// size. Then [`write_pair_whole`](Self::write_pair_whole) may write any such pair of the
-    /// box without a check of its own.
+    /// dimension is whole inside the view and can be written with one aligned store
+    /// ([`runs_whole`](Self::runs_whole) for runs of two elements). Then
+    /// [`write_pair_whole`](Self::write_pair_whole) may write any such pair of the box without
+    /// a check of its own.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(crate) fn pairs_whole(&self, shape: E::Index) -> bool {
+        self.runs_whole(shape, 2 * size_of::<T>())
+    }
+
+    /// Whether the box `shape` (from the chunk's first index) lies inside the view and is cut
+    /// into runs of `bytes` along its last dimension, each contiguous and aligned to `bytes`:
+    /// the chunk is not cut by the view's edge within `shape`, its last dimension is contiguous
+    /// and a whole number of runs, and its first element and each step along the other
+    /// dimensions are aligned to `bytes` (a power of two). Then the run that starts at any
+    /// index of the box whose last coordinate is a multiple of `bytes / size_of::<T>()` is
+    /// `bytes` of the view's memory, inside the box.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn runs_whole(&self, shape: E::Index, bytes: usize) -> bool {
         use crate::extents::IndexArray;
         use crate::layout::Mapping;
         let last = E::RANK - 1;
-        let pair = 2 * size_of::<T>();
         let extents = self.extents();
         let (_, first) = self.element(E::Index::zeros());
-        (0..E::RANK).all(|d| extents.as_ref()[d] >= shape.as_ref()[d])
-            && shape.as_ref()[last].is_multiple_of(2)
+        bytes.is_power_of_two()
+            && (0..E::RANK).all(|d| extents.as_ref()[d] >= shape.as_ref()[d])
+            && (shape.as_ref()[last] * size_of::<T>()).is_multiple_of(bytes)
             && self.mapping.stride(last) == 1
-            && (first as usize).is_multiple_of(pair)
+            && (first as usize).is_multiple_of(bytes)
             && (0..last).all(|d| {
                 self.mapping
                     .stride(d)
                     .unsigned_abs()
                     .wrapping_mul(size_of::<T>())
-                    .is_multiple_of(pair)
+                    .is_multiple_of(bytes)
             })
+    }
+
+    /// The address of the element at `local` of the chunk (which may be past the view's edge:
+    /// not to be dereferenced unless it is inside).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn address(&self, local: E::Index) -> *mut T {
+        self.element(local).1
     }
 
     /// Writes `values` to the element at `local` and the next along the last dimension with one

@@ -1,0 +1,134 @@
+//! How the consumers write their accumulators out: straight from registers ([`Direct`]), or
+//! through a buffer of block-shared memory that the bulk copy engine copies to the view while
+//! the warp goes on to its next products ([`Staged`]).
+
+#[cfg(target_arch = "nvptx64")]
+use {
+    super::accumulators::{Accumulators, WgmmaInput, Width},
+    super::raw,
+    crate::dtype::DlElement,
+    crate::extents::Extents,
+    crate::kernel::KernelSpace,
+    crate::kernel::block::Chunk,
+    crate::layout::Layout,
+};
+
+/// A buffer row: 64 two-byte elements (128 bytes, one bulk copy), then 16 bytes that keep the
+/// eight rows a warp writes at once on distinct banks.
+pub(super) const ROW_BYTES: usize = 144;
+
+/// A consumer warp's buffer: its 16 rows of a warpgroup's 64.
+pub(super) const WARP_BYTES: usize = 16 * ROW_BYTES;
+
+/// How the consumer warpgroups of a [`Pipeline`](super::Pipeline) write their accumulators
+/// ([`Warpgroup::store`](super::Warpgroup::store)): the pipeline's last parameter,
+/// [`Direct`] unless named.
+pub trait Stores: crate::kernel::block::TileSealed + 'static {
+    /// Whether the pipeline keeps a buffer for each consumer warp.
+    const STAGED: bool;
+}
+
+/// The accumulators go from registers to the view, each thread its elements in pairs: no
+/// shared memory. The stores take the warp's time before its next products.
+pub struct Direct;
+
+/// The accumulators go through a buffer of block-shared memory for each consumer warp (2304
+/// bytes a warp, 18 KiB for two consumer warpgroups), 64 columns at a time, which the bulk copy
+/// engine copies to the view a row at a time while the warp goes on. Where the warpgroup's part
+/// is not whole inside the view, its rows not 16-byte aligned or its element not two bytes
+/// wide, the store is [`Direct`]'s.
+pub struct Staged;
+
+impl crate::kernel::block::TileSealed for Direct {}
+impl crate::kernel::block::TileSealed for Staged {}
+
+impl Stores for Direct {
+    const STAGED: bool = false;
+}
+
+impl Stores for Staged {
+    const STAGED: bool = true;
+}
+
+/// Writes a warpgroup's `64 × N` accumulators to `part` through the running warp's buffer at
+/// `buffer`: for each 64 columns, each thread writes its pairs `f(index, value)` to the
+/// buffer, the warp waits for its writes (made visible to the bulk copy engine), and its first
+/// 16 threads each copy one row of 128 bytes to the view. Before a buffer is written, the
+/// copies that read it before have read it.
+///
+/// # Safety
+///
+/// All 32 threads of each warp of the warpgroup, on `sm_90`; `thread` is the running thread's
+/// index in the warpgroup; `buffer` is the shared-state-space address of the running warp's
+/// [`WARP_BYTES`] of the block's shared memory, 16-aligned, which only this function reaches
+/// (each warp its own); `U` is two bytes; `part` is the warpgroup's alone, and
+/// `part.runs_whole([64, N], 16)` holds.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(super) unsafe fn store<T, U, W, E, L, Sp>(
+    buffer: u32,
+    thread: usize,
+    part: &mut Chunk<'_, U, E, L, Sp>,
+    acc: &Accumulators<T, W>,
+    f: &impl Fn([usize; 2], f32) -> U,
+) where
+    T: WgmmaInput,
+    W: Width,
+    U: DlElement,
+    E: Extents<Index = [usize; 2]>,
+    L: Layout,
+    Sp: KernelSpace,
+{
+    let (warp, lane) = (thread / 32, thread % 32);
+    let origin = part.origin();
+    crate::unroll!(4, |q| {
+        if q < W::N / 64 {
+            if lane < 16 {
+                // SAFETY: sm_90 (caller).
+                unsafe { raw::bulk_wait_read::<0>() };
+            }
+            // SAFETY: every thread of the warp (caller), in its uniform code. What the warp's
+            // copies read of the buffer is read before any thread of it writes the buffer.
+            unsafe { raw::syncwarp() };
+            // The 8-column groups `8 q ..` of the piece, in each its two rows.
+            crate::unroll!(8, |g| {
+                crate::unroll!(2, |h| {
+                    let i = 4 * (8 * q + g) + 2 * h;
+                    let (local, a) = acc.held(thread, i);
+                    let (_, b) = acc.held(thread, i + 1);
+                    let index = [origin[0] + local[0], origin[1] + local[1]];
+                    let values = [f(index, a), f([index[0], index[1] + 1], b)];
+                    // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
+                    let bits = unsafe { core::mem::transmute_copy::<[U; 2], u32>(&values) };
+                    // Row `lane / 4 + 8 h` of the warp's 16 (`held`: the warp's rows are
+                    // `16 warp ..`), columns `8 g + 2 (lane % 4)` of the piece.
+                    let at = buffer + ((lane / 4 + 8 * h) * ROW_BYTES + (8 * g + 2 * (lane % 4)) * 2) as u32;
+                    // SAFETY: inside the warp's buffer (row < 16, byte < 128 of the row's 144),
+                    // 4-aligned (the buffer is 16-aligned, rows 144 bytes, an even column of
+                    // two-byte elements); the buffer is this warp's alone, its copies have read
+                    // it (above), and each element of the piece is one thread's (`held`).
+                    unsafe { raw::st_shared_u32(at, bits) };
+                });
+            });
+            // SAFETY: sm_90 (caller).
+            unsafe { raw::fence_proxy_async() };
+            // SAFETY: every thread of the warp, in its uniform code: the piece's writes, made
+            // visible to the async proxy, before the copies below.
+            unsafe { raw::syncwarp() };
+            if lane < 16 {
+                let row = 16 * warp + lane;
+                let dst = part.address([row, 64 * q]).cast::<u8>();
+                // SAFETY: `runs_whole([64, N], 16)` (caller): row `row` < 64 of the part from
+                // column `64 q` (< N, a multiple of 64 elements, 128 bytes: eight runs of 16
+                // bytes) is 128 contiguous bytes of the view, 16-aligned, inside the part,
+                // which is the warpgroup's alone (caller) and this row this thread's alone; the
+                // source is the buffer's row `lane`, 16-aligned (144 · lane), written and made
+                // visible above, and written again only after this thread's `bulk_wait_read`
+                // (above, next time); `specialise` waits for every group before it returns.
+                unsafe { raw::bulk_store(dst, buffer + (lane * ROW_BYTES) as u32, 128) };
+                // SAFETY: sm_90 (caller).
+                unsafe { raw::bulk_commit() };
+            }
+        }
+    });
+}
