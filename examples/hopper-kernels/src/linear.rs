@@ -13,7 +13,7 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::{Grouped, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
-use dlmd::kernel::warpgroup::{Direct, KByN, Pipeline, Staged};
+use dlmd::kernel::warpgroup::{Buffered, Direct, KByN, Pipeline};
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
@@ -45,10 +45,10 @@ pub type BMap<'a, T> = TensorMap<'a, T, (Const<64>, Const<256>), Swizzle128>;
 pub type LinearChunk = Grouped<(Const<128>, Const<256>), 16>;
 /// The block of a product: four stages, `128 × 256` chunks, the accumulators written through
 /// the consumer warps' buffers by the bulk copy engine.
-pub type LinearBlock<'k, T, const D: usize, C = LinearChunk, O = Staged> =
+pub type LinearBlock<'k, T, const D: usize, C = LinearChunk, O = Buffered> =
     Block<'k, 384, Pipeline<4, XTile<T, D>, WTile<T, D>, O>, C>;
 /// The block of a product with a row-major `b`: four stages of depth 64, `128 × 256` chunks.
-pub type MatmulBlock<'k, T> = Block<'k, 384, Pipeline<4, XTile<T, 64>, BTile<T>, Staged>, LinearChunk>;
+pub type MatmulBlock<'k, T> = Block<'k, 384, Pipeline<4, XTile<T, 64>, BTile<T>, Buffered>, LinearChunk>;
 
 /// The stages of a depth of `k` at `depth` a stage.
 #[dlmd::device]

@@ -6,7 +6,7 @@ use dlmd::kernel::Block;
 use dlmd::kernel::block::TileOf;
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
-use dlmd::kernel::warpgroup::{Accumulators, Cols, Pipeline};
+use dlmd::kernel::warpgroup::{Accumulators, Buffered, Cols, Pipeline};
 use dlmd::{Const, DeviceMdspanMut, Dims};
 
 /// A stage: 128 rows of `x` and 256 of `w`, 64 deep (one 128-byte swizzled row each).
@@ -15,10 +15,11 @@ pub type W = TileOf<bf16, (Const<256>, Const<64>), Swizzle128>;
 /// A consumer warpgroup's `64 × 256` `f32` accumulators of `bf16` products.
 pub type Acc = Accumulators<bf16, Cols<256>>;
 
-/// `y = x · wᵀ`: a producer warpgroup and two consumers of `64 × 256` each, four stages.
+/// `y = x · wᵀ`: a producer warpgroup and two consumers of `64 × 256` each, four stages; the
+/// accumulators go out through shared memory and the bulk copy engine (`Buffered`).
 #[dlmd::kernel(min_blocks_per_sm = 1)]
 pub fn linear_bf16_simple(
-    block: Block<'_, 384, Pipeline<4, X, W>, (Const<128>, Const<256>)>,
+    block: Block<'_, 384, Pipeline<4, X, W, Buffered>, (Const<128>, Const<256>)>,
     x: TensorMap<'_, bf16, (Const<128>, Const<64>), Swizzle128>,
     w: TensorMap<'_, bf16, (Const<256>, Const<64>), Swizzle128>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,

@@ -241,6 +241,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// keeps its chunk shape.
     #[inline(always)]
     pub fn split(self) -> (Block<'k, THREADS, (), C>, S::Tiles<'k>) {
+        // The tile set's own checks (a pipeline's size, with its buffers), where the kernel uses
+        // its tiles.
+        let _ = S::BYTES;
         #[cfg(target_arch = "nvptx64")]
         {
             // SAFETY: the tiles' bytes follow the scratch in the block's shared memory, which

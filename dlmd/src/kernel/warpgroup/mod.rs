@@ -144,4 +144,4 @@ pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, W
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use roles::Warpgroup;
-pub use staging::{Direct, Staged, Stores};
+pub use staging::{Buffered, Direct, Stores};

@@ -110,7 +110,7 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
 /// [`Block`](crate::kernel::Block) type, which [`Block::split`](crate::kernel::Block::split)
 /// makes into [`Stages`], run by [`Block::specialise`](crate::kernel::Block::specialise).
 /// `O` says how the consumers write their accumulators out: [`Direct`] from registers, or
-/// [`Staged`](super::Staged) through a buffer for each consumer warp, after the barrier objects,
+/// [`Buffered`](super::Buffered) through a buffer for each consumer warp, after the barrier objects,
 /// that the bulk copy engine copies to the view.
 pub struct Pipeline<const STAGES: usize, A, B, O = Direct>(PhantomData<(A, B, O)>);
 
@@ -120,11 +120,11 @@ impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> Pipeline<STAGES, A,
     /// The bytes of the stages, the barrier objects and the consumer warps' buffers (one for
     /// each 16 rows of `A`: each consumer warp's rows), aligned as [`Stages`]' base needs.
     const TOTAL: usize = {
-        let staging = if O::STAGED { (A::ROWS / 16) * WARP_BYTES } else { 0 };
+        let staging = if O::BUFFERED { (A::ROWS / 16) * WARP_BYTES } else { 0 };
         let total = Pipeline::<STAGES, A, B>::UNSTAGED + staging;
         assert!(
             total <= crate::kernel::MAX_SHARED_BYTES,
-            "a pipeline's stages (and its consumers' buffers, where `Staged`) fit in 227 KiB of shared memory"
+            "a pipeline's stages (and its consumers' buffers, where `Buffered`) fit in 227 KiB of shared memory"
         );
         total.next_multiple_of(128)
     };
@@ -147,7 +147,7 @@ impl<const STAGES: usize, A: Operand, B: Operand> Pipeline<STAGES, A, B> {
 }
 
 // SAFETY: `BYTES` covers the slack to align the stages, the stages, the barrier objects and,
-// where `Staged`, the consumer warps' buffers; `tiles` makes one handle over them, which
+// where `Buffered`, the consumer warps' buffers; `tiles` makes one handle over them, which
 // reaches nothing outside.
 unsafe impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> TileSet for Pipeline<STAGES, A, B, O> {
     type Tiles<'k> = Stages<'k, STAGES, A, B>;
@@ -156,7 +156,7 @@ unsafe impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> TileSet for 
     unsafe fn tiles<'k>(base: *mut u8) -> Stages<'k, STAGES, A, B> {
         Stages {
             base,
-            staged: O::STAGED,
+            buffered: O::BUFFERED,
             kernel: PhantomData,
         }
     }
@@ -168,9 +168,9 @@ unsafe impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> TileSet for 
 pub struct Stages<'k, const STAGES: usize, A, B> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     base: *mut u8,
-    /// Whether the consumer warps' buffers follow the barrier objects ([`Staged`](super::Staged)).
+    /// Whether the consumer warps' buffers follow the barrier objects ([`Buffered`](super::Buffered)).
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    pub(super) staged: bool,
+    pub(super) buffered: bool,
     kernel: PhantomData<(&'k (), A, B)>,
 }
 
@@ -228,7 +228,7 @@ impl<const STAGES: usize, A: Operand, B: Operand> Places<STAGES, A, B> {
         self.full(STAGES + s)
     }
 
-    /// Consumer warp `w`'s buffer, where the pipeline is [`Staged`](super::Staged): after the
+    /// Consumer warp `w`'s buffer, where the pipeline is [`Buffered`](super::Buffered): after the
     /// barrier objects, 16-aligned (the stages are a multiple of 1024 bytes, the barrier
     /// objects of 16).
     #[inline(always)]

@@ -25,7 +25,7 @@ pub struct Warpgroup<'c, const THREADS: usize> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     thread: usize,
     /// The running warp's buffer (shared state space) where the pipeline is
-    /// [`Staged`](super::Staged), else 0.
+    /// [`Buffered`](super::Buffered), else 0.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     buffer: u32,
     call: PhantomData<(&'c mut (), *mut u8)>,
@@ -405,7 +405,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 let mut wg = Warpgroup {
                     index,
                     thread,
-                    buffer: if stages.staged {
+                    buffer: if stages.buffered {
                         places.buffer(4 * index + thread / 32)
                     } else {
                         0
@@ -424,7 +424,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // are done before the stages are used again.
                 // SAFETY: all 128 threads of the warpgroup, sm_90a.
                 unsafe { raw::wgmma_wait::<0>() };
-                if stages.staged {
+                if stages.buffered {
                     // Every copy from the warps' buffers has written the view before the
                     // buffers are free again and the block may exit.
                     // SAFETY: sm_90.

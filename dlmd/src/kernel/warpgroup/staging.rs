@@ -1,6 +1,6 @@
 //! How the consumers write their accumulators out: straight from registers ([`Direct`]), or
 //! through a buffer of block-shared memory that the bulk copy engine copies to the view while
-//! the warp goes on to its next products ([`Staged`]).
+//! the warp goes on to its next products ([`Buffered`]).
 
 #[cfg(target_arch = "nvptx64")]
 use {
@@ -25,7 +25,7 @@ pub(super) const WARP_BYTES: usize = 16 * ROW_BYTES;
 /// [`Direct`] unless named.
 pub trait Stores: crate::kernel::block::TileSealed + 'static {
     /// Whether the pipeline keeps a buffer for each consumer warp.
-    const STAGED: bool;
+    const BUFFERED: bool;
 }
 
 /// The accumulators go from registers to the view, each thread its elements in pairs: no
@@ -37,17 +37,17 @@ pub struct Direct;
 /// engine copies to the view a row at a time while the warp goes on. Where the warpgroup's part
 /// is not whole inside the view, its rows not 16-byte aligned or its element not two bytes
 /// wide, the store is [`Direct`]'s.
-pub struct Staged;
+pub struct Buffered;
 
 impl crate::kernel::block::TileSealed for Direct {}
-impl crate::kernel::block::TileSealed for Staged {}
+impl crate::kernel::block::TileSealed for Buffered {}
 
 impl Stores for Direct {
-    const STAGED: bool = false;
+    const BUFFERED: bool = false;
 }
 
-impl Stores for Staged {
-    const STAGED: bool = true;
+impl Stores for Buffered {
+    const BUFFERED: bool = true;
 }
 
 /// Writes a warpgroup's `64 × N` accumulators to `part` through the running warp's buffer at
