@@ -219,16 +219,7 @@ pub fn linear_bf16_products(
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let [n, k] = w.extents();
-    product(
-        block,
-        x,
-        &w,
-        [k, n],
-        |j0, k0| [j0, k0],
-        y,
-        |_| 0.0,
-        |_, _, acc| drop(acc),
-    );
+    product(block, x, &w, [k, n], |j0, k0| [j0, k0], y, |_| 0.0, |_, _, _| {});
 }
 
 /// [`linear_bf16`] on `f16`, `f16` out.

@@ -19,7 +19,11 @@
 //! - **accumulators** of `64 × N` `f32` a warpgroup ([`Accumulators`], [`Cols`]), to which
 //!   [`Warpgroup::mma`] adds the products of a stage (`wgmma`, asynchronous), returning them
 //!   [`InFlight`] (or [`InFlight2`] with two groups running); only [`Warpgroup::wait`] brings
-//!   them back, and only then can they be written out ([`Warpgroup::store`]).
+//!   them back, and only then can they be written out ([`Warpgroup::store`]);
+//! - **stores** ([`Stores`]): from registers ([`Direct`]), or, in a
+//!   `Pipeline<STAGES, A, B, Buffered>`, through a buffer of shared memory for each consumer
+//!   warp, 64 columns at a time, which the bulk copy engine copies to the view a row at a time
+//!   while the warp goes on to its next products ([`Buffered`]).
 //!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
 //! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
@@ -68,7 +72,9 @@
 //! ```
 //!
 //! The producer runs ahead from one chunk to the next: while the consumers write a chunk's
-//! accumulators, the stages already fill for the next.
+//! accumulators, the stages already fill for the next. With `Pipeline<4, X, W, Buffered>`, the
+//! same `wg.store` hands the writes to the bulk copy engine, and the consumers go on to the next
+//! chunk's products while the copies run.
 //!
 //! # Why safe code cannot race on the stages and the products
 //!
@@ -104,9 +110,16 @@
 //!    ([`Block::chunks`](crate::kernel::Block::chunks), cut and dealt by the block's type, in
 //!    memory order or in [`Grouped`](crate::kernel::block::Grouped) rows, alike in every
 //!    block); the consumer warpgroup `w` receives its rows `64 w .. 64 w + 64` of each alone,
-//!    and the accumulators' layout deals each of its `64 × N` elements to one thread.
+//!    and the accumulators' layout deals each of its `64 × N` elements to one thread. Through
+//!    a [`Buffered`] pipeline's buffers, each element is written once to its warp's buffer by
+//!    the thread that holds it, and each row of 64 once to the view, by a copy one thread of
+//!    the warp starts after the warp's writes (each writer's `fence.proxy.async`, then
+//!    `bar.warp.sync`); that thread waits until its copies have read the buffer
+//!    (`cp.async.bulk.wait_group.read`), and the warp syncs again, before any thread writes it
+//!    anew. The buffers are the warps' own: no other role reaches them.
 //! 6. **Nothing is left in flight.** Before `specialise` returns, the producer has waited for
-//!    every copy it started, the consumers for every product, and a barrier joins the roles;
+//!    every copy it started, the consumers for every product and every copy from their buffers
+//!    (`cp.async.bulk.wait_group 0`: written to the view), and a barrier joins the roles;
 //!    the barrier objects are invalidated and made anew by the next call.
 //!
 //! A producer that fills fewer stages than a consumer waits for, or more than they take and
@@ -118,7 +131,9 @@
 //! - **Atomics read by a role.** As in [`block`](crate::kernel::block#why-safe-code-cannot-race-nor-split-a-barrier),
 //!   an atomic that some threads write and a role's code reads may hold another value in each
 //!   thread: a branch on it can take a warpgroup operation on some of the warpgroup's threads
-//!   only, which `wgmma`'s `.sync.aligned` forbids. Keep atomics out of the roles' control flow.
+//!   only, which `wgmma`'s `.sync.aligned` forbids, and a [`Buffered`] store's warp barrier
+//!   too (a copy would then read buffer rows that some threads did not write). Keep atomics
+//!   out of the roles' control flow.
 //! - **Running accumulators in registers.** Between a product and its wait, the accumulators
 //!   are registers that `wgmma` writes asynchronously. Safe code cannot read them, but the
 //!   compiler may move them (a spill, a copy as `InFlight` moves): `ptxas` keeps such moves

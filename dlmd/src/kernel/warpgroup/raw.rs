@@ -98,10 +98,12 @@ pub unsafe fn syncwarp() {
 ///
 /// `bytes` is a multiple of 16; `src` and `dst` are 16-aligned; `dst` is the generic address
 /// of `bytes` of global memory that no other thread reads or writes during the kernel;
-/// `src`'s bytes were written before and made visible to the async proxy
-/// ([`fence_proxy_async`] by their writers, then a barrier), and nothing writes them until a
-/// [`bulk_wait_read`] of this thread has seen the group's reads done; this thread waits for
-/// the group ([`bulk_wait`]) before the block exits. On `sm_90` or later.
+/// `src`'s bytes were written before and made visible to the async proxy: each writer ran
+/// [`fence_proxy_async`] after its writes, then a barrier that holds every writer and this
+/// thread ([`syncwarp`] where they are one warp's). Nothing writes them until this thread's
+/// [`bulk_wait_read`] has seen the group's reads done and a barrier that holds it and the
+/// next writers has followed; this thread waits for the group ([`bulk_wait`]) before the
+/// block exits. On `sm_90` or later.
 #[inline(always)]
 pub unsafe fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
     // SAFETY: as this function's contract.

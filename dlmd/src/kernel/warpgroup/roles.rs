@@ -128,6 +128,12 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// view), by the thread that holds it, where that is inside the part and the view. Each
     /// thread holds its elements in pairs of neighbours along a row, which it writes with one
     /// store where the view's rows are contiguous.
+    ///
+    /// In a [`Buffered`](super::Buffered) pipeline, a part whole inside the view whose rows are
+    /// contiguous and 16-byte aligned, of a two-byte element, goes through the warp's buffer
+    /// and the bulk copy engine instead: the warpgroup returns once the copies have started.
+    /// The store then syncs each warp, so its threads must all reach it (as for every
+    /// warpgroup operation: no branch on an atomic around it).
     #[inline(always)]
     pub fn store<T, U, W, E, L, Sp>(
         &mut self,
@@ -149,9 +155,20 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             if self.buffer != 0 && size_of::<U>() == 2 && W::N.is_multiple_of(64) && part.runs_whole([ROWS, W::N], 16) {
                 // SAFETY: every thread of the warpgroup, in its uniform code, on sm_90 (it
                 // issues `wgmma`); `buffer` is this warp's own (`specialise`), `U` two bytes,
-                // the part the warpgroup's alone (`specialise`'s rows of a chunk of the
-                // block's), whole and in aligned rows (checked).
-                unsafe { super::staging::store(self.buffer, self.thread, &mut part, &acc, &f) };
+                // `N` a multiple of 64 (checked) of at most 256 (`Width`), `held` the
+                // accumulators' layout (warp `w`'s rows `16 w ..`), the part the warpgroup's
+                // alone (`specialise`'s rows of a chunk of the block's), whole and in aligned
+                // rows (checked).
+                unsafe {
+                    super::staging::store(
+                        self.buffer,
+                        W::N,
+                        self.thread,
+                        &mut part,
+                        |i| acc.held(self.thread, i),
+                        &f,
+                    )
+                };
                 return;
             }
             if part.pairs_whole([ROWS, W::N]) {

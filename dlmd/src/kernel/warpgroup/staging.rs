@@ -4,13 +4,8 @@
 
 #[cfg(target_arch = "nvptx64")]
 use {
-    super::accumulators::{Accumulators, WgmmaInput, Width},
-    super::raw,
-    crate::dtype::DlElement,
-    crate::extents::Extents,
-    crate::kernel::KernelSpace,
-    crate::kernel::block::Chunk,
-    crate::layout::Layout,
+    super::raw, crate::dtype::DlElement, crate::extents::Extents, crate::kernel::KernelSpace,
+    crate::kernel::block::Chunk, crate::layout::Layout,
 };
 
 /// A buffer row: 64 two-byte elements (128 bytes, one bulk copy), then 16 bytes that keep the
@@ -50,8 +45,9 @@ impl Stores for Buffered {
     const BUFFERED: bool = true;
 }
 
-/// Writes a warpgroup's `64 × N` accumulators to `part` through the running warp's buffer at
-/// `buffer`: for each 64 columns, each thread writes its pairs `f(index, value)` to the
+/// Writes a warpgroup's `64 × n` accumulators to `part` through the running warp's buffer at
+/// `buffer`, `n` the accumulators' columns, `held(i)` the running thread's `i`-th element and its index in the `64 × n`
+/// (`Accumulators::held`): for each 64 columns, each thread writes its pairs `f(index, value)` to the
 /// buffer, the warp waits for its writes (made visible to the bulk copy engine), and its first
 /// 16 threads each copy one row of 128 bytes to the view. Before a buffer is written, the
 /// copies that read it before have read it.
@@ -61,19 +57,20 @@ impl Stores for Buffered {
 /// All 32 threads of each warp of the warpgroup, on `sm_90`; `thread` is the running thread's
 /// index in the warpgroup; `buffer` is the shared-state-space address of the running warp's
 /// [`WARP_BYTES`] of the block's shared memory, 16-aligned, which only this function reaches
-/// (each warp its own); `U` is two bytes; `part` is the warpgroup's alone, and
-/// `part.runs_whole([64, N], 16)` holds.
+/// (each warp its own); `U` is two bytes; `n` is a multiple of 64, at most 256; `held` is the
+/// accumulators' layout, which deals each element of the `64 × n` to one thread, the warp `w`
+/// of the warpgroup rows `16 w ..`; `part` is the warpgroup's alone, and
+/// `part.runs_whole([64, n], 16)` holds.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub(super) unsafe fn store<T, U, W, E, L, Sp>(
+pub(super) unsafe fn store<U, E, L, Sp>(
     buffer: u32,
+    n: usize,
     thread: usize,
     part: &mut Chunk<'_, U, E, L, Sp>,
-    acc: &Accumulators<T, W>,
+    held: impl Fn(usize) -> ([usize; 2], f32),
     f: &impl Fn([usize; 2], f32) -> U,
 ) where
-    T: WgmmaInput,
-    W: Width,
     U: DlElement,
     E: Extents<Index = [usize; 2]>,
     L: Layout,
@@ -82,7 +79,7 @@ pub(super) unsafe fn store<T, U, W, E, L, Sp>(
     let (warp, lane) = (thread / 32, thread % 32);
     let origin = part.origin();
     crate::unroll!(4, |q| {
-        if q < W::N / 64 {
+        if q < n / 64 {
             if lane < 16 {
                 // SAFETY: sm_90 (caller).
                 unsafe { raw::bulk_wait_read::<0>() };
@@ -94,8 +91,8 @@ pub(super) unsafe fn store<T, U, W, E, L, Sp>(
             crate::unroll!(8, |g| {
                 crate::unroll!(2, |h| {
                     let i = 4 * (8 * q + g) + 2 * h;
-                    let (local, a) = acc.held(thread, i);
-                    let (_, b) = acc.held(thread, i + 1);
+                    let (local, a) = held(i);
+                    let (_, b) = held(i + 1);
                     let index = [origin[0] + local[0], origin[1] + local[1]];
                     let values = [f(index, a), f([index[0], index[1] + 1], b)];
                     // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
@@ -118,8 +115,8 @@ pub(super) unsafe fn store<T, U, W, E, L, Sp>(
             if lane < 16 {
                 let row = 16 * warp + lane;
                 let dst = part.address([row, 64 * q]).cast::<u8>();
-                // SAFETY: `runs_whole([64, N], 16)` (caller): row `row` < 64 of the part from
-                // column `64 q` (< N, a multiple of 64 elements, 128 bytes: eight runs of 16
+                // SAFETY: `runs_whole([64, n], 16)` (caller): row `row` < 64 of the part from
+                // column `64 q` (< n, a multiple of 64 elements, 128 bytes: eight runs of 16
                 // bytes) is 128 contiguous bytes of the view, 16-aligned, inside the part,
                 // which is the warpgroup's alone (caller) and this row this thread's alone; the
                 // source is the buffer's row `lane`, 16-aligned (144 · lane), written and made

@@ -192,7 +192,8 @@ unsafe fn write_both<T: DlElement>(first: *mut T, values: [T; 2]) {
             // SAFETY: as above, aligned to 8.
             unsafe { first.cast::<u64>().write(bits) }
         }
-        // SAFETY: as above; a vector store where the pair is 16 bytes.
+        // SAFETY: as above; `write_aligned_run` picks the stores for any other size (a
+        // vector store of 16 bytes, one store each for 1-byte or 16-byte elements).
         _ => unsafe { crate::aligned::write_aligned_run(first, values) },
     }
 }
