@@ -16,7 +16,7 @@ use std::error::Error;
 use std::sync::Arc;
 
 /// The sides of the bench.
-const SIDES: [&str; 18] = [
+const SIDES: [&str; 17] = [
     "cuBLAS bf16",
     "safe linear_bf16",
     "raw twin wgmma_nt_256_tma4",
@@ -33,7 +33,6 @@ const SIDES: [&str; 18] = [
     "raw twin wgmma_nn_256_tma4, persistent",
     "cuBLAS f16, b row-major",
     "safe matmul_f16 (b row-major)",
-    "safe linear_bf16, registers as at launch (no setmaxnreg)",
     "safe linear_bf16, its tensor maps made in the call",
 ];
 
@@ -141,12 +140,6 @@ pub(super) fn bench(
                 13 => raw(stream, kernels, shape, (true, true), &xb, &wb, &maps_nn, &mut yb),
                 14 => cublas(blas, shape, false, &xh, &wh, &mut yh),
                 15 => launch!(&mut yh, persistent, |l, y| hk::matmul_f16(l, xmh.map(), bmh.map(), y)),
-                16 => launch!(&mut yb, persistent, |l, y| hk::linear_bf16_launch_registers(
-                    l,
-                    xm.map(),
-                    wm.map(),
-                    y
-                )),
                 _ => safe(
                     stream,
                     kernels,
@@ -171,7 +164,7 @@ pub(super) fn bench(
         "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
          plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3} (persistent {:.3}); \
          safe/raw, both persistent {:.3}; x·b (b row-major): bf16 safe/cuBLAS {:.3}, safe/raw {:.3}, f16 \
-         safe/cuBLAS {:.3}; linear_bf16 with setmaxnreg / without {:.3}; maps made in the call / made before {:.3}",
+         safe/cuBLAS {:.3}; maps made in the call / made before {:.3}",
         t[0] / t[1],
         t[2] / t[1],
         t[3] / t[4],
@@ -185,7 +178,6 @@ pub(super) fn bench(
         t[13] / t[12],
         t[14] / t[15],
         t[16] / t[1],
-        t[17] / t[1],
     );
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! operand's rows a multiple of 16 bytes), the edges of the operands arriving as zero.
 //! Blocks of 384 threads: a producer warpgroup, whose first thread fills four stages by the
 //! bulk copy engine, and two consumer warpgroups of `64 × 256` accumulators each, one
-//! `128 × 256` chunk of `y` a block.
+//! `128 × 256` chunk of `y` a block. The consumers write their accumulators through a buffer
+//! for each warp, copied to `y` by the bulk copy engine while they go on to the next chunk
+//! (`Buffered`).
 
 use dlmd::dtype::F8E4M3FN;
 use dlmd::extents::Const;
@@ -179,29 +181,6 @@ pub fn linear_bf16(
 #[dlmd::kernel(min_blocks_per_sm = 1)]
 pub fn linear_bf16_direct(
     block: LinearBlock<'_, bf16, 64, LinearChunk, Direct>,
-    x: XMap<'_, bf16, 64>,
-    w: WMap<'_, bf16, 64>,
-    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
-) {
-    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
-}
-
-/// For measurements: [`linear_bf16`] with the chunks in memory order (no groups).
-#[dlmd::kernel(min_blocks_per_sm = 1)]
-pub fn linear_bf16_ungrouped(
-    block: LinearBlock<'_, bf16, 64, (Const<128>, Const<256>)>,
-    x: XMap<'_, bf16, 64>,
-    w: WMap<'_, bf16, 64>,
-    y: DeviceMdspanMut<'_, bf16, Dims<2>>,
-) {
-    linear(block, x, w, y, |_| 0.0, |_, v| to_bf16(v));
-}
-
-/// For measurements: [`linear_bf16`] without launch bounds for a block count, so that its
-/// threads keep their registers at launch (no `setmaxnreg` split between the roles).
-#[dlmd::kernel]
-pub fn linear_bf16_launch_registers(
-    block: LinearBlock<'_, bf16, 64>,
     x: XMap<'_, bf16, 64>,
     w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
