@@ -110,8 +110,8 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
 /// [`Block`](crate::kernel::Block) type, which [`Block::split`](crate::kernel::Block::split)
 /// makes into [`Stages`], run by [`Block::specialise`](crate::kernel::Block::specialise).
 /// `O` says how the consumers write their accumulators out: [`Direct`] from registers, or
-/// [`Buffered`](super::Buffered) through a buffer for each consumer warp, after the barrier objects,
-/// that the bulk copy engine copies to the view.
+/// [`Buffered`](super::Buffered) through a buffer for each consumer warp, after the barrier
+/// objects, that the bulk copy engine copies to the view.
 pub struct Pipeline<const STAGES: usize, A, B, O = Direct>(PhantomData<(A, B, O)>);
 
 impl<const STAGES: usize, A, B, O> TileSealed for Pipeline<STAGES, A, B, O> {}
@@ -168,7 +168,8 @@ unsafe impl<const STAGES: usize, A: Operand, B: Operand, O: Stores> TileSet for 
 pub struct Stages<'k, const STAGES: usize, A, B> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     base: *mut u8,
-    /// Whether the consumer warps' buffers follow the barrier objects ([`Buffered`](super::Buffered)).
+    /// Whether the consumer warps' buffers follow the barrier objects
+    /// ([`Buffered`](super::Buffered)).
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(super) buffered: bool,
     kernel: PhantomData<(&'k (), A, B)>,

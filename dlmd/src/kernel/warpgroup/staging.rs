@@ -46,11 +46,11 @@ impl Stores for Buffered {
 }
 
 /// Writes a warpgroup's `64 × n` accumulators to `part` through the running warp's buffer at
-/// `buffer`, `n` the accumulators' columns, `held(i)` the running thread's `i`-th element and its index in the `64 × n`
-/// (`Accumulators::held`): for each 64 columns, each thread writes its pairs `f(index, value)` to the
-/// buffer, the warp waits for its writes (made visible to the bulk copy engine), and its first
-/// 16 threads each copy one row of 128 bytes to the view. Before a buffer is written, the
-/// copies that read it before have read it.
+/// `buffer`, `n` the accumulators' columns and `held(i)` the running thread's `i`-th element
+/// with its index in the `64 × n` (`Accumulators::held`): for each 64 columns, each thread
+/// writes its pairs `f(index, value)` to the buffer, the warp waits for its writes (made
+/// visible to the bulk copy engine), and its first 16 threads each copy one row of 128 bytes
+/// to the view. Before a buffer is written, the copies that read it before have read it.
 ///
 /// # Safety
 ///
