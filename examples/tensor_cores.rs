@@ -25,17 +25,16 @@ use std::sync::Arc;
 const ROUNDS: usize = 23;
 const WARM_UP: usize = 3;
 
-/// One block of 256 threads per `128 × 128` chunk of an `m × n` result.
-fn grid(m: usize, n: usize) -> LaunchConfig {
+/// One block of `threads` threads per `128 × 128` chunk of an `m × n` result.
+fn grid(m: usize, n: usize, threads: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((m.div_ceil(128) * n.div_ceil(128)).max(1) as u32, 1, 1),
-        block_dim: (256, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     }
 }
 
-/// `c = a · b` by the safe kernel (`weight`: `gemm_bf16_nt`, `b` the row-major `n × k` weight;
-/// else `matmul_bf16`), or by the raw twin.
+/// `c = a · b` by a safe kernel or a raw twin ([`Side`]).
 fn rust(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -47,60 +46,69 @@ fn rust(
 ) -> Result<(), Box<dyn Error>> {
     let av = cuda::device_view::<_, Dims<2>, LayoutRight>(a, Dims::new([m, k]))?;
     let mut cv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(c, Dims::new([m, n]))?;
-    let config = grid(m, n);
-    cuda::scope(|s| match side {
-        Side::Safe => {
-            let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
-            tc::matmul_bf16(
-                s.launch(stream, kernels, config),
-                tc::MatmulBf16Args {
-                    a: av,
-                    b: bv,
-                    c: cv.as_view_mut(),
-                },
-            )
-        }
-        Side::SafeTwoStages => {
-            let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
-            let c = cv.as_view_mut();
-            let launch = s.launch(stream, kernels, config);
-            tc::matmul_bf16_two_stages(launch, tc::MatmulBf16TwoStagesArgs { a: av, b: bv, c })
-        }
-        Side::SafeWeight => {
+    let threads = match side {
+        Side::Safe | Side::SafeWeight | Side::Raw => tc::GEMM_THREADS,
+        _ => 256,
+    };
+    let config = grid(m, n, threads);
+    cuda::scope(|s| {
+        let c = cv.as_view_mut();
+        if side == Side::SafeWeight {
             let bv = cuda::device_view::<_, Dims<2>, LayoutLeft>(b, Dims::new([k, n]))?;
-            tc::gemm_bf16_nt(s.launch(stream, kernels, config), av, bv, cv.as_view_mut())
+            return tc::gemm_bf16_nt(s.launch(stream, kernels, config), av, bv, c);
         }
-        Side::Raw | Side::RawS4 | Side::RawWide => {
-            let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
-            let (shared_mem_bytes, grid_dim) = match side {
-                Side::Raw => (tc::GEMM_RAW_SHARED, config.grid_dim),
-                Side::RawS4 => (tc::GEMM_RAW_S4_SHARED, config.grid_dim),
-                _ => (tc::GEMM_RAW_WIDE_SHARED, ((m / 128 * n / 256).max(1) as u32, 1, 1)),
-            };
-            let config = LaunchConfig {
-                shared_mem_bytes,
-                grid_dim,
-                ..config
-            };
-            let launch = s.launch(stream, kernels, config);
-            let c = cv.as_view_mut();
-            match side {
-                Side::Raw => tc::gemm_bf16_raw(launch, tc::GemmBf16RawArgs { a: av, b: bv, c }),
-                Side::RawS4 => tc::gemm_bf16_raw_s4(launch, tc::GemmBf16RawS4Args { a: av, b: bv, c }),
-                _ => tc::gemm_bf16_raw_wide(launch, tc::GemmBf16RawWideArgs { a: av, b: bv, c }),
+        let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
+        match side {
+            Side::Safe => tc::matmul_bf16(
+                s.launch(stream, kernels, config),
+                tc::MatmulBf16Args { a: av, b: bv, c },
+            ),
+            Side::SafeTwoStages => tc::matmul_bf16_two_stages(
+                s.launch(stream, kernels, config),
+                tc::MatmulBf16TwoStagesArgs { a: av, b: bv, c },
+            ),
+            _ => {
+                // The raw twins take their shared memory as the launch's dynamic shared memory.
+                let (shared_mem_bytes, grid_dim) = match side {
+                    Side::Raw => (tc::MATMUL_RAW_SHARED, config.grid_dim),
+                    Side::RawTwoStages => (tc::GEMM_RAW_SHARED, config.grid_dim),
+                    Side::RawS4 => (tc::GEMM_RAW_S4_SHARED, config.grid_dim),
+                    _ => (tc::GEMM_RAW_WIDE_SHARED, ((m / 128 * n / 256).max(1) as u32, 1, 1)),
+                };
+                let config = LaunchConfig {
+                    shared_mem_bytes,
+                    grid_dim,
+                    ..config
+                };
+                let launch = s.launch(stream, kernels, config);
+                match side {
+                    Side::Raw => tc::matmul_bf16_raw(launch, tc::MatmulBf16RawArgs { a: av, b: bv, c }),
+                    Side::RawTwoStages => tc::gemm_bf16_raw(launch, tc::GemmBf16RawArgs { a: av, b: bv, c }),
+                    Side::RawS4 => tc::gemm_bf16_raw_s4(launch, tc::GemmBf16RawS4Args { a: av, b: bv, c }),
+                    _ => tc::gemm_bf16_raw_wide(launch, tc::GemmBf16RawWideArgs { a: av, b: bv, c }),
+                }
             }
         }
     })?;
     Ok(())
 }
 
+/// The kernels timed and checked: the safe ones and their raw twins.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Side {
+    /// `matmul_bf16`: 4 warps of `64 × 64`, steps of 64, three stages.
     Safe,
-    SafeTwoStages,
+    /// `gemm_bf16_nt`: `matmul_bf16`'s loop with a column-major `b` (`x · wᵀ`).
     SafeWeight,
+    /// `matmul_bf16_two_stages`, the README's kernel: 8 warps of `64 × 32`, steps of 32.
+    SafeTwoStages,
+    /// `matmul_bf16_raw`, the twin of `matmul_bf16`.
     Raw,
+    /// `gemm_bf16_raw`, the twin of `matmul_bf16_two_stages`.
+    RawTwoStages,
+    /// `gemm_bf16_raw_s4`: 8 warps of `64 × 32`, four stages.
     RawS4,
+    /// `gemm_bf16_raw_wide`: `128 × 256` chunks, 8 warps of `64 × 64`, three stages.
     RawWide,
 }
 
@@ -126,7 +134,11 @@ fn check(
         (None, true),
         (Some(Side::Safe), false),
         (Some(Side::SafeWeight), true),
+        (Some(Side::SafeTwoStages), false),
         (Some(Side::Raw), false),
+        (Some(Side::RawTwoStages), false),
+        (Some(Side::RawS4), false),
+        (Some(Side::RawWide), false),
     ] {
         let expected: Vec<bf16> = (0..m * n)
             .map(|i| {
@@ -167,56 +179,48 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         .collect();
     let (a, b) = (stream.clone_htod(&host)?, stream.clone_htod(&host)?);
     let mut c = stream.alloc_zeros::<bf16>(size * size)?;
-    let mut sides = Sides::new(8, WARM_UP);
+    let list: [(&str, Option<Side>, bool); 9] = [
+        ("cuBLAS a·b", None, false),
+        ("matmul_bf16 (safe)", Some(Side::Safe), false),
+        ("matmul_bf16_raw", Some(Side::Raw), false),
+        ("matmul_bf16_two_stages (safe)", Some(Side::SafeTwoStages), false),
+        ("gemm_bf16_raw (two stages)", Some(Side::RawTwoStages), false),
+        ("gemm_bf16_raw_s4", Some(Side::RawS4), false),
+        ("gemm_bf16_raw_wide", Some(Side::RawWide), false),
+        ("cuBLAS x·wᵀ", None, true),
+        ("gemm_bf16_nt x·wᵀ (safe)", Some(Side::SafeWeight), true),
+    ];
+    let count = list.len();
+    let mut sides = Sides::new(count, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
-        let mut times = [0.0; 8];
+        let mut times = vec![0.0; count];
         // Alternated: the order of the sides turns each round.
-        for turn in 0..8 {
-            let which = (turn + round) % 8;
-            times[which] = cover.time(stream, || match which {
-                0 => rust(stream, kernels, shape, Side::Safe, &a, &b, &mut c),
-                1 => rust(stream, kernels, shape, Side::Raw, &a, &b, &mut c),
-                2 => cublas(blas, shape, false, &a, &b, &mut c),
-                3 => rust(stream, kernels, shape, Side::SafeWeight, &a, &b, &mut c),
-                4 => cublas(blas, shape, true, &a, &b, &mut c),
-                5 => rust(stream, kernels, shape, Side::RawS4, &a, &b, &mut c),
-                6 => rust(stream, kernels, shape, Side::RawWide, &a, &b, &mut c),
-                _ => rust(stream, kernels, shape, Side::SafeTwoStages, &a, &b, &mut c),
+        for turn in 0..count {
+            let which = (turn + round) % count;
+            let (_, side, weight) = list[which];
+            times[which] = cover.time(stream, || match side {
+                None => cublas(blas, shape, weight, &a, &b, &mut c),
+                Some(side) => rust(stream, kernels, shape, side, &a, &b, &mut c),
             })?;
         }
         sides.push(round, &times);
     }
     let m = sides.medians();
     let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
+    for (i, (name, _, weight)) in list.iter().enumerate() {
+        let blas = if *weight { m[7] } else { m[0] };
+        println!(
+            "bench bf16 {size}³ {name}: {:.4} ms ({:.0} TFLOP/s), / cuBLAS = {:.3}",
+            m[i],
+            tflops(m[i]),
+            blas / m[i]
+        );
+    }
     println!(
-        "bench bf16 {size}³ a·b: safe {:.4} ms ({:.0} TFLOP/s), raw {:.4} ms ({:.0} TFLOP/s), cuBLAS {:.4} ms ({:.0} TFLOP/s); safe / cuBLAS = {:.3}, safe / raw = {:.3}",
-        m[0],
-        tflops(m[0]),
-        m[1],
-        tflops(m[1]),
-        m[2],
-        tflops(m[2]),
-        m[2] / m[0],
-        m[1] / m[0]
-    );
-    println!(
-        "bench bf16 {size}³ x·wᵀ: safe {:.4} ms ({:.0} TFLOP/s), cuBLAS {:.4} ms ({:.0} TFLOP/s); safe / cuBLAS = {:.3}",
-        m[3],
-        tflops(m[3]),
-        m[4],
-        tflops(m[4]),
+        "bench bf16 {size}³ safe / raw: matmul_bf16 {:.3}, matmul_bf16_two_stages {:.3}",
+        m[2] / m[1],
         m[4] / m[3]
-    );
-    println!(
-        "bench bf16 {size}³ a·b, variants: safe 2 stages {:.4} ms ({:.0} TFLOP/s, safe 2 stages / raw = {:.3}), raw 128x128 4 stages {:.4} ms ({:.0} TFLOP/s), raw 128x256 3 stages {:.4} ms ({:.0} TFLOP/s)",
-        m[7],
-        tflops(m[7]),
-        m[1] / m[7],
-        m[5],
-        tflops(m[5]),
-        m[6],
-        tflops(m[6])
     );
     Ok(())
 }

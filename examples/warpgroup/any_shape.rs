@@ -58,7 +58,7 @@ pub(super) fn matmul(
         Err(e) if copy_engine_rule(&e) => {
             let config = LaunchConfig {
                 grid_dim: ((m.div_ceil(128) * n.div_ceil(128)).max(1) as u32, 1, 1),
-                block_dim: (256, 1, 1),
+                block_dim: (tc::GEMM_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
             cuda::scope(|s| {

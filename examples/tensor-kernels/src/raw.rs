@@ -1,20 +1,24 @@
-//! The raw twin of [`matmul_bf16`](crate::matmul_bf16): the same tiles, tiling and instructions
-//! written the CUDA C++ way, with a block-shared array of its own laid out by hand, raw pointers,
-//! bare barriers and `dlmd::kernel::mma::raw`'s instructions, all `unsafe`. It takes only
-//! shapes that are whole tiles (others leave `c` as it is), as such hand-written kernels do, and
-//! exists to measure what the safe kernel's checks cost (`examples/tensor_cores.rs --bench`).
+//! The raw twins of [`matmul_bf16`](crate::matmul_bf16) and
+//! [`matmul_bf16_two_stages`](crate::matmul_bf16_two_stages): the same tiles, tilings and
+//! instructions written the CUDA C++ way, with a block-shared array of their own laid out by
+//! hand, 32-bit shared addresses, copy addresses worked out once a chunk, raw pointers, bare
+//! barriers and `dlmd::kernel::mma::raw`'s instructions, all `unsafe`. They take only shapes
+//! that are whole tiles (others leave `c` as it is), as such hand-written kernels do, and exist
+//! to measure what the safe kernels' checks cost (`examples/tensor_cores.rs --bench`).
 
 use dlmd::half::bf16;
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
-/// Elements between the starts of two rows of a stage's `A` (`128 × 32`, padded by 8).
-const A_PITCH: usize = 40;
+/// Elements of one stage of a raw product whose chunks have `cols` columns, `bk` along `k` a
+/// step: `A` (`128 × bk`, rows padded by 8), then `B` (`bk × cols`, rows padded by 8).
+const fn stage_k(cols: usize, bk: usize) -> usize {
+    128 * (bk + 8) + bk * (cols + 8)
+}
 
-/// Elements of one stage of a raw product whose chunks have `cols` columns: `A` (`128 × 32`),
-/// then `B` (`32 × cols`, rows padded by 8).
+/// [`stage_k`] with steps of 32.
 const fn stage(cols: usize) -> usize {
-    128 * A_PITCH + 32 * (cols + 8)
+    stage_k(cols, 32)
 }
 
 /// The dynamic shared memory [`gemm_bf16_raw`] needs: two stages of `128 × 128` chunks.
@@ -26,10 +30,12 @@ pub const GEMM_RAW_S4_SHARED: u32 = (4 * stage(128) * 2) as u32;
 /// The dynamic shared memory [`gemm_bf16_raw_wide`] needs: three stages of `128 × 256` chunks.
 pub const GEMM_RAW_WIDE_SHARED: u32 = (3 * stage(256) * 2) as u32;
 
+/// The dynamic shared memory [`matmul_bf16_raw`] needs: three stages of steps of 64.
+pub const MATMUL_RAW_SHARED: u32 = (3 * stage_k(128, 64) * 2) as u32;
+
 #[cfg(target_arch = "nvptx64")]
 mod ops {
     use core::arch::{asm, nvptx};
-    use dlmd::kernel::mma::raw::{cp_async_16, shared_address};
 
     /// The launch's dynamic shared memory, 128-aligned, as CUDA C++'s `extern __shared__`
     /// array (its size: [`dynamic_bytes`]).
@@ -71,36 +77,6 @@ mod ops {
         y == 1 && z == 1
     }
 
-    /// Starts copying `rows × (8 · pieces)` elements of the row-major matrix at `src` (rows
-    /// `src_pitch` apart) to `dst` (rows `dst_pitch` apart), 16 bytes a copy, piece `p` by
-    /// thread `p % 256`.
-    ///
-    /// # Safety
-    ///
-    /// Every element is inside the source (readable, not written during the kernel) and the
-    /// destination (this block's shared memory, not read until the copies are waited for and a
-    /// barrier passed); both are 16-aligned, and so are their pitches in bytes.
-    #[inline(always)]
-    pub unsafe fn copy(
-        t: usize,
-        src: *const u16,
-        src_pitch: usize,
-        dst: *mut u16,
-        dst_pitch: usize,
-        rows: usize,
-        pieces: usize,
-    ) {
-        let mut p = t;
-        while p < rows * pieces {
-            let (r, c) = (p / pieces, p % pieces * 8);
-            // SAFETY: in this block's shared memory (caller).
-            let to = unsafe { shared_address(dst.wrapping_add(r * dst_pitch + c)) };
-            // SAFETY: 16 bytes inside both, 16-aligned (caller).
-            unsafe { cp_async_16(to, src.wrapping_add(r * src_pitch + c).cast(), 16) };
-            p += 256;
-        }
-    }
-
     /// Two `bf16` to `p` as one 32-bit store.
     ///
     /// # Safety
@@ -115,30 +91,39 @@ mod ops {
 
 /// `c = a · b` for row-major `bf16` matrices, into `bf16`, as [`matmul_bf16`](crate::matmul_bf16)
 /// computes it, written raw: `STAGES` stages of padded block-shared arrays filled by `cp.async`
-/// `STAGES - 1` steps ahead, `ldmatrix` and `mma.sync` by 8 warps (2 × 4) of `64 × COLS / 4`,
-/// one barrier a step. Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and 32
-/// (`k`): others leave `c` as it is.
+/// `STAGES - 1` steps ahead, `ldmatrix` and `mma.sync` by `THREADS / 32` warps (2 × `WN`) of
+/// `64 × COLS / WN`, steps of `BK` along `k`, one barrier a step; chunks in groups of 8 rows.
+/// Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and `BK` (`k`): others leave
+/// `c` as it is.
 ///
 /// # Safety
 ///
-/// In a kernel launched with blocks of 256 threads and `STAGES · stage(COLS)` elements of
-/// dynamic shared memory; `a`, `b` and `c` row-major and 16-aligned.
+/// In a kernel launched with blocks of `THREADS` threads (`64 · WN`) and `STAGES ·
+/// stage_k(COLS, BK)` elements of dynamic shared memory; `a`, `b` and `c` row-major and
+/// 16-aligned; `FN = COLS / WN / 8`, even.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
+unsafe fn raw_product<
+    const THREADS: usize,
+    const WN: usize,
+    const COLS: usize,
+    const FN: usize,
+    const BK: usize,
+    const STAGES: usize,
+>(
     a: &DeviceMdspan<'_, bf16, Dims<2>>,
     b: &DeviceMdspan<'_, bf16, Dims<2>>,
     c: &DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     use dlmd::kernel::mma::raw::{
-        cp_async_commit, cp_async_wait, cp_async_wait_at_most, ldmatrix_x4, mma_m16n8k16, shared_address,
+        cp_async_16, cp_async_commit, cp_async_wait, cp_async_wait_at_most, ldmatrix_x4, mma_m16n8k16, shared_address,
     };
-    let b_pitch = COLS + 8;
+    let (a_pitch, b_pitch) = (BK + 8, COLS + 8);
     let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
     if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
         return;
     }
-    if !rows.is_multiple_of(128) || !cols.is_multiple_of(COLS) || !depth.is_multiple_of(32) || depth == 0 {
+    if !rows.is_multiple_of(128) || !cols.is_multiple_of(COLS) || !depth.is_multiple_of(BK) || depth == 0 {
         return;
     }
     let (pa, pb, pc) = (
@@ -156,29 +141,50 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
     }
     let (t, block, blocks) = ops::ids();
     let (warp, lane) = (t / 32, t % 32);
-    let (wm, wn) = (warp / 4, warp % 4);
+    let (wm, wn) = (warp / WN, warp % WN);
     let (q, r) = (lane / 8, lane % 8);
-    let smem = ops::shared();
+    // SAFETY: the launch's dynamic shared memory.
+    let smem = unsafe { shared_address(ops::shared()) };
     let (chunk_rows, chunk_cols) = (rows / 128, cols / COLS);
-    let steps = depth / 32;
+    let steps = depth / BK;
     let mut chunk = block;
     while chunk < chunk_rows * chunk_cols {
-        let (i0, j0) = (chunk / chunk_cols * 128, chunk % chunk_cols * COLS);
+        // Chunks in groups of 8 rows, column by column within a group: blocks that run together
+        // share rows of `a` and columns of `b` in L2.
+        let (group, within) = (chunk / (8 * chunk_cols), chunk % (8 * chunk_cols));
+        let height = (chunk_rows - group * 8).min(8);
+        let (i0, j0) = ((group * 8 + within % height) * 128, within / height * COLS);
+        // This thread's pieces: `A`'s rows `t / (BK / 8) + i · THREADS / (BK / 8)`, `B`'s rows
+        // `t / (COLS / 8) + i · THREADS / (COLS / 8)`, each 8 elements from column
+        // `t % pieces · 8`: one source pointer a matrix, moved along `k` a step at a time, and
+        // fixed offsets into the stage.
+        let (a_per_row, b_per_row) = (BK / 8, COLS / 8);
+        let (a_rows_turn, b_rows_turn) = (THREADS / a_per_row, THREADS / b_per_row);
+        let a_src = pa.wrapping_add((i0 + t / a_per_row) * depth + t % a_per_row * 8);
+        let b_src = pb.wrapping_add(t / b_per_row * cols + j0 + t % b_per_row * 8);
+        let a_dst = ((t / a_per_row * a_pitch + t % a_per_row * 8) * 2) as u32;
+        let b_dst = ((128 * a_pitch + t / b_per_row * b_pitch + t % b_per_row * 8) * 2) as u32;
         // Starts the copies of step `step` into its stage, if there is such a step, and
         // commits a group either way (an empty one past the end), so that the groups count
         // steps.
         let load = |step: usize| {
             if step < steps {
-                let (sa, k0) = (smem.wrapping_add(step % STAGES * stage(COLS)), step * 32);
-                let sb = sa.wrapping_add(128 * A_PITCH);
-                // SAFETY: the chunk's rows of `a` and columns of `b` from `k0`, inside them (the
-                // shapes are whole tiles), 16-aligned (caller; row lengths multiples of 8
-                // elements); the stage's arrays, read by no thread until the copies are waited
-                // for and a barrier passed (the stage was last read a step ago, before this
-                // step's barrier).
-                unsafe { ops::copy(t, pa.wrapping_add(i0 * depth + k0), depth, sa, A_PITCH, 128, 4) };
-                // SAFETY: as above, for `b`.
-                unsafe { ops::copy(t, pb.wrapping_add(k0 * cols + j0), cols, sb, b_pitch, 32, COLS / 8) };
+                let stage = smem + (step % STAGES * stage_k(COLS, BK) * 2) as u32;
+                let (a_src, b_src) = (a_src.wrapping_add(step * BK), b_src.wrapping_add(step * BK * cols));
+                dlmd::unroll!(128 / (THREADS / (BK / 8)), |i| {
+                    let to = stage + a_dst + (i * a_rows_turn * a_pitch * 2) as u32;
+                    // SAFETY: 16 bytes of the chunk's rows of `a` from this step's `k`, inside
+                    // it (whole tiles), 16-aligned (caller; rows multiples of 8 elements), to
+                    // the stage, which no thread reads until the copies are waited for and a
+                    // barrier passed (it was last read a step ago, before this step's
+                    // barrier); sm_80.
+                    unsafe { cp_async_16(to, a_src.wrapping_add(i * a_rows_turn * depth).cast(), 16) };
+                });
+                dlmd::unroll!(BK / (THREADS / (COLS / 8)), |i| {
+                    let to = stage + b_dst + (i * b_rows_turn * b_pitch * 2) as u32;
+                    // SAFETY: as above, for `b`.
+                    unsafe { cp_async_16(to, b_src.wrapping_add(i * b_rows_turn * cols).cast(), 16) };
+                });
             }
             // SAFETY: sm_80 (this crate's target).
             unsafe { cp_async_commit() };
@@ -193,37 +199,45 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
             unsafe { cp_async_wait_at_most(STAGES.min(4) as u32 - 2) };
             // SAFETY: reached by every thread of the block (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
-            load(step + STAGES - 1);
-            let sa = smem.wrapping_add(step % STAGES * stage(COLS));
-            let sb = sa.wrapping_add(128 * A_PITCH);
-            for ks in 0..2 {
+            let sa = smem + (step % STAGES * stage_k(COLS, BK) * 2) as u32;
+            let sb = sa + (128 * a_pitch * 2) as u32;
+            // Step `ks`'s fragments (16 along `k`) of this stage.
+            let fragments = |ks: usize| {
                 let fa: [[u32; 4]; 4] = core::array::from_fn(|fm| {
                     let row = wm * 64 + fm * 16 + lane % 16;
                     let col = ks * 16 + lane / 16 * 8;
-                    // SAFETY: in this block's shared memory.
-                    let row = unsafe { shared_address(sa.wrapping_add(row * A_PITCH + col)) };
-                    // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows 80
-                    // bytes apart, `col` a multiple of 8).
+                    let row = sa + ((row * a_pitch + col) * 2) as u32;
+                    // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows a
+                    // multiple of 16 bytes apart, `col` a multiple of 8).
                     unsafe { ldmatrix_x4::<false>(row) }
                 });
                 let mut fb = [[0u32; 2]; FN];
                 dlmd::unroll!(FN / 2, |pair| {
                     let row = ks * 16 + q % 2 * 8 + r;
-                    let col = wn * (COLS / 4) + pair * 16 + q / 2 * 8;
-                    // SAFETY: in this block's shared memory.
-                    let row = unsafe { shared_address(sb.wrapping_add(row * b_pitch + col)) };
+                    let col = wn * (COLS / WN) + pair * 16 + q / 2 * 8;
+                    let row = sb + ((row * b_pitch + col) * 2) as u32;
                     // SAFETY: as above, rows a multiple of 16 bytes apart.
                     let [b0, b1, b2, b3] = unsafe { ldmatrix_x4::<true>(row) };
                     fb[2 * pair] = [b0, b1];
                     fb[2 * pair + 1] = [b2, b3];
                 });
+                (fa, fb)
+            };
+            // The first fragments on their way, then the copies of a later step, then each
+            // step's products while the next step's fragments load.
+            let mut now = fragments(0);
+            load(step + STAGES - 1);
+            dlmd::unroll!(BK / 16, |ks| {
+                let next = if ks + 1 < BK / 16 { fragments(ks + 1) } else { now };
+                let (fa, fb) = now;
                 dlmd::unroll!(4, |fm| {
                     dlmd::unroll!(FN, |fn_| {
                         // SAFETY: every lane of the warp, sm_80.
                         acc[fm][fn_] = unsafe { mma_m16n8k16::<true>(fa[fm], fb[fn_], acc[fm][fn_]) };
                     });
                 });
-            }
+                now = next;
+            });
         }
         // SAFETY: sm_80; no copy is left in flight past the chunk (the last groups are empty).
         unsafe { cp_async_wait::<0>() };
@@ -235,8 +249,9 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
             dlmd::unroll!(FN, |fn_| {
                 dlmd::unroll!(2, |h| {
                     let i = i0 + wm * 64 + fm * 16 + h * 8 + lane / 4;
-                    let j = j0 + wn * (COLS / 4) + fn_ * 8 + 2 * (lane % 4);
-                    let [lo, hi] = [acc[fm][fn_][2 * h], acc[fm][fn_][2 * h + 1]].map(|x| bf16::from_f32(x).to_bits());
+                    let j = j0 + wn * (COLS / WN) + fn_ * 8 + 2 * (lane % 4);
+                    let [lo, hi] = [acc[fm][fn_][2 * h], acc[fm][fn_][2 * h + 1]]
+                        .map(|x| dlmd::kernel::math::to_bf16(x).to_bits());
                     // SAFETY: `[i, j]` and `[i, j + 1]` are inside `c` (whole tiles), 4-aligned
                     // (`j` even, rows of a multiple of 128), this thread's alone.
                     unsafe { ops::store2(pc.wrapping_add(i * cols + j), lo, hi) };
@@ -247,8 +262,9 @@ unsafe fn raw_product<const COLS: usize, const FN: usize, const STAGES: usize>(
     }
 }
 
-/// The raw twin of [`matmul_bf16`](crate::matmul_bf16): [`raw_product`] with its tiles (`128 ×
-/// 128` chunks, two stages). Launch with blocks of 256 threads and [`GEMM_RAW_SHARED`] bytes of
+/// The raw twin of [`matmul_bf16_two_stages`](crate::matmul_bf16_two_stages): [`raw_product`]
+/// with its tiles (`128 × 128` chunks, 8 warps of `64 × 32`, steps of 32, two stages). Launch
+/// with blocks of 256 threads and [`GEMM_RAW_SHARED`] bytes of
 /// dynamic shared memory; `a`, `b`, `c` row-major.
 #[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn gemm_bf16_raw(
@@ -262,7 +278,7 @@ pub fn gemm_bf16_raw(
     // SAFETY: launched as documented; with less shared memory than it needs, it does nothing.
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_SHARED as usize {
-            raw_product::<128, 4, 2>(&a, &b, &c)
+            raw_product::<256, 4, 128, 4, 32, 2>(&a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -282,7 +298,7 @@ pub fn gemm_bf16_raw_s4(
     // SAFETY: as in `gemm_bf16_raw`.
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_S4_SHARED as usize {
-            raw_product::<128, 4, 4>(&a, &b, &c)
+            raw_product::<256, 4, 128, 4, 32, 4>(&a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -303,7 +319,29 @@ pub fn gemm_bf16_raw_wide(
     // SAFETY: as in `gemm_bf16_raw`.
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_WIDE_SHARED as usize {
-            raw_product::<256, 8, 3>(&a, &b, &c)
+            raw_product::<256, 4, 256, 8, 32, 3>(&a, &b, &c)
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (a, b, c);
+}
+
+/// The raw twin of [`matmul_bf16`](crate::matmul_bf16): [`raw_product`] by 4 warps of `64 × 64`
+/// (128 threads), three stages of steps of 64. Launch with blocks of 128 threads and
+/// [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory; `a`, `b`, `c` row-major.
+#[dlmd::kernel(block_threads = 128, min_blocks_per_sm = 2)]
+pub fn matmul_bf16_raw(
+    thread: Thread,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
+) {
+    let _ = thread;
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `gemm_bf16_raw`.
+    unsafe {
+        if ops::dynamic_bytes() >= MATMUL_RAW_SHARED as usize {
+            raw_product::<128, 2, 128, 8, 64, 3>(&a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]

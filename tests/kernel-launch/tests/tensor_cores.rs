@@ -14,11 +14,11 @@ use dlmd::{Dims, LayoutLeft, LayoutRight};
 use dlmd_example_tensor_kernels as kernels;
 use dlmd_tests::gpu;
 
-/// `blocks` blocks (at least one) of 256 threads.
+/// `blocks` blocks (at least one) of `kernels::GEMM_THREADS` threads.
 fn grid(blocks: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (blocks.max(1) as u32, 1, 1),
-        block_dim: (256, 1, 1),
+        block_dim: (kernels::GEMM_THREADS, 1, 1),
         shared_mem_bytes: 0,
     }
 }
@@ -253,7 +253,16 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
                     let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
                     let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
                     cuda::scope(|s| {
-                        let launch = s.launch(&stream, &module, grid(blocks));
+                        let config = if two {
+                            // The README's kernel: 8 warps.
+                            LaunchConfig {
+                                block_dim: (256, 1, 1),
+                                ..grid(blocks)
+                            }
+                        } else {
+                            grid(blocks)
+                        };
+                        let launch = s.launch(&stream, &module, config);
                         let c = cv.as_view_mut();
                         if two {
                             kernels::matmul_bf16_two_stages(
