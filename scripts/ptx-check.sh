@@ -60,7 +60,8 @@ check() {
 
 check "$(ptx_of dlmd-example-kernels)" each
 # The MemArray's kernels: every element type and rank, and a kernel of two arguments.
-check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-memarray/Cargo.toml)" summary
+# (In the workspace's target directory, which the module's other builds share: one nested build.)
+check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-memarray/Cargo.toml --target-dir target)" summary
 # The tensor-core kernels (sm_80: mma.sync, ldmatrix, cp.async) and the Hopper ones (sm_90a:
 # wgmma, TMA), each for the architectures its PTX targets.
 check "$(ptx_of dlmd-example-tensor-kernels)" summary "sm_80 sm_90"

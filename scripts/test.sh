@@ -22,7 +22,9 @@ venv=${DLMD_VENV:-.venv}
 # One wheel of the module (abi3), for both environments.
 wheels=target/python-wheels
 rm -rf "$wheels"
-"$venv/bin/maturin" build -q --release -m examples/python-memarray/Cargo.toml -o "$wheels"
+# (In the workspace's target directory: the kernels' PTX and the dependencies both share are
+# built once.)
+CARGO_TARGET_DIR="$PWD/target" "$venv/bin/maturin" build -q --release -m examples/python-memarray/Cargo.toml -o "$wheels"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/*.whl
 "$venv/bin/python" -m pytest -q examples/python-memarray/tests --ignore=examples/python-memarray/tests/test_oneapi.py
 

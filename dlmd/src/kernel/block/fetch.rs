@@ -253,19 +253,17 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     };
     // The tile's extents, and whether the whole tile is inside `src` from `origin`: then
     // every piece is whole, and its source is the origin's element plus its offset in the
-    // tile along the view's strides (every layout is strided), with no test a piece.
+    // tile along the view's strides, with no test a piece.
     let mut tile_extents = [0usize; 2];
     tile_extents[slow] = lines;
     tile_extents[fast] = pieces * per_piece;
-    let whole = origin_inside
-        && extents[0] - origin[0] >= tile_extents[0]
-        && extents[1] - origin[1] >= tile_extents[1];
+    let whole = origin_inside && extents[0] - origin[0] >= tile_extents[0] && extents[1] - origin[1] >= tile_extents[1];
     // One branch for the whole fetch (the same on every thread: the view and the origin are
     // the block's), not one a piece.
-    if asynchronous && whole {
-        // Piece `p` is line `p / pieces`, piece `p % pieces` of it; where the block's threads
-        // are whole lines of pieces, a thread's pieces share a column and lie `THREADS /
-        // pieces` lines apart: its source moves by that many slow strides a turn.
+    if asynchronous && whole && THREADS.is_multiple_of(pieces) {
+        // Piece `p` is line `p / pieces`, piece `p % pieces` of it. The block's threads are
+        // whole lines of pieces, so a thread's pieces share a column and lie `THREADS / pieces`
+        // lines apart: its source moves by that many slow strides a turn.
         let lines_a_turn = THREADS / pieces;
         let mut from = src
             .data_handle()
@@ -277,35 +275,23 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             if p >= total {
                 break;
             }
-            let (line, piece) = (p / pieces, p % pieces);
             let mut local = [0usize; 2];
-            local[slow] = line;
-            local[fast] = piece * per_piece;
+            local[slow] = p / pieces;
+            local[fast] = p % pieces * per_piece;
             let dst = base.wrapping_add(mapping.offset_of(&local));
-            if !THREADS.is_multiple_of(pieces) {
-                // `origin + local` is inside `src` (the tile is), so its element is `line`
-                // slow strides and `local[fast]` contiguous elements from the origin's (an
-                // in-bounds offset: no overflow).
-                from = src
-                    .data_handle()
-                    .wrapping_add(src.mapping().offset_of(&origin))
-                    .wrapping_offset(line as isize * stride_slow)
-                    .wrapping_add(local[fast]);
-            }
             // SAFETY: `dst` is in the block's shared memory (the tile's).
             let dst = unsafe { raw::shared_address(dst) };
             // SAFETY: as in the piecewise branch below, with `inside` = all 16 bytes: `dst` is
             // this thread's piece of the tile (16 bytes, 16-aligned, no other thread's, out of
             // every thread's reach while `Fetching` holds the tile); `from` is the piece's first
-            // element in `src` (`line` slow strides and `local[fast]` elements from the
-            // origin's: `origin + local` is inside the view, as the whole tile is), 16-aligned
-            // (`asynchronous`), and its 16 bytes are `per_piece` neighbours along the
-            // contiguous fastest dimension inside the view's extents: readable global memory
-            // nothing writes while the kernel runs. `fetch` assembles on sm_80 only.
+            // element in `src`, `local[slow]` slow strides and `local[fast]` elements from the
+            // origin's (every layout is strided, and `origin + local` is inside the view, as
+            // the whole tile is: an in-bounds offset), 16-aligned (`asynchronous`), and its 16
+            // bytes are `per_piece` neighbours along the contiguous fastest dimension inside
+            // the view's extents: readable global memory nothing writes while the kernel runs.
+            // `fetch` assembles on sm_80 only.
             unsafe { raw::cp_async_16(dst, from.cast::<u8>(), PIECE as u32) };
-            if THREADS.is_multiple_of(pieces) {
-                from = from.wrapping_offset(lines_a_turn as isize * stride_slow);
-            }
+            from = from.wrapping_offset(lines_a_turn as isize * stride_slow);
         }
     } else if asynchronous {
         for turn in 0..turns {
