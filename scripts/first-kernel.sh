@@ -74,14 +74,18 @@ sed -i \
     "$work/first-kernel/Cargo.toml"
 grep -c "path = \"$repo" "$work/first-kernel/Cargo.toml" | grep -qx 3 ||
     { echo "first-kernel: expected three dlmd dependencies to point here" >&2; exit 1; }
+# Built into this repository's target directory: the crate is the user's, outside the workspace,
+# and the compiled `core` for nvptx64 and the dependencies it shares with the other checks are
+# built once.
+export CARGO_TARGET_DIR="$repo/target"
 (cd "$work/first-kernel" && cargo build --release --quiet)
-program="$work/first-kernel/target/release/first-kernel"
+program="$repo/target/release/first-kernel"
 echo "first-kernel: built; src/main.rs is $(wc -l < "$template/src/main.rs") lines, with no cudarc in the manifest and no unsafe"
 ! grep -q cudarc "$template/Cargo.toml" && ! grep -rq unsafe "$template/src"
 if [ -n "$out" ]; then mkdir -p "$out" && cp "$program" "$out/"; fi
 # The kernel body type-checked on the host, as the README has a user ask for it.
 (cd "$work/first-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" \
-    cargo check --quiet --target-dir target/kernel-check)
+    cargo check --quiet --target-dir "$repo/target/kernel-check")
 echo "first-kernel: its kernel body type-checks on the host (--cfg dlmd_kernel_check)"
 
 # The README's tensor-core kernel in a crate of its own, as a user writes it: the template's
@@ -109,8 +113,8 @@ header = (
 )
 pathlib.Path(sys.argv[1]).write_text(header + shown)
 PY
-(cd "$work/tensor-kernel" && CARGO_TARGET_DIR="$work/first-kernel/target" cargo build --release --quiet)
-grep -q "mma.sync.aligned.m16n8k16" "$(find "$work/first-kernel/target/release/build" -path '*tensor-kernel*' -name kernels.ptx | head -1)"
+(cd "$work/tensor-kernel" && cargo build --release --quiet)
+grep -q "mma.sync.aligned.m16n8k16" "$(ls -t "$repo"/target/release/build/tensor-kernel-*/out/kernels.ptx | head -1)"
 echo "first-kernel: the README's tensor-core kernel builds in a crate of its own, for sm_80, with mma.sync in its PTX"
 # The README's Hopper kernel likewise, for sm_90a.
 mkdir -p "$work/hopper-kernel/src"
@@ -129,8 +133,8 @@ header = (
 )
 pathlib.Path(sys.argv[1]).write_text(header + shown)
 PY
-(cd "$work/hopper-kernel" && CARGO_TARGET_DIR="$work/first-kernel/target" cargo build --release --quiet)
-grep -q "wgmma.mma_async.sync.aligned.m64n256k16" "$(find "$work/first-kernel/target/release/build" -path '*hopper-kernel*' -name kernels.ptx | head -1)"
+(cd "$work/hopper-kernel" && cargo build --release --quiet)
+grep -q "wgmma.mma_async.sync.aligned.m64n256k16" "$(ls -t "$repo"/target/release/build/hopper-kernel-*/out/kernels.ptx | head -1)"
 echo "first-kernel: the README's Hopper kernel builds in a crate of its own, for sm_90a, with wgmma in its PTX"
 
 # 3. Its run.

@@ -213,15 +213,20 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     let slow = 1 - fast;
     let extents = src.extents().to_array();
     let (stride_fast, stride_slow) = (src.mapping().stride(fast), src.mapping().stride(slow));
-    // One answer for the whole block: the view and the origin are the same on every thread.
+    // One answer for the whole block where the view and the origin are the block's, as a
+    // kernel's are (each thread tests its own, and copies only its own pieces, either way).
     // An origin outside `src` leaves every piece outside; inside, `origin + local` cannot
     // overflow (the view's extents are below `isize::MAX`, a tile's far below).
     let origin_inside = origin[0] < extents[0] && origin[1] < extents[1];
     // Every piece's first element 16-aligned: the view's start, its mapping's offset (which
     // moves the element at index 0 from the start), its slow stride and the origin along the
-    // contiguous fastest dimension all are, in bytes.
+    // contiguous fastest dimension all are, in bytes. (A dimension of one element may have any
+    // stride: the product wraps, which keeps its remainder by 16.)
     let asynchronous = stride_fast == 1
-        && (stride_slow * size_of::<T>() as isize).rem_euclid(PIECE as isize) == 0
+        && stride_slow
+            .wrapping_mul(size_of::<T>() as isize)
+            .rem_euclid(PIECE as isize)
+            == 0
         && (src.data_handle() as usize).is_multiple_of(PIECE)
         && (src.mapping().offset() * size_of::<T>()).is_multiple_of(PIECE)
         && origin[fast].is_multiple_of(per_piece);
@@ -260,15 +265,18 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     let whole = origin_inside && extents[0] - origin[0] >= tile_extents[0] && extents[1] - origin[1] >= tile_extents[1];
     // One branch for the whole fetch (the same on every thread: the view and the origin are
     // the block's), not one a piece.
+    // (`THREADS.is_multiple_of(0)` is false: a tile with no pieces never divides by them.)
     if asynchronous && whole && THREADS.is_multiple_of(pieces) {
         // Piece `p` is line `p / pieces`, piece `p % pieces` of it. The block's threads are
         // whole lines of pieces, so a thread's pieces share a column and lie `THREADS / pieces`
-        // lines apart: its source moves by that many slow strides a turn.
-        let lines_a_turn = THREADS / pieces;
+        // lines apart: its source moves by that many slow strides a turn. The products wrap:
+        // they overflow only where no piece is read (a thread with none, or the move after a
+        // thread's last), for a dimension of one element, whose stride may be anything.
+        let lines_a_turn = (THREADS / pieces) as isize;
         let mut from = src
             .data_handle()
             .wrapping_add(src.mapping().offset_of(&origin))
-            .wrapping_offset((thread / pieces) as isize * stride_slow)
+            .wrapping_offset(((thread / pieces) as isize).wrapping_mul(stride_slow))
             .wrapping_add(thread % pieces * per_piece);
         for turn in 0..turns {
             let p = thread + turn * THREADS;
@@ -291,7 +299,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             // the view's extents: readable global memory nothing writes while the kernel runs.
             // `fetch` assembles on sm_80 only.
             unsafe { raw::cp_async_16(dst, from.cast::<u8>(), PIECE as u32) };
-            from = from.wrapping_offset(lines_a_turn as isize * stride_slow);
+            from = from.wrapping_offset(lines_a_turn.wrapping_mul(stride_slow));
         }
     } else if asynchronous {
         for turn in 0..turns {
