@@ -261,6 +261,10 @@ fn check(stream: &Arc<CudaStream>, kernels: &Kernels) -> Result<(), Box<dyn Erro
     Ok(())
 }
 
+/// The block of CUB's row sums that reads long rows fastest on an H100, timed beside the one
+/// of the wide Rust kernel's size.
+const CUB_WIDEST: usize = 1024;
+
 const ROUNDS: usize = 30;
 const WARM_UP: usize = 5;
 
@@ -344,32 +348,39 @@ fn bench_row_sums(
         rust::ROW_SUMS_THREADS
     };
     let grid = row_blocks(rows, threads);
-    let cub = cub
-        .map(|cub| {
+    let cub_at = |threads: usize| {
+        cub.map(|cub| {
             cub.function(threads)
                 .ok_or("the CUB module has no row sums for this block size")
         })
-        .transpose()?;
-    let shape = (i32::try_from(rows)?, i32::try_from(cols)?);
-    let launch_cub = |function: &CudaFunction, out: &mut CudaSlice<f32>| -> Result<(), Box<dyn Error>> {
-        let mut launch = stream.launch_builder(function);
-        launch.arg(a).arg(out).arg(&shape.0).arg(&shape.1);
-        // SAFETY: the kernel reads `rows × cols` `f32` of `a` (row-major, rows a multiple of
-        // four elements and 16-aligned) and writes `rows` of `out`, both that long; `shape` is
-        // those extents.
-        unsafe { launch.launch(grid) }?;
-        Ok(())
+        .transpose()
     };
-    if let Some(function) = cub {
-        launch_cub(function, &mut out)?;
-        let expected: Vec<f32> = host.chunks(cols).map(|row| row.iter().sum()).collect();
-        compare(
-            &format!("CUB row sums {rows}x{cols}"),
-            &stream.clone_dtoh(&out)?,
-            &expected,
-        )?;
+    // CUB at the same block size, and at 1024 threads (its fastest on an H100) for long rows.
+    let cub_widest = if wide { cub_at(CUB_WIDEST)? } else { None };
+    let cub = cub_at(threads)?;
+    let shape = (i32::try_from(rows)?, i32::try_from(cols)?);
+    let launch_cub =
+        |function: &CudaFunction, out: &mut CudaSlice<f32>, threads: usize| -> Result<(), Box<dyn Error>> {
+            let mut launch = stream.launch_builder(function);
+            launch.arg(a).arg(out).arg(&shape.0).arg(&shape.1);
+            // SAFETY: the kernel reads `rows × cols` `f32` of `a` (row-major, rows a multiple of
+            // four elements and 16-aligned) and writes `rows` of `out`, both that long; `shape` is
+            // those extents; its blocks are of the threads it was built for.
+            unsafe { launch.launch(row_blocks(rows, threads)) }?;
+            Ok(())
+        };
+    for (function, threads) in [(cub, threads), (cub_widest, CUB_WIDEST)] {
+        if let Some(function) = function {
+            launch_cub(function, &mut out, threads)?;
+            let expected: Vec<f32> = host.chunks(cols).map(|row| row.iter().sum()).collect();
+            compare(
+                &format!("CUB row sums {rows}x{cols} ({threads} threads)"),
+                &stream.clone_dtoh(&out)?,
+                &expected,
+            )?;
+        }
     }
-    let mut sides = Sides::new(5, WARM_UP);
+    let mut sides = Sides::new(6, WARM_UP);
     let mut cover = Cover::new(stream)?;
     for round in 0..ROUNDS {
         let x = cuda::device_view::<f32, Dims<2>, LayoutRight>(a, Dims::new([rows, cols]))?;
@@ -399,17 +410,19 @@ fn bench_row_sums(
             unsafe { launch.launch(grid) }?;
             Ok(())
         })?;
-        let cub = match cub {
-            Some(function) => cover.time(stream, || launch_cub(function, &mut out))?,
-            None => f64::NAN,
+        let mut time_cub = |function: Option<&CudaFunction>, threads: usize| match function {
+            Some(function) => cover.time(stream, || launch_cub(function, &mut out, threads)),
+            None => Ok(f64::NAN),
         };
+        let cub = time_cub(cub, threads)?;
+        let widest = time_cub(cub_widest, CUB_WIDEST)?;
         let copy = cover.time(stream, || Ok(stream.memcpy_dtod(a, &mut *b)?))?;
-        sides.push(round, &[safe, raw, c, cub, copy]);
+        sides.push(round, &[safe, raw, c, cub, widest, copy]);
     }
     let m = sides.medians();
-    let (safe, raw, c, cub_ms, copy) = (m[0], m[1], m[2], m[3], m[4]);
+    let (safe, raw, c, cub_ms, widest_ms, copy) = (m[0], m[1], m[2], m[3], m[4], m[5]);
     let read = (rows * cols * 4) as f64;
-    let (against_cub, safe_over_cub) = match cub {
+    let (mut against_cub, mut safe_over_cub) = match cub {
         Some(_) => (
             format!(
                 ", CUB (BlockReduce, float4; nvcc) {cub_ms:.4} ms ({:.0} GB/s read)",
@@ -419,6 +432,10 @@ fn bench_row_sums(
         ),
         None => (", CUB not given (--cub)".to_string(), String::new()),
     };
+    if cub_widest.is_some() {
+        against_cub += &format!(", CUB at {CUB_WIDEST} threads {widest_ms:.4} ms");
+        safe_over_cub += &format!(", safe / CUB at {CUB_WIDEST} = {:.3}", widest_ms / safe);
+    }
     println!(
         "bench row_sums {rows}x{cols} f32 ({threads} threads a block): safe {safe:.4} ms ({:.0} GB/s read), raw {raw:.4} ms, C++ (float4, shuffles) {c:.4} ms ({:.0} GB/s read){against_cub}, device copy {copy:.4} ms ({:.0} GB/s); safe read / copy bandwidth = {:.3}, safe / C++ = {:.3}{safe_over_cub}, safe / raw = {:.3}",
         read / safe / 1e6,
@@ -549,7 +566,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 Some(RowSumsCub::load(
                     &ctx,
                     path,
-                    &[rust::ROW_SUMS_THREADS, rust::ROW_SUMS_WIDE_THREADS],
+                    &[rust::ROW_SUMS_THREADS, rust::ROW_SUMS_WIDE_THREADS, CUB_WIDEST],
                 )?)
             }
             None => None,

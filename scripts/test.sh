@@ -30,8 +30,9 @@ lap "the test environment"
 wheels=target/python-wheels
 rm -rf "$wheels"
 # (In the workspace's target directory: the kernels' PTX and the dependencies both share are
-# built once.)
-CARGO_TARGET_DIR="$PWD/target" "$venv/bin/maturin" build -q --release -m examples/python-memarray/Cargo.toml -o "$wheels"
+# built once. Unoptimised: the tests check behaviour, not speed, and the release profile's
+# whole-program optimisation would take twice the build; benchmarks build their own wheel.)
+CARGO_TARGET_DIR="$PWD/target" "$venv/bin/maturin" build -q -m examples/python-memarray/Cargo.toml -o "$wheels"
 lap "the wheel"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/*.whl
 "$venv/bin/python" -m pytest -q examples/python-memarray/tests --ignore=examples/python-memarray/tests/test_oneapi.py

@@ -182,6 +182,11 @@ macro_rules! compact_mapping {
             }
 
             #[inline(always)]
+            unsafe fn compact_unchecked(extents: E) -> Option<Self> {
+                Some(Self { extents })
+            }
+
+            #[inline(always)]
             fn extents(&self) -> &E {
                 &self.extents
             }

@@ -184,6 +184,20 @@ pub trait Mapping: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
         span: usize,
     ) -> Self;
 
+    /// The mapping of `extents` alone, unchecked, where this mapping follows from its extents
+    /// (`layout_right`, `layout_left`); `None` for the strided ones. How a slice whose layout
+    /// stays compact by its type builds its mapping without checking strides it knows.
+    ///
+    /// # Safety
+    ///
+    /// `extents` hold no more elements than `isize` can count, or none.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn compact_unchecked(extents: Self::Extents) -> Option<Self> {
+        let _ = extents;
+        None
+    }
+
     /// The extents.
     fn extents(&self) -> &Self::Extents;
     /// The stride of dimension `dim`, in elements.

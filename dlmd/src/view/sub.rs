@@ -338,6 +338,31 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
             }
         }
         let empty = out_extents.as_ref().contains(&0) || extents.as_ref().contains(&0);
+        let slice_extents = <Sp::Extents as Extents>::from_array(out_extents).map_err(|_| LayoutError::SpanOverflow)?;
+        // SAFETY: the slice's extents hold no more elements than this view's, which fit in
+        // `isize` (each kept length is within its dimension's extent, and a slice of a view
+        // without elements either keeps an empty dimension or selects nothing).
+        if let Some(mapping) = unsafe { SubMapping::<L, Sp, E::Index>::compact_unchecked(slice_extents) } {
+            // A compact layout survives only a slice whose kept dimensions are the compact
+            // strides of its extents (the rules of `SubLayout`, decided from the specs' types):
+            // a view in `layout_right` keeps it only where every kept dimension after the first
+            // takes its full range and no index follows a kept one, so each kept stride is the
+            // product of the kept extents after it; `layout_left` likewise from the other end.
+            // Such strides are never negative: the slice starts at its first selected element.
+            debug_assert_eq!(
+                Mapping::from_strides(slice_extents, &out_strides, 0).ok(),
+                Some(mapping),
+                "a compact slice's strides are its layout's own"
+            );
+            let ptr = if empty {
+                self.data_handle()
+            } else {
+                // SAFETY: every selected index is inside the extents, so the first selected
+                // element lies inside this view's span.
+                unsafe { self.data_handle().offset(first) }
+            };
+            return Ok((ptr, mapping));
+        }
         let (ptr, offset) = if empty {
             (self.data_handle(), 0)
         } else {
@@ -349,8 +374,7 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
             // slice's span starts `back` elements before the first selected one.
             (unsafe { self.data_handle().offset(first - back as isize) }, back)
         };
-        let out_extents = <Sp::Extents as Extents>::from_array(out_extents).map_err(|_| LayoutError::SpanOverflow)?;
-        let mapping = Mapping::from_strides(out_extents, &out_strides, offset)?;
+        let mapping = Mapping::from_strides(slice_extents, &out_strides, offset)?;
         Ok((ptr, mapping))
     }
 
@@ -492,6 +516,58 @@ mod tests {
             }
         );
         assert!(md.submdspan((1, .., 3..=1)).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 16 } else { 512 },
+            // Miri's isolation has no working directory for the regression file.
+            failure_persistence: if cfg!(miri) {
+                None
+            } else {
+                proptest::prelude::ProptestConfig::default().failure_persistence
+            },
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Slices that keep a compact layout (built from their extents alone, unchecked) reach
+        /// the very elements of their parent, for any extents, empty ones included.
+        #[test]
+        fn compact_slices_reach_their_parents_elements(
+            e in proptest::array::uniform3(0usize..5),
+            i in 0usize..5,
+            a in 0usize..5,
+            b in 0usize..5,
+        ) {
+            let data: Vec<i32> = (0..e.iter().product::<usize>() as i32).collect();
+            let right = HostMdspan::<i32, Dims<3>>::from_slice(&data, Dims::new(e)).unwrap();
+            let left = HostMdspan::<i32, Dims<3>, LayoutLeft>::from_slice(&data, Dims::new(e)).unwrap();
+            let fits = i < e[0] && a <= b && b <= e[1];
+            let rows: Result<HostMdspan<i32, Dims<2>, LayoutRight>, _> = right.submdspan((i, a..b, ..));
+            proptest::prop_assert_eq!(rows.is_ok(), fits);
+            if let Ok(rows) = rows {
+                proptest::prop_assert_eq!(rows.extents().to_array(), [b - a, e[2]]);
+                for j in 0..b - a {
+                    for k in 0..e[2] {
+                        proptest::prop_assert!(core::ptr::eq(&rows[[j, k]], &right[[i, a + j, k]]));
+                    }
+                }
+            }
+            let fits = i < e[2] && a <= b && b <= e[1];
+            let cols: Result<HostMdspan<i32, Dims<2>, LayoutLeft>, _> = left.submdspan((.., a..b, i));
+            proptest::prop_assert_eq!(cols.is_ok(), fits);
+            if let Ok(cols) = cols {
+                proptest::prop_assert_eq!(cols.extents().to_array(), [e[0], b - a]);
+                for j in 0..e[0] {
+                    for k in 0..b - a {
+                        proptest::prop_assert!(core::ptr::eq(&cols[[j, k]], &left[[j, a + k, i]]));
+                    }
+                }
+            }
+            let whole: HostMdspan<i32, Dims<3>, LayoutRight> = right.submdspan((.., .., ..)).unwrap();
+            proptest::prop_assert_eq!(whole.mapping(), right.mapping());
+            proptest::prop_assert_eq!(whole.data_handle(), right.data_handle());
+        }
     }
 
     #[test]
