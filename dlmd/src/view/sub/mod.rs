@@ -186,7 +186,7 @@ impl SliceSpec for usize {
 }
 
 macro_rules! range_spec {
-    ($ty:ty, $full:ty, |$r:ident, $e:ident| $bounds:expr) => {
+    ($ty:ty, $full:ty, |$r:ident, $e:ident| $range:expr, |$w:ident| $bounds:expr) => {
         impl sealed::Sealed for $ty {}
         impl SliceSpec for $ty {
             type Kept = True;
@@ -196,28 +196,45 @@ macro_rules! range_spec {
             fn resolve(&self, extent: usize) -> Option<(usize, usize)> {
                 let $r = self;
                 let $e = extent;
-                let (start, end): (usize, usize) = $bounds;
+                let (start, end): (usize, usize) = $range?;
                 // Lazily: `end - start` underflows for a reversed range.
                 (start <= end && end <= extent).then(|| (start, end - start))
             }
             fn bounds(&self) -> (usize, usize) {
-                let $r = self;
-                let $e = usize::MAX;
+                let $w = self;
                 $bounds
             }
         }
     };
 }
 
-range_spec!(RangeFull, True, |_r, e| (0, e));
-range_spec!(Range<usize>, False, |r, _e| (r.start, r.end));
-range_spec!(RangeFrom<usize>, False, |r, e| (r.start, e));
-range_spec!(RangeTo<usize>, False, |r, _e| (0, r.end));
-range_spec!(RangeInclusive<usize>, False, |r, _e| (
-    *r.start(),
-    r.end().saturating_add(1)
+range_spec!(RangeFull, True, |_r, e| Some((0, e)), |_r| (0, usize::MAX));
+range_spec!(Range<usize>, False, |r, _e| Some((r.start, r.end)), |r| (
+    r.start, r.end
 ));
-range_spec!(RangeToInclusive<usize>, False, |r, _e| (0, r.end.saturating_add(1)));
+range_spec!(RangeFrom<usize>, False, |r, e| Some((r.start, e)), |r| (
+    r.start,
+    usize::MAX
+));
+range_spec!(RangeTo<usize>, False, |r, _e| Some((0, r.end)), |r| (0, r.end));
+// An inclusive range ending at `usize::MAX` selects past any extent; one an iterator used up
+// selects nothing (as slicing a Rust slice with it does).
+range_spec!(
+    RangeInclusive<usize>,
+    False,
+    |r, _e| if r.is_empty() && r.start() <= r.end() {
+        r.end().checked_add(1).map(|end| (end, end))
+    } else {
+        r.end().checked_add(1).map(|end| (*r.start(), end))
+    },
+    |r| (*r.start(), r.end().saturating_add(1))
+);
+range_spec!(
+    RangeToInclusive<usize>,
+    False,
+    |r, _e| r.end.checked_add(1).map(|end| (0, end)),
+    |r| (0, r.end.saturating_add(1))
+);
 
 /// A layout a view can be sliced in, and what it becomes.
 pub trait SubLayout: Layout {
@@ -244,7 +261,7 @@ impl SubLayout for LayoutStrideRelaxed {
     label = "needs one index or range per dimension",
     note = "`submdspan` takes a tuple with one `usize` or range for each dimension of the view"
 )]
-pub trait SliceSpecs<I: IndexArray> {
+pub trait SliceSpecs<I: IndexArray>: sealed::Sealed {
     /// The extents of the slice: one dynamic extent per kept dimension.
     type Extents: Extents;
     /// Whether `layout_right` survives.
@@ -257,6 +274,7 @@ pub trait SliceSpecs<I: IndexArray> {
 
 macro_rules! slice_specs {
     ($rank:literal; $($s:ident $i:tt),*; rev $($r:ident),*) => {
+        impl<$($s: SliceSpec),*> sealed::Sealed for ($($s,)*) {}
         impl<$($s: SliceSpec),*> SliceSpecs<[usize; $rank]> for ($($s,)*) {
             type Extents = <slice_specs!(@count Dims<0>; $($s)*) as DimsCount>::Extents;
             type RightOk = <slice_specs!(@walk Before; $($s)*) as RuleState>::Ok;
@@ -340,11 +358,13 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace, A: Access> Mdsp
         let empty = out_extents.as_ref().contains(&0) || extents.as_ref().contains(&0);
         let slice_extents = <Sp::Extents as Extents>::from_array(out_extents).map_err(|_| LayoutError::SpanOverflow)?;
         // SAFETY: the slice's extents hold no more elements than this view's, which fit in
-        // `isize` (each kept length is within its dimension's extent, and a slice of a view
-        // without elements either keeps an empty dimension or selects nothing).
+        // `isize`: `SliceSpecs` is sealed, so `resolve` is one of this module's, which keeps
+        // each start and length within its dimension's extent (and a slice of a view without
+        // elements either keeps an empty dimension or selects nothing).
         if let Some(mapping) = unsafe { SubMapping::<L, Sp, E::Index>::compact_unchecked(slice_extents) } {
             // A compact layout survives only a slice whose kept dimensions are the compact
-            // strides of its extents (the rules of `SubLayout`, decided from the specs' types):
+            // strides of its extents (the rules of `SubLayout`, decided from the types of the
+            // specs, which only this module implements):
             // a view in `layout_right` keeps it only where every kept dimension after the first
             // takes its full range and no index follows a kept one, so each kept stride is the
             // product of the kept extents after it; `layout_left` likewise from the other end.
@@ -428,167 +448,4 @@ impl<'a, T: DlElement, E: Extents, L: SubLayout, S: MemorySpace> Mdspan<'a, T, E
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::extents::Dims;
-    use crate::view::{HostMdspan, HostMdspanMut};
-
-    fn cube(data: &[i32]) -> HostMdspan<'_, i32, Dims<3>> {
-        HostMdspan::from_slice(data, Dims::new([2, 3, 4])).unwrap()
-    }
-
-    #[test]
-    fn layouts_follow_the_mdspan_rules() {
-        let data: Vec<i32> = (0..24).collect();
-        let md = cube(&data);
-        let _: HostMdspan<i32, Dims<2>, LayoutRight> = md.submdspan((1, .., ..)).unwrap();
-        let _: HostMdspan<i32, Dims<2>, LayoutRight> = md.submdspan((1, 1..3, ..)).unwrap();
-        let _: HostMdspan<i32, Dims<2>, LayoutStride> = md.submdspan((1, .., 1..3)).unwrap();
-        let _: HostMdspan<i32, Dims<1>, LayoutStride> = md.submdspan((.., 0, 0)).unwrap();
-        let _: HostMdspan<i32, Dims<1>, LayoutRight> = md.submdspan((0, 0, ..)).unwrap();
-        let _: HostMdspan<i32, Dims<0>, LayoutRight> = md.submdspan((1, 2, 3)).unwrap();
-        let left = HostMdspan::<i32, Dims<3>, LayoutLeft>::from_slice(&data, Dims::new([2, 3, 4])).unwrap();
-        let _: HostMdspan<i32, Dims<2>, LayoutLeft> = left.submdspan((.., .., 2)).unwrap();
-        let _: HostMdspan<i32, Dims<2>, LayoutLeft> = left.submdspan((.., 1..2, 2)).unwrap();
-        let _: HostMdspan<i32, Dims<2>, LayoutStride> = left.submdspan((0, .., ..)).unwrap();
-    }
-
-    #[test]
-    fn every_element_matches_the_parent() {
-        let data: Vec<i32> = (0..24).collect();
-        let md = cube(&data);
-        let sub = md.submdspan((1..2, 0..=2, 1..)).unwrap();
-        for i in 0..1 {
-            for j in 0..3 {
-                for k in 0..3 {
-                    assert_eq!(sub[[i, j, k]], md[[1 + i, j, 1 + k]]);
-                }
-            }
-        }
-        let point = md.submdspan((1, 2, 3)).unwrap();
-        assert_eq!(point[[]], 23);
-    }
-
-    #[test]
-    fn out_of_bounds_is_an_error() {
-        let data: Vec<i32> = (0..24).collect();
-        let md = cube(&data);
-        assert_eq!(
-            md.submdspan((2, .., ..)).unwrap_err(),
-            SliceError::OutOfBounds {
-                dim: 0,
-                start: 2,
-                end: 3,
-                extent: 2
-            }
-        );
-        assert!(md.submdspan((0, 2..5, ..)).is_err());
-        assert!(md.submdspan((0, 3..3, ..)).unwrap().is_empty());
-    }
-
-    /// Slicing a view without elements whose strides are huge (any strides describe it) neither
-    /// overflows nor fails (found by the `view_index` fuzz target).
-    #[test]
-    fn empty_views_with_huge_strides_slice() {
-        use crate::layout::{LayoutStrideRelaxed, RelaxedMapping};
-        let none: [u8; 0] = [];
-        let big = isize::MAX / 2;
-        let m = RelaxedMapping::new(Dims::new([0, 5, 3]), [1, big, -big], 0).unwrap();
-        let md = HostMdspan::<u8, Dims<3>, LayoutStrideRelaxed>::from_slice_mapping(&none, m).unwrap();
-        let sub = md.submdspan((.., 4, 1..3)).unwrap();
-        assert!(sub.is_empty());
-        assert_eq!(sub.extents().to_array(), [0, 2]);
-    }
-
-    /// A reversed range is an error, not an underflow (found by the `view_index` fuzz target).
-    #[test]
-    #[allow(clippy::reversed_empty_ranges)]
-    fn reversed_ranges_are_an_error() {
-        let data: Vec<i32> = (0..24).collect();
-        let md = cube(&data);
-        assert_eq!(
-            md.submdspan((0, 2..1, ..)).unwrap_err(),
-            SliceError::OutOfBounds {
-                dim: 1,
-                start: 2,
-                end: 1,
-                extent: 3
-            }
-        );
-        assert!(md.submdspan((1, .., 3..=1)).is_err());
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: if cfg!(miri) { 16 } else { 512 },
-            // Miri's isolation has no working directory for the regression file.
-            failure_persistence: if cfg!(miri) {
-                None
-            } else {
-                proptest::prelude::ProptestConfig::default().failure_persistence
-            },
-            ..proptest::prelude::ProptestConfig::default()
-        })]
-
-        /// Slices that keep a compact layout (built from their extents alone, unchecked) reach
-        /// the very elements of their parent, for any extents, empty ones included.
-        #[test]
-        fn compact_slices_reach_their_parents_elements(
-            e in proptest::array::uniform3(0usize..5),
-            i in 0usize..5,
-            a in 0usize..5,
-            b in 0usize..5,
-        ) {
-            let data: Vec<i32> = (0..e.iter().product::<usize>() as i32).collect();
-            let right = HostMdspan::<i32, Dims<3>>::from_slice(&data, Dims::new(e)).unwrap();
-            let left = HostMdspan::<i32, Dims<3>, LayoutLeft>::from_slice(&data, Dims::new(e)).unwrap();
-            let fits = i < e[0] && a <= b && b <= e[1];
-            let rows: Result<HostMdspan<i32, Dims<2>, LayoutRight>, _> = right.submdspan((i, a..b, ..));
-            proptest::prop_assert_eq!(rows.is_ok(), fits);
-            if let Ok(rows) = rows {
-                proptest::prop_assert_eq!(rows.extents().to_array(), [b - a, e[2]]);
-                for j in 0..b - a {
-                    for k in 0..e[2] {
-                        proptest::prop_assert!(core::ptr::eq(&rows[[j, k]], &right[[i, a + j, k]]));
-                    }
-                }
-            }
-            let fits = i < e[2] && a <= b && b <= e[1];
-            let cols: Result<HostMdspan<i32, Dims<2>, LayoutLeft>, _> = left.submdspan((.., a..b, i));
-            proptest::prop_assert_eq!(cols.is_ok(), fits);
-            if let Ok(cols) = cols {
-                proptest::prop_assert_eq!(cols.extents().to_array(), [e[0], b - a]);
-                for j in 0..e[0] {
-                    for k in 0..b - a {
-                        proptest::prop_assert!(core::ptr::eq(&cols[[j, k]], &left[[j, a + k, i]]));
-                    }
-                }
-            }
-            let whole: HostMdspan<i32, Dims<3>, LayoutRight> = right.submdspan((.., .., ..)).unwrap();
-            proptest::prop_assert_eq!(whole.mapping(), right.mapping());
-            proptest::prop_assert_eq!(whole.data_handle(), right.data_handle());
-        }
-    }
-
-    #[test]
-    fn mutable_slices_write_through() {
-        let mut data = [0i32; 12];
-        let mut md = HostMdspanMut::<i32, Dims<2>>::from_slice_mut(&mut data, Dims::new([3, 4])).unwrap();
-        let mut col = md.submdspan_mut((.., 2)).unwrap();
-        col.fill(7);
-        assert_eq!(data, [0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 7, 0]);
-    }
-
-    #[test]
-    fn relaxed_slices_keep_negative_strides() {
-        use crate::layout::RelaxedMapping;
-        let data: Vec<i32> = (0..6).collect();
-        // Rows reversed: index [i, j] is element (1 - i) * 3 + j.
-        let mapping = RelaxedMapping::new(Dims::new([2, 3]), [-3, 1], 3).unwrap();
-        let md = HostMdspan::<i32, Dims<2>, LayoutStrideRelaxed>::from_slice_mapping(&data, mapping).unwrap();
-        assert_eq!(md[[0, 0]], 3);
-        let sub = md.submdspan((.., 1..3)).unwrap();
-        assert_eq!(sub[[0, 0]], 4);
-        assert_eq!(sub[[1, 1]], 2);
-    }
-}
+mod tests;
