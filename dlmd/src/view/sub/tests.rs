@@ -138,6 +138,46 @@ proptest::proptest! {
         let whole: HostMdspan<i32, Dims<3>, LayoutRight> = right.submdspan((.., .., ..)).unwrap();
         proptest::prop_assert_eq!(whole.mapping(), right.mapping());
         proptest::prop_assert_eq!(whole.data_handle(), right.data_handle());
+        // Rank 1 from the last dimension, with an inclusive range, and rank 0.
+        let fits = i < e[0] && a < e[1] && b < e[2];
+        let run: Result<HostMdspan<i32, Dims<1>, LayoutRight>, _> = right.submdspan((i, a, ..=b));
+        proptest::prop_assert_eq!(run.is_ok(), fits);
+        if let Ok(run) = run {
+            for k in 0..=b {
+                proptest::prop_assert!(core::ptr::eq(&run[[k]], &right[[i, a, k]]));
+            }
+            let point: HostMdspan<i32, Dims<0>, LayoutRight> = run.submdspan((b,)).unwrap();
+            proptest::prop_assert!(core::ptr::eq(&point[[]], &right[[i, a, b]]));
+        }
+    }
+
+    /// The same at rank 5, where the walk of the type rules is longest.
+    #[test]
+    fn compact_slices_of_rank_five(
+        e in proptest::array::uniform5(0usize..4),
+        i in 0usize..4,
+        a in 0usize..4,
+        b in 0usize..4,
+    ) {
+        let data: Vec<i32> = (0..e.iter().product::<usize>() as i32).collect();
+        let right = HostMdspan::<i32, Dims<5>>::from_slice(&data, Dims::new(e)).unwrap();
+        let left = HostMdspan::<i32, Dims<5>, LayoutLeft>::from_slice(&data, Dims::new(e)).unwrap();
+        let sub: Result<HostMdspan<i32, Dims<3>, LayoutRight>, _> = right.submdspan((i, 0, a..=b, .., ..));
+        if let Ok(sub) = sub {
+            for (j, k, l) in (0..sub.extent(0)).flat_map(|j| (0..e[3]).flat_map(move |k| (0..e[4]).map(move |l| (j, k, l)))) {
+                proptest::prop_assert!(core::ptr::eq(&sub[[j, k, l]], &right[[i, 0, a + j, k, l]]));
+            }
+        } else {
+            proptest::prop_assert!(!(i < e[0] && e[1] > 0 && a <= b && b < e[2]));
+        }
+        let sub: Result<HostMdspan<i32, Dims<2>, LayoutLeft>, _> = left.submdspan((.., ..b, i, a, 0));
+        if let Ok(sub) = sub {
+            for (j, k) in (0..e[0]).flat_map(|j| (0..sub.extent(1)).map(move |k| (j, k))) {
+                proptest::prop_assert!(core::ptr::eq(&sub[[j, k]], &left[[j, k, i, a, 0]]));
+            }
+        } else {
+            proptest::prop_assert!(!(b <= e[1] && i < e[2] && a < e[3] && e[4] > 0));
+        }
     }
 }
 
