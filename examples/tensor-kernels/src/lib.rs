@@ -20,7 +20,7 @@
 
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
-use dlmd::kernel::block::{LeftPadded, RightPadded, TileOf};
+use dlmd::kernel::block::{Grouped, LeftPadded, RightPadded, TileOf};
 use dlmd::kernel::mma::M16N8K16;
 use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
@@ -44,8 +44,10 @@ pub const GEMM_TILE: [usize; 3] = [128, 128, 64];
 /// The threads of each block of the products: 4 warps.
 pub const GEMM_THREADS: u32 = 128;
 
-/// The chunks of the result each block computes.
-pub type GemmChunk = (Const<128>, Const<128>);
+/// The chunks of the result each block computes, `128 × 128`, dealt in groups of 8 chunk rows
+/// (column by column within a group): the blocks running at once share rows of `a` and columns
+/// of `b`, which they find in L2, as the raw twins order theirs.
+pub type GemmChunk = Grouped<(Const<128>, Const<128>), 8>;
 
 /// The tiling of the products: 4 warps, 2 × 2, each `64 × 64` (4 × 8 atoms of `m16n8k16`). On
 /// the H100, a warp of `64 × 64` reads each fragment it loads from shared memory into twice as

@@ -273,6 +273,9 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         // they overflow only where no piece is read (a thread with none, or the move after a
         // thread's last), for a dimension of one element, whose stride may be anything.
         let lines_a_turn = (THREADS / pieces) as isize;
+        // The tile's shared address, once: each piece's is that plus its byte offset.
+        // SAFETY: `base` is the tile's first element, in the block's shared memory.
+        let tile = unsafe { raw::shared_address(base) };
         let mut from = src
             .data_handle()
             .wrapping_add(src.mapping().offset_of(&origin))
@@ -286,9 +289,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             let mut local = [0usize; 2];
             local[slow] = p / pieces;
             local[fast] = p % pieces * per_piece;
-            let dst = base.wrapping_add(mapping.offset_of(&local));
-            // SAFETY: `dst` is in the block's shared memory (the tile's).
-            let dst = unsafe { raw::shared_address(dst) };
+            // The tile is in shared memory, whose addresses are 32-bit: so is its offset.
+            let dst = tile.wrapping_add((mapping.offset_of(&local) * size_of::<T>()) as u32);
             // SAFETY: as in the piecewise branch below, with `inside` = all 16 bytes: `dst` is
             // this thread's piece of the tile (16 bytes, 16-aligned, no other thread's, out of
             // every thread's reach while `Fetching` holds the tile); `from` is the piece's first
