@@ -161,8 +161,11 @@ pub trait Mapping: Copy + Debug + Eq + Hash + Send + Sync + 'static + sealed::Se
     type Layout: Layout;
 
     /// Builds the mapping from strides (counted in elements) and the offset of index 0, checking
-    /// them against the layout. Strides of dimensions with extent 0 or 1 are not checked and
-    /// replaced by the layout's own, as numpy and PyTorch emit arbitrary ones there.
+    /// them against the layout. A stride that is never stepped along (its dimension has one
+    /// element, or the view none) may be anything, as numpy and PyTorch emit arbitrary ones
+    /// there: the compact layouts do not check it and keep their own, [`LayoutStride`] replaces
+    /// a non-positive one by 1 and keeps a positive one, and [`LayoutStrideRelaxed`] keeps
+    /// every stride as given.
     fn from_strides(
         extents: Self::Extents,
         strides: &<<Self::Extents as Extents>::Index as IndexArray>::Isize,
