@@ -373,8 +373,8 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
 /// owns, and each chunk's elements dealt among the block's threads.
 impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// This block's chunks of `view`: the view cut into chunks of the block's shape `C` (the
-    /// last ones cut short at the view's edge), numbered in the view's memory order, chunk `c`
-    /// to block `c % blocks`. Each chunk is written by [`store`](Self::store) or
+    /// last ones cut short at the view's edge), numbered in the view's memory order (or group
+    /// by group, for a [`Grouped`] shape), chunk `c` to block `c % blocks`. Each chunk is written by [`store`](Self::store) or
     /// [`store_array`](Self::store_array); no two blocks own one.
     ///
     /// ```ignore

@@ -274,7 +274,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         // thread's last), for a dimension of one element, whose stride may be anything.
         let lines_a_turn = (THREADS / pieces) as isize;
         // The tile's shared address, once: each piece's is that plus its byte offset.
-        // SAFETY: `base` is the tile's first element, in the block's shared memory.
+        // SAFETY: `base` is where the tile starts in the block's shared memory (an address
+        // conversion reads nothing, even for a tile without pieces).
         let tile = unsafe { raw::shared_address(base) };
         let mut from = src
             .data_handle()
@@ -289,7 +290,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             let mut local = [0usize; 2];
             local[slow] = p / pieces;
             local[fast] = p % pieces * per_piece;
-            // The tile is in shared memory, whose addresses are 32-bit: so is its offset.
+            // Piece `p < total` is inside the tile, whose bytes are at most the shared memory's
+            // (`TileOf`'s bound): its byte offset fits 32 bits, as shared addresses do.
             let dst = tile.wrapping_add((mapping.offset_of(&local) * size_of::<T>()) as u32);
             // SAFETY: as in the piecewise branch below, with `inside` = all 16 bytes: `dst` is
             // this thread's piece of the tile (16 bytes, 16-aligned, no other thread's, out of
