@@ -10,6 +10,12 @@
 //! repeats every `8 · BYTES` bytes, the alignment a swizzled tile's base needs
 //! ([`Swizzle::ALIGN`]): the copy engine and `wgmma`
 //! swizzle shared-memory *addresses*, so a tile that starts elsewhere is laid out differently.
+//!
+//! A cooperative kernel's tiles take the same swizzles as layouts
+//! ([`RightSwizzled`](crate::kernel::block::RightSwizzled),
+//! [`LeftSwizzled`](crate::kernel::block::LeftSwizzled)), filled by `cp.async` and read by
+//! `ldmatrix`. The block's own code places their elements, so there the pattern is counted
+//! from the tile's first byte (128-aligned, as every tile of a block is).
 
 mod sealed {
     pub trait Sealed {}

@@ -317,6 +317,48 @@ fn an_mma_whose_result_only_some_lanes_store_runs_on_the_whole_warp() {
     assert_eq!(got, expected);
 }
 
+/// Swizzled tiles put each element where `fetch` (whole tiles, ragged copies cut at the edges,
+/// and element by element where rows are not 16-byte multiples), `write` and `Tile::get` all
+/// find it: `c = a + bᵀ` through a row-major and a column-major swizzled tile, exactly.
+#[test]
+fn swizzled_tiles_hold_each_element_where_fetch_write_and_get_find_it() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    for (m, n) in [(32, 64), (64, 128), (50, 72), (33, 100), (7, 9)] {
+        // Integers below 251 and multiples of 256 below 3328: each exact in `bf16`, and each
+        // sum exact in `f32` with both parts recoverable from it.
+        let a: Vec<bf16> = (0..m * n).map(|i| bf16::from_f32((i % 251) as f32)).collect();
+        let b: Vec<bf16> = (0..n * m).map(|i| bf16::from_f32((i % 13 * 256) as f32)).collect();
+        let (d_a, d_b) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+        let mut d_c = stream.alloc_zeros::<f32>(m * n).unwrap();
+        {
+            let av = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, n])).unwrap();
+            let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([n, m])).unwrap();
+            let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
+            let config = LaunchConfig {
+                block_dim: (64, 1, 1),
+                ..grid(m.div_ceil(32) * n.div_ceil(64))
+            };
+            cuda::scope(|s| {
+                let args = kernels::SwizzledCopyArgs {
+                    a: av,
+                    b: bv,
+                    c: cv.as_view_mut(),
+                };
+                kernels::swizzled_copy(s.launch(&stream, &module, config), args)
+            })
+            .unwrap();
+        }
+        let got = stream.clone_dtoh(&d_c).unwrap();
+        let expected: Vec<f32> = (0..m * n)
+            .map(|i| a[i].to_f32() + b[i % n * m + i / n].to_f32())
+            .collect();
+        let wrong = got.iter().zip(&expected).filter(|(g, e)| g != e).count();
+        assert_eq!(wrong, 0, "{m} x {n}: {wrong} of {} elements differ", m * n);
+    }
+}
+
 /// Every cooperative kernel of the crate (built for sm_80) waits for its thread's asynchronous
 /// copies before it returns, so that no copy lands after the block's shared memory has gone,
 /// even where safe code leaked a `Fetching` tile (`mem::forget`). Read from the PTX: no GPU.
@@ -330,6 +372,7 @@ fn cooperative_kernels_wait_for_their_copies_before_they_return() {
         "gemm_bf16_nt",
         "linear_bf16",
         "edge_store",
+        "swizzled_copy",
     ];
     if kernels::PTX.starts_with("// dlmd-build: not built") {
         eprintln!(

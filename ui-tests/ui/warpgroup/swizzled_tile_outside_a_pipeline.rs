@@ -1,7 +1,8 @@
-// A swizzled tile is read and written through the copy engine and `wgmma`, which swizzle
-// addresses: it needs its swizzle's alignment and a phase the pipeline keeps. Declared directly
-// in the block's tile set, it would be written and read by the threads as a plain tile. A
-// `Swizzle` is not a tile layout; swizzled tiles live in a `Pipeline`.
+// A pipeline's swizzled tile is read and written through the copy engine and `wgmma`, which
+// swizzle addresses: it needs its swizzle's alignment and a phase the pipeline keeps. A bare
+// `Swizzle` is therefore not a layout of a block's tiles: such tiles live in a `Pipeline`. A
+// block's own swizzled tiles, filled by `cp.async` and read by `ldmatrix`, are
+// `RightSwizzled<S>` or `LeftSwizzled<S>`.
 use dlmd::half::bf16;
 use dlmd::kernel::Block;
 use dlmd::kernel::block::TileOf;

@@ -239,6 +239,16 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     // loops below are written out.
     let total = pieces * lines;
     let turns = total.div_ceil(THREADS);
+    // Where the block's threads are whole lines of pieces, a thread's pieces are its first
+    // moved `THREADS / pieces` lines a turn: one offset and constants
+    // (`TileLayout::offset_of_moved`), where the offsets of a swizzled tile's pieces, each
+    // worked out, would each take a register for the whole kernel.
+    let whole_lines = THREADS.is_multiple_of(pieces);
+    let mut first = [0usize; 2];
+    if whole_lines {
+        first[slow] = thread / pieces;
+        first[fast] = thread % pieces * per_piece;
+    }
     let piece = |turn: usize| {
         let p = thread + turn * THREADS;
         let (line, piece) = (p / pieces, p % pieces);
@@ -246,8 +256,14 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         local[slow] = line;
         local[fast] = piece * per_piece;
         // In the tile: the piece's first element, 16 bytes from it are the piece (the fastest
-        // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`).
-        let dst = base.wrapping_add(mapping.offset_of(&local));
+        // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`). With
+        // whole lines of threads, `local` is `first` moved `turn · THREADS / pieces` lines.
+        let offset = if whole_lines {
+            L::offset_of_moved::<T, E>(mapping, &first, slow, turn * (THREADS / pieces))
+        } else {
+            L::offset_of::<T, E>(mapping, &local)
+        };
+        let dst = base.wrapping_add(offset);
         let index = [origin[0].wrapping_add(local[0]), origin[1].wrapping_add(local[1])];
         let inside = if origin_inside && index[slow] < extents[slow] && index[fast] < extents[fast] {
             (extents[fast] - index[fast]).min(per_piece)
@@ -282,22 +298,25 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             .wrapping_add(src.mapping().offset_of(&origin))
             .wrapping_offset(((thread / pieces) as isize).wrapping_mul(stride_slow))
             .wrapping_add(thread % pieces * per_piece);
+        // The thread's first piece (`first`, the threads being whole lines of pieces); its
+        // later ones are `THREADS / pieces` lines on each, in the same place along the line.
         for turn in 0..turns {
             let p = thread + turn * THREADS;
             if p >= total {
                 break;
             }
-            let mut local = [0usize; 2];
-            local[slow] = p / pieces;
-            local[fast] = p % pieces * per_piece;
-            // Piece `p < total` is inside the tile, whose bytes are at most the shared memory's
+            // Piece `p` is line `p / pieces = thread / pieces + turn · THREADS / pieces` (the
+            // threads are whole lines of pieces), piece `thread % pieces` of it. Being `p <
+            // total`, it is inside the tile, whose bytes are at most the shared memory's
             // (`TileOf`'s bound): its byte offset fits 32 bits, as shared addresses do.
-            let dst = tile.wrapping_add((mapping.offset_of(&local) * size_of::<T>()) as u32);
+            let offset = L::offset_of_moved::<T, E>(mapping, &first, slow, turn * (THREADS / pieces));
+            let dst = tile.wrapping_add((offset * size_of::<T>()) as u32);
             // SAFETY: as in the piecewise branch below, with `inside` = all 16 bytes: `dst` is
             // this thread's piece of the tile (16 bytes, 16-aligned, no other thread's, out of
             // every thread's reach while `Fetching` holds the tile); `from` is the piece's first
-            // element in `src`, `local[slow]` slow strides and `local[fast]` elements from the
-            // origin's (every layout is strided, and `origin + local` is inside the view, as
+            // element in `src`, as many slow strides from the origin's as the piece's line and
+            // as many elements as its place along it (every view is strided, and the piece's
+            // index from `origin` is inside the view, as
             // the whole tile is: an in-bounds offset), 16-aligned (`asynchronous`), and its 16
             // bytes are `per_piece` neighbours along the contiguous fastest dimension inside
             // the view's extents: readable global memory nothing writes while the kernel runs.

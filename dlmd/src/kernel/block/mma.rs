@@ -50,14 +50,17 @@ const fn operand_depth<T, E: Extents, L: TileLayout>(side: usize, k: usize, k_fi
 }
 
 /// `ldmatrix.x4` from a readable operand tile, lane `8q + r` addressing row `r` of matrix `q`:
-/// `index(q, r)` is the tile index of that row's first element. `.trans` where `transposed` (a
-/// constant where it is called, so one instruction remains).
+/// the tile index `index(q, r)` moved `lines` on along the tile's lines (its slow dimension) is
+/// that row's first element. `.trans` where `transposed` (a constant where it is called, so one
+/// instruction remains). The part of the move in `lines` is a constant added to an offset the
+/// compiler keeps ([`TileLayout::offset_of_moved`]), which is what a swizzled tile needs to
+/// keep the addresses of a warp's loads in a few registers.
 ///
 /// # Safety
 ///
-/// Run by every lane of the warp together (uniform code), and `index(q, r)` is the first of 8
-/// neighbours along the tile's fastest dimension, all inside its extents, starting at a multiple
-/// of 8 along it, in a tile whose lines start a multiple of 16 bytes apart
+/// Run by every lane of the warp together (uniform code), and the moved index is the first of
+/// 8 neighbours along the tile's fastest dimension, all inside its extents, starting at a
+/// multiple of 8 along it, in a tile whose lines start a multiple of 16 bytes apart
 /// ([`operand_depth`]): 16 bytes, 16-aligned.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
@@ -66,17 +69,20 @@ unsafe fn ldmatrix<T: DlElement, E: Extents<Index = [usize; 2]>, L: TileLayout>(
     lane: usize,
     transposed: bool,
     index: impl Fn(usize, usize) -> [usize; 2],
+    lines: usize,
 ) -> [u32; 4] {
     use crate::kernel::mma::raw::{ldmatrix_x4, shared_address};
-    use crate::layout::Mapping;
     let row = index(lane / 8, lane % 8);
-    let row = tile
-        .storage()
-        .data_handle()
-        .cast_const()
-        .wrapping_add(tile.storage().mapping().offset_of(&row));
-    // SAFETY: `row` is in the tile, in the block's shared memory.
-    let address = unsafe { shared_address(row) };
+    let slow = if L::FIRST_FASTEST { 1 } else { 0 };
+    let offset = L::offset_of_moved::<T, E>(tile.storage().mapping(), &row, slow, lines);
+    // The tile's shared address plus the row's byte offset, in 32 bits, as shared addresses
+    // are.
+    // SAFETY: the tile's first element, in the block's shared memory (an address conversion
+    // reads nothing).
+    let tile_address = unsafe { shared_address(tile.storage().data_handle().cast_const()) };
+    // The offset is inside the tile's span (the row is inside its extents: caller), whose
+    // bytes fit in the shared memory, so in 32 bits.
+    let address = tile_address.wrapping_add((offset * size_of::<T>()) as u32);
     if transposed {
         // SAFETY: every lane together (caller); `row` is 16 readable bytes, 16-aligned (caller),
         // of a tile written and not written again while it is borrowed readable.
@@ -140,18 +146,19 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // Matrices 0..4: rows 0-7 and 8-15 at `k` 0-7, then at `k` 8-15 (the order of
                 // an `m16n8k16` fragment's registers): a row of a `k`-contiguous tile, or a
                 // column of a column-major one, read transposed.
-                // SAFETY: every lane of every warp runs this (uniform code, a block operation);
-                // each index starts 8 neighbours along the fastest dimension at a multiple of 8,
-                // inside the tile (the warp's rows are below `ROWS`, `k` below the depth, and the
-                // fastest side a multiple of 8: `operand_depth`).
-                frags[fm] = unsafe {
-                    ldmatrix(a, thread % 32, L::FIRST_FASTEST, |q, r| {
-                        if L::FIRST_FASTEST {
-                            [top + (q % 2) * 8, k0 + (q / 2) * 8 + r]
-                        } else {
-                            [top + (q % 2) * 8 + r, k0 + (q / 2) * 8]
-                        }
-                    })
+                // The lines a row-major tile moves by from one `fm` to the next, a column-major
+                // one from one step to the next: one offset a lane, and constants.
+                frags[fm] = if L::FIRST_FASTEST {
+                    // SAFETY: every lane of every warp runs this (uniform code, a block
+                    // operation); each index, moved, starts 8 neighbours along the fastest
+                    // dimension at a multiple of 8, inside the tile (the warp's rows are below
+                    // `ROWS`, `k` below the depth, and the fastest side a multiple of 8:
+                    // `operand_depth`).
+                    unsafe { ldmatrix(a, thread % 32, true, |q, r| [top + (q % 2) * 8, (q / 2) * 8 + r], k0) }
+                } else {
+                    let index = |q: usize, r: usize| [rows + (q % 2) * 8 + r, k0 + (q / 2) * 8];
+                    // SAFETY: as above.
+                    unsafe { ldmatrix(a, thread % 32, false, index, fm * A::M) }
                 };
             });
             Some(FragmentsA {
@@ -190,15 +197,15 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // Matrices 0..4: `k` 0-7 and 8-15 of atom `2 pair`, then of atom `2 pair + 1`:
                 // a column of a `k`-contiguous (column-major) tile, or a row of a row-major
                 // one, read transposed.
-                // SAFETY: as in `load_a`: every lane, 8 neighbours inside the readable tile.
-                let [r0, r1, r2, r3] = unsafe {
-                    ldmatrix(b, thread % 32, !L::FIRST_FASTEST, |q, r| {
-                        if L::FIRST_FASTEST {
-                            [k0 + (q % 2) * 8, left + (q / 2) * 8 + r]
-                        } else {
-                            [k0 + (q % 2) * 8 + r, left + (q / 2) * 8]
-                        }
-                    })
+                let [r0, r1, r2, r3] = if L::FIRST_FASTEST {
+                    let index = |q: usize, r: usize| [k0 + (q % 2) * 8, cols + (q / 2) * 8 + r];
+                    // SAFETY: as in `load_a`: every lane, 8 neighbours inside the readable
+                    // tile.
+                    unsafe { ldmatrix(b, thread % 32, false, index, pair * 2 * A::N) }
+                } else {
+                    let index = |q: usize, r: usize| [(q % 2) * 8 + r, left + (q / 2) * 8];
+                    // SAFETY: as above.
+                    unsafe { ldmatrix(b, thread % 32, true, index, k0) }
                 };
                 frags[2 * pair] = [r0, r1];
                 frags[2 * pair + 1] = [r2, r3];
@@ -263,12 +270,30 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             assert!(da == db, "the tiles of `A` and `B` have the same depth `K`");
             da / A::K
         };
+        // Each step's fragments load while the step before is multiplied: the products of
+        // one step wait only for its own loads, issued a step ahead.
         let mut acc = acc;
-        for step in 0..steps {
-            if let (Some(fa), Some(fb)) = (self.load_a(a, step), self.load_b(b, step)) {
-                acc = self.mma_fragments(acc, &fa, &fb);
-            }
+        let mut now = (self.load_a(a, 0), self.load_b(b, 0));
+        macro_rules! step {
+            ($step:expr) => {{
+                let next = (self.load_a(a, $step + 1), self.load_b(b, $step + 1));
+                if let (Some(fa), Some(fb)) = &now {
+                    acc = self.mma_fragments(acc, fa, fb);
+                }
+                now = next;
+            }};
         }
+        // Written out for the first 16 steps, so that the compiler sees the loads of one step
+        // beside the products of the last (a loop would keep them apart); a loop past them.
+        crate::unroll!(16, |step| {
+            if step < steps {
+                step!(step);
+            }
+        });
+        for step in 16..steps {
+            step!(step);
+        }
+        let _ = now;
         acc
     }
 

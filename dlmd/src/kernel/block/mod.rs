@@ -106,7 +106,8 @@ pub use stage::{Stage, Staged};
 /// The seal of [`TileSet`] and the other tile traits, for the tile sets of other modules.
 pub(crate) use tile::sealed::Sealed as TileSealed;
 pub use tile::{
-    Barrier, LeftPadded, Phase, Readable, RightPadded, Tile, TileLayout, TileOf, TileSet, TileShape, Writable, Written,
+    Barrier, LeftPadded, LeftSwizzled, Phase, Readable, RightPadded, RightSwizzled, Tile, TileLayout, TileOf, TileSet,
+    TileShape, Writable, Written,
 };
 pub use warp::WarpValue;
 
@@ -352,6 +353,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: TileLayout,
     {
         let runs = Self::runs_of::<E, L, K>();
+        const {
+            assert!(
+                L::SWIZZLE == 0,
+                "a swizzled tile is written by `fetch` or `write`, element by element, not in runs"
+            )
+        };
         on_gpu!(self.inner, (tile, f, runs), {
             use crate::layout::Mapping;
             let storage = tile.storage();
@@ -418,6 +425,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: TileLayout,
     {
         Staged::<T, E, L, K, TRANSPOSED, G>::check::<THREADS>();
+        const {
+            assert!(
+                L::SWIZZLE == 0,
+                "a swizzled tile is written by `fetch` or `write`, element by element, not from staged runs"
+            )
+        };
         on_gpu!(self.inner, (tile, staged), {
             use crate::layout::Mapping;
             let storage = tile.storage();
@@ -457,7 +470,6 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     {
         #[cfg(target_arch = "nvptx64")]
         {
-            use crate::layout::Mapping;
             let storage = tile.storage();
             let (mapping, data) = (*storage.mapping(), storage.data_handle());
             let extents = storage.extents().to_array();
@@ -471,7 +483,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     // SAFETY: `index` is inside the tile's extents, so its element is in the
                     // tile's span; the partition gives it to this thread alone, and nothing
                     // reads a writable tile.
-                    unsafe { data.wrapping_add(mapping.offset_of(&index)).write(value) }
+                    unsafe { data.wrapping_add(L::offset_of::<T, E>(&mapping, &index)).write(value) }
                 },
             );
             // SAFETY: every element written in this phase, each by one thread.

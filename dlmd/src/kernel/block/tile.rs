@@ -14,7 +14,7 @@ mod layout;
 #[cfg(test)]
 mod tests;
 
-pub use layout::{LeftPadded, RightPadded, TileLayout};
+pub use layout::{LeftPadded, LeftSwizzled, RightPadded, RightSwizzled, TileLayout};
 
 pub(super) mod sealed {
     pub trait Sealed {}
@@ -138,6 +138,12 @@ impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Readable> {
     /// and the view's other reading methods take.
     #[inline(always)]
     pub fn view(&self) -> Mdspan<'_, T, E, L::Layout, BlockShared, Shared> {
+        const {
+            assert!(
+                L::SWIZZLE == 0,
+                "a swizzled tile has no strided view: read its elements with `get` or `get_or`, or load it as `mma` operands"
+            )
+        };
         // SAFETY: the tile's span, read-only while the tile stays `Readable` (borrowed here):
         // nothing writes it in a readable phase.
         unsafe { Mdspan::from_non_null(self.view.non_null(), *self.view.mapping(), BlockShared) }
@@ -173,6 +179,12 @@ impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Readable> {
     #[inline(always)]
     pub fn get_run<const K: usize>(&self, index: E::Index) -> Option<[T; K]> {
         const { assert!(K > 0, "a run has at least one element") };
+        const {
+            assert!(
+                L::SWIZZLE == 0,
+                "a swizzled tile is read in runs by `mma` loads only: read its elements with `get` or `get_or`"
+            )
+        };
         let last = E::RANK.checked_sub(1)?;
         let mut end = index;
         end.as_mut()[last] = index.as_ref()[last].checked_add(K - 1)?;
@@ -214,7 +226,7 @@ impl<'k, T: DlElement, E: Extents, L: TileLayout> Tile<'k, T, E, L, Readable> {
     /// `index` is inside the extents.
     #[inline(always)]
     unsafe fn element(&self, index: E::Index) -> &T {
-        let offset = self.view.mapping().offset_of(&index);
+        let offset = L::offset_of::<T, E>(self.view.mapping(), &index);
         // SAFETY: inside the extents (caller), so in the tile's span: an in-bounds offset.
         let element = unsafe { self.view.data_handle().add(offset) };
         // SAFETY: readable, so every element was written and nothing writes it while the
@@ -350,6 +362,21 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     /// launcher reserves the tiles as the launch's dynamic shared memory, of which a launch gets
     /// 48 KiB on every device, and up to [`MAX_SHARED_BYTES`](crate::kernel::MAX_SHARED_BYTES) where the device allows it (opted in to by the launcher).
     const SPAN: usize = {
+        if L::SWIZZLE > 0 {
+            let (Some(first), Some(last)) = E::STATIC_ENDS else {
+                panic!("a tile's extents must all be static (`Const<N>`)")
+            };
+            assert!(E::RANK == 2, "a swizzled tile is rank 2");
+            let fast = if L::FIRST_FASTEST { first } else { last };
+            assert!(
+                size_of::<T>() > 0 && 16 % size_of::<T>() == 0,
+                "a swizzled tile moves 16-byte pieces: its element's size divides 16"
+            );
+            assert!(
+                (fast * size_of::<T>()).is_multiple_of(L::SWIZZLE),
+                "a swizzled tile's lines are whole swizzled lines: its fastest extent holds a multiple of the swizzle's bytes (128 for `Swizzle128`: 64 `bf16`)"
+            );
+        }
         let span = match layout::span::<E, L>() {
             Some(span) => span,
             None => usize::MAX,

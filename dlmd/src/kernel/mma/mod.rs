@@ -14,10 +14,13 @@
 //!   `A` of `ROWS × K` and `B` of `K × COLS` (with `K` a multiple of 16), in any of the
 //!   layouts `ldmatrix` can read from: the product reads `k`-contiguous tiles as they are and
 //!   the others transposed (`ldmatrix.trans`), so `B` laid out column-major
-//!   (`LeftPadded`) is a row-major `n × k` weight, `x · wᵀ` of a `Linear` layer. The rows (or
-//!   columns) of a tile must start 16 bytes apart or a multiple thereof (`RightPadded<8>` on a
-//!   `bf16` tile of 32 columns: rows of 80 bytes, which also keeps `ldmatrix` free of bank
-//!   conflicts);
+//!   (`LeftSwizzled`, `LeftPadded`) is a row-major `n × k` weight, `x · wᵀ` of a `Linear`
+//!   layer. The rows (or columns) of a tile must start 16 bytes apart or a multiple thereof.
+//!   The fastest layouts are swizzled
+//!   ([`RightSwizzled<Swizzle128>`](crate::kernel::block::RightSwizzled), rows of 64 `bf16`):
+//!   `ldmatrix` meets no bank conflict, and `cp.async` moves each 32-byte sector of global
+//!   memory into one of the tile's. Padding (`RightPadded<8>` on a `bf16` tile of 32 columns:
+//!   rows of 80 bytes) avoids the bank conflicts too, but its odd rows straddle the sectors;
 //! - **fragments** ([`FragmentsA`], [`FragmentsB`]): one step of 16 along `k` of a warp's
 //!   operands, in registers, as the instruction spreads them over the lanes; and
 //!   **accumulators** ([`Accumulators`]), the warp's `f32` results.

@@ -1,7 +1,8 @@
-use super::{LeftPadded, RightPadded, TileLayout, TileOf, TileSet};
+use super::{LeftPadded, LeftSwizzled, RightPadded, RightSwizzled, TileLayout, TileOf, TileSet};
 use crate::aligned::Align128;
 use crate::dtype::DlElement;
 use crate::extents::{Const, Dims, Extents, IndexArray};
+use crate::kernel::swizzle::{Swizzle, Swizzle32, Swizzle64, Swizzle128};
 use crate::layout::{LayoutLeft, LayoutRight, Mapping};
 
 /// The byte ranges of a tile's elements, from `base`, with the tile's view made as a block makes
@@ -30,7 +31,7 @@ fn element_ranges<T: DlElement, E: Extents, L: TileLayout>(base: *mut u8) -> Vec
             index.as_mut()[d] = rest % extents.as_ref()[d];
             rest /= extents.as_ref()[d];
         }
-        let offset = mapping.offset_of(&index);
+        let offset = L::offset_of::<T, E>(&mapping, &index);
         assert!(
             offset < span,
             "element {index:?} at {offset}, outside the span of {span}"
@@ -81,6 +82,98 @@ fn every_tile_covers_every_element_it_holds() {
     check_tile::<f32, (Const<7>, Const<1>), LeftPadded<4>>();
     check_tile::<f32, (Const<0>, Const<7>), RightPadded<4>>();
     check_tile::<f32, (Const<0>,), LayoutRight>();
+    // Swizzled: one panel, several, rows fewer than a period, and every swizzle.
+    check_tile::<u16, (Const<8>, Const<64>), RightSwizzled<Swizzle128>>();
+    check_tile::<u16, (Const<8>, Const<128>), RightSwizzled<Swizzle128>>();
+    check_tile::<u16, (Const<3>, Const<64>), RightSwizzled<Swizzle128>>();
+    check_tile::<u16, (Const<64>, Const<8>), LeftSwizzled<Swizzle128>>();
+    check_tile::<u16, (Const<128>, Const<5>), LeftSwizzled<Swizzle128>>();
+    check_tile::<f32, (Const<16>, Const<16>), RightSwizzled<Swizzle64>>();
+    check_tile::<u8, (Const<16>, Const<64>), RightSwizzled<Swizzle32>>();
+    check_tile::<u64, (Const<12>, Const<4>), LeftSwizzled<Swizzle32>>();
+    check_tile::<u16, (Const<0>, Const<64>), RightSwizzled<Swizzle128>>();
+}
+
+/// The element offset of `[line, x]` in a swizzled tile of `T`, `lines` lines of `line_len`
+/// elements (`x` along the line), as [`Swizzle::offset`] places it in its panel.
+fn swizzled_reference<T, S: Swizzle>(lines: usize, line: usize, x: usize) -> usize {
+    let per_panel = S::BYTES / size_of::<T>();
+    (x / per_panel * lines * S::BYTES + S::offset(line, x % per_panel * size_of::<T>())) / size_of::<T>()
+}
+
+/// The offsets of a swizzled tile's elements, by line and position along it.
+fn swizzled_offsets<T: DlElement, E: Extents<Index = [usize; 2]>, L: TileLayout>() -> Vec<Vec<usize>> {
+    let [first, last] = super::static_shape::<E>();
+    let mut memory = Box::new(Align128([0u8; 16384]));
+    assert!(TileOf::<T, E, L>::TILE_BYTES <= 16384);
+    // SAFETY: as in `element_ranges`: a 128-aligned stand-in for the block's shared memory, as
+    // long as the tile; no element is read or written, only the storage's mapping is taken.
+    let tile = unsafe { TileOf::<T, E, L>::at(memory.0.as_mut_ptr()) };
+    let mapping = *tile.view.mapping();
+    let (lines, len) = if L::FIRST_FASTEST { (last, first) } else { (first, last) };
+    (0..lines)
+        .map(|line| {
+            (0..len)
+                .map(|x| {
+                    let index = if L::FIRST_FASTEST { [x, line] } else { [line, x] };
+                    L::offset_of::<T, E>(&mapping, &index)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Checks a swizzled tile against the panels of [`Swizzle::offset`], and for what it is for:
+/// each 16-byte piece stays whole (its elements neighbours, 16-aligned), each 32-byte sector of
+/// a line lands in one 32-byte sector of the tile, and the same piece of 8 lines in a row meets
+/// 8 different groups of 4 banks, as `ldmatrix` reads them.
+fn check_swizzled<T: DlElement, E: Extents<Index = [usize; 2]>, L: TileLayout, S: Swizzle>() {
+    let offsets = swizzled_offsets::<T, E, L>();
+    let lines = offsets.len();
+    let per_piece = 16 / size_of::<T>();
+    for (line, row) in offsets.iter().enumerate() {
+        for (x, &offset) in row.iter().enumerate() {
+            assert_eq!(offset, swizzled_reference::<T, S>(lines, line, x), "[{line}, {x}]");
+            let piece_start = row[x - x % per_piece];
+            assert_eq!(offset, piece_start + x % per_piece, "a piece split at [{line}, {x}]");
+            assert!((piece_start * size_of::<T>()).is_multiple_of(16));
+            let sector_start = row[x - x % (2 * per_piece)] * size_of::<T>();
+            assert_eq!(
+                offset * size_of::<T>() / 32,
+                sector_start / 32,
+                "a sector split at [{line}, {x}]"
+            );
+        }
+    }
+    for first in (0..lines.saturating_sub(7)).step_by(8) {
+        for x in (0..offsets[0].len()).step_by(per_piece) {
+            let mut groups: Vec<usize> = (first..first + 8)
+                .map(|line| offsets[line][x] * size_of::<T>() % 128 / 16)
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            assert_eq!(groups.len(), 8, "lines {first}.. at {x} share banks");
+        }
+    }
+}
+
+#[test]
+fn swizzled_tiles_keep_pieces_whole_sectors_together_and_banks_apart() {
+    check_swizzled::<u16, (Const<16>, Const<64>), RightSwizzled<Swizzle128>, Swizzle128>();
+    check_swizzled::<u16, (Const<64>, Const<128>), RightSwizzled<Swizzle128>, Swizzle128>();
+    check_swizzled::<u16, (Const<64>, Const<32>), LeftSwizzled<Swizzle128>, Swizzle128>();
+    check_swizzled::<u16, (Const<32>, Const<32>), RightSwizzled<Swizzle64>, Swizzle64>();
+    check_swizzled::<u16, (Const<16>, Const<64>), RightSwizzled<Swizzle64>, Swizzle64>();
+    check_swizzled::<f32, (Const<8>, Const<24>), LeftSwizzled<Swizzle32>, Swizzle32>();
+    check_swizzled::<u8, (Const<24>, Const<64>), RightSwizzled<Swizzle32>, Swizzle32>();
+}
+
+#[test]
+fn a_swizzled_tile_has_the_row_major_span_of_its_elements() {
+    type A = TileOf<u16, (Const<128>, Const<64>), RightSwizzled<Swizzle128>>;
+    type B = TileOf<u16, (Const<64>, Const<128>), LeftSwizzled<Swizzle128>>;
+    assert_eq!(A::SPAN, 128 * 64);
+    assert_eq!(B::TILE_BYTES, 64 * 128 * 2);
 }
 
 #[test]
