@@ -69,23 +69,18 @@ fn rust(
             ),
             _ => {
                 // The raw twins take their shared memory as the launch's dynamic shared memory.
-                let (shared_mem_bytes, grid_dim) = match side {
-                    Side::Raw => (tc::MATMUL_RAW_SHARED, config.grid_dim),
-                    Side::RawTwoStages => (tc::GEMM_RAW_SHARED, config.grid_dim),
-                    Side::RawS4 => (tc::GEMM_RAW_S4_SHARED, config.grid_dim),
-                    _ => (tc::GEMM_RAW_WIDE_SHARED, ((m / 128 * n / 256).max(1) as u32, 1, 1)),
+                let shared_mem_bytes = match side {
+                    Side::Raw => tc::MATMUL_RAW_SHARED,
+                    _ => tc::GEMM_RAW_SHARED,
                 };
                 let config = LaunchConfig {
                     shared_mem_bytes,
-                    grid_dim,
                     ..config
                 };
                 let launch = s.launch(stream, kernels, config);
                 match side {
                     Side::Raw => tc::matmul_bf16_raw(launch, tc::MatmulBf16RawArgs { a: av, b: bv, c }),
-                    Side::RawTwoStages => tc::gemm_bf16_raw(launch, tc::GemmBf16RawArgs { a: av, b: bv, c }),
-                    Side::RawS4 => tc::gemm_bf16_raw_s4(launch, tc::GemmBf16RawS4Args { a: av, b: bv, c }),
-                    _ => tc::gemm_bf16_raw_wide(launch, tc::GemmBf16RawWideArgs { a: av, b: bv, c }),
+                    _ => tc::gemm_bf16_raw(launch, tc::GemmBf16RawArgs { a: av, b: bv, c }),
                 }
             }
         }
@@ -106,10 +101,6 @@ enum Side {
     Raw,
     /// `gemm_bf16_raw`, the twin of `matmul_bf16_two_stages`.
     RawTwoStages,
-    /// `gemm_bf16_raw_s4`: 8 warps of `64 × 32`, four stages.
-    RawS4,
-    /// `gemm_bf16_raw_wide`: `128 × 256` chunks, 8 warps of `64 × 64`, three stages.
-    RawWide,
 }
 
 /// Small integers: every product and sum is exact in `f32`, so each result is the one `bf16`
@@ -137,8 +128,6 @@ fn check(
         (Some(Side::SafeTwoStages), false),
         (Some(Side::Raw), false),
         (Some(Side::RawTwoStages), false),
-        (Some(Side::RawS4), false),
-        (Some(Side::RawWide), false),
     ] {
         let expected: Vec<bf16> = (0..m * n)
             .map(|i| {
@@ -179,14 +168,12 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         .collect();
     let (a, b) = (stream.clone_htod(&host)?, stream.clone_htod(&host)?);
     let mut c = stream.alloc_zeros::<bf16>(size * size)?;
-    let list: [(&str, Option<Side>, bool); 9] = [
+    let list: [(&str, Option<Side>, bool); 7] = [
         ("cuBLAS a·b", None, false),
         ("matmul_bf16 (safe)", Some(Side::Safe), false),
         ("matmul_bf16_raw", Some(Side::Raw), false),
         ("matmul_bf16_two_stages (safe)", Some(Side::SafeTwoStages), false),
         ("gemm_bf16_raw (two stages)", Some(Side::RawTwoStages), false),
-        ("gemm_bf16_raw_s4", Some(Side::RawS4), false),
-        ("gemm_bf16_raw_wide", Some(Side::RawWide), false),
         ("cuBLAS x·wᵀ", None, true),
         ("gemm_bf16_nt x·wᵀ (safe)", Some(Side::SafeWeight), true),
     ];
@@ -209,7 +196,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
     let m = sides.medians();
     let tflops = |ms: f64| 2.0 * (size as f64).powi(3) / ms / 1e9;
     for (i, (name, _, weight)) in list.iter().enumerate() {
-        let blas = if *weight { m[7] } else { m[0] };
+        let blas = if *weight { m[5] } else { m[0] };
         println!(
             "bench bf16 {size}³ {name}: {:.4} ms ({:.0} TFLOP/s), / cuBLAS = {:.3}",
             m[i],

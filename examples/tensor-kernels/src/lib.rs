@@ -20,18 +20,16 @@
 
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
-use dlmd::kernel::block::{Grouped, LeftPadded, RightPadded, TileOf};
+use dlmd::kernel::block::{Grouped, LeftSwizzled, RightSwizzled, TileOf};
 use dlmd::kernel::mma::M16N8K16;
+use dlmd::kernel::swizzle::{Swizzle64, Swizzle128};
 use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims, LayoutLeft};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {dlmd::DlElement, dlmd::kernel::block::TileLayout, dlmd::kernel::mma::MmaInput, dlmd::layout::Layout};
 
 mod raw;
 
-pub use raw::{
-    GEMM_RAW_S4_SHARED, GEMM_RAW_SHARED, GEMM_RAW_WIDE_SHARED, GemmBf16RawArgs, GemmBf16RawS4Args, GemmBf16RawWideArgs,
-    MATMUL_RAW_SHARED, MatmulBf16RawArgs, gemm_bf16_raw, gemm_bf16_raw_s4, gemm_bf16_raw_wide, matmul_bf16_raw,
-};
+pub use raw::{GEMM_RAW_SHARED, GemmBf16RawArgs, MATMUL_RAW_SHARED, MatmulBf16RawArgs, gemm_bf16_raw, matmul_bf16_raw};
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -55,22 +53,23 @@ pub type GemmChunk = Grouped<(Const<128>, Const<128>), 8>;
 /// `64 × 32`, whose loads kept shared memory's bandwidth busy.
 pub type GemmTiling<T> = dlmd::kernel::mma::Mma<M16N8K16<T>, 2, 2, 4, 8>;
 
-/// A step of `A`: `128 × 64`, row-major, rows 144 bytes apart (`ldmatrix` reads them without
-/// bank conflicts, and `cp.async` fills them 16 bytes at a time).
-pub type TileA<T> = TileOf<T, (Const<128>, Const<64>), RightPadded<8>>;
+/// A step of `A`: `128 × 64`, row-major, each row one 128-byte swizzled row (`ldmatrix` reads
+/// them without bank conflicts, and `cp.async` fills them 16 bytes at a time, each 32-byte
+/// sector of `a` into one of the tile's).
+pub type TileA<T> = TileOf<T, (Const<128>, Const<64>), RightSwizzled<Swizzle128>>;
 
-/// A step of a row-major `B` (`k × n`): `64 × 128`, rows 272 bytes apart.
-pub type TileB<T> = TileOf<T, (Const<64>, Const<128>), RightPadded<8>>;
+/// A step of a row-major `B` (`k × n`): `64 × 128`, two panels of 64 columns, swizzled.
+pub type TileB<T> = TileOf<T, (Const<64>, Const<128>), RightSwizzled<Swizzle128>>;
 
 /// A step of a column-major `B`, which is a row-major `n × k` weight (`x · wᵀ`): `64 × 128`,
-/// columns 144 bytes apart.
-pub type TileBt<T> = TileOf<T, (Const<64>, Const<128>), LeftPadded<8>>;
+/// each column one 128-byte swizzled line.
+pub type TileBt<T> = TileOf<T, (Const<64>, Const<128>), LeftSwizzled<Swizzle128>>;
 
 /// One stage of operand tiles: a step of `A` and one of `B`.
 pub type Stage<T, LB> = (TileA<T>, TileOf<T, (Const<64>, Const<128>), LB>);
 
 /// Three stages of operand tiles: while one is multiplied, the next two steps' are in flight
-/// (105 KiB of shared memory a block, which the launcher opts in to: two blocks a
+/// (96 KiB of shared memory a block, which the launcher opts in to: two blocks a
 /// multiprocessor).
 pub type Stages<T, LB> = (Stage<T, LB>, Stage<T, LB>, Stage<T, LB>);
 
@@ -150,7 +149,7 @@ fn product<T, LB, L2, O>(
 /// blocks of [`GEMM_THREADS`] threads, one per `128 × 128` chunk of `c` or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_bf16(
-    block: Block<'_, 128, Stages<bf16, RightPadded<8>>, GemmChunk>,
+    block: Block<'_, 128, Stages<bf16, RightSwizzled<Swizzle128>>, GemmChunk>,
     alpha: f32,
     beta: f32,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
@@ -165,7 +164,7 @@ pub fn gemm_bf16(
 /// [`gemm_bf16`] for `f16`.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_f16(
-    block: Block<'_, 128, Stages<f16, RightPadded<8>>, GemmChunk>,
+    block: Block<'_, 128, Stages<f16, RightSwizzled<Swizzle128>>, GemmChunk>,
     alpha: f32,
     beta: f32,
     a: DeviceMdspan<'_, f16, Dims<2>>,
@@ -181,7 +180,7 @@ pub fn gemm_f16(
 /// the products' loop of [`gemm_bf16`], each element rounded to `bf16` once. Launch as [`gemm_bf16`].
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul_bf16(
-    block: Block<'_, 128, Stages<bf16, RightPadded<8>>, GemmChunk>,
+    block: Block<'_, 128, Stages<bf16, RightSwizzled<Swizzle128>>, GemmChunk>,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
     b: DeviceMdspan<'_, bf16, Dims<2>>,
     c: DeviceMdspanMut<'_, bf16, Dims<2>>,
@@ -189,10 +188,11 @@ pub fn matmul_bf16(
     product(block, a, b, c, |_, x, _| dlmd::kernel::math::to_bf16(x));
 }
 
-/// One step of `a` for [`matmul_bf16_two_stages`]: `128 × 32`, rows 80 bytes apart.
-pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;
-/// One step of `b` for [`matmul_bf16_two_stages`]: `32 × 128`, rows 272 bytes apart.
-pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;
+/// One step of `a` for [`matmul_bf16_two_stages`]: `128 × 32`, each row one 64-byte swizzled
+/// row.
+pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightSwizzled<Swizzle64>>;
+/// One step of `b` for [`matmul_bf16_two_stages`]: `32 × 128`, two panels of 64 columns.
+pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightSwizzled<Swizzle128>>;
 /// The instruction: `mma.sync.m16n8k16` on `bf16`, with `f32` accumulators.
 pub type Bf16Atom = M16N8K16<bf16>;
 /// Two stages: one multiplied while the other is filled.
@@ -248,7 +248,7 @@ pub fn matmul_bf16_two_stages(
 /// (`b` is `w` seen as `k × n`).
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn gemm_bf16_nt(
-    block: Block<'_, 128, Stages<bf16, LeftPadded<8>>, GemmChunk>,
+    block: Block<'_, 128, Stages<bf16, LeftSwizzled<Swizzle128>>, GemmChunk>,
     a: DeviceMdspan<'_, bf16, Dims<2>>,
     b: DeviceMdspan<'_, bf16, Dims<2>, LayoutLeft>,
     c: DeviceMdspanMut<'_, bf16, Dims<2>>,
@@ -276,7 +276,7 @@ impl Activation {
 /// `bf16` once. Launch as [`gemm_bf16`].
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn linear_bf16(
-    block: Block<'_, 128, Stages<bf16, LeftPadded<8>>, GemmChunk>,
+    block: Block<'_, 128, Stages<bf16, LeftSwizzled<Swizzle128>>, GemmChunk>,
     activation: Activation,
     x: DeviceMdspan<'_, bf16, Dims<2>>,
     w: DeviceMdspan<'_, bf16, Dims<2>, LayoutLeft>,
@@ -329,5 +329,42 @@ pub fn edge_store(
         if !kept {
             return;
         }
+    }
+}
+
+/// A row-major swizzled tile of [`swizzled_copy`]: `32 × 64`, rows of one 128-byte swizzled row.
+pub type SwizzledRows = TileOf<bf16, (Const<32>, Const<64>), RightSwizzled<Swizzle128>>;
+/// A column-major swizzled tile of [`swizzled_copy`]: `64 × 32`, columns of 128 bytes.
+pub type SwizzledColumns = TileOf<bf16, (Const<64>, Const<32>), LeftSwizzled<Swizzle128>>;
+
+/// `c[i, j] = a[i, j] + b[j, i]` through two swizzled tiles a `32 × 64` chunk of `c` (`a` is
+/// `m × n`, `b` `n × m`; mismatched extents leave `c` as it is): `a`'s chunk fetched into a
+/// row-major tile (`cp.async` where `a` allows it), `b`'s written into a column-major one
+/// element by element, both read back by [`Tile::get_or`](dlmd::kernel::block::Tile::get_or).
+/// Each path of a swizzled tile's element placement, against the CPU. Launch with blocks of 64
+/// threads.
+#[dlmd::kernel]
+pub fn swizzled_copy(
+    block: Block<'_, 64, (SwizzledRows, SwizzledColumns), (Const<32>, Const<64>)>,
+    a: DeviceMdspan<'_, bf16, Dims<2>>,
+    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    c: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    if a.extents() != c.extents() || b.extent(0) != a.extent(1) || b.extent(1) != a.extent(0) {
+        return;
+    }
+    let (mut block, (mut rows, mut columns)) = block.split();
+    for chunk in block.chunks(c) {
+        let [i0, j0] = chunk.origin();
+        let fetching = block.fetch(rows, &a, [i0, j0]);
+        // `b`'s `64 × 32` box from `[j0, i0]`: element `[p, q]` is `b[j0 + p, i0 + q]`.
+        let written = block.write(columns, |[p, q]| b.get_or([j0 + p, i0 + q], bf16::ZERO));
+        let landed = block.landed(fetching);
+        let (r, t) = block.sync((landed, written));
+        block.store(chunk, |[i, j]| {
+            let (p, q) = (i - i0, j - j0);
+            r.get_or([p, q], bf16::ZERO).to_f32() + t.get_or([q, p], bf16::ZERO).to_f32()
+        });
+        (rows, columns) = block.sync((r, t));
     }
 }

@@ -10,28 +10,29 @@ use dlmd::half::bf16;
 use dlmd::kernel::Thread;
 use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
 
-/// Elements of one stage of a raw product whose chunks have `cols` columns, `bk` along `k` a
-/// step: `A` (`128 × bk`, rows padded by 8), then `B` (`bk × cols`, rows padded by 8).
-const fn stage_k(cols: usize, bk: usize) -> usize {
-    128 * (bk + 8) + bk * (cols + 8)
+/// Bytes of one stage of a raw product whose chunks have `cols` columns, `bk` along `k` a
+/// step: `A` (`128 × bk`), then `B` (`bk × cols`), both swizzled, no padding.
+const fn stage_bytes(cols: usize, bk: usize) -> usize {
+    (128 + cols) * bk * 2
 }
 
-/// [`stage_k`] with steps of 32.
-const fn stage(cols: usize) -> usize {
-    stage_k(cols, 32)
-}
-
-/// The dynamic shared memory [`gemm_bf16_raw`] needs: two stages of `128 × 128` chunks.
-pub const GEMM_RAW_SHARED: u32 = (2 * stage(128) * 2) as u32;
-
-/// The dynamic shared memory [`gemm_bf16_raw_s4`] needs: four stages of `128 × 128` chunks.
-pub const GEMM_RAW_S4_SHARED: u32 = (4 * stage(128) * 2) as u32;
-
-/// The dynamic shared memory [`gemm_bf16_raw_wide`] needs: three stages of `128 × 256` chunks.
-pub const GEMM_RAW_WIDE_SHARED: u32 = (3 * stage(256) * 2) as u32;
+/// The dynamic shared memory [`gemm_bf16_raw`] needs: two stages of steps of 32.
+pub const GEMM_RAW_SHARED: u32 = (2 * stage_bytes(128, 32)) as u32;
 
 /// The dynamic shared memory [`matmul_bf16_raw`] needs: three stages of steps of 64.
-pub const MATMUL_RAW_SHARED: u32 = (3 * stage_k(128, 64) * 2) as u32;
+pub const MATMUL_RAW_SHARED: u32 = (3 * stage_bytes(128, 64)) as u32;
+
+/// The byte offset of 16-byte piece `piece` of line `line` in a swizzled tile of `lines`
+/// lines, in panels of `swizzle` bytes a line (`RightSwizzled`'s layout, written out): panel
+/// `piece / (swizzle / 16)`, then the piece XORed with the line's place in the swizzle's
+/// period of 1024 bytes (`line % 8` for 128 bytes).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+const fn swizzled(lines: usize, swizzle: usize, line: usize, piece: usize) -> u32 {
+    let per = swizzle / 16;
+    let within = (piece % per) ^ (line * swizzle / 128 % per);
+    (piece / per * lines * swizzle + line * swizzle + within * 16) as u32
+}
 
 #[cfg(target_arch = "nvptx64")]
 mod ops {
@@ -90,7 +91,8 @@ mod ops {
 }
 
 /// `c = a · b` for row-major `bf16` matrices, into `bf16`, as [`matmul_bf16`](crate::matmul_bf16)
-/// computes it, written raw: `STAGES` stages of padded block-shared arrays filled by `cp.async`
+/// computes it, written raw: `STAGES` stages of swizzled block-shared arrays (`A`'s rows of `BK`
+/// elements swizzled by their bytes, `B`'s in panels of 64 columns swizzled by 128) filled by `cp.async`
 /// `STAGES - 1` steps ahead, `ldmatrix` and `mma.sync` by `THREADS / 32` warps (2 × `WN`) of
 /// `64 × COLS / WN`, steps of `BK` along `k`, one barrier a step; chunks in groups of 8 rows.
 /// Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and `BK` (`k`): others leave
@@ -99,8 +101,8 @@ mod ops {
 /// # Safety
 ///
 /// In a kernel launched with blocks of `THREADS` threads (`64 · WN`) and `STAGES ·
-/// stage_k(COLS, BK)` elements of dynamic shared memory; `a`, `b` and `c` row-major and
-/// 16-aligned; `FN = COLS / WN / 8`, even.
+/// stage_bytes(COLS, BK)` bytes of dynamic shared memory; `a`, `b` and `c` row-major and
+/// 16-aligned; `FN = COLS / WN / 8`, even; `BK` 32 or 64, `COLS` a multiple of 64.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn raw_product<
@@ -118,7 +120,9 @@ unsafe fn raw_product<
     use dlmd::kernel::mma::raw::{
         cp_async_16, cp_async_commit, cp_async_wait, cp_async_wait_at_most, ldmatrix_x4, mma_m16n8k16, shared_address,
     };
-    let (a_pitch, b_pitch) = (BK + 8, COLS + 8);
+    // `A`'s lines are `BK` elements, one swizzled line of as many bytes; `B`'s `COLS`, panels
+    // of 64 (128 bytes).
+    let (a_swizzle, b_swizzle, b_base) = (BK * 2, 128, (128 * BK * 2) as u32);
     let (rows, depth, cols) = (a.extent(0), a.extent(1), b.extent(1));
     if b.extent(0) != depth || c.extent(0) != rows || c.extent(1) != cols {
         return;
@@ -162,17 +166,19 @@ unsafe fn raw_product<
         let (a_rows_turn, b_rows_turn) = (THREADS / a_per_row, THREADS / b_per_row);
         let a_src = pa.wrapping_add((i0 + t / a_per_row) * depth + t % a_per_row * 8);
         let b_src = pb.wrapping_add(t / b_per_row * cols + j0 + t % b_per_row * 8);
-        let a_dst = ((t / a_per_row * a_pitch + t % a_per_row * 8) * 2) as u32;
-        let b_dst = ((128 * a_pitch + t / b_per_row * b_pitch + t % b_per_row * 8) * 2) as u32;
+        // A thread's lines move by whole periods of the swizzle (8 lines), so its pieces keep
+        // their place in the line: one offset, and a line's bytes a turn.
+        let a_dst = swizzled(128, a_swizzle, t / a_per_row, t % a_per_row);
+        let b_dst = b_base + swizzled(BK, b_swizzle, t / b_per_row, t % b_per_row);
         // Starts the copies of step `step` into its stage, if there is such a step, and
         // commits a group either way (an empty one past the end), so that the groups count
         // steps.
         let load = |step: usize| {
             if step < steps {
-                let stage = smem + (step % STAGES * stage_k(COLS, BK) * 2) as u32;
+                let stage = smem + (step % STAGES * stage_bytes(COLS, BK)) as u32;
                 let (a_src, b_src) = (a_src.wrapping_add(step * BK), b_src.wrapping_add(step * BK * cols));
                 dlmd::unroll!(128 / (THREADS / (BK / 8)), |i| {
-                    let to = stage + a_dst + (i * a_rows_turn * a_pitch * 2) as u32;
+                    let to = stage + a_dst + (i * a_rows_turn * a_swizzle) as u32;
                     // SAFETY: 16 bytes of the chunk's rows of `a` from this step's `k`, inside
                     // it (whole tiles), 16-aligned (caller; rows multiples of 8 elements), to
                     // the stage, which no thread reads until the copies are waited for and a
@@ -181,7 +187,7 @@ unsafe fn raw_product<
                     unsafe { cp_async_16(to, a_src.wrapping_add(i * a_rows_turn * depth).cast(), 16) };
                 });
                 dlmd::unroll!(BK / (THREADS / (COLS / 8)), |i| {
-                    let to = stage + b_dst + (i * b_rows_turn * b_pitch * 2) as u32;
+                    let to = stage + b_dst + (i * b_rows_turn * b_swizzle) as u32;
                     // SAFETY: as above, for `b`.
                     unsafe { cp_async_16(to, b_src.wrapping_add(i * b_rows_turn * cols).cast(), 16) };
                 });
@@ -199,24 +205,23 @@ unsafe fn raw_product<
             unsafe { cp_async_wait_at_most(STAGES.min(4) as u32 - 2) };
             // SAFETY: reached by every thread of the block (uniform loop).
             unsafe { core::arch::nvptx::_syncthreads() };
-            let sa = smem + (step % STAGES * stage_k(COLS, BK) * 2) as u32;
-            let sb = sa + (128 * a_pitch * 2) as u32;
+            let sa = smem + (step % STAGES * stage_bytes(COLS, BK)) as u32;
+            let sb = sa + b_base;
             // Step `ks`'s fragments (16 along `k`) of this stage.
             let fragments = |ks: usize| {
                 let fa: [[u32; 4]; 4] = core::array::from_fn(|fm| {
                     let row = wm * 64 + fm * 16 + lane % 16;
-                    let col = ks * 16 + lane / 16 * 8;
-                    let row = sa + ((row * a_pitch + col) * 2) as u32;
-                    // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (rows a
-                    // multiple of 16 bytes apart, `col` a multiple of 8).
+                    let row = sa + swizzled(128, a_swizzle, row, ks * 2 + lane / 16);
+                    // SAFETY: every lane; 16 bytes of the landed stage, 16-aligned (a whole
+                    // piece of the swizzled tile).
                     unsafe { ldmatrix_x4::<false>(row) }
                 });
                 let mut fb = [[0u32; 2]; FN];
                 dlmd::unroll!(FN / 2, |pair| {
                     let row = ks * 16 + q % 2 * 8 + r;
                     let col = wn * (COLS / WN) + pair * 16 + q / 2 * 8;
-                    let row = sb + ((row * b_pitch + col) * 2) as u32;
-                    // SAFETY: as above, rows a multiple of 16 bytes apart.
+                    let row = sb + swizzled(BK, b_swizzle, row, col / 8);
+                    // SAFETY: as above.
                     let [b0, b1, b2, b3] = unsafe { ldmatrix_x4::<true>(row) };
                     fb[2 * pair] = [b0, b1];
                     fb[2 * pair + 1] = [b2, b3];
@@ -263,7 +268,8 @@ unsafe fn raw_product<
 }
 
 /// The raw twin of [`matmul_bf16_two_stages`](crate::matmul_bf16_two_stages): [`raw_product`]
-/// with its tiles (`128 × 128` chunks, 8 warps of `64 × 32`, steps of 32, two stages). Launch
+/// with its tiles (`128 × 128` chunks, 8 warps of `64 × 32`, steps of 32, two stages; `A`
+/// swizzled by 64 bytes). Launch
 /// with blocks of 256 threads and [`GEMM_RAW_SHARED`] bytes of
 /// dynamic shared memory; `a`, `b`, `c` row-major.
 #[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
@@ -279,47 +285,6 @@ pub fn gemm_bf16_raw(
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_SHARED as usize {
             raw_product::<256, 4, 128, 4, 32, 2>(&a, &b, &c)
-        }
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (a, b, c);
-}
-
-/// [`gemm_bf16_raw`] with four stages. Launch with [`GEMM_RAW_S4_SHARED`] bytes.
-#[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
-pub fn gemm_bf16_raw_s4(
-    thread: Thread,
-    a: DeviceMdspan<'_, bf16, Dims<2>>,
-    b: DeviceMdspan<'_, bf16, Dims<2>>,
-    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
-) {
-    let _ = thread;
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as in `gemm_bf16_raw`.
-    unsafe {
-        if ops::dynamic_bytes() >= GEMM_RAW_S4_SHARED as usize {
-            raw_product::<256, 4, 128, 4, 32, 4>(&a, &b, &c)
-        }
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (a, b, c);
-}
-
-/// [`gemm_bf16_raw`] with `128 × 256` chunks (warps of `64 × 64`) and three stages. Launch with
-/// [`GEMM_RAW_WIDE_SHARED`] bytes; `n` a multiple of 256.
-#[dlmd::kernel(block_threads = 256)]
-pub fn gemm_bf16_raw_wide(
-    thread: Thread,
-    a: DeviceMdspan<'_, bf16, Dims<2>>,
-    b: DeviceMdspan<'_, bf16, Dims<2>>,
-    c: DeviceMdspanMut<'_, bf16, Dims<2>>,
-) {
-    let _ = thread;
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as in `gemm_bf16_raw`.
-    unsafe {
-        if ops::dynamic_bytes() >= GEMM_RAW_WIDE_SHARED as usize {
-            raw_product::<256, 4, 256, 8, 32, 3>(&a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]
