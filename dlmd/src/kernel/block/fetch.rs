@@ -341,7 +341,9 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             let dst = unsafe { raw::shared_address(dst) };
             // SAFETY: `dst` is this piece of the tile: 16 bytes of the block's shared memory,
             // 16-aligned (the tile starts 128-aligned, lines 16 bytes apart and pieces 16 bytes
-            // along them), given to this thread alone by the partition of pieces (piece `p` to
+            // along them; a swizzled tile moves whole pieces within their line, one piece to
+            // one place: `TileLayout::offset_of`), given to this thread alone by the partition
+            // of pieces (piece `p` to
             // thread `p % THREADS`), and no thread reads or writes the tile until its copies
             // have landed (`Fetching` holds it). `from` is the piece's first element in `src`,
             // 16-aligned (the view's start and its mapping's offset are, in bytes, and from
