@@ -15,7 +15,8 @@
 //! ([`RightSwizzled`](crate::kernel::block::RightSwizzled),
 //! [`LeftSwizzled`](crate::kernel::block::LeftSwizzled)), filled by `cp.async` and read by
 //! `ldmatrix`. The block's own code places their elements, so there the pattern is counted
-//! from the tile's first byte (128-aligned, as every tile of a block is).
+//! from each column panel's first byte within the tile (128-aligned, as every tile of a block
+//! is).
 
 mod sealed {
     pub trait Sealed {}

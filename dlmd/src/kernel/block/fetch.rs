@@ -46,9 +46,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// start a multiple of 16 bytes apart (otherwise the kernel does not compile). Where `src`
     /// is contiguous along the tile's fastest dimension, starts 16-aligned, its other stride
     /// keeps 16-byte alignment and `origin` is a multiple of 16 bytes along that dimension,
-    /// each thread copies 16-byte pieces with `cp.async` (piece `p` of the tile's memory
-    /// order by thread `p % THREADS`); elsewhere the same threads load and store the pieces'
-    /// elements one by one, and the tile is just as written once it has landed.
+    /// each thread copies 16-byte pieces with `cp.async` (piece `p` in index order, lines
+    /// after lines, by thread `p % THREADS`: the tile's memory order where its layout is
+    /// strided); elsewhere the same threads load and store the pieces' elements one by one,
+    /// and the tile is just as written once it has landed.
     #[inline(always)]
     pub fn fetch<T, E, L, E2, L2, Sp>(
         &mut self,
@@ -251,6 +252,10 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     }
     let piece = |turn: usize| {
         let p = thread + turn * THREADS;
+        // Past the tile's pieces, nothing: no offset is worked out for an index outside it.
+        if p >= total {
+            return None;
+        }
         let (line, piece) = (p / pieces, p % pieces);
         let mut local = [0usize; 2];
         local[slow] = line;
@@ -270,7 +275,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         } else {
             0
         };
-        (p < total).then_some((dst, index, inside))
+        Some((dst, index, inside))
     };
     // The tile's extents, and whether the whole tile is inside `src` from `origin`: then
     // every piece is whole, and its source is the origin's element plus its offset in the

@@ -61,7 +61,8 @@ const fn operand_depth<T, E: Extents, L: TileLayout>(side: usize, k: usize, k_fi
 /// Run by every lane of the warp together (uniform code), and the moved index is the first of
 /// 8 neighbours along the tile's fastest dimension, all inside its extents, starting at a
 /// multiple of 8 along it, in a tile whose lines start a multiple of 16 bytes apart
-/// ([`operand_depth`]): 16 bytes, 16-aligned.
+/// ([`operand_depth`]): 16 bytes, 16-aligned (in a swizzled tile, one whole 16-byte piece,
+/// which the swizzle moves whole: [`TileLayout::offset_of`]).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn ldmatrix<T: DlElement, E: Extents<Index = [usize; 2]>, L: TileLayout>(

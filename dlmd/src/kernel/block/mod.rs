@@ -297,7 +297,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     }
 
     /// Writes every element of `tile`: `f(index)` by exactly one thread of the block (element
-    /// `k` in memory order by thread `k % THREADS`), and returns the tile [`Written`], which no
+    /// `k` in the order of the layout's lines by thread `k % THREADS`: memory order where the
+    /// layout is strided), and returns the tile [`Written`], which no
     /// thread reads before the next [`sync`](Self::sync).
     #[inline(always)]
     pub fn write<T, E, L>(

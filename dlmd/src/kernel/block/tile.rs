@@ -363,10 +363,10 @@ impl<T: DlElement, E: Extents, L: TileLayout> TileOf<T, E, L> {
     /// 48 KiB on every device, and up to [`MAX_SHARED_BYTES`](crate::kernel::MAX_SHARED_BYTES) where the device allows it (opted in to by the launcher).
     const SPAN: usize = {
         if L::SWIZZLE > 0 {
+            assert!(E::RANK == 2, "a swizzled tile is rank 2");
             let (Some(first), Some(last)) = E::STATIC_ENDS else {
                 panic!("a tile's extents must all be static (`Const<N>`)")
             };
-            assert!(E::RANK == 2, "a swizzled tile is rank 2");
             let fast = if L::FIRST_FASTEST { first } else { last };
             assert!(
                 size_of::<T>() > 0 && 16 % size_of::<T>() == 0,

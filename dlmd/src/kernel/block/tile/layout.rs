@@ -83,10 +83,12 @@ pub struct LeftPadded<const PAD: usize>;
 /// Row-major and swizzled by `S` ([`Swizzle32`](crate::kernel::swizzle::Swizzle32),
 /// [`Swizzle64`](crate::kernel::swizzle::Swizzle64),
 /// [`Swizzle128`](crate::kernel::swizzle::Swizzle128)): a rank-2 tile whose rows are whole
-/// swizzled rows (`S::BYTES` bytes, or a multiple), and whose rows are a multiple of 8. It is
+/// swizzled rows (`S::BYTES` bytes, or a multiple), of elements whose size divides 16. It is
 /// its column panels one after another, each `S::BYTES` wide and every row of the tile
 /// high, in which row `r`'s 16-byte piece `p` is stored at piece `p ^ (r % 8)` (for 128 bytes;
-/// [`Swizzle::offset`]). The pattern is counted from the tile's first byte.
+/// [`Swizzle::offset`]). The pattern is counted from each panel's first byte (with rows a
+/// multiple of 8, as operand tiles have, that is the tile's first byte and the pattern's
+/// period).
 ///
 /// A warp reading 8 rows' pieces of one column (`ldmatrix`) meets every bank once, as with
 /// [`RightPadded`], and no byte is padding: every 32-byte sector of a row of global memory

@@ -219,3 +219,42 @@ fn tiles_of_a_set_share_no_bytes() {
         }
     }
 }
+
+/// `offset_of_moved` is the moved index's `offset_of` for every move that stays inside the
+/// tile, along the lines (whole periods take the shortcut, others not) and across them.
+fn check_moved<T: DlElement, E: Extents<Index = [usize; 2]>, L: TileLayout>() {
+    let [first, last] = super::static_shape::<E>();
+    let mut memory = Box::new(Align128([0u8; 16384]));
+    assert!(TileOf::<T, E, L>::TILE_BYTES <= 16384);
+    // SAFETY: as in `element_ranges`: a 128-aligned stand-in for the block's shared memory, as
+    // long as the tile; no element is read or written, only the storage's mapping is taken.
+    let tile = unsafe { TileOf::<T, E, L>::at(memory.0.as_mut_ptr()) };
+    let mapping = *tile.view.mapping();
+    for i in 0..first {
+        for j in 0..last {
+            for slow in 0..2 {
+                let extent = if slow == 0 { first } else { last };
+                let at = if slow == 0 { i } else { j };
+                for lines in 0..extent - at {
+                    let mut moved = [i, j];
+                    moved[slow] += lines;
+                    assert_eq!(
+                        L::offset_of_moved::<T, E>(&mapping, &[i, j], slow, lines),
+                        L::offset_of::<T, E>(&mapping, &moved),
+                        "[{i}, {j}] moved {lines} along {slow}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_move_by_whole_lines_lands_where_the_moved_index_does() {
+    check_moved::<u16, (Const<24>, Const<128>), RightSwizzled<Swizzle128>>();
+    check_moved::<u16, (Const<64>, Const<19>), LeftSwizzled<Swizzle128>>();
+    check_moved::<f32, (Const<17>, Const<32>), RightSwizzled<Swizzle64>>();
+    check_moved::<u8, (Const<16>, Const<64>), RightSwizzled<Swizzle32>>();
+    check_moved::<f32, (Const<9>, Const<7>), RightPadded<1>>();
+    check_moved::<u16, (Const<8>, Const<5>), LeftPadded<8>>();
+}
