@@ -178,7 +178,10 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
             })
             .collect()
     };
-    let (a, b) = (stream.clone_htod(&random(size * size))?, stream.clone_htod(&random(size * size))?);
+    let (a, b) = (
+        stream.clone_htod(&random(size * size))?,
+        stream.clone_htod(&random(size * size))?,
+    );
     let mut c = stream.alloc_zeros::<bf16>(size * size)?;
     let list: [(&str, Option<Side>, bool); 7] = [
         ("cuBLAS a·b", None, false),
