@@ -49,8 +49,8 @@ source = pathlib.Path("examples/tensor-kernels/src/lib.rs").read_text()
 def tensor_kernel(text):
     at = text.index("#[dlmd::kernel(min_blocks_per_sm = 2)]\npub fn matmul_bf16_two_stages(")
     return text[at:text.index("\n}\n", at) + 3]
-steps = ["pub type Bf16Atom = M16N8K16<bf16>;\n", "pub type TwoSteps = ((StepA, StepB), (StepA, StepB));\n", "pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightPadded<8>>;\n",
-         "pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightPadded<8>>;\n"]
+steps = ["pub type Bf16Atom = M16N8K16<bf16>;\n", "pub type TwoSteps = ((StepA, StepB), (StepA, StepB));\n", "pub type StepA = TileOf<bf16, (Const<128>, Const<32>), RightSwizzled<Swizzle64>>;\n",
+         "pub type StepB = TileOf<bf16, (Const<32>, Const<128>), RightSwizzled<Swizzle128>>;\n"]
 if tensor_kernel(shown) != tensor_kernel(source) or not all(t in shown and t in source for t in steps):
     sys.exit("first-kernel: README.md's tensor-core kernel differs from examples/tensor-kernels' matmul_bf16_two_stages")
 print("first-kernel: README.md's tensor-core kernel is examples/tensor-kernels' matmul_bf16_two_stages")
