@@ -321,8 +321,8 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             // every thread's reach while `Fetching` holds the tile); `from` is the piece's first
             // element in `src`, as many slow strides from the origin's as the piece's line and
             // as many elements as its place along it (every view is strided, and the piece's
-            // index from `origin` is inside the view, as
-            // the whole tile is: an in-bounds offset), 16-aligned (`asynchronous`), and its 16
+            // index from `origin` is inside the view, as the whole tile is: an in-bounds
+            // offset), 16-aligned (`asynchronous`), and its 16
             // bytes are `per_piece` neighbours along the contiguous fastest dimension inside
             // the view's extents: readable global memory nothing writes while the kernel runs.
             // `fetch` assembles on sm_80 only.
@@ -348,9 +348,9 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             // 16-aligned (the tile starts 128-aligned, lines 16 bytes apart and pieces 16 bytes
             // along them; a swizzled tile moves whole pieces within their line, one piece to
             // one place: `TileLayout::offset_of`), given to this thread alone by the partition
-            // of pieces (piece `p` to
-            // thread `p % THREADS`), and no thread reads or writes the tile until its copies
-            // have landed (`Fetching` holds it). `from` is the piece's first element in `src`,
+            // of pieces (piece `p` to thread `p % THREADS`), and no thread reads or writes the
+            // tile until its copies have landed (`Fetching` holds it). `from` is the piece's
+            // first element in `src`,
             // 16-aligned (the view's start and its mapping's offset are, in bytes, and from
             // there the element is a multiple of 16 bytes along the contiguous fastest
             // dimension and whole slow strides of 16-byte multiples away), and its first
