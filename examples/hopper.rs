@@ -127,16 +127,11 @@ fn operand(len: usize, mul: usize, modulo: usize) -> Vec<bf16> {
         .collect()
 }
 
-/// Random values in `[-1, 1)` from `seed` (xorshift).
+/// Random values in `[-1, 1)` from `seed` ([`dlmd_examples::uniform`]), as `bf16`.
 fn random(len: usize, seed: u64) -> Vec<bf16> {
-    let mut s = seed | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            bf16::from_f32((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-        })
+    dlmd_examples::uniform(len, seed)
+        .into_iter()
+        .map(bf16::from_f32)
         .collect()
 }
 

@@ -7,6 +7,21 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// `len` pseudo-random values in `[-1, 1)` from `seed` (xorshift64, 24 bits a step): the
+/// benchmarks' operands, varied as real data is (the tensor cores' clocks follow their
+/// operands' bits, so a short repeating pattern runs faster than real data).
+pub fn uniform(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// The timings of an alternated benchmark, one list a side, and their medians once the first
 /// `warm_up` rounds are left out.
 pub struct Sides {

@@ -164,23 +164,16 @@ fn check(
 fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usize) -> Result<(), Box<dyn Error>> {
     let shape = (size, size, size);
     // Pseudo-random operands in [-1, 1), as torch.randn's and the Hopper benchmark's: the
-    // tensor cores draw more power on varied bits, and the clocks follow, so a product of a
-    // short repeating pattern runs faster than the same product of real data.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ size as u64;
-    let mut random = |len: usize| -> Vec<bf16> {
-        (0..len)
-            .map(|_| {
-                // xorshift64: 24 bits of each step, scaled to [-1, 1).
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                bf16::from_f32((state >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-            })
+    // tensor cores' clocks follow their operands' bits.
+    let random = |seed: u64| -> Vec<bf16> {
+        dlmd_examples::uniform(size * size, seed ^ size as u64)
+            .into_iter()
+            .map(bf16::from_f32)
             .collect()
     };
     let (a, b) = (
-        stream.clone_htod(&random(size * size))?,
-        stream.clone_htod(&random(size * size))?,
+        stream.clone_htod(&random(0x9e37_79b9))?,
+        stream.clone_htod(&random(0x7f4a_7c15))?,
     );
     let mut c = stream.alloc_zeros::<bf16>(size * size)?;
     let list: [(&str, Option<Side>, bool); 7] = [

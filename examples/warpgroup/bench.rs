@@ -1,7 +1,7 @@
 //! The timed side of the example: the safe kernels, their raw twins and cuBLAS, in alternated
 //! rounds.
 
-use super::{Kind, Operands, PERSISTENT, ROUNDS, WARM_UP, grid, map, random, raw, safe, upload};
+use super::{Kind, Operands, PERSISTENT, ROUNDS, WARM_UP, grid, map, raw, safe, upload};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaStream;
 use dlmd::cuda::{self, Kernels};
@@ -47,14 +47,17 @@ pub(super) fn bench(
     size: usize,
 ) -> Result<(), Box<dyn Error>> {
     let shape = (size, size, size);
-    let (x, w) = (random(size * size, 0x1234_5678), random(size * size, 0x8765_4321));
+    let (x, w) = (
+        dlmd_examples::uniform(size * size, 0x1234_5678),
+        dlmd_examples::uniform(size * size, 0x8765_4321),
+    );
     let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
     let (xh, wh) = (upload(stream, &x, f16::from_f32)?, upload(stream, &w, f16::from_f32)?);
     let (x8, w8) = (
         upload(stream, &x, F8E4M3FN::from_f32)?,
         upload(stream, &w, F8E4M3FN::from_f32)?,
     );
-    let bias = upload(stream, &random(size, 0x55), bf16::from_f32)?;
+    let bias = upload(stream, &dlmd_examples::uniform(size, 0x55), bf16::from_f32)?;
     let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
     let mut yh = stream.alloc_zeros::<f16>(size * size)?;
     let maps = tensor_maps(stream, shape, false, &xb, &wb)?;
@@ -204,8 +207,8 @@ pub(super) fn fixed_cost(
 ) -> Result<(), Box<dyn Error>> {
     let depths = [size / 2, size, 2 * size];
     let (x, w) = (
-        random(size * 2 * size, 0x2545_f491),
-        random(size * 2 * size, 0x9e37_79b9),
+        dlmd_examples::uniform(size * 2 * size, 0x2545_f491),
+        dlmd_examples::uniform(size * 2 * size, 0x9e37_79b9),
     );
     let (xb, wb) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
     let (x8, w8) = (

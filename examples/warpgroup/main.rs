@@ -343,19 +343,6 @@ fn upload<T: DeviceRepr + ValidAsZeroBits>(
     Ok(stream.clone_htod(&values.iter().map(|&v| f(v)).collect::<Vec<_>>())?)
 }
 
-/// Random values in `[-1, 1)` from `seed` (xorshift).
-fn random(len: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
 /// The safe `bf16` kernels (`x · wᵀ` and `x · b`) and their raw twins against cuBLAS at
 /// `size`³: on small integers element for element, on random values by
 /// `‖y − y_cuBLAS‖ / ‖y_cuBLAS‖`.
@@ -370,7 +357,10 @@ fn check_cublas(
         let (x, w) = if integers {
             (ints(size * size, 7, 9), ints(size * size, 5, 7))
         } else {
-            (random(size * size, 0x9e37_79b9), random(size * size, 0x7f4a_7c15))
+            (
+                dlmd_examples::uniform(size * size, 0x9e37_79b9),
+                dlmd_examples::uniform(size * size, 0x7f4a_7c15),
+            )
         };
         let (dx, dw) = (upload(stream, &x, bf16::from_f32)?, upload(stream, &w, bf16::from_f32)?);
         let db = upload(stream, &transpose(&w, size, size), bf16::from_f32)?;
