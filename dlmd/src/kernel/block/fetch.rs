@@ -245,12 +245,17 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     // (`TileLayout::offset_of_moved`), where the offsets of a swizzled tile's pieces, each
     // worked out, would each take a register for the whole kernel.
     let whole_lines = THREADS.is_multiple_of(pieces);
-    let mut first = [0usize; 2];
-    if whole_lines {
-        first[slow] = thread / pieces;
-        first[fast] = thread % pieces * per_piece;
-    }
-    let piece = |turn: usize| {
+    let first = |thread: usize| {
+        let mut first = [0usize; 2];
+        if whole_lines {
+            first[slow] = thread / pieces;
+            first[fast] = thread % pieces * per_piece;
+        }
+        first
+    };
+    // `thread` is read where the piece is wanted ([`thread_index_here`]): in the rare paths
+    // below, so that what is worked out from it stays there.
+    let piece = |thread: usize, turn: usize| {
         let p = thread + turn * THREADS;
         // Past the tile's pieces, nothing: no offset is worked out for an index outside it.
         if p >= total {
@@ -264,7 +269,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
         // dimension holds whole pieces and lines start 16 bytes apart: `pieces_of`). With
         // whole lines of threads, `local` is `first` moved `turn · THREADS / pieces` lines.
         let offset = if whole_lines {
-            L::offset_of_moved::<T, E>(mapping, &first, slow, turn * (THREADS / pieces))
+            L::offset_of_moved::<T, E>(mapping, &first(thread), slow, turn * (THREADS / pieces))
         } else {
             L::offset_of::<T, E>(mapping, &local)
         };
@@ -288,6 +293,7 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
     // the block's), not one a piece.
     // (`THREADS.is_multiple_of(0)` is false: a tile with no pieces never divides by them.)
     if asynchronous && whole && THREADS.is_multiple_of(pieces) {
+        let first = first(thread);
         // Piece `p` is line `p / pieces`, piece `p % pieces` of it. The block's threads are
         // whole lines of pieces, so a thread's pieces share a column and lie `THREADS / pieces`
         // lines apart: its source moves by that many slow strides a turn. The products wrap:
@@ -330,8 +336,11 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             from = from.wrapping_offset(lines_a_turn.wrapping_mul(stride_slow));
         }
     } else if asynchronous {
+        let thread = super::shared::thread_index_here::<THREADS>();
         for turn in 0..turns {
-            let Some((dst, index, inside)) = piece(turn) else { break };
+            let Some((dst, index, inside)) = piece(thread, turn) else {
+                break;
+            };
             let (from, bytes) = if inside > 0 {
                 (
                     src.data_handle()
@@ -361,8 +370,11 @@ fn fetch_pieces<const THREADS: usize, T, E, L, E2, L2, Sp>(
             unsafe { raw::cp_async_16(dst, from, bytes as u32) };
         }
     } else {
+        let thread = super::shared::thread_index_here::<THREADS>();
         for turn in 0..turns {
-            let Some((dst, index, inside)) = piece(turn) else { break };
+            let Some((dst, index, inside)) = piece(thread, turn) else {
+                break;
+            };
             for q in 0..per_piece {
                 let mut at = index;
                 at[fast] = at[fast].wrapping_add(q);

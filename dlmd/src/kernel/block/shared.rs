@@ -40,6 +40,20 @@ pub(super) fn thread_index<const THREADS: usize>() -> usize {
     index
 }
 
+/// [`thread_index`], read where it is called: the compiler cannot move the read, so nothing
+/// computed from it in a branch that a loop rarely takes is hoisted out of the loop, where it
+/// would hold registers for the whole loop (the element-by-element paths of `fetch`).
+#[inline(always)]
+pub(super) fn thread_index_here<const THREADS: usize>() -> usize {
+    let index: u32;
+    // SAFETY: reads a special register; no memory is read or written. Not `pure`, so that the
+    // compiler keeps it in its branch.
+    unsafe { core::arch::asm!("mov.u32 {}, %tid.x;", out(reg32) index, options(nomem, nostack)) };
+    // SAFETY: as in `thread_index`.
+    unsafe { core::hint::assert_unchecked((index as usize) < THREADS) };
+    index as usize
+}
+
 /// The block's index in the launch (`x` fastest) and the number of blocks.
 #[inline(always)]
 pub(super) fn block_index() -> (usize, usize) {
