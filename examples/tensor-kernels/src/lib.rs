@@ -105,21 +105,21 @@ fn product<T, LB, L2, O>(
         let mut acc = block.accumulators::<M16N8K16<T>, 2, 2, 4, 8>();
         // Step `k0`'s tiles into a writable stage.
         macro_rules! fetch {
-            ($stage:expr, $k0:expr) => {{
+            ($block:expr, $stage:expr, $k0:expr) => {{
                 let (ta, tb) = $stage;
-                (block.fetch(ta, &a, [i0, $k0]), block.fetch(tb, &b, [$k0, j0]))
+                ($block.fetch(ta, &a, [i0, $k0]), $block.fetch(tb, &b, [$k0, j0]))
             }};
         }
         // The first two steps in flight, then the first step (its barrier makes the third
         // stage writable, as it was), then the loop's shape: the stage multiplied last
         // (`prev`, readable) and the next two in flight.
-        let mut n1 = fetch!(s0, 0);
-        let mut n2 = fetch!(s1, bk);
+        // A step's fetch goes out while its first fragments load (`mma_with`).
+        let mut n1 = fetch!(block, s0, 0);
+        let mut n2 = fetch!(block, s1, bk);
         let landed = block.landed(n1);
         let (r, free) = block.sync((landed, s2));
         n1 = n2;
-        n2 = fetch!(free, 2 * bk);
-        acc = block.mma(acc, &r.0, &r.1);
+        (acc, n2) = block.mma_with(acc, &r.0, &r.1, |block| fetch!(block, free, 2 * bk));
         let mut prev = r;
         let mut k0 = bk;
         while k0 < depth {
@@ -127,8 +127,7 @@ fn product<T, LB, L2, O>(
             let landed = block.landed(n1);
             let (r, free) = block.sync((landed, prev));
             n1 = n2;
-            n2 = fetch!(free, k0 + 2 * bk);
-            acc = block.mma(acc, &r.0, &r.1);
+            (acc, n2) = block.mma_with(acc, &r.0, &r.1, |block| fetch!(block, free, k0 + 2 * bk));
             prev = r;
             k0 += bk;
         }

@@ -263,18 +263,81 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         EB: Extents<Index = [usize; 2]>,
         LB: TileLayout,
     {
-        let steps = const {
-            let (da, db) = (
-                operand_depth::<A::Input, EA, LA>(Mma::<A, WM, WN, FM, FN>::ROWS, A::K, false),
-                operand_depth::<A::Input, EB, LB>(Mma::<A, WM, WN, FM, FN>::COLS, A::K, true),
-            );
-            assert!(da == db, "the tiles of `A` and `B` have the same depth `K`");
-            da / A::K
-        };
+        let steps = const { Self::steps::<A, EA, LA, EB, LB, WM, WN, FM, FN>() };
+        let first = (self.load_a(a, 0), self.load_b(b, 0));
+        self.mma_from(acc, a, b, first, steps)
+    }
+
+    /// [`mma`](Self::mma) that runs `between` on the block once the first step's fragments
+    /// are loading, before any product: the work of the next steps (fetching their tiles
+    /// into other stages) goes out while the loads are in flight, as a hand-written main
+    /// loop places it. Returns the accumulators and what `between` returned. `between` is
+    /// run by every thread, as any block operation; the tiles `a` and `b` stay borrowed
+    /// readable through it, so that it can neither write them nor hand them to a barrier.
+    #[inline(always)]
+    pub fn mma_with<A, EA, LA, EB, LB, R, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
+        &mut self,
+        acc: Accumulators<A, WM, WN, FM, FN>,
+        a: &Tile<'_, A::Input, EA, LA, Readable>,
+        b: &Tile<'_, A::Input, EB, LB, Readable>,
+        between: impl FnOnce(&mut Self) -> R,
+    ) -> (Accumulators<A, WM, WN, FM, FN>, R)
+    where
+        A: Atom,
+        EA: Extents<Index = [usize; 2]>,
+        LA: TileLayout,
+        EB: Extents<Index = [usize; 2]>,
+        LB: TileLayout,
+    {
+        let steps = const { Self::steps::<A, EA, LA, EB, LB, WM, WN, FM, FN>() };
+        let first = (self.load_a(a, 0), self.load_b(b, 0));
+        let between = between(self);
+        (self.mma_from(acc, a, b, first, steps), between)
+    }
+
+    /// The steps of 16 along `k` of the operand tiles, checked where a kernel that multiplies
+    /// them is compiled (in the public functions, so that an error names the user's call).
+    const fn steps<A, EA, LA, EB, LB, const WM: usize, const WN: usize, const FM: usize, const FN: usize>() -> usize
+    where
+        A: Atom,
+        EA: Extents<Index = [usize; 2]>,
+        LA: TileLayout,
+        EB: Extents<Index = [usize; 2]>,
+        LB: TileLayout,
+    {
+        let (da, db) = (
+            operand_depth::<A::Input, EA, LA>(Mma::<A, WM, WN, FM, FN>::ROWS, A::K, false),
+            operand_depth::<A::Input, EB, LB>(Mma::<A, WM, WN, FM, FN>::COLS, A::K, true),
+        );
+        assert!(da == db, "the tiles of `A` and `B` have the same depth `K`");
+        da / A::K
+    }
+
+    /// The `steps` steps of [`mma`](Self::mma), the first step's fragments loaded (`first`).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn mma_from<A, EA, LA, EB, LB, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
+        &self,
+        acc: Accumulators<A, WM, WN, FM, FN>,
+        a: &Tile<'_, A::Input, EA, LA, Readable>,
+        b: &Tile<'_, A::Input, EB, LB, Readable>,
+        first: (
+            Option<FragmentsA<A, WM, WN, FM, FN>>,
+            Option<FragmentsB<A, WM, WN, FM, FN>>,
+        ),
+        steps: usize,
+    ) -> Accumulators<A, WM, WN, FM, FN>
+    where
+        A: Atom,
+        EA: Extents<Index = [usize; 2]>,
+        LA: TileLayout,
+        EB: Extents<Index = [usize; 2]>,
+        LB: TileLayout,
+    {
         // Each step's fragments load while the step before is multiplied: the products of
         // one step wait only for its own loads, issued a step ahead.
         let mut acc = acc;
-        let mut now = (self.load_a(a, 0), self.load_b(b, 0));
+        let mut now = first;
         macro_rules! step {
             ($step:expr) => {{
                 let next = (self.load_a(a, $step + 1), self.load_b(b, $step + 1));

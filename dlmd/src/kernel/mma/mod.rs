@@ -28,6 +28,9 @@
 //! A block loads fragments from *readable* tiles only ([`Block::load_a`](crate::kernel::Block::load_a), [`Block::mma`](crate::kernel::Block::mma)), and
 //! writes its accumulators to a chunk it owns, each element by the one thread that holds it
 //! ([`Block::store_accumulators`](crate::kernel::Block::store_accumulators)).
+//! [`Block::mma_with`](crate::kernel::Block::mma_with) is `mma` that runs the block's next
+//! work (the fetch of a later step into another stage) while the first fragments load, where a
+//! hand-written main loop puts it; the operand tiles stay borrowed readable meanwhile.
 //!
 //! # Why safe code cannot race on the tensor cores
 //!
@@ -53,7 +56,7 @@
 //! 4. **Each element of a chunk has one writer.** The tiling deals the `ROWS × COLS` chunk
 //!    over its warps, fragments and lanes one to one ([`Mma::element`], tested over every
 //!    tiling of the crate's tests), the chunk is the block's alone
-//!    ([`Block::chunks`](crate::kernel::Block::chunks)(crate::kernel::Block::chunks)), and its box must be the tiling's.
+//!    ([`Block::chunks`](crate::kernel::Block::chunks)), and its box must be the tiling's.
 //!
 //! What cannot be checked this way (shared memory laid out by hand, another warp's registers)
 //! is in [`raw`], whose functions are `unsafe` under the PTX ISA's own rules.
