@@ -112,8 +112,8 @@ fn product<T, LB, L2, O>(
         }
         // The first two steps in flight, then the first step (its barrier makes the third
         // stage writable, as it was), then the loop's shape: the stage multiplied last
-        // (`prev`, readable) and the next two in flight.
-        // A step's fetch goes out while its first fragments load (`mma_with`).
+        // (`prev`, readable) and the next two in flight. A step's fetch goes out while the
+        // first fragments of the step multiplied load (`mma_with`).
         let mut n1 = fetch!(block, s0, 0);
         let mut n2 = fetch!(block, s1, bk);
         let landed = block.landed(n1);
@@ -122,7 +122,8 @@ fn product<T, LB, L2, O>(
         (acc, n2) = block.mma_with(acc, &r.0, &r.1, |block| fetch!(block, free, 2 * bk));
         let mut prev = r;
         let mut k0 = bk;
-        while k0 < depth {
+        // While there is a step two ahead to fetch.
+        while k0 + 2 * bk < depth {
             // One barrier: this step's tiles readable, the last step's writable again.
             let landed = block.landed(n1);
             let (r, free) = block.sync((landed, prev));
@@ -131,15 +132,25 @@ fn product<T, LB, L2, O>(
             prev = r;
             k0 += bk;
         }
+        // The last two steps (where they are inside `k`), with nothing left to fetch: past the
+        // first steps (which, for a depth of two steps or less, fetch zeros past the end), no
+        // copy goes past the end, and each barrier frees a stage for the next chunk.
+        let landed = block.landed(n1);
+        let (r, f1) = block.sync((landed, prev));
+        if k0 < depth {
+            acc = block.mma(acc, &r.0, &r.1);
+        }
+        let landed = block.landed(n2);
+        let (last, f2) = block.sync((landed, r));
+        if k0 + bk < depth {
+            acc = block.mma(acc, &last.0, &last.1);
+        }
         if !block.update_accumulators(chunk, acc, &out) {
             return;
         }
-        // Back to three writable stages for the next chunk: the fetches past the end land,
-        // and two barriers take every stage round.
-        let (w1, w2) = block.landed((n1, n2));
-        let (p, r1, r2) = block.sync((prev, w1, w2));
-        let (r1, r2) = block.sync((r1, r2));
-        (s0, s1, s2) = (p, r1, r2);
+        // The last stage writable again for the next chunk.
+        let f3 = block.sync(last);
+        (s0, s1, s2) = (f1, f2, f3);
     }
 }
 

@@ -249,6 +249,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// by step along `k` ([`load_a`](Self::load_a), [`load_b`](Self::load_b),
     /// [`mma_fragments`](Self::mma_fragments)). Both tiles have the same depth `K` (otherwise
     /// the kernel does not compile).
+    #[must_use]
     #[inline(always)]
     pub fn mma<A, EA, LA, EB, LB, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
         &self,
@@ -274,6 +275,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// loop places it. Returns the accumulators and what `between` returned. `between` is
     /// run by every thread, as any block operation; the tiles `a` and `b` stay borrowed
     /// readable through it, so that it can neither write them nor hand them to a barrier.
+    #[must_use]
     #[inline(always)]
     pub fn mma_with<A, EA, LA, EB, LB, R, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
         &mut self,
