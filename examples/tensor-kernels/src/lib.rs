@@ -235,7 +235,8 @@ pub fn matmul_bf16_two_stages(
         let mut next = (block.fetch(fa, &a, [i0, 32]), block.fetch(fb, &b, [32, j0]));
         acc = block.mma(acc, &ready.0, &ready.1);
         let mut k0 = 32;
-        while k0 < depth {
+        // While there is a step after this one to fetch.
+        while k0 + 32 < depth {
             let landed = block.landed(next);
             // One barrier: this step's tiles readable, the last step's writable again.
             let (now, (fa, fb)) = block.sync((landed, ready));
@@ -244,12 +245,16 @@ pub fn matmul_bf16_two_stages(
             ready = now;
             k0 += 32;
         }
+        // The last step (if `k` has two or more), with nothing left to fetch.
+        let landed = block.landed(next);
+        let (last, done) = block.sync((landed, ready));
+        if k0 < depth {
+            acc = block.mma(acc, &last.0, &last.1);
+        }
         if !block.store_accumulators(chunk, acc, |_, x| bf16::from_f32(x)) {
             return;
         }
         // Both stages writable again for the next chunk.
-        let landed = block.landed(next);
-        let (done, last) = block.sync((ready, landed));
         (s0, s1) = (done, block.sync(last));
     }
 }

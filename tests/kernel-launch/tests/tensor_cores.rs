@@ -7,12 +7,16 @@
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig};
+use dlmd::DlElement;
 use dlmd::cuda::{self, Kernels, device_view, device_view_mut};
 use dlmd::half::{bf16, f16};
-use dlmd::{Dims, LayoutLeft, LayoutRight};
+use dlmd::layout::CompactLayout;
+use dlmd::space::Device;
+use dlmd::{DeviceMdspanMut, Dims, LayoutLeft, LayoutRight};
 use dlmd_example_tensor_kernels as kernels;
 use dlmd_tests::gpu;
+use std::sync::Arc;
 
 /// `blocks` blocks (at least one) of `kernels::GEMM_THREADS` threads.
 fn grid(blocks: usize) -> LaunchConfig {
@@ -282,6 +286,90 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
                 );
             }
         }
+    }
+}
+
+/// A view of `len` elements of `slice` from element `from` (as a framework's `x[1:]` is): the
+/// accumulators' neighbours then do not start on a multiple of two elements' size.
+fn view_from<'s, T: DlElement + DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    slice: &'s mut CudaSlice<T>,
+    from: usize,
+    extents: [usize; 2],
+) -> DeviceMdspanMut<'s, T, Dims<2>> {
+    assert!(from + extents[0] * extents[1] <= slice.len());
+    let mapping = <LayoutRight as CompactLayout>::mapping(Dims::new(extents)).unwrap();
+    let ordinal = i32::try_from(slice.ordinal()).unwrap();
+    let (base, _write) = slice.device_ptr_mut(stream);
+    // SAFETY: the elements from `from` lie inside the allocation (asserted) of device
+    // `ordinal`, initialised by the caller on `stream` (on which the launches that take the view
+    // run, after that copy); `slice` stays borrowed for the view's life, so nothing else
+    // reads or writes it meanwhile.
+    unsafe {
+        DeviceMdspanMut::from_raw_parts(
+            (base as usize as *mut T).wrapping_add(from),
+            mapping,
+            Device::new(ordinal),
+        )
+    }
+}
+
+/// Results whose first element is one element past an even place (one `bf16`, one `f32`): the
+/// accumulators then go out one element at a time, each to its own place, `c = α · a · b + β
+/// · c` reading each before it writes it, and the elements around the view stay as they were.
+#[test]
+fn products_into_views_that_start_between_pairs_write_each_element_in_place() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let (m, k, n) = (256, 64, 256);
+    let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
+    let c0 = operand(m * n, 3, 11);
+    let ab = product(m, k, n, &a, |p, j| b[p * n + j]);
+    let a16: Vec<bf16> = a.iter().map(|&x| bf16::from_f32(x)).collect();
+    let b16: Vec<bf16> = b.iter().map(|&x| bf16::from_f32(x)).collect();
+    let (d_a, d_b) = (stream.clone_htod(&a16).unwrap(), stream.clone_htod(&b16).unwrap());
+    let av = || device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
+    let bv = || device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+    let blocks = (m / 128) * (n / 128);
+    for from in [1, 2] {
+        // Into `bf16`, as `torch.matmul` does.
+        let mut d_c = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n + 3]).unwrap();
+        let c = view_from(&stream, &mut d_c, from, [m, n]);
+        cuda::scope(|s| {
+            let args = kernels::MatmulBf16Args { a: av(), b: bv(), c };
+            kernels::matmul_bf16(s.launch(&stream, &module, grid(blocks)), args)
+        })
+        .unwrap();
+        let got = stream.clone_dtoh(&d_c).unwrap();
+        let expected: Vec<bf16> = ab.iter().map(|&x| bf16::from_f32(x)).collect();
+        assert_eq!(&got[from..from + m * n], &expected[..], "bf16 from element {from}");
+        assert!(
+            got[..from]
+                .iter()
+                .chain(&got[from + m * n..])
+                .all(|&x| x == bf16::from_f32(-1.0))
+        );
+        // Into `f32`, each element read first.
+        let mut start = vec![-7.0f32; m * n + 3];
+        start[from..from + m * n].copy_from_slice(&c0);
+        let mut d_c = stream.clone_htod(&start).unwrap();
+        let c = view_from(&stream, &mut d_c, from, [m, n]);
+        cuda::scope(|s| {
+            let args = kernels::GemmBf16Args {
+                alpha: 2.0,
+                beta: -1.0,
+                a: av(),
+                b: bv(),
+                c,
+            };
+            kernels::gemm_bf16(s.launch(&stream, &module, grid(blocks)), args)
+        })
+        .unwrap();
+        let got = stream.clone_dtoh(&d_c).unwrap();
+        let expected: Vec<f32> = ab.iter().zip(&c0).map(|(x, c)| 2.0 * x - c).collect();
+        assert_eq!(&got[from..from + m * n], &expected[..], "f32 from element {from}");
+        assert!(got[..from].iter().chain(&got[from + m * n..]).all(|&x| x == -7.0));
     }
 }
 

@@ -367,7 +367,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// acc)` (`index` in the whole view) by the one thread that holds it ([`Mma::element`]),
     /// nothing past the view's edge. Returns `false`, writing nothing, where the chunk's box is
     /// not the tiling's `ROWS × COLS` (the same answer on every thread: the box is the
-    /// block's).
+    /// block's). Where the whole box lies inside the view, its rows contiguous and aligned to
+    /// two elements, each thread writes its two neighbours of a row with one store, as a
+    /// hand-written epilogue does; elsewhere each element on its own, after its check.
     #[must_use]
     #[inline(always)]
     pub fn store_accumulators<A, T, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
@@ -383,15 +385,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: Layout,
         Sp: KernelSpace,
     {
-        self.each_held(chunk, acc, |chunk, local, value| {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: `each_held` gives each local index to the one thread that holds it.
-            unsafe {
-                chunk.store_one(local, |index| f(index, value))
-            };
-            #[cfg(not(target_arch = "nvptx64"))]
-            let _ = (chunk, local, value, &f);
-        })
+        // The old value is never used, so its load is dropped.
+        self.put_held(chunk, acc, |index, value, _| f(index, value))
     }
 
     /// [`store_accumulators`](Self::store_accumulators) that reads each element before it
@@ -412,26 +407,21 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: Layout,
         Sp: KernelSpace,
     {
-        self.each_held(chunk, acc, |chunk, local, value| {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: `each_held` gives each local index to the one thread that holds it.
-            unsafe {
-                chunk.update_one(local, |index, old| f(index, value, old))
-            };
-            #[cfg(not(target_arch = "nvptx64"))]
-            let _ = (chunk, local, value, &f);
-        })
+        self.put_held(chunk, acc, f)
     }
 
-    /// `put(chunk, local, value)` for each accumulator this thread holds, `local` its index in
-    /// the chunk's box ([`Mma::element`]: no other thread's); `false`, with no call, where the
-    /// box is not the tiling's.
+    /// Writes each accumulator this thread holds to its element of `chunk` as `f(index, acc,
+    /// old)` (`index` in the whole view, `old` the element's value before), nothing past the
+    /// view's edge; `false`, writing nothing, where the box is not the tiling's. Where the
+    /// tiling's whole box lies inside the view in aligned rows (`Chunk::pairs_whole`), each
+    /// two neighbours of a row (`[fm][fn_][0..2]` and `[2..4]`, at an even column) are read and
+    /// written together, with no check between them; otherwise each element on its own.
     #[inline(always)]
-    fn each_held<A, T, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
+    fn put_held<A, T, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
         &mut self,
         chunk: Chunk<'_, T, E, L, Sp>,
         acc: Accumulators<A, WM, WN, FM, FN>,
-        put: impl Fn(&mut Chunk<'_, T, E, L, Sp>, [usize; 2], f32),
+        f: impl Fn([usize; 2], f32, T) -> T,
     ) -> bool
     where
         A: Atom,
@@ -444,16 +434,43 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         if chunk.shape() != [Mma::<A, WM, WN, FM, FN>::ROWS, Mma::<A, WM, WN, FM, FN>::COLS] {
             return false;
         }
-        on_gpu!(self.inner, (chunk, acc, put), {
+        on_gpu!(self.inner, (chunk, acc, f), {
             let mut chunk = chunk;
             let thread = super::shared::thread_index::<THREADS>();
+            let box_ = [Mma::<A, WM, WN, FM, FN>::ROWS, Mma::<A, WM, WN, FM, FN>::COLS];
             // Written out (`unroll!`): indexed by loop counters, the accumulators would go to
             // local memory.
+            if chunk.pairs_whole(box_) {
+                // The common case: no branch between the elements, so that their `f`s
+                // overlap, and one load and one store a pair.
+                let origin = chunk.origin();
+                crate::unroll!(FM, |fm| {
+                    crate::unroll!(FN, |fn_| {
+                        crate::unroll!(2, |h| {
+                            let local = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, 2 * h);
+                            let index = [origin[0] + local[0], origin[1] + local[1]];
+                            let (x, y) = (acc.c[fm][fn_][2 * h], acc.c[fm][fn_][2 * h + 1]);
+                            // SAFETY: `pairs_whole` held for the tiling's box, `local` is inside
+                            // it at an even column (`Mma::element`: `8 j + 2 (lane % 4)`), and
+                            // the tiling deals both elements to this thread alone; a unique
+                            // view's elements are initialised.
+                            let old = unsafe { chunk.read_pair_whole(local) };
+                            let values = [f(index, x, old[0]), f([index[0], index[1] + 1], y, old[1])];
+                            // SAFETY: as above.
+                            unsafe { chunk.write_pair_whole(local, values) };
+                        });
+                    });
+                });
+                return true;
+            }
             crate::unroll!(FM, |fm| {
                 crate::unroll!(FN, |fn_| {
                     crate::unroll!(4, |r| {
                         let local = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, r);
-                        put(&mut chunk, local, acc.c[fm][fn_][r]);
+                        let value = acc.c[fm][fn_][r];
+                        // SAFETY: the tiling deals each local index to the one thread that
+                        // holds it (`Mma::element`).
+                        unsafe { chunk.update_one(local, |index, old| f(index, value, old)) };
                     });
                 });
             });

@@ -8,27 +8,6 @@ use crate::kernel::KernelSpace;
 use crate::layout::Layout;
 
 impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
-    /// Writes `f(index)` (the index in the whole view) to the element at `local` of the chunk,
-    /// where that is inside the view (nothing past its edge).
-    ///
-    /// # Safety
-    ///
-    /// The block's partition gives the element at `local` of the chunk's box to this thread
-    /// alone.
-    #[cfg(target_arch = "nvptx64")]
-    #[inline(always)]
-    pub(crate) unsafe fn store_one(&mut self, local: E::Index, f: impl FnOnce(E::Index) -> T) {
-        let extents = self.extents();
-        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
-            let (index, element) = self.element(local);
-            let value = f(index);
-            // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
-            // span of a unique view; the chunk is this block's alone (`Chunks`) and the element
-            // this thread's alone (caller); a kernel's views are of global memory.
-            unsafe { element.write(value) }
-        }
-    }
-
     /// How many of the elements at `local` and the next along the last dimension are inside
     /// the view and the box `shape` (from the chunk's first index, inside its own box): 0, the
     /// first (1), or both (2); and the first's index in the whole view.
@@ -149,21 +128,44 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         unsafe { write_both(first, values) };
     }
 
-    /// [`store_one`](Self::store_one) of `f(index, old)`, `old` the element's value before.
+    /// The element at `local` and the next along the last dimension, read together (one
+    /// load where they are 8 or 16 bytes).
     ///
     /// # Safety
     ///
-    /// As for [`store_one`](Self::store_one).
+    /// As for [`write_pair_whole`](Self::write_pair_whole): [`pairs_whole`](Self::pairs_whole)
+    /// held for a box `shape`, `local` is inside it at an even index along the last dimension,
+    /// and both elements are this thread's alone.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) unsafe fn read_pair_whole(&self, local: E::Index) -> [T; 2] {
+        let (_, first) = self.element(local);
+        // SAFETY: both inside the view and neighbours, `first` aligned to a pair's size (as
+        // in `write_pair_whole`); a unique view's elements are initialised, and this thread's
+        // alone (caller), so nothing writes them while they are read.
+        unsafe { crate::aligned::read_aligned_run::<T, 2>(first) }
+    }
+
+    /// Writes `f(index, old)` (`index` in the whole view, `old` the element's value before) to
+    /// the element at `local` of the chunk, where that is inside the view (nothing past its
+    /// edge).
+    ///
+    /// # Safety
+    ///
+    /// The block's partition gives the element at `local` of the chunk's box to this thread
+    /// alone.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(crate) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
         let extents = self.extents();
         if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
             let (index, element) = self.element(local);
-            // SAFETY: as in `store_one`: inside the view, this thread's alone, so nothing writes
-            // it while this thread reads it; a unique view's element is initialised.
+            // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
+            // span of a unique view, whose elements are initialised; the chunk is this block's
+            // alone (`Chunks`) and the element this thread's alone (caller), so nothing writes it
+            // while this thread reads it; a kernel's views are of global memory.
             let old = unsafe { element.read() };
-            // SAFETY: as in `store_one`.
+            // SAFETY: as above.
             unsafe { element.write(f(index, old)) }
         }
     }
