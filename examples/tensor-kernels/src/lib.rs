@@ -245,7 +245,7 @@ pub fn matmul_bf16_two_stages(
             ready = now;
             k0 += 32;
         }
-        // The last step (if `k` has two or more), with nothing left to fetch.
+        // The last step (where `k` has more than one step of 32), with nothing left to fetch.
         let landed = block.landed(next);
         let (last, done) = block.sync((landed, ready));
         if k0 < depth {

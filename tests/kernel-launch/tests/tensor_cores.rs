@@ -289,8 +289,8 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
     }
 }
 
-/// A view of `len` elements of `slice` from element `from` (as a framework's `x[1:]` is): the
-/// accumulators' neighbours then do not start on a multiple of two elements' size.
+/// A row-major view of `extents` over `slice` from element `from` (as a framework's `x[1:]`
+/// is).
 fn view_from<'s, T: DlElement + DeviceRepr>(
     stream: &Arc<CudaStream>,
     slice: &'s mut CudaSlice<T>,
@@ -314,62 +314,76 @@ fn view_from<'s, T: DlElement + DeviceRepr>(
     }
 }
 
-/// Results whose first element is one element past an even place (one `bf16`, one `f32`): the
-/// accumulators then go out one element at a time, each to its own place, `c = α · a · b + β
-/// · c` reading each before it writes it, and the elements around the view stay as they were.
+/// Results that start one element into their allocation (their pairs of neighbours not
+/// aligned to a pair's size: each element written on its own) and two elements in (aligned
+/// again: a store a pair, at an offset), on whole and ragged shapes: into `bf16` by both
+/// products (`store_accumulators`, `update_accumulators`) and into `f32` as `c = α · a · b + β ·
+/// c`, which reads each element before it writes it. The elements around the view stay as they
+/// were.
 #[test]
-fn products_into_views_that_start_between_pairs_write_each_element_in_place() {
+fn products_into_views_that_start_inside_an_allocation_write_each_element_in_place() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.default_stream();
     let module = Kernels::load(&ctx, kernels::PTX).unwrap();
-    let (m, k, n) = (256, 64, 256);
-    let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
-    let c0 = operand(m * n, 3, 11);
-    let ab = product(m, k, n, &a, |p, j| b[p * n + j]);
-    let a16: Vec<bf16> = a.iter().map(|&x| bf16::from_f32(x)).collect();
-    let b16: Vec<bf16> = b.iter().map(|&x| bf16::from_f32(x)).collect();
-    let (d_a, d_b) = (stream.clone_htod(&a16).unwrap(), stream.clone_htod(&b16).unwrap());
-    let av = || device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
-    let bv = || device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
-    let blocks = (m / 128) * (n / 128);
-    for from in [1, 2] {
-        // Into `bf16`, as `torch.matmul` does.
-        let mut d_c = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n + 3]).unwrap();
-        let c = view_from(&stream, &mut d_c, from, [m, n]);
-        cuda::scope(|s| {
-            let args = kernels::MatmulBf16Args { a: av(), b: bv(), c };
-            kernels::matmul_bf16(s.launch(&stream, &module, grid(blocks)), args)
-        })
-        .unwrap();
-        let got = stream.clone_dtoh(&d_c).unwrap();
-        let expected: Vec<bf16> = ab.iter().map(|&x| bf16::from_f32(x)).collect();
-        assert_eq!(&got[from..from + m * n], &expected[..], "bf16 from element {from}");
-        assert!(
-            got[..from]
-                .iter()
-                .chain(&got[from + m * n..])
-                .all(|&x| x == bf16::from_f32(-1.0))
-        );
-        // Into `f32`, each element read first.
-        let mut start = vec![-7.0f32; m * n + 3];
-        start[from..from + m * n].copy_from_slice(&c0);
-        let mut d_c = stream.clone_htod(&start).unwrap();
-        let c = view_from(&stream, &mut d_c, from, [m, n]);
-        cuda::scope(|s| {
-            let args = kernels::GemmBf16Args {
-                alpha: 2.0,
-                beta: -1.0,
-                a: av(),
-                b: bv(),
-                c,
-            };
-            kernels::gemm_bf16(s.launch(&stream, &module, grid(blocks)), args)
-        })
-        .unwrap();
-        let got = stream.clone_dtoh(&d_c).unwrap();
-        let expected: Vec<f32> = ab.iter().zip(&c0).map(|(x, c)| 2.0 * x - c).collect();
-        assert_eq!(&got[from..from + m * n], &expected[..], "f32 from element {from}");
-        assert!(got[..from].iter().chain(&got[from + m * n..]).all(|&x| x == -7.0));
+    for (m, k, n) in [(256, 64, 256), (200, 72, 136)] {
+        let (a, b) = (operand(m * k, 7, 9), operand(k * n, 5, 7));
+        let c0 = operand(m * n, 3, 11);
+        let ab = product(m, k, n, &a, |p, j| b[p * n + j]);
+        let a16: Vec<bf16> = a.iter().map(|&x| bf16::from_f32(x)).collect();
+        let b16: Vec<bf16> = b.iter().map(|&x| bf16::from_f32(x)).collect();
+        let (d_a, d_b) = (stream.clone_htod(&a16).unwrap(), stream.clone_htod(&b16).unwrap());
+        let av = || device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
+        let bv = || device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
+        let blocks = m.div_ceil(128) * n.div_ceil(128);
+        for from in [1, 2] {
+            for two in [false, true] {
+                let mut d_c = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n + 3]).unwrap();
+                let c = view_from(&stream, &mut d_c, from, [m, n]);
+                cuda::scope(|s| {
+                    if two {
+                        let config = LaunchConfig {
+                            block_dim: (256, 1, 1),
+                            ..grid(blocks)
+                        };
+                        let args = kernels::MatmulBf16TwoStagesArgs { a: av(), b: bv(), c };
+                        kernels::matmul_bf16_two_stages(s.launch(&stream, &module, config), args)
+                    } else {
+                        let args = kernels::MatmulBf16Args { a: av(), b: bv(), c };
+                        kernels::matmul_bf16(s.launch(&stream, &module, grid(blocks)), args)
+                    }
+                })
+                .unwrap();
+                let got = stream.clone_dtoh(&d_c).unwrap();
+                let expected: Vec<bf16> = ab.iter().map(|&x| bf16::from_f32(x)).collect();
+                let what = format!("{m} x {k} · {k} x {n} into bf16 from element {from}, two stages: {two}");
+                assert_eq!(&got[from..from + m * n], &expected[..], "{what}");
+                let around = got[..from].iter().chain(&got[from + m * n..]);
+                assert!(around.clone().all(|&x| x == bf16::from_f32(-1.0)), "{what}");
+            }
+            let mut start = vec![-7.0f32; m * n + 3];
+            start[from..from + m * n].copy_from_slice(&c0);
+            let mut d_c = stream.clone_htod(&start).unwrap();
+            let c = view_from(&stream, &mut d_c, from, [m, n]);
+            cuda::scope(|s| {
+                let args = kernels::GemmBf16Args {
+                    alpha: 2.0,
+                    beta: -1.0,
+                    a: av(),
+                    b: bv(),
+                    c,
+                };
+                kernels::gemm_bf16(s.launch(&stream, &module, grid(blocks)), args)
+            })
+            .unwrap();
+            let got = stream.clone_dtoh(&d_c).unwrap();
+            let expected: Vec<f32> = ab.iter().zip(&c0).map(|(x, c)| 2.0 * x - c).collect();
+            let what = format!("{m} x {k} · {k} x {n} into f32 from element {from}");
+            assert_eq!(&got[from..from + m * n], &expected[..], "{what}");
+            assert!(
+                got[..from].iter().chain(&got[from + m * n..]).all(|&x| x == -7.0),
+                "{what}"
+            );
+        }
     }
 }
 

@@ -368,8 +368,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// nothing past the view's edge. Returns `false`, writing nothing, where the chunk's box is
     /// not the tiling's `ROWS × COLS` (the same answer on every thread: the box is the
     /// block's). Where the whole box lies inside the view, its rows contiguous and aligned to
-    /// two elements, each thread writes its two neighbours of a row with one store, as a
-    /// hand-written epilogue does; elsewhere each element on its own, after its check.
+    /// two elements, each thread writes its two neighbours of a row together (one store for
+    /// `f16`, `bf16`, `f32`), as a hand-written epilogue does; elsewhere each element on its
+    /// own, after its check. No element is read.
     #[must_use]
     #[inline(always)]
     pub fn store_accumulators<A, T, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
@@ -385,8 +386,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: Layout,
         Sp: KernelSpace,
     {
-        // The old value is never used, so its load is dropped.
-        self.put_held(chunk, acc, |index, value, _| f(index, value))
+        // Given `()` for the old value: no element is read.
+        self.put_held(chunk, acc, |index, value, ()| f(index, value))
     }
 
     /// [`store_accumulators`](Self::store_accumulators) that reads each element before it
@@ -407,30 +408,34 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         L: Layout,
         Sp: KernelSpace,
     {
-        self.put_held(chunk, acc, f)
+        self.put_held(chunk, acc, |index, value, Was(old)| f(index, value, old))
     }
 
     /// Writes each accumulator this thread holds to its element of `chunk` as `f(index, acc,
-    /// old)` (`index` in the whole view, `old` the element's value before), nothing past the
+    /// old)` (`index` in the whole view, `old` what [`Old`] reads of the element), nothing past the
     /// view's edge; `false`, writing nothing, where the box is not the tiling's. Where the
     /// tiling's whole box lies inside the view in aligned rows (`Chunk::pairs_whole`), each
     /// two neighbours of a row (`[fm][fn_][0..2]` and `[2..4]`, at an even column) are read and
     /// written together, with no check between them; otherwise each element on its own.
     #[inline(always)]
-    fn put_held<A, T, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
+    fn put_held<A, T, O, E, L, Sp, const WM: usize, const WN: usize, const FM: usize, const FN: usize>(
         &mut self,
         chunk: Chunk<'_, T, E, L, Sp>,
         acc: Accumulators<A, WM, WN, FM, FN>,
-        f: impl Fn([usize; 2], f32, T) -> T,
+        f: impl Fn([usize; 2], f32, O) -> T,
     ) -> bool
     where
         A: Atom,
+        O: Old<T>,
         T: DlElement,
         E: Extents<Index = [usize; 2]>,
         L: Layout,
         Sp: KernelSpace,
     {
         const { Self::tiling_fits::<A, WM, WN, FM, FN>() };
+        // The pairs below: accumulators `2 h` and `2 h + 1` of an atom are neighbours in a row,
+        // the first at an even column (`Mma::element`), for atoms 8 columns wide.
+        const { assert!(A::N == 8, "an atom's accumulators are pairs of neighbours in rows of 8") };
         if chunk.shape() != [Mma::<A, WM, WN, FM, FN>::ROWS, Mma::<A, WM, WN, FM, FN>::COLS] {
             return false;
         }
@@ -442,7 +447,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // local memory.
             if chunk.pairs_whole(box_) {
                 // The common case: no branch between the elements, so that their `f`s
-                // overlap, and one load and one store a pair.
+                // overlap, and one store a pair (and one load, for an update).
                 let origin = chunk.origin();
                 crate::unroll!(FM, |fm| {
                     crate::unroll!(FN, |fn_| {
@@ -451,11 +456,13 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                             let index = [origin[0] + local[0], origin[1] + local[1]];
                             let (x, y) = (acc.c[fm][fn_][2 * h], acc.c[fm][fn_][2 * h + 1]);
                             // SAFETY: `pairs_whole` held for the tiling's box, `local` is inside
-                            // it at an even column (`Mma::element`: `8 j + 2 (lane % 4)`), and
-                            // the tiling deals both elements to this thread alone; a unique
-                            // view's elements are initialised.
-                            let old = unsafe { chunk.read_pair_whole(local) };
-                            let values = [f(index, x, old[0]), f([index[0], index[1] + 1], y, old[1])];
+                            // it at an even column (`Mma::element`: `8 j + 2 (lane % 4)`, atoms
+                            // 8 wide), so the pair is inside the view, neighbours, and aligned
+                            // to its size; the chunk is this block's alone (`Chunks`) and the
+                            // tiling deals both elements to this thread alone, so nothing
+                            // writes them meanwhile; a unique view's elements are initialised.
+                            let [old_x, old_y] = unsafe { O::pair(chunk.address(local)) };
+                            let values = [f(index, x, old_x), f([index[0], index[1] + 1], y, old_y)];
                             // SAFETY: as above.
                             unsafe { chunk.write_pair_whole(local, values) };
                         });
@@ -468,13 +475,67 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     crate::unroll!(4, |r| {
                         let local = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, r);
                         let value = acc.c[fm][fn_][r];
+                        let make = |index, element| {
+                            // SAFETY: `put_one` gives `element` only where it is inside the
+                            // view: readable, and this thread's alone (below).
+                            let old = unsafe { O::one(element) };
+                            f(index, value, old)
+                        };
                         // SAFETY: the tiling deals each local index to the one thread that
                         // holds it (`Mma::element`).
-                        unsafe { chunk.update_one(local, |index, old| f(index, value, old)) };
+                        unsafe { chunk.put_one(local, make) };
                     });
                 });
             });
             true
         })
+    }
+}
+
+/// What an accumulator's epilogue is given of the element it replaces: nothing (`()`, for
+/// [`Block::store_accumulators`], which reads no element) or its value ([`Was`], for
+/// [`Block::update_accumulators`]).
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+trait Old<T>: Sized {
+    /// What is read of the element at `first` and of the one after it.
+    ///
+    /// # Safety
+    ///
+    /// Both are readable and nothing writes them meanwhile; `first` is aligned to two
+    /// elements' size.
+    unsafe fn pair(first: *const T) -> [Self; 2];
+
+    /// What is read of the element at `element`.
+    ///
+    /// # Safety
+    ///
+    /// It is readable and nothing writes it meanwhile.
+    unsafe fn one(element: *const T) -> Self;
+}
+
+impl<T> Old<T> for () {
+    #[inline(always)]
+    unsafe fn pair(_: *const T) -> [Self; 2] {
+        [(), ()]
+    }
+
+    #[inline(always)]
+    unsafe fn one(_: *const T) -> Self {}
+}
+
+/// An element's value before an update.
+struct Was<T>(T);
+
+impl<T: Copy> Old<T> for Was<T> {
+    #[inline(always)]
+    unsafe fn pair(first: *const T) -> [Self; 2] {
+        // SAFETY: two neighbouring readable elements, aligned to their size (caller).
+        unsafe { crate::aligned::read_aligned_run::<T, 2>(first) }.map(Was)
+    }
+
+    #[inline(always)]
+    unsafe fn one(element: *const T) -> Self {
+        // SAFETY: readable, and nothing writes it meanwhile (caller).
+        Was(unsafe { element.read() })
     }
 }

@@ -1,7 +1,8 @@
 use super::{M16N8K16, Mma};
 use half::{bf16, f16};
 
-/// Every element of the chunk is held by exactly one thread, in exactly one accumulator.
+/// Every element of the chunk is held by exactly one thread, in exactly one accumulator, and
+/// each thread's accumulators come in pairs of neighbours.
 fn deals_each_element_once<A: super::Atom, const WM: usize, const WN: usize, const FM: usize, const FN: usize>() {
     type_check::<A>();
     let (rows, cols) = (Mma::<A, WM, WN, FM, FN>::ROWS, Mma::<A, WM, WN, FM, FN>::COLS);
@@ -15,6 +16,15 @@ fn deals_each_element_once<A: super::Atom, const WM: usize, const WN: usize, con
                         i < rows && j < cols,
                         "thread {thread} holds [{i}, {j}], outside {rows} × {cols}"
                     );
+                    // Accumulators `2 h` and `2 h + 1` are neighbours in a row, the first at an
+                    // even column: the epilogue writes them with one store.
+                    let first = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, r / 2 * 2);
+                    assert!(
+                        first[1] % 2 == 0,
+                        "thread {thread}'s pair starts at odd column {}",
+                        first[1]
+                    );
+                    assert_eq!([i, j], [first[0], first[1] + r % 2], "thread {thread}, accumulator {r}");
                     seen[i * cols + j] += 1;
                 }
             }

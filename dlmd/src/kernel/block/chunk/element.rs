@@ -1,5 +1,5 @@
-//! Single elements of a chunk written by the thread that holds them: what the tensor cores'
-//! accumulators store, each element by its one thread.
+//! Single elements and pairs of neighbours of a chunk, read and written by the thread that
+//! holds them: what the tensor cores' accumulators store, each element by its one thread.
 
 use super::Chunk;
 use crate::dtype::DlElement;
@@ -62,10 +62,11 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     }
 
     /// Whether every pair of the box `shape` that starts at an even index along the last
-    /// dimension is whole inside the view and can be written with one aligned store
+    /// dimension is whole inside the view, its two elements neighbours aligned to their size
     /// ([`runs_whole`](Self::runs_whole) for runs of two elements). Then
-    /// [`write_pair_whole`](Self::write_pair_whole) may write any such pair of the box without
-    /// a check of its own.
+    /// [`write_pair_whole`](Self::write_pair_whole) may write any such pair of the box (one
+    /// store where a pair is 4, 8 or 16 bytes), and its address be read as an aligned pair,
+    /// without a check of their own.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(crate) fn pairs_whole(&self, shape: E::Index) -> bool {
@@ -128,22 +129,26 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         unsafe { write_both(first, values) };
     }
 
-    /// The element at `local` and the next along the last dimension, read together (one
-    /// load where they are 8 or 16 bytes).
+    /// Writes `f(index, element)` to the element at `local` of the chunk (`index` its index in
+    /// the whole view, `element` its address, which `f` may read), where that is inside the
+    /// view (nothing past its edge): `f` is called only there.
     ///
     /// # Safety
     ///
-    /// As for [`write_pair_whole`](Self::write_pair_whole): [`pairs_whole`](Self::pairs_whole)
-    /// held for a box `shape`, `local` is inside it at an even index along the last dimension,
-    /// and both elements are this thread's alone.
+    /// The block's partition gives the element at `local` of the chunk's box to this thread
+    /// alone.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(crate) unsafe fn read_pair_whole(&self, local: E::Index) -> [T; 2] {
-        let (_, first) = self.element(local);
-        // SAFETY: both inside the view and neighbours, `first` aligned to a pair's size (as
-        // in `write_pair_whole`); a unique view's elements are initialised, and this thread's
-        // alone (caller), so nothing writes them while they are read.
-        unsafe { crate::aligned::read_aligned_run::<T, 2>(first) }
+    pub(crate) unsafe fn put_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, *const T) -> T) {
+        let extents = self.extents();
+        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+            let (index, element) = self.element(local);
+            let value = f(index, element);
+            // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
+            // span of a unique view; the chunk is this block's alone (`Chunks`) and the element
+            // this thread's alone (caller); a kernel's views are of global memory.
+            unsafe { element.write(value) }
+        }
     }
 
     /// Writes `f(index, old)` (`index` in the whole view, `old` the element's value before) to
