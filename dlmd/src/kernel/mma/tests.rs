@@ -20,7 +20,7 @@ fn deals_each_element_once<A: super::Atom, const WM: usize, const WN: usize, con
                     // even column: the epilogue writes them with one store.
                     let first = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, r / 2 * 2);
                     assert!(
-                        first[1] % 2 == 0,
+                        first[1].is_multiple_of(2),
                         "thread {thread}'s pair starts at odd column {}",
                         first[1]
                     );
