@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 
 nvcc_bin=$(scripts/cuda-wheel.sh)
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/compose
+# In the workspace's target directory: what these builds share with dlmd's own (dependencies
+# with the same features, candle-core's CPU build) is built once.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 manifest=tests/compose/Cargo.toml
 for features in loaded-cuda-13 linked-cuda-12; do
     echo "-- $features"

@@ -164,10 +164,9 @@ impl PtxBuild {
         self
     }
 
-    /// Where the nested build keeps its files. The default is `dlmd-nvptx/FEATURES` in the
-    /// outer build's target directory: every kernel crate of a workspace, and every profile,
-    /// reuse the `core` compiled there once. Builds of one crate with different features each
-    /// need their own.
+    /// Where the nested build keeps its files. The default is `dlmd-nvptx` in the outer
+    /// build's target directory: every kernel crate of a workspace, each of its feature sets,
+    /// and every profile reuse the `core` and `dlmd` compiled there once.
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
@@ -247,7 +246,7 @@ impl PtxBuild {
         let target_dir = self
             .target_dir
             .clone()
-            .unwrap_or_else(|| dirs::nested_target_dir(&self.out_dir, &self.features, target.as_deref()));
+            .unwrap_or_else(|| dirs::nested_target_dir(&self.out_dir, target.as_deref()));
         let output = cargo(&sysroot)
             .args([
                 "rustc",
@@ -257,6 +256,7 @@ impl PtxBuild {
                 TARGET,
                 "-Zbuild-std=core",
                 "--no-default-features",
+                "--message-format=json-render-diagnostics",
                 "--features",
             ])
             .arg(self.features.join(","))
@@ -286,7 +286,9 @@ impl PtxBuild {
         }
         let release = target_dir.join(TARGET).join("release");
         // Every source the PTX came from (the crate's and its path dependencies', as cargo's
-        // dep-info lists them): a change to any rebuilds it.
+        // dep-info lists them): a change to any rebuilds it. (The file is the crate's last
+        // build's; builds of its other feature sets compile the same files, less any module
+        // a feature leaves out.)
         let dep_info = release.join(format!("lib{}.d", self.name));
         let sources = std::fs::read_to_string(&dep_info).map_err(|e| BuildError::Io(dep_info.clone(), e))?;
         for source in dep_info_sources(&sources) {
@@ -294,7 +296,13 @@ impl PtxBuild {
                 println!("cargo::rerun-if-changed={}", source.display());
             }
         }
-        let asm = newest_asm(&release.join("deps"), &self.name)?;
+        // This feature set's assembly: the crate's files carry the metadata hash cargo gave
+        // this build, which its artifact message names.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let hash = artifact_hash(&stdout, &self.name).ok_or_else(|| BuildError::Compile {
+            log: format!("cargo named no library artifact of {} in its messages", self.name),
+        })?;
+        let asm = release.join("deps").join(format!("{}-{hash}.s", self.name));
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
         let ptx = bounds::with_launch_bounds(&ptx);
         self.write_self_contained(&ptx, asm)
@@ -451,25 +459,25 @@ fn enabled_features(cfg: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-/// The newest `NAME-HASH.s` in `deps`: the assembly `--emit=asm` wrote for the crate.
-fn newest_asm(deps: &Path, name: &str) -> Result<PathBuf, BuildError> {
-    let entries = std::fs::read_dir(deps).map_err(|e| BuildError::Io(deps.into(), e))?;
-    let prefix = format!("{name}-");
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let file = e.file_name();
-            let file = file.to_string_lossy();
-            file.starts_with(&prefix) && file.ends_with(".s")
-        })
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .max()
-        .map(|(_, path)| path)
-        .ok_or_else(|| {
-            BuildError::Io(
-                deps.join(format!("{name}-*.s")),
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no PTX was written"),
-            )
+/// The metadata hash of the library `name` in cargo's JSON messages (`--message-format=json`):
+/// the `HASH` of its `libNAME-HASH.rlib` (or `.rmeta`), fresh or just built.
+fn artifact_hash<'a>(messages: &'a str, name: &str) -> Option<&'a str> {
+    let file = format!("lib{name}-");
+    messages
+        .lines()
+        .filter(|line| line.contains(r#""reason":"compiler-artifact""#))
+        .find_map(|line| {
+            line.match_indices(&file).find_map(|(at, _)| {
+                // The file name starts after a path separator (`/`, or `\\` escaped in JSON).
+                let before = line[..at].chars().next_back()?;
+                if before != '/' && before != '\\' {
+                    return None;
+                }
+                let rest = &line[at + file.len()..];
+                let hash = &rest[..rest.find(|c: char| !c.is_ascii_hexdigit())?];
+                let tail = &rest[hash.len()..];
+                (!hash.is_empty() && (tail.starts_with(".rlib\"") || tail.starts_with(".rmeta\""))).then_some(hash)
+            })
         })
 }
 

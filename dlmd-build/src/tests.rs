@@ -91,3 +91,66 @@ fn outside_a_build_script_is_an_error() {
     // `cargo test` sets the manifest directory for tests, not the output directory.
     assert!(matches!(PtxBuild::try_from_env(), Err(BuildError::Env("OUT_DIR"))));
 }
+
+#[test]
+fn the_assembly_is_the_one_of_the_feature_set_cargo_just_built() {
+    let artifact = |name: &str, files: &[&str], fresh: bool| {
+        let files: Vec<String> = files.iter().map(|f| format!("\"{f}\"")).collect();
+        format!(
+            r#"{{"reason":"compiler-artifact","target":{{"name":"{name}"}},"filenames":[{}],"fresh":{fresh}}}"#,
+            files.join(",")
+        )
+    };
+    let deps = "/w/target/dlmd-nvptx/nvptx64-nvidia-cuda/release";
+    let messages = [
+        artifact("core", &[&format!("{deps}/deps/libcore-0011.rmeta")], true),
+        // A crate whose name starts with the kernel crate's.
+        artifact(
+            "kernels_extra",
+            &[&format!("{deps}/deps/libkernels_extra-aa00.rmeta")],
+            true,
+        ),
+        r#"{"reason":"build-finished","success":true}"#.to_string(),
+        artifact(
+            "kernels",
+            &[
+                &format!("{deps}/libkernels.rlib"),
+                &format!("{deps}/deps/libkernels-d91d597f.rmeta"),
+            ],
+            false,
+        ),
+    ]
+    .join("\n");
+    assert_eq!(artifact_hash(&messages, "kernels"), Some("d91d597f"));
+    assert_eq!(artifact_hash(&messages, "kernels_extra"), Some("aa00"));
+    // Windows paths, their separators escaped in JSON.
+    let windows = artifact(
+        "kernels",
+        &[r"C:\\w\\target\\release\\deps\\libkernels-77ab.rlib"],
+        true,
+    );
+    assert_eq!(artifact_hash(&windows, "kernels"), Some("77ab"));
+    // Only the uplifted copy (no hash), a file of another kind, or no artifact message: none.
+    assert_eq!(
+        artifact_hash(
+            &artifact("kernels", &[&format!("{deps}/libkernels.rlib")], true),
+            "kernels"
+        ),
+        None
+    );
+    assert_eq!(
+        artifact_hash(
+            &artifact("kernels", &[&format!("{deps}/deps/libkernels-77ab.d")], true),
+            "kernels"
+        ),
+        None
+    );
+    assert_eq!(artifact_hash(&messages, "other"), None);
+    assert_eq!(
+        artifact_hash(
+            r#"{"reason":"compiler-message","x":"/libkernels-77ab.rlib"}"#,
+            "kernels"
+        ),
+        None
+    );
+}
