@@ -12,9 +12,12 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels").join(name)
 }
 
-/// Where the nested builds of these tests go: one target directory, so `core` is built once.
+/// Where the nested builds of these tests go: the one the workspace's own kernel crates were
+/// built in (`TARGET/dlmd-nvptx`, beside `TARGET/tmp`), whose `core` and `dlmd` for `nvptx64`
+/// every feature set and crate shares: only the fixture crates are compiled here.
 fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvptx")
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("dlmd-nvptx")
 }
 
 /// The PTX of entry point `name`: from its `.entry` line to its closing brace.
@@ -63,13 +66,13 @@ fn every_kernel_of_a_crate_has_its_digest_read() {
 
 #[test]
 fn a_kernel_built_with_other_features_has_another_digest() {
-    // The PTX of the same source with the crate's defaults (`single` off), which the nested
-    // build made before it got the dependant's features: the tokens of the signature are the
+    // The PTX of the same source with the crate's defaults (`single` off), built beside the
+    // dependant's (`single` on) in the same directory: the tokens of the signature are the
     // same (`Real`), the types are not, and neither is the digest the launch compares.
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-f64");
     let ptx = PtxBuild::new(fixture("real"), "dlmd-test-kernels-real", &out)
         .features(std::iter::empty::<String>())
-        .target_dir(target_dir().join("real-f64"))
+        .target_dir(target_dir())
         .build()
         .expect("the fixture builds with f64")
         .expect("a PTX path");
@@ -112,7 +115,7 @@ fn kernels_that_race_do_not_compile_for_the_gpu() {
     let source = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("misuse");
     let log = match PtxBuild::new(&dir, "dlmd-test-kernels-misuse", &out)
-        .target_dir(target_dir().join("shared"))
+        .target_dir(target_dir())
         .build()
     {
         Err(BuildError::Compile { log }) => log,
