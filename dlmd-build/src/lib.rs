@@ -299,10 +299,14 @@ impl PtxBuild {
         // This feature set's assembly: the crate's files carry the metadata hash cargo gave
         // this build, which its artifact message names.
         let stdout = String::from_utf8_lossy(&output.stdout);
-        let hash = artifact_hash(&stdout, &self.name).ok_or_else(|| BuildError::Compile {
-            log: format!("cargo named no library artifact of {} in its messages", self.name),
+        let deps = release.join("deps");
+        let hash = artifact_hash(&stdout, &self.name).ok_or_else(|| {
+            BuildError::Io(
+                deps.join(format!("{}-*.s", self.name)),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "cargo named no artifact of the crate"),
+            )
         })?;
-        let asm = release.join("deps").join(format!("{}-{hash}.s", self.name));
+        let asm = deps.join(format!("{}-{hash}.s", self.name));
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
         let ptx = bounds::with_launch_bounds(&ptx);
         self.write_self_contained(&ptx, asm)
