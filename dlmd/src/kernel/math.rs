@@ -29,6 +29,57 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
+/// `2^x` for `f32`, as CUDA's `exp2f` with `-use_fast_math`: the GPU's `ex2.approx` (relative
+/// error about 2⁻²²; subnormal results flush to zero). `-∞` gives 0 and NaN gives NaN. The
+/// exponential of an online softmax, whose scale folds `log2 e` in once.
+#[inline(always)]
+pub fn exp2(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: f32;
+        // SAFETY: a register-to-register instruction with no precondition.
+        unsafe {
+            core::arch::asm!(
+                "ex2.approx.ftz.f32 {out}, {x};",
+                out = out(reg32) out,
+                x = in(reg32) x,
+                options(pure, nomem, nostack),
+            )
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = x;
+        crate::space::device_only("`dlmd::kernel::math::exp2`")
+    }
+}
+
+/// `log₂ x` for `f32`, as CUDA's `__log2f`: the GPU's `lg2.approx` (absolute error about 2⁻²²
+/// near 1; subnormal inputs flush to zero). 0 gives `-∞`, `+∞` gives `+∞`, a negative `x` NaN.
+#[inline(always)]
+pub fn log2(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: f32;
+        // SAFETY: a register-to-register instruction with no precondition.
+        unsafe {
+            core::arch::asm!(
+                "lg2.approx.ftz.f32 {out}, {x};",
+                out = out(reg32) out,
+                x = in(reg32) x,
+                options(pure, nomem, nostack),
+            )
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = x;
+        crate::space::device_only("`dlmd::kernel::math::log2`")
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 unsafe extern "C" {
     #[link_name = "llvm.fma.f32"]

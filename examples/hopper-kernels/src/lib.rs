@@ -20,6 +20,7 @@
     allow(internal_features)
 )]
 
+mod attention;
 mod gemm;
 mod linear;
 mod probe;
@@ -28,6 +29,7 @@ mod tma;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
+pub use attention::*;
 pub use gemm::*;
 pub use linear::*;
 pub use probe::*;

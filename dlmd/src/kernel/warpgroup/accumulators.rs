@@ -309,7 +309,7 @@ impl<T, W: Width, const STAGES: usize, A: Operand, B: Operand> Drop for InFlight
     }
 }
 
-mod issue {
+pub(super) mod issue {
     pub trait Sealed {}
 }
 

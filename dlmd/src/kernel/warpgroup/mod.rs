@@ -147,16 +147,24 @@ mod accumulators;
 mod descriptor;
 mod operand;
 mod pipeline;
+mod products;
 #[cfg(any(target_arch = "nvptx64", doc))]
 pub mod raw;
 mod registers;
 mod roles;
+mod softmax;
 mod staging;
+mod streams;
 
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
+#[doc(hidden)]
+pub use products::ProductRs;
+pub use products::{Fragment, Held, Running};
 pub use roles::Warpgroup;
+pub use softmax::{Keys, Probs, RowStats};
 pub use staging::{Buffered, Direct, Stores};
+pub use streams::{Landed, StreamConsumer, StreamProducer, Streamed, Streams};

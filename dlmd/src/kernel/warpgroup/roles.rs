@@ -12,7 +12,7 @@ use crate::layout::Layout;
 use core::marker::PhantomData;
 
 /// The rows of the accumulators of one warpgroup (`wgmma`'s `m64`), and of its part of a chunk.
-const ROWS: usize = 64;
+pub(super) const ROWS: usize = 64;
 
 /// A consumer warpgroup of a specialised block ([`Block::specialise`]): 128 threads (four warps
 /// in a row, the first a multiple of four) that run the consumer's code together. Its
@@ -20,18 +20,18 @@ const ROWS: usize = 64;
 /// be captured by a per-thread closure (it is neither `Send` nor `Sync`).
 pub struct Warpgroup<'c, const THREADS: usize> {
     /// The warpgroup's index among the consumers.
-    index: usize,
+    pub(super) index: usize,
     /// The running thread's index in the warpgroup.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    thread: usize,
+    pub(super) thread: usize,
     /// The running warp's buffer (shared state space) where the pipeline is
     /// [`Buffered`](super::Buffered), else 0.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    buffer: u32,
-    call: PhantomData<(&'c mut (), *mut u8)>,
+    pub(super) buffer: u32,
+    pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
     /// None on the host, where no warpgroup runs.
     #[cfg(not(target_arch = "nvptx64"))]
-    never: core::convert::Infallible,
+    pub(super) never: core::convert::Infallible,
 }
 
 impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
@@ -292,7 +292,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     }
 
     #[cfg(not(target_arch = "nvptx64"))]
-    fn never(&self) -> ! {
+    pub(super) fn never(&self) -> ! {
         match self.never {}
     }
 }
@@ -355,38 +355,23 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         {
             use super::pipeline::Places;
             use super::raw;
-            use super::registers::Split;
-            use core::arch::nvptx;
             let places = Places::of(stages);
-            // SAFETY: a special register, no precondition.
-            let t = unsafe { nvptx::_thread_idx_x() } as usize;
-            if t < STAGES {
-                // SAFETY: 8-aligned words past the stages, no barrier objects now (never
-                // initialised, or invalidated at the end of the last specialisation); the
-                // barrier below orders this before every use.
-                unsafe { raw::mbarrier_init(places.full(t), 1) };
-                // SAFETY: as above; one arrival from each consumer warp.
-                unsafe { raw::mbarrier_init(places.empty(t), (4 * (THREADS / 128 - 1)) as u32) };
-                // SAFETY: sm_90 (the kernel issues bulk copies).
-                unsafe { raw::fence_mbarrier_init() };
-            }
-            // SAFETY: every thread of the block, in its uniform code (`&mut Block`).
-            unsafe { nvptx::_syncthreads() };
-            let (role, thread) = (t / 128, t % 128);
-            // The producer's registers to the consumers while the pipeline runs, where the
-            // launch bounds let `ptxas` size them (one block a multiprocessor); each role
-            // changes its registers first and last in its own branch, so that the code where
-            // the roles meet again runs at the registers of the launch.
-            let rebalance = Split::<THREADS>::SOME && self.min_blocks() == 1;
-            if role == 0 {
-                if rebalance {
-                    // SAFETY: the producer's warpgroup, converged (uniform code up to here), at
-                    // its registers at launch and synchronized (the barrier above); the entry
-                    // point declares `.reqntid THREADS` (the `Block`'s) and `.minnctapersm 1`
-                    // (`min_blocks`); `SOME`; sm_90a (the kernel issues `wgmma`).
-                    unsafe { Split::<THREADS>::producer_starts() };
-                }
-                if thread == 0 {
+            let buffered = stages.buffered;
+            let consumers = THREADS / 128 - 1;
+            super::roles::roles!(
+                THREADS,
+                self.min_blocks() == 1,
+                |t| {
+                    if t < STAGES {
+                        // SAFETY: 8-aligned words past the stages, no barrier objects now
+                        // (never initialised, or invalidated at the end of the last
+                        // specialisation); `roles` orders this before every use.
+                        unsafe { raw::mbarrier_init(places.full(t), 1) };
+                        // SAFETY: as above; one arrival from each consumer warp.
+                        unsafe { raw::mbarrier_init(places.empty(t), (4 * consumers) as u32) };
+                    }
+                },
+                || {
                     let mut p = Producer {
                         places,
                         count: 0,
@@ -395,78 +380,51 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     for chunk in chunks {
                         producer(&mut p, chunk.origin());
                     }
-                    // Every copy lands before the block goes on: wait for the last fill of each
-                    // stage (the earlier ones completed before it was refilled).
+                    // Every copy lands before the block goes on: wait for the last fill of
+                    // each stage (the earlier ones completed before it was refilled).
                     let filled = p.count;
                     for k in filled.saturating_sub(STAGES)..filled {
                         // SAFETY: an initialised barrier object; its phase `k / STAGES`
                         // completes once fill `k` has landed.
                         unsafe { raw::mbarrier_wait(places.full(k % STAGES), ((k / STAGES) % 2) as u32) };
                     }
+                },
+                |index, thread| {
+                    let mut wg = Warpgroup {
+                        index,
+                        thread,
+                        buffer: if buffered {
+                            places.buffer(4 * index + thread / 32)
+                        } else {
+                            0
+                        },
+                        call: PhantomData,
+                    };
+                    let mut c = Consumer {
+                        places,
+                        count: 0,
+                        call: PhantomData,
+                    };
+                    for chunk in chunks {
+                        consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
+                    }
+                    if buffered {
+                        // Every copy from the warps' buffers has written the view before
+                        // the buffers are free again and the block may exit.
+                        // SAFETY: sm_90.
+                        unsafe { raw::bulk_wait::<0>() };
+                    }
+                },
+                |t| {
+                    if t < STAGES {
+                        // SAFETY: the barrier objects of this specialisation, which nothing
+                        // uses any more (`roles`: every copy landed, the producer waited).
+                        unsafe { raw::mbarrier_inval(places.full(t)) };
+                        // SAFETY: as above.
+                        unsafe { raw::mbarrier_inval(places.empty(t)) };
+                    }
                 }
-                if rebalance {
-                    // SAFETY: the producer's warpgroup, converged again (past the producer's
-                    // branch), after `producer_starts`; every consumer thread reaches barrier
-                    // 0 once in `consumer_done`, and no other use of it is under way (the
-                    // roles hold no `Block`).
-                    unsafe { Split::<THREADS>::producer_done() };
-                }
-            } else {
-                if rebalance {
-                    // SAFETY: a consumer warpgroup, converged, at its registers at launch and
-                    // synchronized (the barrier above); the bounds and target as for the
-                    // producer.
-                    unsafe { Split::<THREADS>::consumer_starts() };
-                }
-                let index = role - 1;
-                let mut wg = Warpgroup {
-                    index,
-                    thread,
-                    buffer: if stages.buffered {
-                        places.buffer(4 * index + thread / 32)
-                    } else {
-                        0
-                    },
-                    call: PhantomData,
-                };
-                let mut c = Consumer {
-                    places,
-                    count: 0,
-                    call: PhantomData,
-                };
-                for chunk in chunks {
-                    consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
-                }
-                // Products whose accumulators were forgotten (`mem::forget`) still run: they
-                // are done before the stages are used again.
-                // SAFETY: all 128 threads of the warpgroup, sm_90a.
-                unsafe { raw::wgmma_wait::<0>() };
-                if stages.buffered {
-                    // Every copy from the warps' buffers has written the view before the
-                    // buffers are free again and the block may exit.
-                    // SAFETY: sm_90.
-                    unsafe { raw::bulk_wait::<0>() };
-                }
-                if rebalance {
-                    // SAFETY: the consumer warpgroup, converged (its uniform code), after
-                    // `consumer_starts`; the producer's threads reach barrier 0 once in
-                    // `producer_done`, the other consumers' here.
-                    unsafe { Split::<THREADS>::consumer_done() };
-                }
-            }
-            if !rebalance {
-                // SAFETY: every thread of the block (the roles rejoin here).
-                unsafe { nvptx::_syncthreads() };
-            }
-            if t < STAGES {
-                // SAFETY: the barrier objects of this specialisation, which nothing uses any
-                // more: every copy landed (the producer waited), every wait and arrival is
-                // before the block's barrier above (in `producer_done` and `consumer_done`
-                // where the registers were split).
-                unsafe { raw::mbarrier_inval(places.full(t)) };
-                // SAFETY: as above.
-                unsafe { raw::mbarrier_inval(places.empty(t)) };
-            }
+            );
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
@@ -488,3 +446,85 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         }
     }
 }
+
+/// The block split into its roles, as [`Block::specialise`] describes, written out in the
+/// calling function (so that the roles' code, `wgmma` included, is one function for `ptxas`):
+/// `|t| init` on every thread `t` of the block (the barrier objects made, then fenced and joined
+/// by a block barrier), `|| produce` on thread 0 (the rest of its
+/// warpgroup waits), `|index, thread| consume` on each consumer warpgroup's threads,
+/// every product of theirs waited for after it, the block joined again, then `|t| inval` on
+/// every thread. Where `split` (one block a multiprocessor) and the block's size allow, the
+/// producer warpgroup's registers go to the consumers meanwhile.
+///
+/// Expanded only in a specialisation's body on the GPU, which every thread of the block runs
+/// in its uniform code (`&mut Block`), on sm_90a; `init` makes barrier objects that nothing
+/// uses before it nor after `inval`, and `produce` waits for every copy it started.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! roles {
+    ($threads:expr, $split:expr,
+     |$t:ident| $init:block,
+     || $produce:block,
+     |$index:ident, $thread:ident| $consume:block,
+     |$t2:ident| $inval:block) => {{
+        // SAFETY: a special register, no precondition.
+        let $t = unsafe { core::arch::nvptx::_thread_idx_x() } as usize;
+        $init
+        // SAFETY: sm_90 (a specialisation's kernel issues bulk copies).
+        unsafe { $crate::kernel::warpgroup::raw::fence_mbarrier_init() };
+        // SAFETY: every thread of the block, in its uniform code (a specialisation's body).
+        unsafe { core::arch::nvptx::_syncthreads() };
+        let (role, thread) = ($t / 128, $t % 128);
+        // The producer's registers to the consumers while the pipeline runs, where the launch
+        // bounds let `ptxas` size them (one block a multiprocessor); each role changes its
+        // registers first and last in its own branch, so that the code where the roles meet
+        // again runs at the registers of the launch.
+        let rebalance = $crate::kernel::warpgroup::registers::Split::<{ $threads }>::SOME && $split;
+        if role == 0 {
+            if rebalance {
+                // SAFETY: the producer's warpgroup, converged (uniform code up to here), at its
+                // registers at launch and synchronized (the barrier above); the entry point
+                // declares `.reqntid THREADS` (the `Block`'s) and `.minnctapersm 1` (`split`);
+                // `SOME`; sm_90a (a specialisation's kernel issues `wgmma`).
+                unsafe { $crate::kernel::warpgroup::registers::Split::<{ $threads }>::producer_starts() };
+            }
+            if thread == 0 {
+                $produce
+            }
+            if rebalance {
+                // SAFETY: the producer's warpgroup, converged again (past the producer's
+                // branch), after `producer_starts`; every consumer thread reaches barrier 0
+                // once in `consumer_done`, and no other use of it is under way (the roles hold
+                // no `Block`).
+                unsafe { $crate::kernel::warpgroup::registers::Split::<{ $threads }>::producer_done() };
+            }
+        } else {
+            if rebalance {
+                // SAFETY: a consumer warpgroup, converged, at its registers at launch and
+                // synchronized (the barrier above); the bounds and target as for the producer.
+                unsafe { $crate::kernel::warpgroup::registers::Split::<{ $threads }>::consumer_starts() };
+            }
+            {
+                let ($index, $thread) = (role - 1, thread);
+                $consume
+            }
+            // Products whose accumulators were forgotten (`mem::forget`) still run: they are
+            // done before the tiles are used again.
+            // SAFETY: all 128 threads of the warpgroup, sm_90a.
+            unsafe { $crate::kernel::warpgroup::raw::wgmma_wait::<0>() };
+            if rebalance {
+                // SAFETY: the consumer warpgroup, converged (its uniform code), after
+                // `consumer_starts`; the producer's threads reach barrier 0 once in
+                // `producer_done`, the other consumers' here.
+                unsafe { $crate::kernel::warpgroup::registers::Split::<{ $threads }>::consumer_done() };
+            }
+        }
+        if !rebalance {
+            // SAFETY: every thread of the block (the roles rejoin here).
+            unsafe { core::arch::nvptx::_syncthreads() };
+        }
+        let $t2 = $t;
+        $inval
+    }};
+}
+#[cfg(target_arch = "nvptx64")]
+pub(super) use roles;

@@ -1,0 +1,267 @@
+//! The online softmax of attention, row by row over a warpgroup's accumulators: [`RowStats`]
+//! keeps each query row's running maximum and sum of exponentials across tiles of keys,
+//! turns each tile's scores into [`Probs`] (with the correction that rescales what was summed
+//! before), and divides the output by the sum at the end. [`Keys`] says which keys of a tile a
+//! query row sees: all, those before the sequence's end, or those a causal mask leaves.
+
+use super::accumulators::{Accumulators, Cols, Width};
+use super::roles::Warpgroup;
+#[cfg(target_arch = "nvptx64")]
+use crate::kernel::math::{exp2, mul_add, rcp};
+use core::marker::PhantomData;
+
+/// The keys of a tile of scores: `128` columns.
+const KEYS: usize = 128;
+
+/// Which keys of a tile of scores each query row of a warpgroup's part sees: key `j` (its index
+/// in the sequence) by query `i` where `j < seq_k` and, if causal, `j ≤ i + seq_k − seq_q`
+/// (aligned to the bottom right, as FlashAttention from 2.1 and torch's `is_causal` with
+/// equal lengths). The others' scores count as `−∞`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keys {
+    /// The index in its sequence of the warpgroup's first query row.
+    row0: usize,
+    /// The index in its sequence of the tile's first key.
+    col0: usize,
+    seq_q: usize,
+    seq_k: usize,
+    causal: bool,
+}
+
+impl Keys {
+    /// The keys of the tile from key `col0` for the query rows from `row0`, in sequences of
+    /// `seq_q` queries and `seq_k` keys.
+    #[inline(always)]
+    pub fn new(row0: usize, col0: usize, seq_q: usize, seq_k: usize, causal: bool) -> Self {
+        Keys {
+            row0,
+            col0,
+            seq_q,
+            seq_k,
+            causal,
+        }
+    }
+
+    /// Whether query `i` (in its sequence) sees key `j`.
+    #[inline(always)]
+    pub fn sees(&self, i: usize, j: usize) -> bool {
+        j < self.seq_k && (!self.causal || j.saturating_add(self.seq_q) <= i.saturating_add(self.seq_k))
+    }
+
+    /// Whether each of the 64 rows sees each of the tile's keys: no score is masked.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    #[inline(always)]
+    fn whole(&self) -> bool {
+        self.sees(self.row0, self.col0 + KEYS - 1)
+    }
+
+    /// The tiles of `128` keys that a part of `rows` query rows from `row0` sees at all.
+    #[inline(always)]
+    pub fn tiles(row0: usize, rows: usize, seq_q: usize, seq_k: usize, causal: bool) -> usize {
+        let last = if causal {
+            (row0 + rows).saturating_add(seq_k).saturating_sub(seq_q).min(seq_k)
+        } else {
+            seq_k
+        };
+        last.div_ceil(KEYS)
+    }
+}
+
+/// The running maximum and sum of exponentials of the two query rows that each thread of a
+/// warpgroup holds of its accumulators (rows `16 w + l / 4` and `+ 8`), for the consumer call
+/// `'c`. No accessor: statistics meet only the accumulators of the warpgroup that made them,
+/// whose rows are the same in every width.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub struct RowStats<'c> {
+    max: [f32; 2],
+    sum: [f32; 2],
+    thread: usize,
+    call: PhantomData<(&'c (), *mut u8)>,
+    /// None on the host, where no warpgroup runs.
+    #[cfg(not(target_arch = "nvptx64"))]
+    never: core::convert::Infallible,
+}
+
+/// A tile's probabilities `P = 2^(S · scale − max)`, `64 × 128` over the warpgroup's threads as
+/// its scores were, and the correction `2^(old max − new max)` of each of the thread's rows:
+/// what [`Warpgroup::mma_pv`] multiplies by `V`, after rescaling the output. No accessor.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub struct Probs<'c, T> {
+    p: [f32; 64],
+    correction: [f32; 2],
+    kind: PhantomData<(&'c (), T, *mut u8)>,
+}
+
+#[cfg(target_arch = "nvptx64")]
+/// `body` for `i` in `0..n`, written out (at most 64).
+macro_rules! each {
+    ($n:expr, |$i:ident| $body:block) => {
+        crate::unroll!(8, |outer| {
+            crate::unroll!(8, |inner| {
+                let $i = 8 * outer + inner;
+                if $i < $n $body
+            });
+        })
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T> Probs<'_, T> {
+    /// The thread's fragment of `P` as `wgmma`'s `A` registers (packed pairs along a row: for
+    /// step `s` of 16 keys, rows `r`, `r + 8`, `r`, `r + 8` of columns `16 s + 2 (l % 4)` and
+    /// `+ 8`, which is the order the accumulators hold them in), and the corrections.
+    #[inline(always)]
+    pub(super) fn fragment<W: Width>(&self) -> ([u32; 32], [f32; 2])
+    where
+        T: super::products::ProductRs<W>,
+    {
+        let mut a = [0u32; 32];
+        each!(32, |i| {
+            a[i] = T::pack(self.p[2 * i], self.p[2 * i + 1]);
+        });
+        (a, self.correction)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+/// One lane's `value` swapped with lane `lane ^ mask`'s.
+#[inline(always)]
+fn swap(value: f32, mask: u32) -> f32 {
+    {
+        let out: f32;
+        // SAFETY: every lane of the warp runs this (a warpgroup's uniform code), full mask.
+        unsafe {
+            core::arch::asm!(
+                "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
+                out = out(reg32) out,
+                v = in(reg32) value,
+                m = in(reg32) mask,
+                options(nomem, nostack),
+            )
+        };
+        out
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+/// `f` over the four lanes that hold a row (`l / 4` alike).
+#[inline(always)]
+fn quad(value: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    let value = f(value, swap(value, 1));
+    f(value, swap(value, 2))
+}
+
+impl<'c> RowStats<'c> {
+    /// Statistics of no key yet: maximum `−∞`, sum 0.
+    #[inline(always)]
+    pub fn new<const THREADS: usize>(wg: &Warpgroup<'c, THREADS>) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            RowStats {
+                max: [f32::NEG_INFINITY; 2],
+                sum: [0.0; 2],
+                thread: wg.thread,
+                call: PhantomData,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        wg.never()
+    }
+
+    /// Takes a tile of scores `S` (`64 × 128`, keys as `keys` says, the others `−∞`) into the
+    /// statistics: the new maximum of each row, the probabilities `2^(S · scale_log2 − max ·
+    /// scale_log2)` and the correction of the earlier sum and output. `scale_log2` is the
+    /// softmax scale times `log2 e`, positive.
+    #[inline(always)]
+    pub fn update<T>(&mut self, s: Accumulators<T, Cols<128>>, scale_log2: f32, keys: Keys) -> Probs<'c, T>
+    where
+        T: super::WgmmaInput,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut x = s.regs;
+            let (warp, lane) = (self.thread / 32, self.thread % 32);
+            if !keys.whole() {
+                each!(64, |i| {
+                    let row = keys.row0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+                    let col = keys.col0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                    if !keys.sees(row, col) {
+                        x[i] = f32::NEG_INFINITY;
+                    }
+                });
+            }
+            let mut max = self.max;
+            each!(64, |i| {
+                let h = (i / 2) % 2;
+                max[h] = max[h].max(x[i]);
+            });
+            let mut correction = [0.0; 2];
+            let mut base = [0.0; 2];
+            crate::unroll!(2, |h| {
+                max[h] = quad(max[h], f32::max);
+                // A row with no key seen yet subtracts 0, not `−∞` (which would make NaNs).
+                base[h] = if max[h] == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    max[h] * scale_log2
+                };
+                correction[h] = if self.max[h] == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    exp2(mul_add(self.max[h], scale_log2, -base[h]))
+                };
+            });
+            let mut p = [0.0f32; 64];
+            let mut sum = [0.0f32; 2];
+            each!(64, |i| {
+                let h = (i / 2) % 2;
+                p[i] = exp2(mul_add(x[i], scale_log2, -base[h]));
+                sum[h] += p[i];
+            });
+            crate::unroll!(2, |h| {
+                self.sum[h] = mul_add(self.sum[h], correction[h], sum[h]);
+            });
+            self.max = max;
+            Probs {
+                p,
+                correction,
+                kind: PhantomData,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (s, scale_log2, keys);
+            match self.never {}
+        }
+    }
+
+    /// The output divided row by row by the sum of its probabilities (rows that saw no key
+    /// stay 0), with the statistics done.
+    #[inline(always)]
+    pub fn finish<T: super::WgmmaInput, W: Width>(self, o: Accumulators<T, W>) -> Accumulators<T, W> {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut regs = o.regs;
+            let mut scale = [0.0f32; 2];
+            crate::unroll!(2, |h| {
+                let sum = quad(self.sum[h], |a, b| a + b);
+                scale[h] = if sum > 0.0 { rcp(sum) } else { 0.0 };
+            });
+            crate::unroll!(16, |ga| {
+                crate::unroll!(8, |gb| {
+                    let i = 8 * ga + gb;
+                    if i < W::N / 2 {
+                        let x = W::get(&regs, i);
+                        W::set(&mut regs, i, x * scale[(i / 2) % 2]);
+                    }
+                });
+            });
+            Accumulators::of(regs)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = o;
+            match self.never {}
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! A pipeline of one resident tile and two streams: [`Streams`], the tile set of a kernel whose
+//! consumers keep one operand for a whole chunk (attention's query rows) while two others
+//! (its keys and values) stream through the stages, each stream with barrier objects of its
+//! own, so that the first can be multiplied while the second is still landing. The block runs it
+//! with [`Block::specialise_streams`](crate::kernel::Block::specialise_streams); the producer
+//! fills it through a [`StreamProducer`], the consumers take its tiles [`Landed`] from a
+//! [`StreamConsumer`].
+
+use super::pipeline::Operand;
+#[cfg(target_arch = "nvptx64")]
+use super::roles::ROWS;
+use super::roles::Warpgroup;
+use crate::dtype::DlElement;
+use crate::extents::Extents;
+use crate::kernel::KernelSpace;
+use crate::kernel::block::{Block, Chunk, Chunks, TileSealed, TileSet};
+use crate::layout::Layout;
+use core::marker::PhantomData;
+
+/// The alignment of every tile of the set: the 128-byte swizzle's period, 1024 bytes.
+const ALIGN: usize = 1024;
+
+/// The shared memory of a resident tile `R` and `STAGES` stages of two streamed tiles `S0`
+/// and `S1` ([`Operand`]s), with a pair of barrier objects for the resident tile and for each
+/// streamed tile of each stage (one counting the bytes that land, one the consumer warps that
+/// release it): a [`TileSet`] for a cooperative kernel's [`Block`](crate::kernel::Block)
+/// type, which [`Block::split`](crate::kernel::Block::split) makes into [`Streamed`].
+///
+/// Attention's forward pass at head dimension 128: `Streams<2, Q, K, KByN<V>>` with the
+/// three tiles `TileOf<bf16, (Const<128>, Const<128>), Swizzle128>`, 160 KiB.
+pub struct Streams<const STAGES: usize, R, S0, S1>(PhantomData<(R, S0, S1)>);
+
+impl<const STAGES: usize, R, S0, S1> TileSealed for Streams<STAGES, R, S0, S1> {}
+
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Streams<STAGES, R, S0, S1> {
+    /// The resident tile's bytes, aligned.
+    const R_BYTES: usize = R::BYTES.next_multiple_of(ALIGN);
+    /// The first stream's tile's bytes, aligned.
+    const S0_BYTES: usize = S0::BYTES.next_multiple_of(ALIGN);
+    /// A stage's bytes: both streams' tiles.
+    const STAGE_BYTES: usize = Self::S0_BYTES + S1::BYTES.next_multiple_of(ALIGN);
+    /// The slack to align the tiles (the set starts 128-aligned), the resident tile, the stages,
+    /// then the barrier objects: two for the resident tile, four a stage, 8 bytes each.
+    const TOTAL: usize = {
+        assert!(STAGES >= 1 && STAGES <= 16, "a pipeline has 1 to 16 stages");
+        let total = (ALIGN - 128) + Self::R_BYTES + STAGES * Self::STAGE_BYTES + 16 + 32 * STAGES;
+        assert!(
+            total <= crate::kernel::MAX_SHARED_BYTES,
+            "a resident tile and its streams' stages fit in 227 KiB of shared memory"
+        );
+        total.next_multiple_of(128)
+    };
+}
+
+// SAFETY: `BYTES` covers the slack to align the tiles, the resident tile, the stages and the
+// barrier objects; `tiles` makes one handle over them, which reaches nothing outside.
+unsafe impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> TileSet for Streams<STAGES, R, S0, S1> {
+    type Tiles<'k> = Streamed<'k, STAGES, R, S0, S1>;
+    const BYTES: usize = Self::TOTAL;
+    #[inline(always)]
+    unsafe fn tiles<'k>(base: *mut u8) -> Streamed<'k, STAGES, R, S0, S1> {
+        Streamed {
+            base,
+            kernel: PhantomData,
+        }
+    }
+}
+
+/// The tiles of a [`Streams`] set, in block-shared memory: handed to
+/// [`Block::specialise_streams`](crate::kernel::Block::specialise_streams), which runs one
+/// producer and the consumer warpgroups over them; no other code reaches their memory.
+pub struct Streamed<'k, const STAGES: usize, R, S0, S1> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) base: *mut u8,
+    kernel: PhantomData<(&'k (), R, S0, S1)>,
+}
+
+/// The tile types of a [`Streams`] set.
+type Kinds<R, S0, S1> = fn() -> (R, S0, S1);
+
+/// The shared-state-space addresses of a [`Streams`] set's tiles and barrier objects.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub(super) struct Spots<const STAGES: usize, R, S0, S1> {
+    /// The resident tile, 1024-aligned.
+    first: u32,
+    kinds: PhantomData<Kinds<R, S0, S1>>,
+}
+
+impl<const STAGES: usize, R, S0, S1> Clone for Spots<STAGES, R, S0, S1> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<const STAGES: usize, R, S0, S1> Copy for Spots<STAGES, R, S0, S1> {}
+
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Spots<STAGES, R, S0, S1> {
+    /// The places of `tiles`.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn of(tiles: &Streamed<'_, STAGES, R, S0, S1>) -> Self {
+        // SAFETY: the tiles are the block's shared memory (`TileSet::tiles`).
+        let base = unsafe { crate::kernel::mma::raw::shared_address(tiles.base) };
+        Spots {
+            first: base.next_multiple_of(ALIGN as u32),
+            kinds: PhantomData,
+        }
+    }
+
+    /// The resident tile.
+    #[inline(always)]
+    fn resident(self) -> u32 {
+        self.first
+    }
+
+    /// Stage `s`'s tile of stream `which` (0 or 1).
+    #[inline(always)]
+    fn streamed(self, which: usize, s: usize) -> u32 {
+        let stage =
+            self.first as usize + Streams::<STAGES, R, S0, S1>::R_BYTES + s * Streams::<STAGES, R, S0, S1>::STAGE_BYTES;
+        (stage + which * Streams::<STAGES, R, S0, S1>::S0_BYTES) as u32
+    }
+
+    /// Barrier object `i`: 0 and 1 the resident tile's (full, empty), then for stream `w`,
+    /// `2 + 2 STAGES w + s` stage `s`'s full and `2 + 2 STAGES w + STAGES + s` its empty.
+    #[inline(always)]
+    fn barrier(self, i: usize) -> u32 {
+        self.streamed(0, STAGES) + (8 * i) as u32
+    }
+
+    /// The barrier objects: full, then empty, of the resident tile (`which` `None`) or of
+    /// stage `s` of stream `which`.
+    #[inline(always)]
+    pub(super) fn pair(self, which: Option<usize>, s: usize) -> (u32, u32) {
+        match which {
+            None => (self.barrier(0), self.barrier(1)),
+            Some(w) => (
+                self.barrier(2 + 2 * STAGES * w + s),
+                self.barrier(2 + 2 * STAGES * w + STAGES + s),
+            ),
+        }
+    }
+
+    /// The tile of the resident slot (`which` `None`) or of stage `s` of stream `which`.
+    #[inline(always)]
+    pub(super) fn tile(self, which: Option<usize>, s: usize) -> u32 {
+        match which {
+            None => self.resident(),
+            Some(w) => self.streamed(w, s),
+        }
+    }
+
+    /// Every barrier object of the set, in turn, with the arrivals its phases count: one (the
+    /// producer's) for a full object, one from each consumer warp for an empty one.
+    #[inline(always)]
+    pub(super) fn barriers(self, consumer_warps: u32) -> impl Iterator<Item = (u32, u32)> {
+        (0..2 + 4 * STAGES).map(move |i| {
+            let empty = i == 1 || (i >= 2 && ((i - 2) % (2 * STAGES)) >= STAGES);
+            (self.barrier(i), if empty { consumer_warps } else { 1 })
+        })
+    }
+}
+
+/// Fill counts of the resident slot and of the two streams.
+#[derive(Clone, Copy)]
+pub(super) struct Counts {
+    pub(super) resident: usize,
+    pub(super) streams: [usize; 2],
+}
+
+/// The producer of a [`Streams`] set: the one thread of the block that starts the copies into
+/// its tiles. It cannot read a tile, nor fill one that a consumer still holds: each load waits
+/// until every consumer warp has released the tile it refills.
+pub struct StreamProducer<'c, const STAGES: usize, R, S0, S1> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) spots: Spots<STAGES, R, S0, S1>,
+    pub(super) counts: Counts,
+    pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
+}
+
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'_, STAGES, R, S0, S1> {
+    /// Fills the resident tile with the box of `map` whose first element is at `origin` (row,
+    /// column), once every consumer has released its last fill. Elements past the tensor's
+    /// edge arrive as zero.
+    #[inline(always)]
+    pub fn load_resident(&mut self, map: &R::Map<'_>, origin: [usize; 2]) {
+        let k = self.counts.resident;
+        self.counts.resident += 1;
+        // SAFETY: the resident slot's tile and barriers, its `k`-th fill.
+        unsafe { self.fill::<R>(None, 1, k, map, origin) }
+    }
+
+    /// Fills the first stream's next stage with the box of `map` at `origin`, once its last
+    /// readers have released it. The consumers receive the first stream's tiles in the order
+    /// they were filled ([`StreamConsumer::first`]).
+    #[inline(always)]
+    pub fn load_first(&mut self, map: &S0::Map<'_>, origin: [usize; 2]) {
+        let k = self.counts.streams[0];
+        self.counts.streams[0] += 1;
+        // SAFETY: stream 0's stage `k % STAGES`, its `k`-th fill.
+        unsafe { self.fill::<S0>(Some(0), STAGES, k, map, origin) }
+    }
+
+    /// Fills the second stream's next stage, as [`load_first`](Self::load_first) the first's.
+    #[inline(always)]
+    pub fn load_second(&mut self, map: &S1::Map<'_>, origin: [usize; 2]) {
+        let k = self.counts.streams[1];
+        self.counts.streams[1] += 1;
+        // SAFETY: stream 1's stage `k % STAGES`, its `k`-th fill.
+        unsafe { self.fill::<S1>(Some(1), STAGES, k, map, origin) }
+    }
+
+    /// Fill `k` of the slot `which` (the resident tile, or a stream) of `slots` stages.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the slot's tile type, `slots` its number of stages, and `k` its fills so far.
+    #[inline(always)]
+    unsafe fn fill<T: Operand>(
+        &mut self,
+        which: Option<usize>,
+        slots: usize,
+        k: usize,
+        map: &T::Map<'_>,
+        origin: [usize; 2],
+    ) {
+        let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use super::raw;
+            let s = k % slots;
+            let (full, empty) = self.spots.pair(which, s);
+            if k >= slots {
+                // Fill `k - slots` of the slot was released by every consumer warp.
+                // SAFETY: an initialised barrier object of the running specialisation, on sm_90
+                // (the kernel issues bulk copies); its phase `k / slots - 1` is the release of
+                // that fill, whose parity this is.
+                unsafe { raw::mbarrier_wait(empty, ((k / slots - 1) % 2) as u32) };
+            }
+            // SAFETY: an initialised barrier object whose phase `k / slots` expects the
+            // producer's one arrival (this one, once a fill) and these bytes.
+            unsafe { raw::mbarrier_arrive_expect_tx(full, T::BYTES as u32) };
+            // SAFETY: the map is a valid tensor map of a tensor the kernel only reads
+            // (`TensorMap`), of the tile's box and swizzle (its type); the tile is 1024-aligned
+            // (`Spots`), released by its readers (above), and read next once `full`'s phase
+            // completes, which waits for these bytes.
+            unsafe { T::copy(self.spots.tile(which, s), map, origin, full) };
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = (which, slots, k, map, origin);
+    }
+}
+
+/// A consumer warpgroup's side of a [`Streams`] set: it takes the resident tile and each
+/// stream's stages [`Landed`], in the order the producer filled them.
+pub struct StreamConsumer<'c, const STAGES: usize, R, S0, S1> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) spots: Spots<STAGES, R, S0, S1>,
+    pub(super) counts: Counts,
+    pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
+}
+
+impl<'c, const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamConsumer<'c, STAGES, R, S0, S1> {
+    /// Waits until the resident tile's next fill has landed, and returns it: the warpgroup's to
+    /// read (products borrow it) until it drops the handle, which releases it to the producer.
+    #[inline(always)]
+    pub fn resident(&mut self) -> Landed<'c, R> {
+        let k = self.counts.resident;
+        self.counts.resident += 1;
+        self.take(None, 1, k)
+    }
+
+    /// Waits until the first stream's next stage has landed, and returns its tile.
+    #[inline(always)]
+    pub fn first(&mut self) -> Landed<'c, S0> {
+        let k = self.counts.streams[0];
+        self.counts.streams[0] += 1;
+        self.take(Some(0), STAGES, k)
+    }
+
+    /// Waits until the second stream's next stage has landed, and returns its tile.
+    #[inline(always)]
+    pub fn second(&mut self) -> Landed<'c, S1> {
+        let k = self.counts.streams[1];
+        self.counts.streams[1] += 1;
+        self.take(Some(1), STAGES, k)
+    }
+
+    /// Fill `k` of the slot `which`, of `slots` stages, once landed.
+    #[inline(always)]
+    fn take<T: Operand>(&self, which: Option<usize>, slots: usize, k: usize) -> Landed<'c, T> {
+        let s = k % slots;
+        let (full, empty) = self.spots.pair(which, s);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: an initialised barrier object of the running specialisation; its phase
+        // `k / slots` is this consumer's next of the slot (its fills are taken in turn, none
+        // skipped: the one before was waited for by this consumer's last take of the slot).
+        unsafe {
+            super::raw::mbarrier_wait(full, ((k / slots) % 2) as u32)
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = full;
+        Landed {
+            tile: self.spots.tile(which, s),
+            empty,
+            call: PhantomData,
+        }
+    }
+}
+
+/// A tile of a [`Streams`] set whose copies have landed, held by a consumer warpgroup: read by
+/// its products ([`Warpgroup::mma_resident`](super::Warpgroup::mma_resident),
+/// [`Warpgroup::mma_pv`](super::Warpgroup::mma_pv)), which keep or borrow it until a wait has
+/// seen them done. Dropped, it releases the tile: each warp of the warpgroup arrives on the
+/// tile's barrier object, and the producer refills it once every consumer warp has. Products
+/// that borrowed it and were forgotten (`mem::forget`) rather than waited for may still read
+/// it then: the drop waits for every product of the warpgroup first.
+pub struct Landed<'c, T: Operand> {
+    /// The tile (shared state space), 1024-aligned.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    pub(super) tile: u32,
+    /// The barrier object its release arrives on.
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+    empty: u32,
+    call: PhantomData<(&'c (), *mut u8, T)>,
+}
+
+impl<T: Operand> Landed<'_, T> {
+    /// Releases the tile without waiting for the warpgroup's products.
+    ///
+    /// # Safety
+    ///
+    /// Run by the warpgroup's threads together; no product that reads the tile is running.
+    #[inline(always)]
+    pub(super) unsafe fn release(self) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the caller's contract.
+        unsafe { this.arrive() };
+    }
+
+    /// Each warp's arrival on the tile's barrier object.
+    ///
+    /// # Safety
+    ///
+    /// As [`release`](Self::release), once for the handle.
+    #[inline(always)]
+    unsafe fn arrive(&self) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // SAFETY: a special register, no precondition.
+            let lane = unsafe { core::arch::nvptx::_thread_idx_x() } % 32;
+            if lane == 0 {
+                // SAFETY: an initialised barrier object of the running specialisation, whose
+                // phase for this fill expects one arrival from each consumer warp: this
+                // warp's, once (the caller: once a handle, by each of its threads).
+                unsafe { super::raw::mbarrier_arrive(self.empty) };
+            }
+        }
+    }
+}
+
+impl<T: Operand> Drop for Landed<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a `Landed` lives in a consumer warpgroup's code, which all 128 threads run
+        // together (`Block::specialise_streams`), on sm_90a (its products are `wgmma`s).
+        unsafe {
+            super::raw::wgmma_wait::<0>()
+        };
+        // SAFETY: every product of the warpgroup is done (above); dropped once.
+        unsafe { self.arrive() };
+    }
+}
+
+impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
+    /// [`specialise`](Block::specialise) over a [`Streams`] set: for each of the block's
+    /// `chunks`, the producer (the first warpgroup's first thread) runs `producer(p, origin)`,
+    /// which fills the resident tile and the streams' stages ([`StreamProducer`]), and each
+    /// consumer warpgroup runs `consumer(wg, c, part)` on its 128 threads, taking the tiles as
+    /// they land ([`StreamConsumer`]) and writing its part of the chunk (its rows
+    /// `64 · index .. 64 · (index + 1)`). The producer fills ahead from one chunk to the next
+    /// as far as the consumers' releases allow; before this returns, every copy has landed and
+    /// every product is done. Registers are split between the roles as for `specialise`.
+    ///
+    /// Every consumer should take every tile the producer fills, in each slot, and the
+    /// producer fill as many as they take; otherwise a role waits forever, but no tile is read
+    /// before it lands or refilled while it is read.
+    #[inline(always)]
+    pub fn specialise_streams<const STAGES: usize, R, S0, S1, T, E, L, Sp, P, Q>(
+        &mut self,
+        tiles: &mut Streamed<'k, STAGES, R, S0, S1>,
+        chunks: Chunks<'_, T, E, L, Sp>,
+        producer: P,
+        consumer: Q,
+    ) where
+        R: Operand,
+        S0: Operand,
+        S1: Operand,
+        T: DlElement,
+        E: Extents<Index = [usize; 2]>,
+        L: Layout,
+        Sp: KernelSpace,
+        P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1>, [usize; 2]) + Sync,
+        Q: for<'c, 'v> Fn(
+                &mut Warpgroup<'c, THREADS>,
+                &mut StreamConsumer<'c, STAGES, R, S0, S1>,
+                Chunk<'v, T, E, L, Sp>,
+            ) + Sync,
+    {
+        const {
+            assert!(
+                THREADS.is_multiple_of(128) && THREADS >= 256,
+                "a specialised block has a producer warpgroup and at least one consumer: a multiple of 128 threads, from 256"
+            );
+        };
+        let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
+        let start = Counts {
+            resident: 0,
+            streams: [0, 0],
+        };
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use super::raw;
+            let spots = Spots::of(tiles);
+            let consumer_warps = (4 * (THREADS / 128 - 1)) as u32;
+            super::roles::roles!(
+                THREADS,
+                self.min_blocks() == 1,
+                |t| {
+                    if t == 0 {
+                        for (bar, count) in spots.barriers(consumer_warps) {
+                            // SAFETY: 8-aligned words past the tiles, no barrier objects
+                            // now (never initialised, or invalidated at the end of the last
+                            // specialisation); `roles` orders this before every use.
+                            unsafe { raw::mbarrier_init(bar, count) };
+                        }
+                    }
+                },
+                || {
+                    let mut p = StreamProducer {
+                        spots,
+                        counts: start,
+                        call: PhantomData,
+                    };
+                    for chunk in chunks {
+                        producer(&mut p, chunk.origin());
+                    }
+                    // Every copy lands before the block goes on: the last fill of each
+                    // slot (the earlier ones completed before it was refilled).
+                    let last = |which: Option<usize>, slots: usize, filled: usize| {
+                        for k in filled.saturating_sub(slots)..filled {
+                            // SAFETY: an initialised barrier object; its phase `k / slots`
+                            // completes once fill `k` has landed.
+                            unsafe { raw::mbarrier_wait(spots.pair(which, k % slots).0, ((k / slots) % 2) as u32) };
+                        }
+                    };
+                    last(None, 1, p.counts.resident);
+                    last(Some(0), STAGES, p.counts.streams[0]);
+                    last(Some(1), STAGES, p.counts.streams[1]);
+                },
+                |index, thread| {
+                    let mut wg = Warpgroup {
+                        index,
+                        thread,
+                        buffer: 0,
+                        call: PhantomData,
+                    };
+                    let mut c = StreamConsumer {
+                        spots,
+                        counts: start,
+                        call: PhantomData,
+                    };
+                    for chunk in chunks {
+                        consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
+                    }
+                },
+                |t| {
+                    if t == 0 {
+                        for (bar, _) in spots.barriers(consumer_warps) {
+                            // SAFETY: the barrier objects of this specialisation, which
+                            // nothing uses any more (`roles`: every copy landed, the
+                            // producer waited, the roles joined).
+                            unsafe { raw::mbarrier_inval(bar) };
+                        }
+                    }
+                }
+            );
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            // The roles' code, compiled on the host too (never run), as for `specialise`.
+            type ProducerRole<P, const STAGES: usize, R, S0, S1> =
+                for<'c> fn(&P, &mut StreamProducer<'c, STAGES, R, S0, S1>);
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, R, S0, S1, T, E, L, Sp> =
+                for<'c, 'v> fn(
+                    &Q,
+                    &mut Warpgroup<'c, THREADS>,
+                    &mut StreamConsumer<'c, STAGES, R, S0, S1>,
+                    Chunk<'v, T, E, L, Sp>,
+                );
+            let _produce: ProducerRole<P, STAGES, R, S0, S1> = |p, producer| p(producer, [0, 0]);
+            let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, T, E, L, Sp> =
+                |q, wg, consumer, part| q(wg, consumer, part);
+            let _ = (tiles, chunks, producer, consumer, start);
+            self.never_on_host()
+        }
+    }
+}
