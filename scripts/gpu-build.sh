@@ -14,10 +14,11 @@ cp target/release/examples/{add_index,mirrored,nccl,rust_kernels,cooperative} "$
 cargo build --release -p dlmd-examples --features tensor-kernels --example tensor_cores
 cp target/release/examples/tensor_cores "$out/"
 # Hopper kernels (sm_90a): the raw wgmma products and the safe ones (warpgroup), against cuBLAS.
-cargo build --release -p dlmd-examples --features hopper-kernels,tensor-kernels --example hopper --example warpgroup
-cp target/release/examples/{hopper,warpgroup} "$out/"
+cargo build --release -p dlmd-examples --features hopper-kernels,tensor-kernels --example hopper --example warpgroup \
+    --example attention
+cp target/release/examples/{hopper,warpgroup,attention} "$out/"
 cp scripts/bench_torch_copies.py scripts/bench_nccl_torch.py scripts/bench_multi_gpu.py scripts/check_torchrun.py scripts/bench_row_sums_torch.py \
-    scripts/bench_cooperative_torch.py scripts/bench_hopper_torch.py examples/cuda/row_sums_cub.cu examples/cuda/read_ceiling.cu "$out/"
+    scripts/bench_cooperative_torch.py scripts/bench_hopper_torch.py scripts/bench_attention_torch.py examples/cuda/row_sums_cub.cu examples/cuda/read_ceiling.cu "$out/"
 # candle's CUDA side (feature candle-cuda): candle's kernels compiled by nvcc 13.0 from NVIDIA's
 # pinned wheels (for $CUDA_COMPUTE_CAP, default 90: H100/H200), and link-time stand-ins for the
 # CUDA libraries candle links (the GPU machine's real ones load at run time).
@@ -43,7 +44,7 @@ for line in sys.stdin:
 done
 # Kernel crates' launches (signatures refused, launches ordered after queued copies), the
 # cooperative kernels and the tensor-core kernels against the CPU.
-for name in gpu cooperative tensor_cores warpgroup; do
+for name in gpu cooperative tensor_cores warpgroup attention; do
     kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test "$name" --no-run --message-format=json 2>/dev/null |
         NAME=$name python3 -c 'import json, os, sys
 for line in sys.stdin:
@@ -51,7 +52,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == os.environ["NAME"]:
         print(m["executable"])')
     case $name in
-        gpu) bin=kernel-tests ;; cooperative) bin=cooperative-tests ;; warpgroup) bin=hopper-tests ;; *) bin=tensor-tests ;;
+        gpu) bin=kernel-tests ;; cooperative) bin=cooperative-tests ;; warpgroup) bin=hopper-tests ;;
+        attention) bin=attention-tests ;; *) bin=tensor-tests ;;
     esac
     cp "$kernel_bin" "$out/$bin"
 done
