@@ -344,7 +344,15 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         #[cfg(target_arch = "nvptx64")]
         {
             let mut regs = o.regs;
-            let (a, correction) = p.fragment::<Cols<D>>();
+            // The thread's fragment of `P` as `wgmma`'s `A` registers: packed pairs along a row,
+            // for step `s` of 16 keys rows `r`, `r + 8`, `r`, `r + 8` of columns
+            // `16 s + 2 (l % 4)` and `+ 8`, which is the order the scores' accumulators hold them.
+            let mut a = [0u32; 32];
+            crate::unroll!(16, |i| {
+                a[2 * i] = T::pack(p.p[4 * i], p.p[4 * i + 1]);
+                a[2 * i + 1] = T::pack(p.p[4 * i + 2], p.p[4 * i + 3]);
+            });
+            let correction = p.correction;
             crate::unroll!(16, |ga| {
                 crate::unroll!(8, |gb| {
                     let i = 8 * ga + gb;

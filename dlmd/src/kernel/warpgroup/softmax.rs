@@ -87,8 +87,8 @@ pub struct RowStats<'c> {
 /// what [`Warpgroup::mma_pv`] multiplies by `V`, after rescaling the output. No accessor.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 pub struct Probs<'c, T> {
-    p: [f32; 64],
-    correction: [f32; 2],
+    pub(super) p: [f32; 64],
+    pub(super) correction: [f32; 2],
     kind: PhantomData<(&'c (), T, *mut u8)>,
 }
 
@@ -103,24 +103,6 @@ macro_rules! each {
             });
         })
     };
-}
-
-#[cfg(target_arch = "nvptx64")]
-impl<T> Probs<'_, T> {
-    /// The thread's fragment of `P` as `wgmma`'s `A` registers (packed pairs along a row: for
-    /// step `s` of 16 keys, rows `r`, `r + 8`, `r`, `r + 8` of columns `16 s + 2 (l % 4)` and
-    /// `+ 8`, which is the order the accumulators hold them in), and the corrections.
-    #[inline(always)]
-    pub(super) fn fragment<W: Width>(&self) -> ([u32; 32], [f32; 2])
-    where
-        T: super::products::ProductRs<W>,
-    {
-        let mut a = [0u32; 32];
-        each!(32, |i| {
-            a[i] = T::pack(self.p[2 * i], self.p[2 * i + 1]);
-        });
-        (a, self.correction)
-    }
 }
 
 #[cfg(target_arch = "nvptx64")]
