@@ -25,6 +25,18 @@
 //!   warp, 64 columns at a time, which the bulk copy engine copies to the view a row at a time
 //!   while the warp goes on to its next products ([`Buffered`]).
 //!
+//! Attention adds a second kind of pipeline and two products. A [`Streams`] set keeps one tile
+//! resident for a whole chunk (the query rows) while two others stream through the stages (keys
+//! and values), each with barrier objects of its own, run by
+//! [`Block::specialise_streams`](crate::kernel::Block::specialise_streams); the consumers take
+//! its tiles [`Landed`]. [`Warpgroup::mma_resident`] multiplies the resident tile by a streamed
+//! one over the whole head dimension (`S = Q · Kᵀ`, borrowing the resident tile while it runs);
+//! [`RowStats`] takes the scores into an online softmax row by row ([`Keys`] says which keys
+//! each query sees: a sequence's end, a causal mask) and returns the tile's [`Probs`], which
+//! [`Warpgroup::mma_pv`] converts in registers and multiplies by the values (`wgmma` with its
+//! `A` operand in registers), after rescaling the output by the softmax's correction. The
+//! `examples/hopper-kernels` crate's `attention_*` kernels are the forward pass written so.
+//!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
 //! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
 //! `B` tile is K-major too (`n × k`: the weight of `x · wᵀ`), or, for `bf16` and `f16`, a

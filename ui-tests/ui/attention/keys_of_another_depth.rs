@@ -1,0 +1,51 @@
+// `S = Q · Kᵀ` runs over the head dimension: the key tile holds as many columns as the resident
+// query tile. Keys of depth 128 against queries of depth 64 would have the product read half of
+// each key row only; the kernel does not compile.
+use dlmd::half::bf16;
+use dlmd::kernel::Block;
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::{Accumulators, KByN, Keys, RowStats, Streams};
+use dlmd::{Const, DeviceMdspanMut, Dims};
+
+type Tile = TileOf<bf16, (Const<128>, Const<64>), Swizzle128>;
+type Map<'a> = TensorMap<'a, bf16, (Const<128>, Const<64>), Swizzle128>;
+type K128 = TileOf<bf16, (Const<128>, Const<128>), Swizzle128>;
+type K128Map<'a> = TensorMap<'a, bf16, (Const<128>, Const<128>), Swizzle128>;
+type Attention<'k> = Block<'k, 384, Streams<2, Tile, K128, KByN<Tile>>, (Const<128>, Const<64>)>;
+
+pub fn body(block: Attention<'_>, q: Map<'_>, k: K128Map<'_>, v: Map<'_>, o: DeviceMdspanMut<'_, bf16, Dims<2>>) {
+    let (mut block, mut tiles) = block.split();
+    let chunks = block.chunks(o);
+    block.specialise_streams(
+        &mut tiles,
+        chunks,
+        |producer, [i0, _]| {
+            producer.load_resident(&q, [i0, 0]);
+            producer.load_first(&k, [0, 0]);
+            producer.load_second(&v, [0, 0]);
+        },
+        |wg, consumer, part| {
+            let q_rows = consumer.resident();
+            let mut stats = RowStats::new(wg);
+            let scores = wg.mma_resident::<bf16, _, _, 128>(Accumulators::zero(), &q_rows, consumer.first());
+            let scores = wg.wait(scores);
+            let probs = stats.update(scores, 1.0, Keys::new(0, 0, 128, 128, false));
+            let running = wg.mma_pv::<bf16, _, 64>(Accumulators::zero(), probs, consumer.second());
+            let acc = stats.finish(wg.wait(running));
+            wg.store(part, acc, |_, x| bf16::from_f32(x));
+        },
+    );
+}
+
+fn main() {
+    let _ = body
+        as fn(
+            Attention<'static>,
+            Map<'static>,
+            K128Map<'static>,
+            Map<'static>,
+            DeviceMdspanMut<'static, bf16, Dims<2>>,
+        );
+}
