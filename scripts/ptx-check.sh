@@ -74,7 +74,7 @@ check "$(ptx_of dlmd-example-hopper-kernels)" summary sm_90a
 # that name no function) where it cannot size the code between them.
 hopper=$(ptx_of dlmd-example-hopper-kernels)
 notes=$("$ptxas" -arch=sm_90a -v "$hopper" -o /dev/null 2>&1)
-serialised=$(echo "$notes" | grep -E 'C75[0-9]+' | grep -E "'(linear|gemm|matmul)_[a-z0-9_]*'" || true)
+serialised=$(echo "$notes" | grep -E 'C75[0-9]+' | grep -E "'(linear|gemm|matmul|attention)_[a-z0-9_]*'" || true)
 if [ -n "$serialised" ]; then
     echo "ptxas serialises wgmma in a safe Hopper kernel:" >&2
     echo "$serialised" >&2

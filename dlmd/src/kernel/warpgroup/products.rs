@@ -310,12 +310,18 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 unsafe { T::mma_row(&mut regs, descriptor_128(a_at), K::descriptor(b_at)) };
             }
         }
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Running {
+                regs,
+                held: core::mem::ManuallyDrop::new(b),
+                kind: PhantomData,
+            }
+        }
         #[cfg(not(target_arch = "nvptx64"))]
-        let _ = (&mut regs, a);
-        Running {
-            regs,
-            held: core::mem::ManuallyDrop::new(b),
-            kind: PhantomData,
+        {
+            let _ = (&mut regs, a, b);
+            self.never()
         }
     }
 

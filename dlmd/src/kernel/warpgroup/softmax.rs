@@ -52,14 +52,17 @@ impl Keys {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     #[inline(always)]
     fn whole(&self) -> bool {
-        self.sees(self.row0, self.col0 + KEYS - 1)
+        self.sees(self.row0, self.col0.saturating_add(KEYS - 1))
     }
 
     /// The tiles of `128` keys that a part of `rows` query rows from `row0` sees at all.
     #[inline(always)]
     pub fn tiles(row0: usize, rows: usize, seq_q: usize, seq_k: usize, causal: bool) -> usize {
         let last = if causal {
-            (row0 + rows).saturating_add(seq_k).saturating_sub(seq_q).min(seq_k)
+            row0.saturating_add(rows)
+                .saturating_add(seq_k)
+                .saturating_sub(seq_q)
+                .min(seq_k)
         } else {
             seq_k
         };
@@ -165,8 +168,8 @@ impl<'c> RowStats<'c> {
             let (warp, lane) = (self.thread / 32, self.thread % 32);
             if !keys.whole() {
                 each!(64, |i| {
-                    let row = keys.row0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-                    let col = keys.col0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                    let row = keys.row0.saturating_add(16 * warp + lane / 4 + 8 * ((i / 2) % 2));
+                    let col = keys.col0.saturating_add(8 * (i / 4) + 2 * (lane % 4) + i % 2);
                     if !keys.sees(row, col) {
                         x[i] = f32::NEG_INFINITY;
                     }

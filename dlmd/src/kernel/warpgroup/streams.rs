@@ -315,7 +315,8 @@ impl<'c, const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamConsum
 /// seen them done. Dropped, it releases the tile: each warp of the warpgroup arrives on the
 /// tile's barrier object, and the producer refills it once every consumer warp has. Products
 /// that borrowed it and were forgotten (`mem::forget`) rather than waited for may still read
-/// it then: the drop waits for every product of the warpgroup first.
+/// it then: the drop waits for every product of the warpgroup first (so dropping a tile while
+/// another product runs waits for that product too).
 pub struct Landed<'c, T: Operand> {
     /// The tile (shared state space), 1024-aligned.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
