@@ -9,18 +9,7 @@
 pub fn exp(x: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let scaled = x * core::f32::consts::LOG2_E;
-        let out: f32;
-        // SAFETY: a register-to-register instruction with no precondition.
-        unsafe {
-            core::arch::asm!(
-                "ex2.approx.ftz.f32 {out}, {x};",
-                out = out(reg32) out,
-                x = in(reg32) scaled,
-                options(pure, nomem, nostack),
-            )
-        };
-        out
+        exp2(x * core::f32::consts::LOG2_E)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
