@@ -9,10 +9,11 @@
 //! runs one small shape once (for compute-sanitizer).
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
-use dlmd::cuda::{CudaError, Kernels, ModuleError, TiledMap, device_view, device_view_mut};
+use dlmd::cuda::{CudaError, Kernels, ModuleError, TiledMap, device_view_mapped, device_view_mapped_mut};
 use dlmd::half::bf16;
 use dlmd::kernel::swizzle::Swizzle128;
-use dlmd::{Const, Dims, LayoutRight};
+use dlmd::layout::StrideMapping;
+use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::timing::Cover;
 use std::error::Error;
@@ -34,7 +35,7 @@ const SHAPES: [(usize, usize, usize, usize, bool); 8] = [
     (1, 32, 16384, 128, true),
 ];
 
-/// `q`, `k`, `v` and `o` of one shape, `b · h · s × d` each.
+/// `q`, `k`, `v` and `o` of one shape, `b × h × s × d` each, contiguous.
 struct Tensors {
     q: CudaSlice<bf16>,
     k: CudaSlice<bf16>,
@@ -68,24 +69,27 @@ macro_rules! timed {
             t: &mut Tensors,
             (b, h, s, causal): (usize, usize, usize, bool),
         ) -> Result<f64, Box<dyn Error>> {
-            let rows = b * h * s;
-            type Map<'a> = TiledMap<'a, bf16, (Const<128>, Const<$d>), Swizzle128>;
+            let extents = [b, h, s, $d];
+            let strides = [h * s * $d, s * $d, $d, 1];
+            type Map<'a> = TiledMap<'a, bf16, (Const<128>, Const<$d>), Swizzle128, 4>;
             fn map<'a>(
                 stream: &Arc<CudaStream>,
                 x: &'a CudaSlice<bf16>,
-                rows: usize,
+                (extents, strides): ([usize; 4], [usize; 4]),
             ) -> Result<Map<'a>, Box<dyn Error>> {
-                let view = device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([rows, $d]))?;
+                let mapping = StrideMapping::new(Dims::new(extents), strides)?;
+                let view = device_view_mapped::<_, _, LayoutStride>(x, mapping)?;
                 Ok(TiledMap::new(stream, &view)?)
             }
             let (qm, km, vm) = (
-                map(stream, &t.q, rows)?,
-                map(stream, &t.k, rows)?,
-                map(stream, &t.v, rows)?,
+                map(stream, &t.q, (extents, strides))?,
+                map(stream, &t.k, (extents, strides))?,
+                map(stream, &t.v, (extents, strides))?,
             );
-            let mut ov = device_view_mut::<_, Dims<2>, LayoutRight>(&mut t.o, Dims::new([rows, $d]))?;
+            let mapping = StrideMapping::new(Dims::new(extents), strides)?;
+            let mut ov = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.o, mapping)?;
             let config = LaunchConfig {
-                grid_dim: ((rows / 128) as u32, 1, 1),
+                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
                 block_dim: (384, 1, 1),
                 shared_mem_bytes: 0,
             };
@@ -94,10 +98,6 @@ macro_rules! timed {
                 k: km.map(),
                 v: vm.map(),
                 o: ov.as_view_mut(),
-                heads_q: h as u32,
-                heads_kv: h as u32,
-                seq_q: s as u32,
-                seq_k: s as u32,
                 scale: 1.0 / ($d as f32).sqrt(),
                 causal,
             };
@@ -124,7 +124,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         Err(e) => return Err(e.into()),
     };
     let mut cover = Cover::new(&stream)?;
-    let shapes: &[(usize, usize, usize, usize, bool)] = if small { &[(1, 2, 256, 128, true)] } else { &SHAPES };
+    let shapes: &[(usize, usize, usize, usize, bool)] = if small { &[(1, 2, 200, 128, true)] } else { &SHAPES };
     for &(b, h, s, d, causal) in shapes {
         let mut t = tensors(&stream, b * h * s, d)?;
         let mut ms = Vec::new();

@@ -119,12 +119,11 @@ fn device_of<T>(slice: &CudaSlice<T>) -> Result<Device, CudaError> {
         .map_err(|_| CudaError::Ordinal(ordinal))
 }
 
-/// The mapping of `extents` in layout `L`, checked to fit `slice`, and the slice's device.
-fn fit<T, E: Extents, L: CompactLayout>(
+/// `mapping`, checked to fit `slice`, and the slice's device.
+fn fit<T, E: Extents, L: Layout>(
     slice: &CudaSlice<T>,
-    extents: E,
+    mapping: L::Mapping<E>,
 ) -> Result<(L::Mapping<E>, Device), CudaError> {
-    let mapping = L::mapping(extents).map_err(ViewError::from)?;
     let needed = mapping.required_span_size();
     if needed > slice.len() {
         return Err(ViewError::SliceTooShort {
@@ -148,7 +147,23 @@ where
     E: Extents,
     L: CompactLayout,
 {
-    let (mapping, space) = fit::<T, E, L>(slice, extents)?;
+    device_view_mapped(slice, L::mapping(extents).map_err(ViewError::from)?)
+}
+
+/// A read-only device view of a cudarc allocation through `mapping`, of any layout: a strided
+/// one sees the allocation as another tensor (the heads of a `b × s × h × d` tensor as
+/// `b × h × s × d`, with [`StrideMapping`](crate::layout::StrideMapping)). Fails when the
+/// allocation is shorter than the mapping's span. Ordered as [`device_view`] is.
+pub fn device_view_mapped<T, E, L>(
+    slice: &CudaSlice<T>,
+    mapping: L::Mapping<E>,
+) -> Result<DeviceMdspan<'_, T, E, L>, CudaError>
+where
+    T: DlElement + DeviceRepr,
+    E: Extents,
+    L: Layout,
+{
+    let (mapping, space) = fit::<T, E, L>(slice, mapping)?;
     let (ptr, _read) = slice.device_ptr(slice.stream());
     order::after_queued(slice.stream(), ptr, slice.num_bytes());
     // SAFETY: `ptr` is the start of an allocation of `slice.len() >= needed` elements of `T` on
@@ -166,13 +181,31 @@ where
     E: Extents,
     L: CompactLayout,
 {
-    let (mapping, space) = fit::<T, E, L>(slice, extents)?;
+    device_view_mapped_mut(slice, L::mapping(extents).map_err(ViewError::from)?)
+}
+
+/// A read-write device view of a cudarc allocation through `mapping`, of any layout. Fails
+/// when the allocation is shorter than the mapping's span, or when the mapping reaches an
+/// element through two indices. Ordered as [`device_view`] is.
+pub fn device_view_mapped_mut<T, E, L>(
+    slice: &mut CudaSlice<T>,
+    mapping: L::Mapping<E>,
+) -> Result<DeviceMdspanMut<'_, T, E, L>, CudaError>
+where
+    T: DlElement + DeviceRepr,
+    E: Extents,
+    L: Layout,
+{
+    if !L::ALWAYS_UNIQUE && !mapping.is_unique() {
+        return Err(ViewError::from(crate::layout::LayoutError::Overlapping).into());
+    }
+    let (mapping, space) = fit::<T, E, L>(slice, mapping)?;
     let stream = slice.stream().clone();
     let bytes = slice.num_bytes();
     let (ptr, _write) = slice.device_ptr_mut(&stream);
     order::after_queued(&stream, ptr, bytes);
-    // SAFETY: as in `device_view`; the allocation is borrowed exclusively for the view, and
-    // compact mappings are unique.
+    // SAFETY: as in `device_view_mapped`; the allocation is borrowed exclusively for the view,
+    // and the mapping is unique (checked, or by its layout).
     Ok(unsafe { Mdspan::from_raw_parts(ptr as usize as *mut T, mapping, space) })
 }
 

@@ -1,10 +1,10 @@
-//! A TMA tensor map as a kernel parameter: [`TensorMap`], the kernel's handle on a 2-D tensor
-//! in global memory that the copy engine moves box by box into shared memory.
+//! A TMA tensor map as a kernel parameter: [`TensorMap`], the kernel's handle on a tensor of
+//! rank 2 to 5 in global memory that the copy engine moves box by box into shared memory.
 //!
 //! Hopper's tensor memory accelerator (TMA) copies a whole box of a tensor between global and
 //! shared memory with one instruction, issued by one thread, swizzling it on the way in. It learns the tensor's shape from a *tensor map*: 128 bytes the
 //! driver encodes on the host (`cuTensorMapEncodeTiled`) from the tensor's address, extents
-//! and row stride, the box's extents, the element size and the swizzle. The kernel receives
+//! and strides, the box's extents, the element size and the swizzle. The kernel receives
 //! the map's device address and names it in each copy, with the coordinates of the box's
 //! first element.
 //!
@@ -19,10 +19,15 @@
 //!   copied as [`BOXES`](TensorMap::BOXES) boxes of `ROWS × BOX_COLS`, side by side in the
 //!   tensor, one after another in shared memory, each `ROWS` swizzled rows (the layout
 //!   [`Swizzle`] describes): a `k × n` operand tile, `n` contiguous, is its column panels;
-//! - elements are 1, 2, 4 or 8 bytes, which the copy engine moves without interpreting them.
+//! - elements are 1, 2, 4 or 8 bytes, which the copy engine moves without interpreting them;
+//! - the tensor's rank `RANK` is 2 to 5: a tile is a `ROWS × COLS` box of its last two
+//!   dimensions (rows and columns) at one index of the ones before (a matrix of a batch: the
+//!   `s × d` of one head of a `b × h × s × d` tensor, whatever the strides of `b` and `h`).
 //!
 //! Boxes that reach past the tensor's extents (the ragged edge of a matrix) are filled with
-//! zeros there by the hardware, so a kernel copies whole boxes and never reads out of bounds.
+//! zeros there by the hardware, so a kernel copies whole boxes and never reads out of bounds;
+//! in a tensor of rank 3 or more, a box never reaches into the next matrix of the batch: rows
+//! past one matrix's last arrive as zeros, not as the next one's first.
 
 use super::KernelParam;
 use super::disjoint::{Footprint, Use};
@@ -34,20 +39,20 @@ use crate::extents::Extents;
 use core::fmt;
 use core::marker::PhantomData;
 
-/// The parameter form of a [`TensorMap`]: the device address of the encoded map, and the
-/// tensor it describes (its first element's address, extents, row stride and device), which
-/// the launch checks against its other arguments.
+/// The parameter form of a [`TensorMap`] of rank `RANK`: the device address of the encoded
+/// map, and the tensor it describes (its first element's address, extents, strides and
+/// device), which the launch checks against its other arguments.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct TensorMapParam {
+pub struct TensorMapParam<const RANK: usize = 2> {
     /// The device address of the 128-byte encoded `CUtensorMap`, 64-aligned.
     map: *const u64,
-    /// The device address of element `[0, 0]`.
+    /// The device address of element `[0, …, 0]`.
     data: u64,
-    /// The extents, `[rows, cols]`.
-    extents: [u64; 2],
-    /// The distance between rows, in elements.
-    row_stride: u64,
+    /// The extents, outermost first: `[…, rows, cols]`.
+    extents: [u64; RANK],
+    /// The strides, in elements, outermost first; the last (the columns') is 1.
+    strides: [u64; RANK],
     /// The CUDA device ordinal of the tensor and the map.
     device: i32,
 }
@@ -58,29 +63,33 @@ const _: () = {
     assert!(size_of::<*const u64>() == 8 && align_of::<TensorMapParam>() == 8);
     assert!(offset_of!(TensorMapParam, data) == 8);
     assert!(offset_of!(TensorMapParam, extents) == 16);
-    assert!(offset_of!(TensorMapParam, row_stride) == 32);
-    assert!(offset_of!(TensorMapParam, device) == 40);
-    assert!(size_of::<TensorMapParam>() == 48);
+    assert!(offset_of!(TensorMapParam, strides) == 32);
+    assert!(offset_of!(TensorMapParam, device) == 48);
+    assert!(size_of::<TensorMapParam>() == 56);
+    assert!(offset_of!(TensorMapParam<4>, strides) == 48);
+    assert!(offset_of!(TensorMapParam<4>, device) == 80);
+    assert!(size_of::<TensorMapParam<4>>() == 88);
 };
 
-impl TensorMapParam {
-    /// The parameter of a map at `map` over the tensor whose element `[0, 0]` is at `data`.
+impl<const RANK: usize> TensorMapParam<RANK> {
+    /// The parameter of a map at `map` over the tensor whose element `[0, …, 0]` is at `data`.
     #[cfg(feature = "cuda")]
-    pub(crate) fn new(map: u64, data: u64, extents: [u64; 2], row_stride: u64, device: i32) -> Self {
+    pub(crate) fn new(map: u64, data: u64, extents: [u64; RANK], strides: [u64; RANK], device: i32) -> Self {
         TensorMapParam {
             map: map as usize as *const u64,
             data,
             extents,
-            row_stride,
+            strides,
             device,
         }
     }
 }
 
-/// A 2-D tensor of `T` (`rows × cols`, each row's elements contiguous) in device memory,
-/// copied by the TMA in tiles of `B = (Const<ROWS>, Const<COLS>)` elements into shared memory
-/// swizzled by `S`, each tile as [`BOXES`](Self::BOXES) boxes of one swizzled row's width:
-/// what a kernel receives for a `cuda::TiledMap`.
+/// A tensor of `T` of rank `RANK` (2 to 5; `[…, rows, cols]`, each row's elements contiguous)
+/// in device memory, copied by the TMA in tiles of `B = (Const<ROWS>, Const<COLS>)` elements
+/// of one matrix (its last two dimensions) into shared memory swizzled by `S`, each tile as
+/// [`BOXES`](Self::BOXES) boxes of one swizzled row's width: what a kernel receives for a
+/// `cuda::TiledMap`.
 ///
 /// The map is borrowed from the `TiledMap` that owns it for `'a`, which borrows the tensor;
 /// the kernel only reads the tensor through it (a launch refuses an argument it writes that
@@ -106,25 +115,25 @@ impl TensorMapParam {
 /// type Panels<'a> = TensorMap<'a, u16, (Const<64>, Const<256>), Swizzle128>;
 /// assert_eq!((Panels::BOX_COLS, Panels::BOXES, Panels::BOX_BYTES), (64, 4, 8192));
 /// ```
-pub struct TensorMap<'a, T, B, S> {
-    param: TensorMapParam,
+pub struct TensorMap<'a, T, B, S, const RANK: usize = 2> {
+    param: TensorMapParam<RANK>,
     _marker: PhantomData<(&'a T, B, S)>,
 }
 
-impl<T, B, S> Clone for TensorMap<'_, T, B, S> {
+impl<T, B, S, const RANK: usize> Clone for TensorMap<'_, T, B, S, RANK> {
     #[inline(always)]
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T, B, S> Copy for TensorMap<'_, T, B, S> {}
+impl<T, B, S, const RANK: usize> Copy for TensorMap<'_, T, B, S, RANK> {}
 
 // SAFETY: a `TensorMap` is read only: its methods take `&self` and return numbers, and the
 // address it holds is handed to the copy engine, which reads through it. Threads that share it
 // (a kernel's closures that run on every thread) read the same constant parameter.
-unsafe impl<T, B, S> Sync for TensorMap<'_, T, B, S> {}
+unsafe impl<T, B, S, const RANK: usize> Sync for TensorMap<'_, T, B, S, RANK> {}
 
-impl<'a, T, B, S> TensorMap<'a, T, B, S>
+impl<'a, T, B, S, const RANK: usize> TensorMap<'a, T, B, S, RANK>
 where
     B: Extents<Index = [usize; 2]>,
     S: Swizzle,
@@ -158,6 +167,10 @@ where
     /// The box and element rules, evaluated wherever the type is used.
     pub(crate) const CHECK: () = {
         assert!(
+            RANK >= 2 && RANK <= 5,
+            "a tensor map's rank is 2 to 5 (the copy engine's limit): TensorMap<'_, T, B, S, RANK>"
+        );
+        assert!(
             Self::ROWS >= 1 && Self::ROWS <= 256 && Self::COLS >= 1 && Self::COLS <= 256,
             "each extent of a tensor map's tile must be 1..=256 (the copy engine's limit)"
         );
@@ -173,7 +186,7 @@ where
 
     /// The map over the tensor `param` describes.
     #[cfg(feature = "cuda")]
-    pub(crate) fn from_checked(param: TensorMapParam) -> Self {
+    pub(crate) fn from_checked(param: TensorMapParam<RANK>) -> Self {
         let () = Self::CHECK;
         TensorMap {
             param,
@@ -181,9 +194,9 @@ where
         }
     }
 
-    /// The tensor's extents, `[rows, cols]`.
+    /// The tensor's extents, outermost first: `[…, rows, cols]`.
     #[inline(always)]
-    pub fn extents(&self) -> [usize; 2] {
+    pub fn extents(&self) -> [usize; RANK] {
         // The extents are at most 2^31 − 1 (checked on the host): they fit `usize`.
         self.param.extents.map(|e| e as usize)
     }
@@ -196,7 +209,7 @@ where
     }
 }
 
-impl<T, B, S> fmt::Debug for TensorMap<'_, T, B, S>
+impl<T, B, S, const RANK: usize> fmt::Debug for TensorMap<'_, T, B, S, RANK>
 where
     B: Extents<Index = [usize; 2]>,
     S: Swizzle,
@@ -204,7 +217,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TensorMap")
             .field("extents", &self.param.extents)
-            .field("row_stride", &self.param.row_stride)
+            .field("strides", &self.param.strides)
             .field("tile", &[Self::ROWS, Self::COLS])
             .field("boxes", &Self::BOXES)
             .field("swizzle_bytes", &S::BYTES)
@@ -216,28 +229,29 @@ where
 // SAFETY: `TensorMapParam` is `#[repr(C)]` of a pointer, `u64`s and an `i32` (its layout is
 // asserted above, on both targets); `from_param` keeps the parameter whole, so it returns the
 // value `to_param` was given.
-unsafe impl<T, B, S> KernelParam for TensorMap<'_, T, B, S>
+unsafe impl<T, B, S, const RANK: usize> KernelParam for TensorMap<'_, T, B, S, RANK>
 where
     T: DlElement,
     B: Extents<Index = [usize; 2]>,
     S: Swizzle,
 {
-    type Param = TensorMapParam;
+    type Param = TensorMapParam<RANK>;
     const FINGERPRINT: u64 = {
         let () = Self::CHECK;
         let hash = dtype_fingerprint::<T>(signature::param_layout::<Self>());
         let hash = signature::mix_str(hash, "tensor map");
         let hash = signature::mix(hash, B::FINGERPRINT);
+        let hash = signature::mix(hash, RANK as u64);
         signature::mix(hash, S::BYTES as u64)
     };
 
     #[inline(always)]
-    fn to_param(&self) -> TensorMapParam {
+    fn to_param(&self) -> TensorMapParam<RANK> {
         self.param
     }
 
     #[inline(always)]
-    unsafe fn from_param(param: TensorMapParam) -> Self {
+    unsafe fn from_param(param: TensorMapParam<RANK>) -> Self {
         let () = Self::CHECK;
         TensorMap {
             param,
@@ -250,13 +264,13 @@ where
     }
 
     fn footprint(&self) -> Option<Footprint> {
-        // The rows' span, from element `[0, 0]` to the last row's last element: memory that
-        // exists (the host checked the view), so the products fit; saturating all the same.
-        let [rows, cols] = self.param.extents;
-        let elements = rows
-            .saturating_sub(1)
-            .saturating_mul(self.param.row_stride)
-            .saturating_add(cols);
+        // The span from element `[0, …, 0]` to the last: memory that exists (the host checked
+        // the view), so the products fit; saturating all the same.
+        let mut elements = 1u64;
+        for d in 0..RANK {
+            let steps = self.param.extents[d].saturating_sub(1);
+            elements = elements.saturating_add(steps.saturating_mul(self.param.strides[d]));
+        }
         Some(Footprint {
             start: self.param.data as usize,
             bytes: (elements as usize).saturating_mul(size_of::<T>()),
@@ -293,7 +307,7 @@ mod tests {
 
     #[test]
     fn tensor_map_footprint_is_the_rows_span_read() {
-        let param = TensorMapParam::new(0x1000, 0x20_0000, [3, 64], 80, 2);
+        let param = TensorMapParam::new(0x1000, 0x20_0000, [3, 64], [80, 1], 2);
         let map = Bf16Tile::from_checked(param);
         assert_eq!(map.extents(), [3, 64]);
         assert_eq!(map.device_ordinal(), Some(2));

@@ -2,14 +2,18 @@
 //! for `bf16` or `f16` `q` (`b × h_q × s_q × d`), `k` and `v` (`b × h_kv × s_k × d`, `h_kv`
 //! dividing `h_q`: grouped-query and multi-query attention), head dimension `d` 64 or 128,
 //! causal (aligned to the bottom right) or not, with `f32` statistics, in the manner of
-//! FlashAttention-3. Each tensor is passed as its rows (`b · h · s × d`, contiguous).
+//! FlashAttention-3. Each tensor is a view of rank 4 with any strides that a tensor map takes
+//! (a head's rows 16-byte aligned apart, its elements contiguous): `(b, h, s, d)` tensors,
+//! torch's `(b, s, h, d)` ones seen as `(b, h, s, d)`, or one of `q`, `k`, `v` packed together.
 //!
 //! Blocks of 384 threads: a producer warpgroup, whose first thread brings a chunk's 128 query
-//! rows into shared memory once and the keys and values 128 rows at a time, in stages of their
-//! own, by the bulk copy engine; two consumer warpgroups of 64 query rows each, which compute
-//! the scores `S = Q · Kᵀ` (`wgmma`, both operands in shared memory), take them into the online
-//! softmax in registers (`RowStats`), and add `P · V` to the output (`wgmma` with `P` in
-//! registers). `s_q` is a multiple of 128; `s_k` any length (keys past it are masked).
+//! rows of one head into shared memory once and the keys and values 128 rows at a time, in
+//! stages of their own, by the bulk copy engine; two consumer warpgroups of 64 query rows
+//! each, which compute the scores `S = Q · Kᵀ` (`wgmma`, both operands in shared memory), take
+//! them into the online softmax in registers (`RowStats`), and add `P · V` to the output
+//! (`wgmma` with `P` in registers). Any sequence lengths: rows past a head's last arrive as
+//! zeros (the maps are of rank 4: a box never reaches into the next head), and keys past it are
+//! masked.
 
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
@@ -18,59 +22,35 @@ use dlmd::kernel::block::TileOf;
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
 use dlmd::kernel::warpgroup::{KByN, Streams};
-use dlmd::{DeviceMdspanMut, Dims};
+use dlmd::{DeviceMdspanMut, Dims, LayoutStride};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
     dlmd::kernel::math::{to_bf16, to_f16},
     dlmd::kernel::warpgroup::{Accumulators, Cols, KMajor, Keys, Product, ProductRs, RowStats, Width},
 };
 
-/// A tile of 128 rows of `q`, `k` or `v`: `128 × D`, in panels of 64 columns.
+/// A tile of 128 rows of a head of `q`, `k` or `v`: `128 × D`, in panels of 64 columns.
 pub type AttentionTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Swizzle128>;
-/// The tensor map of `q`, `k` or `v`: boxes of `128 × D`.
-pub type AttentionMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128>;
+/// The tensor map of `q`, `k` or `v` (`b × h × s × D`): boxes of `128 × D` of one head.
+pub type AttentionMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>;
+/// The output `o`, `b × h_q × s_q × D`, strided (the heads' rows contiguous).
+pub type AttentionOut<'a, T> = DeviceMdspanMut<'a, T, Dims<4>, LayoutStride>;
 /// The tiles of the forward pass: `q` resident, `k` and `v` streamed (`v` read MN-major).
 pub type AttentionTiles<T, const D: usize, const STAGES: usize> =
     Streams<STAGES, AttentionTile<T, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
-/// The block of the forward pass: one chunk of 128 query rows (`128 × D` of `o`) at a time.
+/// The block of the forward pass: one chunk of 128 query rows of one head (`1 × 1 × 128 × D`
+/// of `o`) at a time.
 pub type AttentionBlock<'k, T, const D: usize, const STAGES: usize> =
-    Block<'k, 384, AttentionTiles<T, D, STAGES>, (Const<128>, Const<D>)>;
-
-/// The shape of an attention call: heads of `q` and of `k`/`v`, query and key sequence lengths,
-/// the softmax scale, and whether the mask is causal.
-#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
-#[derive(Clone, Copy)]
-struct Shape {
-    heads_q: usize,
-    heads_kv: usize,
-    seq_q: usize,
-    seq_k: usize,
-    causal: bool,
-}
-
-#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
-impl Shape {
-    /// The first row of the keys and values that the query row `row` of `q` attends to.
-    #[inline(always)]
-    fn kv_first(self, row: usize) -> usize {
-        let sequence = row / self.seq_q;
-        let (b, h) = (sequence / self.heads_q, sequence % self.heads_q);
-        (b * self.heads_kv + h / (self.heads_q / self.heads_kv)) * self.seq_k
-    }
-}
+    Block<'k, 384, AttentionTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
 
 /// The forward pass over `o`'s chunks, each element written as `out(value)`; `o` left as it is
 /// where the extents do not fit together.
 #[dlmd::device]
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn forward<T, const D: usize, const STAGES: usize>(
     block: AttentionBlock<'_, T, D, STAGES>,
-    q: AttentionMap<'_, T, D>,
-    k: AttentionMap<'_, T, D>,
-    v: AttentionMap<'_, T, D>,
-    o: DeviceMdspanMut<'_, T, Dims<2>>,
-    [heads_q, heads_kv, seq_q, seq_k]: [u32; 4],
+    [q, k, v]: [AttentionMap<'_, T, D>; 3],
+    o: AttentionOut<'_, T>,
     scale: f32,
     causal: bool,
     out: impl Fn(f32) -> T + Sync,
@@ -78,46 +58,39 @@ fn forward<T, const D: usize, const STAGES: usize>(
     T: Product<Cols<128>, KMajor> + ProductRs<Cols<D>>,
     Cols<D>: Width,
 {
-    let shape = Shape {
-        heads_q: heads_q as usize,
-        heads_kv: heads_kv as usize,
-        seq_q: seq_q as usize,
-        seq_k: seq_k as usize,
-        causal,
-    };
-    let rows = o.extent(0);
-    let sequences = shape.heads_q * shape.seq_q;
-    let fits = shape.heads_kv > 0
-        && shape.heads_q.is_multiple_of(shape.heads_kv)
-        && shape.seq_q > 0
-        && shape.seq_q.is_multiple_of(128)
-        && rows.is_multiple_of(sequences)
-        && o.extent(1) == D
-        && q.extents() == [rows, D]
-        && k.extents() == [rows / sequences * shape.heads_kv * shape.seq_k, D]
-        && v.extents() == k.extents();
+    let [batch, heads_q, seq_q, depth] = q.extents();
+    let [batch_kv, heads_kv, seq_k, depth_kv] = k.extents();
+    // Element by element: an array comparison would call `memcmp`, which kernels lack.
+    let same = |a: [usize; 4], b: [usize; 4]| (0..4).all(|d| a[d] == b[d]);
+    let fits = heads_kv > 0
+        && heads_q.is_multiple_of(heads_kv)
+        && depth == D
+        && depth_kv == D
+        && batch_kv == batch
+        && same(v.extents(), k.extents())
+        && same(o.extents().0, q.extents());
     if !fits {
         return;
     }
+    let group = heads_q / heads_kv;
     let scale_log2 = scale * core::f32::consts::LOG2_E;
-    let tiles = |m0: usize| Keys::tiles(m0, 128, shape.seq_q, shape.seq_k, causal);
+    let tiles = |m0: usize| Keys::tiles(m0, 128, seq_q, seq_k, causal);
     let (mut block, mut set) = block.split();
     let chunks = block.chunks(o);
     block.specialise_streams(
         &mut set,
         chunks,
-        |producer, [i0, _]| {
-            let kv0 = shape.kv_first(i0);
-            producer.load_resident(&q, [i0, 0]);
-            for n in 0..tiles(i0 % shape.seq_q) {
-                producer.load_first(&k, [kv0 + 128 * n, 0]);
-                producer.load_second(&v, [kv0 + 128 * n, 0]);
+        |producer, [b, h, m0, _]| {
+            producer.load_resident(&q, [b, h, m0, 0]);
+            for n in 0..tiles(m0) {
+                producer.load_first(&k, [b, h / group, 128 * n, 0]);
+                producer.load_second(&v, [b, h / group, 128 * n, 0]);
             }
         },
         |wg, consumer, part| {
-            // The chunk's first row, and this warpgroup's first query in its sequence.
-            let i0 = part.origin()[0] - 64 * wg.index();
-            let m0 = i0 % shape.seq_q;
+            // The chunk's first query (its part starts 64 · index rows in, or at the head's
+            // end where the chunk is shorter), and this warpgroup's first.
+            let m0 = part.origin()[2] / 128 * 128;
             let row0 = m0 + 64 * wg.index();
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
@@ -125,7 +98,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
             for n in 0..tiles(m0) {
                 let scores = wg.mma_resident::<T, _, _, 128>(Accumulators::zero(), &q_rows, consumer.first());
                 let scores = wg.wait(scores);
-                let keys = Keys::new(row0, 128 * n, shape.seq_q, shape.seq_k, shape.causal);
+                let keys = Keys::new(row0, 128 * n, seq_q, seq_k, causal);
                 let probs = stats.update(scores, scale_log2, keys);
                 let running = wg.mma_pv::<T, _, D>(acc, probs, consumer.second());
                 acc = wg.wait(running);
@@ -140,27 +113,23 @@ fn forward<T, const D: usize, const STAGES: usize>(
 macro_rules! forward_kernel {
     ($name:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
         /// The forward pass for
-        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `o` (`b · h_q · s_q × ", $d, "`) from `q` (the same), `k` and `v` (`b · h_kv · s_k × ", $d, "`) by their tensor maps;")]
-        /// `shape` is `[h_q, h_kv, s_q, s_k]`, `scale` the softmax scale (positive; `1/√d` as
-        /// torch's default), `causal` whether query `i` sees only keys `j ≤ i + s_k − s_q`.
-        /// `o` is left as it is where the extents do not fit together (`s_q` a multiple of
-        /// 128). Launch with blocks of 384 threads, at most one per chunk of 128 query rows.
+        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `o` (`b × h_q × s_q × ", $d, "`) from `q` (the same), `k` and `v` (`b × h_kv × s_k × ", $d, "`) by their tensor maps;")]
+        /// `scale` the softmax scale (positive; `1/√d` as torch's default), `causal` whether
+        /// query `i` sees only keys `j ≤ i + s_k − s_q`. `o` is left as it is where the extents
+        /// do not fit together (`o`'s those of `q`, `k`'s those of `v`, the same batch, `h_kv`
+        /// dividing `h_q`). Launch with blocks of 384 threads, at most one per chunk of 128
+        /// query rows of a head.
         #[dlmd::kernel(min_blocks_per_sm = 1)]
-        #[allow(clippy::too_many_arguments)]
         pub fn $name(
             block: AttentionBlock<'_, $t, $d, $stages>,
             q: AttentionMap<'_, $t, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
-            o: DeviceMdspanMut<'_, $t, Dims<2>>,
-            heads_q: u32,
-            heads_kv: u32,
-            seq_q: u32,
-            seq_k: u32,
+            o: AttentionOut<'_, $t>,
             scale: f32,
             causal: bool,
         ) {
-            forward(block, q, k, v, o, [heads_q, heads_kv, seq_q, seq_k], scale, causal, $out);
+            forward(block, [q, k, v], o, scale, causal, $out);
         }
     };
 }

@@ -92,7 +92,7 @@ fn linear<T, O, C, S, const D: usize>(
 fn product<'m, T, O, B, C, S, const D: usize>(
     block: Block<'_, 384, Pipeline<4, XTile<T, D>, B, S>, C>,
     x: XMap<'_, T, D>,
-    b: &B::Map<'m>,
+    b: &B::Map<'m, 2>,
     [kb, n]: [usize; 2],
     b_at: impl Fn(usize, usize) -> [usize; 2] + Sync,
     y: DeviceMdspanMut<'_, O, Dims<2>>,
@@ -101,7 +101,7 @@ fn product<'m, T, O, B, C, S, const D: usize>(
 ) where
     T: Product<Cols<256>, B::Major>,
     B: OperandB<T, 256>,
-    B::Map<'m>: Sync,
+    B::Map<'m, 2>: Sync,
     O: DlElement,
     C: ChunkShape<[usize; 2]>,
     S: Stores,

@@ -2,19 +2,23 @@
 //! `attention_*`) on an `sm_90a` GPU, against the CPU in `f64`: head dimensions 64 and 128,
 //! `bf16` and `f16`, causal and not, grouped-query ratios 1, 4 and 8, key sequences shorter
 //! and longer than the queries' and of any length (one key; a last tile of keys cut short),
-//! grids that cover the chunks and grids of fewer blocks (each runs its pipeline over several
-//! chunks, refilling the resident query tile), and calls whose extents do not fit together,
-//! which leave the output as it was.
+//! query lengths that are not multiples of 128 (one query; a last chunk of queries cut short),
+//! tensors laid out as `(b, h, s, d)`, as `(b, s, h, d)` seen as `(b, h, s, d)`, and with NaN
+//! rows between heads (which must not reach the output: no box crosses a head's end), grids
+//! that cover the chunks and grids of fewer blocks (each runs its pipeline over several chunks,
+//! refilling the resident query tile), and calls whose extents do not fit together, which leave
+//! the output as it was.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes (with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
 //! module is refused by name, and the tests say so and pass.
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig};
-use dlmd::cuda::{self, CudaError, Kernels, ModuleError, TiledMap, device_view, device_view_mut};
+use dlmd::cuda::{self, CudaError, Kernels, ModuleError, TiledMap, device_view_mapped, device_view_mapped_mut};
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::Swizzle128;
-use dlmd::{Const, Dims, LayoutRight};
+use dlmd::layout::StrideMapping;
+use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_tests::gpu;
 use std::sync::Arc;
@@ -32,8 +36,31 @@ fn hopper() -> Option<(Arc<CudaContext>, Kernels)> {
     }
 }
 
+/// How a `b × h × s × d` tensor lies in its buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Order {
+    /// `(b, h, s, d)`, contiguous.
+    Heads,
+    /// `(b, s, h, d)`, contiguous, seen as `(b, h, s, d)`: torch's `transpose(1, 2)`.
+    Tokens,
+    /// `(b, h, s + 3, d)`, each head's three rows past `s` NaN (in the inputs) or not to be
+    /// written (in the output): a box that reached past a head would show them.
+    Padded,
+}
+
+impl Order {
+    /// The buffer's length and the view's strides for extents `[b, h, s, d]`.
+    fn layout(self, [b, h, s, d]: [usize; 4]) -> (usize, [usize; 4]) {
+        match self {
+            Order::Heads => (b * h * s * d, [h * s * d, s * d, d, 1]),
+            Order::Tokens => (b * s * h * d, [s * h * d, d, h * d, 1]),
+            Order::Padded => (b * h * (s + 3) * d, [h * (s + 3) * d, (s + 3) * d, d, 1]),
+        }
+    }
+}
+
 /// An attention call: batch, query heads, key/value heads, query and key lengths, head
-/// dimension, causal.
+/// dimension, causal, and how the tensors lie in memory.
 #[derive(Clone, Copy, Debug)]
 struct Case {
     batch: usize,
@@ -43,81 +70,54 @@ struct Case {
     seq_k: usize,
     dim: usize,
     causal: bool,
+    order: Order,
 }
 
-const CASES: [Case; 8] = [
+impl Case {
+    fn q(&self) -> [usize; 4] {
+        [self.batch, self.heads_q, self.seq_q, self.dim]
+    }
+    fn kv(&self) -> [usize; 4] {
+        [self.batch, self.heads_kv, self.seq_k, self.dim]
+    }
+}
+
+const fn case(
+    [batch, heads_q, heads_kv]: [usize; 3],
+    [seq_q, seq_k, dim]: [usize; 3],
+    causal: bool,
+    order: Order,
+) -> Case {
     Case {
-        batch: 1,
-        heads_q: 2,
-        heads_kv: 2,
-        seq_q: 128,
-        seq_k: 128,
-        dim: 64,
-        causal: false,
-    },
-    Case {
-        batch: 2,
-        heads_q: 4,
-        heads_kv: 1,
-        seq_q: 256,
-        seq_k: 200,
-        dim: 128,
-        causal: true,
-    },
-    Case {
-        batch: 1,
-        heads_q: 8,
-        heads_kv: 2,
-        seq_q: 384,
-        seq_k: 384,
-        dim: 128,
-        causal: true,
-    },
-    Case {
-        batch: 1,
-        heads_q: 8,
-        heads_kv: 1,
-        seq_q: 128,
-        seq_k: 1,
-        dim: 64,
-        causal: false,
-    },
-    Case {
-        batch: 2,
-        heads_q: 2,
-        heads_kv: 2,
-        seq_q: 256,
-        seq_k: 520,
-        dim: 64,
-        causal: true,
-    },
-    Case {
-        batch: 1,
-        heads_q: 2,
-        heads_kv: 2,
-        seq_q: 256,
-        seq_k: 100,
-        dim: 128,
-        causal: true,
-    },
-    Case {
-        batch: 3,
-        heads_q: 4,
-        heads_kv: 4,
-        seq_q: 128,
-        seq_k: 333,
-        dim: 128,
-        causal: false,
-    },
-    Case {
-        batch: 1,
-        heads_q: 4,
-        heads_kv: 1,
-        seq_q: 512,
-        seq_k: 512,
-        dim: 64,
-        causal: true,
-    },
+        batch,
+        heads_q,
+        heads_kv,
+        seq_q,
+        seq_k,
+        dim,
+        causal,
+        order,
+    }
+}
+
+const CASES: [Case; 16] = [
+    case([1, 2, 2], [128, 128, 64], false, Order::Heads),
+    case([2, 4, 1], [256, 200, 128], true, Order::Heads),
+    case([1, 8, 2], [384, 384, 128], true, Order::Tokens),
+    case([1, 8, 1], [128, 1, 64], false, Order::Heads),
+    case([2, 2, 2], [256, 520, 64], true, Order::Padded),
+    case([1, 2, 2], [256, 100, 128], true, Order::Heads),
+    case([3, 4, 4], [128, 333, 128], false, Order::Padded),
+    case([1, 4, 1], [512, 512, 64], true, Order::Tokens),
+    // Query lengths that are not multiples of 128, down to one query.
+    case([2, 4, 2], [200, 200, 128], true, Order::Tokens),
+    case([1, 8, 8], [1, 77, 64], false, Order::Padded),
+    case([1, 8, 1], [1, 300, 128], true, Order::Heads),
+    case([2, 2, 2], [77, 77, 64], true, Order::Heads),
+    case([1, 4, 4], [300, 130, 64], false, Order::Padded),
+    case([1, 8, 2], [190, 1, 128], true, Order::Padded),
+    case([3, 2, 1], [129, 250, 64], true, Order::Tokens),
+    case([1, 8, 4], [65, 65, 128], false, Order::Tokens),
 ];
 
 /// Values in `[-1, 1)` from `seed`, rounded as `to` rounds them.
@@ -191,9 +191,37 @@ impl Input for f16 {
     }
 }
 
-/// `fn $name(stream, module, case, [q, k, v], blocks, shape) -> o`: one case through the
-/// kernel `$kernel` (of `$t`, head dimension `$d`) on a grid of `blocks` (0: one a chunk),
-/// `shape` the kernel's `[h_q, h_kv, s_q, s_k]`; `o` starts as `-7`.
+/// `buffer[offset(index)] = value` for each element of a logical `b × h × s × d` array laid
+/// out by `strides`.
+fn scatter<T: Copy>(buffer: &mut [T], logical: &[T], [_, h, s, d]: [usize; 4], strides: [usize; 4]) {
+    for (i, &x) in logical.iter().enumerate() {
+        let index = [i / (h * s * d), i / (s * d) % h, i / d % s, i % d];
+        buffer[(0..4).map(|a| index[a] * strides[a]).sum::<usize>()] = x;
+    }
+}
+
+/// The logical `b × h × s × d` array of `buffer` laid out by `strides`, and whether every other
+/// element of the buffer is still `untouched`.
+fn gather<T: Copy + PartialEq>(buffer: &[T], extents: [usize; 4], strides: [usize; 4], untouched: T) -> (Vec<T>, bool) {
+    let [_, h, s, d] = extents;
+    let mut seen = vec![false; buffer.len()];
+    let logical = (0..extents.iter().product())
+        .map(|i| {
+            let index = [i / (h * s * d), i / (s * d) % h, i / d % s, i % d];
+            let at = (0..4).map(|a| index[a] * strides[a]).sum::<usize>();
+            seen[at] = true;
+            buffer[at]
+        })
+        .collect();
+    let rest = buffer.iter().zip(&seen).all(|(&x, &seen)| seen || x == untouched);
+    (logical, rest)
+}
+
+/// `fn $name(stream, module, case, [q, k, v], blocks, extents) -> o`: one case through the
+/// kernel `$kernel` (of `$t`, head dimension `$d`) on a grid of `blocks` (0: one a chunk), with
+/// the views' `extents` (`[q, k, v, o]`, each `[b, h, s, d]`) laid out as the case's order says
+/// (`k`'s layout for `v`, `q`'s for `o`); `o` starts as `-7`, and the result is its logical
+/// array, and whether the buffer's other elements are still `-7`.
 macro_rules! runner {
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal) => {
         fn $name(
@@ -202,38 +230,50 @@ macro_rules! runner {
             c: Case,
             [q, k, v]: [&[f32]; 3],
             blocks: usize,
-            shape: [u32; 4],
-        ) -> Vec<f32> {
-            let up = |x: &[f32]| {
-                stream
-                    .clone_htod(&x.iter().map(|&x| <$t>::of(x)).collect::<Vec<_>>())
-                    .unwrap()
+            extents: [[usize; 4]; 4],
+        ) -> (Vec<f32>, bool) {
+            let up = |x: &[f32], extents: [usize; 4]| {
+                let (len, strides) = c.order.layout(extents);
+                let mut buffer = vec![<$t>::of(f32::NAN); len];
+                let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
+                scatter(&mut buffer, &logical, extents, strides);
+                (stream.clone_htod(&buffer).unwrap(), strides)
             };
-            let (dq, dk, dv) = (up(q), up(k), up(v));
-            let (rows_q, rows_k) = (c.batch * c.heads_q * c.seq_q, c.batch * c.heads_kv * c.seq_k);
+            let (dq, dk, dv) = (up(q, extents[0]), up(k, extents[1]), up(v, extents[2]));
             fn map<'a>(
                 stream: &Arc<CudaStream>,
-                d: &'a CudaSlice<$t>,
-                rows: usize,
-            ) -> TiledMap<'a, $t, (Const<128>, Const<$d>), Swizzle128> {
-                let view = device_view::<_, Dims<2>, LayoutRight>(d, Dims::new([rows, $d])).unwrap();
+                (d, strides): &'a (CudaSlice<$t>, [usize; 4]),
+                extents: [usize; 4],
+            ) -> TiledMap<'a, $t, (Const<128>, Const<$d>), Swizzle128, 4> {
+                let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
+                let view = device_view_mapped::<$t, _, LayoutStride>(d, mapping).unwrap();
                 TiledMap::new(stream, &view).unwrap()
             }
             let (qm, km, vm) = (
-                map(stream, &dq, rows_q),
-                map(stream, &dk, rows_k),
-                map(stream, &dv, rows_k),
+                map(stream, &dq, extents[0]),
+                map(stream, &dk, extents[1]),
+                map(stream, &dv, extents[2]),
             );
-            let mut o = stream.clone_htod(&vec![<$t>::of(-7.0); rows_q * $d]).unwrap();
+            let (len, strides) = c.order.layout(extents[3]);
+            let mut o = stream.clone_htod(&vec![<$t>::of(-7.0); len]).unwrap();
+            let [b, h, s, _] = extents[3];
             let cfg = LaunchConfig {
-                grid_dim: (if blocks == 0 { rows_q / 128 } else { blocks } as u32, 1, 1),
+                grid_dim: (
+                    if blocks == 0 {
+                        b * h * s.div_ceil(128)
+                    } else {
+                        blocks
+                    } as u32,
+                    1,
+                    1,
+                ),
                 block_dim: (384, 1, 1),
                 shared_mem_bytes: 0,
             };
             let scale = 1.0 / (c.dim as f32).sqrt();
             {
-                let mut ov = device_view_mut::<_, Dims<2>, LayoutRight>(&mut o, Dims::new([rows_q, $d])).unwrap();
-                let [hq, hkv, sq, sk] = shape;
+                let mapping = StrideMapping::new(Dims::new(extents[3]), strides).unwrap();
+                let mut ov = device_view_mapped_mut::<$t, _, LayoutStride>(&mut o, mapping).unwrap();
                 cuda::scope(|s| {
                     hk::$kernel(
                         s.launch(stream, module, cfg),
@@ -242,10 +282,6 @@ macro_rules! runner {
                             k: km.map(),
                             v: vm.map(),
                             o: ov.as_view_mut(),
-                            heads_q: hq,
-                            heads_kv: hkv,
-                            seq_q: sq,
-                            seq_k: sk,
                             scale,
                             causal: c.causal,
                         },
@@ -253,7 +289,13 @@ macro_rules! runner {
                 })
                 .unwrap();
             }
-            stream.clone_dtoh(&o).unwrap().into_iter().map(<$t>::to).collect()
+            let (o, rest) = gather(
+                &stream.clone_dtoh(&o).unwrap(),
+                extents[3],
+                strides,
+                <$t>::of(-7.0),
+            );
+            (o.into_iter().map(<$t>::to).collect(), rest)
         }
     };
 }
@@ -294,21 +336,21 @@ fn close(c: Case, got: &[f32], want: &[f64], what: &str) {
 }
 
 /// Every case of head dimension `d` through `run`, on a grid of one block a chunk and on one of
-/// three blocks.
+/// three blocks; the output's elements outside its view (padding) are left as they were.
 fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, d: usize, what: &str, run: RunFn) {
     for c in CASES.into_iter().filter(|c| c.dim == d) {
         let [q, k, v] = inputs::<T>(c);
         let want = reference(c, &q, &k, &v, 1.0 / (d as f64).sqrt());
-        let shape = [c.heads_q, c.heads_kv, c.seq_q, c.seq_k].map(|x| x as u32);
         for blocks in [0, 3] {
-            let got = run(stream, module, c, [&q, &k, &v], blocks, shape);
+            let (got, rest) = run(stream, module, c, [&q, &k, &v], blocks, [c.q(), c.kv(), c.kv(), c.q()]);
             close(c, &got, &want, &format!("{what}, {blocks} blocks"));
+            assert!(rest, "{what} {c:?}, {blocks} blocks: wrote outside the output's view");
         }
     }
 }
 
 /// A runner's signature.
-type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, [&[f32]; 3], usize, [u32; 4]) -> Vec<f32>;
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, [&[f32]; 3], usize, [[usize; 4]; 4]) -> (Vec<f32>, bool);
 
 #[test]
 fn the_forward_pass_matches_the_cpu_in_bf16() {
@@ -330,21 +372,22 @@ fn the_forward_pass_matches_the_cpu_in_f16() {
 fn extents_that_do_not_fit_together_leave_the_output_as_it_was() {
     let Some((ctx, module)) = hopper() else { return };
     let stream = ctx.default_stream();
-    let c = CASES[0];
-    let [q, k, v] = inputs::<bf16>(c);
-    let fine = [c.heads_q, c.heads_kv, c.seq_q, c.seq_k].map(|x| x as u32);
-    // Heads of `k` that do not divide `q`'s, none, a query length that is not a multiple of
-    // 128, lengths that do not match the tensors' rows.
-    for shape in [
-        [2, 3, 128, 128],
-        [2, 0, 128, 128],
-        [1, 1, 256, 128],
-        [2, 2, 64, 128],
-        [2, 2, 128, 64],
-        [4, 2, 128, 128],
+    let c = case([2, 4, 2], [256, 256, 64], false, Order::Heads);
+    let (q, kv) = (c.q(), c.kv());
+    // Each call's views `[q, k, v, o]`, with a pair that does not fit: heads of `k` that do
+    // not divide `q`'s; `k` and `v` of other lengths, other heads, another batch; `o` of
+    // another length; a head dimension other than the kernel's.
+    for extents in [
+        [[2, 4, 256, 64], [2, 3, 256, 64], [2, 3, 256, 64], [2, 4, 256, 64]],
+        [q, [2, 2, 256, 64], [2, 2, 200, 64], q],
+        [q, [2, 2, 256, 64], [2, 1, 256, 64], q],
+        [q, [1, 2, 256, 64], [1, 2, 256, 64], q],
+        [q, kv, kv, [2, 4, 200, 64]],
+        [[2, 4, 256, 32], [2, 2, 256, 32], [2, 2, 256, 32], [2, 4, 256, 32]],
     ] {
-        assert_ne!(shape, fine);
-        let got = run_bf16_d64(&stream, &module, c, [&q, &k, &v], 0, shape);
-        assert!(got.iter().all(|&x| x == -7.0), "shape {shape:?} wrote the output");
+        let size = |e: [usize; 4]| e.iter().product::<usize>();
+        let data = [size(extents[0]), size(extents[1]), size(extents[2])].map(|n| values(n, 7, |x| x));
+        let (got, rest) = run_bf16_d64(&stream, &module, c, [&data[0], &data[1], &data[2]], 0, extents);
+        assert!(got.iter().all(|&x| x == -7.0) && rest, "{extents:?} wrote the output");
     }
 }

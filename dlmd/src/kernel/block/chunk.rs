@@ -146,8 +146,9 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         clipped
     }
 
-    /// Lines `first .. first + count` of the chunk's box along its first dimension (rows of a
-    /// matrix), as a chunk of its own: the part of the chunk that one warpgroup of the block
+    /// Lines `first .. first + count` of the chunk's box along its rows (the dimension before
+    /// the last: the rows of a matrix, of each matrix of a batch; the only dimension of a
+    /// vector), as a chunk of its own: the part of the chunk that one warpgroup of the block
     /// writes. Its box is cut at the chunk's, and is empty past it.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
@@ -155,13 +156,14 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
         let mut origin = self.origin;
         let mut shape = self.shape;
         if E::RANK > 0 {
-            let side = shape.as_ref()[0];
+            let rows = E::RANK.saturating_sub(2);
+            let side = shape.as_ref()[rows];
             // Never past the view's edge, which `extents` subtracts the origin from: a chunk
             // starts inside its view.
-            let room = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[0] - origin.as_ref()[0];
+            let room = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[rows] - origin.as_ref()[rows];
             let first = first.min(side).min(room);
-            origin.as_mut()[0] += first;
-            shape.as_mut()[0] = count.min(side - first);
+            origin.as_mut()[rows] += first;
+            shape.as_mut()[rows] = count.min(side - first);
         }
         Chunk {
             data: self.data,
@@ -170,6 +172,42 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
             shape,
             view: PhantomData,
         }
+    }
+
+    /// Index `[row, col]` of a matrix (the last two dimensions) as an index of rank `E::RANK`
+    /// (at least 2), 0 along the dimensions before.
+    #[inline(always)]
+    pub(crate) fn in_matrix([row, col]: [usize; 2]) -> E::Index {
+        let mut index = E::Index::zeros();
+        let rank = E::RANK;
+        if let (Some(r), Some(c)) = (rank.checked_sub(2), rank.checked_sub(1)) {
+            index.as_mut()[r] = row;
+            index.as_mut()[c] = col;
+        }
+        index
+    }
+
+    /// The box of `rows × cols` of a matrix (the last two dimensions) as extents of rank
+    /// `E::RANK` (at least 2), 1 along the dimensions before.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn matrix_box(rows: usize, cols: usize) -> E::Index {
+        let mut shape = Self::in_matrix([rows, cols]);
+        for side in shape.as_mut().iter_mut().take(E::RANK.saturating_sub(2)) {
+            *side = 1;
+        }
+        shape
+    }
+
+    /// The index in the whole view of index `local` of the chunk.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn index_of(&self, local: E::Index) -> E::Index {
+        let mut index = self.origin;
+        for d in 0..E::RANK {
+            index.as_mut()[d] = index.as_ref()[d].wrapping_add(local.as_ref()[d]);
+        }
+        index
     }
 
     /// The chunk's box: the shape the view was cut into, also where the view's edge cuts the

@@ -95,13 +95,13 @@ impl<Tile> TileSealed for KByN<Tile> {}
 impl<Tile: Operand> Operand for KByN<Tile> {
     type Element = Tile::Element;
     type Swizzle = Tile::Swizzle;
-    type Map<'a> = Tile::Map<'a>;
+    type Map<'a, const RANK: usize> = Tile::Map<'a, RANK>;
     const ROWS: usize = Tile::ROWS;
     const COLS: usize = Tile::COLS;
     const BYTES: usize = Tile::BYTES;
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    unsafe fn copy(dst: u32, map: &Self::Map<'_>, origin: [usize; 2], bar: u32) {
+    unsafe fn copy<const RANK: usize>(dst: u32, map: &Self::Map<'_, RANK>, origin: [usize; RANK], bar: u32) {
         // SAFETY: as this function's contract, the inner tile's.
         unsafe { Tile::copy(dst, map, origin, bar) }
     }

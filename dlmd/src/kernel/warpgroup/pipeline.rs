@@ -34,8 +34,8 @@ pub trait Operand: TileSealed + 'static {
     type Element: DlElement;
     /// The swizzle.
     type Swizzle: Swizzle;
-    /// The tensor map that fills it: same element, tile and swizzle.
-    type Map<'a>;
+    /// The tensor map of rank `RANK` that fills it: same element, tile and swizzle.
+    type Map<'a, const RANK: usize>;
     /// Rows.
     const ROWS: usize;
     /// Elements a row.
@@ -44,9 +44,10 @@ pub trait Operand: TileSealed + 'static {
     /// panel a whole number of the swizzle's periods (rows a multiple of `S::ALIGN /
     /// S::BYTES`), at most 256 rows and columns (a copy's box).
     const BYTES: usize;
-    /// Starts the copies of the tile of `map` whose first element is at `origin` (row, column)
-    /// into the tile at `dst`, one a panel, each signalling its bytes to the barrier object at
-    /// `bar`; a coordinate past `i32::MAX` asks for a box past the tensor's edge, all zero.
+    /// Starts the copies of the tile of `map` whose first element is at `origin` (`[…, row,
+    /// column]`) into the tile at `dst`, one a panel, each signalling its bytes to the barrier
+    /// object at `bar`; a coordinate past `i32::MAX` asks for a box past the tensor's edge, all
+    /// zero.
     ///
     /// # Safety
     ///
@@ -55,7 +56,7 @@ pub trait Operand: TileSealed + 'static {
     /// completes; `bar` expects these bytes.
     #[doc(hidden)]
     #[cfg(target_arch = "nvptx64")]
-    unsafe fn copy(dst: u32, map: &Self::Map<'_>, origin: [usize; 2], bar: u32);
+    unsafe fn copy<const RANK: usize>(dst: u32, map: &Self::Map<'_, RANK>, origin: [usize; RANK], bar: u32);
 }
 
 impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
@@ -63,7 +64,7 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
 {
     type Element = T;
     type Swizzle = S;
-    type Map<'a> = TensorMap<'a, T, (Const<ROWS>, Const<COLS>), S>;
+    type Map<'a, const RANK: usize> = TensorMap<'a, T, (Const<ROWS>, Const<COLS>), S, RANK>;
     const ROWS: usize = ROWS;
     const COLS: usize = COLS;
     const BYTES: usize = {
@@ -83,24 +84,23 @@ impl<T: DlElement, const ROWS: usize, const COLS: usize, S: Swizzle> Operand
     };
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    unsafe fn copy(dst: u32, map: &Self::Map<'_>, origin: [usize; 2], bar: u32) {
+    unsafe fn copy<const RANK: usize>(dst: u32, map: &Self::Map<'_, RANK>, origin: [usize; RANK], bar: u32) {
+        let () = TensorMap::<T, (Const<ROWS>, Const<COLS>), S, RANK>::CHECK;
         let clamp = |x: usize| x.min(i32::MAX as usize) as i32;
         let (panel_cols, panel_bytes) = (S::BYTES / size_of::<T>(), ROWS * S::BYTES);
+        // The coordinates innermost first, as the copy instructions take them: the column (set
+        // for each panel), the row, then the matrix's index in the batch.
+        let mut at = [0i32; RANK];
+        for d in 1..RANK {
+            at[d] = clamp(origin[RANK - 1 - d]);
+        }
         for p in 0..COLS / panel_cols {
-            let column = origin[1].saturating_add(p * panel_cols);
+            at[0] = clamp(origin[RANK - 1].saturating_add(p * panel_cols));
             // SAFETY: as this function's contract, for panel `p`: its `ROWS × S::BYTES` bytes
             // inside the tile's (`p` below the panels), aligned to the swizzle's period (`dst`
             // is 1024-aligned, and a panel's bytes are a whole number of periods, each dividing
-            // 1024).
-            unsafe {
-                super::raw::tma_load_2d(
-                    dst + (p * panel_bytes) as u32,
-                    map.map(),
-                    clamp(column),
-                    clamp(origin[0]),
-                    bar,
-                )
-            };
+            // 1024); the map's rank is `RANK`, 2 to 5 (its check).
+            unsafe { super::raw::tma_load(dst + (p * panel_bytes) as u32, map.map(), at, bar) };
         }
     }
 }
@@ -251,12 +251,18 @@ pub struct Producer<'c, const STAGES: usize, A, B> {
 
 impl<const STAGES: usize, A: Operand, B: Operand> Producer<'_, STAGES, A, B> {
     /// Fills the next stage: `A`'s tile with the box of `a` whose first element is at
-    /// `a_origin` (row, column), `B`'s with `b`'s at `b_origin`, by the bulk copy engine, once
+    /// `a_origin` (`[…, row, column]`), `B`'s with `b`'s at `b_origin`, by the bulk copy engine, once
     /// the stage's last readers have released it. Elements of a box past the tensor's edge
     /// arrive as zero. The consumers receive the stages in the order they were filled
     /// ([`Consumer::wait`]).
     #[inline(always)]
-    pub fn load(&mut self, a: &A::Map<'_>, a_origin: [usize; 2], b: &B::Map<'_>, b_origin: [usize; 2]) {
+    pub fn load<const RA: usize, const RB: usize>(
+        &mut self,
+        a: &A::Map<'_, RA>,
+        a_origin: [usize; RA],
+        b: &B::Map<'_, RB>,
+        b_origin: [usize; RB],
+    ) {
         let _ = Pipeline::<STAGES, A, B>::TOTAL;
         #[cfg(target_arch = "nvptx64")]
         {

@@ -288,6 +288,99 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u64, inner: i32, outer: i32, bar
     };
 }
 
+/// [`tma_load_2d`] for a tensor map of rank 3: `at` is the box's coordinates, innermost first
+/// (element, row, matrix).
+///
+/// # Safety
+///
+/// As [`tma_load_2d`], for a map of rank 3.
+#[inline(always)]
+pub unsafe fn tma_load_3d(dst: u32, map: *const u64, at: [i32; 3], bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{a0}, {a1}, {a2}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            a0 = in(reg32) at[0],
+            a1 = in(reg32) at[1],
+            a2 = in(reg32) at[2],
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
+
+/// [`tma_load_2d`] for a tensor map of rank 4: `at` is the box's coordinates, innermost first.
+///
+/// # Safety
+///
+/// As [`tma_load_2d`], for a map of rank 4.
+#[inline(always)]
+pub unsafe fn tma_load_4d(dst: u32, map: *const u64, at: [i32; 4], bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{a0}, {a1}, {a2}, {a3}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            a0 = in(reg32) at[0],
+            a1 = in(reg32) at[1],
+            a2 = in(reg32) at[2],
+            a3 = in(reg32) at[3],
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
+
+/// [`tma_load_2d`] for a tensor map of rank 5: `at` is the box's coordinates, innermost first.
+///
+/// # Safety
+///
+/// As [`tma_load_2d`], for a map of rank 5.
+#[inline(always)]
+pub unsafe fn tma_load_5d(dst: u32, map: *const u64, at: [i32; 5], bar: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{a0}, {a1}, {a2}, {a3}, {a4}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            a0 = in(reg32) at[0],
+            a1 = in(reg32) at[1],
+            a2 = in(reg32) at[2],
+            a3 = in(reg32) at[3],
+            a4 = in(reg32) at[4],
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
+
+/// The load of [`tma_load_2d`] to [`tma_load_5d`] for a map of rank `RANK`, with the box's
+/// coordinates `at`, innermost first.
+///
+/// # Safety
+///
+/// As [`tma_load_2d`], for a map of rank `RANK`, which is 2 to 5.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn tma_load<const RANK: usize>(dst: u32, map: *const u64, at: [i32; RANK], bar: u32) {
+    let c = |d: usize| at.get(d).copied().unwrap_or(0);
+    // `RANK` is a constant: one arm remains.
+    match RANK {
+        // SAFETY: as this function's contract, for a map of rank 2.
+        2 => unsafe { tma_load_2d(dst, map, c(0), c(1), bar) },
+        // SAFETY: as this function's contract, for a map of rank 3.
+        3 => unsafe { tma_load_3d(dst, map, [c(0), c(1), c(2)], bar) },
+        // SAFETY: as this function's contract, for a map of rank 4.
+        4 => unsafe { tma_load_4d(dst, map, [c(0), c(1), c(2), c(3)], bar) },
+        // SAFETY: as this function's contract, for a map of rank 5 (the contract's last).
+        _ => unsafe { tma_load_5d(dst, map, [c(0), c(1), c(2), c(3), c(4)], bar) },
+    }
+}
+
 /// `prefetch.tensormap`: brings the tensor map at `map` into the copy engine's cache ahead of
 /// its first copy.
 ///

@@ -124,10 +124,14 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     }
 
     /// Writes the accumulators to the warpgroup's part of the chunk: element `[i, j]` of the
-    /// `64 × N` as `f(index, value)` at `[i, j]` of `part` (`index` its index in the whole
-    /// view), by the thread that holds it, where that is inside the part and the view. Each
-    /// thread holds its elements in pairs of neighbours along a row, which it writes with one
-    /// store where the view's rows are contiguous.
+    /// `64 × N` as `f(index, value)` at `[i, j]` of `part`'s matrix (its last two dimensions;
+    /// `index` the element's index in the whole view), by the thread that holds it, where that
+    /// is inside the part and the view. Each thread holds its elements in pairs of neighbours
+    /// along a row, which it writes with one store where the view's rows are contiguous.
+    ///
+    /// A view of rank 3 or more is a batch of matrices, and a part is rows of one of them
+    /// where the block's chunk shape is 1 along the dimensions before the rows (`(Const<1>,
+    /// Const<1>, Const<128>, Const<D>)` cuts a `b × h × s × d` view into 128 rows of a head).
     ///
     /// In a [`Buffered`](super::Buffered) pipeline, a part whole inside the view whose rows are
     /// contiguous and 16-byte aligned, of a two-byte element, goes through the warp's buffer
@@ -139,20 +143,28 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         &mut self,
         part: Chunk<'_, U, E, L, Sp>,
         acc: Accumulators<T, W>,
-        f: impl Fn([usize; 2], f32) -> U + Sync,
+        f: impl Fn(E::Index, f32) -> U + Sync,
     ) where
         T: super::WgmmaInput,
         W: Width,
         U: DlElement,
-        E: Extents<Index = [usize; 2]>,
+        E: Extents,
         L: Layout,
         Sp: KernelSpace,
     {
+        const {
+            assert!(
+                E::RANK >= 2,
+                "accumulators are stored to a matrix: a view of rank 2 or more"
+            )
+        };
         #[cfg(target_arch = "nvptx64")]
         {
+            type Part<'p, U, E, L, Sp> = Chunk<'p, U, E, L, Sp>;
             let mut part = part;
             let shape = part.shape();
-            if self.buffer != 0 && size_of::<U>() == 2 && W::N.is_multiple_of(64) && part.runs_whole([ROWS, W::N], 16) {
+            let whole = Part::<U, E, L, Sp>::matrix_box(ROWS, W::N);
+            if self.buffer != 0 && size_of::<U>() == 2 && W::N.is_multiple_of(64) && part.runs_whole(whole, 16) {
                 // SAFETY: every thread of the warpgroup, in its uniform code, on sm_90 (it
                 // issues `wgmma`); `buffer` is this warp's own (`specialise`), `U` two bytes,
                 // `N` a multiple of 64 (checked) of at most 256 (`Width`), `held` the
@@ -171,7 +183,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 };
                 return;
             }
-            if part.pairs_whole([ROWS, W::N]) {
+            if part.pairs_whole(whole) {
                 // The common case: the whole `64 × N` inside the view, every pair one aligned
                 // store. No branch between the elements, so that their `f`s overlap.
                 crate::unroll!(16, |pa| {
@@ -180,15 +192,15 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                         if p < W::N / 4 {
                             let (local, a) = acc.held(self.thread, 2 * p);
                             let (_, b) = acc.held(self.thread, 2 * p + 1);
-                            let mut index = part.origin();
-                            index[0] += local[0];
-                            index[1] += local[1];
-                            let values = [f(index, a), f([index[0], index[1] + 1], b)];
-                            // SAFETY: `pairs_whole` held for `64 × N`; `local` is inside it, at an
-                            // even column (`held`: `8 j + 2 (lane % 4)`); the accumulators' layout
-                            // deals each element of the `64 × N` to one thread, and the part (the
-                            // warpgroup's alone) holds the whole box, so both are this thread's.
-                            unsafe { part.write_pair_whole(local, values) };
+                            let at = Part::<U, E, L, Sp>::in_matrix(local);
+                            let next = Part::<U, E, L, Sp>::in_matrix([local[0], local[1] + 1]);
+                            let values = [f(part.index_of(at), a), f(part.index_of(next), b)];
+                            // SAFETY: `pairs_whole` held for `64 × N` of the matrix; `local` is
+                            // inside it, at an even column (`held`: `8 j + 2 (lane % 4)`); the
+                            // accumulators' layout deals each element of the `64 × N` to one
+                            // thread, and the part (the warpgroup's alone) holds the whole box,
+                            // so both are this thread's.
+                            unsafe { part.write_pair_whole(at, values) };
                         }
                     });
                 });
@@ -204,19 +216,20 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                     if p < W::N / 4 {
                         let (local, a) = acc.held(self.thread, 2 * p);
                         let (_, b) = acc.held(self.thread, 2 * p + 1);
-                        let (count, index) = part.pair_inside(local, shape);
+                        let at = Part::<U, E, L, Sp>::in_matrix(local);
+                        let (count, index) = part.pair_inside(at, shape);
                         if count > 0 {
-                            let mut next = index;
-                            next[1] += 1;
+                            let next = part.index_of(Part::<U, E, L, Sp>::in_matrix([local[0], local[1] + 1]));
                             // The second is made only where it is inside; else the first
                             // stands in for it, never stored.
                             let first = f(index, a);
                             let values = [first, if count > 1 { f(next, b) } else { first }];
-                            // SAFETY: `count` is `pair_inside`'s for `local`; the accumulators'
+                            // SAFETY: `count` is `pair_inside`'s for `at`; the accumulators'
                             // layout deals each element of the `64 × N` to one thread, and the
-                            // part's box (at most 64 rows, the warpgroup's alone) to this
-                            // warpgroup, so the elements inside it are this thread's alone.
-                            unsafe { part.write_pair(local, count, values) };
+                            // part's box (at most 64 rows of one matrix, the warpgroup's
+                            // alone) to this warpgroup, so the elements inside it are this
+                            // thread's alone.
+                            unsafe { part.write_pair(at, count, values) };
                         }
                     }
                 });
@@ -236,15 +249,21 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         &mut self,
         part: Chunk<'_, U, E, L, Sp>,
         acc: Accumulators<T, W>,
-        f: impl Fn([usize; 2], f32, U) -> U + Sync,
+        f: impl Fn(E::Index, f32, U) -> U + Sync,
     ) where
         T: super::WgmmaInput,
         W: Width,
         U: DlElement,
-        E: Extents<Index = [usize; 2]>,
+        E: Extents,
         L: Layout,
         Sp: KernelSpace,
     {
+        const {
+            assert!(
+                E::RANK >= 2,
+                "accumulators are stored to a matrix: a view of rank 2 or more"
+            )
+        };
         self.each_held(part, acc, |part, local, value| {
             #[cfg(target_arch = "nvptx64")]
             // SAFETY: `each_held` gives each element of the part to one thread.
@@ -264,12 +283,12 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         &mut self,
         mut part: Chunk<'_, U, E, L, Sp>,
         acc: Accumulators<T, W>,
-        g: impl Fn(&mut Chunk<'_, U, E, L, Sp>, [usize; 2], f32),
+        g: impl Fn(&mut Chunk<'_, U, E, L, Sp>, E::Index, f32),
     ) where
         T: super::WgmmaInput,
         W: Width,
         U: DlElement,
-        E: Extents<Index = [usize; 2]>,
+        E: Extents,
         L: Layout,
         Sp: KernelSpace,
     {
@@ -282,8 +301,9 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 if j < W::N / 8 {
                     crate::unroll!(4, |he| {
                         let (local, value) = acc.held(self.thread, 4 * j + he);
-                        if local[0] < shape[0] && local[1] < shape[1] {
-                            g(&mut part, local, value);
+                        let at = Chunk::<'_, U, E, L, Sp>::in_matrix(local);
+                        if (0..E::RANK).all(|d| at.as_ref()[d] < shape.as_ref()[d]) {
+                            g(&mut part, at, value);
                         }
                     });
                 }
@@ -334,10 +354,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         A: Operand,
         B: Operand,
         T: DlElement,
-        E: Extents<Index = [usize; 2]>,
+        E: Extents,
         L: Layout,
         Sp: KernelSpace,
-        P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>, [usize; 2]) + Sync,
+        P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>, E::Index) + Sync,
         Q: for<'c, 'v> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp>) + Sync,
     {
         const {
@@ -348,6 +368,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             assert!(
                 A::ROWS == ROWS * (THREADS / 128 - 1),
                 "the `A` tile of a stage holds 64 rows for each consumer warpgroup"
+            );
+            assert!(
+                E::RANK >= 2,
+                "a specialised block's chunks are rows of a matrix: a view of rank 2 or more"
             );
         };
         let _ = Pipeline::<STAGES, A, B>::BYTES;
@@ -438,7 +462,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 &mut Consumer<'c, STAGES, A, B>,
                 Chunk<'v, T, E, L, Sp>,
             );
-            let _produce: ProducerRole<P, STAGES, A, B> = |p, producer| p(producer, [0, 0]);
+            let _produce: ProducerRole<P, STAGES, A, B> =
+                |p, producer| p(producer, crate::extents::IndexArray::zeros());
             let _consume: ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp> =
                 |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (stages, chunks, producer, consumer);

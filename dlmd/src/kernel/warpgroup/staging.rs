@@ -60,7 +60,7 @@ impl Stores for Buffered {
 /// (each warp its own); `U` is two bytes; `n` is a multiple of 64, at most 256; `held` is the
 /// accumulators' layout, which deals each element of the `64 × n` to one thread, the warp `w`
 /// of the warpgroup rows `16 w ..`; `part` is the warpgroup's alone, and
-/// `part.runs_whole([64, n], 16)` holds.
+/// `part.runs_whole` holds for the `64 × n` of its matrix, with 16 bytes.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub(super) unsafe fn store<U, E, L, Sp>(
@@ -69,15 +69,14 @@ pub(super) unsafe fn store<U, E, L, Sp>(
     thread: usize,
     part: &mut Chunk<'_, U, E, L, Sp>,
     held: impl Fn(usize) -> ([usize; 2], f32),
-    f: &impl Fn([usize; 2], f32) -> U,
+    f: &impl Fn(E::Index, f32) -> U,
 ) where
     U: DlElement,
-    E: Extents<Index = [usize; 2]>,
+    E: Extents,
     L: Layout,
     Sp: KernelSpace,
 {
     let (warp, lane) = (thread / 32, thread % 32);
-    let origin = part.origin();
     crate::unroll!(4, |q| {
         if q < n / 64 {
             if lane < 16 {
@@ -93,8 +92,9 @@ pub(super) unsafe fn store<U, E, L, Sp>(
                     let i = 4 * (8 * q + g) + 2 * h;
                     let (local, a) = held(i);
                     let (_, b) = held(i + 1);
-                    let index = [origin[0] + local[0], origin[1] + local[1]];
-                    let values = [f(index, a), f([index[0], index[1] + 1], b)];
+                    let index = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix(local));
+                    let next = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix([local[0], local[1] + 1]));
+                    let values = [f(index, a), f(next, b)];
                     // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
                     let bits = unsafe { core::mem::transmute_copy::<[U; 2], u32>(&values) };
                     // Row `lane / 4 + 8 h` of the warp's 16 (`held`: the warp's rows are
@@ -114,8 +114,10 @@ pub(super) unsafe fn store<U, E, L, Sp>(
             unsafe { raw::syncwarp() };
             if lane < 16 {
                 let row = 16 * warp + lane;
-                let dst = part.address([row, 64 * q]).cast::<u8>();
-                // SAFETY: `runs_whole([64, n], 16)` (caller): row `row` < 64 of the part from
+                let dst = part
+                    .address(Chunk::<'_, U, E, L, Sp>::in_matrix([row, 64 * q]))
+                    .cast::<u8>();
+                // SAFETY: `runs_whole` for `64 × n`, 16 bytes (caller): row `row` < 64 of the part from
                 // column `64 q` (< n, a multiple of 64 elements, 128 bytes: eight runs of 16
                 // bytes) is 128 contiguous bytes of the view, 16-aligned, inside the part,
                 // which is the warpgroup's alone (caller) and this row this thread's alone; the

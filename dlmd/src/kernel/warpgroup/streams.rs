@@ -180,35 +180,36 @@ pub struct StreamProducer<'c, const STAGES: usize, R, S0, S1> {
 }
 
 impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'_, STAGES, R, S0, S1> {
-    /// Fills the resident tile with the box of `map` whose first element is at `origin` (row,
+    /// Fills the resident tile with the box of `map` whose first element is at `origin`
+    /// (`[…, row, column]`: the matrix's index in a batch of rank 3 or more, then the row and
     /// column), once every consumer has released its last fill. Elements past the tensor's
-    /// edge arrive as zero.
+    /// edge (past the matrix's) arrive as zero.
     #[inline(always)]
-    pub fn load_resident(&mut self, map: &R::Map<'_>, origin: [usize; 2]) {
+    pub fn load_resident<const RANK: usize>(&mut self, map: &R::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.resident;
         self.counts.resident += 1;
         // SAFETY: the resident slot's tile and barriers, its `k`-th fill.
-        unsafe { self.fill::<R>(None, 1, k, map, origin) }
+        unsafe { self.fill::<R, RANK>(None, 1, k, map, origin) }
     }
 
     /// Fills the first stream's next stage with the box of `map` at `origin`, once its last
     /// readers have released it. The consumers receive the first stream's tiles in the order
     /// they were filled ([`StreamConsumer::first`]).
     #[inline(always)]
-    pub fn load_first(&mut self, map: &S0::Map<'_>, origin: [usize; 2]) {
+    pub fn load_first<const RANK: usize>(&mut self, map: &S0::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.streams[0];
         self.counts.streams[0] += 1;
         // SAFETY: stream 0's stage `k % STAGES`, its `k`-th fill.
-        unsafe { self.fill::<S0>(Some(0), STAGES, k, map, origin) }
+        unsafe { self.fill::<S0, RANK>(Some(0), STAGES, k, map, origin) }
     }
 
     /// Fills the second stream's next stage, as [`load_first`](Self::load_first) the first's.
     #[inline(always)]
-    pub fn load_second(&mut self, map: &S1::Map<'_>, origin: [usize; 2]) {
+    pub fn load_second<const RANK: usize>(&mut self, map: &S1::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.streams[1];
         self.counts.streams[1] += 1;
         // SAFETY: stream 1's stage `k % STAGES`, its `k`-th fill.
-        unsafe { self.fill::<S1>(Some(1), STAGES, k, map, origin) }
+        unsafe { self.fill::<S1, RANK>(Some(1), STAGES, k, map, origin) }
     }
 
     /// Fill `k` of the slot `which` (the resident tile, or a stream) of `slots` stages.
@@ -217,13 +218,13 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'
     ///
     /// `T` is the slot's tile type, `slots` its number of stages, and `k` its fills so far.
     #[inline(always)]
-    unsafe fn fill<T: Operand>(
+    unsafe fn fill<T: Operand, const RANK: usize>(
         &mut self,
         which: Option<usize>,
         slots: usize,
         k: usize,
-        map: &T::Map<'_>,
-        origin: [usize; 2],
+        map: &T::Map<'_, RANK>,
+        origin: [usize; RANK],
     ) {
         let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
         #[cfg(target_arch = "nvptx64")]
@@ -400,10 +401,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         S0: Operand,
         S1: Operand,
         T: DlElement,
-        E: Extents<Index = [usize; 2]>,
+        E: Extents,
         L: Layout,
         Sp: KernelSpace,
-        P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1>, [usize; 2]) + Sync,
+        P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1>, E::Index) + Sync,
         Q: for<'c, 'v> Fn(
                 &mut Warpgroup<'c, THREADS>,
                 &mut StreamConsumer<'c, STAGES, R, S0, S1>,
@@ -414,6 +415,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             assert!(
                 THREADS.is_multiple_of(128) && THREADS >= 256,
                 "a specialised block has a producer warpgroup and at least one consumer: a multiple of 128 threads, from 256"
+            );
+            assert!(
+                E::RANK >= 2,
+                "a specialised block's chunks are rows of a matrix: a view of rank 2 or more"
             );
         };
         let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
@@ -501,7 +506,8 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     &mut StreamConsumer<'c, STAGES, R, S0, S1>,
                     Chunk<'v, T, E, L, Sp>,
                 );
-            let _produce: ProducerRole<P, STAGES, R, S0, S1> = |p, producer| p(producer, [0, 0]);
+            let _produce: ProducerRole<P, STAGES, R, S0, S1> =
+                |p, producer| p(producer, crate::extents::IndexArray::zeros());
             let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, T, E, L, Sp> =
                 |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (tiles, chunks, producer, consumer, start);
