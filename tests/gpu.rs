@@ -542,5 +542,8 @@ fn tensor_maps_are_made_from_views_the_copy_engine_can_read_and_refused_by_name_
     let d = stream.alloc_zeros::<bf16>(64 * 8).unwrap();
     let columns = cuda::device_view::<_, _, LayoutLeft>(&d, Dims([64, 8])).unwrap();
     let err = TiledMap::<_, Box64, Swizzle128>::new(&stream, &columns).unwrap_err();
-    assert!(matches!(err, TensorMapError::InnerStride { stride: 64 }), "{err}");
+    assert!(
+        matches!(err, TensorMapError::InnerStride { dim: 1, stride: 64 }),
+        "{err}"
+    );
 }

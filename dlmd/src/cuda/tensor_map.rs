@@ -26,8 +26,9 @@
 //!   `i32::MAX` could not be reached, and a map names at least one element;
 //! - the view is on another device than the stream ([`Device`](TensorMapError::Device)).
 //!
-//! A dimension of extent 1 takes any stride (no element is reached by it, and producers such
-//! as torch give those dimensions strides of their own choosing).
+//! A dimension of extent 1, but the innermost, takes any stride (no element is reached by it,
+//! and producers such as torch give those dimensions strides of their own choosing); the
+//! innermost's is 1 whatever its extent.
 //!
 //! Elements are copied as unsigned integers of their size, uninterpreted: where a box reaches
 //! past the tensor's extents (the ragged edge of a matrix whose extents are not multiples of

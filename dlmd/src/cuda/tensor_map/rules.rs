@@ -76,11 +76,12 @@ pub(super) fn check<const RANK: usize>(
     let mut inner_bytes = (extents[cols] as u128 * element_bytes as u128).next_multiple_of(16) as i128;
     for dim in (0..cols).rev() {
         // Exact in `i128`: both factors fit 64 bits.
-        let given = strides[dim] as i128 * element_bytes as i128;
-        let bytes = if extents[dim] == 1 && (given <= 0 || given % 16 != 0 || given >= MAX_STRIDE) {
+        // A dimension of extent 1 takes the inner one's, whatever it was given: a stride no
+        // element is reached by need not follow the rules (nor be a row long).
+        let bytes = if extents[dim] == 1 {
             inner_bytes
         } else {
-            given
+            strides[dim] as i128 * element_bytes as i128
         };
         if dim == rows {
             let row_bytes = extents[cols] as u128 * element_bytes as u128;
@@ -135,6 +136,14 @@ mod tests {
         // One row: its stride is the row, padded to 16 bytes.
         let checked = check(0x1000, [4, 1, 20], [24, 3, 1], BF16).unwrap();
         assert_eq!(checked.strides, [24, 24, 1]);
+        // A valid stride shorter than a row, on a rows dimension of one row (a stride no
+        // element is reached by), and at rank 3.
+        let checked = check(0x1000, [1, 64], [8, 1], BF16).unwrap();
+        assert_eq!(checked.strides, [64, 1]);
+        let checked = check(0x1000, [3, 1, 64], [64, 8, 1], BF16).unwrap();
+        assert_eq!(checked.strides, [64, 64, 1]);
+        let checked = check(0x1000, [1, 2_147_483_647], [16, 1], 1).unwrap();
+        assert_eq!(checked.driver_strides(1)[0], 1 << 31);
         // A dimension of more than one element keeps the rules.
         let err = check(0x1000, [2, 8, 256, 64], [1, 64 * 256, 64, 1], BF16).unwrap_err();
         assert!(matches!(err, TensorMapError::Stride { dim: 0, bytes: 2 }), "{err}");
