@@ -1,4 +1,5 @@
-//! Attention's forward pass in safe Rust (`examples/hopper-kernels`' `attention_*`) on an
+//! Attention's forward pass in safe Rust (`examples/hopper-kernels`' `attention_*`: the output
+//! and each row's log-sum-exp) on an
 //! `sm_90a` GPU, timed on the shapes of FlashAttention's benchmarks: medians of CUDA-event
 //! spans, each after a 128 MiB device copy, in TFLOP/s counted as FlashAttention counts them
 //! (`4 · b · h · s² · d`, halved when causal). `scripts/bench_attention_torch.py` times torch's
@@ -35,12 +36,14 @@ const SHAPES: [(usize, usize, usize, usize, bool); 8] = [
     (1, 32, 16384, 128, true),
 ];
 
-/// `q`, `k`, `v` and `o` of one shape, `b × h × s × d` each, contiguous.
+/// `q`, `k`, `v` and `o` of one shape, `b × h × s × d` each, and `lse`, `b × h × s`, each
+/// contiguous.
 struct Tensors {
     q: CudaSlice<bf16>,
     k: CudaSlice<bf16>,
     v: CudaSlice<bf16>,
     o: CudaSlice<bf16>,
+    lse: CudaSlice<f32>,
 }
 
 fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, Box<dyn Error>> {
@@ -56,6 +59,7 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
         k: up(0x5678)?,
         v: up(0x9abc)?,
         o: stream.alloc_zeros(rows * d)?,
+        lse: stream.alloc_zeros(rows)?,
     })
 }
 
@@ -88,6 +92,8 @@ macro_rules! timed {
             );
             let mapping = StrideMapping::new(Dims::new(extents), strides)?;
             let mut ov = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.o, mapping)?;
+            let mapping = StrideMapping::new(Dims::new([b, h, s]), [h * s, s, 1])?;
+            let mut lv = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.lse, mapping)?;
             let config = LaunchConfig {
                 grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
                 block_dim: (384, 1, 1),
@@ -98,6 +104,7 @@ macro_rules! timed {
                 k: km.map(),
                 v: vm.map(),
                 o: ov.as_view_mut(),
+                lse: lv.as_view_mut(),
                 scale: 1.0 / ($d as f32).sqrt(),
                 causal,
             };

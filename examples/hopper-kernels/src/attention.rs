@@ -1,5 +1,6 @@
 //! Attention's forward pass, safe (`dlmd::kernel::warpgroup`): `o = softmax(q · kᵀ · scale) · v`
-//! for `bf16` or `f16` `q` (`b × h_q × s_q × d`), `k` and `v` (`b × h_kv × s_k × d`, `h_kv`
+//! and each query row's log-sum-exp `lse = ln Σⱼ e^(q · kⱼ · scale)` (what a backward pass
+//! recomputes the softmax from), for `bf16` or `f16` `q` (`b × h_q × s_q × d`), `k` and `v` (`b × h_kv × s_k × d`, `h_kv`
 //! dividing `h_q`: grouped-query and multi-query attention), head dimension `d` 64 or 128,
 //! causal (aligned to the bottom right) or not, with `f32` statistics, in the manner of
 //! FlashAttention-3. Each tensor is a view of rank 4 with any strides that a tensor map takes
@@ -13,7 +14,8 @@
 //! them into the online softmax in registers (`RowStats`), and add `P · V` to the output
 //! (`wgmma` with `P` in registers). Any sequence lengths: rows past a head's last arrive as
 //! zeros (the maps are of rank 4: a box never reaches into the next head), and keys past it are
-//! masked.
+//! masked. Each consumer writes its rows of `o` and their log-sum-exp: the chunks of `o` carry
+//! those of `lse` (`Chunks::with_rows`).
 
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
@@ -35,6 +37,9 @@ pub type AttentionTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Sw
 pub type AttentionMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>;
 /// The output `o`, `b × h_q × s_q × D`, strided (the heads' rows contiguous).
 pub type AttentionOut<'a, T> = DeviceMdspanMut<'a, T, Dims<4>, LayoutStride>;
+/// Each query row's log-sum-exp, `b × h_q × s_q` `f32`, strided; `+∞` for a row that sees no
+/// key.
+pub type AttentionLse<'a> = DeviceMdspanMut<'a, f32, Dims<3>, LayoutStride>;
 /// The tiles of the forward pass: `q` resident, `k` and `v` streamed (`v` read MN-major).
 pub type AttentionTiles<T, const D: usize, const STAGES: usize> =
     Streams<STAGES, AttentionTile<T, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
@@ -43,14 +48,14 @@ pub type AttentionTiles<T, const D: usize, const STAGES: usize> =
 pub type AttentionBlock<'k, T, const D: usize, const STAGES: usize> =
     Block<'k, 384, AttentionTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
 
-/// The forward pass over `o`'s chunks, each element written as `out(value)`; `o` left as it is
-/// where the extents do not fit together.
+/// The forward pass over `o`'s chunks, each element written as `out(value)`, and `lse`; both
+/// left as they are where the extents do not fit together or the scale is not positive.
 #[dlmd::device]
 #[inline(always)]
 fn forward<T, const D: usize, const STAGES: usize>(
     block: AttentionBlock<'_, T, D, STAGES>,
     [q, k, v]: [AttentionMap<'_, T, D>; 3],
-    o: AttentionOut<'_, T>,
+    (o, lse): (AttentionOut<'_, T>, AttentionLse<'_>),
     scale: f32,
     causal: bool,
     out: impl Fn(f32) -> T + Sync,
@@ -68,7 +73,10 @@ fn forward<T, const D: usize, const STAGES: usize>(
         && depth_kv == D
         && batch_kv == batch
         && same(v.extents(), k.extents())
-        && same(o.extents().0, q.extents());
+        && same(o.extents().0, q.extents())
+        // Positive and finite: the softmax takes each row's maximum before scaling.
+        && scale > 0.0
+        && scale.is_finite();
     if !fits {
         return;
     }
@@ -76,7 +84,10 @@ fn forward<T, const D: usize, const STAGES: usize>(
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let tiles = |m0: usize| Keys::tiles(m0, 128, seq_q, seq_k, causal);
     let (mut block, mut set) = block.split();
-    let chunks = block.chunks(o);
+    // `lse`'s extents are `o`'s but the last, or nothing is written.
+    let Some(chunks) = block.chunks(o).with_rows(lse) else {
+        return;
+    };
     block.specialise_streams(
         &mut set,
         chunks,
@@ -91,6 +102,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
             // The chunk's first query (its part starts 64 · index rows in, or at the head's
             // end where the chunk is shorter), and this warpgroup's first.
             let m0 = part.origin()[2] / 128 * 128;
+            let (part, rows) = part.split_rows();
             let row0 = m0 + 64 * wg.index();
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
@@ -104,8 +116,9 @@ fn forward<T, const D: usize, const STAGES: usize>(
                 acc = wg.wait(running);
             }
             drop(q_rows);
-            let acc = stats.finish(acc);
+            let (acc, lse) = stats.finish_with_lse(acc, scale_log2);
             wg.store(part, acc, |_, x| out(x));
+            wg.store_rows(rows, lse, |_, x| x);
         },
     );
 }
@@ -113,12 +126,13 @@ fn forward<T, const D: usize, const STAGES: usize>(
 macro_rules! forward_kernel {
     ($name:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
         /// The forward pass for
-        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `o` (`b × h_q × s_q × ", $d, "`) from `q` (the same), `k` and `v` (`b × h_kv × s_k × ", $d, "`) by their tensor maps;")]
-        /// `scale` the softmax scale (positive; `1/√d` as torch's default), `causal` whether
-        /// query `i` sees only keys `j ≤ i + s_k − s_q`. `o` is left as it is where the extents
-        /// do not fit together (`o`'s those of `q`, `k`'s those of `v`, the same batch, `h_kv`
-        /// dividing `h_q`). Launch with blocks of 384 threads, at most one per chunk of 128
-        /// query rows of a head.
+        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `o` (`b × h_q × s_q × ", $d, "`) and `lse` (`b × h_q × s_q`) from `q` (as `o`), `k` and `v` (`b × h_kv × s_k × ", $d, "`) by their tensor maps;")]
+        /// `scale` the softmax scale (positive and finite; `1/√d` as torch's default),
+        /// `causal` whether query `i` sees only keys `j ≤ i + s_k − s_q`. `o` and `lse` are
+        /// left as they are where the extents do not fit together (`o`'s those of `q`,
+        /// `lse`'s those of `o` but the last, `k`'s those of `v`, the same batch, `h_kv`
+        /// dividing `h_q`) or the scale is not positive and finite. Launch with blocks of 384
+        /// threads, at most one per chunk of 128 query rows of a head.
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         pub fn $name(
             block: AttentionBlock<'_, $t, $d, $stages>,
@@ -126,10 +140,11 @@ macro_rules! forward_kernel {
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,
+            lse: AttentionLse<'_>,
             scale: f32,
             causal: bool,
         ) {
-            forward(block, [q, k, v], o, scale, causal, $out);
+            forward(block, [q, k, v], (o, lse), scale, causal, $out);
         }
     };
 }

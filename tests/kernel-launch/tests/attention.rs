@@ -1,13 +1,14 @@
 //! Attention's forward pass written with `dlmd::kernel::warpgroup` (`examples/hopper-kernels`'
-//! `attention_*`) on an `sm_90a` GPU, against the CPU in `f64`: head dimensions 64 and 128,
+//! `attention_*`) on an `sm_90a` GPU, against the CPU in `f64`, output and log-sum-exp (into a
+//! view with padding between heads, which must stay as it was): head dimensions 64 and 128,
 //! `bf16` and `f16`, causal and not, grouped-query ratios 1, 4 and 8, key sequences shorter
 //! and longer than the queries' and of any length (one key; a last tile of keys cut short),
 //! query lengths that are not multiples of 128 (one query; a last chunk of queries cut short),
 //! tensors laid out as `(b, h, s, d)`, as `(b, s, h, d)` seen as `(b, h, s, d)`, and with NaN
 //! rows between heads (which must not reach the output: no box crosses a head's end), grids
 //! that cover the chunks and grids of fewer blocks (each runs its pipeline over several chunks,
-//! refilling the resident query tile), and calls whose extents do not fit together, which leave
-//! the output as it was.
+//! refilling the resident query tile), and calls whose extents do not fit together or whose
+//! scale is not positive, which leave the output and the log-sum-exp as they were.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes (with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
@@ -134,10 +135,12 @@ fn values(len: usize, seed: u64, round: impl Fn(f32) -> f32) -> Vec<f32> {
 }
 
 /// `softmax(q · kᵀ · scale) · v` in `f64`, query `i` seeing key `j` where `j < s_k` and, if
-/// causal, `j ≤ i + s_k − s_q`; rows that see no key are 0.
-fn reference(c: Case, q: &[f32], k: &[f32], v: &[f32], scale: f64) -> Vec<f64> {
+/// causal, `j ≤ i + s_k − s_q`, and each row's log-sum-exp `ln Σⱼ e^(q · kⱼ · scale)`; rows
+/// that see no key are 0, their log-sum-exp `+∞`.
+fn reference(c: Case, q: &[f32], k: &[f32], v: &[f32], scale: f64) -> (Vec<f64>, Vec<f64>) {
     let d = c.dim;
     let mut o = vec![0.0; q.len()];
+    let mut lse = vec![f64::INFINITY; q.len() / d];
     for b in 0..c.batch {
         for h in 0..c.heads_q {
             let hk = h / (c.heads_q / c.heads_kv);
@@ -157,6 +160,7 @@ fn reference(c: Case, q: &[f32], k: &[f32], v: &[f32], scale: f64) -> Vec<f64> {
                     continue;
                 };
                 let sum: f64 = scores.iter().map(|s| (s.1 - max).exp()).sum();
+                lse[qs + i] = max + sum.ln();
                 for &(j, s) in &scores {
                     let p = (s - max).exp() / sum;
                     for x in 0..d {
@@ -166,7 +170,7 @@ fn reference(c: Case, q: &[f32], k: &[f32], v: &[f32], scale: f64) -> Vec<f64> {
             }
         }
     }
-    o
+    (o, lse)
 }
 
 /// The element types of the kernels: conversions both ways.
@@ -217,11 +221,10 @@ fn gather<T: Copy + PartialEq>(buffer: &[T], extents: [usize; 4], strides: [usiz
     (logical, rest)
 }
 
-/// `fn $name(stream, module, case, [q, k, v], blocks, extents) -> o`: one case through the
-/// kernel `$kernel` (of `$t`, head dimension `$d`) on a grid of `blocks` (0: one a chunk), with
-/// the views' `extents` (`[q, k, v, o]`, each `[b, h, s, d]`) laid out as the case's order says
-/// (`k`'s layout for `v`, `q`'s for `o`); `o` starts as `-7`, and the result is its logical
-/// array, and whether the buffer's other elements are still `-7`.
+/// `fn $name(stream, module, case, [q, k, v], call) -> Out`: one case through the kernel
+/// `$kernel` (of `$t`, head dimension `$d`) as `call` says, with the views laid out as the
+/// case's order says (`k`'s layout for `v`, `q`'s for `o`; `lse` `(b, h, s + 5)`); `o` and
+/// `lse` start as `-7`.
 macro_rules! runner {
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal) => {
         fn $name(
@@ -229,9 +232,13 @@ macro_rules! runner {
             module: &Kernels,
             c: Case,
             [q, k, v]: [&[f32]; 3],
-            blocks: usize,
-            extents: [[usize; 4]; 4],
-        ) -> (Vec<f32>, bool) {
+            Call {
+                blocks,
+                extents,
+                lse: lse_extents,
+                scale,
+            }: Call,
+        ) -> Out {
             let up = |x: &[f32], extents: [usize; 4]| {
                 let (len, strides) = c.order.layout(extents);
                 let mut buffer = vec![<$t>::of(f32::NAN); len];
@@ -270,10 +277,14 @@ macro_rules! runner {
                 block_dim: (384, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let scale = 1.0 / (c.dim as f32).sqrt();
+            let [lb, lh, ls] = lse_extents;
+            let lse_strides = [lh * (ls + 5), ls + 5, 1];
+            let mut lse = stream.clone_htod(&vec![-7.0f32; lb * lh * (ls + 5)]).unwrap();
             {
                 let mapping = StrideMapping::new(Dims::new(extents[3]), strides).unwrap();
                 let mut ov = device_view_mapped_mut::<$t, _, LayoutStride>(&mut o, mapping).unwrap();
+                let mapping = StrideMapping::new(Dims::new(lse_extents), lse_strides).unwrap();
+                let mut lv = device_view_mapped_mut::<f32, _, LayoutStride>(&mut lse, mapping).unwrap();
                 cuda::scope(|s| {
                     hk::$kernel(
                         s.launch(stream, module, cfg),
@@ -282,6 +293,7 @@ macro_rules! runner {
                             k: km.map(),
                             v: vm.map(),
                             o: ov.as_view_mut(),
+                            lse: lv.as_view_mut(),
                             scale,
                             causal: c.causal,
                         },
@@ -295,7 +307,18 @@ macro_rules! runner {
                 strides,
                 <$t>::of(-7.0),
             );
-            (o.into_iter().map(<$t>::to).collect(), rest)
+            // `lse` as a `b × h × s × 1` array.
+            let (lse, lse_rest) = gather(
+                &stream.clone_dtoh(&lse).unwrap(),
+                [lb, lh, ls, 1],
+                [lse_strides[0], lse_strides[1], 1, 1],
+                -7.0,
+            );
+            Out {
+                o: o.into_iter().map(<$t>::to).collect(),
+                lse,
+                rest: rest && lse_rest,
+            }
         }
     };
 }
@@ -314,6 +337,20 @@ fn inputs<T: Input>(c: Case) -> [Vec<f32>; 3] {
         values(rows_k * c.dim, 0x8765_4321, round),
         values(rows_k * c.dim, 0x0bad_cafe, round),
     ]
+}
+
+/// Checks each row's log-sum-exp against the `f64` reference: within `1e-3 + 1e-4·|ref|`, `+∞`
+/// exactly where the reference's is.
+fn close_lse(c: Case, got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len());
+    for (row, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_infinite() {
+            g == f32::INFINITY
+        } else {
+            (f64::from(g) - w).abs() <= 1e-3 + 1e-4 * w.abs()
+        };
+        assert!(ok, "{what} {c:?}: log-sum-exp of row {row} is {g}, expected {w}");
+    }
 }
 
 /// Checks `got` against the `f64` reference: each element within `0.01 + 0.02·|ref|` (the
@@ -340,17 +377,48 @@ fn close(c: Case, got: &[f32], want: &[f64], what: &str) {
 fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, d: usize, what: &str, run: RunFn) {
     for c in CASES.into_iter().filter(|c| c.dim == d) {
         let [q, k, v] = inputs::<T>(c);
-        let want = reference(c, &q, &k, &v, 1.0 / (d as f64).sqrt());
+        let (want, want_lse) = reference(c, &q, &k, &v, 1.0 / (d as f64).sqrt());
         for blocks in [0, 3] {
-            let (got, rest) = run(stream, module, c, [&q, &k, &v], blocks, [c.q(), c.kv(), c.kv(), c.q()]);
-            close(c, &got, &want, &format!("{what}, {blocks} blocks"));
-            assert!(rest, "{what} {c:?}, {blocks} blocks: wrote outside the output's view");
+            let got = run(stream, module, c, [&q, &k, &v], Call::of(c, blocks));
+            close(c, &got.o, &want, &format!("{what}, {blocks} blocks"));
+            close_lse(c, &got.lse, &want_lse, &format!("{what}, {blocks} blocks"));
+            assert!(got.rest, "{what} {c:?}, {blocks} blocks: wrote outside the views");
         }
     }
 }
 
+/// How a runner launches its case: on a grid of `blocks` (0: one a chunk), with the views'
+/// `extents` (`[q, k, v, o]`, each `[b, h, s, d]`), `lse`'s (`[b, h, s]`) and the softmax scale.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    blocks: usize,
+    extents: [[usize; 4]; 4],
+    lse: [usize; 3],
+    scale: f32,
+}
+
+impl Call {
+    /// The case's own extents and scale `1/√d`.
+    fn of(c: Case, blocks: usize) -> Self {
+        Call {
+            blocks,
+            extents: [c.q(), c.kv(), c.kv(), c.q()],
+            lse: [c.batch, c.heads_q, c.seq_q],
+            scale: 1.0 / (c.dim as f32).sqrt(),
+        }
+    }
+}
+
+/// What a runner read back: `o`'s and `lse`'s logical arrays, and whether every element of
+/// their buffers outside the views is still `-7`.
+struct Out {
+    o: Vec<f32>,
+    lse: Vec<f32>,
+    rest: bool,
+}
+
 /// A runner's signature.
-type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, [&[f32]; 3], usize, [[usize; 4]; 4]) -> (Vec<f32>, bool);
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, [&[f32]; 3], Call) -> Out;
 
 #[test]
 fn the_forward_pass_matches_the_cpu_in_bf16() {
@@ -369,25 +437,53 @@ fn the_forward_pass_matches_the_cpu_in_f16() {
 }
 
 #[test]
-fn extents_that_do_not_fit_together_leave_the_output_as_it_was() {
+fn extents_that_do_not_fit_together_leave_the_outputs_as_they_were() {
     let Some((ctx, module)) = hopper() else { return };
     let stream = ctx.default_stream();
     let c = case([2, 4, 2], [256, 256, 64], false, Order::Heads);
     let (q, kv) = (c.q(), c.kv());
     // Each call's views `[q, k, v, o]`, with a pair that does not fit: heads of `k` that do
     // not divide `q`'s; `k` and `v` of other lengths, other heads, another batch; `o` of
-    // another length; a head dimension other than the kernel's.
-    for extents in [
-        [[2, 4, 256, 64], [2, 3, 256, 64], [2, 3, 256, 64], [2, 4, 256, 64]],
-        [q, [2, 2, 256, 64], [2, 2, 200, 64], q],
-        [q, [2, 2, 256, 64], [2, 1, 256, 64], q],
-        [q, [1, 2, 256, 64], [1, 2, 256, 64], q],
-        [q, kv, kv, [2, 4, 200, 64]],
-        [[2, 4, 256, 32], [2, 2, 256, 32], [2, 2, 256, 32], [2, 4, 256, 32]],
+    // another length; a head dimension other than the kernel's; `lse` of another length or
+    // with a head too many.
+    let lse = [2, 4, 256];
+    for (extents, lse) in [
+        (
+            [[2, 4, 256, 64], [2, 3, 256, 64], [2, 3, 256, 64], [2, 4, 256, 64]],
+            lse,
+        ),
+        ([q, [2, 2, 256, 64], [2, 2, 200, 64], q], lse),
+        ([q, [2, 2, 256, 64], [2, 1, 256, 64], q], lse),
+        ([q, [1, 2, 256, 64], [1, 2, 256, 64], q], lse),
+        ([q, kv, kv, [2, 4, 200, 64]], lse),
+        (
+            [[2, 4, 256, 32], [2, 2, 256, 32], [2, 2, 256, 32], [2, 4, 256, 32]],
+            lse,
+        ),
+        ([q, kv, kv, q], [2, 4, 200]),
+        ([q, kv, kv, q], [2, 5, 256]),
     ] {
         let size = |e: [usize; 4]| e.iter().product::<usize>();
         let data = [size(extents[0]), size(extents[1]), size(extents[2])].map(|n| values(n, 7, |x| x));
-        let (got, rest) = run_bf16_d64(&stream, &module, c, [&data[0], &data[1], &data[2]], 0, extents);
-        assert!(got.iter().all(|&x| x == -7.0) && rest, "{extents:?} wrote the output");
+        let call = Call {
+            blocks: 0,
+            extents,
+            lse,
+            scale: 0.125,
+        };
+        let got = run_bf16_d64(&stream, &module, c, [&data[0], &data[1], &data[2]], call);
+        let untouched = got.o.iter().chain(&got.lse).all(|&x| x == -7.0);
+        assert!(untouched && got.rest, "{extents:?}, {lse:?} wrote the outputs");
+    }
+    // A scale that is not positive and finite: the softmax takes each row's maximum first.
+    let [q, k, v] = inputs::<bf16>(c);
+    for scale in [-0.125, 0.0, f32::NAN, f32::INFINITY] {
+        let call = Call {
+            scale,
+            ..Call::of(c, 0)
+        };
+        let got = run_bf16_d64(&stream, &module, c, [&q, &k, &v], call);
+        let untouched = got.o.iter().chain(&got.lse).all(|&x| x == -7.0);
+        assert!(untouched && got.rest, "scale {scale} wrote the outputs");
     }
 }

@@ -12,17 +12,23 @@ use core::marker::PhantomData;
 #[cfg(target_arch = "nvptx64")]
 mod element;
 mod order;
+mod rows;
 mod shape;
 
 use order::{grid_index, grouped_index};
+
+pub use rows::Rows;
 
 pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, NoChunks, Whole};
 
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
 /// smaller grid still covers the view.
+///
+/// `R` is what each chunk carries beside: nothing, or the chunk of a view of the rows' values
+/// ([`with_rows`](Self::with_rows)).
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
+pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace, R = ()> {
     data: *mut T,
     mapping: L::Mapping<E>,
     shape: E::Index,
@@ -38,17 +44,23 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace> {
     /// The chunk rows of a group of a rank-2 grid numbered group by group ([`Grouped`]); 0 for
     /// memory order.
     group: usize,
+    /// The rows' view, whole (a chunk of it all), cut to each chunk's rows as it is handed out.
+    rows: R,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
 /// One chunk of a mutable view, owned by the running block: its threads write it with
 /// [`Block::store`](super::Block::store), each element by one of them.
+///
+/// `R` is what the chunk carries beside: nothing, or the chunk of its rows' values
+/// ([`Chunks::with_rows`]), taken apart by [`split_rows`](Self::split_rows).
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace> {
+pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace, R = ()> {
     data: *mut T,
     mapping: L::Mapping<E>,
     origin: E::Index,
     shape: E::Index,
+    rows: R,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -89,13 +101,14 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             total,
             step: blocks,
             group: <E::Index as CutBy<C>>::GROUP,
+            rows: (),
             view: PhantomData,
         }
     }
 }
 
-impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunks<'v, T, E, L, S> {
-    type Item = Chunk<'v, T, E, L, S>;
+impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Iterator for Chunks<'v, T, E, L, S, R> {
+    type Item = Chunk<'v, T, E, L, S, R>;
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
@@ -114,17 +127,19 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Iterator for Chunk
         for d in 0..E::RANK {
             origin.as_mut()[d] = current.as_ref()[d] * self.shape.as_ref()[d];
         }
+        let rows = self.rows.at(origin.as_ref(), self.shape.as_ref(), rows::Token(()));
         Some(Chunk {
             data: self.data,
             mapping: self.mapping,
             origin,
             shape: self.shape,
+            rows,
             view: PhantomData,
         })
     }
 }
 
-impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
+impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, E, L, S, R> {
     /// The index, in the whole view, of the chunk's first element.
     #[inline(always)]
     pub fn origin(&self) -> E::Index {
@@ -149,31 +164,57 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> 
     /// Lines `first .. first + count` of the chunk's box along its rows (the dimension before
     /// the last: the rows of a matrix, of each matrix of a batch; the only dimension of a
     /// vector), as a chunk of its own: the part of the chunk that one warpgroup of the block
-    /// writes. Its box is cut at the chunk's, and is empty past it.
+    /// writes. Its box is cut at the chunk's, and is empty past it; the rows' values it carries
+    /// are cut alike.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(crate) fn lines(self, first: usize, count: usize) -> Self {
-        let mut origin = self.origin;
-        let mut shape = self.shape;
-        if E::RANK > 0 {
-            let rows = E::RANK.saturating_sub(2);
-            let side = shape.as_ref()[rows];
-            // Never past the view's edge, which `extents` subtracts the origin from: a chunk
-            // starts inside its view.
-            let room = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[rows] - origin.as_ref()[rows];
-            let first = first.min(side).min(room);
-            origin.as_mut()[rows] += first;
-            shape.as_mut()[rows] = count.min(side - first);
-        }
-        Chunk {
-            data: self.data,
-            mapping: self.mapping,
+        let rows = self.rows.cut(first, count, rows::Token(()));
+        let Chunk {
+            data,
+            mapping,
             origin,
             shape,
-            view: PhantomData,
+            view,
+            ..
+        } = self;
+        let (origin, shape) = Self::cut_along(&mapping, origin, shape, E::RANK.saturating_sub(2), first, count);
+        Chunk {
+            data,
+            mapping,
+            origin,
+            shape,
+            rows,
+            view,
         }
     }
 
+    /// The origin and box of lines `first .. first + count` along dimension `dim` of the box
+    /// `shape` at `origin`: cut at the box, empty past it, never past the view's edge.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    fn cut_along(
+        mapping: &L::Mapping<E>,
+        mut origin: E::Index,
+        mut shape: E::Index,
+        dim: usize,
+        first: usize,
+        count: usize,
+    ) -> (E::Index, E::Index) {
+        if dim < E::RANK {
+            let side = shape.as_ref()[dim];
+            // Never past the view's edge, which `extents` subtracts the origin from: a chunk
+            // starts inside its view.
+            let room = crate::layout::Mapping::extents(mapping).to_array().as_ref()[dim] - origin.as_ref()[dim];
+            let first = first.min(side).min(room);
+            origin.as_mut()[dim] += first;
+            shape.as_mut()[dim] = count.min(side - first);
+        }
+        (origin, shape)
+    }
+}
+
+impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
     /// Index `[row, col]` of a matrix (the last two dimensions) as an index of rank `E::RANK`
     /// (at least 2), 0 along the dimensions before.
     #[inline(always)]

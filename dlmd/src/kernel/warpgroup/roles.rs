@@ -7,7 +7,7 @@ use super::pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::kernel::KernelSpace;
-use crate::kernel::block::{Block, Chunk, Chunks, TileSet};
+use crate::kernel::block::{Block, Chunk, Chunks, CutBy, Rows, TileSet};
 use crate::layout::Layout;
 use core::marker::PhantomData;
 
@@ -344,10 +344,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// consumers take what that frees (232 a thread in a block of 384), as `setmaxnreg` does in
     /// CUDA C++; every warpgroup has its registers at launch again before this returns.
     #[inline(always)]
-    pub fn specialise<const STAGES: usize, A, B, T, E, L, Sp, P, Q>(
+    pub fn specialise<const STAGES: usize, A, B, T, E, L, Sp, V, P, Q>(
         &mut self,
         stages: &mut Stages<'k, STAGES, A, B>,
-        chunks: Chunks<'_, T, E, L, Sp>,
+        chunks: Chunks<'_, T, E, L, Sp, V>,
         producer: P,
         consumer: Q,
     ) where
@@ -357,8 +357,11 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         E: Extents,
         L: Layout,
         Sp: KernelSpace,
+        V: Rows,
+        E::Index: CutBy<C>,
         P: for<'c> Fn(&mut Producer<'c, STAGES, A, B>, E::Index) + Sync,
-        Q: for<'c, 'v> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp>) + Sync,
+        Q: for<'c, 'v> Fn(&mut Warpgroup<'c, THREADS>, &mut Consumer<'c, STAGES, A, B>, Chunk<'v, T, E, L, Sp, V>)
+            + Sync,
     {
         const {
             assert!(
@@ -372,6 +375,14 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             assert!(
                 E::RANK >= 2,
                 "a specialised block's chunks are rows of a matrix: a view of rank 2 or more"
+            );
+            assert!(
+                <E::Index as CutBy<C>>::ONE_MATRIX,
+                "a specialised block's chunk is part of one matrix: its sides before the last two are `Const<1>`"
+            );
+            assert!(
+                matches!(<E::Index as CutBy<C>>::MATRIX_ROWS, Some(rows) if rows <= ROWS * (THREADS / 128 - 1)),
+                "a specialised block's chunk is a constant number of rows, at most 64 for each consumer warpgroup"
             );
         };
         let _ = Pipeline::<STAGES, A, B>::BYTES;
@@ -456,15 +467,15 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // operations make when a kernel is compiled then hold for host builds that
             // type-check kernels, as for the GPU's.
             type ProducerRole<P, const STAGES: usize, A, B> = for<'c> fn(&P, &mut Producer<'c, STAGES, A, B>);
-            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, A, B, T, E, L, Sp> = for<'c, 'v> fn(
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, A, B, T, E, L, Sp, V> = for<'c, 'v> fn(
                 &Q,
                 &mut Warpgroup<'c, THREADS>,
                 &mut Consumer<'c, STAGES, A, B>,
-                Chunk<'v, T, E, L, Sp>,
+                Chunk<'v, T, E, L, Sp, V>,
             );
             let _produce: ProducerRole<P, STAGES, A, B> =
                 |p, producer| p(producer, crate::extents::IndexArray::zeros());
-            let _consume: ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp> =
+            let _consume: ConsumerRole<Q, THREADS, STAGES, A, B, T, E, L, Sp, V> =
                 |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (stages, chunks, producer, consumer);
             self.never_on_host()

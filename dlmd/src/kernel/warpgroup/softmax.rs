@@ -6,8 +6,9 @@
 
 use super::accumulators::{Accumulators, Cols, Width};
 use super::roles::Warpgroup;
+use super::row_values::RowValues;
 #[cfg(target_arch = "nvptx64")]
-use crate::kernel::math::{exp2, mul_add, rcp};
+use crate::kernel::math::{exp2, log2, mul_add, rcp};
 use core::marker::PhantomData;
 
 /// The keys of a tile of scores: `128` columns.
@@ -226,27 +227,76 @@ impl<'c> RowStats<'c> {
     pub fn finish<T: super::WgmmaInput, W: Width>(self, o: Accumulators<T, W>) -> Accumulators<T, W> {
         #[cfg(target_arch = "nvptx64")]
         {
-            let mut regs = o.regs;
-            let mut scale = [0.0f32; 2];
-            crate::unroll!(2, |h| {
-                let sum = quad(self.sum[h], |a, b| a + b);
-                scale[h] = if sum > 0.0 { rcp(sum) } else { 0.0 };
-            });
-            crate::unroll!(16, |ga| {
-                crate::unroll!(8, |gb| {
-                    let i = 8 * ga + gb;
-                    if i < W::N / 2 {
-                        let x = W::get(&regs, i);
-                        W::set(&mut regs, i, x * scale[(i / 2) % 2]);
-                    }
-                });
-            });
-            Accumulators::of(regs)
+            Self::divide(o, self.sums())
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
             let _ = o;
             match self.never {}
         }
+    }
+
+    /// [`finish`](Self::finish), and each row's log-sum-exp: `ln Σⱼ e^(sⱼ · scale)` over the
+    /// keys the row saw (`scale_log2` the one [`update`](Self::update) took), `+∞` for a row
+    /// that saw none (as FlashAttention's: a backward pass's `e^(s · scale − lse)` is then 0).
+    #[inline(always)]
+    pub fn finish_with_lse<T: super::WgmmaInput, W: Width>(
+        self,
+        o: Accumulators<T, W>,
+        scale_log2: f32,
+    ) -> (Accumulators<T, W>, RowValues<'c>) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let sums = self.sums();
+            let mut lse = [f32::INFINITY; 2];
+            crate::unroll!(2, |h| {
+                if sums[h] > 0.0 {
+                    // In base 2, then to base e: ln x = log₂ x · ln 2.
+                    lse[h] = mul_add(self.max[h], scale_log2, log2(sums[h])) * core::f32::consts::LN_2;
+                }
+            });
+            let values = RowValues {
+                values: lse,
+                call: PhantomData,
+            };
+            (Self::divide(o, sums), values)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (o, scale_log2);
+            match self.never {}
+        }
+    }
+
+    /// Each of the thread's rows' sum, over the four threads that hold the row.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    fn sums(&self) -> [f32; 2] {
+        let mut sums = [0.0f32; 2];
+        crate::unroll!(2, |h| {
+            sums[h] = quad(self.sum[h], |a, b| a + b);
+        });
+        sums
+    }
+
+    /// `o` divided row by row by `sums` (0 where a sum is).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    fn divide<T: super::WgmmaInput, W: Width>(o: Accumulators<T, W>, sums: [f32; 2]) -> Accumulators<T, W> {
+        let mut regs = o.regs;
+        let mut scale = [0.0f32; 2];
+        crate::unroll!(2, |h| {
+            scale[h] = if sums[h] > 0.0 { rcp(sums[h]) } else { 0.0 };
+        });
+        crate::unroll!(16, |ga| {
+            crate::unroll!(8, |gb| {
+                let i = 8 * ga + gb;
+                if i < W::N / 2 {
+                    let x = W::get(&regs, i);
+                    W::set(&mut regs, i, x * scale[(i / 2) % 2]);
+                }
+            });
+        });
+        Accumulators::of(regs)
     }
 }

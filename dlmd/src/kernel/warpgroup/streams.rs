@@ -13,7 +13,7 @@ use super::roles::Warpgroup;
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::kernel::KernelSpace;
-use crate::kernel::block::{Block, Chunk, Chunks, TileSealed, TileSet};
+use crate::kernel::block::{Block, Chunk, Chunks, CutBy, Rows, TileSealed, TileSet};
 use crate::layout::Layout;
 use core::marker::PhantomData;
 
@@ -390,10 +390,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// producer fill as many as they take; otherwise a role waits forever, but no tile is read
     /// before it lands or refilled while it is read.
     #[inline(always)]
-    pub fn specialise_streams<const STAGES: usize, R, S0, S1, T, E, L, Sp, P, Q>(
+    pub fn specialise_streams<const STAGES: usize, R, S0, S1, T, E, L, Sp, V, P, Q>(
         &mut self,
         tiles: &mut Streamed<'k, STAGES, R, S0, S1>,
-        chunks: Chunks<'_, T, E, L, Sp>,
+        chunks: Chunks<'_, T, E, L, Sp, V>,
         producer: P,
         consumer: Q,
     ) where
@@ -404,11 +404,13 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         E: Extents,
         L: Layout,
         Sp: KernelSpace,
+        V: Rows,
+        E::Index: CutBy<C>,
         P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1>, E::Index) + Sync,
         Q: for<'c, 'v> Fn(
                 &mut Warpgroup<'c, THREADS>,
                 &mut StreamConsumer<'c, STAGES, R, S0, S1>,
-                Chunk<'v, T, E, L, Sp>,
+                Chunk<'v, T, E, L, Sp, V>,
             ) + Sync,
     {
         const {
@@ -419,6 +421,14 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             assert!(
                 E::RANK >= 2,
                 "a specialised block's chunks are rows of a matrix: a view of rank 2 or more"
+            );
+            assert!(
+                <E::Index as CutBy<C>>::ONE_MATRIX,
+                "a specialised block's chunk is part of one matrix: its sides before the last two are `Const<1>`"
+            );
+            assert!(
+                matches!(<E::Index as CutBy<C>>::MATRIX_ROWS, Some(rows) if rows <= super::roles::ROWS * (THREADS / 128 - 1)),
+                "a specialised block's chunk is a constant number of rows, at most 64 for each consumer warpgroup"
             );
         };
         let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
@@ -499,16 +509,16 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
             // The roles' code, compiled on the host too (never run), as for `specialise`.
             type ProducerRole<P, const STAGES: usize, R, S0, S1> =
                 for<'c> fn(&P, &mut StreamProducer<'c, STAGES, R, S0, S1>);
-            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, R, S0, S1, T, E, L, Sp> =
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, R, S0, S1, T, E, L, Sp, V> =
                 for<'c, 'v> fn(
                     &Q,
                     &mut Warpgroup<'c, THREADS>,
                     &mut StreamConsumer<'c, STAGES, R, S0, S1>,
-                    Chunk<'v, T, E, L, Sp>,
+                    Chunk<'v, T, E, L, Sp, V>,
                 );
             let _produce: ProducerRole<P, STAGES, R, S0, S1> =
                 |p, producer| p(producer, crate::extents::IndexArray::zeros());
-            let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, T, E, L, Sp> =
+            let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, T, E, L, Sp, V> =
                 |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (tiles, chunks, producer, consumer, start);
             self.never_on_host()

@@ -76,6 +76,14 @@ pub trait ChunkShape<I: IndexArray>: sealed::Sealed + Copy {
     /// The chunk rows a group of the order holds ([`Grouped`]); 0 for memory order.
     #[doc(hidden)]
     const GROUP: usize = 0;
+    /// The constant side along a matrix's rows (the dimension before the last; the only one of
+    /// a vector), `None` for [`Whole`] or rank 0.
+    #[doc(hidden)]
+    const MATRIX_ROWS: Option<usize>;
+    /// Whether every side before a matrix's (the last two) is `Const<1>`: a chunk is one
+    /// matrix, or part of one, of a batch.
+    #[doc(hidden)]
+    const ONE_MATRIX: bool;
 
     /// The box of the chunks of a view of `extents`.
     #[doc(hidden)]
@@ -108,6 +116,8 @@ impl<I: IndexArray, C: ChunkShape<I>, const ROWS: usize> ChunkShape<I> for Group
     };
     const HAS_WHOLE: bool = C::HAS_WHOLE;
     const GROUP: usize = ROWS;
+    const MATRIX_ROWS: Option<usize> = C::MATRIX_ROWS;
+    const ONE_MATRIX: bool = C::ONE_MATRIX;
     #[inline(always)]
     fn box_of(extents: I) -> I {
         C::box_of(extents)
@@ -124,6 +134,10 @@ pub trait CutBy<C>: IndexArray {
     const CONST_SIZE: usize;
     /// [`ChunkShape::GROUP`] of `C`.
     const GROUP: usize;
+    /// [`ChunkShape::MATRIX_ROWS`] of `C`.
+    const MATRIX_ROWS: Option<usize>;
+    /// [`ChunkShape::ONE_MATRIX`] of `C`.
+    const ONE_MATRIX: bool;
 
     /// [`ChunkShape::box_of`] of `C`.
     fn box_of(extents: Self) -> Self;
@@ -132,6 +146,8 @@ pub trait CutBy<C>: IndexArray {
 impl<I: IndexArray, C: ChunkShape<I>> CutBy<C> for I {
     const CONST_SIZE: usize = C::CONST_SIZE;
     const GROUP: usize = C::GROUP;
+    const MATRIX_ROWS: Option<usize> = C::MATRIX_ROWS;
+    const ONE_MATRIX: bool = C::ONE_MATRIX;
 
     #[inline(always)]
     fn box_of(extents: I) -> I {
@@ -157,6 +173,24 @@ const fn const_size(sides: &[Option<usize>]) -> usize {
     size
 }
 
+/// The side of `sides` along a matrix's rows: the one before the last (the only one of a
+/// vector).
+const fn matrix_rows(sides: &[Option<usize>]) -> Option<usize> {
+    sides[sides.len().saturating_sub(2)]
+}
+
+/// Whether every side of `sides` before the last two is `Some(1)`.
+const fn one_matrix(sides: &[Option<usize>]) -> bool {
+    let mut d = 0;
+    while d + 2 < sides.len() {
+        if !matches!(sides[d], Some(1)) {
+            return false;
+        }
+        d += 1;
+    }
+    true
+}
+
 /// A side of a chunk's box over a view's `extent`: the side's `constant`, or the extent for a
 /// [`Whole`] side; in a shape with a `Whole` side, a constant above 1 cut to the extent.
 #[inline(always)]
@@ -175,6 +209,8 @@ impl sealed::Sealed for () {}
 impl ChunkShape<[usize; 0]> for () {
     const CONST_SIZE: usize = 1;
     const HAS_WHOLE: bool = false;
+    const MATRIX_ROWS: Option<usize> = None;
+    const ONE_MATRIX: bool = true;
     #[inline(always)]
     fn box_of(extents: [usize; 0]) -> [usize; 0] {
         extents
@@ -188,6 +224,8 @@ macro_rules! chunk_shapes {
         impl<$($name: ChunkSide),+> ChunkShape<[usize; $rank]> for ($($name,)+) {
             const CONST_SIZE: usize = const_size(&[$($name::CONST),+]);
             const HAS_WHOLE: bool = false $(|| $name::CONST.is_none())+;
+            const MATRIX_ROWS: Option<usize> = matrix_rows(&[$($name::CONST),+]);
+            const ONE_MATRIX: bool = one_matrix(&[$($name::CONST),+]);
             #[inline(always)]
             fn box_of(extents: [usize; $rank]) -> [usize; $rank] {
                 [$(side($name::CONST, Self::HAS_WHOLE, extents[$index])),+]
@@ -218,6 +256,20 @@ mod tests {
         const { assert!(!Square::HAS_WHOLE) };
         assert_eq!(<(Const<256>,)>::box_of([7]), [256]);
         assert_eq!(<()>::box_of([]), [0usize; 0]);
+    }
+
+    #[test]
+    fn a_shape_knows_its_matrix_rows_and_batch() {
+        type Heads = (Const<1>, Const<1>, Const<128>, Const<64>);
+        const { assert!(Heads::ONE_MATRIX && matches!(Heads::MATRIX_ROWS, Some(128))) };
+        type Two = (Const<2>, Const<128>, Const<64>);
+        const { assert!(!Two::ONE_MATRIX) };
+        type Batch = (Whole, Const<64>, Const<64>);
+        const { assert!(!Batch::ONE_MATRIX && matches!(Batch::MATRIX_ROWS, Some(64))) };
+        type Rows = (Whole, Const<64>);
+        const { assert!(Rows::ONE_MATRIX && Rows::MATRIX_ROWS.is_none()) };
+        const { assert!(matches!(<(Const<256>,)>::MATRIX_ROWS, Some(256))) };
+        const { assert!(<()>::ONE_MATRIX && <()>::MATRIX_ROWS.is_none()) };
     }
 
     #[test]
