@@ -17,7 +17,7 @@ mod shape;
 
 use order::{grid_index, grouped_index};
 
-pub use rows::Rows;
+pub use rows::{Rows, ValuesOfRows};
 
 pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, NoChunks, Whole};
 
@@ -212,9 +212,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
         }
         (origin, shape)
     }
-}
 
-impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
     /// Index `[row, col]` of a matrix (the last two dimensions) as an index of rank `E::RANK`
     /// (at least 2), 0 along the dimensions before.
     #[inline(always)]

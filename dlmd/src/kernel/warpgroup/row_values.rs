@@ -6,7 +6,7 @@ use super::roles::Warpgroup;
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::kernel::KernelSpace;
-use crate::kernel::block::Chunk;
+use crate::kernel::block::{Chunk, ValuesOfRows};
 use crate::layout::Layout;
 use core::marker::PhantomData;
 
@@ -31,7 +31,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     #[inline(always)]
     pub fn store_rows<U, F, M, Sp>(
         &mut self,
-        part: Chunk<'_, U, F, M, Sp>,
+        part: Chunk<'_, U, F, M, Sp, ValuesOfRows>,
         values: RowValues<'c>,
         f: impl Fn(F::Index, f32) -> U + Sync,
     ) where

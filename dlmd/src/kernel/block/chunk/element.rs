@@ -1,13 +1,13 @@
 //! Single elements and pairs of neighbours of a chunk, read and written by the thread that
 //! holds them: what the tensor cores' accumulators store, each element by its one thread.
 
-use super::Chunk;
+use super::{Chunk, Rows};
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::kernel::KernelSpace;
 use crate::layout::Layout;
 
-impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunk<'_, T, E, L, S> {
+impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, E, L, S, R> {
     /// How many of the elements at `local` and the next along the last dimension are inside
     /// the view and the box `shape` (from the chunk's first index, inside its own box): 0, the
     /// first (1), or both (2); and the first's index in the whole view.

@@ -37,7 +37,26 @@ impl Rows for () {
     fn cut(self, _: usize, _: usize, _: Token) -> Self {}
 }
 
-impl<U: DlElement, F: Extents, M: Layout, S: KernelSpace> Rows for Chunk<'_, U, F, M, S> {
+/// The mark of a chunk of rows' values, which [`Chunk::split_rows`] gives: a value for each
+/// row, written by [`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)
+/// from the statistics of the rows, never by the stores of a block's or a warpgroup's elements
+/// (which take chunks that carry nothing, `()`), so that no row's value lands in another place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValuesOfRows;
+
+impl Rows for ValuesOfRows {
+    #[inline(always)]
+    fn at(&self, _: &[usize], _: &[usize], _: Token) -> Self {
+        ValuesOfRows
+    }
+
+    #[inline(always)]
+    fn cut(self, _: usize, _: usize, _: Token) -> Self {
+        self
+    }
+}
+
+impl<U: DlElement, F: Extents, M: Layout, S: KernelSpace> Rows for Chunk<'_, U, F, M, S, ValuesOfRows> {
     #[inline(always)]
     fn at(&self, origin: &[usize], shape: &[usize], _: Token) -> Self {
         let rank = F::RANK;
@@ -58,7 +77,7 @@ impl<U: DlElement, F: Extents, M: Layout, S: KernelSpace> Rows for Chunk<'_, U, 
             mapping: self.mapping,
             origin: at,
             shape: side,
-            rows: (),
+            rows: ValuesOfRows,
             view: PhantomData,
         }
     }
@@ -103,7 +122,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     pub fn with_rows<'r, U, F, M>(
         self,
         rows: Mdspan<'r, U, F, M, S, Unique>,
-    ) -> Option<Chunks<'v, T, E, L, S, Chunk<'r, U, F, M, S>>>
+    ) -> Option<Chunks<'v, T, E, L, S, Chunk<'r, U, F, M, S, ValuesOfRows>>>
     where
         U: DlElement,
         F: Extents,
@@ -126,7 +145,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             mapping: *rows.mapping(),
             origin: F::Index::zeros(),
             shape: theirs,
-            rows: (),
+            rows: ValuesOfRows,
             view: PhantomData,
         };
         Some(Chunks {
@@ -144,7 +163,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     }
 }
 
-impl<'v, 'r, T, E, L, S, U, F, M> Chunk<'v, T, E, L, S, Chunk<'r, U, F, M, S>>
+impl<'v, 'r, T, E, L, S, U, F, M> Chunk<'v, T, E, L, S, Chunk<'r, U, F, M, S, ValuesOfRows>>
 where
     T: DlElement,
     E: Extents,
@@ -155,10 +174,12 @@ where
     M: Layout,
 {
     /// The chunk, and the chunk of its rows' values ([`Chunks::with_rows`]): each written by
-    /// whoever writes the rows (a warpgroup's part of a chunk carries its own rows' values).
+    /// whoever writes the rows (a warpgroup's part of a chunk carries its own rows' values),
+    /// the values by [`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)
+    /// alone ([`ValuesOfRows`]).
     #[allow(clippy::type_complexity)]
     #[inline(always)]
-    pub fn split_rows(self) -> (Chunk<'v, T, E, L, S>, Chunk<'r, U, F, M, S>) {
+    pub fn split_rows(self) -> (Chunk<'v, T, E, L, S>, Chunk<'r, U, F, M, S, ValuesOfRows>) {
         let Chunk {
             data,
             mapping,
