@@ -116,7 +116,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
                 acc = wg.wait(running);
             }
             drop(q_rows);
-            let (acc, lse) = stats.finish_with_lse(acc, scale_log2);
+            let (acc, lse) = stats.finish_with_lse(acc);
             wg.store(part, acc, |_, x| out(x));
             wg.store_rows(rows, lse, |_, x| x);
         },

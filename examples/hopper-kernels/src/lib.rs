@@ -21,6 +21,8 @@
 )]
 
 mod attention;
+#[cfg(not(target_arch = "nvptx64"))]
+mod forward;
 mod gemm;
 mod linear;
 mod probe;
@@ -30,6 +32,8 @@ mod tma;
 pub mod wgmma;
 
 pub use attention::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use forward::*;
 pub use gemm::*;
 pub use linear::*;
 pub use probe::*;

@@ -8,7 +8,9 @@
 //! rows between heads (which must not reach the output: no box crosses a head's end), grids
 //! that cover the chunks and grids of fewer blocks (each runs its pipeline over several chunks,
 //! refilling the resident query tile), and calls whose extents do not fit together or whose
-//! scale is not positive, which leave the output and the log-sum-exp as they were.
+//! scale is not positive, which leave the output and the log-sum-exp as they were; and the
+//! host-side call (`attention_forward`), which runs the same kernels and names each call that
+//! does not fit.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes (with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
@@ -486,4 +488,117 @@ fn extents_that_do_not_fit_together_leave_the_outputs_as_they_were() {
         let untouched = got.o.iter().chain(&got.lse).all(|&x| x == -7.0);
         assert!(untouched && got.rest, "scale {scale} wrote the outputs");
     }
+}
+
+#[test]
+fn the_host_call_runs_the_kernel_and_names_what_does_not_fit() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let c = case([2, 4, 2], [200, 333, 128], true, Order::Tokens);
+    let [q, k, v] = inputs::<f16>(c);
+    let (want, want_lse) = reference(c, &q, &k, &v, 0.1);
+    let up = |x: &[f32], extents: [usize; 4]| {
+        let (len, strides) = c.order.layout(extents);
+        let mut buffer = vec![f16::from_f32(f32::NAN); len];
+        let logical: Vec<f16> = x.iter().map(|&x| f16::from_f32(x)).collect();
+        scatter(&mut buffer, &logical, extents, strides);
+        (stream.clone_htod(&buffer).unwrap(), strides)
+    };
+    fn view(
+        (d, strides): &(CudaSlice<f16>, [usize; 4]),
+        extents: [usize; 4],
+    ) -> dlmd::DeviceMdspan<'_, f16, Dims<4>, LayoutStride> {
+        device_view_mapped::<f16, _, LayoutStride>(d, StrideMapping::new(Dims::new(extents), *strides).unwrap())
+            .unwrap()
+    }
+    let (dq, dk, dv) = (up(&q, c.q()), up(&k, c.kv()), up(&v, c.kv()));
+    let (qv, kv, vv) = (view(&dq, c.q()), view(&dk, c.kv()), view(&dv, c.kv()));
+    let rows = c.batch * c.heads_q * c.seq_q;
+    let mut o = stream.alloc_zeros::<f16>(rows * c.dim).unwrap();
+    let mut lse = stream.alloc_zeros::<f32>(rows).unwrap();
+    let o_mapping = || StrideMapping::new(Dims::new(c.q()), Order::Heads.layout(c.q()).1).unwrap();
+    let lse_mapping = |extents: [usize; 3]| {
+        let [_, h, s] = extents;
+        StrideMapping::new(Dims::new(extents), [h * s, s, 1]).unwrap()
+    };
+    {
+        let mut ov = device_view_mapped_mut::<f16, _, LayoutStride>(&mut o, o_mapping()).unwrap();
+        let mut lv = device_view_mapped_mut::<f32, _, LayoutStride>(&mut lse, lse_mapping([2, 4, 200])).unwrap();
+        hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &kv, &vv],
+            ov.as_view_mut(),
+            lv.as_view_mut(),
+            0.1,
+            true,
+        )
+        .unwrap();
+        // Refused before anything runs, each by name.
+        let err = hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &kv, &vv],
+            ov.as_view_mut(),
+            lv.as_view_mut(),
+            0.0,
+            true,
+        )
+        .unwrap_err();
+        assert!(matches!(err, hk::AttentionError::Scale { .. }), "{err}");
+        let err = hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &kv, &qv],
+            ov.as_view_mut(),
+            lv.as_view_mut(),
+            0.1,
+            true,
+        )
+        .unwrap_err();
+        assert!(matches!(err, hk::AttentionError::KeysValues { .. }), "{err}");
+        let err = hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &qv, &qv],
+            ov.as_view_mut(),
+            lv.as_view_mut(),
+            0.1,
+            true,
+        );
+        assert!(err.is_ok(), "q as its own keys and values: {err:?}");
+    }
+    {
+        let mut ov = device_view_mapped_mut::<f16, _, LayoutStride>(&mut o, o_mapping()).unwrap();
+        let mut short = device_view_mapped_mut::<f32, _, LayoutStride>(&mut lse, lse_mapping([2, 4, 199])).unwrap();
+        let err = hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &kv, &vv],
+            ov.as_view_mut(),
+            short.as_view_mut(),
+            0.1,
+            true,
+        )
+        .unwrap_err();
+        assert!(matches!(err, hk::AttentionError::Lse { .. }), "{err}");
+    }
+    // The call before the last two ran `q` against itself: run the case again, then compare.
+    {
+        let mut ov = device_view_mapped_mut::<f16, _, LayoutStride>(&mut o, o_mapping()).unwrap();
+        let mut lv = device_view_mapped_mut::<f32, _, LayoutStride>(&mut lse, lse_mapping([2, 4, 200])).unwrap();
+        hk::attention_forward(
+            &stream,
+            &module,
+            [&qv, &kv, &vv],
+            ov.as_view_mut(),
+            lv.as_view_mut(),
+            0.1,
+            true,
+        )
+        .unwrap();
+    }
+    let got: Vec<f32> = stream.clone_dtoh(&o).unwrap().into_iter().map(f16::to_f32).collect();
+    close(c, &got, &want, "the host call");
+    close_lse(c, &stream.clone_dtoh(&lse).unwrap(), &want_lse, "the host call");
 }

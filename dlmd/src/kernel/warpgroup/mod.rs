@@ -34,7 +34,11 @@
 //! [`RowStats`] takes the scores into an online softmax row by row ([`Keys`] says which keys
 //! each query sees: a sequence's end, a causal mask) and returns the tile's [`Probs`], which
 //! [`Warpgroup::mma_pv`] converts in registers and multiplies by the values (`wgmma` with its
-//! `A` operand in registers), after rescaling the output by the softmax's correction. The
+//! `A` operand in registers), after rescaling the output by the softmax's correction.
+//! [`RowStats::finish_with_lse`] divides the output by each row's sum and gives each row's
+//! log-sum-exp as [`RowValues`], which [`Warpgroup::store_rows`] writes to the warpgroup's rows
+//! of a view one rank lower than the output, whose chunks the output's carry
+//! ([`Chunks::with_rows`](crate::kernel::block::Chunks::with_rows)). The
 //! `examples/hopper-kernels` crate's `attention_*` kernels are the forward pass written so.
 //!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`

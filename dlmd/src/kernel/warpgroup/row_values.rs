@@ -15,6 +15,7 @@ use core::marker::PhantomData;
 /// its quad do. Made by [`RowStats::finish_with_lse`](super::RowStats::finish_with_lse);
 /// written by [`Warpgroup::store_rows`].
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+#[must_use = "the rows' values are written by `Warpgroup::store_rows`"]
 pub struct RowValues<'c> {
     pub(super) values: [f32; 2],
     pub(super) call: PhantomData<(&'c (), *mut u8)>,

@@ -79,6 +79,9 @@ impl Keys {
 pub struct RowStats<'c> {
     max: [f32; 2],
     sum: [f32; 2],
+    /// The scale (times `log2 e`) of the last [`update`](Self::update): the one the
+    /// log-sum-exp is in.
+    scale_log2: f32,
     thread: usize,
     call: PhantomData<(&'c (), *mut u8)>,
     /// None on the host, where no warpgroup runs.
@@ -146,6 +149,7 @@ impl<'c> RowStats<'c> {
             RowStats {
                 max: [f32::NEG_INFINITY; 2],
                 sum: [0.0; 2],
+                scale_log2: 0.0,
                 thread: wg.thread,
                 call: PhantomData,
             }
@@ -208,6 +212,7 @@ impl<'c> RowStats<'c> {
                 self.sum[h] = mul_add(self.sum[h], correction[h], sum[h]);
             });
             self.max = max;
+            self.scale_log2 = scale_log2;
             Probs {
                 p,
                 correction,
@@ -237,13 +242,13 @@ impl<'c> RowStats<'c> {
     }
 
     /// [`finish`](Self::finish), and each row's log-sum-exp: `ln Σⱼ e^(sⱼ · scale)` over the
-    /// keys the row saw (`scale_log2` the one [`update`](Self::update) took), `+∞` for a row
-    /// that saw none (as FlashAttention's: a backward pass's `e^(s · scale − lse)` is then 0).
+    /// keys the row saw, in the scale of the last [`update`](Self::update) (one scale for all
+    /// of a row's tiles, as a softmax has), `+∞` for a row that saw none (as FlashAttention's:
+    /// a backward pass's `e^(s · scale − lse)` is then 0).
     #[inline(always)]
     pub fn finish_with_lse<T: super::WgmmaInput, W: Width>(
         self,
         o: Accumulators<T, W>,
-        scale_log2: f32,
     ) -> (Accumulators<T, W>, RowValues<'c>) {
         #[cfg(target_arch = "nvptx64")]
         {
@@ -252,7 +257,7 @@ impl<'c> RowStats<'c> {
             crate::unroll!(2, |h| {
                 if sums[h] > 0.0 {
                     // In base 2, then to base e: ln x = log₂ x · ln 2.
-                    lse[h] = mul_add(self.max[h], scale_log2, log2(sums[h])) * core::f32::consts::LN_2;
+                    lse[h] = mul_add(self.max[h], self.scale_log2, log2(sums[h])) * core::f32::consts::LN_2;
                 }
             });
             let values = RowValues {
@@ -263,7 +268,7 @@ impl<'c> RowStats<'c> {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            let _ = (o, scale_log2);
+            let _ = o;
             match self.never {}
         }
     }

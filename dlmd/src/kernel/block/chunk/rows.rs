@@ -16,7 +16,8 @@ use core::marker::PhantomData;
 pub struct Token(pub(super) ());
 
 /// What a chunk carries beside its own elements: nothing (`()`), or the chunk of a view of its
-/// rows' values ([`Chunks::with_rows`]). Implemented by those two alone.
+/// rows' values ([`Chunks::with_rows`]), whose chunks carry [`ValuesOfRows`]. Implemented by
+/// those three alone: its methods take a [`Token`], which no other crate can name or make.
 pub trait Rows: Sized {
     /// The rows of the chunk of box `shape` at `origin` of the paired view (of rank one more):
     /// its box's leading sides and origin, and none where the chunk does not start at column 0
@@ -24,7 +25,7 @@ pub trait Rows: Sized {
     #[doc(hidden)]
     fn at(&self, origin: &[usize], shape: &[usize], token: Token) -> Self;
 
-    /// Rows `first .. first + count` of these, as [`Chunk::lines`] cuts the paired chunk.
+    /// Rows `first .. first + count` of these, as `Chunk::lines` cuts the paired chunk.
     #[doc(hidden)]
     fn cut(self, first: usize, count: usize, token: Token) -> Self;
 }
@@ -37,8 +38,8 @@ impl Rows for () {
     fn cut(self, _: usize, _: usize, _: Token) -> Self {}
 }
 
-/// The mark of a chunk of rows' values, which [`Chunk::split_rows`] gives: a value for each
-/// row, written by [`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)
+/// The mark, in its type, of a chunk of rows' values, which [`Chunk::split_rows`] gives (the
+/// mark alone makes no chunk; anyone may name it): a value for each row, written by [`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)
 /// from the statistics of the rows, never by the stores of a block's or a warpgroup's elements
 /// (which take chunks that carry nothing, `()`), so that no row's value lands in another place.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,7 +111,9 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// chunk then carries the chunk of `rows` of its own rows, which
     /// [`Chunk::split_rows`] hands out: the same origin and box but the last side; empty where
     /// the chunk does not start at column 0, so that each row's value is one block's to write
-    /// however many chunks span a row. `None` where the extents differ.
+    /// however many chunks span a row. `None` where the extents differ. The values are written
+    /// by the warpgroups of a specialised block
+    /// ([`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)).
     ///
     /// ```ignore
     /// // o: b × h × s × d, lse: b × h × s; chunks of (1, 1, 128, d), each with 128 values.
@@ -132,7 +135,11 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             assert!(
                 F::RANK + 1 == E::RANK,
                 "a view of the rows' values is of rank one less than the view of the rows"
-            )
+            );
+            assert!(
+                F::RANK >= 1,
+                "a view of the rows' values has a dimension of rows: the view of the rows is of rank 2 or more"
+            );
         };
         let ours = crate::layout::Mapping::extents(&self.mapping).to_array();
         let theirs = rows.extents().to_array();
@@ -178,6 +185,7 @@ where
     /// the values by [`Warpgroup::store_rows`](crate::kernel::warpgroup::Warpgroup::store_rows)
     /// alone ([`ValuesOfRows`]).
     #[allow(clippy::type_complexity)]
+    #[must_use]
     #[inline(always)]
     pub fn split_rows(self) -> (Chunk<'v, T, E, L, S>, Chunk<'r, U, F, M, S, ValuesOfRows>) {
         let Chunk {

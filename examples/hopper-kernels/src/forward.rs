@@ -1,0 +1,256 @@
+//! Attention's forward pass from the host: [`attention_forward`] checks the views' extents and
+//! the scale, each mismatch its own [`AttentionError`] (the kernels leave their outputs as they
+//! are where the extents do not fit, which a caller could not tell from the result), makes the
+//! tensor maps, chooses the kernel of the element type and head dimension, and launches it on a
+//! grid of one block a chunk of 128 query rows of a head, in a scope that waits for it.
+
+use crate::{AttentionLse, AttentionOut};
+use cudarc::driver::CudaStream;
+use dlmd::cuda::{self, CudaError, Kernels, LaunchConfig, TensorMapError, TiledMap};
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::{Const, DeviceMdspan, Dims, DlElement, LayoutStride};
+use std::sync::Arc;
+
+/// `q`, `k` or `v`: `b × h × s × d` on the device, any strides a tensor map takes.
+pub type AttentionIn<'a, T> = DeviceMdspan<'a, T, Dims<4>, LayoutStride>;
+
+/// Why [`attention_forward`] refuses a call. Extents are outermost first: `[b, h, s, d]`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttentionError {
+    /// The kernels are compiled for head dimensions 64 and 128.
+    #[error("q's head dimension is {dim}: the kernels take 64 or 128")]
+    HeadDim { dim: usize },
+    /// `k` and `v` are the keys and values of one sequence: the same extents.
+    #[error("k is {k:?} and v is {v:?}: the keys and values have the same extents")]
+    KeysValues { k: [usize; 4], v: [usize; 4] },
+    /// `q` and `k` are of one batch, of one head dimension, and `k`'s heads divide `q`'s
+    /// (grouped-query attention; multi-query with one).
+    #[error("q is {q:?} and k is {k:?}: the same batch and head dimension, and k's heads dividing q's")]
+    QueriesKeys { q: [usize; 4], k: [usize; 4] },
+    /// `o` is one row for each query: `q`'s extents.
+    #[error("o is {o:?} where q is {q:?}: the output has the queries' extents")]
+    Output { q: [usize; 4], o: [usize; 4] },
+    /// `lse` is one value for each query: `q`'s extents but the last.
+    #[error("lse is {lse:?} where q is {q:?}: one log-sum-exp for each query row, [b, h, s]")]
+    Lse { q: [usize; 4], lse: [usize; 3] },
+    /// The softmax scale multiplies the scores before each row's maximum is taken out.
+    #[error("the softmax scale is {scale}: it must be positive and finite")]
+    Scale { scale: f32 },
+    /// A view the copy engine cannot read: `which` is `"q"`, `"k"` or `"v"`.
+    #[error("{which}: {source}")]
+    Map {
+        which: &'static str,
+        #[source]
+        source: TensorMapError,
+    },
+    /// The launch itself.
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+}
+
+/// Checks the extents of a call and its scale: `q` and `o` `b × h_q × s_q × d`, `k` and `v`
+/// `b × h_kv × s_k × d` with `h_kv` dividing `h_q`, `lse` `b × h_q × s_q`, `d` 64 or 128, the
+/// scale positive and finite. What the kernels check, as errors.
+pub fn check_attention([q, k, v, o]: [[usize; 4]; 4], lse: [usize; 3], scale: f32) -> Result<(), AttentionError> {
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(AttentionError::Scale { scale });
+    }
+    if q[3] != 64 && q[3] != 128 {
+        return Err(AttentionError::HeadDim { dim: q[3] });
+    }
+    if k != v {
+        return Err(AttentionError::KeysValues { k, v });
+    }
+    if k[0] != q[0] || k[3] != q[3] || k[1] == 0 || !q[1].is_multiple_of(k[1]) {
+        return Err(AttentionError::QueriesKeys { q, k });
+    }
+    if o != q {
+        return Err(AttentionError::Output { q, o });
+    }
+    if lse != [q[0], q[1], q[2]] {
+        return Err(AttentionError::Lse { q, lse });
+    }
+    Ok(())
+}
+
+/// The element types of the attention kernels, `bf16` and `f16`: each launches its own.
+pub trait AttentionElement: DlElement + sealed::Sealed {
+    /// Launches the kernel of head dimension `d` (64 or 128, checked) on `stream`, waiting for
+    /// it, with checked views.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        stream: &Arc<CudaStream>,
+        kernels: &Kernels,
+        qkv: [&AttentionIn<'_, Self>; 3],
+        o: AttentionOut<'_, Self>,
+        lse: AttentionLse<'_>,
+        scale: f32,
+        causal: bool,
+        config: LaunchConfig,
+    ) -> Result<(), AttentionError>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::bf16 {}
+    impl Sealed for super::f16 {}
+}
+
+/// The tensor map of `view` for tiles of `128 × D`, its errors named after `which`.
+fn map<'a, T: DlElement, const D: usize>(
+    stream: &Arc<CudaStream>,
+    view: &AttentionIn<'a, T>,
+    which: &'static str,
+) -> Result<TiledMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>, AttentionError> {
+    TiledMap::new(stream, view).map_err(|source| AttentionError::Map { which, source })
+}
+
+macro_rules! attention_element {
+    ($t:ty, $d64:ident, $args64:ident, $d128:ident, $args128:ident) => {
+        impl AttentionElement for $t {
+            fn launch(
+                stream: &Arc<CudaStream>,
+                kernels: &Kernels,
+                [q, k, v]: [&AttentionIn<'_, Self>; 3],
+                mut o: AttentionOut<'_, Self>,
+                mut lse: AttentionLse<'_>,
+                scale: f32,
+                causal: bool,
+                config: LaunchConfig,
+            ) -> Result<(), AttentionError> {
+                macro_rules! run {
+                    ($kernel:ident, $args:ident, $d:literal) => {{
+                        let (qm, km, vm) = (
+                            map::<_, $d>(stream, q, "q")?,
+                            map::<_, $d>(stream, k, "k")?,
+                            map::<_, $d>(stream, v, "v")?,
+                        );
+                        cuda::scope(|s| {
+                            crate::$kernel(
+                                s.launch(stream, kernels, config),
+                                crate::$args {
+                                    q: qm.map(),
+                                    k: km.map(),
+                                    v: vm.map(),
+                                    o: o.as_view_mut(),
+                                    lse: lse.as_view_mut(),
+                                    scale,
+                                    causal,
+                                },
+                            )
+                        })?;
+                        Ok(())
+                    }};
+                }
+                if q.extents().0[3] == 64 {
+                    run!($d64, $args64, 64)
+                } else {
+                    run!($d128, $args128, 128)
+                }
+            }
+        }
+    };
+}
+
+attention_element!(
+    bf16,
+    attention_bf16_d64,
+    AttentionBf16D64Args,
+    attention_bf16_d128,
+    AttentionBf16D128Args
+);
+attention_element!(
+    f16,
+    attention_f16_d64,
+    AttentionF16D64Args,
+    attention_f16_d128,
+    AttentionF16D128Args
+);
+
+/// `o = softmax(q · kᵀ · scale) · v` and each query row's log-sum-exp into `lse`, by the
+/// kernel of `T` and `q`'s head dimension (64 or 128), on `stream`, returning once it is done:
+/// `q` and `o` `b × h_q × s_q × d`, `k` and `v` `b × h_kv × s_k × d` (`h_kv` dividing `h_q`),
+/// `lse` `b × h_q × s_q`, `causal` aligned to the bottom right (query `i` sees keys
+/// `j ≤ i + s_k − s_q`). Each refusal is an [`AttentionError`], before anything runs; no query
+/// is no work.
+///
+/// ```ignore
+/// attention_forward(&stream, &kernels, [&q, &k, &v], o, lse, 1.0 / 128f32.sqrt(), true)?;
+/// ```
+pub fn attention_forward<T: AttentionElement>(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    [q, k, v]: [&AttentionIn<'_, T>; 3],
+    o: AttentionOut<'_, T>,
+    lse: AttentionLse<'_>,
+    scale: f32,
+    causal: bool,
+) -> Result<(), AttentionError> {
+    let extents = [q.extents().0, k.extents().0, v.extents().0, o.extents().0];
+    check_attention(extents, lse.extents().0, scale)?;
+    let [b, h, s, _] = extents[0];
+    // One block a chunk of 128 query rows of a head, at most as many as a grid holds (each
+    // block then takes the chunks `c % blocks`).
+    let chunks = b.saturating_mul(h).saturating_mul(s.div_ceil(128));
+    if chunks == 0 {
+        return Ok(());
+    }
+    let config = LaunchConfig {
+        grid_dim: (chunks.min(i32::MAX as usize) as u32, 1, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AttentionError, check_attention};
+
+    const Q: [usize; 4] = [2, 8, 300, 128];
+    const KV: [usize; 4] = [2, 2, 77, 128];
+    const LSE: [usize; 3] = [2, 8, 300];
+
+    #[test]
+    fn a_call_that_fits_passes() {
+        check_attention([Q, KV, KV, Q], LSE, 0.088).unwrap();
+        // Multi-query, one query, one key, head dimension 64.
+        let (q, kv) = ([1, 4, 1, 64], [1, 1, 1, 64]);
+        check_attention([q, kv, kv, q], [1, 4, 1], 1.0).unwrap();
+    }
+
+    #[test]
+    fn each_mismatch_is_named() {
+        let err = |extents, lse, scale| check_attention(extents, lse, scale).unwrap_err();
+        for scale in [0.0, -0.1, f32::NAN, f32::INFINITY] {
+            assert!(matches!(err([Q, KV, KV, Q], LSE, scale), AttentionError::Scale { .. }));
+        }
+        let q = [2, 8, 300, 96];
+        assert!(matches!(
+            err([q, KV, KV, q], LSE, 1.0),
+            AttentionError::HeadDim { dim: 96 }
+        ));
+        let v = [2, 2, 78, 128];
+        assert!(matches!(
+            err([Q, KV, v, Q], LSE, 1.0),
+            AttentionError::KeysValues { .. }
+        ));
+        for k in [[2, 3, 77, 128], [2, 0, 77, 128], [1, 2, 77, 128], [2, 2, 77, 64]] {
+            let e = err([Q, k, k, Q], LSE, 1.0);
+            assert!(matches!(e, AttentionError::QueriesKeys { .. }), "{k:?}: {e}");
+        }
+        let o = [2, 8, 301, 128];
+        assert!(matches!(err([Q, KV, KV, o], LSE, 1.0), AttentionError::Output { .. }));
+        for lse in [[2, 8, 299], [2, 9, 300], [1, 8, 300]] {
+            assert!(matches!(err([Q, KV, KV, Q], lse, 1.0), AttentionError::Lse { .. }));
+        }
+        let message = err([Q, [2, 3, 77, 128], [2, 3, 77, 128], Q], LSE, 1.0).to_string();
+        assert!(
+            message.contains("[2, 3, 77, 128]") && message.contains("dividing"),
+            "{message}"
+        );
+    }
+}
