@@ -34,7 +34,7 @@ pub fn body(block: Attention<'_>, q: Map<'_>, k: Map<'_>, v: Map<'_>, o: Out<'_>
             let scores = wg.wait(scores);
             let probs = stats.update(scores, 1.0, Keys::new(0, 0, 128, 128, false));
             let running = wg.mma_pv::<bf16, _, 64>(Accumulators::zero(), probs, consumer.second());
-            let (acc, lse) = stats.finish_with_lse(wg.wait(running), 1.0);
+            let (acc, lse) = stats.finish_with_lse(wg.wait(running));
             let (part, rows) = part.split_rows();
             wg.store(rows, acc, |_, x| x);
             let _ = (part, lse);
