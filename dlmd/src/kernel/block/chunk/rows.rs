@@ -17,7 +17,7 @@ pub struct Token(pub(super) ());
 
 /// What a chunk carries beside its own elements: nothing (`()`), or the chunk of a view of its
 /// rows' values ([`Chunks::with_rows`]), whose chunks carry [`ValuesOfRows`]. Implemented by
-/// those three alone: its methods take a [`Token`], which no other crate can name or make.
+/// those three alone: its methods take a `Token`, which no other crate can name or make.
 pub trait Rows: Sized {
     /// The rows of the chunk of box `shape` at `origin` of the paired view (of rank one more):
     /// its box's leading sides and origin, and none where the chunk does not start at column 0
