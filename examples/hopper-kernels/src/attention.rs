@@ -134,6 +134,7 @@ macro_rules! forward_kernel {
         /// dividing `h_q`) or the scale is not positive and finite. Launch with blocks of 384
         /// threads, at most one per chunk of 128 query rows of a head.
         #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
         pub fn $name(
             block: AttentionBlock<'_, $t, $d, $stages>,
             q: AttentionMap<'_, $t, $d>,
