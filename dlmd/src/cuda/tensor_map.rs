@@ -182,6 +182,7 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
 /// let strides = StrideMapping::new(Dims([2, 8, 250, 128]), [250 * 1024, 128, 1024, 1])?;
 /// let heads = dlmd::cuda::device_view_mapped::<_, _, LayoutStride>(&a, strides)?;
 /// let map = TiledMap::<_, (Const<64>, Const<128>), Swizzle128, 4>::new(&stream, &heads)?;
+/// let _param = map.map(); // a `TensorMap<'_, bf16, (Const<64>, Const<128>), Swizzle128, 4>`
 /// # Ok(())
 /// # }
 /// ```
