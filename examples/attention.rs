@@ -77,18 +77,17 @@ macro_rules! timed {
             let strides = [h * s * $d, s * $d, $d, 1];
             type Map<'a> = TiledMap<'a, bf16, (Const<128>, Const<$d>), Swizzle128, 4>;
             fn map<'a>(
-                stream: &Arc<CudaStream>,
                 x: &'a CudaSlice<bf16>,
                 (extents, strides): ([usize; 4], [usize; 4]),
             ) -> Result<Map<'a>, Box<dyn Error>> {
                 let mapping = StrideMapping::new(Dims::new(extents), strides)?;
                 let view = device_view_mapped::<_, _, LayoutStride>(x, mapping)?;
-                Ok(TiledMap::new(stream, &view)?)
+                Ok(TiledMap::new(&view)?)
             }
             let (qm, km, vm) = (
-                map(stream, &t.q, (extents, strides))?,
-                map(stream, &t.k, (extents, strides))?,
-                map(stream, &t.v, (extents, strides))?,
+                map(&t.q, (extents, strides))?,
+                map(&t.k, (extents, strides))?,
+                map(&t.v, (extents, strides))?,
             );
             let mapping = StrideMapping::new(Dims::new(extents), strides)?;
             let mut ov = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.o, mapping)?;

@@ -513,7 +513,7 @@ fn tensor_maps_are_made_from_views_the_copy_engine_can_read_and_refused_by_name_
     // Ragged: 1000 rows are not a multiple of the box's 64.
     let a = stream.alloc_zeros::<bf16>(1000 * 64).unwrap();
     let view = cuda::device_view::<_, _, LayoutRight>(&a, Dims([1000, 64])).unwrap();
-    let map = TiledMap::<_, Box64, Swizzle128>::new(&stream, &view).unwrap();
+    let map = TiledMap::<_, Box64, Swizzle128>::new(&view).unwrap();
     assert_eq!(map.extents(), [1000, 64]);
     let param = map.map();
     assert_eq!(param.extents(), [1000, 64]);
@@ -529,19 +529,19 @@ fn tensor_maps_are_made_from_views_the_copy_engine_can_read_and_refused_by_name_
     let b = stream.alloc_zeros::<bf16>(8 * 72).unwrap();
     let rows = cuda::device_view::<_, _, LayoutRight>(&b, Dims([8, 72])).unwrap();
     let shifted = rows.submdspan((.., 1..65)).unwrap();
-    let err = TiledMap::<_, Box64, Swizzle128>::new(&stream, &shifted).unwrap_err();
+    let err = TiledMap::<_, Box64, Swizzle128>::new(&shifted).unwrap_err();
     assert!(matches!(err, TensorMapError::Alignment { .. }), "{err}");
 
     // Rows of 100 `bf16`s are 200 bytes apart, not a multiple of 16.
     let c = stream.alloc_zeros::<bf16>(8 * 100).unwrap();
     let narrow = cuda::device_view::<_, _, LayoutRight>(&c, Dims([8, 100])).unwrap();
-    let err = TiledMap::<_, Box64, Swizzle128>::new(&stream, &narrow).unwrap_err();
+    let err = TiledMap::<_, Box64, Swizzle128>::new(&narrow).unwrap_err();
     assert!(matches!(err, TensorMapError::RowStride { bytes: 200, .. }), "{err}");
 
     // Column-major: a row's elements are 64 apart.
     let d = stream.alloc_zeros::<bf16>(64 * 8).unwrap();
     let columns = cuda::device_view::<_, _, LayoutLeft>(&d, Dims([64, 8])).unwrap();
-    let err = TiledMap::<_, Box64, Swizzle128>::new(&stream, &columns).unwrap_err();
+    let err = TiledMap::<_, Box64, Swizzle128>::new(&columns).unwrap_err();
     assert!(
         matches!(err, TensorMapError::InnerStride { dim: 1, stride: 64 }),
         "{err}"

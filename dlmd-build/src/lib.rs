@@ -59,6 +59,7 @@ mod bounds;
 mod dirs;
 mod error;
 mod log;
+mod param_align;
 
 pub use arch::{ARCHES, min_ptx_isa};
 pub use error::BuildError;
@@ -308,7 +309,7 @@ impl PtxBuild {
         })?;
         let asm = deps.join(format!("{}-{hash}.s", self.name));
         let ptx = std::fs::read_to_string(&asm).map_err(|e| BuildError::Io(asm.clone(), e))?;
-        let ptx = bounds::with_launch_bounds(&ptx);
+        let ptx = param_align::with_param_alignment(&bounds::with_launch_bounds(&ptx));
         self.write_self_contained(&ptx, asm)
     }
 

@@ -82,11 +82,14 @@
         link_llvm_intrinsics,
         core_intrinsics,
         gpu_intrinsics,
-        gpu_launch_sized_workgroup_mem
+        gpu_launch_sized_workgroup_mem,
+        allow_internal_unstable
     )
 )]
-// Warp shuffles are LLVM's convergent intrinsics (`core::arch::nvptx` has none yet): an
-// internal feature, used for exactly that.
+// Warp shuffles are LLVM's convergent intrinsics (`core::arch::nvptx` has none yet), and the
+// address of a kernel parameter read in place is an `asm!` that `#[dlmd::kernel]` expands in
+// the kernel's crate (which then needs no `asm` feature of its own): internal features, used
+// for exactly those.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 mod access;

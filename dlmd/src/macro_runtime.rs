@@ -139,6 +139,61 @@ pub const fn assert_element<T: crate::DlElement>() {}
 #[inline(always)]
 pub fn kernel_param<P: crate::kernel::KernelParam>() {}
 
+/// The index in the PTX entry point of the kernel parameter `i` of those whose parameter forms
+/// are `sizes` bytes: rustc leaves parameters of no size out of the entry point.
+pub const fn ptx_param_index<const N: usize>(sizes: [usize; N], i: usize) -> usize {
+    let mut index = 0;
+    let mut p = 0;
+    while p < i && p < N {
+        if sizes[p] != 0 {
+            index += 1;
+        }
+        p += 1;
+    }
+    index
+}
+
+/// Per PTX parameter of a kernel whose parameter forms are `sizes` bytes, the alignment its
+/// entry point must declare: 64 for those read in place (`in_place`), 0 (as rustc declares it)
+/// for the rest, and for the entries past the last parameter.
+pub const fn ptx_param_alignments<const N: usize>(sizes: [usize; N], in_place: [bool; N]) -> [u8; N] {
+    let mut align = [0u8; N];
+    let mut p = 0;
+    while p < N {
+        if sizes[p] != 0 && in_place[p] {
+            align[ptx_param_index(sizes, p)] = 64;
+        }
+        p += 1;
+    }
+    align
+}
+
+/// The generic address of the kernel parameter `$prefix$index` (PTX names an entry point's
+/// parameters `NAME_param_J`), for a parameter read in place (`KernelParam::IN_PLACE`): `mov`
+/// of a parameter's name gives its address in the parameter space, and `cvta.param` (PTX ISA
+/// 7.7, `sm_70`) the generic address of that, which CUDA C++ takes of a `__grid_constant__`
+/// parameter.
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! __param_address {
+    ($prefix:literal, $index:expr) => {{
+        let at: u64;
+        // SAFETY: a `mov` of a kernel parameter's address and its conversion read and write no
+        // memory; `$prefix$index` is a parameter of the entry point this expands in.
+        unsafe {
+            $crate::__private::core::arch::asm!(
+                concat!("mov.b64 {at}, ", $prefix, "{index};\n\tcvta.param.u64 {at}, {at};"),
+                at = out(reg64) at,
+                index = const $index,
+                options(pure, nomem, nostack),
+            )
+        };
+        at
+    }};
+}
+
 /// Compiles only for a kernel context: the error points at the kernel's first parameter.
 #[inline(always)]
 pub fn kernel_context<C: crate::kernel::Context<'static>>() {}
@@ -169,4 +224,21 @@ macro_rules! __cuda_element {
 #[macro_export]
 macro_rules! __cuda_element {
     ($($tokens:tt)*) => {};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ptx_param_alignments, ptx_param_index};
+
+    #[test]
+    fn parameters_read_in_place_are_named_by_their_ptx_index() {
+        // A parameter of no size has no PTX parameter: those after it move down one.
+        let sizes = [8, 0, 176, 4, 208];
+        assert_eq!([0, 1, 2, 3, 4].map(|i| ptx_param_index(sizes, i)), [0, 1, 1, 2, 3]);
+        let align = ptx_param_alignments(sizes, [false, true, true, false, true]);
+        // The zero-size one needs nothing (it is not in the entry point).
+        assert_eq!(align, [0, 64, 0, 64, 0]);
+        assert_eq!(ptx_param_alignments([4, 4], [false, false]), [0, 0]);
+        assert_eq!(ptx_param_alignments::<0>([], []), []);
+    }
 }

@@ -47,8 +47,8 @@ pub(super) fn matmul(
     let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
     let bv = cuda::device_view::<_, Dims<2>, LayoutRight>(b, Dims::new([k, n]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
-    let maps = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(stream, &xv)
-        .and_then(|xm| TiledMap::<bf16, (Const<64>, Const<256>), Swizzle128>::new(stream, &bv).map(|bm| (xm, bm)));
+    let maps = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv)
+        .and_then(|xm| TiledMap::<bf16, (Const<64>, Const<256>), Swizzle128>::new(&bv).map(|bm| (xm, bm)));
     match maps {
         Ok((xm, bm)) => {
             let config = grid(stream, m, n, true)?;

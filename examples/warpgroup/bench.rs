@@ -38,8 +38,8 @@ const SIDES: [&str; 17] = [
 
 /// The kernels and cuBLAS at `size`³ in alternated rounds. The safe kernels' tensor maps are
 /// made once, before the rounds, as the raw twins' are: the kernels are timed alone. One side
-/// makes them in each call (`TiledMap::new` copies each map to the device and waits for the
-/// stream), which is what a call costs where nothing keeps them.
+/// makes them in each call (`TiledMap::new` encodes each map on the host, which the launch
+/// passes in the kernel's parameter), which is what a call costs where nothing keeps them.
 pub(super) fn bench(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -65,16 +65,16 @@ pub(super) fn bench(
     let maps_nn = tensor_maps(stream, shape, true, &xb, &wb)?;
     let m = [size, size];
     let (xm, wm, bm) = (
-        map::<_, 128, 64>(stream, &xb, m)?,
-        map::<_, 256, 64>(stream, &wb, m)?,
-        map::<_, 64, 256>(stream, &wb, m)?,
+        map::<_, 128, 64>(&xb, m)?,
+        map::<_, 256, 64>(&wb, m)?,
+        map::<_, 64, 256>(&wb, m)?,
     );
     let (xmh, wmh, bmh) = (
-        map::<_, 128, 64>(stream, &xh, m)?,
-        map::<_, 256, 64>(stream, &wh, m)?,
-        map::<_, 64, 256>(stream, &wh, m)?,
+        map::<_, 128, 64>(&xh, m)?,
+        map::<_, 256, 64>(&wh, m)?,
+        map::<_, 64, 256>(&wh, m)?,
     );
-    let (xm8, wm8) = (map::<_, 128, 128>(stream, &x8, m)?, map::<_, 256, 128>(stream, &w8, m)?);
+    let (xm8, wm8) = (map::<_, 128, 128>(&x8, m)?, map::<_, 256, 128>(&w8, m)?);
     let bias_view = cuda::device_view::<_, Dims<1>, LayoutRight>(&bias, Dims::new([size]))?;
     let (persistent, per_chunk) = (grid(stream, size, size, PERSISTENT)?, grid(stream, size, size, false)?);
     let mut sides = Sides::new(SIDES.len(), WARM_UP);
@@ -219,10 +219,10 @@ pub(super) fn fixed_cost(
     let mut maps = Vec::new();
     for k in depths {
         maps.push((
-            map::<_, 128, 64>(stream, &xb, [size, k])?,
-            map::<_, 256, 64>(stream, &wb, [size, k])?,
-            map::<_, 128, 128>(stream, &x8, [size, k])?,
-            map::<_, 256, 128>(stream, &w8, [size, k])?,
+            map::<_, 128, 64>(&xb, [size, k])?,
+            map::<_, 256, 64>(&wb, [size, k])?,
+            map::<_, 128, 128>(&x8, [size, k])?,
+            map::<_, 256, 128>(&w8, [size, k])?,
         ));
     }
     let config = grid(stream, size, size, PERSISTENT)?;

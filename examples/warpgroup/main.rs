@@ -77,12 +77,11 @@ type Map<'a, T, const R: usize, const C: usize> = TiledMap<'a, T, (Const<R>, Con
 
 /// A device matrix of `rows × cols`, row-major, its tensor map of box `(R, C)` made here.
 fn map<'a, T: DlElement + DeviceRepr, const R: usize, const C: usize>(
-    stream: &Arc<CudaStream>,
     data: &'a CudaSlice<T>,
     [rows, cols]: [usize; 2],
 ) -> Result<Map<'a, T, R, C>, Box<dyn Error>> {
     let view = cuda::device_view::<_, Dims<2>, LayoutRight>(data, Dims::new([rows, cols]))?;
-    Ok(TiledMap::new(stream, &view)?)
+    Ok(TiledMap::new(&view)?)
 }
 
 /// `y = x · wᵀ` (or `c = α · x · wᵀ + β · c`) by the safe kernel of `kind`, `x` of `m × k`,
@@ -98,10 +97,7 @@ fn safe(
     let config = grid(stream, m, n, PERSISTENT)?;
     macro_rules! maps {
         ($x:expr, $w:expr, $d:literal) => {
-            (
-                map::<_, 128, $d>(stream, $x, [m, k])?,
-                map::<_, 256, $d>(stream, $w, [n, k])?,
-            )
+            (map::<_, 128, $d>($x, [m, k])?, map::<_, 256, $d>($w, [n, k])?)
         };
     }
     macro_rules! out {
@@ -115,18 +111,12 @@ fn safe(
             cuda::scope(|s| hk::linear_bf16(s.launch(stream, kernels, config), xm.map(), wm.map(), yv.as_view_mut()))?
         }
         (Kind::MatmulBf16, Operands::Bf16(x, b, _, y)) => {
-            let (xm, bm) = (
-                map::<_, 128, 64>(stream, x, [m, k])?,
-                map::<_, 64, 256>(stream, b, [k, n])?,
-            );
+            let (xm, bm) = (map::<_, 128, 64>(x, [m, k])?, map::<_, 64, 256>(b, [k, n])?);
             let mut yv = out!(y);
             cuda::scope(|s| hk::matmul_bf16(s.launch(stream, kernels, config), xm.map(), bm.map(), yv.as_view_mut()))?
         }
         (Kind::MatmulF16, Operands::F16(x, b, y)) => {
-            let (xm, bm) = (
-                map::<_, 128, 64>(stream, x, [m, k])?,
-                map::<_, 64, 256>(stream, b, [k, n])?,
-            );
+            let (xm, bm) = (map::<_, 128, 64>(x, [m, k])?, map::<_, 64, 256>(b, [k, n])?);
             let mut yv = out!(y);
             cuda::scope(|s| hk::matmul_f16(s.launch(stream, kernels, config), xm.map(), bm.map(), yv.as_view_mut()))?
         }

@@ -170,6 +170,30 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
     };
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
     let name_str = name.to_string();
+    // Parameters read in place (`KernelParam::IN_PLACE`: TMA tensor maps) are 64-byte aligned
+    // in the entry point, which rustc cannot declare: the kernel names which of its PTX
+    // parameters (`NAME_param_J`, those of a nonzero size, counted from 0) need it, and
+    // `dlmd-build` writes the alignment into the entry point; a launch refuses a module where
+    // it is missing. Decided from the types, by their constants.
+    let sizes = quote! {
+        [#(::core::mem::size_of::<<#static_types as #krate::kernel::KernelParam>::Param>(),)*]
+    };
+    let in_place = quote! {
+        [#(<#static_types as #krate::kernel::KernelParam>::IN_PLACE,)*]
+    };
+    let align_symbol = format_ident!("{}__dlmd_param_align", name);
+    let param_align = (count > 0).then(|| {
+        quote! {
+            /// The alignment each of the kernel's PTX parameters needs (64 for those read in
+            /// place, 0 for the rest), which `dlmd-build` writes into the entry point.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            #vis static #align_symbol: [u8; #count] = #krate::__private::ptx_param_alignments(#sizes, #in_place);
+        }
+    });
+    let param_prefix = format!("{name}_param_");
+    let param_indices: Vec<_> = (0..count).collect();
 
     let mut body = function.clone();
     body.sig.ident = format_ident!("__dlmd_kernel_body");
@@ -279,9 +303,30 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             // What the context does when the body is done (a block waits for copies in flight).
             let #leave = #krate::kernel::leave_of(&#context_name);
             #(
-                // SAFETY: the launcher made the parameter with `to_param` from a value of this
-                // type, whose memory its `cuda::scope` keeps valid until the kernel is done.
-                let #launch_names = unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) };
+                let #launch_names = if <#static_types as #krate::kernel::KernelParam>::IN_PLACE {
+                    // The parameter's address in the parameter space, as a generic address.
+                    let at = #krate::__param_address!(
+                        #param_prefix,
+                        #krate::__private::ptx_param_index(#sizes, #param_indices)
+                    );
+                    // SAFETY: the launcher made the parameter with `to_param` from a value of
+                    // this type, whose memory its `cuda::scope` keeps valid until the kernel is
+                    // done; `at` is the address of the entry point's parameter it was read
+                    // from (its PTX index counts the parameters of a nonzero size before it),
+                    // which nothing writes, 64-byte aligned where the module declares it so
+                    // (`IN_PLACE`: the launch checked the declaration).
+                    unsafe {
+                        <#inferred_types as #krate::kernel::KernelParam>::from_param_in_place(
+                            #params,
+                            at as usize as *const _,
+                        )
+                    }
+                } else {
+                    // SAFETY: the launcher made the parameter with `to_param` from a value of
+                    // this type, whose memory its `cuda::scope` keeps valid until the kernel is
+                    // done.
+                    unsafe { <#inferred_types as #krate::kernel::KernelParam>::from_param(#params) }
+                };
             )*
             #body_fn(#(#names),*);
             // Where the kernel is built for sm_80 or later (asynchronous copies exist there).
@@ -298,6 +343,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         #min_blocks_check
 
         #launch_bounds
+
+        #param_align
 
         #args_struct
 

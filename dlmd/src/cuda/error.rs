@@ -233,6 +233,22 @@ pub enum LaunchError {
         /// Whether the module has a kernel of that name (with another signature).
         found: bool,
     },
+    /// The module declares a parameter that the kernel reads in place (a TMA tensor map) less
+    /// aligned than the copy engine needs: its PTX was not written by `dlmd-build`, which
+    /// declares such parameters 64-byte aligned.
+    #[error(
+        "the module's kernel `{kernel}` declares its parameter {param} {declared}-byte aligned, and it needs {needed} (a tensor map read in place): build the PTX with dlmd-build"
+    )]
+    ParamAlignment {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The parameter's index in the PTX entry point.
+        param: usize,
+        /// The alignment it needs.
+        needed: u32,
+        /// The alignment it is declared with (0: none).
+        declared: u32,
+    },
     /// Two arguments of a launch share memory where the kernel writes one of them (the same
     /// tensor passed twice, or views of one tensor).
     #[error("cannot launch `{kernel}`: {overlap}")]

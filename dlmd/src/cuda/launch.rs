@@ -5,6 +5,7 @@
 use super::arg::ArgInfo;
 use super::capture::{capture_graph, hold_for_graph};
 use super::event::HoldEvent;
+use super::param_align::{Misaligned, misaligned_params};
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
 use crate::kernel::Footprint;
@@ -23,6 +24,8 @@ pub struct Kernels {
     module: Arc<CudaModule>,
     ordinal: usize,
     digests: HashMap<String, u64>,
+    /// The kernels whose PTX declares a parameter read in place less aligned than it needs.
+    misaligned: HashMap<String, Misaligned>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
 
@@ -45,7 +48,7 @@ impl Kernels {
         if let Some(why) = not_built(ptx) {
             return Err(CudaError::Compile(super::CompileError::NotBuilt(why.into())));
         }
-        Self::load_ptx(ctx, signature_digests(ptx), Ptx::from_src(ptx))
+        Self::load_ptx(ctx, signature_digests(ptx), misaligned_params(ptx), Ptx::from_src(ptx))
     }
 
     /// Compiles CUDA C++ `source` with NVRTC, [`view.cuh`](super::HEADER) before it, for the
@@ -59,19 +62,26 @@ impl Kernels {
             ..Default::default()
         };
         let ptx = super::compile_ptx(source, options)?;
-        Self::load_ptx(ctx, signature_digests(&ptx.to_src()), ptx)
+        let src = ptx.to_src();
+        Self::load_ptx(ctx, signature_digests(&src), misaligned_params(&src), ptx)
     }
 
     /// Loads `ptx`, once its header was checked against the device and the driver: a module
     /// the device cannot run, or the driver cannot compile, is a [`ModuleError`](super::ModuleError)
     /// that names both, not the driver's failure.
-    fn load_ptx(ctx: &Arc<CudaContext>, digests: HashMap<String, u64>, ptx: Ptx) -> Result<Self, CudaError> {
+    fn load_ptx(
+        ctx: &Arc<CudaContext>,
+        digests: HashMap<String, u64>,
+        misaligned: HashMap<String, Misaligned>,
+        ptx: Ptx,
+    ) -> Result<Self, CudaError> {
         check_target(ctx, &ptx.to_src())?;
         let module = ctx.load_module(ptx)?;
         Ok(Self {
             module,
             ordinal: ctx.ordinal(),
             digests,
+            misaligned,
             functions: Mutex::new(HashMap::new()),
         })
     }
@@ -98,10 +108,19 @@ impl Kernels {
         self.digests.get(name).copied()
     }
 
-    /// The entry point `name`, once its digest was checked against `digest`: on every call, so
-    /// that a launcher of another kernel of the same name is refused even after this one ran.
+    /// The entry point `name`, once its digest was checked against `digest` (on every call, so
+    /// that a launcher of another kernel of the same name is refused even after this one ran),
+    /// and its parameters read in place found aligned as they need.
     fn checked_function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
         check_digest(&self.digests, name, digest)?;
+        if let Some(m) = self.misaligned.get(name) {
+            return Err(CudaError::Launch(super::LaunchError::ParamAlignment {
+                kernel: name,
+                param: m.param,
+                needed: m.needed,
+                declared: m.declared,
+            }));
+        }
         let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = functions.get(name) {
             return Ok(f.clone());
@@ -328,7 +347,7 @@ impl Launch<'_, '_, '_> {
         let slot = self.scope.map(|scope| scope.slot(name, &self.stream)).transpose()?;
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
-            super::order::order_after(&self.stream, footprint.start, footprint.bytes)?;
+            super::order::order_after(&self.stream, footprint.start, footprint.bytes, name)?;
             super::order::order_after_queued(&self.stream, footprint, name)?;
         }
         let mut held = Held {

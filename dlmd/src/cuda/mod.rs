@@ -35,6 +35,7 @@ mod launch;
 mod library;
 mod mirrored;
 mod order;
+mod param_align;
 mod peer;
 mod release;
 mod scope;

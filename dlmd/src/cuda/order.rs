@@ -43,7 +43,7 @@
 use super::event::{HoldEvent, relaxed};
 use super::{CudaError, LaunchError};
 use crate::kernel::{Footprint, Use};
-use cudarc::driver::{CudaStream, sys};
+use cudarc::driver::{CudaStream, DriverError, sys};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
@@ -133,8 +133,16 @@ pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, byte
 }
 
 /// Makes `stream` wait, on the device, for the work queued so far on the owners' streams of
-/// every range that the `bytes` bytes at `ptr` overlap, where that is another stream.
-pub(crate) fn order_after(stream: &CudaStream, ptr: usize, bytes: usize) -> Result<(), CudaError> {
+/// every range that the `bytes` bytes at `ptr` overlap, where that is another stream. A stream
+/// that is capturing a CUDA graph cannot wait for work queued outside the capture: there the
+/// owners' work must be done, or `kernel`'s launch is refused
+/// ([`LaunchError::CaptureOrder`]).
+pub(crate) fn order_after(
+    stream: &CudaStream,
+    ptr: usize,
+    bytes: usize,
+    kernel: &'static str,
+) -> Result<(), CudaError> {
     if bytes == 0 {
         return Ok(());
     }
@@ -157,6 +165,36 @@ pub(crate) fn order_after(stream: &CudaStream, ptr: usize, bytes: usize) -> Resu
         }
         (others, recorded)
     };
+    if (!others.is_empty() || !recorded.is_empty())
+        && stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    {
+        // A capture cannot wait for work queued outside it: only owners whose work is done
+        // (asked in relaxed mode, so that the question does not break the capture) are passed.
+        let done = relaxed(|| {
+            for (_, owner) in &others {
+                // SAFETY: `owner` is a live stream (held by the `Arc`).
+                match unsafe { sys::cuStreamQuery(owner.cu_stream()) } {
+                    sys::CUresult::CUDA_SUCCESS => {}
+                    sys::CUresult::CUDA_ERROR_NOT_READY => return Ok(false),
+                    e => return Err(DriverError(e).into()),
+                }
+            }
+            for event in &recorded {
+                if !event.is_complete()? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
+        return if done {
+            Ok(())
+        } else {
+            Err(CudaError::Launch(LaunchError::CaptureOrder {
+                kernel,
+                stream: stream.cu_stream() as usize,
+            }))
+        };
+    }
     for (_, owner) in others {
         let event = owner.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
         stream.wait(&event)?;

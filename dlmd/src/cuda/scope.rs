@@ -365,7 +365,7 @@ impl<'scope> Scope<'scope, '_> {
         self.claim("copy", &footprints)?;
         stream.context().bind_to_thread()?;
         for f in &footprints {
-            super::order::order_after(stream, f.start, f.bytes)?;
+            super::order::order_after(stream, f.start, f.bytes, "copy")?;
             super::order::order_after_queued(stream, f, "copy")?;
         }
         // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,

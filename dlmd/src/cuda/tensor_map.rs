@@ -1,6 +1,9 @@
 //! TMA tensor maps made on the host: [`TiledMap`] checks a device view against the copy
-//! engine's rules, has the driver encode its map (`cuTensorMapEncodeTiled`) and keeps the map
-//! in device memory, where a kernel's copies read it through the [`TensorMap`] parameter.
+//! engine's rules and has the driver encode its map (`cuTensorMapEncodeTiled`); a launch
+//! passes the map itself in the kernel's [`TensorMap`] parameter, where the kernel's copies
+//! read it in place (as CUDA C++ passes a `__grid_constant__ CUtensorMap`). A map takes no
+//! device memory, no copy and no wait: it is made on the host alone, and a launch on any
+//! stream, or captured into a CUDA graph, carries it.
 //!
 //! A tensor map describes a tensor of rank 2 to 5 in global memory (`[…, rows, cols]`, each
 //! row contiguous) and the box the copy engine moves at a time (see
@@ -23,8 +26,10 @@
 //!   `transpose(1, 2)`) lie closer together than its rows, and that is a map;
 //! - an extent is 0 or above 2^31 − 1 ([`Extent`](TensorMapError::Extent)): the copy
 //!   instructions address a box by signed 32-bit coordinates, so a row or column past
-//!   `i32::MAX` could not be reached, and a map names at least one element;
-//! - the view is on another device than the stream ([`Device`](TensorMapError::Device)).
+//!   `i32::MAX` could not be reached, and a map names at least one element.
+//!
+//! The map names the view's device: a launch on a stream of another device refuses it, as it
+//! refuses such a view.
 //!
 //! A dimension of extent 1, but the innermost, takes any stride (no element is reached by it,
 //! and producers such as torch give those dimensions strides of their own choosing); the
@@ -46,8 +51,7 @@ use crate::space::{Device, MemorySpace};
 use crate::view::{Mdspan, Shared};
 use core::fmt;
 use core::marker::PhantomData;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DriverError, sys};
-use std::sync::Arc;
+use cudarc::driver::{DriverError, sys};
 
 mod rules;
 
@@ -113,23 +117,8 @@ pub enum TensorMapError {
         /// Its extent.
         extent: usize,
     },
-    /// The view is on another device than the stream.
-    #[error(
-        "the view is on device {view} and the stream on device {stream}: make the map with a stream of the view's device"
-    )]
-    Device {
-        /// The view's device ordinal.
-        view: i32,
-        /// The stream's device ordinal.
-        stream: usize,
-    },
-    /// The map's device memory is not 64-byte aligned, as the copy instructions need.
-    #[error("the tensor map's device memory is at {address:#x}, which is not 64-byte aligned")]
-    MapAlignment {
-        /// The map's device address.
-        address: u64,
-    },
-    /// The driver refused the map (`cuTensorMapEncodeTiled`), or its copy to the device.
+    /// The driver refused the map (`cuTensorMapEncodeTiled`), or has no such call (before
+    /// CUDA 12).
     #[error("CUDA driver error while making a tensor map: {0}")]
     Driver(#[from] DriverError),
 }
@@ -159,8 +148,8 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
 /// A TMA tensor map of a device view of `T` of rank `RANK` (2 to 5, `[…, rows, cols]`),
 /// copied in tiles `B = (Const<ROWS>, Const<COLS>)` of one of its matrices (its last two
 /// dimensions), swizzled by `S` (each tile as boxes one swizzled row wide,
-/// [`TensorMap::BOXES`]): the encoded map in device memory, and the borrow of the view's
-/// memory for `'a`. [`map`](Self::map) is the kernel parameter.
+/// [`TensorMap::BOXES`]): the encoded map, and the borrow of the view's memory for `'a`.
+/// [`map`](Self::map) is the kernel parameter, which carries the map itself.
 ///
 /// ```no_run
 /// use dlmd::cuda::{TiledMap, context, device_view};
@@ -174,21 +163,20 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
 /// let view = device_view::<_, _, dlmd::LayoutRight>(&a, Dims([1000, 4096]))?;
 /// // Tiles of 64 rows of 64 `bf16`s (128 bytes, the swizzle's row: one box each); the last
 /// // tile row is ragged, and its rows past 1000 arrive as zeros.
-/// let map = TiledMap::<_, (Const<64>, Const<64>), Swizzle128>::new(&stream, &view)?;
+/// let map = TiledMap::<_, (Const<64>, Const<64>), Swizzle128>::new(&view)?;
 /// let _param = map.map(); // passed to a kernel taking `TensorMap<'_, bf16, (Const<64>, Const<64>), Swizzle128>`
 ///
 /// // The same memory as `b × s × h × d = 2 × 250 × 8 × 128`, seen as `b × h × s × d` (heads
 /// // 128 elements apart, rows 1024): a rank-4 map, whose tiles are 64 rows of one head.
 /// let strides = StrideMapping::new(Dims([2, 8, 250, 128]), [250 * 1024, 128, 1024, 1])?;
 /// let heads = dlmd::cuda::device_view_mapped::<_, _, LayoutStride>(&a, strides)?;
-/// let map = TiledMap::<_, (Const<64>, Const<128>), Swizzle128, 4>::new(&stream, &heads)?;
+/// let map = TiledMap::<_, (Const<64>, Const<128>), Swizzle128, 4>::new(&heads)?;
 /// let _param = map.map(); // a `TensorMap<'_, bf16, (Const<64>, Const<128>), Swizzle128, 4>`
 /// # Ok(())
 /// # }
 /// ```
 pub struct TiledMap<'a, T, B, S, const RANK: usize = 2> {
-    /// The 128-byte `CUtensorMap`, as 16 words.
-    encoded: CudaSlice<u64>,
+    /// The 128-byte `CUtensorMap` and the tensor, as a launch passes them.
     param: TensorMapParam<RANK>,
     checked: Checked<RANK>,
     device: i32,
@@ -201,16 +189,13 @@ where
     B: Extents<Index = [usize; 2]>,
     S: Swizzle,
 {
-    /// Checks `view` against the copy engine's rules (the module docs), encodes its map and
-    /// copies it to device memory on `stream`, which is then synchronized: launches on any
-    /// stream may use the map once this returns.
+    /// Checks `view` against the copy engine's rules (the module docs) and encodes its map, on
+    /// the host: nothing is queued, and launches on any stream of the view's device may pass
+    /// the map at once.
     ///
     /// The view's extents may be anything within the rules, multiples of the box or not: boxes
     /// that reach past them are filled with zeros there.
-    pub fn new<E, L>(
-        stream: &Arc<CudaStream>,
-        view: &Mdspan<'a, T, E, L, Device, Shared>,
-    ) -> Result<Self, TensorMapError>
+    pub fn new<E, L>(view: &Mdspan<'a, T, E, L, Device, Shared>) -> Result<Self, TensorMapError>
     where
         E: Extents<Index = [usize; RANK]>,
         L: Layout,
@@ -221,13 +206,6 @@ where
         box_extents[0] = TensorMap::<T, B, S, RANK>::BOX_COLS as u32;
         box_extents[1] = TensorMap::<T, B, S, RANK>::ROWS as u32;
         let device = view.space().device().device_id;
-        let ordinal = stream.context().ordinal();
-        if usize::try_from(device).ok() != Some(ordinal) {
-            return Err(TensorMapError::Device {
-                view: device,
-                stream: ordinal,
-            });
-        }
         let mapping = view.mapping();
         // Element `[0, …, 0]`: inside the span, or one past an empty one.
         let address = view.data_handle().wrapping_add(mapping.offset()) as usize;
@@ -240,12 +218,10 @@ where
         let dims = checked.driver_extents();
         let byte_strides = checked.driver_strides(size_of::<T>());
         let element_strides = [1u32; RANK];
-        stream.context().bind_to_thread()?;
         let encode = || {
             // SAFETY: the arrays hold `RANK` entries (2 to 5, the type's check), of which the
             // call reads `RANK` (the strides `RANK − 1`); `checked.address` is element
-            // `[0, …, 0]` of a live device view on the stream's device (checked above),
-            // 16-aligned, whose dimensions of `dims` elements lie `byte_strides` bytes apart
+            // `[0, …, 0]` of a live device view, 16-aligned, whose dimensions of `dims` elements lie `byte_strides` bytes apart
             // (each positive, a multiple of 16, below 2^40; the rows' at least a row); the
             // extents are 1..=2^31 − 1 and the box's 1..=256 (the tile's, the type's check);
             // `map` is only written.
@@ -272,17 +248,8 @@ where
             Err(_) => return Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED).into()),
         }
 
-        let encoded = stream.clone_htod(&map.opaque)?;
-        let (map_address, read) = encoded.device_ptr(stream);
-        if map_address % 64 != 0 {
-            return Err(TensorMapError::MapAlignment { address: map_address });
-        }
-        drop(read);
-        // Kernels on other streams read the map without waiting for this stream.
-        stream.synchronize()?;
-        let param = TensorMapParam::new(map_address, checked.address, checked.extents, checked.strides, device);
+        let param = TensorMapParam::new(map.opaque, checked.address, checked.extents, checked.strides, device);
         Ok(TiledMap {
-            encoded,
             param,
             checked,
             device,
@@ -290,8 +257,10 @@ where
         })
     }
 
-    /// The kernel parameter: the map's device address and the tensor it describes.
-    pub fn map(&self) -> TensorMap<'_, T, B, S, RANK> {
+    /// The kernel parameter: the encoded map and the tensor it describes. It borrows the
+    /// tensor, not this value: the map travels in the parameter, so a launch may outlive the
+    /// `TiledMap` (a CUDA graph that captured it, replayed after it is dropped).
+    pub fn map(&self) -> TensorMap<'a, T, B, S, RANK> {
         TensorMap::from_checked(self.param)
     }
 
@@ -320,8 +289,7 @@ where
             .field("boxes", &TensorMap::<T, B, S, RANK>::BOXES)
             .field("swizzle_bytes", &S::BYTES)
             .field("device", &self.device)
-            .field("map_words", &self.encoded.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

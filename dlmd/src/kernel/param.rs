@@ -53,6 +53,31 @@ pub unsafe trait KernelParam: Sized {
     /// the views of a launch borrowed until the kernel is done.
     unsafe fn from_param(param: Self::Param) -> Self;
 
+    /// Whether the kernel reads the parameter where the launch put it, by address, in the
+    /// kernel's parameter space (CUDA C++'s `__grid_constant__`), rather than as a value: a
+    /// TMA tensor map, which the copy engine reads by address, is one. Such a parameter is
+    /// declared 64-byte aligned in the PTX (`dlmd-build` writes the alignment, and a launch
+    /// refuses a module where it is missing), and the kernel rebuilds it with
+    /// [`from_param_in_place`](Self::from_param_in_place).
+    #[doc(hidden)]
+    const IN_PLACE: bool = false;
+
+    /// [`from_param`](Self::from_param) for a parameter read in place: `at` is the generic
+    /// address of the kernel parameter that holds `param`.
+    ///
+    /// # Safety
+    ///
+    /// As [`from_param`](Self::from_param); `at` is the address `cvta.param` gives of the
+    /// entry point's parameter that `param` was read from, which the kernel never writes, and
+    /// which is 64-byte aligned where [`IN_PLACE`](Self::IN_PLACE) holds.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn from_param_in_place(param: Self::Param, at: *const Self::Param) -> Self {
+        let _ = at;
+        // SAFETY: the caller's contract is `from_param`'s.
+        unsafe { Self::from_param(param) }
+    }
+
     /// The CUDA device ordinal the value's memory belongs to, which the launch's stream must
     /// be on; `None` for values that are on no device (elements) or reachable from every device
     /// (managed memory).

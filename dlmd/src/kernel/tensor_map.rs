@@ -5,12 +5,13 @@
 //! shared memory with one instruction, issued by one thread, swizzling it on the way in. It learns the tensor's shape from a *tensor map*: 128 bytes the
 //! driver encodes on the host (`cuTensorMapEncodeTiled`) from the tensor's address, extents
 //! and strides, the box's extents, the element size and the swizzle. The kernel receives
-//! the map's device address and names it in each copy, with the coordinates of the box's
-//! first element.
+//! the map in its parameter ([`TensorMapParam`], 64-byte aligned, read in place as CUDA C++
+//! reads a `__grid_constant__` one) and names the parameter's address in each copy, with the
+//! coordinates of the box's first element.
 //!
 //! The host side is `cuda::TiledMap` (feature `cuda`), which checks the view against the
-//! copy engine's rules before the driver sees it and owns the encoded map in device memory;
-//! its `map()` is the [`TensorMap`] a launch passes. What the type fixes at compile time:
+//! copy engine's rules before the driver sees it and keeps the encoded map; its `map()` is the
+//! [`TensorMap`] a launch passes. What the type fixes at compile time:
 //!
 //! - the tile a kernel fills from the map, `ROWS × COLS`, is static, each extent `1..=256`
 //!   (the copy engine's limit);
@@ -39,48 +40,67 @@ use crate::extents::Extents;
 use core::fmt;
 use core::marker::PhantomData;
 
-/// The parameter form of a [`TensorMap`] of rank `RANK`: the device address of the encoded
-/// map, and the tensor it describes (its first element's address, extents, strides and
-/// device), which the launch checks against its other arguments.
-#[repr(C)]
+/// The parameter form of a [`TensorMap`] of rank `RANK`: the encoded map itself, which the
+/// kernel reads in place (the parameter is declared 64-byte aligned, as CUDA C++ declares a
+/// `__grid_constant__ CUtensorMap`), and the tensor it describes, which the launch checks
+/// against its other arguments.
+///
+/// Passing the map in the parameter, not in device memory, is what lets a launch need no copy
+/// to the device, no wait and no memory of the map's own: a launch queued on any stream, or
+/// captured into a CUDA graph, carries its map.
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug)]
 pub struct TensorMapParam<const RANK: usize = 2> {
-    /// The device address of the 128-byte encoded `CUtensorMap`, 64-aligned.
-    map: *const u64,
+    /// The 128-byte `CUtensorMap` the driver encoded (`cuTensorMapEncodeTiled`), as 16 words.
+    encoded: [u64; 16],
+    /// The tensor it describes.
+    tensor: MappedTensor<RANK>,
+}
+
+/// The tensor a [`TensorMapParam`] describes: its first element's address, extents, strides
+/// and device.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct MappedTensor<const RANK: usize> {
     /// The device address of element `[0, …, 0]`.
     data: u64,
     /// The extents, outermost first: `[…, rows, cols]`.
     extents: [u64; RANK],
     /// The strides, in elements, outermost first; the last (the columns') is 1.
     strides: [u64; RANK],
-    /// The CUDA device ordinal of the tensor and the map.
+    /// The CUDA device ordinal of the tensor.
     device: i32,
 }
 
-// One layout on the host and on nvptx64: a pointer and `u64`s at 8-byte steps, the device last.
+// One layout on the host and on nvptx64: the map's 16 words, then `u64`s at 8-byte steps and
+// the device last, 16-aligned (the most rustc's kernel ABI declares; `dlmd-build` declares the
+// parameter 64-aligned).
 const _: () = {
     use core::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<*const u64>() == 8 && align_of::<TensorMapParam>() == 8);
-    assert!(offset_of!(TensorMapParam, data) == 8);
-    assert!(offset_of!(TensorMapParam, extents) == 16);
-    assert!(offset_of!(TensorMapParam, strides) == 32);
-    assert!(offset_of!(TensorMapParam, device) == 48);
-    assert!(size_of::<TensorMapParam>() == 56);
-    assert!(offset_of!(TensorMapParam<4>, strides) == 48);
-    assert!(offset_of!(TensorMapParam<4>, device) == 80);
-    assert!(size_of::<TensorMapParam<4>>() == 88);
+    assert!(align_of::<TensorMapParam>() == 16 && offset_of!(TensorMapParam, encoded) == 0);
+    assert!(offset_of!(TensorMapParam, tensor) == 128);
+    assert!(offset_of!(MappedTensor<2>, extents) == 8);
+    assert!(offset_of!(MappedTensor<2>, strides) == 24);
+    assert!(offset_of!(MappedTensor<2>, device) == 40);
+    assert!(size_of::<TensorMapParam>() == 176);
+    assert!(offset_of!(MappedTensor<4>, strides) == 40);
+    assert!(offset_of!(MappedTensor<4>, device) == 72);
+    assert!(size_of::<TensorMapParam<4>>() == 208);
 };
 
 impl<const RANK: usize> TensorMapParam<RANK> {
-    /// The parameter of a map at `map` over the tensor whose element `[0, …, 0]` is at `data`.
+    /// The parameter of the map `encoded` over the tensor whose element `[0, …, 0]` is at
+    /// `data`.
     #[cfg(feature = "cuda")]
-    pub(crate) fn new(map: u64, data: u64, extents: [u64; RANK], strides: [u64; RANK], device: i32) -> Self {
+    pub(crate) fn new(encoded: [u64; 16], data: u64, extents: [u64; RANK], strides: [u64; RANK], device: i32) -> Self {
         TensorMapParam {
-            map: map as usize as *const u64,
-            data,
-            extents,
-            strides,
-            device,
+            encoded,
+            tensor: MappedTensor {
+                data,
+                extents,
+                strides,
+                device,
+            },
         }
     }
 }
@@ -91,8 +111,8 @@ impl<const RANK: usize> TensorMapParam<RANK> {
 /// [`BOXES`](Self::BOXES) boxes of one swizzled row's width: what a kernel receives for a
 /// `cuda::TiledMap`.
 ///
-/// The map is borrowed from the `TiledMap` that owns it for `'a`, which borrows the tensor;
-/// the kernel only reads the tensor through it (a launch refuses an argument it writes that
+/// The map borrows the tensor for `'a`, as the `TiledMap` it came from does; the kernel only
+/// reads the tensor through it (a launch refuses an argument it writes that
 /// shares memory with the tensor).
 ///
 /// Using the type checks the box at compile time (when a kernel takes it, or a map is made):
@@ -116,7 +136,14 @@ impl<const RANK: usize> TensorMapParam<RANK> {
 /// assert_eq!((Panels::BOX_COLS, Panels::BOXES, Panels::BOX_BYTES), (64, 4, 8192));
 /// ```
 pub struct TensorMap<'a, T, B, S, const RANK: usize = 2> {
-    param: TensorMapParam<RANK>,
+    tensor: MappedTensor<RANK>,
+    /// On the host, the encoded map, which a launch passes in the parameter.
+    #[cfg(not(target_arch = "nvptx64"))]
+    encoded: [u64; 16],
+    /// In a kernel, the generic address of the parameter's map (null where the parameter was
+    /// not read in place, which no launch does).
+    #[cfg(target_arch = "nvptx64")]
+    at: *const u64,
     _marker: PhantomData<(&'a T, B, S)>,
 }
 
@@ -185,11 +212,12 @@ where
     };
 
     /// The map over the tensor `param` describes.
-    #[cfg(feature = "cuda")]
+    #[cfg(all(feature = "cuda", not(target_arch = "nvptx64")))]
     pub(crate) fn from_checked(param: TensorMapParam<RANK>) -> Self {
         let () = Self::CHECK;
         TensorMap {
-            param,
+            tensor: param.tensor,
+            encoded: param.encoded,
             _marker: PhantomData,
         }
     }
@@ -198,14 +226,18 @@ where
     #[inline(always)]
     pub fn extents(&self) -> [usize; RANK] {
         // The extents are at most 2^31 − 1 (checked on the host): they fit `usize`.
-        self.param.extents.map(|e| e as usize)
+        self.tensor.extents.map(|e| e as usize)
     }
 
-    /// The generic address of the encoded map, which the copy instructions name.
+    /// The generic address of the encoded map, which the copy instructions name: in a kernel,
+    /// the kernel parameter's (read in place, 64-byte aligned).
     #[doc(hidden)]
     #[inline(always)]
     pub fn map(&self) -> *const u64 {
-        self.param.map
+        #[cfg(target_arch = "nvptx64")]
+        return self.at;
+        #[cfg(not(target_arch = "nvptx64"))]
+        return self.encoded.as_ptr();
     }
 }
 
@@ -216,19 +248,20 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TensorMap")
-            .field("extents", &self.param.extents)
-            .field("strides", &self.param.strides)
+            .field("extents", &self.tensor.extents)
+            .field("strides", &self.tensor.strides)
             .field("tile", &[Self::ROWS, Self::COLS])
             .field("boxes", &Self::BOXES)
             .field("swizzle_bytes", &S::BYTES)
-            .field("device", &self.param.device)
+            .field("device", &self.tensor.device)
             .finish_non_exhaustive()
     }
 }
 
-// SAFETY: `TensorMapParam` is `#[repr(C)]` of a pointer, `u64`s and an `i32` (its layout is
-// asserted above, on both targets); `from_param` keeps the parameter whole, so it returns the
-// value `to_param` was given.
+// SAFETY: `TensorMapParam` is `#[repr(C)]` of `u64`s and an `i32` (its layout is asserted
+// above, on both targets); on the host `from_param` keeps the parameter whole, so it returns
+// the value `to_param` was given; in a kernel the map is read in place (`IN_PLACE`), from the
+// address `from_param_in_place` is given, and the tensor is kept whole.
 unsafe impl<T, B, S, const RANK: usize> KernelParam for TensorMap<'_, T, B, S, RANK>
 where
     T: DlElement,
@@ -239,28 +272,56 @@ where
     const FINGERPRINT: u64 = {
         let () = Self::CHECK;
         let hash = dtype_fingerprint::<T>(signature::param_layout::<Self>());
-        let hash = signature::mix_str(hash, "tensor map");
+        let hash = signature::mix_str(hash, "tensor map in place");
         let hash = signature::mix(hash, B::FINGERPRINT);
         let hash = signature::mix(hash, RANK as u64);
         signature::mix(hash, S::BYTES as u64)
     };
+    const IN_PLACE: bool = true;
 
     #[inline(always)]
     fn to_param(&self) -> TensorMapParam<RANK> {
-        self.param
+        TensorMapParam {
+            #[cfg(not(target_arch = "nvptx64"))]
+            encoded: self.encoded,
+            // A kernel's map is where its parameter is; a kernel launches nothing.
+            #[cfg(target_arch = "nvptx64")]
+            encoded: [0; 16],
+            tensor: self.tensor,
+        }
     }
 
     #[inline(always)]
     unsafe fn from_param(param: TensorMapParam<RANK>) -> Self {
         let () = Self::CHECK;
         TensorMap {
-            param,
+            tensor: param.tensor,
+            #[cfg(not(target_arch = "nvptx64"))]
+            encoded: param.encoded,
+            #[cfg(target_arch = "nvptx64")]
+            at: core::ptr::null(),
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn from_param_in_place(param: TensorMapParam<RANK>, at: *const TensorMapParam<RANK>) -> Self {
+        let () = Self::CHECK;
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = at;
+        TensorMap {
+            tensor: param.tensor,
+            #[cfg(not(target_arch = "nvptx64"))]
+            encoded: param.encoded,
+            // The map is the parameter's first field.
+            #[cfg(target_arch = "nvptx64")]
+            at: at.cast::<u64>(),
             _marker: PhantomData,
         }
     }
 
     fn device_ordinal(&self) -> Option<i32> {
-        Some(self.param.device)
+        Some(self.tensor.device)
     }
 
     fn footprint(&self) -> Option<Footprint> {
@@ -268,11 +329,11 @@ where
         // the view), so the products fit; saturating all the same.
         let mut elements = 1u64;
         for d in 0..RANK {
-            let steps = self.param.extents[d].saturating_sub(1);
-            elements = elements.saturating_add(steps.saturating_mul(self.param.strides[d]));
+            let steps = self.tensor.extents[d].saturating_sub(1);
+            elements = elements.saturating_add(steps.saturating_mul(self.tensor.strides[d]));
         }
         Some(Footprint {
-            start: self.param.data as usize,
+            start: self.tensor.data as usize,
             bytes: (elements as usize).saturating_mul(size_of::<T>()),
             used: Use::Read,
         })
@@ -307,7 +368,8 @@ mod tests {
 
     #[test]
     fn tensor_map_footprint_is_the_rows_span_read() {
-        let param = TensorMapParam::new(0x1000, 0x20_0000, [3, 64], [80, 1], 2);
+        let encoded = core::array::from_fn(|w| 0x1000 + w as u64);
+        let param = TensorMapParam::new(encoded, 0x20_0000, [3, 64], [80, 1], 2);
         let map = Bf16Tile::from_checked(param);
         assert_eq!(map.extents(), [3, 64]);
         assert_eq!(map.device_ordinal(), Some(2));
@@ -320,9 +382,15 @@ mod tests {
                 used: Use::Read,
             })
         );
+        // The launch passes the encoded map itself, and the tensor, as they were made.
+        let crossed = map.to_param();
+        assert_eq!((crossed.encoded, crossed.tensor.data), (encoded, 0x20_0000));
         // SAFETY: `param` came from `to_param` of a live value; nothing is dereferenced.
-        let back = unsafe { Bf16Tile::from_param(map.to_param()) };
-        assert_eq!(back.map(), 0x1000 as *const u64);
+        let back = unsafe { Bf16Tile::from_param(crossed) };
+        assert_eq!(back.to_param().encoded, encoded);
+        assert_eq!((back.extents(), back.footprint()), (map.extents(), footprint));
+        // On the host the map's address is the words' own (nothing reads it there).
+        assert_eq!(back.map(), back.encoded.as_ptr());
     }
 
     #[test]

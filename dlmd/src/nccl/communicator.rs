@@ -142,7 +142,7 @@ impl Communicator {
         // After the work queued on the views' memory before they were made, and after launches
         // over imports of it in flight, on any stream.
         for f in &footprints {
-            crate::cuda::order_after(&self.stream, f.start, f.bytes)?;
+            crate::cuda::order_after(&self.stream, f.start, f.bytes, op)?;
             crate::cuda::order_after_queued(&self.stream, f, op)?;
         }
         let queued = queue(self.stream.cu_stream() as sys::cudaStream_t);

@@ -101,11 +101,10 @@ mod sealed {
 
 /// The tensor map of `view` for tiles of `128 × D`, its errors named after `which`.
 fn map<'a, T: DlElement, const D: usize>(
-    stream: &Arc<CudaStream>,
     view: &AttentionIn<'a, T>,
     which: &'static str,
 ) -> Result<TiledMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>, AttentionError> {
-    TiledMap::new(stream, view).map_err(|source| AttentionError::Map { which, source })
+    TiledMap::new(view).map_err(|source| AttentionError::Map { which, source })
 }
 
 macro_rules! attention_element {
@@ -124,9 +123,9 @@ macro_rules! attention_element {
                 macro_rules! run {
                     ($kernel:ident, $args:ident, $d:literal) => {{
                         let (qm, km, vm) = (
-                            map::<_, $d>(stream, q, "q")?,
-                            map::<_, $d>(stream, k, "k")?,
-                            map::<_, $d>(stream, v, "v")?,
+                            map::<_, $d>(q, "q")?,
+                            map::<_, $d>(k, "k")?,
+                            map::<_, $d>(v, "v")?,
                         );
                         cuda::scope(|s| {
                             crate::$kernel(

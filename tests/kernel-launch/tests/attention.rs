@@ -250,19 +250,14 @@ macro_rules! runner {
             };
             let (dq, dk, dv) = (up(q, extents[0]), up(k, extents[1]), up(v, extents[2]));
             fn map<'a>(
-                stream: &Arc<CudaStream>,
                 (d, strides): &'a (CudaSlice<$t>, [usize; 4]),
                 extents: [usize; 4],
             ) -> TiledMap<'a, $t, (Const<128>, Const<$d>), Swizzle128, 4> {
                 let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
                 let view = device_view_mapped::<$t, _, LayoutStride>(d, mapping).unwrap();
-                TiledMap::new(stream, &view).unwrap()
+                TiledMap::new(&view).unwrap()
             }
-            let (qm, km, vm) = (
-                map(stream, &dq, extents[0]),
-                map(stream, &dk, extents[1]),
-                map(stream, &dv, extents[2]),
-            );
+            let (qm, km, vm) = (map(&dq, extents[0]), map(&dk, extents[1]), map(&dv, extents[2]));
             let (len, strides) = c.order.layout(extents[3]);
             let mut o = stream.clone_htod(&vec![<$t>::of(-7.0); len]).unwrap();
             let [b, h, s, _] = extents[3];

@@ -10,7 +10,7 @@
 //! module is refused by name, and the tests say so and pass.
 
 use cudarc::driver::{CudaContext, LaunchConfig};
-use dlmd::cuda::{self, CudaError, Kernels, ModuleError, TiledMap, device_view, device_view_mut};
+use dlmd::cuda::{self, CudaError, Kernels, LaunchError, ModuleError, TiledMap, device_view, device_view_mut};
 use dlmd::dtype::F8E4M3FN;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::{Swizzle, Swizzle32, Swizzle64, Swizzle128};
@@ -56,6 +56,51 @@ fn product(m: usize, k: usize, n: usize, x: &[f32], w: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+#[test]
+fn a_module_whose_maps_are_not_declared_64_aligned_is_refused_at_launch() {
+    let Some((ctx, _)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    // The PTX as rustc declares the maps (16-aligned), without dlmd-build's declaration.
+    let declared = ".param .align 64 .b8 linear_bf16_param_1[";
+    assert!(hk::PTX.contains(declared), "dlmd-build declares the map 64-aligned");
+    let ptx = hk::PTX.replace(declared, ".param .align 16 .b8 linear_bf16_param_1[");
+    let module = Kernels::load(&ctx, &ptx).unwrap();
+    let (m, k, n) = (128, 64, 256);
+    let d_x = stream.alloc_zeros::<bf16>(m * k).unwrap();
+    let d_w = stream.alloc_zeros::<bf16>(n * k).unwrap();
+    let mut d_y = stream.clone_htod(&vec![bf16::ONE; m * n]).unwrap();
+    let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
+    let wv = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
+    let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
+    let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&wv).unwrap();
+    {
+        let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
+        let err = cuda::scope(|s| {
+            hk::linear_bf16(
+                s.launch(&stream, &module, grid(1)),
+                xm.map(),
+                wm.map(),
+                yv.as_view_mut(),
+            )
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CudaError::Launch(LaunchError::ParamAlignment {
+                    kernel: "linear_bf16",
+                    param: 1,
+                    needed: 64,
+                    declared: 16
+                })
+            ),
+            "{err}"
+        );
+    }
+    // Nothing ran.
+    assert!(stream.clone_dtoh(&d_y).unwrap().iter().all(|&y| y == bf16::ONE));
+}
+
 /// Aligned shapes, ragged ones on every side, one row and one column: `k` a multiple of 16
 /// (the copy engine's rows are multiples of 16 bytes, for FP8 too).
 const SHAPES: [(usize, usize, usize); 6] = [
@@ -78,8 +123,8 @@ fn a_safe_wgmma_product_matches_the_cpu_for_aligned_and_ragged_shapes() {
         let (d_x, d_w) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&w)).unwrap());
         let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
         let wv = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
-        let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
-        let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&stream, &wv).unwrap();
+        let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
+        let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&wv).unwrap();
         let chunks = m.div_ceil(128) * n.div_ceil(256);
         // The grouped kernel, the README's (memory order), each with a grid that covers the
         // chunks and grids of fewer blocks, which run their pipelines over several chunks.
@@ -123,8 +168,8 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
         );
         let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
         let wv = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
-        let xm = TiledMap::<F8E4M3FN, (Const<128>, Const<128>), Swizzle128>::new(&stream, &xv).unwrap();
-        let wm = TiledMap::<F8E4M3FN, (Const<256>, Const<128>), Swizzle128>::new(&stream, &wv).unwrap();
+        let xm = TiledMap::<F8E4M3FN, (Const<128>, Const<128>), Swizzle128>::new(&xv).unwrap();
+        let wm = TiledMap::<F8E4M3FN, (Const<256>, Const<128>), Swizzle128>::new(&wv).unwrap();
         let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
         {
             let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
@@ -152,8 +197,8 @@ fn an_fp8_product_with_scales_and_an_update_of_c_match_the_cpu() {
         let (d_x, d_w) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&w)).unwrap());
         let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
         let wv = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
-        let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
-        let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&stream, &wv).unwrap();
+        let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
+        let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&wv).unwrap();
         let c0 = operand(m * n, 3, 11);
         let mut d_c = stream.clone_htod(&c0).unwrap();
         {
@@ -205,8 +250,8 @@ fn a_product_with_a_row_major_b_matches_the_cpu_on_bf16_and_f16() {
             let (d_x, d_b) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&b)).unwrap());
             let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
             let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
-            let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
-            let bm = TiledMap::<bf16, (Const<64>, Const<256>), Swizzle128>::new(&stream, &bv).unwrap();
+            let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
+            let bm = TiledMap::<bf16, (Const<64>, Const<256>), Swizzle128>::new(&bv).unwrap();
             let mut d_y = stream.clone_htod(&vec![bf16::from_f32(-1.0); m * n]).unwrap();
             {
                 let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
@@ -231,8 +276,8 @@ fn a_product_with_a_row_major_b_matches_the_cpu_on_bf16_and_f16() {
             let (d_x, d_b) = (stream.clone_htod(&to(&x)).unwrap(), stream.clone_htod(&to(&b)).unwrap());
             let xv = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
             let bv = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
-            let xm = TiledMap::<f16, (Const<128>, Const<64>), Swizzle128>::new(&stream, &xv).unwrap();
-            let bm = TiledMap::<f16, (Const<64>, Const<256>), Swizzle128>::new(&stream, &bv).unwrap();
+            let xm = TiledMap::<f16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
+            let bm = TiledMap::<f16, (Const<64>, Const<256>), Swizzle128>::new(&bv).unwrap();
             let mut d_y = stream.clone_htod(&vec![f16::from_f32(-1.0); m * n]).unwrap();
             {
                 let mut yv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([m, n])).unwrap();
@@ -268,7 +313,7 @@ macro_rules! probe {
             .collect();
         let d_tensor = stream.clone_htod(&tensor).unwrap();
         let view = device_view::<_, Dims<2>, LayoutRight>(&d_tensor, Dims::new([rows, $bytes])).unwrap();
-        let map = TiledMap::<u8, (Const<{ hk::PROBE_ROWS }>, Const<$bytes>), $swizzle>::new(&stream, &view).unwrap();
+        let map = TiledMap::<u8, (Const<{ hk::PROBE_ROWS }>, Const<$bytes>), $swizzle>::new(&view).unwrap();
         let mut d_out = stream.alloc_zeros::<u8>(rows * $bytes).unwrap();
         {
             let mut out = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_out, Dims::new([rows * $bytes])).unwrap();
