@@ -110,6 +110,8 @@ hopper_bench() {
 }
 if [ "${DLMD_GPU_RUN:-all}" = hopper ]; then
     run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
+    run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+    run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
     run "Hopper products vs the CPU and cuBLAS" "$dir/warpgroup"
     sanitize_hopper_kernels
     hopper_bench
@@ -123,6 +125,8 @@ if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
     run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
     run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
+    run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+    run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
     run "bench: tensor cores vs cuBLAS" "$dir/tensor_cores" --bench
@@ -166,6 +170,8 @@ run "kernel launches (signatures, order)" "$dir/kernel-tests" --test-threads=1
 run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
 run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
 run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
+run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
 run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.
