@@ -48,7 +48,13 @@ pub fn with_param_alignment(ptx: &str) -> String {
 /// `line` (a `.param .align A .b8 NAME_param_J[N]` declaration) with `.align 64`, where it
 /// declares an alignment below 64.
 fn aligned_64(line: &str) -> Option<String> {
-    let at = line.find(".align ")? + ".align ".len();
+    // Only the parameter's own alignment, right after `.param` (a pointer's `.ptr .align N`
+    // is its pointee's).
+    let indent = line.len() - line.trim_start().len();
+    if !line[indent..].starts_with(".param .align ") {
+        return None;
+    }
+    let at = indent + ".param .align ".len();
     let end = at + line[at..].find(char::is_whitespace)?;
     let align: u32 = line[at..end].parse().ok()?;
     (align < 64).then(|| format!("{}64{}", &line[..at], &line[end..]))
@@ -152,6 +158,7 @@ mod tests {
         // Already 64 (or more), or no `.align` to raise: left alone.
         assert_eq!(aligned_64("\t.param .align 64 .b8 k_param_0[176],\n"), None);
         assert_eq!(aligned_64("\t.param .f32 k_param_0,\n"), None);
+        assert_eq!(aligned_64("\t.param .u64 .ptr .global .align 16 k_param_0,\n"), None);
         assert_eq!(
             aligned_params(".visible .global .align 1 .b8 k__dlmd_param_align[3] = {0, 64};"),
             Some(("k", vec![1]))

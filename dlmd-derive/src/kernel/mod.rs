@@ -169,7 +169,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
         ];
     };
     let signature_symbol = format_ident!("{}__dlmd_signature", name);
-    let name_str = name.to_string();
+    let name_str = syn::ext::IdentExt::unraw(name).to_string();
     // Parameters read in place (`KernelParam::IN_PLACE`: TMA tensor maps) are 64-byte aligned
     // in the entry point, which rustc cannot declare: the kernel names which of its PTX
     // parameters (`NAME_param_J`, those of a nonzero size, counted from 0) need it, and
@@ -192,7 +192,7 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             #vis static #align_symbol: [u8; #count] = #krate::__private::ptx_param_alignments(#sizes, #in_place);
         }
     });
-    let param_prefix = format!("{name}_param_");
+    let param_prefix = format!("{}_param_", syn::ext::IdentExt::unraw(name));
     let param_indices: Vec<_> = (0..count).collect();
 
     let mut body = function.clone();
@@ -313,8 +313,8 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
                     // this type, whose memory its `cuda::scope` keeps valid until the kernel is
                     // done; `at` is the address of the entry point's parameter it was read
                     // from (its PTX index counts the parameters of a nonzero size before it),
-                    // which nothing writes, 64-byte aligned where the module declares it so
-                    // (`IN_PLACE`: the launch checked the declaration).
+                    // which nothing writes, declared 64-byte aligned (`IN_PLACE`: the launch
+                    // checked the module's declaration against these types).
                     unsafe {
                         <#inferred_types as #krate::kernel::KernelParam>::from_param_in_place(
                             #params,
@@ -394,7 +394,15 @@ fn expand_inner(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream
             // forms in this order (both expansions come from this signature), which `run`
             // checks through the digest the PTX carries; the views not imported live for
             // `'scope`, which the scope waits out (or is `'static`, without a scope).
-            unsafe { #launch.run(#name_str, #signature_symbol, &#infos, &mut #params_local) }
+            unsafe {
+                #launch.run(
+                    #name_str,
+                    #signature_symbol,
+                    &#krate::__private::ptx_param_alignments(#sizes, #in_place),
+                    &#infos,
+                    &mut #params_local,
+                )
+            }
         }
     })
 }

@@ -345,11 +345,11 @@ pub enum LaunchError {
         /// The kernel's name.
         kernel: &'static str,
     },
-    /// The launch's stream is capturing a CUDA graph, and a launch over the same memory queued
-    /// earlier on another stream is still running: a capture cannot wait for work queued
-    /// outside it.
+    /// The launch's stream is capturing a CUDA graph, and work queued earlier on another
+    /// stream over the same memory (a launch, or the memory's owner's copies) is still running:
+    /// a capture cannot wait for work queued outside it.
     #[error(
-        "cannot launch `{kernel}` on stream {stream:#x}, which is capturing a CUDA graph: a launch on another stream still works on the same memory, and a capture cannot wait for work queued outside it; synchronize that stream before capturing"
+        "cannot launch `{kernel}` on stream {stream:#x}, which is capturing a CUDA graph: work queued on another stream (a launch, or a copy by the memory's owner) still uses the same memory, and a capture cannot wait for work queued outside it; synchronize that stream before capturing"
     )]
     CaptureOrder {
         /// The kernel's name.

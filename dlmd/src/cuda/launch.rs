@@ -5,7 +5,7 @@
 use super::arg::ArgInfo;
 use super::capture::{capture_graph, hold_for_graph};
 use super::event::HoldEvent;
-use super::param_align::{Misaligned, misaligned_params};
+use super::param_align::{declared_alignments, first_misaligned};
 use super::release::{Held, hold_until_done};
 use super::{CudaError, Scope};
 use crate::kernel::Footprint;
@@ -24,8 +24,8 @@ pub struct Kernels {
     module: Arc<CudaModule>,
     ordinal: usize,
     digests: HashMap<String, u64>,
-    /// The kernels whose PTX declares a parameter read in place less aligned than it needs.
-    misaligned: HashMap<String, Misaligned>,
+    /// The alignment each entry point declares of its parameters, by PTX index.
+    declared: HashMap<String, Vec<Option<u32>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
 
@@ -48,7 +48,12 @@ impl Kernels {
         if let Some(why) = not_built(ptx) {
             return Err(CudaError::Compile(super::CompileError::NotBuilt(why.into())));
         }
-        Self::load_ptx(ctx, signature_digests(ptx), misaligned_params(ptx), Ptx::from_src(ptx))
+        Self::load_ptx(
+            ctx,
+            signature_digests(ptx),
+            declared_alignments(ptx),
+            Ptx::from_src(ptx),
+        )
     }
 
     /// Compiles CUDA C++ `source` with NVRTC, [`view.cuh`](super::HEADER) before it, for the
@@ -63,7 +68,7 @@ impl Kernels {
         };
         let ptx = super::compile_ptx(source, options)?;
         let src = ptx.to_src();
-        Self::load_ptx(ctx, signature_digests(&src), misaligned_params(&src), ptx)
+        Self::load_ptx(ctx, signature_digests(&src), declared_alignments(&src), ptx)
     }
 
     /// Loads `ptx`, once its header was checked against the device and the driver: a module
@@ -72,7 +77,7 @@ impl Kernels {
     fn load_ptx(
         ctx: &Arc<CudaContext>,
         digests: HashMap<String, u64>,
-        misaligned: HashMap<String, Misaligned>,
+        declared: HashMap<String, Vec<Option<u32>>>,
         ptx: Ptx,
     ) -> Result<Self, CudaError> {
         check_target(ctx, &ptx.to_src())?;
@@ -81,7 +86,7 @@ impl Kernels {
             module,
             ordinal: ctx.ordinal(),
             digests,
-            misaligned,
+            declared,
             functions: Mutex::new(HashMap::new()),
         })
     }
@@ -110,10 +115,10 @@ impl Kernels {
 
     /// The entry point `name`, once its digest was checked against `digest` (on every call, so
     /// that a launcher of another kernel of the same name is refused even after this one ran),
-    /// and its parameters read in place found aligned as they need.
-    fn checked_function(&self, name: &'static str, digest: u64) -> Result<CudaFunction, CudaError> {
+    /// and its parameters declared as aligned as `aligned` asks (by PTX index; 0: as declared).
+    fn checked_function(&self, name: &'static str, digest: u64, aligned: &[u8]) -> Result<CudaFunction, CudaError> {
         check_digest(&self.digests, name, digest)?;
-        if let Some(m) = self.misaligned.get(name) {
+        if let Some(m) = first_misaligned(aligned, self.declared.get(name).map(Vec::as_slice)) {
             return Err(CudaError::Launch(super::LaunchError::ParamAlignment {
                 kernel: name,
                 param: m.param,
@@ -286,7 +291,9 @@ impl Launch<'_, '_, '_> {
     /// the module and every view (`args`) are on one device, that every imported argument was
     /// made ready on this stream, that no argument the kernel writes shares memory with another
     /// ([`check_disjoint`](crate::kernel::disjoint::check_disjoint)) and that the module's
-    /// kernel was built from the signature whose digest is `digest`. The kernel runs after the
+    /// kernel was built from the signature whose digest is `digest`, with each parameter declared
+    /// as aligned as `aligned` asks (by PTX index; 64 for the parameters the kernel reads in
+    /// place, [`KernelParam::IN_PLACE`](crate::kernel::KernelParam::IN_PLACE)). The kernel runs after the
     /// work queued on the views' memory before the views were made, whatever stream that work
     /// is on. In a scope, the scope waits for it; without one, the imports and the module are
     /// kept until it is done, and nothing waits.
@@ -301,6 +308,7 @@ impl Launch<'_, '_, '_> {
         self,
         name: &'static str,
         digest: u64,
+        aligned: &[u8],
         args: &[ArgInfo<'_>],
         params: &mut [*mut c_void],
     ) -> Result<(), CudaError> {
@@ -342,7 +350,7 @@ impl Launch<'_, '_, '_> {
         let footprints: Vec<Option<Footprint>> = args.iter().map(|a| a.footprint).collect();
         check_disjoint(&footprints)
             .map_err(|overlap| CudaError::Launch(super::LaunchError::Arguments { kernel: name, overlap }))?;
-        let function = self.kernels.checked_function(name, digest)?;
+        let function = self.kernels.checked_function(name, digest, aligned)?;
         // In a scope: an event of the scope's, on a stream that is not capturing.
         let slot = self.scope.map(|scope| scope.slot(name, &self.stream)).transpose()?;
         self.stream.context().bind_to_thread()?;

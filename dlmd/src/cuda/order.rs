@@ -168,24 +168,38 @@ pub(crate) fn order_after(
     if (!others.is_empty() || !recorded.is_empty())
         && stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
     {
-        // A capture cannot wait for work queued outside it: only owners whose work is done
-        // (asked in relaxed mode, so that the question does not break the capture) are passed.
-        let done = relaxed(|| {
+        // A capture cannot wait for work queued outside it: owners whose work is done (asked in
+        // relaxed mode, so that the question does not break the capture) are passed, and an
+        // owner's stream that joined the capture is waited for inside it, as below. Passing is
+        // sound because a captured launch takes only views that borrow for `'static` (or
+        // imports, ordered by `order_after_queued`): nothing safe writes their memory after.
+        let (done, joined) = relaxed(|| {
+            let mut joined = Vec::new();
             for (_, owner) in &others {
+                if owner.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                    joined.push(owner.clone());
+                    continue;
+                }
                 // SAFETY: `owner` is a live stream (held by the `Arc`).
                 match unsafe { sys::cuStreamQuery(owner.cu_stream()) } {
                     sys::CUresult::CUDA_SUCCESS => {}
-                    sys::CUresult::CUDA_ERROR_NOT_READY => return Ok(false),
+                    sys::CUresult::CUDA_ERROR_NOT_READY => return Ok((false, joined)),
                     e => return Err(DriverError(e).into()),
                 }
             }
             for event in &recorded {
                 if !event.is_complete()? {
-                    return Ok(false);
+                    return Ok((false, joined));
                 }
             }
-            Ok(true)
+            Ok((true, joined))
         })?;
+        if done {
+            for owner in joined {
+                let event = owner.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+                stream.wait(&event)?;
+            }
+        }
         return if done {
             Ok(())
         } else {

@@ -21,7 +21,9 @@ use crate::view::{Access, Mdspan};
 /// `Param` is `#[repr(C)]` over fixed-width integers, floats and raw pointers (or is a
 /// [`DlElement`], whose layout its derive checks), so it has the same layout on the host and
 /// on `nvptx64`; [`from_param`](Self::from_param) of what [`to_param`](Self::to_param) made
-/// returns an equal value.
+/// returns an equal value. A type read in place ([`IN_PLACE`](Self::IN_PLACE)) is rebuilt in a
+/// kernel by [`from_param_in_place`](Self::from_param_in_place) alone, which returns the value
+/// `to_param` made on the host; its `from_param` in a kernel may stop the kernel instead.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a device view or an element",

@@ -140,8 +140,7 @@ pub struct TensorMap<'a, T, B, S, const RANK: usize = 2> {
     /// On the host, the encoded map, which a launch passes in the parameter.
     #[cfg(not(target_arch = "nvptx64"))]
     encoded: [u64; 16],
-    /// In a kernel, the generic address of the parameter's map (null where the parameter was
-    /// not read in place, which no launch does).
+    /// In a kernel, the generic address of the parameter's map.
     #[cfg(target_arch = "nvptx64")]
     at: *const u64,
     _marker: PhantomData<(&'a T, B, S)>,
@@ -261,7 +260,8 @@ where
 // SAFETY: `TensorMapParam` is `#[repr(C)]` of `u64`s and an `i32` (its layout is asserted
 // above, on both targets); on the host `from_param` keeps the parameter whole, so it returns
 // the value `to_param` was given; in a kernel the map is read in place (`IN_PLACE`), from the
-// address `from_param_in_place` is given, and the tensor is kept whole.
+// address `from_param_in_place` is given, and the tensor is kept whole (`from_param` there
+// traps, as the trait allows for a type read in place).
 unsafe impl<T, B, S, const RANK: usize> KernelParam for TensorMap<'_, T, B, S, RANK>
 where
     T: DlElement,
@@ -294,12 +294,18 @@ where
     #[inline(always)]
     unsafe fn from_param(param: TensorMapParam<RANK>) -> Self {
         let () = Self::CHECK;
+        // In a kernel the map is read where its parameter is, which only `from_param_in_place`
+        // knows: a map rebuilt from a value would name no map, so the kernel stops instead.
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let _ = param;
+            // SAFETY: `trap` ends the kernel with an error; it has no precondition.
+            unsafe { core::arch::nvptx::trap() }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
         TensorMap {
             tensor: param.tensor,
-            #[cfg(not(target_arch = "nvptx64"))]
             encoded: param.encoded,
-            #[cfg(target_arch = "nvptx64")]
-            at: core::ptr::null(),
             _marker: PhantomData,
         }
     }

@@ -267,7 +267,8 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
 /// # Safety
 ///
 /// `map` is the generic address of a valid 64-aligned tensor map (`cuTensorMapEncodeTiled`) in
-/// global memory that nothing writes during the kernel, of a tensor readable and not written
+/// the kernel's parameter space (a parameter read in place), constant or global memory, that
+/// nothing writes during the kernel, of a tensor readable and not written
 /// during the kernel; `dst` is the shared-state-space address of the box's bytes in the
 /// block's shared memory, aligned as the map's swizzle needs (1024 for 128 bytes), that nothing
 /// reads or writes until `bar`'s phase completes; `bar` is an initialised barrier object whose
@@ -386,7 +387,8 @@ pub unsafe fn tma_load<const RANK: usize>(dst: u32, map: *const u64, at: [i32; R
 ///
 /// # Safety
 ///
-/// `map` is the generic address of a valid tensor map in global memory; on `sm_90` or later.
+/// `map` is the generic address of a valid tensor map in the kernel's parameter space,
+/// constant or global memory; on `sm_90` or later.
 #[inline(always)]
 pub unsafe fn prefetch_tensor_map(map: *const u64) {
     // SAFETY: as this function's contract.
