@@ -239,6 +239,6 @@ mod tests {
         // The zero-size one needs nothing (it is not in the entry point).
         assert_eq!(align, [0, 64, 0, 64, 0]);
         assert_eq!(ptx_param_alignments([4, 4], [false, false]), [0, 0]);
-        assert_eq!(ptx_param_alignments::<0>([], []), []);
+        assert_eq!(ptx_param_alignments::<0>([], []), [0u8; 0]);
     }
 }
