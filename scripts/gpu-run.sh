@@ -246,6 +246,9 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
         run "compute-sanitizer $tool: kernels on imports" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_kernels.py" \
             -k "held_until or negative_strides or same_tensor or expanded"
+        run "compute-sanitizer $tool: attention on torch tensors" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_attention.py" \
+            -k "shape0 or shape1 or graph or refused"
     done
     if [ "$single_bench" = 1 ]; then
         run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"
@@ -253,6 +256,7 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
         run "bench: CPU DLPack paths" python3 "$dir/python/bench.py"
         run "bench: torch -> candle exchanges" python3 "$dir/python/bench_candle.py"
         run "bench: Rust kernel vs torch, Triton" python3 "$dir/python/bench_kernels.py"
+        run "bench: attention operator vs SDPA" python3 "$dir/python/bench_attention.py"
     fi
     if [ "$gpus" -ge 2 ]; then
         run "bench: $gpus GPUs, dlmd vs torch" python3 "$dir/bench_multi_gpu.py" "$dir/nccl" --rounds "${DLMD_BENCH_ROUNDS:-5}"

@@ -197,10 +197,12 @@ impl Imported {
     }
 
     /// The tensor as the kernel argument `P` (a device view type of a `#[dlmd::kernel]`'s
-    /// signature, any access), checked as the [type's docs](Imported) say: element type, rank,
-    /// static extents and layout as for any import; for `Unique` and `Atomic` views, that the
-    /// producer allows writes and that no two indices share an element; that the span lies in
-    /// one allocation of the labelled device.
+    /// signature, any access, or a tensor map), checked as the [type's docs](Imported) say:
+    /// element type, rank, static extents and layout as for any import; for `Unique` and
+    /// `Atomic` views, that the producer allows writes and that no two indices share an
+    /// element; for a [`TensorMap`](crate::kernel::tensor_map::TensorMap), the copy engine's
+    /// rules ([`TiledMap`](super::TiledMap)'s, each a [`TensorMapError`](super::TensorMapError));
+    /// that the span lies in one allocation of the labelled device.
     ///
     /// `bool` elements are refused ([`ImportError::UncheckedBool`]): a kernel would read their
     /// bytes as `bool`, and no check can see from here that each is 0 or 1. Pass their bytes
@@ -252,29 +254,30 @@ pub struct Arg<'i, P: KernelParam> {
     held: &'i Imported,
 }
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
 }
 
-/// A device view type an [`Imported`] tensor can be passed as: `Mdspan<'_, T, E, L, Device, A>`
-/// with a kernel's access ([`KernelAccess`]) and an element type the data type describes
-/// exactly.
+/// A kernel parameter type an [`Imported`] tensor can be passed as: a device view
+/// `Mdspan<'_, T, E, L, Device, A>` with a kernel's access ([`KernelAccess`]) and an element
+/// type the data type describes exactly, or a TMA [`TensorMap`](crate::kernel::tensor_map::TensorMap)
+/// of the tensor (read only; its map is encoded at [`arg`](Imported::arg), on the host).
 #[diagnostic::on_unimplemented(
     message = "an imported tensor cannot be passed as `{Self}`",
-    label = "not a device view a kernel takes",
+    label = "not a device view or tensor map a kernel takes",
     note = "imported tensors are passed as device views (`DeviceMdspan`, `DeviceMdspanMut`, `DeviceMdspanAtomic`) \
-            of plain elements"
+            of plain elements, or as tensor maps (`TensorMap`)"
 )]
 pub trait ImportParam: KernelParam + sealed::Sealed {
     /// The tensor's parameter form as `Self`, its footprint and its device, every property an
     /// import checks checked, and for written views that the producer allows writes.
     #[doc(hidden)]
-    fn import(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), ImportError>;
+    fn import(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), CudaError>;
 
     /// As [`import`](Self::import), for a tensor of `bool` elements and a view of `u8` (of the
     /// same lanes): its bytes.
     #[doc(hidden)]
-    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), ImportError>;
+    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(Self::Param, Footprint, i32), CudaError>;
 }
 
 impl<T, E, L, A> sealed::Sealed for Mdspan<'_, T, E, L, Device, A>
@@ -294,13 +297,13 @@ where
     L: Layout,
     A: KernelAccess,
 {
-    fn import(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), ImportError> {
+    fn import(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), CudaError> {
         // A kernel reads `bool` elements as `bool`, for which any byte but 0 or 1 is undefined
         // behaviour, and device memory cannot be checked from here: no `bool` reaches a kernel
         // from outside (the rest of the import's checks would pass it). Its bytes can, as `u8`
         // (`import_bool_bytes`).
         if T::DTYPE.code == DLDataTypeCode::BOOL.0 {
-            return Err(ImportError::UncheckedBool { dtype: T::DTYPE });
+            return Err(ImportError::UncheckedBool { dtype: T::DTYPE }.into());
         }
         if A::MUTABLE {
             // An aliased view's checks: writes allowed, a unique mapping.
@@ -311,11 +314,11 @@ where
         }
     }
 
-    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), ImportError> {
+    fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(ViewParam<T, R>, Footprint, i32), CudaError> {
         let found = tensor.dl_tensor().dtype;
         let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, T::DTYPE.lanes);
         if T::DTYPE != DLDataType::new(DLDataTypeCode::UINT, 8, T::DTYPE.lanes) || found != bools {
-            return Err(ImportError::DataType { expected: bools, found });
+            return Err(ImportError::DataType { expected: bools, found }.into());
         }
         // The same tensor, its bytes read as `u8` (of the same size and lanes), which every byte
         // is: nothing else of it changes.

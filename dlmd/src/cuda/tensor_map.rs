@@ -48,11 +48,12 @@ use crate::kernel::swizzle::Swizzle;
 use crate::kernel::tensor_map::{TensorMap, TensorMapParam};
 use crate::layout::{Layout, Mapping};
 use crate::space::{Device, MemorySpace};
-use crate::view::{Mdspan, Shared};
+use crate::view::{Access, Mdspan, Shared};
 use core::fmt;
 use core::marker::PhantomData;
 use cudarc::driver::{DriverError, sys};
 
+mod import;
 mod rules;
 
 use rules::{Checked, check};
@@ -145,6 +146,91 @@ fn swizzle<S: Swizzle>() -> sys::CUtensorMapSwizzle {
     }
 }
 
+/// Checks the tensor whose element `[0, …, 0]` is at `address` on device `device`, with
+/// `extents` and `strides` (in elements, outermost first), against the copy engine's rules (the
+/// module docs) and has the driver encode its map for tiles `B` swizzled by `S`: the kernel
+/// parameter, and the tensor as checked.
+fn encode<T, B, S, const RANK: usize>(
+    address: usize,
+    extents: [usize; RANK],
+    strides: [isize; RANK],
+    device: i32,
+) -> Result<(TensorMapParam<RANK>, Checked<RANK>), TensorMapError>
+where
+    T: DlElement,
+    B: Extents<Index = [usize; 2]>,
+    S: Swizzle,
+{
+    let () = TensorMap::<T, B, S, RANK>::CHECK;
+    // The box, innermost first: one swizzled row of `ROWS` rows of one matrix.
+    let mut box_extents = [1u32; RANK];
+    box_extents[0] = TensorMap::<T, B, S, RANK>::BOX_COLS as u32;
+    box_extents[1] = TensorMap::<T, B, S, RANK>::ROWS as u32;
+    let checked = check(address, extents, strides, size_of::<T>())?;
+
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // Innermost dimension first, as the driver counts them.
+    let dims = checked.driver_extents();
+    let byte_strides = checked.driver_strides(size_of::<T>());
+    let element_strides = [1u32; RANK];
+    let encode = || {
+        // SAFETY: the arrays hold `RANK` entries (2 to 5, the type's check), of which the call
+        // reads `RANK` (the strides `RANK − 1`); `checked.address` is element `[0, …, 0]` of a
+        // tensor in device memory, 16-aligned, whose dimensions of `dims` elements lie
+        // `byte_strides` bytes apart (each positive, a multiple of 16, below 2^40; the rows' at
+        // least a row); the extents are 1..=2^31 − 1 and the box's 1..=256 (the tile's, the
+        // type's check); `map` is only written. Encoding reads no device memory.
+        unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                data_type(size_of::<T>()),
+                RANK as u32,
+                checked.address as usize as *mut core::ffi::c_void,
+                dims.as_ptr(),
+                byte_strides.as_ptr(),
+                box_extents.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle::<S>(),
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        }
+    };
+    // cudarc panics where the driver lacks the symbol (before CUDA 12): keep that inside.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(encode)) {
+        Ok(result) => result.result()?,
+        Err(_) => return Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED).into()),
+    }
+    let param = TensorMapParam::new(map.opaque, checked.address, checked.extents, checked.strides, device);
+    Ok((param, checked))
+}
+
+/// [`encode`] for a device view of any access.
+fn encode_view<T, B, S, E, L, A, const RANK: usize>(
+    view: &Mdspan<'_, T, E, L, Device, A>,
+) -> Result<(TensorMapParam<RANK>, Checked<RANK>), TensorMapError>
+where
+    T: DlElement,
+    B: Extents<Index = [usize; 2]>,
+    S: Swizzle,
+    E: Extents<Index = [usize; RANK]>,
+    L: Layout,
+    A: Access,
+{
+    let mapping = view.mapping();
+    let mut strides = [0isize; RANK];
+    strides.copy_from_slice(mapping.strides().as_ref());
+    // Element `[0, …, 0]`: inside the span, or one past an empty one.
+    let address = view.data_handle().wrapping_add(mapping.offset()) as usize;
+    encode::<T, B, S, RANK>(
+        address,
+        view.extents().to_array(),
+        strides,
+        view.space().device().device_id,
+    )
+}
+
 /// A TMA tensor map of a device view of `T` of rank `RANK` (2 to 5, `[…, rows, cols]`),
 /// copied in tiles `B = (Const<ROWS>, Const<COLS>)` of one of its matrices (its last two
 /// dimensions), swizzled by `S` (each tile as boxes one swizzled row wide,
@@ -200,59 +286,11 @@ where
         E: Extents<Index = [usize; RANK]>,
         L: Layout,
     {
-        let () = TensorMap::<T, B, S, RANK>::CHECK;
-        // The box, innermost first: one swizzled row of `ROWS` rows of one matrix.
-        let mut box_extents = [1u32; RANK];
-        box_extents[0] = TensorMap::<T, B, S, RANK>::BOX_COLS as u32;
-        box_extents[1] = TensorMap::<T, B, S, RANK>::ROWS as u32;
-        let device = view.space().device().device_id;
-        let mapping = view.mapping();
-        // Element `[0, …, 0]`: inside the span, or one past an empty one.
-        let address = view.data_handle().wrapping_add(mapping.offset()) as usize;
-        let mut strides = [0isize; RANK];
-        strides.copy_from_slice(mapping.strides().as_ref());
-        let checked = check(address, view.extents().to_array(), strides, size_of::<T>())?;
-
-        let mut map = sys::CUtensorMap { opaque: [0; 16] };
-        // Innermost dimension first, as the driver counts them.
-        let dims = checked.driver_extents();
-        let byte_strides = checked.driver_strides(size_of::<T>());
-        let element_strides = [1u32; RANK];
-        let encode = || {
-            // SAFETY: the arrays hold `RANK` entries (2 to 5, the type's check), of which the
-            // call reads `RANK` (the strides `RANK − 1`); `checked.address` is element
-            // `[0, …, 0]` of a live device view, 16-aligned, whose dimensions of `dims` elements lie `byte_strides` bytes apart
-            // (each positive, a multiple of 16, below 2^40; the rows' at least a row); the
-            // extents are 1..=2^31 − 1 and the box's 1..=256 (the tile's, the type's check);
-            // `map` is only written.
-            unsafe {
-                sys::cuTensorMapEncodeTiled(
-                    &mut map,
-                    data_type(size_of::<T>()),
-                    RANK as u32,
-                    checked.address as usize as *mut core::ffi::c_void,
-                    dims.as_ptr(),
-                    byte_strides.as_ptr(),
-                    box_extents.as_ptr(),
-                    element_strides.as_ptr(),
-                    sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    swizzle::<S>(),
-                    sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-                )
-            }
-        };
-        // cudarc panics where the driver lacks the symbol (before CUDA 12): keep that inside.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(encode)) {
-            Ok(result) => result.result()?,
-            Err(_) => return Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED).into()),
-        }
-
-        let param = TensorMapParam::new(map.opaque, checked.address, checked.extents, checked.strides, device);
+        let (param, checked) = encode_view::<T, B, S, E, L, Shared, RANK>(view)?;
         Ok(TiledMap {
             param,
             checked,
-            device,
+            device: view.space().device().device_id,
             _source: PhantomData,
         })
     }

@@ -7,6 +7,7 @@
 use crate::{AttentionLse, AttentionOut};
 use cudarc::driver::CudaStream;
 use dlmd::cuda::{self, CudaError, Kernels, LaunchConfig, TensorMapError, TiledMap};
+use dlmd::dlpack::DLDataType;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::{Const, DeviceMdspan, Dims, DlElement, LayoutStride};
@@ -44,6 +45,25 @@ pub enum AttentionError {
         which: &'static str,
         #[source]
         source: TensorMapError,
+    },
+    /// An imported tensor is not of the rank the call takes (`q`, `k`, `v` and `o` 4, `lse`
+    /// 3), or has no shape.
+    #[error("{which} has shape {shape:?}: the call takes a tensor of rank {rank}")]
+    Shape {
+        which: &'static str,
+        shape: Vec<i64>,
+        rank: usize,
+    },
+    /// The imported `q`'s element type has no kernel: `bf16` and `f16` do.
+    #[error("q's data type is {dtype}: the kernels take bfloat16 and float16")]
+    DataType { dtype: DLDataType },
+    /// An imported tensor refused as its kernel argument (its element type, strides, device,
+    /// memory, or that it may be written): `which` is `"q"`, `"k"`, `"v"`, `"o"` or `"lse"`.
+    #[error("{which}: {source}")]
+    Argument {
+        which: &'static str,
+        #[source]
+        source: CudaError,
     },
     /// The launch itself.
     #[error(transparent)]
@@ -190,19 +210,22 @@ pub fn attention_forward<T: AttentionElement>(
 ) -> Result<(), AttentionError> {
     let extents = [q.extents().0, k.extents().0, v.extents().0, o.extents().0];
     check_attention(extents, lse.extents().0, scale)?;
-    let [b, h, s, _] = extents[0];
-    // One block a chunk of 128 query rows of a head, at most as many as a grid holds (each
-    // block then takes the chunks `c % blocks`).
-    let chunks = b.saturating_mul(h).saturating_mul(s.div_ceil(128));
-    if chunks == 0 {
+    let Some(config) = grid(extents[0]) else {
         return Ok(());
-    }
-    let config = LaunchConfig {
+    };
+    T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config)
+}
+
+/// The launch of a call whose queries are `[b, h, s, d]`: one block of 384 threads a chunk of
+/// 128 query rows of a head, at most as many as a grid holds (each block then takes the chunks
+/// `c % blocks`); `None` where there is no query.
+pub(crate) fn grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
+    let chunks = b.saturating_mul(h).saturating_mul(s.div_ceil(128));
+    (chunks > 0).then(|| LaunchConfig {
         grid_dim: (chunks.min(i32::MAX as usize) as u32, 1, 1),
         block_dim: (384, 1, 1),
         shared_mem_bytes: 0,
-    };
-    T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config)
+    })
 }
 
 #[cfg(test)]

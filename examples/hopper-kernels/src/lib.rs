@@ -24,6 +24,8 @@ mod attention;
 #[cfg(not(target_arch = "nvptx64"))]
 mod forward;
 mod gemm;
+#[cfg(not(target_arch = "nvptx64"))]
+mod imported;
 mod linear;
 mod probe;
 mod simple;
@@ -35,6 +37,8 @@ pub use attention::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use forward::*;
 pub use gemm::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use imported::*;
 pub use linear::*;
 pub use probe::*;
 pub use simple::*;

@@ -10,7 +10,7 @@ use dlmd::kernel::ViewParam;
 use dlmd::layout::Layout;
 use dlmd::view::Access;
 use dlmd::{Device, Dims, Mdspan};
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use std::sync::{Arc, OnceLock};
 
@@ -20,6 +20,8 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     kernels: OnceLock<Result<Kernels, String>>,
     cxx: OnceLock<Result<Kernels, String>>,
+    /// The Hopper kernels (`sm_90a`): attention's forward pass.
+    hopper: OnceLock<Result<Kernels, String>>,
 }
 
 /// The most CUDA devices a MemArray uses.
@@ -40,6 +42,7 @@ pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
             stream: ctx.default_stream(),
             kernels: OnceLock::new(),
             cxx: OnceLock::new(),
+            hopper: OnceLock::new(),
         })
     })
     .as_ref()
@@ -115,6 +118,31 @@ fn kernel_error(e: dlmd_memarray_kernels::Error) -> PyErr {
         dlmd_memarray_kernels::Error::Cuda(CudaError::Import(e)) => e.into(),
         dlmd_memarray_kernels::Error::Cuda(e) => cuda_error(e),
     }
+}
+
+/// Queues attention's forward pass (`dlmd-example-hopper-kernels`) over imported CUDA tensors
+/// on the stream their producer named, without waiting: `o` and `lse` are written, `q`, `k`
+/// and `v` only read. A GPU that cannot run `sm_90a` code raises `RuntimeError`; a call whose
+/// tensors do not fit, `ValueError` (`TypeError` for an element type no kernel takes).
+pub fn attention(qkv: [&Imported; 3], o: &Imported, lse: &Imported, scale: f32, causal: bool) -> PyResult<()> {
+    let gpu = gpu(o.ordinal().map_err(cuda_error)?)?;
+    let kernels = gpu
+        .hopper
+        .get_or_init(|| {
+            Kernels::load(gpu.stream.context(), dlmd_example_hopper_kernels::PTX).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))?;
+    use dlmd_example_hopper_kernels::{AttentionError as E, attention_forward_imported};
+    attention_forward_imported(kernels, qkv, o, lse, scale, causal).map_err(|e| match e {
+        E::DataType { .. } => PyTypeError::new_err(e.to_string()),
+        E::Argument {
+            source: CudaError::Import(dlmd::ImportError::DataType { .. }),
+            ..
+        } => PyTypeError::new_err(e.to_string()),
+        E::Cuda(_) => cuda_error(e),
+        _ => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+    })
 }
 
 /// Queues the Rust `out += x` on `out`'s producer's stream, without waiting.

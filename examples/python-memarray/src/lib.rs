@@ -190,6 +190,31 @@ fn accumulate(out: &Bound<'_, PyAny>, x: &Bound<'_, PyAny>, stream: Option<isize
     gpu::accumulate(&out, &x)
 }
 
+/// Attention's forward pass, `o = softmax(q · kᵀ · scale) · v`, and each query row's
+/// log-sum-exp into `lse`, on a Hopper GPU (`sm_90a`): `q`, `k`, `v` and `o` CUDA tensors of
+/// `bfloat16` or `float16`, `q` and `o` `(b, h_q, s_q, d)`, `k` and `v` `(b, h_kv, s_k, d)`
+/// (`h_kv` dividing `h_q`), `d` 64 or 128, any strides a TMA tensor map takes (torch's
+/// `(b, s, h, d)` tensors transposed to `(b, h, s, d)` as they are), `lse` `float32`
+/// `(b, h_q, s_q)`. `causal` masks keys after each query, aligned to the bottom right. `q`, `k`
+/// and `v` are only read; `o` and `lse` are written. Queued on `stream` (every tensor must be
+/// ready on it) or each producer's current stream, without waiting.
+#[pyfunction]
+#[pyo3(signature = (q, k, v, o, lse, /, *, scale, causal, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn attention_forward(
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    o: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    scale: f32,
+    causal: bool,
+    stream: Option<isize>,
+) -> PyResult<()> {
+    let [q, k, v, o, lse] = [q, k, v, o, lse].map(|x| import_for_kernel(x, stream));
+    gpu::attention([&q?, &k?, &v?], &o?, &lse?, scale, causal)
+}
+
 /// Lets go of the tensors that queued kernels held and that are done now, without waiting for
 /// the others; returns how many launches still hold theirs. (They are let go of by themselves
 /// when their kernels are done: this only makes it happen on this thread, at once.)
@@ -206,13 +231,9 @@ fn wait_released(py: Python<'_>) -> PyResult<()> {
     py.detach(dlmd::cuda::wait_released).map_err(gpu::cuda_error)
 }
 
-/// `add_index` as the torch operator `dlmd::add_index` (defined on the first call, which imports
-/// torch), for `torch.compile(fullgraph=True)` and CUDA graphs, with a fake implementation for
-/// tracing: on a GPU it runs on torch's current stream, passed explicitly, and never waits.
-/// Returns the operator, also reachable as `torch.ops.dlmd.add_index`.
-#[pyfunction]
-fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    // The module, kept for good: the operator's definition lives as long as its library object.
+/// The module that defines the torch operators (on the first call, which imports torch).
+fn torch_ops(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    // The module, kept for good: the operators' definitions live as long as its library object.
     static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
     let module = MODULE.get_or_try_init(py, || {
         let code = std::ffi::CString::new(include_str!("python/torch_op.py"))
@@ -221,7 +242,26 @@ fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
             PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?.unbind(),
         )
     })?;
-    Ok(module.bind(py).getattr("add_index")?.unbind())
+    Ok(module.bind(py))
+}
+
+/// `add_index` as the torch operator `dlmd::add_index` (defined on the first call, which imports
+/// torch), for `torch.compile(fullgraph=True)` and CUDA graphs, with a fake implementation for
+/// tracing: on a GPU it runs on torch's current stream, passed explicitly, and never waits.
+/// Returns the operator, also reachable as `torch.ops.dlmd.add_index`.
+#[pyfunction]
+fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(torch_ops(py)?.getattr("add_index")?.unbind())
+}
+
+/// Attention's forward pass as the torch operator `dlmd::attention(q, k, v, scale, causal)`,
+/// returning `(o, lse)` (defined on the first call, which imports torch): for
+/// `torch.compile(fullgraph=True)` and CUDA graphs, with a fake implementation for tracing; on
+/// torch's current stream, passed explicitly, and never waiting. Returns the operator, also
+/// reachable as `torch.ops.dlmd.attention`.
+#[pyfunction]
+fn torch_attention(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(torch_ops(py)?.getattr("attention")?.unbind())
 }
 
 /// The DLPack device `(14, id)` that dlmd computes for the oneAPI USM allocation holding `x`'s
@@ -297,7 +337,9 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(add_index_cxx, m)?)?;
     m.add_function(wrap_pyfunction!(torch_op, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_attention, m)?)?;
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_forward, m)?)?;
     m.add_function(wrap_pyfunction!(release_completed, m)?)?;
     let wait = wrap_pyfunction!(wait_released, m)?;
     m.add_function(wait.clone())?;

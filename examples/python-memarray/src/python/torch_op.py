@@ -1,12 +1,15 @@
-"""``add_index`` as the torch operator ``dlmd::add_index``: torch.compile (fullgraph too) and
-CUDA graphs see it as one operation that mutates its argument, and trace it on fake tensors
+"""``add_index`` as the torch operator ``dlmd::add_index``, and attention's forward pass as
+``dlmd::attention``: torch.compile (fullgraph too) and CUDA graphs see each as one operation
+(the first mutates its argument, the second returns new tensors), and trace it on fake tensors
 without running it.
 
 It is defined through ``torch.library.Library`` with a kernel for the CPU and CUDA dispatch keys,
 rather than ``torch.library.custom_op``, whose Python layers (autograd, in-place bookkeeping,
 a dynamo guard) cost about 30 µs a call: here the dispatcher calls the kernel directly, which
 bumps the argument's version counter itself as torch's in-place operations do. The operator has
-no autograd formula; ``add_index`` refuses tensors that require grad.
+no autograd formula; ``add_index`` refuses tensors that require grad. ``dlmd::attention`` has
+no backward kernel yet, so no autograd formula either: it reads tensors that require grad, and
+torch's fallback for operators without one warns where a backward pass reaches it.
 """
 
 import torch
@@ -15,6 +18,7 @@ import dlmd_memarray
 
 _LIBRARY = torch.library.Library("dlmd", "DEF")
 _LIBRARY.define("add_index(Tensor(a!) x) -> ()")
+_LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor)")
 
 
 def _add_index(x):
@@ -37,4 +41,32 @@ def _(x):
     return None
 
 
+
+
+def _attention(q, k, v, scale, causal):
+    """``softmax(q · kᵀ · scale) · v`` and each query row's log-sum-exp, on torch's current stream
+    of ``q``'s device, without waiting: ``q`` ``(b, h_q, s_q, d)``, ``k`` and ``v``
+    ``(b, h_kv, s_k, d)``, any strides a tensor map takes (``(b, s, h, d)`` tensors transposed
+    to ``(b, h, s, d)`` as they are). The output is a new contiguous ``(b, h_q, s_q, d)``
+    tensor of ``q``'s dtype, the log-sum-exp a new ``float32`` ``(b, h_q, s_q)`` one."""
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    # Registered for CUDA alone. DLPack's value for the legacy default stream is 1.
+    stream = torch.cuda.current_stream(q.device).cuda_stream or 1
+    # Only read: ``detach`` gives the same memory without the autograd flag, which DLPack
+    # exports refuse.
+    dlmd_memarray.attention_forward(q.detach(), k.detach(), v.detach(), o, lse, scale=scale, causal=causal,
+                                    stream=stream)
+    return o, lse
+
+
+_LIBRARY.impl("attention", _attention, "CUDA")
+
+
+@torch.library.register_fake("dlmd::attention", lib=_LIBRARY)
+def _(q, k, v, scale, causal):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
 add_index = torch.ops.dlmd.add_index
+attention = torch.ops.dlmd.attention

@@ -1,0 +1,115 @@
+"""Attention's forward pass through the torch operator `dlmd::attention` (the Rust kernels of
+`dlmd-example-hopper-kernels`) against torch's `scaled_dot_product_attention` with its
+FlashAttention-2 and cuDNN backends, timed in the same run, the sides alternating round by round
+(medians of the rounds, quartiles of the per-round ratios), bfloat16, on a Hopper GPU:
+
+1. Per-call latency from Python on a small shape (1, 4, 128, 64): rounds of 1,000 calls and one
+   synchronisation, and the direct call `dm.attention_forward` into preallocated outputs.
+2. Device time on FlashAttention's benchmark shapes (4, 32, 4096, 128), causal and not: CUDA
+   events around 5 calls, in TFLOP/s as FlashAttention counts them (4·b·h·s²·d, halved when
+   causal).
+3. Host waits on the operator's path, counted by CUPTI (`count_syncs.c`) over 1,000 calls.
+
+Usage: python bench_attention.py [ROUNDS]
+"""
+
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import dlmd_memarray as dm
+from bench_kernels import counted, cupti_counter, device_ms, quartiles, rounds
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 11
+CALLS = 1_000
+
+
+def per_call_us(fn):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / CALLS * 1e6
+
+
+def sdpa(backend, q, k, v, causal):
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run
+
+
+def sides(shape, causal):
+    b, h, s, d = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    op = dm.torch_attention()
+    scale = 1 / math.sqrt(d)
+    o, lse = torch.empty_like(q), torch.empty((b, h, s), device="cuda")
+    return {
+        "torch.ops.dlmd.attention": lambda: op(q, k, v, scale, causal),
+        "dm.attention_forward (into)": lambda: dm.attention_forward(q, k, v, o, lse, scale=scale, causal=causal),
+        "SDPA, FlashAttention-2": sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
+        "SDPA, cuDNN": sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
+    }
+
+
+def table(samples, reference, unit, value):
+    ref = samples[reference]
+    print(f"  {'path':<30} {unit:>9} {'÷ ' + reference.split(', ')[-1]:>12} {'quartiles':>12}")
+    for name, s in samples.items():
+        print(f"  {name:<30} {value(statistics.median(s)):9.2f} "
+              f"{statistics.median(ref) / statistics.median(s):12.3f} {quartiles(ref, s):>12}")
+
+
+def latency():
+    fns = sides((1, 4, 128, 64), False)
+    for fn in fns.values():
+        fn()
+    samples = rounds(fns, per_call_us)
+    print(f"per-call latency, (1, 4, 128, 64) bfloat16, {ROUNDS} rounds of {CALLS} calls (µs/call; "
+          f"ratio > 1 is faster than FlashAttention-2's call):")
+    table(samples, "SDPA, FlashAttention-2", "µs/call", lambda x: x)
+
+
+def throughput():
+    for causal in (False, True):
+        shape = (4, 32, 4096, 128)
+        fns = sides(shape, causal)
+        for fn in fns.values():
+            fn()
+        samples = rounds(fns, device_ms)
+        b, h, s, d = shape
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        print(f"{shape}, {'causal' if causal else 'not causal'}, {ROUNDS} rounds of 5 calls (TFLOP/s; ratio to "
+              f"cuDNN, > 1 is faster):")
+        table(samples, "SDPA, cuDNN", "TFLOP/s", lambda ms: flops / ms / 1e9)
+
+
+def host_waits():
+    lib, where = cupti_counter()
+    if lib is None:
+        print(f"host waits: not counted: {where}")
+        return True
+    fn = sides((1, 4, 128, 64), True)["torch.ops.dlmd.attention"]
+    fn()
+    counts, others = counted(lib, fn, CALLS)
+    print(f"host waits over {CALLS} calls of torch.ops.dlmd.attention ({where}): {sum(counts)} on the calling "
+          f"thread, {sum(others)} on others")
+    return sum(counts) == 0
+
+
+if __name__ == "__main__":
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        print("attention: not run, the kernels need a Hopper GPU (sm_90a)")
+        sys.exit(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    latency()
+    throughput()
+    sys.exit(0 if host_waits() else 1)
