@@ -473,7 +473,7 @@ mod tests {
             <DeviceMdspan<'_, [bool; 2], Dims<1>> as ImportParam>::import(&tensor).unwrap_err(),
         ];
         for e in refused {
-            assert!(matches!(e, ImportError::UncheckedBool { .. }), "{e}");
+            assert!(matches!(e, CudaError::Import(ImportError::UncheckedBool { .. })), "{e}");
             assert!(e.to_string().contains("torch.uint8"), "{e}");
         }
         let (_, footprint, device) =
@@ -486,13 +486,13 @@ mod tests {
         let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, 1);
         let e = <DeviceMdspan<'_, i8, Dims<1>> as ImportParam>::import_bool_bytes(&tensor).unwrap_err();
         assert!(
-            matches!(e, ImportError::DataType { expected, .. } if expected == bools),
+            matches!(e, CudaError::Import(ImportError::DataType { expected, .. }) if expected == bools),
             "{e}"
         );
         let bytes = on_device(vec![2u8, 255]);
         let e = <DeviceMdspan<'_, u8, Dims<1>> as ImportParam>::import_bool_bytes(&bytes).unwrap_err();
         assert!(
-            matches!(e, ImportError::DataType { found, .. } if found == u8::DTYPE),
+            matches!(e, CudaError::Import(ImportError::DataType { found, .. }) if found == u8::DTYPE),
             "{e}"
         );
         // Other element types are imported as before.
