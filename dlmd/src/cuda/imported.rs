@@ -201,7 +201,8 @@ impl Imported {
     /// element type, rank, static extents and layout as for any import; for `Unique` and
     /// `Atomic` views, that the producer allows writes and that no two indices share an
     /// element; for a [`TensorMap`](crate::kernel::tensor_map::TensorMap), the copy engine's
-    /// rules ([`TiledMap`](super::TiledMap)'s, each a [`TensorMapError`](super::TensorMapError));
+    /// rules ([`TiledMap`](super::TiledMap)'s, each a [`TensorMapError`](super::TensorMapError);
+    /// a zero or negative stride, which no map expresses, is refused by the import before);
     /// that the span lies in one allocation of the labelled device.
     ///
     /// `bool` elements are refused ([`ImportError::UncheckedBool`]): a kernel would read their

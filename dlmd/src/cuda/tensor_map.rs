@@ -7,13 +7,14 @@
 //!
 //! A tensor map describes a tensor of rank 2 to 5 in global memory (`[…, rows, cols]`, each
 //! row contiguous) and the box the copy engine moves at a time (see
-//! [`kernel::tensor_map`](crate::kernel::tensor_map)). The copy engine addresses memory in
-//! 16-byte pieces and computes each row's address from one stride a dimension, so a view is
-//! refused, each rule by its own [`TensorMapError`], where:
+//! [`kernel::tensor_map`](crate::kernel::tensor_map)). The map gives the copy engine the
+//! tensor's start and its strides in 16-byte units, and the engine computes each row's address
+//! from one stride a dimension, so a view is refused, each rule by its own [`TensorMapError`],
+//! where:
 //!
 //! - its rank is not 2 to 5 ([`Rank`](TensorMapError::Rank));
 //! - element `[0, …, 0]` is not 16-byte aligned ([`Alignment`](TensorMapError::Alignment)):
-//!   the engine reads whole 16-byte pieces from the tensor's start;
+//!   the map cannot encode another start;
 //! - the elements of a row are not contiguous ([`InnerStride`](TensorMapError::InnerStride)):
 //!   the map has no stride for the innermost dimension, which is always one element;
 //! - the row stride is not a positive multiple of 16 bytes below 2^40, or is shorter than a row
@@ -86,7 +87,8 @@ pub enum TensorMapError {
         "the row stride is {bytes} bytes, and a tensor map needs a positive multiple of 16 below 2^40, at least a row ({row_bytes} bytes): pad the rows to a multiple of 16 bytes"
     )]
     RowStride {
-        /// Dimension 0's stride, in bytes (negative for a view that walks rows backwards).
+        /// The rows' stride (dimension `RANK − 2`'s), in bytes (negative for a view that walks
+        /// rows backwards).
         bytes: i128,
         /// The bytes of a row: its extent times the element's size.
         row_bytes: u128,

@@ -30,6 +30,9 @@ pub enum AttentionError {
     /// (grouped-query attention; multi-query with one).
     #[error("q is {q:?} and k is {k:?}: the same batch and head dimension, and k's heads dividing q's")]
     QueriesKeys { q: [usize; 4], k: [usize; 4] },
+    /// Queries with no key: each query's softmax is over at least one key.
+    #[error("k is {k:?} where q is {q:?}: each query needs at least one key (s_k > 0)")]
+    NoKeys { q: [usize; 4], k: [usize; 4] },
     /// `o` is one row for each query: `q`'s extents.
     #[error("o is {o:?} where q is {q:?}: the output has the queries' extents")]
     Output { q: [usize; 4], o: [usize; 4] },
@@ -47,8 +50,8 @@ pub enum AttentionError {
         source: TensorMapError,
     },
     /// An imported tensor is not of the rank the call takes (`q`, `k`, `v` and `o` 4, `lse`
-    /// 3), or has no shape.
-    #[error("{which} has shape {shape:?}: the call takes a tensor of rank {rank}")]
+    /// 3), has no shape, or has a negative extent.
+    #[error("{which} has shape {shape:?}: the call takes a tensor of rank {rank}, each extent 0 or more")]
     Shape {
         which: &'static str,
         shape: Vec<i64>,
@@ -85,6 +88,9 @@ pub fn check_attention([q, k, v, o]: [[usize; 4]; 4], lse: [usize; 3], scale: f3
     }
     if k[0] != q[0] || k[3] != q[3] || k[1] == 0 || !q[1].is_multiple_of(k[1]) {
         return Err(AttentionError::QueriesKeys { q, k });
+    }
+    if k[2] == 0 && q[0] * q[1] * q[2] > 0 {
+        return Err(AttentionError::NoKeys { q, k });
     }
     if o != q {
         return Err(AttentionError::Output { q, o });
@@ -264,6 +270,13 @@ mod tests {
             let e = err([Q, k, k, Q], LSE, 1.0);
             assert!(matches!(e, AttentionError::QueriesKeys { .. }), "{k:?}: {e}");
         }
+        let (q, k) = ([2, 8, 3, 128], [2, 2, 0, 128]);
+        assert!(matches!(
+            err([q, k, k, q], [2, 8, 3], 1.0),
+            AttentionError::NoKeys { .. }
+        ));
+        // No query: no key needed.
+        check_attention([[2, 8, 0, 128], k, k, [2, 8, 0, 128]], [2, 8, 0], 1.0).unwrap();
         let o = [2, 8, 301, 128];
         assert!(matches!(err([Q, KV, KV, o], LSE, 1.0), AttentionError::Output { .. }));
         for lse in [[2, 8, 299], [2, 9, 300], [1, 8, 300]] {

@@ -123,7 +123,9 @@ fn kernel_error(e: dlmd_memarray_kernels::Error) -> PyErr {
 /// Queues attention's forward pass (`dlmd-example-hopper-kernels`) over imported CUDA tensors
 /// on the stream their producer named, without waiting: `o` and `lse` are written, `q`, `k`
 /// and `v` only read. A GPU that cannot run `sm_90a` code raises `RuntimeError`; a call whose
-/// tensors do not fit, `ValueError` (`TypeError` for an element type no kernel takes).
+/// tensors do not fit (shapes, strides, memory, an output sharing memory with another tensor),
+/// `ValueError` (`TypeError` for an element type no kernel takes); CUDA refusing or failing
+/// (tensors ready on different streams, or on different devices), `BufferError`.
 pub fn attention(qkv: [&Imported; 3], o: &Imported, lse: &Imported, scale: f32, causal: bool) -> PyResult<()> {
     let gpu = gpu(o.ordinal().map_err(cuda_error)?)?;
     let kernels = gpu
@@ -133,15 +135,44 @@ pub fn attention(qkv: [&Imported; 3], o: &Imported, lse: &Imported, scale: f32, 
         })
         .as_ref()
         .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))?;
+    use dlmd::cuda::{LaunchError, TensorMapError};
     use dlmd_example_hopper_kernels::{AttentionError as E, attention_forward_imported};
-    attention_forward_imported(kernels, qkv, o, lse, scale, causal).map_err(|e| match e {
-        E::DataType { .. } => PyTypeError::new_err(e.to_string()),
-        E::Argument {
+    attention_forward_imported(kernels, qkv, o, lse, scale, causal).map_err(|e| match &e {
+        E::DataType { .. }
+        | E::Argument {
             source: CudaError::Import(dlmd::ImportError::DataType { .. }),
             ..
         } => PyTypeError::new_err(e.to_string()),
-        E::Cuda(_) => cuda_error(e),
-        _ => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+        // A tensor that does not fit: its shape, strides, memory, or an output sharing memory
+        // with another argument.
+        E::Argument {
+            source: CudaError::Import(_) | CudaError::Placement(_),
+            ..
+        }
+        | E::Argument {
+            source:
+                CudaError::TensorMap(
+                    TensorMapError::Alignment { .. }
+                    | TensorMapError::InnerStride { .. }
+                    | TensorMapError::RowStride { .. }
+                    | TensorMapError::Stride { .. }
+                    | TensorMapError::Rank { .. }
+                    | TensorMapError::Extent { .. },
+                ),
+            ..
+        }
+        | E::Cuda(CudaError::Launch(LaunchError::Arguments { .. }))
+        | E::Shape { .. }
+        | E::HeadDim { .. }
+        | E::KeysValues { .. }
+        | E::QueriesKeys { .. }
+        | E::NoKeys { .. }
+        | E::Output { .. }
+        | E::Lse { .. }
+        | E::Scale { .. }
+        | E::Map { .. } => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+        // CUDA refusing or failing: the driver, the streams, the device.
+        _ => cuda_error(e),
     })
 }
 

@@ -67,7 +67,7 @@ def check(o, lse, q, k, v, scale, causal):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}h{}kv{}q{}k{}".format(*s))
 def test_the_direct_call_matches_the_reference(shape, dtype, d, causal, tokens):
     b, hq, hkv, sq, sk = shape
     q, k, v = inputs(b, hq, hkv, sq, sk, d, dtype, tokens)
@@ -156,5 +156,10 @@ def test_calls_that_do_not_fit_are_refused_by_name():
     refused(ValueError, "^q: .*stride", q.transpose(2, 3).contiguous().transpose(2, 3), k, v, o, lse)
     # The output is written: a read-only view of it (expanded, stride 0) is refused.
     refused(ValueError, "^o: ", q, k, v, o[:, :1].expand(1, 4, 64, 128), lse)
+    refused(ValueError, "at least one key", q, k[:, :, :0], v[:, :, :0], o, lse)
+    # An output sharing memory with an input: the launch refuses the pair.
+    refused(ValueError, "share", q, k, v, q, lse)
     torch.cuda.synchronize()
     assert bool((o == 0).all()) and bool((lse == 0).all()), "nothing ran"
+    q_before = inputs(1, 4, 2, 64, 64, 128, torch.bfloat16, tokens=False)[0]
+    assert torch.equal(q, q_before), "q untouched"
