@@ -4,7 +4,10 @@ FlashAttention-2 and cuDNN backends, timed in the same run, the sides alternatin
 (medians of the rounds, quartiles of the per-round ratios), bfloat16, on a Hopper GPU:
 
 1. Per-call latency from Python on a small shape (1, 4, 128, 64): rounds of 1,000 calls and one
-   synchronisation, and the direct call `dm.attention_forward` into preallocated outputs.
+   synchronisation, the operator and the direct call `dm.attention_forward` into preallocated
+   outputs against SDPA's call as a model makes it (torch choosing the backend) and with each
+   backend chosen. Build the module with `maturin build --release` for this: a debug build's
+   host path is several times slower.
 2. Device time on FlashAttention's benchmark shapes (4, 32, 4096, 128), causal and not: CUDA
    events around 5 calls, in TFLOP/s as FlashAttention counts them (4·b·h·s²·d, halved when
    causal).
@@ -57,6 +60,7 @@ def sides(shape, causal):
         "dm.attention_forward (into)": lambda: dm.attention_forward(q, k, v, o, lse, scale=scale, causal=causal),
         "SDPA, FlashAttention-2": sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
         "SDPA, cuDNN": sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
+        "SDPA, torch's choice": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
     }
 
 
@@ -74,14 +78,16 @@ def latency():
         fn()
     samples = rounds(fns, per_call_us)
     print(f"per-call latency, (1, 4, 128, 64) bfloat16, {ROUNDS} rounds of {CALLS} calls (µs/call; "
-          f"ratio > 1 is faster than FlashAttention-2's call):")
-    table(samples, "SDPA, FlashAttention-2", "µs/call", lambda x: x)
+          f"ratio > 1 is faster than SDPA's call with no backend chosen; the others choose theirs in a "
+          f"context manager, which costs a few µs):")
+    table(samples, "SDPA, torch's choice", "µs/call", lambda x: x)
 
 
 def throughput():
     for causal in (False, True):
         shape = (4, 32, 4096, 128)
         fns = sides(shape, causal)
+        del fns["SDPA, torch's choice"]
         for fn in fns.values():
             fn()
         samples = rounds(fns, device_ms)
