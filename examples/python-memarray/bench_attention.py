@@ -19,26 +19,16 @@ Usage: python bench_attention.py [ROUNDS]
 import math
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import dlmd_memarray as dm
-from bench_kernels import counted, cupti_counter, device_ms, quartiles, rounds
+from bench_kernels import counted, cupti_counter, device_ms, per_call_us, quartiles, rounds
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 11
 CALLS = 1_000
-
-
-def per_call_us(fn):
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / CALLS * 1e6
 
 
 def sdpa(backend, q, k, v, causal):
@@ -76,7 +66,7 @@ def latency():
     fns = sides((1, 4, 128, 64), False)
     for fn in fns.values():
         fn()
-    samples = rounds(fns, per_call_us)
+    samples = rounds(fns, lambda fn: per_call_us(fn, CALLS))
     print(f"per-call latency, (1, 4, 128, 64) bfloat16, {ROUNDS} rounds of {CALLS} calls (µs/call; "
           f"ratio > 1 is faster than SDPA's call with no backend chosen; the others choose theirs in a "
           f"context manager, which costs a few µs):")

@@ -46,13 +46,13 @@ def rounds(sides, run):
     return samples
 
 
-def per_call_us(fn):
+def per_call_us(fn, number=NUMBER):
     torch.cuda.synchronize()
     start = time.perf_counter()
-    for _ in range(NUMBER):
+    for _ in range(number):
         fn()
     torch.cuda.synchronize()
-    return (time.perf_counter() - start) / NUMBER * 1e6
+    return (time.perf_counter() - start) / number * 1e6
 
 
 def device_ms(fn, reps=5):

@@ -349,13 +349,20 @@ fn parts<T: DlElement, E: Extents<Index = [usize; R]>, L: Layout, B: crate::view
     view: Mdspan<'_, T, E, L, Device, B>,
     used: crate::kernel::Use,
 ) -> (ViewParam<T, R>, Footprint, i32) {
-    let footprint = Footprint {
+    (ViewParam::of(&view), footprint(&view, used), view.space().ordinal())
+}
+
+/// The bytes an imported device view spans, used as `used`.
+pub(super) fn footprint<T: DlElement, E: Extents, L: Layout, B: crate::view::Access>(
+    view: &Mdspan<'_, T, E, L, Device, B>,
+    used: crate::kernel::Use,
+) -> Footprint {
+    Footprint {
         start: view.data_handle() as usize,
         // A mapping's span is memory that exists: its bytes fit `usize`.
         bytes: view.mapping().required_span_size() * size_of::<T>(),
         used,
-    };
-    (ViewParam::of(&view), footprint, view.space().ordinal())
+    }
 }
 
 impl<P: KernelParam> super::arg::sealed::Sealed<P> for Arg<'_, P> {}

@@ -4,7 +4,7 @@
 
 use super::encode_view;
 use crate::cuda::CudaError;
-use crate::cuda::imported::{ImportParam, sealed};
+use crate::cuda::imported::{ImportParam, footprint, sealed};
 use crate::dlpack::DLDataTypeCode;
 use crate::dtype::{DlElement, PlainStorage};
 use crate::extents::{Dims, Extents};
@@ -12,7 +12,7 @@ use crate::import::ImportError;
 use crate::kernel::swizzle::Swizzle;
 use crate::kernel::tensor_map::{TensorMap, TensorMapParam};
 use crate::kernel::{Footprint, Use};
-use crate::layout::{LayoutStride, Mapping};
+use crate::layout::LayoutStride;
 use crate::managed::ManagedTensor;
 use crate::space::Device;
 use crate::view::Aliased;
@@ -38,13 +38,7 @@ where
         }
         let view = tensor.view_as::<T, Dims<RANK>, LayoutStride, Device, Aliased>()?;
         let (param, _) = encode_view::<T, B, S, _, _, _, RANK>(&view)?;
-        let footprint = Footprint {
-            start: view.data_handle() as usize,
-            // A mapping's span is memory that exists: its bytes fit `usize`.
-            bytes: view.mapping().required_span_size() * size_of::<T>(),
-            used: Use::Read,
-        };
-        Ok((param, footprint, view.space().ordinal()))
+        Ok((param, footprint(&view, Use::Read), view.space().ordinal()))
     }
 
     fn import_bool_bytes(tensor: &ManagedTensor) -> Result<(TensorMapParam<RANK>, Footprint, i32), CudaError> {
