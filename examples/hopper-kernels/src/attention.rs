@@ -108,7 +108,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
             let mut stats = RowStats::new(wg);
             let mut acc = Accumulators::<T, Cols<D>>::zero();
             for n in 0..tiles(m0) {
-                let scores = wg.mma_resident::<T, _, _, 128>(Accumulators::zero(), &q_rows, consumer.first());
+                let scores = wg.mma_resident::<T, _, _, 128, _>(Accumulators::zero(), &q_rows, consumer.first());
                 let scores = wg.wait(scores);
                 let keys = Keys::new(row0, 128 * n, seq_q, seq_k, causal);
                 let probs = stats.update(scores, scale_log2, keys);

@@ -68,6 +68,14 @@ pub enum AttentionError {
         #[source]
         source: CudaError,
     },
+    /// A gradient of the backward pass is not of its tensor's extents: `do` and `dq` are
+    /// `q`'s, `dk` and `dv` `k`'s.
+    #[error("{which} is {found:?}: the gradient has the extents {expected:?} of its tensor")]
+    Gradient {
+        which: &'static str,
+        expected: [usize; 4],
+        found: [usize; 4],
+    },
     /// The launch itself.
     #[error(transparent)]
     Cuda(#[from] CudaError),

@@ -11,7 +11,7 @@ use dlmd::cuda::{Arg, CudaError, ImportParam, Imported, Kernels};
 use dlmd::half::{bf16, f16};
 
 /// The extents of `x`, a tensor of rank `R`, or [`AttentionError::Shape`] naming it.
-fn extents<const R: usize>(x: &Imported, which: &'static str) -> Result<[usize; R], AttentionError> {
+pub(crate) fn extents<const R: usize>(x: &Imported, which: &'static str) -> Result<[usize; R], AttentionError> {
     let shape = x.tensor().shape().unwrap_or(&[]);
     let refused = || AttentionError::Shape {
         which,
@@ -29,7 +29,7 @@ fn extents<const R: usize>(x: &Imported, which: &'static str) -> Result<[usize; 
 }
 
 /// `x` as the kernel argument `P`, its refusal named after `which`.
-fn arg<'i, P: ImportParam>(x: &'i Imported, which: &'static str) -> Result<Arg<'i, P>, AttentionError> {
+pub(crate) fn arg<'i, P: ImportParam>(x: &'i Imported, which: &'static str) -> Result<Arg<'i, P>, AttentionError> {
     x.arg().map_err(|source| AttentionError::Argument { which, source })
 }
 

@@ -21,9 +21,12 @@
 )]
 
 mod attention;
+mod backward;
 #[cfg(not(target_arch = "nvptx64"))]
 mod forward;
 mod gemm;
+#[cfg(not(target_arch = "nvptx64"))]
+mod gradients;
 #[cfg(not(target_arch = "nvptx64"))]
 mod imported;
 mod linear;
@@ -34,9 +37,12 @@ mod tma;
 pub mod wgmma;
 
 pub use attention::*;
+pub use backward::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use forward::*;
 pub use gemm::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use gradients::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use imported::*;
 pub use linear::*;

@@ -15,6 +15,7 @@ mod order;
 mod rows;
 mod shape;
 mod stores;
+mod twin;
 
 use order::{grid_index, grouped_index};
 

@@ -163,8 +163,11 @@
 //! are in [`raw`], `unsafe` under the PTX ISA's rules.
 
 mod accumulators;
+mod borrowed;
 mod descriptor;
+mod gradients;
 mod operand;
+mod packed;
 mod pipeline;
 mod products;
 #[cfg(any(target_arch = "nvptx64", doc))]
@@ -179,13 +182,16 @@ mod streams;
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
+pub use borrowed::{Borrowed, ReadTile};
+pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
+pub use packed::Packed;
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
-#[doc(hidden)]
-pub use products::ProductRs;
 pub use products::{Fragment, Held, Running};
+#[doc(hidden)]
+pub use products::{ProductRs, RsDepth};
 pub use roles::Warpgroup;
 pub use row_values::RowValues;
 pub use softmax::{Keys, Probs, RowStats};
 pub use staging::{Buffered, Direct, Stores};
-pub use streams::{Landed, StreamConsumer, StreamProducer, Streamed, Streams};
+pub use streams::{Landed, Resident2, StreamConsumer, StreamProducer, Streamed, Streams};

@@ -4,6 +4,7 @@
 //! operand in registers), each returned [`Running`] until a wait has seen it done.
 
 use super::accumulators::{Accumulators, Cols, Product, Retire, Width};
+use super::borrowed::ReadTile;
 use super::operand::{KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 use super::pipeline::Operand;
 use super::roles::{ROWS, Warpgroup};
@@ -12,31 +13,68 @@ use super::streams::Landed;
 use core::marker::PhantomData;
 use half::{bf16, f16};
 
+/// The depth of a `wgmma` whose `A` operand is in registers: [`Cols`]`<128>` (eight products of
+/// `k = 16`, 32 registers of packed pairs a thread) or `Cols<64>` (four, 16 registers), the
+/// columns of the accumulators the fragment was made from.
+#[doc(hidden)]
+pub trait RsDepth: Width {
+    /// A thread's fragment: two elements a register.
+    type Frag: Copy;
+    /// All zero.
+    fn frag() -> Self::Frag;
+    /// Sets register `i` of a thread's fragment.
+    fn set(frag: &mut Self::Frag, i: usize, value: u32);
+}
+
+impl RsDepth for Cols<64> {
+    type Frag = [u32; 16];
+    #[inline(always)]
+    fn frag() -> [u32; 16] {
+        [0; 16]
+    }
+    #[inline(always)]
+    fn set(frag: &mut [u32; 16], i: usize, value: u32) {
+        frag[i] = value;
+    }
+}
+
+impl RsDepth for Cols<128> {
+    type Frag = [u32; 32];
+    #[inline(always)]
+    fn frag() -> [u32; 32] {
+        [0; 32]
+    }
+    #[inline(always)]
+    fn set(frag: &mut [u32; 32], i: usize, value: u32) {
+        frag[i] = value;
+    }
+}
+
 /// The `wgmma` of input `Self` into accumulators of width `W` with its `A` operand in
-/// registers (`P`, 64 × 128 a warpgroup) and its `B` operand MN-major in shared memory (`V`,
-/// `128 × N`).
+/// registers (`64 × K` a warpgroup, `K` of [`RsDepth`]: `P` of 128 keys in the forward pass)
+/// and its `B` operand MN-major in shared memory (`K × N`: `V`).
 ///
 /// # Safety
 ///
 /// [`mma_rs`](Self::mma_rs) and [`wait_rs`](Self::wait_rs) issue what their contracts say,
 /// and nothing else; [`pack`](Self::pack) converts as it says.
 #[doc(hidden)]
-pub unsafe trait ProductRs<W: Width>: MnMajorInput {
+pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     /// `lo` and `hi` converted to `Self` (rounded to nearest even), `lo` in the low half: two
     /// neighbours of a row of an `A` fragment.
     #[cfg(target_arch = "nvptx64")]
     fn pack(lo: f32, hi: f32) -> u32;
 
-    /// `wgmma.fence`, then eight `wgmma.mma_async` of `k = 16` (`regs += a · b`, the `s`-th
+    /// `wgmma.fence`, then `K / 16` `wgmma.mma_async` of `k = 16` (`regs += a · b`, the `s`-th
     /// with registers `a[4 s .. 4 s + 4]` and `b`'s descriptor advanced by `128 s`: 16 rows of
     /// the MN-major layout), then `wgmma.commit_group`.
     ///
     /// # Safety
     ///
-    /// As [`Product::mma_row`] for `b` (read MN-major); `a` holds the thread's fragment of the
-    /// `64 × 128` `A`, which nothing writes until a wait says the group is done
+    /// As [`Product::mma_row`] for `b` (read MN-major, `K` rows); `a` holds the thread's
+    /// fragment of the `64 × K` `A`, which nothing writes until a wait says the group is done
     /// ([`wait_rs`](Self::wait_rs) on the same registers).
-    unsafe fn mma_rs(regs: &mut W::Regs, a: &[u32; 32], b: u64);
+    unsafe fn mma_rs(regs: &mut W::Regs, a: &K::Frag, b: u64);
 
     /// `wgmma.wait_group 0`, the accumulators and the fragment passed through it, so that no
     /// read or write of them moves above it.
@@ -44,7 +82,7 @@ pub unsafe trait ProductRs<W: Width>: MnMajorInput {
     /// # Safety
     ///
     /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
-    unsafe fn wait_rs(regs: &mut W::Regs, a: &mut [u32; 32]);
+    unsafe fn wait_rs(regs: &mut W::Regs, a: &mut K::Frag);
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -61,7 +99,7 @@ macro_rules! product_rs {
     ($t:ty, $ptx:literal, $n:literal, $first:literal $($i:literal)*) => {
         // SAFETY: `pack` is `cvt.rn` to the type, `hi` in the upper half; `mma_rs` and
         // `wait_rs` are the instructions their contracts name, on the registers named.
-        unsafe impl ProductRs<Cols<$n>> for $t {
+        unsafe impl ProductRs<Cols<$n>, Cols<128>> for $t {
             #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn pack(lo: f32, hi: f32) -> u32 {
@@ -154,10 +192,94 @@ macro_rules! product_rs {
     };
 }
 
+macro_rules! product_rs_64 {
+    ($t:ty, $ptx:literal, $n:literal, $first:literal $($i:literal)*) => {
+        // SAFETY: `pack` is `cvt.rn` to the type, `hi` in the upper half; `mma_rs` and
+        // `wait_rs` are the instructions their contracts name, on the registers named.
+        unsafe impl ProductRs<Cols<$n>, Cols<64>> for $t {
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn pack(lo: f32, hi: f32) -> u32 {
+                let out: u32;
+                // SAFETY: a register-to-register instruction with no precondition.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("cvt.rn.", $ptx, "x2.f32 {out}, {hi}, {lo};"),
+                        out = out(reg32) out,
+                        hi = in(reg32) hi,
+                        lo = in(reg32) lo,
+                        options(pure, nomem, nostack),
+                    )
+                };
+                out
+            }
+
+            #[inline(always)]
+            unsafe fn mma_rs(regs: &mut <Cols<$n> as Width>::Regs, a: &[u32; 16], b: u64) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as this function's contract.
+                unsafe {
+                    core::arch::asm!(
+                        "{{",
+                        ".reg .pred p;",
+                        "setp.ne.b32 p, {one}, 0;",
+                        "wgmma.fence.sync.aligned;",
+                        rs_step!($n, $ptx, "{a0}, {a1}, {a2}, {a3}", "{b0}", $first $($i)*),
+                        rs_step!($n, $ptx, "{a4}, {a5}, {a6}, {a7}", "{b1}", $first $($i)*),
+                        rs_step!($n, $ptx, "{a8}, {a9}, {a10}, {a11}", "{b2}", $first $($i)*),
+                        rs_step!($n, $ptx, "{a12}, {a13}, {a14}, {a15}", "{b3}", $first $($i)*),
+                        "wgmma.commit_group.sync.aligned;",
+                        "}}",
+                        inout(reg32) regs[$first],
+                        $(inout(reg32) regs[$i],)*
+                        one = in(reg32) 1u32,
+                        a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                        a4 = in(reg32) a[4], a5 = in(reg32) a[5], a6 = in(reg32) a[6], a7 = in(reg32) a[7],
+                        a8 = in(reg32) a[8], a9 = in(reg32) a[9], a10 = in(reg32) a[10], a11 = in(reg32) a[11],
+                        a12 = in(reg32) a[12], a13 = in(reg32) a[13], a14 = in(reg32) a[14], a15 = in(reg32) a[15],
+                        b0 = in(reg64) b,
+                        b1 = in(reg64) b + 128,
+                        b2 = in(reg64) b + 2 * 128,
+                        b3 = in(reg64) b + 3 * 128,
+                        options(nostack),
+                    )
+                };
+                #[cfg(not(target_arch = "nvptx64"))]
+                let _ = (regs, a, b);
+            }
+
+            #[inline(always)]
+            unsafe fn wait_rs(regs: &mut <Cols<$n> as Width>::Regs, a: &mut [u32; 16]) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as this function's contract; the registers are only named.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("wgmma.wait_group.sync.aligned 0; // {", $first, "}", $(" {", $i, "}",)*
+                                " {a0} {a1} {a2} {a3} {a4} {a5} {a6} {a7} {a8} {a9} {a10} {a11} {a12} {a13} {a14} {a15}",),
+                        inout(reg32) regs[$first],
+                        $(inout(reg32) regs[$i],)*
+                        a0 = inout(reg32) a[0], a1 = inout(reg32) a[1], a2 = inout(reg32) a[2], a3 = inout(reg32) a[3],
+                        a4 = inout(reg32) a[4], a5 = inout(reg32) a[5], a6 = inout(reg32) a[6], a7 = inout(reg32) a[7],
+                        a8 = inout(reg32) a[8], a9 = inout(reg32) a[9], a10 = inout(reg32) a[10], a11 = inout(reg32) a[11],
+                        a12 = inout(reg32) a[12], a13 = inout(reg32) a[13], a14 = inout(reg32) a[14], a15 = inout(reg32) a[15],
+                        options(nostack),
+                    )
+                };
+                #[cfg(not(target_arch = "nvptx64"))]
+                let _ = (regs, a);
+            }
+        }
+    };
+}
+
 product_rs!(bf16, "bf16", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 product_rs!(bf16, "bf16", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 product_rs!(f16, "f16", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 product_rs!(f16, "f16", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product_rs_64!(bf16, "bf16", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product_rs_64!(bf16, "bf16", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+product_rs_64!(f16, "f16", 64, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+product_rs_64!(f16, "f16", 128, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 
 /// Accumulators with a group of products running that reads `H` (the tiles it holds) and,
 /// for `'h`, a resident tile it borrows: no safe code reads them until
@@ -169,7 +291,20 @@ pub struct Running<'h, T, W: Width, H: Held<W>> {
     kind: PhantomData<(&'h (), T, *mut u8)>,
 }
 
-mod held {
+impl<T, W: Width, H: Held<W>> Running<'_, T, W, H> {
+    /// Accumulators with a group running that reads what `held` keeps.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(super) fn of(regs: W::Regs, held: H) -> Self {
+        Running {
+            regs,
+            held: core::mem::ManuallyDrop::new(held),
+            kind: PhantomData,
+        }
+    }
+}
+
+pub(super) mod held {
     pub trait Sealed {}
 }
 
@@ -263,16 +398,18 @@ impl<T: super::WgmmaInput, W: Width, H: Held<W>> Retire for Running<'_, T, W, H>
 impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// Starts `acc += a · bᵀ` over the whole depth of the resident tile `a`: the warpgroup's 64
     /// rows of `a` (`64 · consumers × D`, K-major, borrowed until the product is done) times the
-    /// streamed `b` (`N × D`, K-major, held), `D` of one or more 128-byte panels:
-    /// attention's scores `S = Q · Kᵀ` for a tile of `N` keys. Returns the accumulators
+    /// streamed `b` (`N × D`, K-major), `D` of one or more 128-byte panels: attention's scores
+    /// `S = Q · Kᵀ` for a tile of `N` keys. `b` is a [`Landed`] tile, which the product holds
+    /// and releases when done, or one [`Borrowed`](super::Borrowed) from its holder
+    /// ([`Landed::borrow`]) to be read again by a later product. Returns the accumulators
     /// [`Running`]; [`wait`](Self::wait) gives them back.
     #[inline(always)]
-    pub fn mma_resident<'h, T, R, K, const N: usize>(
+    pub fn mma_resident<'h, T, R, K, const N: usize, B: ReadTile<'h, K>>(
         &mut self,
         acc: Accumulators<T, Cols<N>>,
         a: &'h Landed<'c, R>,
-        b: Landed<'c, K>,
-    ) -> Running<'h, T, Cols<N>, Landed<'c, K>>
+        b: B,
+    ) -> Running<'h, T, Cols<N>, B::Held<Cols<N>>>
     where
         Cols<N>: Width,
         T: Product<Cols<N>, KMajor>,
@@ -300,7 +437,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             let panels = R::COLS * size_of::<R::Element>() / 128;
             for p in 0..panels {
                 let a_at = a.tile + (p * R::ROWS * 128 + self.index * ROWS * 128) as u32;
-                let b_at = b.tile + (p * N * 128) as u32;
+                let b_at = b.tile() + (p * N * 128) as u32;
                 // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in
                 // it), on sm_90a; both tiles have landed (`Landed`, through the async proxy, as
                 // `wgmma` reads), 1024-aligned, in the 128-byte swizzle as their types say
@@ -314,7 +451,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             Running {
                 regs,
-                held: core::mem::ManuallyDrop::new(b),
+                held: core::mem::ManuallyDrop::new(b.hold()),
                 kind: PhantomData,
             }
         }

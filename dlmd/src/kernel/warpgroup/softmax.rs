@@ -43,6 +43,18 @@ impl Keys {
         }
     }
 
+    /// The index in its sequence of the warpgroup's first query row.
+    #[inline(always)]
+    pub(super) fn row0(&self) -> usize {
+        self.row0
+    }
+
+    /// The index in its sequence of the tile's first key.
+    #[inline(always)]
+    pub(super) fn col0(&self) -> usize {
+        self.col0
+    }
+
     /// Whether query `i` (in its sequence) sees key `j`.
     #[inline(always)]
     pub fn sees(&self, i: usize, j: usize) -> bool {
@@ -59,6 +71,12 @@ impl Keys {
     /// The tiles of `128` keys that a part of `rows` query rows from `row0` sees at all.
     #[inline(always)]
     pub fn tiles(row0: usize, rows: usize, seq_q: usize, seq_k: usize, causal: bool) -> usize {
+        Self::tiles_of(KEYS, row0, rows, seq_q, seq_k, causal)
+    }
+
+    /// The tiles of `cols` keys that a part of `rows` query rows from `row0` sees at all.
+    #[inline(always)]
+    pub fn tiles_of(cols: usize, row0: usize, rows: usize, seq_q: usize, seq_k: usize, causal: bool) -> usize {
         let last = if causal {
             row0.saturating_add(rows)
                 .saturating_add(seq_k)
@@ -67,7 +85,7 @@ impl Keys {
         } else {
             seq_k
         };
-        last.div_ceil(KEYS)
+        last.div_ceil(cols.max(1))
     }
 }
 

@@ -28,13 +28,15 @@ const ALIGN: usize = 1024;
 ///
 /// Attention's forward pass at head dimension 128: `Streams<2, Q, K, KByN<V>>` with the
 /// three tiles `TileOf<bf16, (Const<128>, Const<128>), Swizzle128>`, 160 KiB.
-pub struct Streams<const STAGES: usize, R, S0, S1>(PhantomData<(R, S0, S1)>);
+pub struct Streams<const STAGES: usize, R, S0, S1, R2 = ()>(PhantomData<(R, S0, S1, R2)>);
 
-impl<const STAGES: usize, R, S0, S1> TileSealed for Streams<STAGES, R, S0, S1> {}
+impl<const STAGES: usize, R, S0, S1, R2> TileSealed for Streams<STAGES, R, S0, S1, R2> {}
 
-impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Streams<STAGES, R, S0, S1> {
-    /// The resident tile's bytes, aligned.
-    const R_BYTES: usize = R::BYTES.next_multiple_of(ALIGN);
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Resident2> Streams<STAGES, R, S0, S1, R2> {
+    /// The first resident tile's bytes, aligned: where the second starts.
+    const R0_BYTES: usize = R::BYTES.next_multiple_of(ALIGN);
+    /// The resident tiles' bytes, aligned.
+    const R_BYTES: usize = Self::R0_BYTES + R2::BYTES.next_multiple_of(ALIGN);
     /// The first stream's tile's bytes, aligned.
     const S0_BYTES: usize = S0::BYTES.next_multiple_of(ALIGN);
     /// A stage's bytes: both streams' tiles.
@@ -54,11 +56,13 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Streams<STAGES, 
 
 // SAFETY: `BYTES` covers the slack to align the tiles, the resident tile, the stages and the
 // barrier objects; `tiles` makes one handle over them, which reaches nothing outside.
-unsafe impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> TileSet for Streams<STAGES, R, S0, S1> {
-    type Tiles<'k> = Streamed<'k, STAGES, R, S0, S1>;
+unsafe impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Resident2> TileSet
+    for Streams<STAGES, R, S0, S1, R2>
+{
+    type Tiles<'k> = Streamed<'k, STAGES, R, S0, S1, R2>;
     const BYTES: usize = Self::TOTAL;
     #[inline(always)]
-    unsafe fn tiles<'k>(base: *mut u8) -> Streamed<'k, STAGES, R, S0, S1> {
+    unsafe fn tiles<'k>(base: *mut u8) -> Streamed<'k, STAGES, R, S0, S1, R2> {
         Streamed {
             base,
             kernel: PhantomData,
@@ -69,37 +73,37 @@ unsafe impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> TileSet f
 /// The tiles of a [`Streams`] set, in block-shared memory: handed to
 /// [`Block::specialise_streams`](crate::kernel::Block::specialise_streams), which runs one
 /// producer and the consumer warpgroups over them; no other code reaches their memory.
-pub struct Streamed<'k, const STAGES: usize, R, S0, S1> {
+pub struct Streamed<'k, const STAGES: usize, R, S0, S1, R2 = ()> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     pub(super) base: *mut u8,
-    kernel: PhantomData<(&'k (), R, S0, S1)>,
+    kernel: PhantomData<(&'k (), R, S0, S1, R2)>,
 }
 
 /// The tile types of a [`Streams`] set.
-type Kinds<R, S0, S1> = fn() -> (R, S0, S1);
+type Kinds<R, S0, S1, R2> = fn() -> (R, S0, S1, R2);
 
 /// The shared-state-space addresses of a [`Streams`] set's tiles and barrier objects.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-pub(super) struct Spots<const STAGES: usize, R, S0, S1> {
+pub(super) struct Spots<const STAGES: usize, R, S0, S1, R2> {
     /// The resident tile, 1024-aligned.
     first: u32,
-    kinds: PhantomData<Kinds<R, S0, S1>>,
+    kinds: PhantomData<Kinds<R, S0, S1, R2>>,
 }
 
-impl<const STAGES: usize, R, S0, S1> Clone for Spots<STAGES, R, S0, S1> {
+impl<const STAGES: usize, R, S0, S1, R2> Clone for Spots<STAGES, R, S0, S1, R2> {
     #[inline(always)]
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<const STAGES: usize, R, S0, S1> Copy for Spots<STAGES, R, S0, S1> {}
+impl<const STAGES: usize, R, S0, S1, R2> Copy for Spots<STAGES, R, S0, S1, R2> {}
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Spots<STAGES, R, S0, S1> {
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Resident2> Spots<STAGES, R, S0, S1, R2> {
     /// The places of `tiles`.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    pub(super) fn of(tiles: &Streamed<'_, STAGES, R, S0, S1>) -> Self {
+    pub(super) fn of(tiles: &Streamed<'_, STAGES, R, S0, S1, R2>) -> Self {
         // SAFETY: the tiles are the block's shared memory (`TileSet::tiles`).
         let base = unsafe { crate::kernel::mma::raw::shared_address(tiles.base) };
         Spots {
@@ -114,12 +118,19 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Spots<STAGES, R,
         self.first
     }
 
+    /// The second resident tile (where `R2` is one).
+    #[inline(always)]
+    fn resident2(self) -> u32 {
+        self.first + Streams::<STAGES, R, S0, S1, R2>::R0_BYTES as u32
+    }
+
     /// Stage `s`'s tile of stream `which` (0 or 1).
     #[inline(always)]
     fn streamed(self, which: usize, s: usize) -> u32 {
-        let stage =
-            self.first as usize + Streams::<STAGES, R, S0, S1>::R_BYTES + s * Streams::<STAGES, R, S0, S1>::STAGE_BYTES;
-        (stage + which * Streams::<STAGES, R, S0, S1>::S0_BYTES) as u32
+        let stage = self.first as usize
+            + Streams::<STAGES, R, S0, S1, R2>::R_BYTES
+            + s * Streams::<STAGES, R, S0, S1, R2>::STAGE_BYTES;
+        (stage + which * Streams::<STAGES, R, S0, S1, R2>::S0_BYTES) as u32
     }
 
     /// Barrier object `i`: 0 and 1 the resident tile's (full, empty), then for stream `w`,
@@ -152,14 +163,50 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> Spots<STAGES, R,
     }
 
     /// Every barrier object of the set, in turn, with the arrivals its phases count: one (the
-    /// producer's) for a full object, one from each consumer warp for an empty one.
+    /// producer's) for a full object, one from each consumer warp for a stage's empty one, and
+    /// one from each consumer warp for each resident tile for the resident slot's (each
+    /// resident tile is released on its own).
     #[inline(always)]
     pub(super) fn barriers(self, consumer_warps: u32) -> impl Iterator<Item = (u32, u32)> {
         (0..2 + 4 * STAGES).map(move |i| {
-            let empty = i == 1 || (i >= 2 && ((i - 2) % (2 * STAGES)) >= STAGES);
-            (self.barrier(i), if empty { consumer_warps } else { 1 })
+            let count = if i == 1 {
+                consumer_warps * (1 + R2::TILES)
+            } else if i >= 2 && ((i - 2) % (2 * STAGES)) >= STAGES {
+                consumer_warps
+            } else {
+                1
+            };
+            (self.barrier(i), count)
         })
     }
+}
+
+mod resident2 {
+    pub trait Sealed {}
+}
+
+/// The second resident tile of a [`Streams`] set: none (`()`, the default), or an
+/// [`Operand`] tile, filled with the first ([`StreamProducer::load_residents`]) and taken with
+/// it ([`StreamConsumer::residents`]).
+pub trait Resident2: resident2::Sealed + 'static {
+    /// Its bytes (0 for none).
+    #[doc(hidden)]
+    const BYTES: usize;
+    /// Its tiles: 0 or 1.
+    #[doc(hidden)]
+    const TILES: u32;
+}
+
+impl resident2::Sealed for () {}
+impl Resident2 for () {
+    const BYTES: usize = 0;
+    const TILES: u32 = 0;
+}
+
+impl<T: Operand> resident2::Sealed for T {}
+impl<T: Operand> Resident2 for T {
+    const BYTES: usize = T::BYTES;
+    const TILES: u32 = 1;
 }
 
 /// Fill counts of the resident slot and of the two streams.
@@ -172,9 +219,9 @@ pub(super) struct Counts {
 /// The producer of a [`Streams`] set: the one thread of the block that starts the copies into
 /// its tiles. It cannot read a tile, nor fill one that a consumer still holds: each load waits
 /// until every consumer warp has released the tile it refills.
-pub struct StreamProducer<'c, const STAGES: usize, R, S0, S1> {
+pub struct StreamProducer<'c, const STAGES: usize, R, S0, S1, R2 = ()> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    pub(super) spots: Spots<STAGES, R, S0, S1>,
+    pub(super) spots: Spots<STAGES, R, S0, S1, R2>,
     pub(super) counts: Counts,
     pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
 }
@@ -188,10 +235,56 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'
     pub fn load_resident<const RANK: usize>(&mut self, map: &R::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.resident;
         self.counts.resident += 1;
-        // SAFETY: the resident slot's tile and barriers, its `k`-th fill.
-        unsafe { self.fill::<R, RANK>(None, 1, k, map, origin) }
+        let copy = |dst: u32, full: u32| {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: `fill`'s promise for the slot's tile, which is `R`'s alone.
+            unsafe {
+                R::copy(dst, map, origin, full)
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (dst, full, map, origin);
+        };
+        // SAFETY: the resident slot, its `k`-th fill, of its one tile `R` (`R2` is none).
+        unsafe { self.fill(None, 1, k, R::BYTES, copy) }
     }
+}
 
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Operand> StreamProducer<'_, STAGES, R, S0, S1, R2> {
+    /// Fills both resident tiles, `R`'s with the box of `map` at `origin` and `R2`'s with the
+    /// box of `map2` at `origin2`, once every consumer has released both of its last fill
+    /// (attention's backward pass keeps a chunk's keys and values, or its queries and their
+    /// output's gradient). Elements past a tensor's edge arrive as zero.
+    #[inline(always)]
+    pub fn load_residents<const RANK: usize, const RANK2: usize>(
+        &mut self,
+        map: &R::Map<'_, RANK>,
+        origin: [usize; RANK],
+        map2: &R2::Map<'_, RANK2>,
+        origin2: [usize; RANK2],
+    ) {
+        let k = self.counts.resident;
+        self.counts.resident += 1;
+        let second = self.spots.resident2() - self.spots.resident();
+        let copy = |dst: u32, full: u32| {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                // SAFETY: `fill`'s promise for the slot's tiles: `R`'s first, 1024-aligned.
+                unsafe { R::copy(dst, map, origin, full) };
+                // SAFETY: as above, `R2`'s after `R`'s aligned bytes (`Spots`), 1024-aligned.
+                unsafe { R2::copy(dst + second, map2, origin2, full) };
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (dst, full, second, map, origin, map2, origin2);
+        };
+        // SAFETY: the resident slot, its `k`-th fill, of both its tiles, whose bytes the full
+        // barrier object expects together.
+        unsafe { self.fill(None, 1, k, R::BYTES + R2::BYTES, copy) }
+    }
+}
+
+impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Resident2>
+    StreamProducer<'_, STAGES, R, S0, S1, R2>
+{
     /// Fills the first stream's next stage with the box of `map` at `origin`, once its last
     /// readers have released it. The consumers receive the first stream's tiles in the order
     /// they were filled ([`StreamConsumer::first`]).
@@ -199,8 +292,17 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'
     pub fn load_first<const RANK: usize>(&mut self, map: &S0::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.streams[0];
         self.counts.streams[0] += 1;
-        // SAFETY: stream 0's stage `k % STAGES`, its `k`-th fill.
-        unsafe { self.fill::<S0, RANK>(Some(0), STAGES, k, map, origin) }
+        let copy = |dst: u32, full: u32| {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: `fill`'s promise for the stage's tile of stream 0.
+            unsafe {
+                S0::copy(dst, map, origin, full)
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (dst, full, map, origin);
+        };
+        // SAFETY: stream 0's stage `k % STAGES`, its `k`-th fill, of its tile `S0`.
+        unsafe { self.fill(Some(0), STAGES, k, S0::BYTES, copy) }
     }
 
     /// Fills the second stream's next stage, as [`load_first`](Self::load_first) the first's.
@@ -208,25 +310,32 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'
     pub fn load_second<const RANK: usize>(&mut self, map: &S1::Map<'_, RANK>, origin: [usize; RANK]) {
         let k = self.counts.streams[1];
         self.counts.streams[1] += 1;
-        // SAFETY: stream 1's stage `k % STAGES`, its `k`-th fill.
-        unsafe { self.fill::<S1, RANK>(Some(1), STAGES, k, map, origin) }
+        let copy = |dst: u32, full: u32| {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: `fill`'s promise for the stage's tile of stream 1.
+            unsafe {
+                S1::copy(dst, map, origin, full)
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (dst, full, map, origin);
+        };
+        // SAFETY: stream 1's stage `k % STAGES`, its `k`-th fill, of its tile `S1`.
+        unsafe { self.fill(Some(1), STAGES, k, S1::BYTES, copy) }
     }
 
-    /// Fill `k` of the slot `which` (the resident tile, or a stream) of `slots` stages.
+    /// Fill `k` of the slot `which` (the resident tiles, or a stream) of `slots` stages: waits
+    /// until its readers released fill `k - slots`, tells the full barrier object to expect
+    /// `bytes`, then runs `copy(tile, full)`.
     ///
     /// # Safety
     ///
-    /// `T` is the slot's tile type, `slots` its number of stages, and `k` its fills so far.
+    /// `slots` is the slot's number of stages, `k` its fills so far, and `copy` starts copies
+    /// of exactly `bytes` into the slot's tiles at `tile` (each of its type, where `Spots`
+    /// places it), signalling `full`; `copy` may rely on `tile` being 1024-aligned and
+    /// released by its readers, read next once `full`'s phase completes.
     #[inline(always)]
-    unsafe fn fill<T: Operand, const RANK: usize>(
-        &mut self,
-        which: Option<usize>,
-        slots: usize,
-        k: usize,
-        map: &T::Map<'_, RANK>,
-        origin: [usize; RANK],
-    ) {
-        let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
+    unsafe fn fill(&mut self, which: Option<usize>, slots: usize, k: usize, bytes: usize, copy: impl FnOnce(u32, u32)) {
+        let _ = Streams::<STAGES, R, S0, S1, R2>::TOTAL;
         #[cfg(target_arch = "nvptx64")]
         {
             use super::raw;
@@ -241,23 +350,23 @@ impl<const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamProducer<'
             }
             // SAFETY: an initialised barrier object whose phase `k / slots` expects the
             // producer's one arrival (this one, once a fill) and these bytes.
-            unsafe { raw::mbarrier_arrive_expect_tx(full, T::BYTES as u32) };
-            // SAFETY: the map is a valid tensor map of a tensor the kernel only reads
-            // (`TensorMap`), of the tile's box and swizzle (its type); the tile is 1024-aligned
-            // (`Spots`), released by its readers (above), and read next once `full`'s phase
-            // completes, which waits for these bytes.
-            unsafe { T::copy(self.spots.tile(which, s), map, origin, full) };
+            unsafe { raw::mbarrier_arrive_expect_tx(full, bytes as u32) };
+            // The tensor maps are valid maps of tensors the kernel only reads (`TensorMap`), of
+            // the tiles' boxes and swizzles (their types); the tile is 1024-aligned (`Spots`),
+            // released by its readers (above), and read next once `full`'s phase completes,
+            // which waits for these bytes: the caller's `copy` starts them.
+            copy(self.spots.tile(which, s), full);
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        let _ = (which, slots, k, map, origin);
+        let _ = (which, slots, k, bytes, copy);
     }
 }
 
 /// A consumer warpgroup's side of a [`Streams`] set: it takes the resident tile and each
 /// stream's stages [`Landed`], in the order the producer filled them.
-pub struct StreamConsumer<'c, const STAGES: usize, R, S0, S1> {
+pub struct StreamConsumer<'c, const STAGES: usize, R, S0, S1, R2 = ()> {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    pub(super) spots: Spots<STAGES, R, S0, S1>,
+    pub(super) spots: Spots<STAGES, R, S0, S1, R2>,
     pub(super) counts: Counts,
     pub(super) call: PhantomData<(&'c mut (), *mut u8)>,
 }
@@ -271,7 +380,31 @@ impl<'c, const STAGES: usize, R: Operand, S0: Operand, S1: Operand> StreamConsum
         self.counts.resident += 1;
         self.take(None, 1, k)
     }
+}
 
+impl<'c, const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Operand>
+    StreamConsumer<'c, STAGES, R, S0, S1, R2>
+{
+    /// Waits until the resident tiles' next fill has landed, and returns both: the
+    /// warpgroup's to read until it drops both handles (each releases its tile; the producer
+    /// refills them once both are released by every consumer warp).
+    #[inline(always)]
+    pub fn residents(&mut self) -> (Landed<'c, R>, Landed<'c, R2>) {
+        let k = self.counts.resident;
+        self.counts.resident += 1;
+        let first = self.take::<R>(None, 1, k);
+        let second = Landed {
+            tile: self.spots.resident2(),
+            empty: first.empty,
+            call: PhantomData,
+        };
+        (first, second)
+    }
+}
+
+impl<'c, const STAGES: usize, R: Operand, S0: Operand, S1: Operand, R2: Resident2>
+    StreamConsumer<'c, STAGES, R, S0, S1, R2>
+{
     /// Waits until the first stream's next stage has landed, and returns its tile.
     #[inline(always)]
     pub fn first(&mut self) -> Landed<'c, S0> {
@@ -390,9 +523,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// producer fill as many as they take; otherwise a role waits forever, but no tile is read
     /// before it lands or refilled while it is read.
     #[inline(always)]
-    pub fn specialise_streams<const STAGES: usize, R, S0, S1, T, E, L, Sp, V, P, Q>(
+    pub fn specialise_streams<const STAGES: usize, R, S0, S1, R2, T, E, L, Sp, V, P, Q>(
         &mut self,
-        tiles: &mut Streamed<'k, STAGES, R, S0, S1>,
+        tiles: &mut Streamed<'k, STAGES, R, S0, S1, R2>,
         chunks: Chunks<'_, T, E, L, Sp, V>,
         producer: P,
         consumer: Q,
@@ -400,16 +533,17 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         R: Operand,
         S0: Operand,
         S1: Operand,
+        R2: Resident2,
         T: DlElement,
         E: Extents,
         L: Layout,
         Sp: KernelSpace,
         V: Rows,
         E::Index: CutBy<C>,
-        P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1>, E::Index) + Sync,
+        P: for<'c> Fn(&mut StreamProducer<'c, STAGES, R, S0, S1, R2>, E::Index) + Sync,
         Q: for<'c, 'v> Fn(
                 &mut Warpgroup<'c, THREADS>,
-                &mut StreamConsumer<'c, STAGES, R, S0, S1>,
+                &mut StreamConsumer<'c, STAGES, R, S0, S1, R2>,
                 Chunk<'v, T, E, L, Sp, V>,
             ) + Sync,
     {
@@ -431,7 +565,7 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 "a specialised block's chunk is a constant number of rows, at most 64 for each consumer warpgroup"
             );
         };
-        let _ = Streams::<STAGES, R, S0, S1>::TOTAL;
+        let _ = Streams::<STAGES, R, S0, S1, R2>::TOTAL;
         let start = Counts {
             resident: 0,
             streams: [0, 0],
@@ -507,18 +641,18 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
         #[cfg(not(target_arch = "nvptx64"))]
         {
             // The roles' code, compiled on the host too (never run), as for `specialise`.
-            type ProducerRole<P, const STAGES: usize, R, S0, S1> =
-                for<'c> fn(&P, &mut StreamProducer<'c, STAGES, R, S0, S1>);
-            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, R, S0, S1, T, E, L, Sp, V> =
+            type ProducerRole<P, const STAGES: usize, R, S0, S1, R2> =
+                for<'c> fn(&P, &mut StreamProducer<'c, STAGES, R, S0, S1, R2>);
+            type ConsumerRole<Q, const THREADS: usize, const STAGES: usize, R, S0, S1, R2, T, E, L, Sp, V> =
                 for<'c, 'v> fn(
                     &Q,
                     &mut Warpgroup<'c, THREADS>,
-                    &mut StreamConsumer<'c, STAGES, R, S0, S1>,
+                    &mut StreamConsumer<'c, STAGES, R, S0, S1, R2>,
                     Chunk<'v, T, E, L, Sp, V>,
                 );
-            let _produce: ProducerRole<P, STAGES, R, S0, S1> =
+            let _produce: ProducerRole<P, STAGES, R, S0, S1, R2> =
                 |p, producer| p(producer, crate::extents::IndexArray::zeros());
-            let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, T, E, L, Sp, V> =
+            let _consume: ConsumerRole<Q, THREADS, STAGES, R, S0, S1, R2, T, E, L, Sp, V> =
                 |q, wg, consumer, part| q(wg, consumer, part);
             let _ = (tiles, chunks, producer, consumer, start);
             self.never_on_host()

@@ -1,0 +1,233 @@
+//! Attention's backward pass over a warpgroup's accumulators: the probabilities recomputed from
+//! the scores and the saved log-sum-exp ([`Warpgroup::recompute_probs`]), and the scores'
+//! gradient `dS = P ∘ (dP − Δ)` ([`Warpgroup::softmax_grad`]), with a statistic of each query
+//! broadcast along the accumulators' rows ([`RowValues`], where rows are queries: the queries'
+//! gradient) or along their columns ([`ColValues`], where the tiles are transposed and rows
+//! are keys: the keys' and values' gradients). [`Queries`] says which queries of a transposed
+//! tile each key row is seen by.
+
+use super::accumulators::{Accumulators, Cols, Width};
+use super::roles::Warpgroup;
+use super::row_values::RowValues;
+use super::softmax::Keys;
+use core::marker::PhantomData;
+
+/// A value for each of the `N` columns of a warpgroup's `64 × N` accumulators, for the
+/// consumer call `'c`: each thread holds those of its columns (`8 j + 2 (l % 4)` and `+ 1`),
+/// as the eight threads that hold a column do. Made by [`Warpgroup::cols`].
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+pub struct ColValues<'c, const N: usize> {
+    values: [f32; 64],
+    call: PhantomData<(&'c (), *mut u8)>,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A value for each row or each column of a warpgroup's accumulators of width `W`:
+/// [`RowValues`] (any width) or [`ColValues`] of `W`'s columns.
+pub trait Broadcast<W: Width>: sealed::Sealed {
+    /// The value of the element in place `i` of this thread's accumulators.
+    #[doc(hidden)]
+    fn at(&self, i: usize) -> f32;
+}
+
+impl sealed::Sealed for RowValues<'_> {}
+impl<W: Width> Broadcast<W> for RowValues<'_> {
+    #[inline(always)]
+    fn at(&self, i: usize) -> f32 {
+        self.values[(i / 2) % 2]
+    }
+}
+
+impl<const N: usize> sealed::Sealed for ColValues<'_, N> {}
+impl<const N: usize> Broadcast<Cols<N>> for ColValues<'_, N>
+where
+    Cols<N>: Width,
+{
+    #[inline(always)]
+    fn at(&self, i: usize) -> f32 {
+        self.values[2 * (i / 4) + i % 2]
+    }
+}
+
+/// Which element of a warpgroup's tile of scores counts: a query sees a key ([`Keys`], rows
+/// are queries) or a key is seen by a query ([`Queries`], rows are keys).
+pub trait Visible: sealed::Sealed {
+    /// Whether the element at row `r` and column `c` of the warpgroup's `64 × N` counts.
+    #[doc(hidden)]
+    fn visible(&self, r: usize, c: usize) -> bool;
+}
+
+impl sealed::Sealed for Keys {}
+impl Visible for Keys {
+    #[inline(always)]
+    fn visible(&self, r: usize, c: usize) -> bool {
+        self.sees(self.row0().saturating_add(r), self.col0().saturating_add(c))
+    }
+}
+
+/// Which queries of a transposed tile of scores (`Sᵀ = K · Qᵀ`: rows are keys, columns
+/// queries) see each key row of a warpgroup's part: query `i` sees key `j` where `i < seq_q`,
+/// `j < seq_k` and, if causal, `j ≤ i + seq_k − seq_q`, as [`Keys`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queries {
+    /// The index in its sequence of the warpgroup's first key row.
+    row0: usize,
+    /// The index in its sequence of the tile's first query.
+    col0: usize,
+    seq_q: usize,
+    keys: Keys,
+}
+
+impl Queries {
+    /// The queries of the tile from query `col0` for the key rows from `row0`, in sequences
+    /// of `seq_q` queries and `seq_k` keys.
+    #[inline(always)]
+    pub fn new(row0: usize, col0: usize, seq_q: usize, seq_k: usize, causal: bool) -> Self {
+        Queries {
+            row0,
+            col0,
+            seq_q,
+            keys: Keys::new(0, 0, seq_q, seq_k, causal),
+        }
+    }
+
+    /// Whether query `i` (in its sequence) sees key `j`.
+    #[inline(always)]
+    pub fn sees(&self, i: usize, j: usize) -> bool {
+        i < self.seq_q && self.keys.sees(i, j)
+    }
+
+    /// The first tile of `rows` queries that any of the key rows from `row0` is seen by, and
+    /// the tiles of the sequence: the tiles of queries a part of keys loops over.
+    #[inline(always)]
+    pub fn tiles(row0: usize, rows: usize, seq_q: usize, seq_k: usize, causal: bool) -> (usize, usize) {
+        let all = seq_q.div_ceil(rows.max(1));
+        if !causal {
+            return (0, all);
+        }
+        // Key `j` is seen from query `j + seq_q − seq_k` on.
+        let first = row0.saturating_add(seq_q).saturating_sub(seq_k) / rows.max(1);
+        (first.min(all), all)
+    }
+}
+
+impl sealed::Sealed for Queries {}
+impl Visible for Queries {
+    #[inline(always)]
+    fn visible(&self, r: usize, c: usize) -> bool {
+        self.sees(self.col0.saturating_add(c), self.row0.saturating_add(r))
+    }
+}
+
+impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
+    /// A value for each of the warpgroup's 64 rows: `f(r)` for row `r` (`0..64`), computed by
+    /// the threads that hold the row (a query's saved statistic, read from a view).
+    #[inline(always)]
+    pub fn rows(&self, f: impl Fn(usize) -> f32) -> RowValues<'c> {
+        let (warp, lane) = (self.thread / 32, self.thread % 32);
+        let mut values = [0.0f32; 2];
+        crate::unroll!(2, |h| {
+            values[h] = f(16 * warp + lane / 4 + 8 * h);
+        });
+        RowValues {
+            values,
+            call: PhantomData,
+        }
+    }
+
+    /// A value for each of the `N` columns of the warpgroup's `64 × N` accumulators: `f(c)`
+    /// for column `c` (`0..N`), computed by the threads that hold the column.
+    #[inline(always)]
+    pub fn cols<const N: usize>(&self, f: impl Fn(usize) -> f32) -> ColValues<'c, N>
+    where
+        Cols<N>: Width,
+    {
+        let lane = self.thread % 32;
+        let mut values = [0.0f32; 64];
+        crate::unroll!(16, |a| {
+            crate::unroll!(4, |b| {
+                let i = 4 * a + b;
+                if i < N / 4 {
+                    values[i] = f(8 * (i / 2) + 2 * (lane % 4) + i % 2);
+                }
+            });
+        });
+        ColValues {
+            values,
+            call: PhantomData,
+        }
+    }
+
+    /// The probabilities of a tile of scores `s`, recomputed from each query's log-sum-exp
+    /// `lse` (as the forward pass saved it): `e^(s · scale − lse)` where `visible` says the
+    /// element counts, 0 elsewhere (and where `lse` is `+∞`: a query that saw no key).
+    /// `scale_log2` is the softmax scale times `log2 e`; `lse` is broadcast along the rows
+    /// where rows are queries ([`RowValues`]) or along the columns where they are keys
+    /// ([`ColValues`]).
+    #[inline(always)]
+    pub fn recompute_probs<T: super::WgmmaInput, W: Width>(
+        &self,
+        s: Accumulators<T, W>,
+        lse: &impl Broadcast<W>,
+        scale_log2: f32,
+        visible: &impl Visible,
+    ) -> Accumulators<T, W> {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut regs = s.regs;
+            let (warp, lane) = (self.thread / 32, self.thread % 32);
+            crate::unroll!(16, |a| {
+                crate::unroll!(8, |b| {
+                    let i = 8 * a + b;
+                    if i < W::N / 2 {
+                        let (r, c) = (
+                            16 * warp + lane / 4 + 8 * ((i / 2) % 2),
+                            8 * (i / 4) + 2 * (lane % 4) + i % 2,
+                        );
+                        let base = lse.at(i) * core::f32::consts::LOG2_E;
+                        let x = W::get(&regs, i);
+                        let p = if visible.visible(r, c) {
+                            crate::kernel::math::exp2(crate::kernel::math::mul_add(x, scale_log2, -base))
+                        } else {
+                            0.0
+                        };
+                        W::set(&mut regs, i, p);
+                    }
+                });
+            });
+            Accumulators::of(regs)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (s, lse, scale_log2, visible);
+            self.never()
+        }
+    }
+
+    /// The scores' gradient `dS = P ∘ (dP − Δ)` from the probabilities `p`, their gradient
+    /// `dp` (`dO · Vᵀ`, or its transpose), and each query's `Δ = Σ dO ∘ O` (`delta`,
+    /// broadcast along the rows or the columns as for
+    /// [`recompute_probs`](Self::recompute_probs)).
+    #[inline(always)]
+    pub fn softmax_grad<T: super::WgmmaInput, W: Width>(
+        &self,
+        p: &Accumulators<T, W>,
+        dp: Accumulators<T, W>,
+        delta: &impl Broadcast<W>,
+    ) -> Accumulators<T, W> {
+        let mut regs = dp.regs;
+        crate::unroll!(16, |a| {
+            crate::unroll!(8, |b| {
+                let i = 8 * a + b;
+                if i < W::N / 2 {
+                    let x = W::get(&regs, i);
+                    W::set(&mut regs, i, W::get(&p.regs, i) * (x - delta.at(i)));
+                }
+            });
+        });
+        Accumulators::of(regs)
+    }
+}

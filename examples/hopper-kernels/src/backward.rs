@@ -1,0 +1,344 @@
+//! Attention's backward pass, safe (`dlmd::kernel::warpgroup`): from the forward pass's `q`,
+//! `k`, `v`, output `o` and log-sum-exp `lse`, and the output's gradient `do`, the gradients
+//! `dq`, `dk` and `dv`, recomputing the probabilities from `lse` as FlashAttention-2 and 3 do,
+//! in three kernels, each element of each gradient written once by one thread (no atomics:
+//! the result does not depend on the order in which blocks run, so it is deterministic):
+//!
+//! 1. `attention_delta`: `Δ = Σ do ∘ o` for each query row (`f32`, `b × h_q × s_q`);
+//! 2. `attention_dq_*`: for each chunk of 128 query rows of a head, with `q` and `do` resident,
+//!    the keys and values 64 at a time: `S = Q · Kᵀ`, `P = e^(S · scale − lse)`, `dP = dO ·
+//!    Vᵀ`, `dS = P ∘ (dP − Δ)`, `dQ += dS · K` (the keys' tile read again, MN-major), and
+//!    `dq = scale · dQ`;
+//! 3. `attention_dkv_*`: for each chunk of 128 key rows of a key-value head, with `k` and `v`
+//!    resident, the queries and the output's gradient 64 at a time, of every query head of
+//!    the group (grouped-query attention sums them here): `Sᵀ = K · Qᵀ`, `Pᵀ` from `lse` by
+//!    column, `dPᵀ = V · dOᵀ`, `dSᵀ = Pᵀ ∘ (dPᵀ − Δ)`, `dV += Pᵀ · dO`, `dK += dSᵀ · Q`, and
+//!    `dk = scale · dK`, `dv = dV`, written together (`Chunks::with_twin`).
+//!
+//! Shapes and options are the forward pass's: `(b, h, s, d)` views of any strides a tensor map
+//! takes, `h_kv` dividing `h_q`, any sequence lengths, causal (aligned to the bottom right)
+//! or not. Rows and columns past a sequence's end arrive as zeros and are masked.
+
+use crate::attention::{AttentionLse, AttentionMap, AttentionOut, AttentionTile};
+use dlmd::extents::Const;
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::block::TileOf;
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::kernel::tensor_map::TensorMap;
+use dlmd::kernel::warpgroup::Streams;
+use dlmd::kernel::{Block, Thread};
+use dlmd::{DeviceMdspan, Dims, DlElement, LayoutStride};
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+use {
+    dlmd::kernel::math::{to_bf16, to_f16},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, Keys, Queries},
+};
+
+/// A tile of 64 rows of a head of `q`, `k`, `v` or `do`: `64 × D`, in panels of 64 columns.
+pub type HalfTile<T, const D: usize> = TileOf<T, (Const<64>, Const<D>), Swizzle128>;
+/// The tensor map of a tensor (`b × h × s × D`) with boxes of `64 × D` of one head.
+pub type HalfMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<64>, Const<D>), Swizzle128, 4>;
+/// A tensor the backward pass reads (`o`, `do`), `b × h × s × d`, strided.
+pub type AttentionRead<'a, T> = DeviceMdspan<'a, T, Dims<4>, LayoutStride>;
+/// A statistic of each query row the backward pass reads (`lse`, `Δ`), `b × h_q × s_q` `f32`.
+pub type RowStat<'a> = DeviceMdspan<'a, f32, Dims<3>, LayoutStride>;
+
+/// The tiles of the queries' gradient: `q` and `do` resident, `k` and `v` streamed.
+pub type DqTiles<T, const D: usize, const STAGES: usize> =
+    Streams<STAGES, AttentionTile<T, D>, HalfTile<T, D>, HalfTile<T, D>, AttentionTile<T, D>>;
+/// The block of the queries' gradient: one chunk of 128 query rows of one head at a time.
+pub type DqBlock<'k, T, const D: usize, const STAGES: usize> =
+    Block<'k, 384, DqTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
+/// The tiles of the keys' and values' gradients: `k` and `v` resident, `q` and `do` streamed.
+pub type DkvTiles<T, const D: usize, const STAGES: usize> =
+    Streams<STAGES, AttentionTile<T, D>, HalfTile<T, D>, HalfTile<T, D>, AttentionTile<T, D>>;
+/// The block of the keys' and values' gradients: one chunk of 128 key rows of one key-value
+/// head at a time.
+pub type DkvBlock<'k, T, const D: usize, const STAGES: usize> =
+    Block<'k, 384, DkvTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
+
+/// An element of `o` or `do` as `f32`.
+pub trait Widen: DlElement {
+    /// The value as `f32`, exactly.
+    fn widen(self) -> f32;
+}
+
+impl Widen for bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Widen for f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// `Δ[b, h, i] = Σ_d do[b, h, i, d] · o[b, h, i, d]`, for `delta` of `o`'s extents but the
+/// last; left as it is where the extents do not fit together.
+#[dlmd::device]
+#[inline(always)]
+fn delta<T: Widen>(thread: Thread, o: AttentionRead<'_, T>, d_o: AttentionRead<'_, T>, mut delta: AttentionLse<'_>) {
+    let [b, h, s, d] = o.extents().0;
+    let [db, dh, ds] = delta.extents().0;
+    let same = (0..4).all(|i| o.extents().0[i] == d_o.extents().0[i]);
+    if !same || db != b || dh != h || ds != s {
+        return;
+    }
+    thread.for_each_mut(&mut delta, |[b, h, i], x| {
+        let mut sum = 0.0f32;
+        for j in 0..d {
+            if let (Some(a), Some(g)) = (o.get([b, h, i, j]), d_o.get([b, h, i, j])) {
+                sum += a.widen() * g.widen();
+            }
+        }
+        *x = sum;
+    });
+}
+
+/// `Δ = Σ do ∘ o` for each query row of `bf16` tensors: `delta` (`b × h × s`) from `o` and
+/// `do` (`b × h × s × d`); left as it is where the extents do not fit together. Any launch
+/// shape: a thread a row at a time.
+#[dlmd::kernel]
+pub fn attention_delta_bf16(
+    thread: Thread,
+    o: AttentionRead<'_, bf16>,
+    d_o: AttentionRead<'_, bf16>,
+    delta_out: AttentionLse<'_>,
+) {
+    delta(thread, o, d_o, delta_out);
+}
+
+/// `Δ = Σ do ∘ o` for each query row of `f16` tensors, as [`attention_delta_bf16`].
+#[dlmd::kernel]
+pub fn attention_delta_f16(
+    thread: Thread,
+    o: AttentionRead<'_, f16>,
+    d_o: AttentionRead<'_, f16>,
+    delta_out: AttentionLse<'_>,
+) {
+    delta(thread, o, d_o, delta_out);
+}
+
+#[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
+/// The shapes of the backward pass fit together: `q` (as `dq`), `k` and `v` (`b × h_kv × s_k
+/// × D`, `h_kv` dividing `h_q`), `lse` and `Δ` (`q`'s but the last), a positive finite scale.
+#[inline(always)]
+fn fits<const D: usize>(q: [usize; 4], k: [usize; 4], v: [usize; 4], stats: [[usize; 3]; 2], scale: f32) -> bool {
+    let same = |a: &[usize], b: &[usize]| a.len() == b.len() && (0..a.len()).all(|d| a[d] == b[d]);
+    k[1] > 0
+        && q[1].is_multiple_of(k[1])
+        && q[3] == D
+        && k[3] == D
+        && k[0] == q[0]
+        && same(&v, &k)
+        && same(&stats[0], &q[..3])
+        && same(&stats[1], &q[..3])
+        && scale > 0.0
+        && scale.is_finite()
+}
+
+/// The queries' gradient, each element of `dq` written as `out(value)`.
+#[dlmd::device]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dq<T, const D: usize, const STAGES: usize>(
+    block: DqBlock<'_, T, D, STAGES>,
+    [q, d_o]: [AttentionMap<'_, T, D>; 2],
+    [k, v]: [HalfMap<'_, T, D>; 2],
+    [lse, delta]: [RowStat<'_>; 2],
+    dq: AttentionOut<'_, T>,
+    scale: f32,
+    causal: bool,
+    out: impl Fn(f32) -> T + Sync,
+) where
+    T: dlmd::kernel::warpgroup::Product<Cols<64>> + dlmd::kernel::warpgroup::ProductRs<Cols<D>, Cols<64>>,
+    Cols<D>: dlmd::kernel::warpgroup::Width,
+{
+    let (qe, ke) = (q.extents(), k.extents());
+    if !fits::<D>(qe, ke, v.extents(), [lse.extents().0, delta.extents().0], scale)
+        || (0..4).any(|d| dq.extents().0[d] != qe[d] || d_o.extents()[d] != qe[d])
+    {
+        return;
+    }
+    let [_, heads_q, seq_q, _] = qe;
+    let [_, heads_kv, seq_k, _] = ke;
+    let group = heads_q / heads_kv;
+    let scale_log2 = scale * core::f32::consts::LOG2_E;
+    let tiles = |m0: usize| Keys::tiles_of(64, m0, 128, seq_q, seq_k, causal);
+    let (mut block, mut set) = block.split();
+    let chunks = block.chunks(dq);
+    block.specialise_streams(
+        &mut set,
+        chunks,
+        |producer, [b, h, m0, _]| {
+            producer.load_residents(&q, [b, h, m0, 0], &d_o, [b, h, m0, 0]);
+            for n in 0..tiles(m0) {
+                producer.load_first(&k, [b, h / group, 64 * n, 0]);
+                producer.load_second(&v, [b, h / group, 64 * n, 0]);
+            }
+        },
+        |wg, consumer, part| {
+            let [b, h, first, _] = part.origin();
+            let m0 = first / 128 * 128;
+            let row0 = m0 + 64 * wg.index();
+            let (q_rows, do_rows) = consumer.residents();
+            let lse = wg.rows(|r| lse.get([b, h, row0 + r]).copied().unwrap_or(f32::INFINITY));
+            let delta = wg.rows(|r| delta.get([b, h, row0 + r]).copied().unwrap_or(0.0));
+            let mut acc = Accumulators::<T, Cols<D>>::zero();
+            for n in 0..tiles(m0) {
+                let keys = consumer.first();
+                let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, keys.borrow());
+                let s = wg.wait(s);
+                let p = wg.recompute_probs(s, &lse, scale_log2, &Keys::new(row0, 64 * n, seq_q, seq_k, causal));
+                let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
+                let dp = wg.wait(dp);
+                let ds = wg.softmax_grad(&p, dp, &delta);
+                let running = wg.mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
+                acc = wg.wait(running);
+            }
+            drop((q_rows, do_rows));
+            wg.store(part, acc, |_, x| out(x * scale));
+        },
+    );
+}
+
+/// The keys' and values' gradients, each element of `dk` and `dv` written as `out(value)`.
+#[dlmd::device]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dkv<T, const D: usize, const STAGES: usize>(
+    block: DkvBlock<'_, T, D, STAGES>,
+    [k, v]: [AttentionMap<'_, T, D>; 2],
+    [q, d_o]: [HalfMap<'_, T, D>; 2],
+    [lse, delta]: [RowStat<'_>; 2],
+    (dk, dv): (AttentionOut<'_, T>, AttentionOut<'_, T>),
+    scale: f32,
+    causal: bool,
+    out: impl Fn(f32) -> T + Sync,
+) where
+    T: dlmd::kernel::warpgroup::Product<Cols<64>> + dlmd::kernel::warpgroup::ProductRs<Cols<D>, Cols<64>>,
+    Cols<D>: dlmd::kernel::warpgroup::Width,
+{
+    let (qe, ke) = (q.extents(), k.extents());
+    if !fits::<D>(qe, ke, v.extents(), [lse.extents().0, delta.extents().0], scale)
+        || (0..4).any(|d| dk.extents().0[d] != ke[d] || d_o.extents()[d] != qe[d])
+    {
+        return;
+    }
+    let [_, heads_q, seq_q, _] = qe;
+    let [_, heads_kv, seq_k, _] = ke;
+    let group = heads_q / heads_kv;
+    let scale_log2 = scale * core::f32::consts::LOG2_E;
+    let tiles = |n0: usize| Queries::tiles(n0, 64, seq_q, seq_k, causal);
+    let (mut block, mut set) = block.split();
+    // `dv`'s extents are `dk`'s, or nothing is written.
+    let Some(chunks) = block.chunks(dk).with_twin(dv) else {
+        return;
+    };
+    block.specialise_streams(
+        &mut set,
+        chunks,
+        |producer, [b, hk, n0, _]| {
+            producer.load_residents(&k, [b, hk, n0, 0], &v, [b, hk, n0, 0]);
+            let (first, all) = tiles(n0);
+            for h in hk * group..(hk + 1) * group {
+                for m in first..all {
+                    producer.load_first(&q, [b, h, 64 * m, 0]);
+                    producer.load_second(&d_o, [b, h, 64 * m, 0]);
+                }
+            }
+        },
+        |wg, consumer, part| {
+            let [b, hk, start, _] = part.origin();
+            let n0 = start / 128 * 128;
+            let key0 = n0 + 64 * wg.index();
+            let (part_k, part_v) = part.split_twin();
+            let (k_rows, v_rows) = consumer.residents();
+            let mut acc_k = Accumulators::<T, Cols<D>>::zero();
+            let mut acc_v = Accumulators::<T, Cols<D>>::zero();
+            let (first, all) = tiles(n0);
+            for h in hk * group..(hk + 1) * group {
+                for m in first..all {
+                    let q0 = 64 * m;
+                    let queries = consumer.first();
+                    let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
+                    let st = wg.wait(st);
+                    let lse = wg.cols::<64>(|c| lse.get([b, h, q0 + c]).copied().unwrap_or(f32::INFINITY));
+                    let pt = wg.recompute_probs(st, &lse, scale_log2, &Queries::new(key0, q0, seq_q, seq_k, causal));
+                    let grads = consumer.second();
+                    let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
+                    let dpt = wg.wait(dpt);
+                    let delta = wg.cols::<64>(|c| delta.get([b, h, q0 + c]).copied().unwrap_or(0.0));
+                    let dst = wg.softmax_grad(&pt, dpt, &delta);
+                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
+                    acc_v = wg.wait(running);
+                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
+                    acc_k = wg.wait(running);
+                }
+            }
+            drop((k_rows, v_rows));
+            wg.store(part_k, acc_k, |_, x| out(x * scale));
+            wg.store(part_v, acc_v, |_, x| out(x));
+        },
+    );
+}
+
+macro_rules! backward_kernels {
+    ($dq:ident, $dkv:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
+        /// The queries' gradient of attention for
+        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `dq` (`b × h_q × s_q × ", $d, "`) from `q` and `do` (as `dq`, maps of 128-row boxes), `k` and `v` (`b × h_kv × s_k × ", $d, "`, maps of 64-row boxes),")]
+        /// the forward pass's `lse` and `Δ = Σ do ∘ o` (`b × h_q × s_q`), with the forward
+        /// pass's `scale` and `causal`. `dq` is left as it is where the extents do not fit
+        /// together or the scale is not positive and finite. Launch with blocks of 384
+        /// threads, at most one per chunk of 128 query rows of a head.
+        #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $dq(
+            block: DqBlock<'_, $t, $d, $stages>,
+            q: AttentionMap<'_, $t, $d>,
+            k: HalfMap<'_, $t, $d>,
+            v: HalfMap<'_, $t, $d>,
+            d_o: AttentionMap<'_, $t, $d>,
+            lse: RowStat<'_>,
+            delta: RowStat<'_>,
+            dq_out: AttentionOut<'_, $t>,
+            scale: f32,
+            causal: bool,
+        ) {
+            dq(block, [q, d_o], [k, v], [lse, delta], dq_out, scale, causal, $out);
+        }
+
+        /// The keys' and values' gradients of attention for
+        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `dk` and `dv` (`b × h_kv × s_k × ", $d, "`) from `k` and `v` (maps of 128-row boxes), `q` and `do` (`b × h_q × s_q × ", $d, "`, maps of 64-row boxes),")]
+        /// `lse` and `Δ` as for the queries' gradient; each key-value head's gradients sum
+        /// those of its group of query heads. `dk` and `dv` are left as they are where the
+        /// extents do not fit together. Launch with blocks of 384 threads, at most one per
+        /// chunk of 128 key rows of a key-value head.
+        #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $dkv(
+            block: DkvBlock<'_, $t, $d, $stages>,
+            k: AttentionMap<'_, $t, $d>,
+            v: AttentionMap<'_, $t, $d>,
+            q: HalfMap<'_, $t, $d>,
+            d_o: HalfMap<'_, $t, $d>,
+            lse: RowStat<'_>,
+            delta: RowStat<'_>,
+            dk_out: AttentionOut<'_, $t>,
+            dv_out: AttentionOut<'_, $t>,
+            scale: f32,
+            causal: bool,
+        ) {
+            dkv(block, [k, v], [q, d_o], [lse, delta], (dk_out, dv_out), scale, causal, $out);
+        }
+    };
+}
+
+backward_kernels!(attention_dq_bf16_d64, attention_dkv_bf16_d64, bf16, 64, 4, to_bf16);
+backward_kernels!(attention_dq_bf16_d128, attention_dkv_bf16_d128, bf16, 128, 3, to_bf16);
+backward_kernels!(attention_dq_f16_d64, attention_dkv_f16_d64, f16, 64, 4, to_f16);
+backward_kernels!(attention_dq_f16_d128, attention_dkv_f16_d128, f16, 128, 3, to_f16);
