@@ -11,7 +11,11 @@ FlashAttention-2 and cuDNN backends, timed in the same run, the sides alternatin
 2. Device time on FlashAttention's benchmark shapes (4, 32, 4096, 128), causal and not: CUDA
    events around 5 calls, in TFLOP/s as FlashAttention counts them (4·b·h·s²·d, halved when
    causal).
-3. Host waits on the operator's path, counted by CUPTI (`count_syncs.c`) over 1,000 calls.
+3. Forward and backward (`o.backward(grad)` through autograd, the backward pass the Rust kernels
+   of `dlmd::attention_backward`) on the issue's shapes, in TFLOP/s as FlashAttention counts
+   them (3.5 times the forward pass's count).
+4. Host waits on the operator's path, forward and backward, counted by CUPTI (`count_syncs.c`)
+   over 1,000 calls.
 
 Usage: python bench_attention.py [ROUNDS]
 """
@@ -88,17 +92,54 @@ def throughput():
         table(samples, "SDPA, cuDNN", "TFLOP/s", lambda ms: flops / ms / 1e9)
 
 
+def training_sides(shape, causal):
+    b, h, s, d = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v, grad = (torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    op = dm.torch_attention()
+    scale = 1 / math.sqrt(d)
+
+    def step(forward):
+        def run():
+            forward().backward(grad)
+        return run
+
+    return {
+        "torch.ops.dlmd.attention": step(lambda: op(q, k, v, scale, causal)[0]),
+        "SDPA, FlashAttention-2": step(sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)),
+        "SDPA, cuDNN": step(sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)),
+    }
+
+
+def training():
+    for shape in ((4, 32, 4096, 128), (16, 16, 2048, 128), (4, 32, 4096, 64)):
+        for causal in (False, True):
+            fns = training_sides(shape, causal)
+            for fn in fns.values():
+                fn()
+            samples = rounds(fns, device_ms)
+            b, h, s, d = shape
+            flops = 3.5 * 4 * b * h * s * s * d / (2 if causal else 1)
+            print(f"forward + backward, {shape}, {'causal' if causal else 'not causal'}, {ROUNDS} rounds of 5 "
+                  f"calls (TFLOP/s; ratio to cuDNN, > 1 is faster):")
+            table(samples, "SDPA, cuDNN", "TFLOP/s", lambda ms: flops / ms / 1e9)
+
+
 def host_waits():
     lib, where = cupti_counter()
     if lib is None:
         print(f"host waits: not counted: {where}")
         return True
-    fn = sides((1, 4, 128, 64), True)["torch.ops.dlmd.attention"]
-    fn()
-    counts, others = counted(lib, fn, CALLS)
-    print(f"host waits over {CALLS} calls of torch.ops.dlmd.attention ({where}): {sum(counts)} on the calling "
-          f"thread, {sum(others)} on others")
-    return sum(counts) == 0
+    total = 0
+    for name, fn in (("torch.ops.dlmd.attention", sides((1, 4, 128, 64), True)["torch.ops.dlmd.attention"]),
+                     ("its forward and backward", training_sides((1, 4, 128, 64), True)["torch.ops.dlmd.attention"])):
+        fn()
+        counts, others = counted(lib, fn, CALLS)
+        print(f"host waits over {CALLS} calls of {name} ({where}): {sum(counts)} on the calling thread, "
+              f"{sum(others)} on others")
+        total += sum(counts)
+    return total == 0
 
 
 if __name__ == "__main__":
@@ -108,4 +149,5 @@ if __name__ == "__main__":
     torch.backends.cuda.matmul.allow_tf32 = False
     latency()
     throughput()
+    training()
     sys.exit(0 if host_waits() else 1)

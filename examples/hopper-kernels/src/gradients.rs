@@ -52,7 +52,10 @@ fn delta_grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
 ///
 /// Three kernels are queued, in order, on the stream every tensor's producer named, and the
 /// call returns at once; the launches hold the tensors until their kernels are done. Every
-/// refusal is an [`AttentionError`] before anything is queued.
+/// refusal is an [`AttentionError`]: of the shapes, the element types, strides and memory,
+/// before anything is queued; of a written tensor sharing memory with another (which each
+/// launch checks for its own arguments), at the launch that finds it, after the kernels before
+/// it, which write `delta` and `dq` only.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward_imported(
     kernels: &Kernels,
@@ -79,46 +82,44 @@ pub fn attention_backward_imported(
     let d = forward[0][3];
     macro_rules! run {
         ($delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {{
+            // Every tensor as its argument first, so that a tensor refused for its type,
+            // strides or memory stops the call before any kernel is queued.
+            let delta_args = crate::$delta_args {
+                o: arg(o, "o")?,
+                d_o: arg(d_o, "do")?,
+                delta_out: arg(delta, "delta")?,
+            };
+            let dq_args = crate::$dq_args {
+                q: arg(q, "q")?,
+                k: arg(k, "k")?,
+                v: arg(v, "v")?,
+                d_o: arg(d_o, "do")?,
+                lse: arg(lse, "lse")?,
+                delta: arg(delta, "delta")?,
+                dq_out: arg(dq, "dq")?,
+                scale,
+                causal,
+            };
+            let dkv_args = crate::$dkv_args {
+                k: arg(k, "k")?,
+                v: arg(v, "v")?,
+                q: arg(q, "q")?,
+                d_o: arg(d_o, "do")?,
+                lse: arg(lse, "lse")?,
+                delta: arg(delta, "delta")?,
+                dk_out: arg(dk, "dk")?,
+                dv_out: arg(dv, "dv")?,
+                scale,
+                causal,
+            };
             if let (Some(rows), Some(queries)) = (rows, queries) {
-                crate::$delta(
-                    delta.launch(kernels, rows)?,
-                    crate::$delta_args {
-                        o: arg(o, "o")?,
-                        d_o: arg(d_o, "do")?,
-                        delta_out: arg(delta, "delta")?,
-                    },
-                )?;
-                crate::$dq(
-                    dq.launch(kernels, queries)?,
-                    crate::$dq_args {
-                        q: arg(q, "q")?,
-                        k: arg(k, "k")?,
-                        v: arg(v, "v")?,
-                        d_o: arg(d_o, "do")?,
-                        lse: arg(lse, "lse")?,
-                        delta: arg(delta, "delta")?,
-                        dq_out: arg(dq, "dq")?,
-                        scale,
-                        causal,
-                    },
-                )?;
+                crate::$delta(delta.launch(kernels, rows)?, delta_args)?;
+                crate::$dq(dq.launch(kernels, queries)?, dq_args)?;
             }
-            let Some(keys) = keys else { return Ok(()) };
-            crate::$dkv(
-                dk.launch(kernels, keys)?,
-                crate::$dkv_args {
-                    k: arg(k, "k")?,
-                    v: arg(v, "v")?,
-                    q: arg(q, "q")?,
-                    d_o: arg(d_o, "do")?,
-                    lse: arg(lse, "lse")?,
-                    delta: arg(delta, "delta")?,
-                    dk_out: arg(dk, "dk")?,
-                    dv_out: arg(dv, "dv")?,
-                    scale,
-                    causal,
-                },
-            )
+            match keys {
+                Some(keys) => crate::$dkv(dk.launch(kernels, keys)?, dkv_args),
+                None => Ok(()),
+            }
         }};
     }
     let launched: Result<(), CudaError> = match (dtype, d) {

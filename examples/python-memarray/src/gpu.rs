@@ -127,17 +127,44 @@ fn kernel_error(e: dlmd_memarray_kernels::Error) -> PyErr {
 /// `ValueError` (`TypeError` for an element type no kernel takes); CUDA refusing or failing
 /// (tensors ready on different streams, or on different devices), `BufferError`.
 pub fn attention(qkv: [&Imported; 3], o: &Imported, lse: &Imported, scale: f32, causal: bool) -> PyResult<()> {
-    let gpu = gpu(o.ordinal().map_err(cuda_error)?)?;
-    let kernels = gpu
-        .hopper
+    let kernels = hopper(o)?;
+    dlmd_example_hopper_kernels::attention_forward_imported(kernels, qkv, o, lse, scale, causal)
+        .map_err(attention_error)
+}
+
+/// Queues attention's backward pass (`dlmd-example-hopper-kernels`) over imported CUDA tensors
+/// on the stream their producer named, without waiting: `delta` (scratch), `dq`, `dk` and `dv`
+/// are written, the others only read. Exceptions as for [`attention`].
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward(
+    forward: [&Imported; 5],
+    lse: &Imported,
+    delta: &Imported,
+    grads: [&Imported; 3],
+    scale: f32,
+    causal: bool,
+) -> PyResult<()> {
+    let kernels = hopper(grads[0])?;
+    dlmd_example_hopper_kernels::attention_backward_imported(kernels, forward, lse, delta, grads, scale, causal)
+        .map_err(attention_error)
+}
+
+/// The Hopper kernels, loaded on the device of `x` (once a device).
+fn hopper(x: &Imported) -> PyResult<&'static Kernels> {
+    let gpu = gpu(x.ordinal().map_err(cuda_error)?)?;
+    gpu.hopper
         .get_or_init(|| {
             Kernels::load(gpu.stream.context(), dlmd_example_hopper_kernels::PTX).map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))?;
+        .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))
+}
+
+/// The Python exception of a refused attention call, by cause.
+fn attention_error(e: dlmd_example_hopper_kernels::AttentionError) -> PyErr {
     use dlmd::cuda::{LaunchError, TensorMapError};
-    use dlmd_example_hopper_kernels::{AttentionError as E, attention_forward_imported};
-    attention_forward_imported(kernels, qkv, o, lse, scale, causal).map_err(|e| match &e {
+    use dlmd_example_hopper_kernels::AttentionError as E;
+    match &e {
         E::DataType { .. }
         | E::Argument {
             source: CudaError::Import(dlmd::ImportError::DataType { .. }),
@@ -169,11 +196,12 @@ pub fn attention(qkv: [&Imported; 3], o: &Imported, lse: &Imported, scale: f32, 
         | E::NoKeys { .. }
         | E::Output { .. }
         | E::Lse { .. }
+        | E::Gradient { .. }
         | E::Scale { .. }
         | E::Map { .. } => pyo3::exceptions::PyValueError::new_err(e.to_string()),
         // CUDA refusing or failing: the driver, the streams, the device.
         _ => cuda_error(e),
-    })
+    }
 }
 
 /// Queues the Rust `out += x` on `out`'s producer's stream, without waiting.

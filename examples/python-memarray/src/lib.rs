@@ -215,6 +215,44 @@ fn attention_forward(
     gpu::attention([&q?, &k?, &v?], &o?, &lse?, scale, causal)
 }
 
+/// Attention's backward pass on a Hopper GPU: from `q`, `k`, `v`, the forward pass's `o` and
+/// `lse`, and the output's gradient `do`, the gradients `dq`, `dk` and `dv`, as
+/// `attention_forward`'s tensors (`do` and `dq` of `q`'s shape, `dk` and `dv` of `k`'s, one
+/// dtype), with `delta` a `float32` `(b, h_q, s_q)` scratch tensor. The forward pass's
+/// `scale` and `causal`. Every element of each gradient is written once, with no atomics: the
+/// same inputs give the same bits. `delta`, `dq`, `dk` and `dv` are written; the others only
+/// read. Queued on `stream` (every tensor must be ready on it) or each producer's current
+/// stream, without waiting.
+#[pyfunction]
+#[pyo3(signature = (q, k, v, o, d_o, lse, delta, dq, dk, dv, /, *, scale, causal, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn attention_backward(
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    o: &Bound<'_, PyAny>,
+    d_o: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    delta: &Bound<'_, PyAny>,
+    dq: &Bound<'_, PyAny>,
+    dk: &Bound<'_, PyAny>,
+    dv: &Bound<'_, PyAny>,
+    scale: f32,
+    causal: bool,
+    stream: Option<isize>,
+) -> PyResult<()> {
+    let [q, k, v, o, d_o, lse, delta, dq, dk, dv] =
+        [q, k, v, o, d_o, lse, delta, dq, dk, dv].map(|x| import_for_kernel(x, stream));
+    gpu::attention_backward(
+        [&q?, &k?, &v?, &o?, &d_o?],
+        &lse?,
+        &delta?,
+        [&dq?, &dk?, &dv?],
+        scale,
+        causal,
+    )
+}
+
 /// Lets go of the tensors that queued kernels held and that are done now, without waiting for
 /// the others; returns how many launches still hold theirs. (They are let go of by themselves
 /// when their kernels are done: this only makes it happen on this thread, at once.)
@@ -262,6 +300,23 @@ fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn torch_attention(py: Python<'_>) -> PyResult<Py<PyAny>> {
     Ok(torch_ops(py)?.getattr("attention")?.unbind())
+}
+
+/// Makes a torch operator differentiable by another: `differentiable(forward, backward, *,
+/// saved, differentiated)` (operator names `"namespace::name"`; `saved(inputs, outputs)` the
+/// values the backward operator takes after the gradients of the outputs listed in
+/// `differentiated`; it returns one gradient for each tensor input). This is how
+/// `dlmd::attention` gets its backward pass: a pair of Rust kernels becomes a differentiable
+/// operator in a few lines. Imports torch on the first call.
+#[pyfunction]
+#[pyo3(signature = (*args, **kwargs))]
+fn differentiable(
+    py: Python<'_>,
+    args: &Bound<'_, pyo3::types::PyTuple>,
+    kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+) -> PyResult<()> {
+    torch_ops(py)?.getattr("differentiable")?.call(args, kwargs)?;
+    Ok(())
 }
 
 /// The DLPack device `(14, id)` that dlmd computes for the oneAPI USM allocation holding `x`'s
@@ -338,8 +393,10 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_index_cxx, m)?)?;
     m.add_function(wrap_pyfunction!(torch_op, m)?)?;
     m.add_function(wrap_pyfunction!(torch_attention, m)?)?;
+    m.add_function(wrap_pyfunction!(differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;
     m.add_function(wrap_pyfunction!(attention_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_backward, m)?)?;
     m.add_function(wrap_pyfunction!(release_completed, m)?)?;
     let wait = wrap_pyfunction!(wait_released, m)?;
     m.add_function(wait.clone())?;

@@ -7,9 +7,13 @@ It is defined through ``torch.library.Library`` with a kernel for the CPU and CU
 rather than ``torch.library.custom_op``, whose Python layers (autograd, in-place bookkeeping,
 a dynamo guard) cost about 30 µs a call: here the dispatcher calls the kernel directly, which
 bumps the argument's version counter itself as torch's in-place operations do. The operator has
-no autograd formula; ``add_index`` refuses tensors that require grad. ``dlmd::attention`` has
-no backward kernel yet, so no autograd formula either: it reads tensors that require grad, and
-torch's fallback for operators without one warns where a backward pass reaches it.
+no autograd formula; ``add_index`` refuses tensors that require grad.
+
+``dlmd::attention`` is differentiable: its backward pass is the operator
+``dlmd::attention_backward`` (the Rust backward kernels, deterministic), wired in by
+``differentiable``, which makes any pair of forward and backward operators a differentiable
+torch operator in a few lines. The log-sum-exp output is not differentiated (as
+FlashAttention's): its gradient is taken as zero.
 """
 
 import torch
@@ -19,6 +23,10 @@ import dlmd_memarray
 _LIBRARY = torch.library.Library("dlmd", "DEF")
 _LIBRARY.define("add_index(Tensor(a!) x) -> ()")
 _LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor)")
+_LIBRARY.define(
+    "attention_backward(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, float scale, bool causal)"
+    " -> (Tensor, Tensor, Tensor)"
+)
 
 
 def _add_index(x):
@@ -68,5 +76,76 @@ def _(q, k, v, scale, causal):
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
+def _attention_backward(grad, q, k, v, o, lse, scale, causal):
+    """The gradients of ``q``, ``k`` and ``v`` for the gradient ``grad`` of ``dlmd::attention``'s
+    output ``o`` (with its ``lse``), on torch's current stream, without waiting: new contiguous
+    tensors of the inputs' shapes and dtype."""
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    delta = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    stream = torch.cuda.current_stream(q.device).cuda_stream or 1
+    # A gradient may come broadcast (strides of 0) or strided: the kernels read rows of
+    # contiguous elements, which ``contiguous`` gives (a no-op where it already is).
+    grad = grad.detach().contiguous()
+    dm_inputs = [x.detach() for x in (q, k, v, o)]
+    dlmd_memarray.attention_backward(*dm_inputs, grad, lse.detach(), delta, dq, dk, dv, scale=scale, causal=causal,
+                                     stream=stream)
+    return dq, dk, dv
+
+
+_LIBRARY.impl("attention_backward", _attention_backward, "CUDA")
+
+
+@torch.library.register_fake("dlmd::attention_backward", lib=_LIBRARY)
+def _(grad, q, k, v, o, lse, scale, causal):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def differentiable(forward, backward, *, saved, differentiated, lib=_LIBRARY):
+    """Makes the operator ``forward`` differentiable by the operator ``backward``.
+
+    ``forward`` and ``backward`` are operators (``"namespace::name"``). ``saved(inputs, outputs)``
+    returns the tensors and values to keep for the backward pass, as a tuple; ``backward`` is
+    called with the gradients of the outputs in ``differentiated`` (indices into the outputs; the
+    others' are not propagated), then the saved values, and returns one gradient for each
+    tensor input, in order; non-tensor inputs get ``None``."""
+    def lookup(name):
+        namespace, op = name.split("::")
+        return getattr(getattr(torch.ops, namespace), op).default
+
+    tensor_inputs = [isinstance(a.type, torch.TensorType) for a in lookup(forward)._schema.arguments]
+    backward_op = lookup(backward)
+
+    def setup_context(ctx, inputs, output):
+        outputs = output if isinstance(output, tuple) else (output,)
+        kept = saved(inputs, outputs)
+        tensors = [x for x in kept if isinstance(x, torch.Tensor)]
+        ctx.save_for_backward(*tensors)
+        ctx.layout = [isinstance(x, torch.Tensor) for x in kept]
+        ctx.values = [None if isinstance(x, torch.Tensor) else x for x in kept]
+
+    def run_backward(ctx, *grads):
+        tensors = iter(ctx.saved_tensors)
+        kept = [next(tensors) if is_tensor else value for is_tensor, value in zip(ctx.layout, ctx.values)]
+        wanted = [grads[i] for i in differentiated]
+        if any(g is None for g in wanted):
+            # An output the result does not depend on: no gradient flows back through it.
+            return tuple(None for _ in tensor_inputs)
+        computed = iter(backward_op(*wanted, *kept))
+        return tuple(next(computed) if is_tensor else None for is_tensor in tensor_inputs)
+
+    torch.library.register_autograd(forward, run_backward, setup_context=setup_context, lib=lib)
+
+
+differentiable(
+    "dlmd::attention",
+    "dlmd::attention_backward",
+    # grad, then q, k, v, o, lse, scale, causal
+    saved=lambda inputs, outputs: (*inputs[:3], *outputs, *inputs[3:]),
+    differentiated=[0],
+)
+
 add_index = torch.ops.dlmd.add_index
 attention = torch.ops.dlmd.attention
+attention_backward = torch.ops.dlmd.attention_backward
