@@ -23,34 +23,38 @@ pub struct ColValues<'c, const N: usize> {
 
 mod sealed {
     pub trait Sealed {}
+
+    /// The per-thread side of [`Broadcast`](super::Broadcast), out of safe code's reach: a
+    /// thread's value would let code branch where the warpgroup must run alike.
+    pub trait At<W> {
+        /// The value of the element in place `i` of this thread's accumulators.
+        fn at(&self, i: usize) -> f32;
+    }
 }
 
 /// A value for each row or each column of a warpgroup's accumulators of width `W`:
-/// [`RowValues`] (any width) or [`ColValues`] of `W`'s columns.
-pub trait Broadcast<W: Width>: sealed::Sealed {
-    /// The value of the element in place `i` of this thread's accumulators.
-    #[doc(hidden)]
-    fn at(&self, i: usize) -> f32;
-}
+/// [`RowValues`] (any width) or [`ColValues`] of `W`'s columns. No accessor: the values are
+/// the threads' own, read only by the operations that take them.
+pub trait Broadcast<W: Width>: sealed::At<W> {}
 
-impl sealed::Sealed for RowValues<'_> {}
-impl<W: Width> Broadcast<W> for RowValues<'_> {
+impl<W: Width> sealed::At<W> for RowValues<'_> {
     #[inline(always)]
     fn at(&self, i: usize) -> f32 {
         self.values[(i / 2) % 2]
     }
 }
+impl<W: Width> Broadcast<W> for RowValues<'_> {}
 
-impl<const N: usize> sealed::Sealed for ColValues<'_, N> {}
-impl<const N: usize> Broadcast<Cols<N>> for ColValues<'_, N>
+impl<const N: usize> sealed::At<Cols<N>> for ColValues<'_, N>
 where
     Cols<N>: Width,
 {
     #[inline(always)]
     fn at(&self, i: usize) -> f32 {
-        self.values[2 * (i / 4) + i % 2]
+        self.values[(2 * (i / 4) + i % 2) % 64]
     }
 }
+impl<const N: usize> Broadcast<Cols<N>> for ColValues<'_, N> where Cols<N>: Width {}
 
 /// Which element of a warpgroup's tile of scores counts: a query sees a key ([`Keys`], rows
 /// are queries) or a key is seen by a query ([`Queries`], rows are keys).
@@ -126,7 +130,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// A value for each of the warpgroup's 64 rows: `f(r)` for row `r` (`0..64`), computed by
     /// the threads that hold the row (a query's saved statistic, read from a view).
     #[inline(always)]
-    pub fn rows(&self, f: impl Fn(usize) -> f32) -> RowValues<'c> {
+    pub fn rows(&self, f: impl Fn(usize) -> f32 + Sync) -> RowValues<'c> {
         let (warp, lane) = (self.thread / 32, self.thread % 32);
         let mut values = [0.0f32; 2];
         crate::unroll!(2, |h| {
@@ -141,7 +145,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// A value for each of the `N` columns of the warpgroup's `64 × N` accumulators: `f(c)`
     /// for column `c` (`0..N`), computed by the threads that hold the column.
     #[inline(always)]
-    pub fn cols<const N: usize>(&self, f: impl Fn(usize) -> f32) -> ColValues<'c, N>
+    pub fn cols<const N: usize>(&self, f: impl Fn(usize) -> f32 + Sync) -> ColValues<'c, N>
     where
         Cols<N>: Width,
     {
@@ -187,7 +191,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                             16 * warp + lane / 4 + 8 * ((i / 2) % 2),
                             8 * (i / 4) + 2 * (lane % 4) + i % 2,
                         );
-                        let base = lse.at(i) * core::f32::consts::LOG2_E;
+                        let base = sealed::At::<W>::at(lse, i) * core::f32::consts::LOG2_E;
                         let x = W::get(&regs, i);
                         let p = if visible.visible(r, c) {
                             crate::kernel::math::exp2(crate::kernel::math::mul_add(x, scale_log2, -base))
@@ -224,7 +228,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 let i = 8 * a + b;
                 if i < W::N / 2 {
                     let x = W::get(&regs, i);
-                    W::set(&mut regs, i, W::get(&p.regs, i) * (x - delta.at(i)));
+                    W::set(&mut regs, i, W::get(&p.regs, i) * (x - sealed::At::<W>::at(delta, i)));
                 }
             });
         });

@@ -8,14 +8,14 @@ use super::accumulators::{Accumulators, Cols, Width};
 use super::borrowed::ReadTile;
 use super::operand::{MnMajor, OperandB};
 use super::pipeline::Operand;
-use super::products::{Held, ProductRs, RsDepth, Running, held};
+use super::products::{Held, ProductRs, RsDepth, Running, frag::Frags, held};
 use super::roles::Warpgroup;
 use core::marker::PhantomData;
 
 /// The registers of an `A` operand of depth `K` packed from accumulators, which a running
 /// product reads, and what the product keeps of its `B` tile (`H`).
 pub struct Packed<T, K: RsDepth, H> {
-    a: K::Frag,
+    a: <K as Frags>::Frag,
     held: H,
     kind: PhantomData<T>,
 }
@@ -66,12 +66,12 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             // The thread's fragment of `a` as `wgmma`'s `A` registers: packed pairs along a row,
             // for step `s` of 16 columns rows `r`, `r + 8`, `r`, `r + 8` of columns
             // `16 s + 2 (l % 4)` and `+ 8`, which is the order the accumulators hold them.
-            let mut frag = <Cols<K> as RsDepth>::frag();
+            let mut frag = <Cols<K> as Frags>::frag();
             crate::unroll!(16, |i| {
                 if i < K / 8 {
                     let x = |j: usize| <Cols<K> as Width>::get(&a.regs, j);
-                    <Cols<K> as RsDepth>::set(&mut frag, 2 * i, T::pack(x(4 * i), x(4 * i + 1)));
-                    <Cols<K> as RsDepth>::set(&mut frag, 2 * i + 1, T::pack(x(4 * i + 2), x(4 * i + 3)));
+                    <Cols<K> as Frags>::set(&mut frag, 2 * i, T::pack(x(4 * i), x(4 * i + 1)));
+                    <Cols<K> as Frags>::set(&mut frag, 2 * i + 1, T::pack(x(4 * i + 2), x(4 * i + 3)));
                 }
             });
             // SAFETY: all 128 threads of the warpgroup, on sm_90a; `b` has landed, 1024-aligned,

@@ -17,16 +17,24 @@ use half::{bf16, f16};
 /// `k = 16`, 32 registers of packed pairs a thread) or `Cols<64>` (four, 16 registers), the
 /// columns of the accumulators the fragment was made from.
 #[doc(hidden)]
-pub trait RsDepth: Width {
-    /// A thread's fragment: two elements a register.
-    type Frag: Copy;
-    /// All zero.
-    fn frag() -> Self::Frag;
-    /// Sets register `i` of a thread's fragment.
-    fn set(frag: &mut Self::Frag, i: usize, value: u32);
+pub trait RsDepth: Width + frag::Frags {}
+
+pub(super) mod frag {
+    /// A thread's fragment of a `64 × K` `A` operand, out of safe code's reach.
+    pub trait Frags {
+        /// A thread's fragment: two elements a register.
+        type Frag: Copy;
+        /// All zero.
+        fn frag() -> Self::Frag;
+        /// Sets register `i` of a thread's fragment (`i` below `K / 4`).
+        fn set(frag: &mut Self::Frag, i: usize, value: u32);
+    }
 }
 
-impl RsDepth for Cols<64> {
+impl RsDepth for Cols<64> {}
+impl RsDepth for Cols<128> {}
+
+impl frag::Frags for Cols<64> {
     type Frag = [u32; 16];
     #[inline(always)]
     fn frag() -> [u32; 16] {
@@ -38,7 +46,7 @@ impl RsDepth for Cols<64> {
     }
 }
 
-impl RsDepth for Cols<128> {
+impl frag::Frags for Cols<128> {
     type Frag = [u32; 32];
     #[inline(always)]
     fn frag() -> [u32; 32] {
@@ -74,7 +82,7 @@ pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     /// As [`Product::mma_row`] for `b` (read MN-major, `K` rows); `a` holds the thread's
     /// fragment of the `64 × K` `A`, which nothing writes until a wait says the group is done
     /// ([`wait_rs`](Self::wait_rs) on the same registers).
-    unsafe fn mma_rs(regs: &mut W::Regs, a: &K::Frag, b: u64);
+    unsafe fn mma_rs(regs: &mut W::Regs, a: &<K as frag::Frags>::Frag, b: u64);
 
     /// `wgmma.wait_group 0`, the accumulators and the fragment passed through it, so that no
     /// read or write of them moves above it.
@@ -82,7 +90,7 @@ pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     /// # Safety
     ///
     /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
-    unsafe fn wait_rs(regs: &mut W::Regs, a: &mut K::Frag);
+    unsafe fn wait_rs(regs: &mut W::Regs, a: &mut <K as frag::Frags>::Frag);
 }
 
 #[cfg(target_arch = "nvptx64")]
