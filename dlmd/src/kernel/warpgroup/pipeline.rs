@@ -344,12 +344,11 @@ impl<const STAGES: usize, A: Operand, B: Operand> Drop for Full<'_, STAGES, A, B
         {
             // SAFETY: a special register, no precondition.
             let lane = unsafe { core::arch::nvptx::_thread_idx_x() } % 32;
-            if lane == 0 {
-                // SAFETY: an initialised barrier object of the running specialisation, whose
-                // phase for this stage's round expects one arrival from each consumer warp:
-                // this warp's, once (the handle is dropped once, by each of its threads).
-                unsafe { super::raw::mbarrier_arrive(self.places.empty(self.stage)) };
-            }
+            // SAFETY: an initialised barrier object of the running specialisation, whose
+            // phase for this stage's round expects one arrival from each consumer warp: this
+            // warp's first lane's, once (the handle is dropped once, by each of its threads).
+            // Predicated, not branched: the warp stays converged for the aligned waits around.
+            unsafe { super::raw::mbarrier_arrive_where(self.places.empty(self.stage), lane == 0) };
         }
     }
 }

@@ -210,6 +210,28 @@ pub unsafe fn mbarrier_arrive(bar: u32) {
     unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
 }
 
+/// [`mbarrier_arrive`] by the threads where `arrive` holds, predicated inside one instruction
+/// rather than branched around: code that reaches it stays converged. A branch on a
+/// per-thread value next to `.sync.aligned` instructions (`wgmma`'s waits) lets the compiler
+/// duplicate those instructions into both sides of the branch, where a warp's threads reach
+/// them apart and wait for each other forever.
+///
+/// # Safety
+///
+/// As [`mbarrier_arrive`], for each thread where `arrive` holds.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_where(bar: u32, arrive: bool) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {a}, 0; @p mbarrier.arrive.shared::cta.b64 _, [{b}]; }}",
+            a = in(reg32) arrive as u32,
+            b = in(reg32) bar,
+            options(nostack),
+        )
+    };
+}
+
 /// `mbarrier.arrive.expect_tx.shared::cta.b64`: one arrival on the barrier object at `bar`,
 /// and `bytes` more bytes for its current phase to wait for (the bulk copies' `complete_tx`).
 ///

@@ -485,12 +485,12 @@ impl<T: Operand> Landed<'_, T> {
         {
             // SAFETY: a special register, no precondition.
             let lane = unsafe { core::arch::nvptx::_thread_idx_x() } % 32;
-            if lane == 0 {
-                // SAFETY: an initialised barrier object of the running specialisation, whose
-                // phase for this fill expects one arrival from each consumer warp: this
-                // warp's, once (the caller: once a handle, by each of its threads).
-                unsafe { super::raw::mbarrier_arrive(self.empty) };
-            }
+            // SAFETY: an initialised barrier object of the running specialisation, whose phase
+            // for this fill expects one arrival from each consumer warp: this warp's first
+            // lane's, once (the caller: once a handle, by each of its threads). Predicated, not
+            // branched: two handles dropped in a row put their aligned waits and arrivals side
+            // by side, and a branch there let the compiler split the warp around the waits.
+            unsafe { super::raw::mbarrier_arrive_where(self.empty, lane == 0) };
         }
     }
 }
