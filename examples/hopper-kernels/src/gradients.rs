@@ -30,11 +30,13 @@ pub fn check_gradients(
     Ok(())
 }
 
-/// The launch of the `Δ` kernel: a thread a query row, blocks of 256.
+/// The launch of the `Δ` kernel: a thread a query row, blocks of 256 rows of one head (the
+/// kernel's threads split `[b, h, s]` as `z`, `y`, `x`; each covers the rest in strides).
 fn delta_grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
     let rows = b.saturating_mul(h).saturating_mul(s);
+    let side = |n: usize, most: usize| n.clamp(1, most) as u32;
     (rows > 0).then(|| LaunchConfig {
-        grid_dim: (rows.div_ceil(256).min(65_535) as u32, 1, 1),
+        grid_dim: (side(s.div_ceil(256), 1 << 30), side(h, 65_535), side(b, 65_535)),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     })

@@ -71,12 +71,15 @@ def check_gradients(q, k, v, grad, scale, causal):
     ours = gradients(lambda q, k, v: op(q, k, v, scale, causal)[0], q, k, v, grad)
     exact = gradients(lambda q, k, v: reference(q, k, v, scale, causal), q, k, v, grad, torch.float64)
     low = gradients(lambda q, k, v: reference(q, k, v, scale, causal), q, k, v, grad)
+    # A gradient that is zero exactly (one key: the softmax is constant) is matched within
+    # rounding at the scale of the largest one.
+    scale_of_all = max(r.abs().max().item() for r in exact)
     for name, a, r, lp in zip(("o", "dq", "dk", "dv"), ours, exact, low):
         assert a.shape == r.shape and a.dtype == q.dtype, name
         err = (a.double() - r).abs().max().item()
         lp_err = (lp.double() - r).abs().max().item()
         # torch's SDPA tests: within a fudge factor of the low-precision reference's own error.
-        bound = 4 * lp_err + 1e-3 * max(r.abs().max().item(), 1e-3)
+        bound = 4 * lp_err + 1e-3 * scale_of_all
         assert err <= bound, f"{name}: max error {err:.4g}, the {q.dtype} reference's {lp_err:.4g}"
 
 
@@ -211,7 +214,7 @@ def test_backward_calls_that_do_not_fit_are_refused_by_name():
     torch.cuda.synchronize()
     assert all(bool((x == 0).all()) for x in (dq, dk, dv, delta)), "nothing ran"
     # A written tensor sharing memory with a read one: refused by the launch that finds it.
-    refused(ValueError, "share", q, k, v, o, grad, lse, delta, dq, q, dv)
+    refused(ValueError, "share", q, k, v, o, grad, lse, delta, dq, k, dv)
 
 
 class Block(torch.nn.Module):

@@ -102,7 +102,10 @@ def _(grad, q, k, v, o, lse, scale, causal):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
-def differentiable(forward, backward, *, saved, differentiated, lib=_LIBRARY):
+_FRAGMENTS = []
+
+
+def differentiable(forward, backward, *, saved, differentiated, lib=None):
     """Makes the operator ``forward`` differentiable by the operator ``backward``.
 
     ``forward`` and ``backward`` are operators (``"namespace::name"``). ``saved(inputs, outputs)``
@@ -135,6 +138,11 @@ def differentiable(forward, backward, *, saved, differentiated, lib=_LIBRARY):
         computed = iter(backward_op(*wanted, *kept))
         return tuple(next(computed) if is_tensor else None for is_tensor in tensor_inputs)
 
+    if lib is None:
+        # The autograd kernel is registered through a library of the operator's namespace,
+        # kept as long as the module.
+        lib = torch.library.Library(forward.split("::")[0], "FRAGMENT")
+        _FRAGMENTS.append(lib)
     torch.library.register_autograd(forward, run_backward, setup_context=setup_context, lib=lib)
 
 
@@ -144,6 +152,7 @@ differentiable(
     # grad, then q, k, v, o, lse, scale, causal
     saved=lambda inputs, outputs: (*inputs[:3], *outputs, *inputs[3:]),
     differentiated=[0],
+    lib=_LIBRARY,
 )
 
 add_index = torch.ops.dlmd.add_index
