@@ -28,7 +28,7 @@ pub fn body(block: Attention<'_>, q: Map<'_>, k: K64Map<'_>, v: Map<'_>, o: Devi
         |wg, consumer, part| {
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
-            let scores = wg.mma_resident::<bf16, _, _, 64>(Accumulators::zero(), &q_rows, consumer.first());
+            let scores = wg.mma_resident::<bf16, _, _, 64, _>(Accumulators::zero(), &q_rows, consumer.first());
             let scores = wg.wait(scores);
             let probs = stats.update(scores, 1.0, Keys::new(0, 0, 128, 128, false));
             let running = wg.mma_pv::<bf16, _, 64>(Accumulators::zero(), probs, consumer.second());

@@ -185,7 +185,7 @@ pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, W
 pub use borrowed::{Borrowed, ReadTile};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
-pub use packed::Packed;
+pub use packed::Converted;
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use products::{Fragment, Held, Running};
 #[doc(hidden)]

@@ -14,14 +14,14 @@ use core::marker::PhantomData;
 
 /// The registers of an `A` operand of depth `K` packed from accumulators, which a running
 /// product reads, and what the product keeps of its `B` tile (`H`).
-pub struct Packed<T, K: RsDepth, H> {
+pub struct Converted<T, K: RsDepth, H> {
     a: <K as Frags>::Frag,
     held: H,
     kind: PhantomData<T>,
 }
 
-impl<T, K: RsDepth, H> held::Sealed for Packed<T, K, H> {}
-impl<T: ProductRs<W, K>, K: RsDepth, W: Width, H: Held<W>> Held<W> for Packed<T, K, H> {
+impl<T, K: RsDepth, H> held::Sealed for Converted<T, K, H> {}
+impl<T: ProductRs<W, K>, K: RsDepth, W: Width, H: Held<W>> Held<W> for Converted<T, K, H> {
     #[inline(always)]
     unsafe fn wait(&mut self, regs: &mut W::Regs) {
         // SAFETY: the caller's contract.
@@ -47,7 +47,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         acc: Accumulators<T, Cols<D>>,
         a: Accumulators<T, Cols<K>>,
         b: B,
-    ) -> Running<'h, T, Cols<D>, Packed<T, Cols<K>, B::Held<Cols<D>>>>
+    ) -> Running<'h, T, Cols<D>, Converted<T, Cols<K>, B::Held<Cols<D>>>>
     where
         Cols<D>: Width,
         Cols<K>: RsDepth,
@@ -81,7 +81,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             unsafe { T::mma_rs(&mut regs, &frag, V::descriptor(b.tile())) };
             Running::of(
                 regs,
-                Packed {
+                Converted {
                     a: frag,
                     held: b.hold(),
                     kind: PhantomData,
