@@ -77,8 +77,8 @@ pub fn attention_backward_imported(
         extents(dv, "dv")?,
     ];
     check_gradients([forward[0], forward[1]], grads, extents(delta, "delta")?)?;
-    // With no query, the queries' kernels have no block and the keys' gradients are zero
-    // (their kernel still runs, over no query); with no key, no query either (checked).
+    // Without a query or a key there is no block to launch for that side (a tensor map has no
+    // extent 0, so such a `q` or `k` is refused above, as an argument).
     let (rows, queries, keys) = (delta_grid(forward[0]), grid(forward[0]), grid(forward[1]));
     let dtype = q.tensor().dl_tensor().dtype;
     let d = forward[0][3];
