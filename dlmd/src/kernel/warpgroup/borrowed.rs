@@ -1,4 +1,5 @@
-//! A landed tile read by more than one product: [`Landed::borrow`] lends it to products as it is,
+//! What a running product holds ([`Held`]), and a landed tile read by more than one product:
+//! [`Landed::borrow`] lends it to products as it is,
 //! [`Landed::by_n`] as a [`KByN`] tile (the same memory read MN-major), and a product that
 //! borrows a tile ([`Borrowed`]) leaves it to its holder, which releases it once every product
 //! that borrowed it is done. Attention's backward pass reads each streamed tile twice: keys as
@@ -7,7 +8,6 @@
 use super::accumulators::Width;
 use super::operand::KByN;
 use super::pipeline::Operand;
-use super::products::{Held, held};
 use super::streams::Landed;
 use core::marker::PhantomData;
 
@@ -94,5 +94,43 @@ impl<K, W: Width> Held<W> for Borrowed<'_, K> {
     #[inline(always)]
     unsafe fn release(self) {
         // The holder releases the tile, once its borrows (this one) are over.
+    }
+}
+
+pub(super) mod held {
+    pub trait Sealed {}
+}
+
+/// What a [`Running`](super::Running) product of accumulators of width `W` holds until it is done: the
+/// streamed tile it reads ([`Landed`]) and, for `O += P · V`, the registers of `P`
+/// ([`Fragment`](super::Fragment)).
+pub trait Held<W: Width>: held::Sealed {
+    /// Waits for every group of the warpgroup, the fragment (if any) and `regs` named.
+    ///
+    /// # Safety
+    ///
+    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
+    #[doc(hidden)]
+    unsafe fn wait(&mut self, regs: &mut W::Regs);
+    /// Releases what it holds.
+    ///
+    /// # Safety
+    ///
+    /// Called by all 128 threads of the warpgroup together, once no product reads it.
+    #[doc(hidden)]
+    unsafe fn release(self);
+}
+
+impl<T: Operand> held::Sealed for Landed<'_, T> {}
+impl<V: Operand, W: Width> Held<W> for Landed<'_, V> {
+    #[inline(always)]
+    unsafe fn wait(&mut self, regs: &mut W::Regs) {
+        // SAFETY: the caller's contract.
+        unsafe { W::wait::<0>(regs) };
+    }
+    #[inline(always)]
+    unsafe fn release(self) {
+        // SAFETY: the caller's contract.
+        unsafe { Landed::release(self) };
     }
 }

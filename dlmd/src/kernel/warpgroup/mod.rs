@@ -182,12 +182,12 @@ mod streams;
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
-pub use borrowed::{Borrowed, ReadTile};
+pub use borrowed::{Borrowed, Held, ReadTile};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use packed::Converted;
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
-pub use products::{Fragment, Held, Running};
+pub use products::{Fragment, Running};
 #[doc(hidden)]
 pub use products::{ProductRs, RsDepth};
 pub use roles::Warpgroup;

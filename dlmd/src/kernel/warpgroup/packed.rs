@@ -5,10 +5,10 @@
 //! from accumulators it holds.
 
 use super::accumulators::{Accumulators, Cols, Width};
-use super::borrowed::ReadTile;
+use super::borrowed::{Held, ReadTile, held};
 use super::operand::{MnMajor, OperandB};
 use super::pipeline::Operand;
-use super::products::{Held, ProductRs, RsDepth, Running, frag::Frags, held};
+use super::products::{ProductRs, RsDepth, Running, frag::Frags};
 use super::roles::Warpgroup;
 use core::marker::PhantomData;
 

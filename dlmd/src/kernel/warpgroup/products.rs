@@ -4,7 +4,7 @@
 //! operand in registers), each returned [`Running`] until a wait has seen it done.
 
 use super::accumulators::{Accumulators, Cols, Product, Retire, Width};
-use super::borrowed::ReadTile;
+use super::borrowed::{Held, ReadTile, held};
 use super::operand::{KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 use super::pipeline::Operand;
 use super::roles::{ROWS, Warpgroup};
@@ -312,50 +312,12 @@ impl<T, W: Width, H: Held<W>> Running<'_, T, W, H> {
     }
 }
 
-pub(super) mod held {
-    pub trait Sealed {}
-}
-
-/// What a [`Running`] product of accumulators of width `W` holds until it is done: the
-/// streamed tile it reads ([`Landed`]) and, for `O += P · V`, the registers of `P`
-/// ([`Fragment`]).
-pub trait Held<W: Width>: held::Sealed {
-    /// Waits for every group of the warpgroup, the fragment (if any) and `regs` named.
-    ///
-    /// # Safety
-    ///
-    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
-    #[doc(hidden)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs);
-    /// Releases what it holds.
-    ///
-    /// # Safety
-    ///
-    /// Called by all 128 threads of the warpgroup together, once no product reads it.
-    #[doc(hidden)]
-    unsafe fn release(self);
-}
-
 /// The registers of `P`, `64 × 128` of a warpgroup packed two a register, which a running
 /// `O += P · V` reads, and the `V` tile it reads with them.
 pub struct Fragment<'c, T, V: Operand> {
     a: [u32; 32],
     v: Landed<'c, V>,
     kind: PhantomData<T>,
-}
-
-impl<T: Operand> held::Sealed for Landed<'_, T> {}
-impl<V: Operand, W: Width> Held<W> for Landed<'_, V> {
-    #[inline(always)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs) {
-        // SAFETY: the caller's contract.
-        unsafe { W::wait::<0>(regs) };
-    }
-    #[inline(always)]
-    unsafe fn release(self) {
-        // SAFETY: the caller's contract.
-        unsafe { Landed::release(self) };
-    }
 }
 
 impl<T, V: Operand> held::Sealed for Fragment<'_, T, V> {}
