@@ -2,7 +2,7 @@
 //! [`Streams`] set, its barrier objects made and unmade around them.
 
 #[cfg(target_arch = "nvptx64")]
-use super::super::super::roles::ROWS;
+use super::super::roles::ROWS;
 use super::super::roles::Warpgroup;
 #[cfg(target_arch = "nvptx64")]
 use super::Spots;
