@@ -17,6 +17,7 @@
 //! masked. Each consumer writes its rows of `o` and their log-sum-exp: the chunks of `o` carry
 //! those of `lse` (`Chunks::with_rows`).
 
+pub use crate::sequences::SeqOffsets;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
@@ -27,6 +28,7 @@ use dlmd::kernel::warpgroup::{KByN, Streams};
 use dlmd::{DeviceMdspanMut, Dims, LayoutStride};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
+    crate::sequences::{Dense, Lengths, Sequence, packed},
     dlmd::kernel::math::{to_bf16, to_f16},
     dlmd::kernel::warpgroup::{Accumulators, Cols, KMajor, Keys, Product, ProductRs, RowStats, Width},
 };
@@ -49,13 +51,17 @@ pub type AttentionBlock<'k, T, const D: usize, const STAGES: usize> =
     Block<'k, 384, AttentionTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
 
 /// The forward pass over `o`'s chunks, each element written as `out(value)`, and `lse`; both
-/// left as they are where the extents do not fit together or the scale is not positive.
+/// left as they are where the extents do not fit together or the scale is not positive. The
+/// queries' sequences are found by `lengths` (`Dense`: `q`'s own; `Packed`: segments of its
+/// rows, `k`'s alike).
 #[dlmd::device]
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn forward<T, const D: usize, const STAGES: usize>(
     block: AttentionBlock<'_, T, D, STAGES>,
     [q, k, v]: [AttentionMap<'_, T, D>; 3],
     (o, lse): (AttentionOut<'_, T>, AttentionLse<'_>),
+    lengths: impl Lengths,
     scale: f32,
     causal: bool,
     out: impl Fn(f32) -> T + Sync,
@@ -63,8 +69,8 @@ fn forward<T, const D: usize, const STAGES: usize>(
     T: Product<Cols<128>, KMajor> + ProductRs<Cols<D>>,
     Cols<D>: Width,
 {
-    let [batch, heads_q, seq_q, depth] = q.extents();
-    let [batch_kv, heads_kv, seq_k, depth_kv] = k.extents();
+    let [batch, heads_q, _, depth] = q.extents();
+    let [batch_kv, heads_kv, _, depth_kv] = k.extents();
     // Element by element: an array comparison would call `memcmp`, which kernels lack.
     let same = |a: [usize; 4], b: [usize; 4]| (0..4).all(|d| a[d] == b[d]);
     let fits = heads_kv > 0
@@ -82,35 +88,38 @@ fn forward<T, const D: usize, const STAGES: usize>(
     }
     let group = heads_q / heads_kv;
     let scale_log2 = scale * core::f32::consts::LOG2_E;
-    let tiles = |m0: usize| Keys::tiles(m0, 128, seq_q, seq_k, causal);
+    let tiles = |m0: usize, s: Sequence| Keys::tiles(m0, 128, s.own_len, s.other_len, causal);
     let (mut block, mut set) = block.split();
-    // `lse`'s extents are `o`'s but the last, or nothing is written.
-    let Some(chunks) = block.chunks(o).with_rows(lse) else {
+    // `lse`'s extents are `o`'s but the last, and the sequences fit `o`, or nothing is written.
+    let Some(chunks) = lengths.cut(block.chunks(o)).and_then(|chunks| chunks.with_rows(lse)) else {
         return;
     };
     block.specialise_streams(
         &mut set,
         chunks,
-        |producer, [b, h, m0, _]| {
-            producer.load_resident(&q, [b, h, m0, 0]);
-            for n in 0..tiles(m0) {
-                producer.load_first(&k, [b, h / group, 128 * n, 0]);
-                producer.load_second(&v, [b, h / group, 128 * n, 0]);
+        |producer, [b, h, row, _]| {
+            let s = lengths.at(row);
+            producer.load_resident(&q, [b, h, row, 0]);
+            for n in 0..tiles(row.saturating_sub(s.own0), s) {
+                producer.load_first(&k, [b, h / group, s.other0 + 128 * n, 0]);
+                producer.load_second(&v, [b, h / group, s.other0 + 128 * n, 0]);
             }
         },
         |wg, consumer, part| {
-            // The chunk's first query (its part starts 64 · index rows in, or at the head's
-            // end where the chunk is shorter), and this warpgroup's first.
-            let m0 = part.origin()[2] / 128 * 128;
+            // The chunk's first query in its sequence (its part starts 64 · index rows in, or
+            // at the sequence's end where the chunk is shorter), and this warpgroup's first.
+            let first = part.origin()[2];
+            let s = lengths.of(first, part.segment());
+            let m0 = first.saturating_sub(s.own0) / 128 * 128;
             let (part, rows) = part.split_rows();
             let row0 = m0 + 64 * wg.index();
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
             let mut acc = Accumulators::<T, Cols<D>>::zero();
-            for n in 0..tiles(m0) {
+            for n in 0..tiles(m0, s) {
                 let scores = wg.mma_resident::<T, _, _, 128, _>(Accumulators::zero(), &q_rows, consumer.first());
                 let scores = wg.wait(scores);
-                let keys = Keys::new(row0, 128 * n, seq_q, seq_k, causal);
+                let keys = Keys::new(row0, 128 * n, s.own_len, s.other_len, causal);
                 let probs = stats.update(scores, scale_log2, keys);
                 let running = wg.mma_pv::<T, _, D>(acc, probs, consumer.second());
                 acc = wg.wait(running);
@@ -124,7 +133,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
 }
 
 macro_rules! forward_kernel {
-    ($name:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
+    ($name:ident, $varlen:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
         /// The forward pass for
         #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `o` (`b × h_q × s_q × ", $d, "`) and `lse` (`b × h_q × s_q`) from `q` (as `o`), `k` and `v` (`b × h_kv × s_k × ", $d, "`) by their tensor maps;")]
         /// `scale` the softmax scale (positive and finite; `1/√d` as torch's default),
@@ -145,12 +154,44 @@ macro_rules! forward_kernel {
             scale: f32,
             causal: bool,
         ) {
-            forward(block, [q, k, v], (o, lse), scale, causal, $out);
+            let lengths = Dense {
+                own: q.extents()[2],
+                other: k.extents()[2],
+            };
+            forward(block, [q, k, v], (o, lse), lengths, scale, causal, $out);
+        }
+
+        /// The forward pass of sequences of different lengths packed together, for
+        #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": as [`", stringify!($name), "`] on `q`, `o` (`1 × h_q × total_q × ", $d, "`), `lse` (`1 × h_q × total_q`), `k` and `v` (`1 × h_kv × total_k × ", $d, "`),")]
+        /// sequence `i` the rows `cu_q[i] .. cu_q[i + 1]` of `q` and `cu_k[i] .. cu_k[i +
+        /// 1]` of `k` and `v` (`b + 1` offsets each, as `flash_attn_varlen_func` takes them);
+        /// `causal` aligned to each sequence's bottom right. Also left as they are where the
+        /// offsets are negative or decrease, count different numbers of sequences, or reach
+        /// past their tensors' rows; rows of `o` past the last offset are not written. Launch
+        /// with blocks of 384 threads, as many as fit (at most one per chunk of 128 rows of
+        /// the longest sequence, for each sequence and head).
+        #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $varlen(
+            block: AttentionBlock<'_, $t, $d, $stages>,
+            q: AttentionMap<'_, $t, $d>,
+            k: AttentionMap<'_, $t, $d>,
+            v: AttentionMap<'_, $t, $d>,
+            o: AttentionOut<'_, $t>,
+            lse: AttentionLse<'_>,
+            cu_q: SeqOffsets<'_>,
+            cu_k: SeqOffsets<'_>,
+            scale: f32,
+            causal: bool,
+        ) {
+            if let Some(lengths) = packed(cu_q, cu_k, k.extents()[2]) {
+                forward(block, [q, k, v], (o, lse), lengths, scale, causal, $out);
+            }
         }
     };
 }
 
-forward_kernel!(attention_bf16_d64, bf16, 64, 4, to_bf16);
-forward_kernel!(attention_bf16_d128, bf16, 128, 2, to_bf16);
-forward_kernel!(attention_f16_d64, f16, 64, 4, to_f16);
-forward_kernel!(attention_f16_d128, f16, 128, 2, to_f16);
+forward_kernel!(attention_bf16_d64, attention_varlen_bf16_d64, bf16, 64, 4, to_bf16);
+forward_kernel!(attention_bf16_d128, attention_varlen_bf16_d128, bf16, 128, 2, to_bf16);
+forward_kernel!(attention_f16_d64, attention_varlen_f16_d64, f16, 64, 4, to_f16);
+forward_kernel!(attention_f16_d128, attention_varlen_f16_d128, f16, 128, 2, to_f16);

@@ -20,6 +20,7 @@
 //! or not. Rows and columns past a sequence's end arrive as zeros and are masked.
 
 use crate::attention::{AttentionLse, AttentionMap, AttentionOut, AttentionTile};
+use crate::sequences::SeqOffsets;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::block::TileOf;
@@ -30,6 +31,7 @@ use dlmd::kernel::{Block, Thread};
 use dlmd::{DeviceMdspan, Dims, DlElement, LayoutStride};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
 use {
+    crate::sequences::{Dense, Lengths, Sequence, packed},
     dlmd::kernel::math::{to_bf16, to_f16},
     dlmd::kernel::warpgroup::{Accumulators, Cols, Keys, Queries},
 };
@@ -151,6 +153,7 @@ fn dq<T, const D: usize, const STAGES: usize>(
     [k, v]: [HalfMap<'_, T, D>; 2],
     [lse, delta]: [RowStat<'_>; 2],
     dq: AttentionOut<'_, T>,
+    lengths: impl Lengths,
     scale: f32,
     causal: bool,
     out: impl Fn(f32) -> T + Sync,
@@ -164,36 +167,41 @@ fn dq<T, const D: usize, const STAGES: usize>(
     {
         return;
     }
-    let [_, heads_q, seq_q, _] = qe;
-    let [_, heads_kv, seq_k, _] = ke;
-    let group = heads_q / heads_kv;
+    let group = qe[1] / ke[1];
     let scale_log2 = scale * core::f32::consts::LOG2_E;
-    let tiles = |m0: usize| Keys::tiles_of(64, m0, 128, seq_q, seq_k, causal);
+    let tiles = |m0: usize, s: Sequence| Keys::tiles_of(64, m0, 128, s.own_len, s.other_len, causal);
     let (mut block, mut set) = block.split();
-    let chunks = block.chunks(dq);
+    let Some(chunks) = lengths.cut(block.chunks(dq)) else {
+        return;
+    };
     block.specialise_streams(
         &mut set,
         chunks,
-        |producer, [b, h, m0, _]| {
-            producer.load_residents(&q, [b, h, m0, 0], &d_o, [b, h, m0, 0]);
-            for n in 0..tiles(m0) {
-                producer.load_first(&k, [b, h / group, 64 * n, 0]);
-                producer.load_second(&v, [b, h / group, 64 * n, 0]);
+        |producer, [b, h, row, _]| {
+            let s = lengths.at(row);
+            producer.load_residents(&q, [b, h, row, 0], &d_o, [b, h, row, 0]);
+            for n in 0..tiles(row.saturating_sub(s.own0), s) {
+                producer.load_first(&k, [b, h / group, s.other0 + 64 * n, 0]);
+                producer.load_second(&v, [b, h / group, s.other0 + 64 * n, 0]);
             }
         },
         |wg, consumer, part| {
             let [b, h, first, _] = part.origin();
-            let m0 = first / 128 * 128;
+            let seq = lengths.of(first, part.segment());
+            let m0 = first.saturating_sub(seq.own0) / 128 * 128;
             let row0 = m0 + 64 * wg.index();
+            // Rows in the tensors: the sequence's own rows start at `own0`.
+            let at = seq.own0 + row0;
             let (q_rows, do_rows) = consumer.residents();
-            let lse = wg.rows(|r| lse.get([b, h, row0 + r]).copied().unwrap_or(f32::INFINITY));
-            let delta = wg.rows(|r| delta.get([b, h, row0 + r]).copied().unwrap_or(0.0));
+            let lse = wg.rows(|r| lse.get([b, h, at + r]).copied().unwrap_or(f32::INFINITY));
+            let delta = wg.rows(|r| delta.get([b, h, at + r]).copied().unwrap_or(0.0));
             let mut acc = Accumulators::<T, Cols<D>>::zero();
-            for n in 0..tiles(m0) {
+            for n in 0..tiles(m0, seq) {
                 let keys = consumer.first();
                 let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, keys.borrow());
                 let s = wg.wait(s);
-                let p = wg.recompute_probs(s, &lse, scale_log2, &Keys::new(row0, 64 * n, seq_q, seq_k, causal));
+                let visible = Keys::new(row0, 64 * n, seq.own_len, seq.other_len, causal);
+                let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
                 let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
                 let dp = wg.wait(dp);
                 let ds = wg.softmax_grad(&p, dp, &delta);
@@ -216,6 +224,7 @@ fn dkv<T, const D: usize, const STAGES: usize>(
     [q, d_o]: [HalfMap<'_, T, D>; 2],
     [lse, delta]: [RowStat<'_>; 2],
     (dk, dv): (AttentionOut<'_, T>, AttentionOut<'_, T>),
+    lengths: impl Lengths,
     scale: f32,
     causal: bool,
     out: impl Fn(f32) -> T + Sync,
@@ -229,50 +238,61 @@ fn dkv<T, const D: usize, const STAGES: usize>(
     {
         return;
     }
-    let [_, heads_q, seq_q, _] = qe;
-    let [_, heads_kv, seq_k, _] = ke;
-    let group = heads_q / heads_kv;
+    let group = qe[1] / ke[1];
     let scale_log2 = scale * core::f32::consts::LOG2_E;
-    let tiles = |n0: usize| Queries::tiles(n0, 64, seq_q, seq_k, causal);
+    // The keys are the chunks' own rows, the queries the other.
+    let tiles = |n0: usize, s: Sequence| Queries::tiles(n0, 64, s.other_len, s.own_len, causal);
     let (mut block, mut set) = block.split();
-    // `dv`'s extents are `dk`'s, or nothing is written.
-    let Some(chunks) = block.chunks(dk).with_twin(dv) else {
+    // `dv`'s extents are `dk`'s, and the sequences fit them, or nothing is written.
+    let Some(chunks) = lengths.cut(block.chunks(dk)).and_then(|chunks| chunks.with_twin(dv)) else {
         return;
     };
     block.specialise_streams(
         &mut set,
         chunks,
-        |producer, [b, hk, n0, _]| {
-            producer.load_residents(&k, [b, hk, n0, 0], &v, [b, hk, n0, 0]);
-            let (first, all) = tiles(n0);
+        |producer, [b, hk, row, _]| {
+            let s = lengths.at(row);
+            producer.load_residents(&k, [b, hk, row, 0], &v, [b, hk, row, 0]);
+            let (first, all) = tiles(row.saturating_sub(s.own0), s);
             for h in hk * group..(hk + 1) * group {
                 for m in first..all {
-                    producer.load_first(&q, [b, h, 64 * m, 0]);
-                    producer.load_second(&d_o, [b, h, 64 * m, 0]);
+                    producer.load_first(&q, [b, h, s.other0 + 64 * m, 0]);
+                    producer.load_second(&d_o, [b, h, s.other0 + 64 * m, 0]);
                 }
             }
         },
         |wg, consumer, part| {
             let [b, hk, start, _] = part.origin();
-            let n0 = start / 128 * 128;
+            let seq = lengths.of(start, part.segment());
+            let n0 = start.saturating_sub(seq.own0) / 128 * 128;
             let key0 = n0 + 64 * wg.index();
             let (part_k, part_v) = part.split_twin();
             let (k_rows, v_rows) = consumer.residents();
             let mut acc_k = Accumulators::<T, Cols<D>>::zero();
             let mut acc_v = Accumulators::<T, Cols<D>>::zero();
-            let (first, all) = tiles(n0);
+            let (first, all) = tiles(n0, seq);
             for h in hk * group..(hk + 1) * group {
                 for m in first..all {
                     let q0 = 64 * m;
+                    // The tile's first query in the tensors.
+                    let at = seq.other0 + q0;
                     let queries = consumer.first();
                     let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
                     let st = wg.wait(st);
-                    let lse = wg.cols::<64>(|c| lse.get([b, h, q0 + c]).copied().unwrap_or(f32::INFINITY));
-                    let pt = wg.recompute_probs(st, &lse, scale_log2, &Queries::new(key0, q0, seq_q, seq_k, causal));
+                    // Columns past the sequence are another's, or no sequence's (what a masked
+                    // probability of 0 meets must be finite): read as a row with no key.
+                    let ours = |c: usize| q0 + c < seq.other_len;
+                    let lse = wg.cols::<64>(|c| {
+                        let x = lse.get([b, h, at + c]).filter(|_| ours(c));
+                        x.copied().unwrap_or(f32::INFINITY)
+                    });
+                    let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
+                    let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
                     let grads = consumer.second();
                     let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
                     let dpt = wg.wait(dpt);
-                    let delta = wg.cols::<64>(|c| delta.get([b, h, q0 + c]).copied().unwrap_or(0.0));
+                    let delta =
+                        wg.cols::<64>(|c| delta.get([b, h, at + c]).filter(|_| ours(c)).copied().unwrap_or(0.0));
                     let dst = wg.softmax_grad(&pt, dpt, &delta);
                     let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
                     acc_v = wg.wait(running);
@@ -288,7 +308,7 @@ fn dkv<T, const D: usize, const STAGES: usize>(
 }
 
 macro_rules! backward_kernels {
-    ($dq:ident, $dkv:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
+    ($dq:ident, $dkv:ident, $dq_varlen:ident, $dkv_varlen:ident, $t:ty, $d:literal, $stages:literal, $out:ident) => {
         /// The queries' gradient of attention for
         #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `dq` (`b × h_q × s_q × ", $d, "`) from `q` and `do` (as `dq`, maps of 128-row boxes), `k` and `v` (`b × h_kv × s_k × ", $d, "`, maps of 64-row boxes),")]
         /// the forward pass's `lse` and `Δ = Σ do ∘ o` (`b × h_q × s_q`), with the forward
@@ -309,7 +329,11 @@ macro_rules! backward_kernels {
             scale: f32,
             causal: bool,
         ) {
-            dq(block, [q, d_o], [k, v], [lse, delta], dq_out, scale, causal, $out);
+            let lengths = Dense {
+                own: q.extents()[2],
+                other: k.extents()[2],
+            };
+            dq(block, [q, d_o], [k, v], [lse, delta], dq_out, lengths, scale, causal, $out);
         }
 
         /// The keys' and values' gradients of attention for
@@ -333,12 +357,104 @@ macro_rules! backward_kernels {
             scale: f32,
             causal: bool,
         ) {
-            dkv(block, [k, v], [q, d_o], [lse, delta], (dk_out, dv_out), scale, causal, $out);
+            let lengths = Dense {
+                own: k.extents()[2],
+                other: q.extents()[2],
+            };
+            dkv(block, [k, v], [q, d_o], [lse, delta], (dk_out, dv_out), lengths, scale, causal, $out);
+        }
+
+        /// The queries' gradient of sequences packed together (`1 × h × total × d`, sequence
+        /// `i` the rows `cu_q[i] .. cu_q[i + 1]` of `q`, `do`, `dq`, `lse` and `Δ`, and `cu_k[i]
+        /// .. cu_k[i + 1]` of `k` and `v`), as
+        #[doc = concat!("[`", stringify!($dq), "`]")]
+        /// otherwise; `dq` is also left as it is where the offsets are not offsets of the
+        /// tensors (as for the packed forward pass).
+        #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $dq_varlen(
+            block: DqBlock<'_, $t, $d, $stages>,
+            q: AttentionMap<'_, $t, $d>,
+            k: HalfMap<'_, $t, $d>,
+            v: HalfMap<'_, $t, $d>,
+            d_o: AttentionMap<'_, $t, $d>,
+            lse: RowStat<'_>,
+            delta: RowStat<'_>,
+            dq_out: AttentionOut<'_, $t>,
+            cu_q: SeqOffsets<'_>,
+            cu_k: SeqOffsets<'_>,
+            scale: f32,
+            causal: bool,
+        ) {
+            if let Some(lengths) = packed(cu_q, cu_k, k.extents()[2]) {
+                dq(block, [q, d_o], [k, v], [lse, delta], dq_out, lengths, scale, causal, $out);
+            }
+        }
+
+        /// The keys' and values' gradients of sequences packed together, as
+        #[doc = concat!("[`", stringify!($dq_varlen), "`]")]
+        /// for the queries'.
+        #[dlmd::kernel(min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $dkv_varlen(
+            block: DkvBlock<'_, $t, $d, $stages>,
+            k: AttentionMap<'_, $t, $d>,
+            v: AttentionMap<'_, $t, $d>,
+            q: HalfMap<'_, $t, $d>,
+            d_o: HalfMap<'_, $t, $d>,
+            lse: RowStat<'_>,
+            delta: RowStat<'_>,
+            dk_out: AttentionOut<'_, $t>,
+            dv_out: AttentionOut<'_, $t>,
+            cu_q: SeqOffsets<'_>,
+            cu_k: SeqOffsets<'_>,
+            scale: f32,
+            causal: bool,
+        ) {
+            if let Some(lengths) = packed(cu_k, cu_q, q.extents()[2]) {
+                dkv(block, [k, v], [q, d_o], [lse, delta], (dk_out, dv_out), lengths, scale, causal, $out);
+            }
         }
     };
 }
 
-backward_kernels!(attention_dq_bf16_d64, attention_dkv_bf16_d64, bf16, 64, 4, to_bf16);
-backward_kernels!(attention_dq_bf16_d128, attention_dkv_bf16_d128, bf16, 128, 3, to_bf16);
-backward_kernels!(attention_dq_f16_d64, attention_dkv_f16_d64, f16, 64, 4, to_f16);
-backward_kernels!(attention_dq_f16_d128, attention_dkv_f16_d128, f16, 128, 3, to_f16);
+backward_kernels!(
+    attention_dq_bf16_d64,
+    attention_dkv_bf16_d64,
+    attention_varlen_dq_bf16_d64,
+    attention_varlen_dkv_bf16_d64,
+    bf16,
+    64,
+    4,
+    to_bf16
+);
+backward_kernels!(
+    attention_dq_bf16_d128,
+    attention_dkv_bf16_d128,
+    attention_varlen_dq_bf16_d128,
+    attention_varlen_dkv_bf16_d128,
+    bf16,
+    128,
+    3,
+    to_bf16
+);
+backward_kernels!(
+    attention_dq_f16_d64,
+    attention_dkv_f16_d64,
+    attention_varlen_dq_f16_d64,
+    attention_varlen_dkv_f16_d64,
+    f16,
+    64,
+    4,
+    to_f16
+);
+backward_kernels!(
+    attention_dq_f16_d128,
+    attention_dkv_f16_d128,
+    attention_varlen_dq_f16_d128,
+    attention_varlen_dkv_f16_d128,
+    f16,
+    128,
+    3,
+    to_f16
+);

@@ -76,6 +76,14 @@ pub enum AttentionError {
         expected: [usize; 4],
         found: [usize; 4],
     },
+    /// Packed sequences ([`attention_varlen_forward_imported`](crate::attention_varlen_forward_imported))
+    /// are rows of one batch entry: `q`, `k`, `v` and `o` are `[1, h, total, d]`.
+    #[error("{which} is of batch {batch}: packed sequences are rows of one batch entry, [1, h, total, d]")]
+    Packed { which: &'static str, batch: usize },
+    /// The cumulative sequence lengths of the queries and of the keys are `b + 1` offsets
+    /// each, for the same `b` sequences (`b` may be 0).
+    #[error("cu_seqlens_q has {q} offsets and cu_seqlens_k {k}: one more than the sequences, as many for both")]
+    Offsets { q: usize, k: usize },
     /// The launch itself.
     #[error(transparent)]
     Cuda(#[from] CudaError),

@@ -32,7 +32,7 @@ pub fn check_gradients(
 
 /// The launch of the `Δ` kernel: a thread a query row, blocks of 256 rows of one head (the
 /// kernel's threads split `[b, h, s]` as `z`, `y`, `x`; each covers the rest in strides).
-fn delta_grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
+pub(crate) fn delta_grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
     let rows = b.saturating_mul(h).saturating_mul(s);
     let side = |n: usize, most: usize| n.clamp(1, most) as u32;
     (rows > 0).then(|| LaunchConfig {

@@ -31,8 +31,11 @@ mod gradients;
 mod imported;
 mod linear;
 mod probe;
+mod sequences;
 mod simple;
 mod tma;
+#[cfg(not(target_arch = "nvptx64"))]
+mod varlen;
 #[cfg(target_arch = "nvptx64")]
 pub mod wgmma;
 
@@ -49,6 +52,8 @@ pub use linear::*;
 pub use probe::*;
 pub use simple::*;
 pub use tma::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use varlen::*;
 
 /// The kernels' PTX, built by `dlmd-build` from this crate.
 #[cfg(not(target_arch = "nvptx64"))]

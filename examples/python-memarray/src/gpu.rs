@@ -149,6 +149,44 @@ pub fn attention_backward(
         .map_err(attention_error)
 }
 
+/// Queues attention's forward pass over sequences packed together
+/// (`attention_varlen_forward_imported`) on the stream the tensors' producer named, without
+/// waiting. Exceptions as for [`attention`].
+#[allow(clippy::too_many_arguments)]
+pub fn attention_varlen(
+    qkv: [&Imported; 3],
+    o: &Imported,
+    lse: &Imported,
+    offsets: [&Imported; 2],
+    max_q: usize,
+    scale: f32,
+    causal: bool,
+) -> PyResult<()> {
+    let kernels = hopper(o)?;
+    dlmd_example_hopper_kernels::attention_varlen_forward_imported(kernels, qkv, o, lse, offsets, max_q, scale, causal)
+        .map_err(attention_error)
+}
+
+/// Queues attention's backward pass over sequences packed together
+/// (`attention_varlen_backward_imported`), as [`attention_backward`].
+#[allow(clippy::too_many_arguments)]
+pub fn attention_varlen_backward(
+    forward: [&Imported; 5],
+    lse: &Imported,
+    delta: &Imported,
+    grads: [&Imported; 3],
+    offsets: [&Imported; 2],
+    longest: [usize; 2],
+    scale: f32,
+    causal: bool,
+) -> PyResult<()> {
+    let kernels = hopper(grads[0])?;
+    dlmd_example_hopper_kernels::attention_varlen_backward_imported(
+        kernels, forward, lse, delta, grads, offsets, longest, scale, causal,
+    )
+    .map_err(attention_error)
+}
+
 /// The Hopper kernels, loaded on the device of `x` (once a device).
 fn hopper(x: &Imported) -> PyResult<&'static Kernels> {
     let gpu = gpu(x.ordinal().map_err(cuda_error)?)?;
@@ -198,6 +236,8 @@ fn attention_error(e: dlmd_example_hopper_kernels::AttentionError) -> PyErr {
         | E::Lse { .. }
         | E::Gradient { .. }
         | E::Scale { .. }
+        | E::Packed { .. }
+        | E::Offsets { .. }
         | E::Map { .. } => pyo3::exceptions::PyValueError::new_err(e.to_string()),
         // CUDA refusing or failing: the driver, the streams, the device.
         _ => cuda_error(e),

@@ -253,6 +253,77 @@ fn attention_backward(
     )
 }
 
+/// Attention's forward pass over sequences of different lengths packed together, as
+/// `flash_attn_varlen_func` takes them: `q` and `o` `(1, h_q, total_q, d)`, `k` and `v`
+/// `(1, h_kv, total_k, d)` (torch's packed `(total, h, d)` tensors transposed and unsqueezed
+/// as they are), `lse` `float32` `(1, h_q, total_q)`, `cu_seqlens_q` and `cu_seqlens_k` the
+/// `int32` CUDA tensors of the sequences' cumulative lengths (`b + 1` each), `max_seqlen_q` the
+/// longest query sequence. Otherwise as `attention_forward`. The offsets are read on the
+/// device: where they are not offsets of the tensors (negative, decreasing, past the rows)
+/// nothing is written.
+#[pyfunction]
+#[pyo3(signature = (q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, /, *, max_seqlen_q, scale, causal, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn attention_varlen_forward(
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    o: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    cu_seqlens_q: &Bound<'_, PyAny>,
+    cu_seqlens_k: &Bound<'_, PyAny>,
+    max_seqlen_q: usize,
+    scale: f32,
+    causal: bool,
+    stream: Option<isize>,
+) -> PyResult<()> {
+    let [q, k, v, o, lse, cu_q, cu_k] =
+        [q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k].map(|x| import_for_kernel(x, stream));
+    gpu::attention_varlen([&q?, &k?, &v?], &o?, &lse?, [&cu_q?, &cu_k?], max_seqlen_q, scale, causal)
+}
+
+/// Attention's backward pass over sequences packed together: `attention_backward`'s tensors
+/// shaped as `attention_varlen_forward`'s, its offsets, and the longest query and key
+/// sequences.
+#[pyfunction]
+#[pyo3(signature = (
+    q, k, v, o, d_o, lse, delta, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, /, *,
+    max_seqlen_q, max_seqlen_k, scale, causal, stream = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn attention_varlen_backward(
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    o: &Bound<'_, PyAny>,
+    d_o: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    delta: &Bound<'_, PyAny>,
+    dq: &Bound<'_, PyAny>,
+    dk: &Bound<'_, PyAny>,
+    dv: &Bound<'_, PyAny>,
+    cu_seqlens_q: &Bound<'_, PyAny>,
+    cu_seqlens_k: &Bound<'_, PyAny>,
+    max_seqlen_q: usize,
+    max_seqlen_k: usize,
+    scale: f32,
+    causal: bool,
+    stream: Option<isize>,
+) -> PyResult<()> {
+    let [q, k, v, o, d_o, lse, delta, dq, dk, dv, cu_q, cu_k] =
+        [q, k, v, o, d_o, lse, delta, dq, dk, dv, cu_seqlens_q, cu_seqlens_k].map(|x| import_for_kernel(x, stream));
+    gpu::attention_varlen_backward(
+        [&q?, &k?, &v?, &o?, &d_o?],
+        &lse?,
+        &delta?,
+        [&dq?, &dk?, &dv?],
+        [&cu_q?, &cu_k?],
+        [max_seqlen_q, max_seqlen_k],
+        scale,
+        causal,
+    )
+}
+
 /// Lets go of the tensors that queued kernels held and that are done now, without waiting for
 /// the others; returns how many launches still hold theirs. (They are let go of by themselves
 /// when their kernels are done: this only makes it happen on this thread, at once.)
@@ -300,6 +371,17 @@ fn torch_op(py: Python<'_>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn torch_attention(py: Python<'_>) -> PyResult<Py<PyAny>> {
     Ok(torch_ops(py)?.getattr("attention")?.unbind())
+}
+
+/// Attention over sequences packed together as the torch operator
+/// `dlmd::attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+/// scale, causal)`, `flash_attn_varlen_func`'s tensors (`q` `(total_q, h_q, d)`, `k` and `v`
+/// `(total_k, h_kv, d)`), returning `(o, lse)` with `lse` `(h_q, total_q)`; differentiable in
+/// `q`, `k` and `v` as `dlmd::attention` is. Returns the operator, also reachable as
+/// `torch.ops.dlmd.attention_varlen`.
+#[pyfunction]
+fn torch_attention_varlen(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(torch_ops(py)?.getattr("attention_varlen")?.unbind())
 }
 
 /// Makes a torch operator differentiable by another: `differentiable(forward, backward, *,
@@ -397,6 +479,9 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;
     m.add_function(wrap_pyfunction!(attention_forward, m)?)?;
     m.add_function(wrap_pyfunction!(attention_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_varlen_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_varlen_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_attention_varlen, m)?)?;
     m.add_function(wrap_pyfunction!(release_completed, m)?)?;
     let wait = wrap_pyfunction!(wait_released, m)?;
     m.add_function(wait.clone())?;

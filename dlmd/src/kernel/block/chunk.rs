@@ -13,6 +13,7 @@ use core::marker::PhantomData;
 mod element;
 mod order;
 mod rows;
+mod segments;
 mod shape;
 mod stores;
 mod twin;
@@ -20,6 +21,7 @@ mod twin;
 use order::{grid_index, grouped_index};
 
 pub use rows::{Rows, ValuesOfRows};
+pub use segments::{Segment, Segments};
 
 pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, NoChunks, Whole};
 
@@ -48,6 +50,8 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace, R = ()> {
     group: usize,
     /// The rows' view, whole (a chunk of it all), cut to each chunk's rows as it is handed out.
     rows: R,
+    /// The segments the rows are cut along ([`in_segments`](Self::in_segments)), if any.
+    cut: Option<segments::Cut<'v>>,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -63,6 +67,8 @@ pub struct Chunk<'v, T, E: Extents, L: Layout, S: KernelSpace, R = ()> {
     origin: E::Index,
     shape: E::Index,
     rows: R,
+    /// The segment of the rows it is of, for chunks cut along segments.
+    segment: Option<Segment>,
     view: PhantomData<Mdspan<'v, T, E, L, S, Unique>>,
 }
 
@@ -104,8 +110,38 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             step: blocks,
             group: <E::Index as CutBy<C>>::GROUP,
             rows: (),
+            cut: None,
             view: PhantomData,
         }
+    }
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L, S> {
+    /// These chunks, each carrying its part of `rows` (a chunk of a whole second view, cut to
+    /// each chunk's place as it is handed out).
+    #[inline(always)]
+    fn carrying<R: Rows>(self, rows: R) -> Chunks<'v, T, E, L, S, R> {
+        Chunks {
+            data: self.data,
+            mapping: self.mapping,
+            shape: self.shape,
+            counts: self.counts,
+            next: self.next,
+            total: self.total,
+            step: self.step,
+            group: self.group,
+            rows,
+            cut: self.cut,
+            view: PhantomData,
+        }
+    }
+
+    /// Whether the view's first `theirs.len()` extents are `theirs`, element by element (an
+    /// array comparison would call `memcmp`, which kernels lack).
+    #[inline(always)]
+    fn extents_start_with(&self, theirs: &[usize]) -> bool {
+        let ours = crate::layout::Mapping::extents(&self.mapping).to_array();
+        theirs.len() <= E::RANK && (0..theirs.len()).all(|d| ours.as_ref()[d] == theirs[d])
     }
 }
 
@@ -114,30 +150,46 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Iterator 
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next >= self.total {
-            return None;
+        loop {
+            if self.next >= self.total {
+                return None;
+            }
+            // Chunks numbered in the view's memory order (its fastest dimension varies fastest),
+            // or group by group.
+            let current = if self.group > 1 {
+                grouped_index::<E, L>(self.next, &self.counts, self.group)
+            } else {
+                grid_index::<E, L>(self.next, &self.counts)
+            };
+            self.next += self.step;
+            let mut origin = E::Index::zeros();
+            for d in 0..E::RANK {
+                origin.as_mut()[d] = current.as_ref()[d] * self.shape.as_ref()[d];
+            }
+            let mut shape = self.shape;
+            let mut segment = None;
+            if let Some(cut) = self.cut {
+                // Along the rows, chunk `t` of segment `s` for number `s · per_segment + t`: its
+                // rows from the segment's start, cut at its end; none past it.
+                let dim = E::RANK - 2;
+                let Some((first, rows, here)) = cut.rows(current.as_ref()[dim], self.shape.as_ref()[dim]) else {
+                    continue;
+                };
+                origin.as_mut()[dim] = first;
+                shape.as_mut()[dim] = rows;
+                segment = Some(here);
+            }
+            let rows = self.rows.at(origin.as_ref(), shape.as_ref(), rows::Token(()));
+            return Some(Chunk {
+                data: self.data,
+                mapping: self.mapping,
+                origin,
+                shape,
+                rows,
+                segment,
+                view: PhantomData,
+            });
         }
-        // Chunks numbered in the view's memory order (its fastest dimension varies fastest), or
-        // group by group.
-        let current = if self.group > 1 {
-            grouped_index::<E, L>(self.next, &self.counts, self.group)
-        } else {
-            grid_index::<E, L>(self.next, &self.counts)
-        };
-        self.next += self.step;
-        let mut origin = E::Index::zeros();
-        for d in 0..E::RANK {
-            origin.as_mut()[d] = current.as_ref()[d] * self.shape.as_ref()[d];
-        }
-        let rows = self.rows.at(origin.as_ref(), self.shape.as_ref(), rows::Token(()));
-        Some(Chunk {
-            data: self.data,
-            mapping: self.mapping,
-            origin,
-            shape: self.shape,
-            rows,
-            view: PhantomData,
-        })
     }
 }
 
@@ -148,7 +200,15 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
         self.origin
     }
 
-    /// The chunk's extents: the chunk shape, cut short at the view's edge.
+    /// The segment of the view's rows the chunk is of, where the chunks are cut along
+    /// segments ([`Chunks::in_segments`]); `None` otherwise.
+    #[inline(always)]
+    pub fn segment(&self) -> Option<Segment> {
+        self.segment
+    }
+
+    /// The chunk's extents: the chunk shape, cut short at the view's edge (and at its
+    /// segment's end).
     #[inline(always)]
     pub fn extents(&self) -> E::Index {
         // Worked out where it is asked for, from the view's extents (kernel parameters) and the
@@ -177,6 +237,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
             mapping,
             origin,
             shape,
+            segment,
             view,
             ..
         } = self;
@@ -187,6 +248,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
             origin,
             shape,
             rows,
+            segment,
             view,
         }
     }

@@ -100,7 +100,9 @@ mod warp;
 pub use cells::Cells;
 #[doc(hidden)]
 pub use chunk::CutBy;
-pub use chunk::{Chunk, ChunkShape, ChunkSide, Chunks, Grouped, NoChunks, Rows, ValuesOfRows, Whole};
+pub use chunk::{
+    Chunk, ChunkShape, ChunkSide, Chunks, Grouped, NoChunks, Rows, Segment, Segments, ValuesOfRows, Whole,
+};
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};
 /// The seal of [`TileSet`] and the other tile traits, for the tile sets of other modules.

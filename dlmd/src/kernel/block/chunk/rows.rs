@@ -79,6 +79,7 @@ impl<U: DlElement, F: Extents, M: Layout, S: KernelSpace> Rows for Chunk<'_, U, 
             origin: at,
             shape: side,
             rows: ValuesOfRows,
+            segment: None,
             view: PhantomData,
         }
     }
@@ -141,32 +142,19 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
                 "a view of the rows' values has a dimension of rows: the view of the rows is of rank 2 or more"
             );
         };
-        let ours = crate::layout::Mapping::extents(&self.mapping).to_array();
         let theirs = rows.extents().to_array();
-        // Element by element: an array comparison would call `memcmp`, which kernels lack.
-        if (0..F::RANK).any(|d| ours.as_ref()[d] != theirs.as_ref()[d]) {
+        if !self.extents_start_with(theirs.as_ref()) {
             return None;
         }
-        let whole = Chunk {
+        Some(self.carrying(Chunk {
             data: rows.data_handle(),
             mapping: *rows.mapping(),
             origin: F::Index::zeros(),
             shape: theirs,
             rows: ValuesOfRows,
+            segment: None,
             view: PhantomData,
-        };
-        Some(Chunks {
-            data: self.data,
-            mapping: self.mapping,
-            shape: self.shape,
-            counts: self.counts,
-            next: self.next,
-            total: self.total,
-            step: self.step,
-            group: self.group,
-            rows: whole,
-            view: PhantomData,
-        })
+        }))
     }
 }
 
@@ -194,6 +182,7 @@ where
             origin,
             shape,
             rows,
+            segment,
             view,
         } = self;
         (
@@ -203,6 +192,7 @@ where
                 origin,
                 shape,
                 rows: (),
+                segment,
                 view,
             },
             rows,

@@ -27,6 +27,7 @@ impl<U: DlElement, F: Extents, M: Layout, S: KernelSpace> Rows for Chunk<'_, U, 
             origin: at,
             shape: side,
             rows: (),
+            segment: None,
             view: PhantomData,
         }
     }
@@ -66,32 +67,19 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
         U: DlElement,
         M: Layout,
     {
-        let ours = crate::layout::Mapping::extents(&self.mapping).to_array();
         let theirs = twin.extents().to_array();
-        // Element by element: an array comparison would call `memcmp`, which kernels lack.
-        if (0..E::RANK).any(|d| ours.as_ref()[d] != theirs.as_ref()[d]) {
+        if !self.extents_start_with(theirs.as_ref()) {
             return None;
         }
-        let whole = Chunk {
+        Some(self.carrying(Chunk {
             data: twin.data_handle(),
             mapping: *twin.mapping(),
             origin: E::Index::zeros(),
             shape: theirs,
             rows: (),
+            segment: None,
             view: PhantomData,
-        };
-        Some(Chunks {
-            data: self.data,
-            mapping: self.mapping,
-            shape: self.shape,
-            counts: self.counts,
-            next: self.next,
-            total: self.total,
-            step: self.step,
-            group: self.group,
-            rows: whole,
-            view: PhantomData,
-        })
+        }))
     }
 }
 
@@ -116,6 +104,7 @@ where
             origin,
             shape,
             rows,
+            segment,
             view,
         } = self;
         (
@@ -125,6 +114,7 @@ where
                 origin,
                 shape,
                 rows: (),
+                segment,
                 view,
             },
             rows,

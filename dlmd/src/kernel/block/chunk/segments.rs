@@ -1,0 +1,310 @@
+//! A view's rows in segments of different lengths, one after another (the sequences of a
+//! batch packed together, as `cu_seqlens` describes them): the chunks of each segment, none
+//! reaching into the next ([`Chunks::in_segments`]).
+
+use super::Chunks;
+use crate::dtype::DlElement;
+use crate::extents::{Dims, Extents};
+use crate::kernel::KernelSpace;
+use crate::layout::Layout;
+use crate::space::Reachable;
+use crate::view::{Mdspan, Shared};
+use core::marker::PhantomData;
+
+/// The segments of a view's rows, from their offsets: segment `i` is rows `offsets[i] ..
+/// offsets[i + 1]`, of `count() + 1` offsets (`cu_seqlens` of a packed batch). Made by
+/// [`new`](Self::new), which reads every offset and takes them only where they are `0` or more
+/// and never decrease, so that no two segments share a row.
+#[derive(Clone, Copy, Debug)]
+pub struct Segments<'s> {
+    /// Offset `0`, and the distance in elements from one offset to the next (checked for
+    /// every offset by `new`).
+    first: *const i32,
+    stride: isize,
+    count: usize,
+    view: PhantomData<&'s [i32]>,
+}
+
+// SAFETY: a `Segments` only reads its offsets, which `new` took from a read-only view: sending
+// it to or sharing it with other threads shares nothing else.
+unsafe impl Send for Segments<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Segments<'_> {}
+
+/// One segment of [`Segments`]: the `index`-th, rows `start .. start + len` of the view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// Which segment: `0 .. count()`.
+    pub index: usize,
+    /// Its first row.
+    pub start: usize,
+    /// Its number of rows (0 for an empty segment).
+    pub len: usize,
+}
+
+impl<'s> Segments<'s> {
+    /// The segments between consecutive `offsets` (at least one of them; `n + 1` for `n`
+    /// segments). `None` where an offset is negative or smaller than the one before it. Each
+    /// thread that makes one reads every offset once: the offsets of a batch of sequences are
+    /// a few hundred bytes, which the first thread's reads bring into cache for the others.
+    ///
+    /// The offsets are a read-only view, which nothing writes while the kernel runs (a kernel
+    /// argument: its producer's writes are ordered before the launch), so every block reads
+    /// the same segments.
+    #[inline(always)]
+    pub fn new<L: Layout, S: Reachable<Shared>>(offsets: Mdspan<'s, i32, Dims<1>, L, S, Shared>) -> Option<Self> {
+        let n = offsets.extents().to_array()[0];
+        let first: *const i32 = offsets.get([0])?;
+        let stride = match offsets.get([1]) {
+            Some(second) => (second as *const i32 as isize).wrapping_sub(first as isize) / size_of::<i32>() as isize,
+            None => 0,
+        };
+        let mut last = 0i32;
+        for i in 0..n {
+            let at = offsets.get([i])?;
+            // Every offset where `offset` later reads it: `first + i · stride`.
+            if !core::ptr::eq(at, first.wrapping_offset(stride.wrapping_mul(i as isize))) || *at < last {
+                return None;
+            }
+            last = *at;
+        }
+        Some(Segments {
+            first,
+            stride,
+            count: n - 1,
+            view: PhantomData,
+        })
+    }
+
+    /// The number of segments.
+    #[inline(always)]
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The row past the last segment's (the last offset).
+    #[inline(always)]
+    pub fn end(&self) -> usize {
+        self.offset(self.count)
+    }
+
+    /// Segment `index`, or `None` past the last.
+    #[inline(always)]
+    pub fn get(&self, index: usize) -> Option<Segment> {
+        if index >= self.count {
+            return None;
+        }
+        let start = self.offset(index);
+        Some(Segment {
+            index,
+            start,
+            len: self.offset(index + 1) - start,
+        })
+    }
+
+    /// The segment that holds `row`, or `None` where no segment does (past the end, or before
+    /// the first offset). Halves the segments until one is left: `log₂ count` reads.
+    #[inline(always)]
+    pub fn containing(&self, row: usize) -> Option<Segment> {
+        if row < self.offset(0) || row >= self.end() {
+            return None;
+        }
+        // The last offset at or before `row`: offsets[low] ≤ row < offsets[high].
+        let (mut low, mut high) = (0, self.count);
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            if self.offset(mid) <= row {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        self.get(low)
+    }
+
+    /// The largest segment's length: the rows of a sequence's longest chunk grid.
+    #[inline(always)]
+    pub fn longest(&self) -> usize {
+        (0..self.count).fold(0, |longest, i| longest.max(self.offset(i + 1) - self.offset(i)))
+    }
+
+    /// Offset `i` (`i ≤ count`), which `new` found to be `0` or more.
+    #[inline(always)]
+    fn offset(&self, i: usize) -> usize {
+        // SAFETY: `new` read every offset `0 ..= count` through the view and found each at
+        // `first + i · stride`, an element of the view, borrowed for `'s`, which nobody writes
+        // (`new`'s contract with its caller); `i ≤ count` at every call above.
+        let value = unsafe { *self.first.wrapping_offset(self.stride.wrapping_mul(i as isize)) };
+        value as usize
+    }
+}
+
+/// A [`Chunks`] cut along segments: the segments and the chunks each has along the rows.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cut<'s> {
+    pub(super) segments: Segments<'s>,
+    /// Chunks along each segment's rows: its box side into the longest segment.
+    pub(super) per_segment: usize,
+}
+
+impl Cut<'_> {
+    /// The rows of chunk number `n` along the rows (of the `count · per_segment`), in chunks
+    /// of `side` rows: its first row and number of rows, and its segment; `None` for a number
+    /// past the segment's end (or past the last segment), which holds no chunk. The chunks of a
+    /// segment cover its rows once, and no chunk holds rows of two: the segments share none.
+    #[inline(always)]
+    pub(super) fn rows(&self, n: usize, side: usize) -> Option<(usize, usize, Segment)> {
+        let here = self.segments.get(n / self.per_segment.max(1))?;
+        let first = (n % self.per_segment.max(1)).saturating_mul(side);
+        (first < here.len).then(|| (here.start + first, side.min(here.len - first), here))
+    }
+}
+
+impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L, S> {
+    /// The chunks of each segment of the view's rows (the dimension before the last), in
+    /// place of the chunks of the whole rows: segment `i`'s rows `start .. start + len` cut
+    /// from its start into the shape's side, its last chunk cut short at its end, so that no
+    /// chunk holds rows of two segments. A chunk's [`segment`](super::Chunk::segment) says
+    /// which it is of. `None` where the segments end past the view's rows, or `rows` is 0.
+    /// The other dimensions are cut as before, and the chunks are dealt to the blocks as
+    /// before: no two blocks own one.
+    ///
+    /// ```ignore
+    /// // o: 1 × h × total × d, the sequences packed along its rows; cu_seqlens: b + 1 offsets.
+    /// let segments = Segments::new(cu_seqlens)?;
+    /// let chunks = block.chunks(o).in_segments(segments)?;
+    /// ```
+    #[inline(always)]
+    pub fn in_segments(self, segments: Segments<'v>) -> Option<Self> {
+        const {
+            assert!(
+                E::RANK >= 2,
+                "segments are of a view's rows: the view is of rank 2 or more"
+            );
+        };
+        let dim = E::RANK - 2;
+        let rows = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[dim];
+        let side = self.shape.as_ref()[dim];
+        if side == 0 || segments.end() > rows {
+            return None;
+        }
+        let per_segment = segments.longest().div_ceil(side);
+        let mut counts = self.counts;
+        counts.as_mut()[dim] = segments.count().saturating_mul(per_segment);
+        // A grid too large to number is refused, not wrapped: chunk numbers map one to one onto
+        // the grid's indices only where its size fits.
+        let total = counts
+            .as_ref()
+            .iter()
+            .try_fold(1usize, |total, &count| total.checked_mul(count))?;
+        Some(Chunks {
+            counts,
+            total,
+            cut: Some(Cut { segments, per_segment }),
+            ..self
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cut, Segment, Segments};
+    use crate::extents::Dims;
+    use crate::layout::{LayoutStride, Mapping};
+    use crate::view::Mdspan;
+    use proptest::prelude::*;
+
+    fn segments(offsets: &[i32]) -> Option<Segments<'_>> {
+        Segments::new(Mdspan::<i32, Dims<1>>::from_slice(offsets, Dims([offsets.len()])).unwrap())
+    }
+
+    #[test]
+    fn offsets_that_never_decrease_from_zero_make_segments() {
+        let s = segments(&[0, 3, 3, 10]).unwrap();
+        assert_eq!((s.count(), s.end(), s.longest()), (3, 10, 7));
+        assert_eq!(
+            s.get(0),
+            Some(Segment {
+                index: 0,
+                start: 0,
+                len: 3
+            })
+        );
+        assert_eq!(
+            s.get(1),
+            Some(Segment {
+                index: 1,
+                start: 3,
+                len: 0
+            })
+        );
+        assert_eq!(s.get(3), None);
+        // Row 3 is the empty segment's start and the next one's first row: the next one's.
+        assert_eq!(s.containing(3).map(|s| s.index), Some(2));
+        assert_eq!(s.containing(9).map(|s| s.index), Some(2));
+        assert_eq!(s.containing(0).map(|s| s.index), Some(0));
+        assert_eq!(s.containing(10), None);
+        // One offset: no segment. Starting past 0: rows before it are no segment's.
+        assert_eq!(segments(&[5]).map(|s| (s.count(), s.end())), Some((0, 5)));
+        assert_eq!(segments(&[2, 4]).unwrap().containing(1), None);
+    }
+
+    #[test]
+    fn negative_decreasing_or_no_offsets_are_refused() {
+        for bad in [&[-1, 3][..], &[0, 5, 4], &[0, 2, 1, 8], &[]] {
+            assert!(segments(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn strided_offsets_are_read_where_the_view_has_them() {
+        // Every other element of the slice: 0, 4, 9 (the others would decrease).
+        let data = [0, 99, 4, -7, 9];
+        let mapping =
+            <LayoutStride as crate::layout::Layout>::Mapping::<Dims<1>>::from_strides(Dims([3]), &[2], 0).unwrap();
+        let view = Mdspan::<i32, Dims<1>, LayoutStride>::from_slice_mapping(&data, mapping).unwrap();
+        let s = Segments::new(view).unwrap();
+        assert_eq!((s.count(), s.end()), (2, 9));
+        assert_eq!(
+            s.get(1),
+            Some(Segment {
+                index: 1,
+                start: 4,
+                len: 5
+            })
+        );
+        assert_eq!(mapping.required_span_size(), 5);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 }))]
+
+        #[test]
+        fn chunks_cover_each_segment_once_and_none_two(
+            lengths in proptest::collection::vec(0usize..300, 0..12),
+            side in 1usize..200,
+        ) {
+            let mut offsets = vec![0i32];
+            for len in &lengths {
+                offsets.push(offsets.last().unwrap() + *len as i32);
+            }
+            let segments = segments(&offsets).unwrap();
+            let cut = Cut { segments, per_segment: segments.longest().div_ceil(side) };
+            let end = segments.end();
+            let mut owner = vec![None; end];
+            for n in 0..segments.count() * cut.per_segment {
+                if let Some((start, rows, segment)) = cut.rows(n, side) {
+                    prop_assert!(rows > 0 && rows <= side && start + rows <= segment.start + segment.len);
+                    for (row, owned) in owner.iter_mut().enumerate().skip(start).take(rows) {
+                        prop_assert!(owned.is_none(), "row {} in two chunks", row);
+                        *owned = Some(segment.index);
+                    }
+                }
+            }
+            for (i, len) in lengths.iter().enumerate() {
+                let start = offsets[i] as usize;
+                prop_assert!(owner[start..start + len].iter().all(|o| *o == Some(i)));
+            }
+        }
+    }
+}

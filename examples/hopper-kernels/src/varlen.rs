@@ -1,0 +1,244 @@
+//! Attention over sequences of different lengths packed together, as `flash_attn_varlen_func`
+//! takes them ([`attention_varlen_forward_imported`], [`attention_varlen_backward_imported`]):
+//! each tensor one batch entry, `[1, h, total, d]` (torch's packed `(total, h, d)` tensors
+//! seen as `(1, h, total, d)`), and sequence `i` its rows `cu_seqlens_q[i] ..
+//! cu_seqlens_q[i + 1]` of the queries, `cu_seqlens_k[i] .. cu_seqlens_k[i + 1]` of the keys.
+//! The offsets stay on the device: the kernels read them, and write nothing where they are not
+//! offsets of the tensors (negative, decreasing, or past the rows), which the host cannot see
+//! without waiting for the device. The longest sequence's length sizes the grid, as
+//! FlashAttention's `max_seqlen` does; a smaller one only leaves each block more chunks.
+
+use crate::forward::{AttentionError, check_attention, grid};
+use crate::gradients::{check_gradients, delta_grid};
+use crate::imported::{arg, extents};
+use dlmd::DlElement;
+use dlmd::cuda::{CudaError, Imported, Kernels, LaunchConfig};
+use dlmd::half::{bf16, f16};
+
+/// Checks what a packed call adds to [`check_attention`]: `q` and `k` of one batch entry, and
+/// offsets `cu_q` and `cu_k` of as many sequences.
+pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result<(), AttentionError> {
+    for (which, x) in [("q", q), ("k", k)] {
+        if x[0] != 1 {
+            return Err(AttentionError::Packed { which, batch: x[0] });
+        }
+    }
+    if cu_q != cu_k || cu_q == 0 {
+        return Err(AttentionError::Offsets { q: cu_q, k: cu_k });
+    }
+    Ok(())
+}
+
+/// The grid of a packed call's kernel over `[1, h, total, d]` rows of `sequences` sequences of
+/// at most `longest` rows: one block for each chunk of 128 rows of a sequence's head.
+fn packed_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
+    grid([sequences, heads, longest, d])
+}
+
+/// The checked extents of a packed call: `[q, k, v, o]`, `lse`'s, and the offsets' counts.
+fn packed_extents(
+    [q, k, v, o]: [&Imported; 4],
+    lse: &Imported,
+    [cu_q, cu_k]: [&Imported; 2],
+    scale: f32,
+) -> Result<[[usize; 4]; 4], AttentionError> {
+    let four = [extents(q, "q")?, extents(k, "k")?, extents(v, "v")?, extents(o, "o")?];
+    check_attention(four, extents(lse, "lse")?, scale)?;
+    let counts = [
+        extents::<1>(cu_q, "cu_seqlens_q")?[0],
+        extents::<1>(cu_k, "cu_seqlens_k")?[0],
+    ];
+    check_packed([four[0], four[1]], counts)?;
+    Ok(four)
+}
+
+/// Attention's forward pass over sequences packed together: as
+/// [`attention_forward_imported`](crate::attention_forward_imported), with `q` and `o`
+/// `1 × h_q × total_q × d`, `k` and `v` `1 × h_kv × total_k × d`, `lse` `1 × h_q × total_q`,
+/// and `cu_q`, `cu_k` the `int32` cumulative lengths of the queries' and keys' sequences
+/// (`b + 1` each, on the device), `max_q` the longest query sequence (it sizes the grid).
+/// `causal` is aligned to each sequence's bottom right. Rows of `o` and `lse` past the last
+/// offset are not written, nor anything where the offsets are not offsets of the tensors.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_varlen_forward_imported(
+    kernels: &Kernels,
+    [q, k, v]: [&Imported; 3],
+    o: &Imported,
+    lse: &Imported,
+    [cu_q, cu_k]: [&Imported; 2],
+    max_q: usize,
+    scale: f32,
+    causal: bool,
+) -> Result<(), AttentionError> {
+    let four = packed_extents([q, k, v, o], lse, [cu_q, cu_k], scale)?;
+    let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
+    let Some(config) = packed_grid(sequences, four[0], max_q.min(four[0][2])) else {
+        return Ok(());
+    };
+    let dtype = q.tensor().dl_tensor().dtype;
+    macro_rules! run {
+        ($kernel:ident, $args:ident) => {
+            crate::$kernel(
+                o.launch(kernels, config)?,
+                crate::$args {
+                    q: arg(q, "q")?,
+                    k: arg(k, "k")?,
+                    v: arg(v, "v")?,
+                    o: arg(o, "o")?,
+                    lse: arg(lse, "lse")?,
+                    cu_q: arg(cu_q, "cu_seqlens_q")?,
+                    cu_k: arg(cu_k, "cu_seqlens_k")?,
+                    scale,
+                    causal,
+                },
+            )
+        };
+    }
+    let launched: Result<(), CudaError> = match (dtype, four[0][3]) {
+        (t, 64) if t == bf16::DTYPE => run!(attention_varlen_bf16_d64, AttentionVarlenBf16D64Args),
+        (t, _) if t == bf16::DTYPE => run!(attention_varlen_bf16_d128, AttentionVarlenBf16D128Args),
+        (t, 64) if t == f16::DTYPE => run!(attention_varlen_f16_d64, AttentionVarlenF16D64Args),
+        (t, _) if t == f16::DTYPE => run!(attention_varlen_f16_d128, AttentionVarlenF16D128Args),
+        _ => return Err(AttentionError::DataType { dtype }),
+    };
+    Ok(launched?)
+}
+
+/// Attention's backward pass over sequences packed together: as
+/// [`attention_backward_imported`](crate::attention_backward_imported), with the tensors of
+/// [`attention_varlen_forward_imported`] (`do`, `dq` as `q`; `dk`, `dv` as `k`; `delta` as
+/// `lse`), and `[max_q, max_k]` the longest query and key sequences (they size the grids).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_varlen_backward_imported(
+    kernels: &Kernels,
+    [q, k, v, o, d_o]: [&Imported; 5],
+    lse: &Imported,
+    delta: &Imported,
+    [dq, dk, dv]: [&Imported; 3],
+    [cu_q, cu_k]: [&Imported; 2],
+    [max_q, max_k]: [usize; 2],
+    scale: f32,
+    causal: bool,
+) -> Result<(), AttentionError> {
+    let forward = packed_extents([q, k, v, o], lse, [cu_q, cu_k], scale)?;
+    let grads = [
+        extents(d_o, "do")?,
+        extents(dq, "dq")?,
+        extents(dk, "dk")?,
+        extents(dv, "dv")?,
+    ];
+    check_gradients([forward[0], forward[1]], grads, extents(delta, "delta")?)?;
+    let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
+    let rows = delta_grid(forward[0]);
+    let queries = packed_grid(sequences, forward[0], max_q.min(forward[0][2]));
+    let keys = packed_grid(sequences, forward[1], max_k.min(forward[1][2]));
+    let dtype = q.tensor().dl_tensor().dtype;
+    macro_rules! run {
+        ($delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {{
+            // Every tensor as its argument first: a refused one stops the call before any
+            // kernel is queued.
+            let delta_args = crate::$delta_args {
+                o: arg(o, "o")?,
+                d_o: arg(d_o, "do")?,
+                delta_out: arg(delta, "delta")?,
+            };
+            let dq_args = crate::$dq_args {
+                q: arg(q, "q")?,
+                k: arg(k, "k")?,
+                v: arg(v, "v")?,
+                d_o: arg(d_o, "do")?,
+                lse: arg(lse, "lse")?,
+                delta: arg(delta, "delta")?,
+                dq_out: arg(dq, "dq")?,
+                cu_q: arg(cu_q, "cu_seqlens_q")?,
+                cu_k: arg(cu_k, "cu_seqlens_k")?,
+                scale,
+                causal,
+            };
+            let dkv_args = crate::$dkv_args {
+                k: arg(k, "k")?,
+                v: arg(v, "v")?,
+                q: arg(q, "q")?,
+                d_o: arg(d_o, "do")?,
+                lse: arg(lse, "lse")?,
+                delta: arg(delta, "delta")?,
+                dk_out: arg(dk, "dk")?,
+                dv_out: arg(dv, "dv")?,
+                cu_q: arg(cu_q, "cu_seqlens_q")?,
+                cu_k: arg(cu_k, "cu_seqlens_k")?,
+                scale,
+                causal,
+            };
+            if let (Some(rows), Some(queries)) = (rows, queries) {
+                crate::$delta(delta.launch(kernels, rows)?, delta_args)?;
+                crate::$dq(dq.launch(kernels, queries)?, dq_args)?;
+            }
+            match keys {
+                Some(keys) => crate::$dkv(dk.launch(kernels, keys)?, dkv_args),
+                None => Ok(()),
+            }
+        }};
+    }
+    let launched: Result<(), CudaError> = match (dtype, forward[0][3]) {
+        (t, 64) if t == bf16::DTYPE => run!(
+            attention_delta_bf16,
+            AttentionDeltaBf16Args,
+            attention_varlen_dq_bf16_d64,
+            AttentionVarlenDqBf16D64Args,
+            attention_varlen_dkv_bf16_d64,
+            AttentionVarlenDkvBf16D64Args
+        ),
+        (t, _) if t == bf16::DTYPE => run!(
+            attention_delta_bf16,
+            AttentionDeltaBf16Args,
+            attention_varlen_dq_bf16_d128,
+            AttentionVarlenDqBf16D128Args,
+            attention_varlen_dkv_bf16_d128,
+            AttentionVarlenDkvBf16D128Args
+        ),
+        (t, 64) if t == f16::DTYPE => run!(
+            attention_delta_f16,
+            AttentionDeltaF16Args,
+            attention_varlen_dq_f16_d64,
+            AttentionVarlenDqF16D64Args,
+            attention_varlen_dkv_f16_d64,
+            AttentionVarlenDkvF16D64Args
+        ),
+        (t, _) if t == f16::DTYPE => run!(
+            attention_delta_f16,
+            AttentionDeltaF16Args,
+            attention_varlen_dq_f16_d128,
+            AttentionVarlenDqF16D128Args,
+            attention_varlen_dkv_f16_d128,
+            AttentionVarlenDkvF16D128Args
+        ),
+        _ => return Err(AttentionError::DataType { dtype }),
+    };
+    Ok(launched?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AttentionError, check_packed};
+
+    #[test]
+    fn packed_calls_are_one_batch_entry_with_offsets_for_both() {
+        let (q, k) = ([1, 8, 700, 128], [1, 2, 650, 128]);
+        check_packed([q, k], [5, 5]).unwrap();
+        // No sequence: one offset each.
+        check_packed([q, k], [1, 1]).unwrap();
+        let e = check_packed([[2, 8, 700, 128], k], [5, 5]).unwrap_err();
+        assert!(matches!(e, AttentionError::Packed { which: "q", batch: 2 }), "{e}");
+        let e = check_packed([q, [3, 2, 650, 128]], [5, 5]).unwrap_err();
+        assert!(matches!(e, AttentionError::Packed { which: "k", batch: 3 }), "{e}");
+        for counts in [[5, 4], [0, 0], [0, 1]] {
+            let e = check_packed([q, k], counts).unwrap_err();
+            assert!(matches!(e, AttentionError::Offsets { .. }), "{counts:?}: {e}");
+        }
+        let message = check_packed([q, k], [5, 3]).unwrap_err().to_string();
+        assert!(
+            message.contains("5 offsets") && message.contains("cu_seqlens_k 3"),
+            "{message}"
+        );
+    }
+}
