@@ -252,6 +252,9 @@ if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" 
         run "compute-sanitizer $tool: attention's gradients" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_attention_backward.py" \
             -k "b1h8kv2q333k200 or b1h4kv1q1k333 or direct or refused"
+        run "compute-sanitizer $tool: attention over packed sequences" "$sanitizer" --tool "$tool" \
+            --error-exitcode 1 python3 -m pytest -q -p no:cacheprovider "$dir/python/tests/test_attention_varlen.py" \
+            -k "(h8kv2q621k726 and bfloat16 and 128) or direct or not_offsets or refused"
     done
     if [ "$single_bench" = 1 ]; then
         run "bench: CUDA DLPack exchanges" python3 "$dir/python/bench_cuda.py"

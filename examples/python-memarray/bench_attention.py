@@ -14,7 +14,11 @@ FlashAttention-2 and cuDNN backends, timed in the same run, the sides alternatin
 3. Forward and backward (`o.backward(grad)` through autograd, the backward pass the Rust kernels
    of `dlmd::attention_backward`) on the issue's shapes, in TFLOP/s as FlashAttention counts
    them (3.5 times the forward pass's count).
-4. Host waits on the operator's path, forward and backward, counted by CUPTI (`count_syncs.c`)
+4. Sequences of different lengths packed together (`dlmd::attention_varlen`, 16 sequences of
+   512 to 4,096 rows, 32 heads of 128), forward and forward + backward, against torch's own
+   packed attention (`torch.nn.attention.varlen.varlen_attn`, FlashAttention-2's varlen kernels)
+   where this torch has it, in TFLOP/s counted sequence by sequence.
+5. Host waits on the operator's path, forward and backward, counted by CUPTI (`count_syncs.c`)
    over 1,000 calls.
 
 Usage: python bench_attention.py [ROUNDS]
@@ -126,6 +130,48 @@ def training():
             table(samples, "SDPA, cuDNN", "TFLOP/s", lambda ms: flops / ms / 1e9)
 
 
+def torch_varlen(varlen_attn, args, causal):
+    """torch's packed attention, causal as this torch spells it (`is_causal`, or a window open to
+    the left only in later versions)."""
+    try:
+        varlen_attn(*args, is_causal=causal)
+        return lambda: varlen_attn(*args, is_causal=causal)
+    except TypeError:
+        window = (-1, 0) if causal else (-1, -1)
+        return lambda: varlen_attn(*args, window_size=window)
+
+
+def varlen():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    lengths = torch.randint(512, 4097, (16,), generator=g, device="cuda").tolist()
+    h, d, total = 32, 128, sum(lengths)
+    cu = torch.tensor([0, *lengths], device="cuda").cumsum(0).to(torch.int32)
+    q, k, v, grad = (torch.randn((total, h, d), generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    op, scale, longest = dm.torch_attention_varlen(), 1 / math.sqrt(d), max(lengths)
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        varlen_attn = None
+    for causal in (False, True):
+        forward = {"torch.ops.dlmd.attention_varlen": lambda: op(q, k, v, cu, cu, longest, longest, scale, causal)[0]}
+        if varlen_attn is not None:
+            forward["varlen_attn, FlashAttention-2"] = torch_varlen(varlen_attn, (q, k, v, cu, cu, longest, longest),
+                                                                    causal)
+        flops = sum(4 * h * n * n * d for n in lengths) / (2 if causal else 1)
+        for what, factor, fns in (("forward", 1, {n: (lambda f=f: f().detach()) for n, f in forward.items()}),
+                                  ("forward + backward", 3.5, {n: (lambda f=f: f().backward(grad))
+                                                               for n, f in forward.items()})):
+            with torch.no_grad() if factor == 1 else torch.enable_grad():
+                for fn in fns.values():
+                    fn()
+                samples = rounds(fns, device_ms)
+            print(f"packed {what}, 16 sequences of {min(lengths)}–{longest} rows ({total} in all), {h} heads of {d}, "
+                  f"{'causal' if causal else 'not causal'}, {ROUNDS} rounds of 5 calls (TFLOP/s):")
+            reference = "varlen_attn, FlashAttention-2" if varlen_attn is not None else next(iter(fns))
+            table(samples, reference, "TFLOP/s", lambda ms: factor * flops / ms / 1e9)
+
+
 def host_waits():
     lib, where = cupti_counter()
     if lib is None:
@@ -150,4 +196,5 @@ if __name__ == "__main__":
     latency()
     throughput()
     training()
+    varlen()
     sys.exit(0 if host_waits() else 1)

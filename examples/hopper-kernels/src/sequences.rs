@@ -86,11 +86,12 @@ mod lengths {
     }
 
     /// Sequences packed along the rows: the own rows in `own`'s segments, the other rows in
-    /// `other`'s, segment by segment.
+    /// `other`'s, segment by segment. Made by [`packed`] alone, from a kernel's parameters:
+    /// what `cut` relies on.
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct Packed<'s> {
-        pub(crate) own: Segments<'s>,
-        pub(crate) other: Segments<'s>,
+        own: Segments<'s>,
+        other: Segments<'s>,
     }
 
     impl Packed<'_> {
@@ -128,7 +129,10 @@ mod lengths {
         where
             Self: 'v,
         {
-            chunks.in_segments(self.own)
+            // SAFETY: `packed` made `own` from a kernel parameter, in every thread of the
+            // launch alike (the kernels call it first thing, with their parameters, and with
+            // nothing that differs between threads), and the kernels only read their offsets.
+            unsafe { chunks.in_segments(self.own) }
         }
     }
 

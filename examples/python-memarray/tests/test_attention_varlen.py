@@ -182,7 +182,7 @@ def test_packed_calls_that_do_not_fit_are_refused_by_name():
     with pytest.raises(TypeError, match="^cu_seqlens_k: "):
         op(q, k, v, cu_q, cu_k.long(), 40, 40, 0.1, False)
     with pytest.raises(ValueError, match="dividing"):
-        op(q, k[:, :1].expand(-1, 3, -1), v, cu_q, cu_k, 40, 40, 0.1, False)
+        op(q, k[:, :1].expand(-1, 3, -1), v[:, :1].expand(-1, 3, -1), cu_q, cu_k, 40, 40, 0.1, False)
 
     def view(x):
         return x.transpose(0, 1).unsqueeze(0)

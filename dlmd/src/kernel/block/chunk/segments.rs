@@ -48,9 +48,8 @@ impl<'s> Segments<'s> {
     /// thread that makes one reads every offset once: the offsets of a batch of sequences are
     /// a few hundred bytes, which the first thread's reads bring into cache for the others.
     ///
-    /// The offsets are a read-only view, which nothing writes while the kernel runs (a kernel
-    /// argument: its producer's writes are ordered before the launch), so every block reads
-    /// the same segments.
+    /// Reading is all it does: safe anywhere. Cutting a view's chunks along the segments
+    /// ([`Chunks::in_segments`]) asks more of where the offsets come from.
     #[inline(always)]
     pub fn new<L: Layout, S: Reachable<Shared>>(offsets: Mdspan<'s, i32, Dims<1>, L, S, Shared>) -> Option<Self> {
         let n = offsets.extents().to_array()[0];
@@ -165,23 +164,39 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// place of the chunks of the whole rows: segment `i`'s rows `start .. start + len` cut
     /// from its start into the shape's side, its last chunk cut short at its end, so that no
     /// chunk holds rows of two segments. A chunk's [`segment`](super::Chunk::segment) says
-    /// which it is of. `None` where the segments end past the view's rows, or `rows` is 0.
-    /// The other dimensions are cut as before, and the chunks are dealt to the blocks as
-    /// before: no two blocks own one.
+    /// which it is of. `None` where the segments end past the view's rows, or where chunks
+    /// were taken already (the cut renumbers them). The other dimensions are cut as before,
+    /// and the chunks are dealt to the blocks as before.
     ///
     /// ```ignore
-    /// // o: 1 × h × total × d, the sequences packed along its rows; cu_seqlens: b + 1 offsets.
+    /// // o: 1 × h × total × d, the sequences packed along its rows; cu_seqlens: b + 1 offsets,
+    /// // a kernel parameter.
     /// let segments = Segments::new(cu_seqlens)?;
-    /// let chunks = block.chunks(o).in_segments(segments)?;
+    /// // SAFETY: every thread of the launch makes `segments` from the same parameter.
+    /// let chunks = unsafe { block.chunks(o).in_segments(segments) }?;
     /// ```
+    ///
+    /// # Safety
+    ///
+    /// Every thread of every block of the launch cuts this view along the same segments: made
+    /// by [`Segments::new`] from the same offsets, a kernel parameter (or a view of one) that
+    /// nothing writes while the kernel runs, chosen by no value that differs from thread to
+    /// thread or block to block. The chunk shape is the block's type, the same everywhere; the
+    /// offsets are values, which the compiler cannot see are: two blocks that cut one view
+    /// along different offsets own overlapping chunks, and two threads of a block write one
+    /// element.
     #[inline(always)]
-    pub fn in_segments(self, segments: Segments<'v>) -> Option<Self> {
+    pub unsafe fn in_segments(self, segments: Segments<'v>) -> Option<Self> {
         const {
             assert!(
                 E::RANK >= 2,
                 "segments are of a view's rows: the view is of rank 2 or more"
             );
         };
+        // Chunk numbers of the whole rows are not those of the segments': none may be taken.
+        if self.next >= self.step {
+            return None;
+        }
         let dim = E::RANK - 2;
         let rows = crate::layout::Mapping::extents(&self.mapping).to_array().as_ref()[dim];
         let side = self.shape.as_ref()[dim];
