@@ -369,6 +369,10 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// - the view is taken: it is cut once in a kernel, so each of its elements belongs to one
     ///   block for the whole kernel.
     ///
+    /// Cut along segments of different lengths instead ([`Chunks::in_segments`]), the chunks
+    /// also depend on the segments' offsets, values the compiler cannot see are the same in
+    /// every block: that cut is `unsafe`, its contract that they are.
+    ///
     /// The view's rank is the shape's (otherwise the kernel does not compile).
     #[inline(always)]
     pub fn chunks<'v, T, E, L, Sp>(&self, view: Mdspan<'v, T, E, L, Sp, Unique>) -> Chunks<'v, T, E, L, Sp>
