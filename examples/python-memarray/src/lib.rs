@@ -279,7 +279,15 @@ fn attention_varlen_forward(
 ) -> PyResult<()> {
     let [q, k, v, o, lse, cu_q, cu_k] =
         [q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k].map(|x| import_for_kernel(x, stream));
-    gpu::attention_varlen([&q?, &k?, &v?], &o?, &lse?, [&cu_q?, &cu_k?], max_seqlen_q, scale, causal)
+    gpu::attention_varlen(
+        [&q?, &k?, &v?],
+        &o?,
+        &lse?,
+        [&cu_q?, &cu_k?],
+        max_seqlen_q,
+        scale,
+        causal,
+    )
 }
 
 /// Attention's backward pass over sequences packed together: `attention_backward`'s tensors
