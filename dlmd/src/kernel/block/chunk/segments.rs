@@ -22,6 +22,8 @@ pub struct Segments<'s> {
     first: *const i32,
     stride: isize,
     count: usize,
+    /// The largest segment's length, found as `new` reads the offsets.
+    longest: usize,
     view: PhantomData<&'s [i32]>,
 }
 
@@ -60,12 +62,15 @@ impl<'s> Segments<'s> {
             Some(second) => (second as *const i32 as isize).wrapping_sub(first as isize) / size_of::<i32>() as isize,
             None => 0,
         };
-        let mut last = 0i32;
+        let (mut last, mut longest) = (0i32, 0usize);
         for i in 0..n {
             let at = offsets.get([i])?;
             // Every offset where `offset` later reads it: `first + i · stride`.
             if !core::ptr::eq(at, first.wrapping_offset(stride.wrapping_mul(i as isize))) || *at < last {
                 return None;
+            }
+            if i > 0 {
+                longest = longest.max((*at - last) as usize);
             }
             last = *at;
         }
@@ -73,6 +78,7 @@ impl<'s> Segments<'s> {
             first,
             stride,
             count: n - 1,
+            longest,
             view: PhantomData,
         })
     }
@@ -126,7 +132,7 @@ impl<'s> Segments<'s> {
     /// The largest segment's length: the rows of a sequence's longest chunk grid.
     #[inline(always)]
     pub fn longest(&self) -> usize {
-        (0..self.count).fold(0, |longest, i| longest.max(self.offset(i + 1) - self.offset(i)))
+        self.longest
     }
 
     /// Offset `i` (`i ≤ count`), which `new` found to be `0` or more.
