@@ -1,8 +1,9 @@
 //! Attention's forward pass in safe Rust (`examples/hopper-kernels`' `attention_*`: the output
 //! and each row's log-sum-exp) on an
-//! `sm_90a` GPU, timed on the shapes of FlashAttention's benchmarks: medians of CUDA-event
-//! spans, each after a 128 MiB device copy, in TFLOP/s counted as FlashAttention counts them
-//! (`4 · b · h · s² · d`, halved when causal). `scripts/bench_attention_torch.py` times torch's
+//! `sm_90a` GPU, timed against its raw twin (`attention_raw_*`, the same work over raw
+//! instructions) on the shapes of FlashAttention's benchmarks, the two alternated in each round:
+//! medians of CUDA-event spans, each after a 128 MiB device copy, in TFLOP/s counted as
+//! FlashAttention counts them (`4 · b · h · s² · d`, halved when causal). `scripts/bench_attention_torch.py` times torch's
 //! `scaled_dot_product_attention` (its FlashAttention-2 and cuDNN backends) on the same shapes;
 //! run the two in turn.
 //!
@@ -65,7 +66,7 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
 
 /// One forward pass of head dimension `D` by `$kernel`, timed (after the cover's copy).
 macro_rules! timed {
-    ($name:ident, $kernel:ident, $args:ident, $d:literal) => {
+    ($name:ident, $kernel:ident, $args:ident, $d:literal, $shared:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             kernels: &Kernels,
@@ -96,7 +97,7 @@ macro_rules! timed {
             let config = LaunchConfig {
                 grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
                 block_dim: (384, 1, 1),
-                shared_mem_bytes: 0,
+                shared_mem_bytes: $shared,
             };
             let args = hk::$args {
                 q: qm.map(),
@@ -114,8 +115,31 @@ macro_rules! timed {
     };
 }
 
-timed!(forward_d64, attention_bf16_d64, AttentionBf16D64Args, 64);
-timed!(forward_d128, attention_bf16_d128, AttentionBf16D128Args, 128);
+timed!(forward_d64, attention_bf16_d64, AttentionBf16D64Args, 64, 0);
+timed!(forward_d128, attention_bf16_d128, AttentionBf16D128Args, 128, 0);
+timed!(
+    raw_d64,
+    attention_raw_bf16_d64,
+    AttentionRawBf16D64Args,
+    64,
+    hk::raw_attention_shared_bytes(64)
+);
+timed!(
+    raw_d128,
+    attention_raw_bf16_d128,
+    AttentionRawBf16D128Args,
+    128,
+    hk::raw_attention_shared_bytes(128)
+);
+
+/// One shape's timing function.
+type Timed = fn(
+    &Arc<CudaStream>,
+    &Kernels,
+    &mut Cover,
+    &mut Tensors,
+    (usize, usize, usize, bool),
+) -> Result<f64, Box<dyn Error>>;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let small = std::env::args().any(|a| a == "--small");
@@ -133,23 +157,31 @@ fn main() -> Result<(), Box<dyn Error>> {
     let shapes: &[(usize, usize, usize, usize, bool)] = if small { &[(1, 2, 200, 128, true)] } else { &SHAPES };
     for &(b, h, s, d, causal) in shapes {
         let mut t = tensors(&stream, b * h * s, d)?;
-        let mut ms = Vec::new();
+        let (safe, raw): (Timed, Timed) = if d == 64 {
+            (forward_d64, raw_d64)
+        } else {
+            (forward_d128, raw_d128)
+        };
+        let (mut ms, mut ms_raw) = (Vec::new(), Vec::new());
         let rounds = if small { 1 } else { WARM_UP + ROUNDS };
         for round in 0..rounds {
-            let time = if d == 64 {
-                forward_d64(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?
-            } else {
-                forward_d128(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?
-            };
+            // Alternated, each side first in every other round.
+            let (first, second) = if round % 2 == 0 { (safe, raw) } else { (raw, safe) };
+            let a = first(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            let z = second(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            let (time, time_raw) = if round % 2 == 0 { (a, z) } else { (z, a) };
             if small || round >= WARM_UP {
                 ms.push(time);
+                ms_raw.push(time_raw);
             }
         }
-        let ms = dlmd_examples::median(ms);
+        let (ms, ms_raw) = (dlmd_examples::median(ms), dlmd_examples::median(ms_raw));
         let flops = 4.0 * (b * h * s * s * d) as f64 / if causal { 2.0 } else { 1.0 };
         println!(
-            "bench attention b={b} h={h} s={s} d={d} causal={causal}: dlmd safe forward {ms:.3} ms, {:.0} TFLOP/s",
-            flops / ms / 1e9
+            "bench attention b={b} h={h} s={s} d={d} causal={causal}: dlmd safe forward {ms:.3} ms, {:.0} TFLOP/s; raw twin {ms_raw:.3} ms, {:.0} TFLOP/s; safe / raw {:.3}",
+            flops / ms / 1e9,
+            flops / ms_raw / 1e9,
+            ms_raw / ms
         );
     }
     Ok(())

@@ -132,7 +132,16 @@ pub trait AttentionElement: DlElement + sealed::Sealed {
         scale: f32,
         causal: bool,
         config: LaunchConfig,
+        twin: Twin,
     ) -> Result<(), AttentionError>;
+}
+
+/// Which kernel of a pair runs: the safe one or its raw twin ([`attention_forward_raw`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Twin {
+    Safe,
+    Raw,
 }
 
 mod sealed {
@@ -150,7 +159,8 @@ fn map<'a, T: DlElement, const D: usize>(
 }
 
 macro_rules! attention_element {
-    ($t:ty, $d64:ident, $args64:ident, $d128:ident, $args128:ident) => {
+    ($t:ty, $d64:ident, $args64:ident, $d128:ident, $args128:ident,
+     $raw64:ident, $raw_args64:ident, $raw128:ident, $raw_args128:ident) => {
         impl AttentionElement for $t {
             fn launch(
                 stream: &Arc<CudaStream>,
@@ -161,9 +171,10 @@ macro_rules! attention_element {
                 scale: f32,
                 causal: bool,
                 config: LaunchConfig,
+                twin: Twin,
             ) -> Result<(), AttentionError> {
                 macro_rules! run {
-                    ($kernel:ident, $args:ident, $d:literal) => {{
+                    ($kernel:ident, $args:ident, $d:literal, $config:expr) => {{
                         let (qm, km, vm) = (
                             map::<_, $d>(q, "q")?,
                             map::<_, $d>(k, "k")?,
@@ -171,7 +182,7 @@ macro_rules! attention_element {
                         );
                         cuda::scope(|s| {
                             crate::$kernel(
-                                s.launch(stream, kernels, config),
+                                s.launch(stream, kernels, $config),
                                 crate::$args {
                                     q: qm.map(),
                                     k: km.map(),
@@ -186,10 +197,15 @@ macro_rules! attention_element {
                         Ok(())
                     }};
                 }
-                if q.extents().0[3] == 64 {
-                    run!($d64, $args64, 64)
-                } else {
-                    run!($d128, $args128, 128)
+                let raw = |d| LaunchConfig {
+                    shared_mem_bytes: crate::raw_attention_shared_bytes(d),
+                    ..config
+                };
+                match (q.extents().0[3] == 64, twin) {
+                    (true, Twin::Safe) => run!($d64, $args64, 64, config),
+                    (false, Twin::Safe) => run!($d128, $args128, 128, config),
+                    (true, Twin::Raw) => run!($raw64, $raw_args64, 64, raw(64)),
+                    (false, Twin::Raw) => run!($raw128, $raw_args128, 128, raw(128)),
                 }
             }
         }
@@ -201,14 +217,22 @@ attention_element!(
     attention_bf16_d64,
     AttentionBf16D64Args,
     attention_bf16_d128,
-    AttentionBf16D128Args
+    AttentionBf16D128Args,
+    attention_raw_bf16_d64,
+    AttentionRawBf16D64Args,
+    attention_raw_bf16_d128,
+    AttentionRawBf16D128Args
 );
 attention_element!(
     f16,
     attention_f16_d64,
     AttentionF16D64Args,
     attention_f16_d128,
-    AttentionF16D128Args
+    AttentionF16D128Args,
+    attention_raw_f16_d64,
+    AttentionRawF16D64Args,
+    attention_raw_f16_d128,
+    AttentionRawF16D128Args
 );
 
 /// `o = softmax(q · kᵀ · scale) · v` and each query row's log-sum-exp into `lse`, by the
@@ -230,12 +254,41 @@ pub fn attention_forward<T: AttentionElement>(
     scale: f32,
     causal: bool,
 ) -> Result<(), AttentionError> {
+    forward_by(stream, kernels, [q, k, v], (o, lse), scale, causal, Twin::Safe)
+}
+
+/// [`attention_forward`] by the raw twin of the kernel (`attention_raw_*`: the same work
+/// written over raw instructions and addresses, with [`raw_attention_shared_bytes`](crate::raw_attention_shared_bytes)
+/// of dynamic shared memory): the reference the safe kernels are timed against. The same
+/// checks, the same results.
+pub fn attention_forward_raw<T: AttentionElement>(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    [q, k, v]: [&AttentionIn<'_, T>; 3],
+    o: AttentionOut<'_, T>,
+    lse: AttentionLse<'_>,
+    scale: f32,
+    causal: bool,
+) -> Result<(), AttentionError> {
+    forward_by(stream, kernels, [q, k, v], (o, lse), scale, causal, Twin::Raw)
+}
+
+/// The checks of a forward call, then its launch by `twin`'s kernel.
+fn forward_by<T: AttentionElement>(
+    stream: &Arc<CudaStream>,
+    kernels: &Kernels,
+    [q, k, v]: [&AttentionIn<'_, T>; 3],
+    (o, lse): (AttentionOut<'_, T>, AttentionLse<'_>),
+    scale: f32,
+    causal: bool,
+    twin: Twin,
+) -> Result<(), AttentionError> {
     let extents = [q.extents().0, k.extents().0, v.extents().0, o.extents().0];
     check_attention(extents, lse.extents().0, scale)?;
     let Some(config) = grid(extents[0]) else {
         return Ok(());
     };
-    T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config)
+    T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config, twin)
 }
 
 /// The launch of a call whose queries are `[b, h, s, d]`: one block of 384 threads a chunk of

@@ -21,6 +21,7 @@
 )]
 
 mod attention;
+mod attention_raw;
 mod backward;
 #[cfg(not(target_arch = "nvptx64"))]
 mod forward;
@@ -40,6 +41,7 @@ mod varlen;
 pub mod wgmma;
 
 pub use attention::*;
+pub use attention_raw::*;
 pub use backward::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use forward::*;

@@ -229,6 +229,9 @@ fn gather<T: Copy + PartialEq>(buffer: &[T], extents: [usize; 4], strides: [usiz
 /// `lse` start as `-7`.
 macro_rules! runner {
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal) => {
+        runner!($name, $kernel, $args, $t, $d, 0);
+    };
+    ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             module: &Kernels,
@@ -272,7 +275,7 @@ macro_rules! runner {
                     1,
                 ),
                 block_dim: (384, 1, 1),
-                shared_mem_bytes: 0,
+                shared_mem_bytes: $shared,
             };
             let [lb, lh, ls] = lse_extents;
             let lse_strides = [lh * (ls + 5), ls + 5, 1];
@@ -324,6 +327,38 @@ runner!(run_bf16_d64, attention_bf16_d64, AttentionBf16D64Args, bf16, 64);
 runner!(run_bf16_d128, attention_bf16_d128, AttentionBf16D128Args, bf16, 128);
 runner!(run_f16_d64, attention_f16_d64, AttentionF16D64Args, f16, 64);
 runner!(run_f16_d128, attention_f16_d128, AttentionF16D128Args, f16, 128);
+runner!(
+    raw_bf16_d64,
+    attention_raw_bf16_d64,
+    AttentionRawBf16D64Args,
+    bf16,
+    64,
+    hk::raw_attention_shared_bytes(64)
+);
+runner!(
+    raw_bf16_d128,
+    attention_raw_bf16_d128,
+    AttentionRawBf16D128Args,
+    bf16,
+    128,
+    hk::raw_attention_shared_bytes(128)
+);
+runner!(
+    raw_f16_d64,
+    attention_raw_f16_d64,
+    AttentionRawF16D64Args,
+    f16,
+    64,
+    hk::raw_attention_shared_bytes(64)
+);
+runner!(
+    raw_f16_d128,
+    attention_raw_f16_d128,
+    AttentionRawF16D128Args,
+    f16,
+    128,
+    hk::raw_attention_shared_bytes(128)
+);
 
 /// The inputs of a case, rounded to `T`.
 fn inputs<T: Input>(c: Case) -> [Vec<f32>; 3] {
@@ -431,6 +466,52 @@ fn the_forward_pass_matches_the_cpu_in_f16() {
     let stream = ctx.default_stream();
     check::<f16>(&stream, &module, 64, "f16 d64", run_f16_d64);
     check::<f16>(&stream, &module, 128, "f16 d128", run_f16_d128);
+}
+
+#[test]
+fn the_raw_twins_match_the_cpu() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    check::<bf16>(&stream, &module, 64, "raw bf16 d64", raw_bf16_d64);
+    check::<bf16>(&stream, &module, 128, "raw bf16 d128", raw_bf16_d128);
+    check::<f16>(&stream, &module, 64, "raw f16 d64", raw_f16_d64);
+    check::<f16>(&stream, &module, 128, "raw f16 d128", raw_f16_d128);
+}
+
+/// The raw twins do the safe kernels' work in the same order: the same bits out, on one block
+/// a chunk and on three blocks.
+#[test]
+fn the_raw_twins_give_the_safe_kernels_bits() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let pairs: [(usize, bool, RunFn, RunFn); 4] = [
+        (64, false, run_bf16_d64, raw_bf16_d64),
+        (128, false, run_bf16_d128, raw_bf16_d128),
+        (64, true, run_f16_d64, raw_f16_d64),
+        (128, true, run_f16_d128, raw_f16_d128),
+    ];
+    for (d, half, safe, raw) in pairs {
+        for c in CASES.into_iter().filter(|c| c.dim == d) {
+            let [q, k, v] = if half { inputs::<f16>(c) } else { inputs::<bf16>(c) };
+            for blocks in [0, 3] {
+                let call = Call::of(c, blocks);
+                let (a, b) = (
+                    safe(&stream, &module, c, [&q, &k, &v], call),
+                    raw(&stream, &module, c, [&q, &k, &v], call),
+                );
+                let bits = |x: &[f32]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&a.o) == bits(&b.o),
+                    "{c:?}, {blocks} blocks: o differs (f16 {half})"
+                );
+                assert!(
+                    bits(&a.lse) == bits(&b.lse),
+                    "{c:?}, {blocks} blocks: lse differs (f16 {half})"
+                );
+                assert!(b.rest, "{c:?}, {blocks} blocks: the raw twin wrote outside the views");
+            }
+        }
+    }
 }
 
 #[test]
@@ -596,4 +677,35 @@ fn the_host_call_runs_the_kernel_and_names_what_does_not_fit() {
     let got: Vec<f32> = stream.clone_dtoh(&o).unwrap().into_iter().map(f16::to_f32).collect();
     close(c, &got, &want, "the host call");
     close_lse(c, &stream.clone_dtoh(&lse).unwrap(), &want_lse, "the host call");
+    // The raw twin's host call, into cleared outputs: the same checks, the same results.
+    stream.memset_zeros(&mut o).unwrap();
+    stream.memset_zeros(&mut lse).unwrap();
+    {
+        let mut ov = device_view_mapped_mut::<f16, _, LayoutStride>(&mut o, o_mapping()).unwrap();
+        let mut lv = device_view_mapped_mut::<f32, _, LayoutStride>(&mut lse, lse_mapping([2, 4, 200])).unwrap();
+        let raw = |ov: &mut dlmd::DeviceMdspanMut<'_, f16, Dims<4>, LayoutStride>,
+                   lv: &mut dlmd::DeviceMdspanMut<'_, f32, Dims<3>, LayoutStride>,
+                   scale| {
+            hk::attention_forward_raw(
+                &stream,
+                &module,
+                [&qv, &kv, &vv],
+                ov.as_view_mut(),
+                lv.as_view_mut(),
+                scale,
+                true,
+            )
+        };
+        let err = raw(&mut ov, &mut lv, f32::NAN).unwrap_err();
+        assert!(matches!(err, hk::AttentionError::Scale { .. }), "{err}");
+        raw(&mut ov, &mut lv, 0.1).unwrap();
+    }
+    let got: Vec<f32> = stream.clone_dtoh(&o).unwrap().into_iter().map(f16::to_f32).collect();
+    close(c, &got, &want, "the raw twin's host call");
+    close_lse(
+        c,
+        &stream.clone_dtoh(&lse).unwrap(),
+        &want_lse,
+        "the raw twin's host call",
+    );
 }

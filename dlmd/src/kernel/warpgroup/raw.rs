@@ -474,3 +474,105 @@ pub unsafe fn setmaxnreg_inc<const N: u32>() {
     // SAFETY: as this function's contract.
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) };
 }
+
+/// `wgmma.fence`, then `wgmma.mma_async` over one 64-deep step with both operands in shared
+/// memory (four products of `k = 16` for a 2-byte `T`: `acc += a · b` for the warpgroup's 64
+/// rows of the K-major `a` and the `N`-column `b`, read as `Major` says), then
+/// `wgmma.commit_group`: the products run until a wait ([`wgmma_wait_acc`]).
+///
+/// # Safety
+///
+/// Called by all 128 threads of a warpgroup together, in converged code, on `sm_90a`; the
+/// descriptors ([`descriptor_128`], [`descriptor_128_mn`] for `b` read MN-major) describe
+/// initialised shared memory of the running block laid out as they say, written last through
+/// the async proxy (or fenced since, [`fence_proxy_async`]) and ordered before this, that
+/// nothing writes until a wait says the group is done; `acc` is read or written by nothing
+/// else until then.
+#[inline(always)]
+pub unsafe fn wgmma_ss<T, W, Major>(acc: &mut W::Regs, a: u64, b: u64)
+where
+    T: super::Product<W, Major>,
+    W: super::Width,
+{
+    // SAFETY: as this function's contract, which is `mma_row`'s.
+    unsafe { T::mma_row(acc, a, b) }
+}
+
+/// `wgmma.fence`, then eight `wgmma.mma_async` of `k = 16` with the `64 × 128` `A` operand in
+/// registers (`a`: the thread's fragment, packed pairs by [`pack`], in the order the
+/// accumulators of a `64 × 128` product hold them) and `b` read MN-major (`128 × N`,
+/// [`descriptor_128_mn`]), then `wgmma.commit_group`: attention's `P · V`.
+///
+/// # Safety
+///
+/// As [`wgmma_ss`] for `b`; `a` is not written until a wait says the group is done
+/// ([`wgmma_wait_rs`] on the same registers).
+#[inline(always)]
+pub unsafe fn wgmma_rs<T, W>(acc: &mut W::Regs, a: &[u32; 32], b: u64)
+where
+    T: super::ProductRs<W>,
+    W: super::Width,
+{
+    // SAFETY: as this function's contract, which is `mma_rs`'s.
+    unsafe { T::mma_rs(acc, a, b) }
+}
+
+/// [`wgmma_wait`] with `PENDING` of 0 that names `acc` and `a`, so that no read or write of
+/// them moves above it: after it, the products of [`wgmma_rs`] into `acc` from `a` are done.
+///
+/// # Safety
+///
+/// As [`wgmma_wait`].
+#[inline(always)]
+pub unsafe fn wgmma_wait_rs<T, W>(acc: &mut W::Regs, a: &mut [u32; 32])
+where
+    T: super::ProductRs<W>,
+    W: super::Width,
+{
+    // SAFETY: as this function's contract, which is `wait_rs`'s.
+    unsafe { T::wait_rs(acc, a) }
+}
+
+/// [`wgmma_wait`] that names the accumulators `acc`, so that no read of them moves above it:
+/// after it, at most `PENDING` groups are in flight, and `acc` is the thread's to read once
+/// none that writes it is.
+///
+/// # Safety
+///
+/// As [`wgmma_wait`].
+#[inline(always)]
+pub unsafe fn wgmma_wait_acc<W: super::Width, const PENDING: u32>(acc: &mut W::Regs) {
+    // SAFETY: as this function's contract.
+    unsafe { W::wait::<PENDING>(acc) }
+}
+
+/// `lo` and `hi` converted to `T` (`cvt.rn`, to nearest even) and packed into one register,
+/// `lo` in the low half: two neighbours of a row of a [`wgmma_rs`] fragment.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn pack<T: super::ProductRs<super::Cols<128>>>(lo: f32, hi: f32) -> u32 {
+    T::pack(lo, hi)
+}
+
+/// `shfl.sync.bfly.b32` over the whole warp: `value` of lane `lane ^ mask` (as CUDA's
+/// `__shfl_xor_sync(0xffffffff, value, mask)`), for a reduction over lanes that hold one row of
+/// a `wgmma`'s accumulators.
+///
+/// # Safety
+///
+/// Every lane of the warp runs it, converged.
+#[inline(always)]
+pub unsafe fn shuffle_xor(value: f32, mask: u32) -> f32 {
+    let out: f32;
+    // SAFETY: every lane of the warp runs it (the caller), with the full mask; registers only.
+    unsafe {
+        asm!(
+            "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
+            out = out(reg32) out,
+            v = in(reg32) value,
+            m = in(reg32) mask,
+            options(nomem, nostack),
+        )
+    };
+    out
+}

@@ -134,20 +134,8 @@ macro_rules! each {
 /// One lane's `value` swapped with lane `lane ^ mask`'s.
 #[inline(always)]
 fn swap(value: f32, mask: u32) -> f32 {
-    {
-        let out: f32;
-        // SAFETY: every lane of the warp runs this (a warpgroup's uniform code), full mask.
-        unsafe {
-            core::arch::asm!(
-                "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
-                out = out(reg32) out,
-                v = in(reg32) value,
-                m = in(reg32) mask,
-                options(nomem, nostack),
-            )
-        };
-        out
-    }
+    // SAFETY: every lane of the warp runs this (a warpgroup's uniform code).
+    unsafe { super::raw::shuffle_xor(value, mask) }
 }
 
 #[cfg(target_arch = "nvptx64")]

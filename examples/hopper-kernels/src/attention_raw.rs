@@ -1,0 +1,433 @@
+//! The raw twins of attention's forward kernels ([`attention_bf16_d128`](crate::attention_bf16_d128)
+//! and the others): the same work, block for block and instruction for instruction, written the
+//! CUDA C++ way, over `dlmd::kernel::warpgroup::raw` and addresses of the block's shared
+//! memory. The block lays out its own tiles and barrier objects, its producer thread counts
+//! their phases, each consumer warpgroup keeps its statistics in arrays of registers and writes
+//! its rows of `o` through the pointer. Every precondition of its `unsafe` code is checked at
+//! run time (the views' extents, the launch's threads and shared memory), so the kernels are
+//! safe to launch; what they do not have is the types that make each step of the safe
+//! kernels' code checked by the compiler.
+//!
+//! Shared memory, from the first 1024-aligned address: `q`'s tile, then for each stage a tile
+//! of `k` and one of `v` (each `128 × D` in panels of 64 columns, 128-byte swizzle), then the
+//! barrier objects: `q`'s full and empty, each stage's full `k`, full `v`, empty `k` and empty
+//! `v`.
+
+use crate::attention::{AttentionLse, AttentionMap, AttentionOut};
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::Thread;
+
+/// The bytes of one `128 × d` tile of a 2-byte element.
+const fn tile_bytes(d: usize) -> usize {
+    128 * d * 2
+}
+
+/// The dynamic shared memory of a raw twin of head dimension `d` (64 or 128): the slack to
+/// align the tiles, `q`'s tile, the stages' (4 at `d` 64, 2 at 128) and the barrier objects.
+pub const fn raw_attention_shared_bytes(d: usize) -> u32 {
+    let stages = stages(d);
+    let bytes = 1024 + tile_bytes(d) * (1 + 2 * stages) + 8 * (2 + 4 * stages);
+    bytes.next_multiple_of(128) as u32
+}
+
+/// The stages of `k` and `v` at head dimension `d`: as the safe kernels'.
+const fn stages(d: usize) -> usize {
+    if d == 64 { 4 } else { 2 }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::{stages, tile_bytes};
+    use crate::attention::{AttentionLse, AttentionMap, AttentionOut};
+    use core::arch::nvptx;
+    use dlmd::kernel::math::{exp2, log2, mul_add, rcp};
+    use dlmd::kernel::warpgroup::raw::{
+        descriptor_128, descriptor_128_mn, fence_mbarrier_init, mbarrier_arrive_expect_tx, mbarrier_arrive_where,
+        mbarrier_init, mbarrier_wait, pack, setmaxnreg_dec, setmaxnreg_inc, shuffle_xor, tma_load_4d, wgmma_rs,
+        wgmma_ss, wgmma_wait_acc, wgmma_wait_rs,
+    };
+    use dlmd::kernel::warpgroup::{Cols, KMajor, Product, ProductRs, Width};
+    use dlmd::{DlElement, unroll};
+
+    /// Registers of the producer warpgroup and of each consumer one while the block runs: the
+    /// split the safe kernels' blocks make (384 threads, one block a multiprocessor).
+    const PRODUCER_REGS: u32 = 40;
+    const CONSUMER_REGS: u32 = 232;
+
+    /// `f` over the four lanes that hold a row of the accumulators.
+    #[inline(always)]
+    fn quad(value: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+        // SAFETY: every lane of the warp runs this (a consumer warpgroup's uniform code).
+        let value = f(value, unsafe { shuffle_xor(value, 1) });
+        // SAFETY: as above.
+        f(value, unsafe { shuffle_xor(value, 2) })
+    }
+
+    /// Two neighbours of a row of `o`, stored with one 4-byte store.
+    #[repr(C, align(4))]
+    struct Pair<T>([T; 2]);
+
+    /// The forward pass of [`attention_bf16_d128`](crate::attention_bf16_d128) and the
+    /// others, raw: `o` and `lse` left as they are where the extents do not fit together, the
+    /// scale is not positive and finite, the block is not of 384 threads, or its dynamic
+    /// shared memory is less than [`raw_attention_shared_bytes`](super::raw_attention_shared_bytes).
+    ///
+    /// # Safety
+    ///
+    /// Run by every thread of the block, on `sm_90a`; `o` and `lse` are written by no other
+    /// block's rows and by nothing else while the kernel runs, and the maps' tensors are not
+    /// written (kernel parameters of these types).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn forward<T, const D: usize, const R: usize>(
+        [q, k, v]: [&AttentionMap<'_, T, D>; 3],
+        o: &AttentionOut<'_, T>,
+        lse: &AttentionLse<'_>,
+        scale: f32,
+        causal: bool,
+        out: impl Fn(f32) -> T,
+    ) where
+        T: DlElement + Product<Cols<128>, KMajor> + ProductRs<Cols<D>> + ProductRs<Cols<128>>,
+        Cols<D>: Width<Regs = [f32; R]>,
+    {
+        let [batch, heads_q, s_q, depth] = q.extents();
+        let [batch_kv, heads_kv, s_k, depth_kv] = k.extents();
+        let same = |a: [usize; 4], b: [usize; 4]| (0..4).all(|d| a[d] == b[d]);
+        let o_extents = [o.extent(0), o.extent(1), o.extent(2), o.extent(3)];
+        let fits = heads_kv > 0
+            && heads_q.is_multiple_of(heads_kv)
+            && depth == D
+            && depth_kv == D
+            && batch_kv == batch
+            && same(v.extents(), k.extents())
+            && same(o_extents, q.extents())
+            && lse.extent(0) == batch
+            && lse.extent(1) == heads_q
+            && lse.extent(2) == s_q
+            && scale > 0.0
+            && scale.is_finite();
+        // SAFETY: special registers, no precondition.
+        let (t, block, blocks, threads) = unsafe {
+            (
+                nvptx::_thread_idx_x() as usize,
+                nvptx::_block_idx_x() as usize,
+                nvptx::_grid_dim_x() as usize,
+                nvptx::_block_dim_x() as usize,
+            )
+        };
+        let stages = stages(D);
+        let tile = tile_bytes(D) as u32;
+        let (start, bytes) = crate::gemm::device::shared();
+        let base = start.next_multiple_of(1024);
+        let needed = (base - start) as usize + tile_bytes(D) * (1 + 2 * stages) + 8 * (2 + 4 * stages);
+        let m_tiles = s_q.div_ceil(128);
+        let Some(chunks) = batch.checked_mul(heads_q).and_then(|bh| bh.checked_mul(m_tiles)) else {
+            return;
+        };
+        // Uniform across the block: no thread goes on without the others.
+        if !fits || threads != 384 || bytes < needed {
+            return;
+        }
+        let group = heads_q / heads_kv;
+        let scale_log2 = scale * core::f32::consts::LOG2_E;
+        // Shared addresses: `q`'s tile, stage `s`'s `k` and `v`, the barrier objects.
+        let q_tile = base;
+        let k_tile = |s: usize| base + tile * (1 + 2 * s as u32);
+        let v_tile = |s: usize| k_tile(s) + tile;
+        let bars = base + tile * (1 + 2 * stages as u32);
+        let (q_full, q_empty) = (bars, bars + 8);
+        let bar = |i: usize, s: usize| bars + 16 + (8 * (stages * i + s)) as u32;
+        let (k_full, v_full) = (|s| bar(0, s), |s| bar(1, s));
+        let (k_empty, v_empty) = (|s| bar(2, s), |s| bar(3, s));
+        // The tiles of 128 keys that the rows `m0 .. m0 + 128` see.
+        let key_tiles = |m0: usize| {
+            let last = if causal {
+                m0.saturating_add(128).saturating_add(s_k).saturating_sub(s_q).min(s_k)
+            } else {
+                s_k
+            };
+            last.div_ceil(128)
+        };
+        // Chunk `c`: its batch entry, query head and first row.
+        let chunk = |c: usize| {
+            let (m, bh) = (c % m_tiles, c / m_tiles);
+            (bh / heads_q, bh % heads_q, 128 * m)
+        };
+        if t == 0 {
+            // SAFETY: 8-aligned words past the tiles (the shared memory checked above), used as
+            // nothing else; the barrier below orders this before every use. Full objects count
+            // the producer's one arrival a phase, empty ones one from each of the 8 consumer
+            // warps.
+            unsafe {
+                mbarrier_init(q_full, 1);
+                mbarrier_init(q_empty, 8);
+                for s in 0..stages {
+                    mbarrier_init(k_full(s), 1);
+                    mbarrier_init(v_full(s), 1);
+                    mbarrier_init(k_empty(s), 8);
+                    mbarrier_init(v_empty(s), 8);
+                }
+                fence_mbarrier_init();
+            }
+        }
+        // SAFETY: every thread of the block, in uniform code.
+        unsafe { nvptx::_syncthreads() };
+        let (role, thread) = (t / 128, t % 128);
+        if role == 0 {
+            // SAFETY: the producer warpgroup, converged, at its registers at launch (the entry
+            // point declares 384 threads and one block a multiprocessor); it needs fewer.
+            unsafe { setmaxnreg_dec::<PRODUCER_REGS>() };
+            if thread != 0 {
+                return;
+            }
+            let (mut c, mut fills_q, mut fills) = (block, 0usize, 0usize);
+            while c < chunks {
+                let (b, h, m0) = chunk(c);
+                let at = |col: usize, row: usize, head: usize| [col as i32, row as i32, head as i32, b as i32];
+                if fills_q > 0 {
+                    // SAFETY: an initialised barrier object; its phase `fills_q - 1` completes
+                    // once every consumer warp released the last fill.
+                    unsafe { mbarrier_wait(q_empty, ((fills_q - 1) % 2) as u32) };
+                }
+                // SAFETY: an initialised barrier object whose phase expects this one arrival.
+                unsafe { mbarrier_arrive_expect_tx(q_full, tile) };
+                for p in 0..D / 64 {
+                    // SAFETY: `q`'s map (a kernel parameter: a valid map of a tensor nothing
+                    // writes, of boxes `128 × 64` in the 128-byte swizzle); panel `p` of the
+                    // tile, 1024-aligned, released (above), read once `q_full` completes, which
+                    // waits for these bytes. The coordinates are below 2³¹ (the extents are).
+                    unsafe { tma_load_4d(q_tile + (p * 128 * 128) as u32, q.map(), at(64 * p, m0, h), q_full) };
+                }
+                fills_q += 1;
+                for n in 0..key_tiles(m0) {
+                    let s = fills % stages;
+                    let load = |full: u32, empty: u32, dst: u32, map: *const u64| {
+                        if fills >= stages {
+                            // SAFETY: an initialised barrier object; its phase `fills / stages
+                            // - 1` is the release of this stage's last fill.
+                            unsafe { mbarrier_wait(empty, ((fills / stages - 1) % 2) as u32) };
+                        }
+                        // SAFETY: as for `q`'s.
+                        unsafe { mbarrier_arrive_expect_tx(full, tile) };
+                        for p in 0..D / 64 {
+                            // SAFETY: as for `q`'s, `k`'s or `v`'s map and the stage's tile.
+                            unsafe {
+                                tma_load_4d(dst + (p * 128 * 128) as u32, map, at(64 * p, 128 * n, h / group), full)
+                            };
+                        }
+                    };
+                    load(k_full(s), k_empty(s), k_tile(s), k.map());
+                    load(v_full(s), v_empty(s), v_tile(s), v.map());
+                    fills += 1;
+                }
+                c += blocks;
+            }
+            return;
+        }
+        // SAFETY: a consumer warpgroup, converged, at its registers at launch; the producer's
+        // release leaves the pool enough for both consumers (40 + 2 · 232 ≤ 3 · 168).
+        unsafe { setmaxnreg_inc::<CONSUMER_REGS>() };
+        let (cw, warp, lane) = (role - 1, thread / 32, thread % 32);
+        let (po, pl) = (o.data_handle(), lse.data_handle());
+        let (so, sl) = (
+            [o.stride(0), o.stride(1), o.stride(2), o.stride(3)],
+            [lse.stride(0), lse.stride(1), lse.stride(2)],
+        );
+        // Pairs of `o` in one store: contiguous rows, each pair 4-aligned.
+        let pairs = so[3] == 1 && (0..3).all(|d| so[d] % 2 == 0) && (po as usize).is_multiple_of(4);
+        let (mut c, mut takes_q, mut takes) = (block, 0usize, 0usize);
+        while c < chunks {
+            let (b, head, m0) = chunk(c);
+            let row0 = m0 + 64 * cw;
+            // SAFETY: an initialised barrier object; phase `takes_q` is this chunk's fill.
+            unsafe { mbarrier_wait(q_full, (takes_q % 2) as u32) };
+            takes_q += 1;
+            let (mut max, mut sum) = ([f32::NEG_INFINITY; 2], [0.0f32; 2]);
+            let mut acc = <Cols<D> as Width>::zero();
+            for n in 0..key_tiles(m0) {
+                let (s, parity) = (takes % stages, ((takes / stages) % 2) as u32);
+                // SAFETY: an initialised barrier object; this phase is the stage's fill `takes`.
+                unsafe { mbarrier_wait(k_full(s), parity) };
+                let mut x = <Cols<128> as Width>::zero();
+                for p in 0..D / 64 {
+                    let a = descriptor_128(q_tile + (p * 128 * 128 + cw * 64 * 128) as u32);
+                    let b = descriptor_128(k_tile(s) + (p * 128 * 128) as u32);
+                    // SAFETY: all 128 threads of the warpgroup, converged; `q`'s and `k`'s
+                    // tiles landed (their full phases, through the async proxy), K-major in the
+                    // 128-byte swizzle, this warpgroup's 64 rows of panel `p` and the 128 rows
+                    // of `k`'s; neither is refilled before this warpgroup releases it below.
+                    unsafe { wgmma_ss::<T, Cols<128>, KMajor>(&mut x, a, b) };
+                }
+                // SAFETY: the warpgroup's threads together.
+                unsafe { wgmma_wait_acc::<Cols<128>, 0>(&mut x) };
+                // SAFETY: an initialised barrier object whose phase counts one arrival from
+                // each consumer warp: this warp's first lane's; the products that read the
+                // tile are done (above).
+                unsafe { mbarrier_arrive_where(k_empty(s), lane == 0) };
+                // The scores of keys a row does not see are `−∞`.
+                let col0 = 128 * n;
+                let sees = |i: usize, j: usize| j < s_k && (!causal || j.saturating_add(s_q) <= i.saturating_add(s_k));
+                if !sees(row0, col0 + 127) {
+                    unroll!(16, |ia| {
+                        unroll!(4, |ib| {
+                            let i = 4 * ia + ib;
+                            let row = row0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+                            let col = col0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                            if !sees(row, col) {
+                                x[i] = f32::NEG_INFINITY;
+                            }
+                        });
+                    });
+                }
+                let mut new_max = max;
+                unroll!(16, |ia| {
+                    unroll!(4, |ib| {
+                        let i = 4 * ia + ib;
+                        new_max[(i / 2) % 2] = new_max[(i / 2) % 2].max(x[i]);
+                    });
+                });
+                let (mut base, mut correction) = ([0.0f32; 2], [0.0f32; 2]);
+                unroll!(2, |h| {
+                    new_max[h] = quad(new_max[h], f32::max);
+                    base[h] = if new_max[h] == f32::NEG_INFINITY {
+                        0.0
+                    } else {
+                        new_max[h] * scale_log2
+                    };
+                    correction[h] = if max[h] == f32::NEG_INFINITY {
+                        0.0
+                    } else {
+                        exp2(mul_add(max[h], scale_log2, -base[h]))
+                    };
+                });
+                let mut p = [0.0f32; 64];
+                let mut tile_sum = [0.0f32; 2];
+                unroll!(16, |ia| {
+                    unroll!(4, |ib| {
+                        let i = 4 * ia + ib;
+                        p[i] = exp2(mul_add(x[i], scale_log2, -base[(i / 2) % 2]));
+                        tile_sum[(i / 2) % 2] += p[i];
+                    });
+                });
+                unroll!(2, |h| {
+                    sum[h] = mul_add(sum[h], correction[h], tile_sum[h]);
+                });
+                max = new_max;
+                // `P` as `wgmma`'s `A` registers: the scores' accumulators' order, in pairs.
+                let mut a = [0u32; 32];
+                unroll!(16, |i| {
+                    a[2 * i] = pack::<T>(p[4 * i], p[4 * i + 1]);
+                    a[2 * i + 1] = pack::<T>(p[4 * i + 2], p[4 * i + 3]);
+                });
+                unroll!(16, |ia| {
+                    unroll!(4, |ib| {
+                        let i = 4 * ia + ib;
+                        if i < R {
+                            acc[i] *= correction[(i / 2) % 2];
+                        }
+                    });
+                });
+                // SAFETY: an initialised barrier object; this phase is the stage's fill `takes`.
+                unsafe { mbarrier_wait(v_full(s), parity) };
+                // SAFETY: the warpgroup's threads together; `v`'s tile landed, `128 × D` read
+                // MN-major (panels of 128 rows of 128 bytes, 16 KiB apart); `a` and `acc` are
+                // left alone until the wait below.
+                unsafe { wgmma_rs::<T, Cols<D>>(&mut acc, &a, descriptor_128_mn(v_tile(s), 128 * 128)) };
+                // SAFETY: as above.
+                unsafe { wgmma_wait_rs::<T, Cols<D>>(&mut acc, &mut a) };
+                // SAFETY: as for `k`'s release.
+                unsafe { mbarrier_arrive_where(v_empty(s), lane == 0) };
+                takes += 1;
+            }
+            // SAFETY: as for `k`'s: the products that read `q`'s tile are done.
+            unsafe { mbarrier_arrive_where(q_empty, lane == 0) };
+            let mut inv = [0.0f32; 2];
+            let mut lse_rows = [f32::INFINITY; 2];
+            unroll!(2, |h| {
+                let total = quad(sum[h], |a, b| a + b);
+                if total > 0.0 {
+                    inv[h] = rcp(total);
+                    lse_rows[h] = mul_add(max[h], scale_log2, log2(total)) * core::f32::consts::LN_2;
+                }
+            });
+            // Written out, as every loop over the halves: an index into the accumulators that
+            // is not a constant would put them in local memory.
+            unroll!(2, |half| {
+                let row = row0 + 16 * warp + lane / 4 + 8 * half;
+                if row < s_q {
+                    let o_row = b as isize * so[0] + head as isize * so[1] + row as isize * so[2];
+                    unroll!(16, |j| {
+                        if j < D / 8 {
+                            let col = 8 * j + 2 * (lane % 4);
+                            let i = 4 * j + 2 * half;
+                            let values = [out(acc[i] * inv[half]), out(acc[i + 1] * inv[half])];
+                            let at = o_row + col as isize * so[3];
+                            if pairs {
+                                // SAFETY: `row` and `col + 1` inside `o` (`row < s_q`, `col + 1 <
+                                // D`, the extents checked), the pair 4-aligned (checked: the
+                                // pointer, the strides and `col` even); this thread's alone (each
+                                // element of the warpgroup's 64 rows is one thread's, the rows
+                                // this block's chunk's, each chunk one block's).
+                                unsafe { po.offset(at).cast::<Pair<T>>().write(Pair(values)) };
+                            } else {
+                                // SAFETY: as above, element by element.
+                                unsafe {
+                                    po.offset(at).write(values[0]);
+                                    po.offset(at + so[3]).write(values[1]);
+                                }
+                            }
+                        }
+                    });
+                    if lane % 4 == 0 {
+                        let at = b as isize * sl[0] + head as isize * sl[1] + row as isize * sl[2];
+                        // SAFETY: inside `lse` (its extents checked against `q`'s); of the four
+                        // lanes that hold the row, the first alone writes it.
+                        unsafe { pl.offset(at).write(lse_rows[half]) };
+                    }
+                }
+            });
+            c += blocks;
+        }
+    }
+}
+
+macro_rules! raw_kernel {
+    ($name:ident, $safe:ident, $t:ty, $d:literal, $out:ident) => {
+        /// The raw twin of
+        #[doc = concat!("[`", stringify!($safe), "`](crate::", stringify!($safe), "),")]
+        /// with its parameters and results. Launch with blocks of 384 threads and
+        #[doc = concat!("[`raw_attention_shared_bytes`]`(", $d, ")`")]
+        /// bytes of dynamic shared memory (with fewer, or other blocks, `o` and `lse` are
+        /// left as they are), at most one block a chunk of 128 query rows of a head.
+        #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name(
+            thread: Thread,
+            q: AttentionMap<'_, $t, $d>,
+            k: AttentionMap<'_, $t, $d>,
+            v: AttentionMap<'_, $t, $d>,
+            o: AttentionOut<'_, $t>,
+            lse: AttentionLse<'_>,
+            scale: f32,
+            causal: bool,
+        ) {
+            let _ = thread;
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: every thread of the block runs the kernel's body; its entry point is
+            // compiled for sm_90a (the crate's target); `o` and `lse` are writable kernel
+            // parameters, which nothing else writes during the kernel, each chunk's rows one
+            // block's (`c`, `c + blocks`, …); the maps are parameters of tensors the kernel
+            // only reads.
+            unsafe {
+                device::forward::<$t, $d, { $d / 2 }>([&q, &k, &v], &o, &lse, scale, causal, dlmd::kernel::math::$out)
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            let _ = (q, k, v, o, lse, scale, causal);
+        }
+    };
+}
+
+raw_kernel!(attention_raw_bf16_d64, attention_bf16_d64, bf16, 64, to_bf16);
+raw_kernel!(attention_raw_bf16_d128, attention_bf16_d128, bf16, 128, to_bf16);
+raw_kernel!(attention_raw_f16_d64, attention_f16_d64, f16, 64, to_f16);
+raw_kernel!(attention_raw_f16_d128, attention_f16_d128, f16, 128, to_f16);
