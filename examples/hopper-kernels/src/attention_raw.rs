@@ -264,16 +264,27 @@ mod device {
                 // each consumer warp: this warp's first lane's; the products that read the
                 // tile are done (above).
                 unsafe { mbarrier_arrive_where(k_empty(s), lane == 0) };
-                // The scores of keys a row does not see are `−∞`.
+                // The scores of keys a row does not see are `−∞`: row `i` sees the keys below
+                // `seen_by(i)`, those of the tile below `until`.
                 let col0 = 128 * n;
-                let sees = |i: usize, j: usize| j < s_k && (!causal || j.saturating_add(s_q) <= i.saturating_add(s_k));
-                if !sees(row0, col0 + 127) {
+                let seen_by = |i: usize| {
+                    if causal {
+                        i.saturating_add(s_k).saturating_add(1).saturating_sub(s_q).min(s_k)
+                    } else {
+                        s_k
+                    }
+                };
+                if seen_by(row0) < col0 + 128 {
+                    let mut until = [0u32; 2];
+                    unroll!(2, |h| {
+                        let row = row0 + 16 * warp + lane / 4 + 8 * h;
+                        until[h] = seen_by(row).saturating_sub(col0).min(128) as u32;
+                    });
                     unroll!(16, |ia| {
                         unroll!(4, |ib| {
                             let i = 4 * ia + ib;
-                            let row = row0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-                            let col = col0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-                            if !sees(row, col) {
+                            let col = (8 * (i / 4) + 2 * (lane % 4) + i % 2) as u32;
+                            if col >= until[(i / 2) % 2] {
                                 x[i] = f32::NEG_INFINITY;
                             }
                         });

@@ -58,14 +58,28 @@ impl Keys {
     /// Whether query `i` (in its sequence) sees key `j`.
     #[inline(always)]
     pub fn sees(&self, i: usize, j: usize) -> bool {
-        j < self.seq_k && (!self.causal || j.saturating_add(self.seq_q) <= i.saturating_add(self.seq_k))
+        j < self.seen_by(i)
+    }
+
+    /// The keys query `i` sees: keys `0 .. seen_by(i)` (`seq_k`, or fewer where causal).
+    #[inline(always)]
+    pub fn seen_by(&self, i: usize) -> usize {
+        if self.causal {
+            // `j + seq_q ≤ i + seq_k`: `j` below `i + seq_k + 1 − seq_q`.
+            i.saturating_add(self.seq_k)
+                .saturating_add(1)
+                .saturating_sub(self.seq_q)
+                .min(self.seq_k)
+        } else {
+            self.seq_k
+        }
     }
 
     /// Whether each of the 64 rows sees each of the tile's keys: no score is masked.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     #[inline(always)]
     fn whole(&self) -> bool {
-        self.sees(self.row0, self.col0.saturating_add(KEYS - 1))
+        self.seen_by(self.row0) >= self.col0.saturating_add(KEYS)
     }
 
     /// The tiles of `128` keys that a part of `rows` query rows from `row0` sees at all.
@@ -178,10 +192,16 @@ impl<'c> RowStats<'c> {
             let mut x = s.regs;
             let (warp, lane) = (self.thread / 32, self.thread % 32);
             if !keys.whole() {
+                // Each of the thread's two rows sees the tile's keys below a bound (at most the
+                // tile's 128): one 32-bit comparison a score, in place.
+                let mut until = [0u32; 2];
+                crate::unroll!(2, |h| {
+                    let row = keys.row0.saturating_add(16 * warp + lane / 4 + 8 * h);
+                    until[h] = keys.seen_by(row).saturating_sub(keys.col0).min(KEYS) as u32;
+                });
                 each!(64, |i| {
-                    let row = keys.row0.saturating_add(16 * warp + lane / 4 + 8 * ((i / 2) % 2));
-                    let col = keys.col0.saturating_add(8 * (i / 4) + 2 * (lane % 4) + i % 2);
-                    if !keys.sees(row, col) {
+                    let col = (8 * (i / 4) + 2 * (lane % 4) + i % 2) as u32;
+                    if col >= until[(i / 2) % 2] {
                         x[i] = f32::NEG_INFINITY;
                     }
                 });
@@ -309,5 +329,55 @@ impl<'c> RowStats<'c> {
             });
         });
         Accumulators::of(regs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KEYS, Keys};
+
+    /// What a query sees, by the definition: a key before the sequence's end and, if causal,
+    /// not past the query's diagonal aligned to the bottom right.
+    fn defined(i: usize, j: usize, seq_q: usize, seq_k: usize, causal: bool) -> bool {
+        j < seq_k && (!causal || j + seq_q <= i + seq_k)
+    }
+
+    #[test]
+    fn a_query_sees_the_keys_below_its_bound() {
+        for (seq_q, seq_k) in [(1, 1), (5, 3), (3, 5), (130, 129), (0, 4), (4, 0), (200, 200)] {
+            for causal in [false, true] {
+                let keys = Keys::new(0, 0, seq_q, seq_k, causal);
+                for i in 0..seq_q + 2 {
+                    for j in 0..seq_k + 2 {
+                        assert_eq!(
+                            keys.sees(i, j),
+                            defined(i, j, seq_q, seq_k, causal),
+                            "query {i}, key {j} of {seq_q} × {seq_k}, causal {causal}"
+                        );
+                    }
+                    let seen = (0..seq_k + 2).filter(|&j| defined(i, j, seq_q, seq_k, causal)).count();
+                    assert_eq!(keys.seen_by(i), seen);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_part_sees_the_tiles_up_to_its_last_rows_keys() {
+        for (seq_q, seq_k) in [(1, 300), (300, 1), (257, 513), (128, 128), (1000, 130)] {
+            for causal in [false, true] {
+                let keys = Keys::new(0, 0, seq_q, seq_k, causal);
+                for row0 in (0..seq_q).step_by(64) {
+                    let last = (row0 + 64).min(seq_q) - 1;
+                    let tiles = Keys::tiles(row0, 64, seq_q, seq_k, causal);
+                    assert_eq!(tiles, keys.seen_by(last).div_ceil(KEYS), "rows from {row0}");
+                    // Whole below the diagonal: the first row sees every key of the tile.
+                    for n in 0..tiles {
+                        let tile = Keys::new(row0, KEYS * n, seq_q, seq_k, causal);
+                        assert_eq!(tile.whole(), (0..KEYS).all(|c| keys.sees(row0, KEYS * n + c)));
+                    }
+                }
+            }
+        }
     }
 }
