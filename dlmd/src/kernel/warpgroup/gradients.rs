@@ -59,16 +59,19 @@ impl<const N: usize> Broadcast<Cols<N>> for ColValues<'_, N> where Cols<N>: Widt
 /// Which element of a warpgroup's tile of scores counts: a query sees a key ([`Keys`], rows
 /// are queries) or a key is seen by a query ([`Queries`], rows are keys).
 pub trait Visible: sealed::Sealed {
-    /// Whether the element at row `r` and column `c` of the warpgroup's `64 × N` counts.
+    /// The columns `lo .. hi` of row `r` (`0..64`) of the warpgroup's `64 × N` that count,
+    /// from the tile's first, each at most `cols`: one interval a row, which a thread compares
+    /// each of its columns with.
     #[doc(hidden)]
-    fn visible(&self, r: usize, c: usize) -> bool;
+    fn columns(&self, r: usize, cols: usize) -> (u32, u32);
 }
 
 impl sealed::Sealed for Keys {}
 impl Visible for Keys {
     #[inline(always)]
-    fn visible(&self, r: usize, c: usize) -> bool {
-        self.sees(self.row0().saturating_add(r), self.col0().saturating_add(c))
+    fn columns(&self, r: usize, cols: usize) -> (u32, u32) {
+        let seen = self.seen_by(self.row0().saturating_add(r));
+        (0, seen.saturating_sub(self.col0()).min(cols) as u32)
     }
 }
 
@@ -121,8 +124,10 @@ impl Queries {
 impl sealed::Sealed for Queries {}
 impl Visible for Queries {
     #[inline(always)]
-    fn visible(&self, r: usize, c: usize) -> bool {
-        self.sees(self.col0.saturating_add(c), self.row0.saturating_add(r))
+    fn columns(&self, r: usize, cols: usize) -> (u32, u32) {
+        let first = self.keys.first_seeing(self.row0.saturating_add(r));
+        let at = |i: usize| i.saturating_sub(self.col0).min(cols) as u32;
+        (at(first), at(self.keys.seq_q()))
     }
 }
 
@@ -183,17 +188,21 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         {
             let mut regs = s.regs;
             let (warp, lane) = (self.thread / 32, self.thread % 32);
+            // The columns each of the thread's two rows counts: two 32-bit comparisons a
+            // score.
+            let mut bounds = [(0u32, 0u32); 2];
+            crate::unroll!(2, |h| {
+                bounds[h] = visible.columns(16 * warp + lane / 4 + 8 * h, W::N);
+            });
             crate::unroll!(16, |a| {
                 crate::unroll!(8, |b| {
                     let i = 8 * a + b;
                     if i < W::N / 2 {
-                        let (r, c) = (
-                            16 * warp + lane / 4 + 8 * ((i / 2) % 2),
-                            8 * (i / 4) + 2 * (lane % 4) + i % 2,
-                        );
+                        let c = (8 * (i / 4) + 2 * (lane % 4) + i % 2) as u32;
+                        let (lo, hi) = bounds[(i / 2) % 2];
                         let base = sealed::At::<W>::at(lse, i) * core::f32::consts::LOG2_E;
                         let x = W::get(&regs, i);
-                        let p = if visible.visible(r, c) {
+                        let p = if c >= lo && c < hi {
                             crate::kernel::math::exp2(crate::kernel::math::mul_add(x, scale_log2, -base))
                         } else {
                             0.0
@@ -233,5 +242,38 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             });
         });
         Accumulators::of(regs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Queries, Visible};
+    use crate::kernel::warpgroup::Keys;
+
+    /// Each row's interval of columns holds exactly the elements whose query sees their key,
+    /// rows queries ([`Keys`]) or keys ([`Queries`]), on tiles across the diagonal and the
+    /// sequences' ends.
+    #[test]
+    fn each_rows_columns_are_what_its_queries_see() {
+        for (seq_q, seq_k) in [(1, 1), (200, 77), (77, 200), (300, 300), (5, 0), (0, 5)] {
+            for causal in [false, true] {
+                for (row0, col0) in [(0, 0), (64, 0), (0, 128), (128, 64), (192, 256)] {
+                    let keys = Keys::new(row0, col0, seq_q, seq_k, causal);
+                    let queries = Queries::new(row0, col0, seq_q, seq_k, causal);
+                    for r in 0..64 {
+                        let (lo, hi) = keys.columns(r, 128);
+                        let (qlo, qhi) = queries.columns(r, 64);
+                        for c in 0..128u32 {
+                            let sees = keys.sees(row0 + r, col0 + c as usize);
+                            assert_eq!(c >= lo && c < hi, sees, "keys: row {r}, column {c}");
+                            if c < 64 {
+                                let seen = queries.sees(col0 + c as usize, row0 + r);
+                                assert_eq!(c >= qlo && c < qhi, seen, "queries: row {r}, column {c}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

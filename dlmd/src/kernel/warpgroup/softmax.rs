@@ -75,6 +75,26 @@ impl Keys {
         }
     }
 
+    /// The first query that sees key `j`: queries `first_seeing(j) .. seq_q` do (none where
+    /// `j` is past the keys).
+    #[inline(always)]
+    pub(super) fn first_seeing(&self, j: usize) -> usize {
+        if j >= self.seq_k {
+            self.seq_q
+        } else if self.causal {
+            // `j + seq_q ≤ i + seq_k`: `i` from `j + seq_q − seq_k`.
+            j.saturating_add(self.seq_q).saturating_sub(self.seq_k).min(self.seq_q)
+        } else {
+            0
+        }
+    }
+
+    /// The queries of the sequence.
+    #[inline(always)]
+    pub(super) fn seq_q(&self) -> usize {
+        self.seq_q
+    }
+
     /// Whether each of the 64 rows sees each of the tile's keys: no score is masked.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     #[inline(always)]
