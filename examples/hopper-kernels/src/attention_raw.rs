@@ -69,7 +69,8 @@ mod device {
 
     /// The forward pass of [`attention_bf16_d128`](crate::attention_bf16_d128) and the
     /// others, raw: `o` and `lse` left as they are where the extents do not fit together, the
-    /// scale is not positive and finite, the block is not of 384 threads, or its dynamic
+    /// scale is not positive and finite, the grid is not one row of blocks, the block is not
+    /// of 384 threads, or its dynamic
     /// shared memory is less than [`raw_attention_shared_bytes`](super::raw_attention_shared_bytes).
     ///
     /// # Safety
@@ -115,6 +116,10 @@ mod device {
                 nvptx::_block_dim_x() as usize,
             )
         };
+        // Blocks are numbered along `x` alone: a grid of several rows or layers would give two
+        // blocks one chunk.
+        // SAFETY: special registers, no precondition.
+        let flat = unsafe { nvptx::_grid_dim_y() == 1 && nvptx::_grid_dim_z() == 1 };
         let stages = stages(D);
         let tile = tile_bytes(D) as u32;
         let (start, bytes) = crate::gemm::device::shared();
@@ -125,7 +130,7 @@ mod device {
             return;
         };
         // Uniform across the block: no thread goes on without the others.
-        if !fits || threads != 384 || bytes < needed {
+        if !fits || !flat || threads != 384 || bytes < needed {
             return;
         }
         let group = heads_q / heads_kv;

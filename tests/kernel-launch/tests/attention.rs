@@ -239,6 +239,7 @@ macro_rules! runner {
             [q, k, v]: [&[f32]; 3],
             Call {
                 blocks,
+                layers,
                 extents,
                 lse: lse_extents,
                 scale,
@@ -271,7 +272,7 @@ macro_rules! runner {
                     } else {
                         blocks
                     } as u32,
-                    1,
+                    layers,
                     1,
                 ),
                 block_dim: (384, 1, 1),
@@ -424,6 +425,8 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, d: usize, what: &
 #[derive(Clone, Copy, Debug)]
 struct Call {
     blocks: usize,
+    /// The grid's `y`: 1 (every kernel here numbers its blocks along `x`).
+    layers: u32,
     extents: [[usize; 4]; 4],
     lse: [usize; 3],
     scale: f32,
@@ -434,6 +437,7 @@ impl Call {
     fn of(c: Case, blocks: usize) -> Self {
         Call {
             blocks,
+            layers: 1,
             extents: [c.q(), c.kv(), c.kv(), c.q()],
             lse: [c.batch, c.heads_q, c.seq_q],
             scale: 1.0 / (c.dim as f32).sqrt(),
@@ -514,6 +518,24 @@ fn the_raw_twins_give_the_safe_kernels_bits() {
     }
 }
 
+/// A raw twin numbers its blocks along `x`: on a grid of two layers (two blocks each chunk's),
+/// it writes nothing.
+#[test]
+fn a_raw_twin_on_a_grid_of_layers_writes_nothing() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    for (c, run) in [(CASES[1], raw_bf16_d128 as RunFn), (CASES[0], raw_bf16_d64)] {
+        let [q, k, v] = inputs::<bf16>(c);
+        let call = Call {
+            layers: 2,
+            ..Call::of(c, 0)
+        };
+        let got = run(&stream, &module, c, [&q, &k, &v], call);
+        let untouched = got.o.iter().chain(&got.lse).all(|&x| x == -7.0);
+        assert!(untouched && got.rest, "{c:?}: a grid of two layers wrote the outputs");
+    }
+}
+
 #[test]
 fn extents_that_do_not_fit_together_leave_the_outputs_as_they_were() {
     let Some((ctx, module)) = hopper() else { return };
@@ -545,6 +567,7 @@ fn extents_that_do_not_fit_together_leave_the_outputs_as_they_were() {
         let data = [size(extents[0]), size(extents[1]), size(extents[2])].map(|n| values(n, 7, |x| x));
         let call = Call {
             blocks: 0,
+            layers: 1,
             extents,
             lse,
             scale: 0.125,

@@ -79,9 +79,10 @@ pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     ///
     /// # Safety
     ///
-    /// As [`Product::mma_row`] for `b` (read MN-major, `K` rows); `a` holds the thread's
-    /// fragment of the `64 × K` `A`, which nothing writes until a wait says the group is done
-    /// ([`wait_rs`](Self::wait_rs) on the same registers).
+    /// As [`Product::mma_row`] (all 128 threads of a warpgroup, converged, `sm_90a`; `regs`
+    /// read or written by nothing else until a wait), for `b` read MN-major, `K` rows; `a`
+    /// holds the thread's fragment of the `64 × K` `A`, which nothing writes until a wait says
+    /// the group is done ([`wait_rs`](Self::wait_rs) on the same registers).
     unsafe fn mma_rs(regs: &mut W::Regs, a: &<K as frag::Frags>::Frag, b: u64);
 
     /// `wgmma.wait_group 0`, the accumulators and the fragment passed through it, so that no

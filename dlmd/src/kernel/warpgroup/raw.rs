@@ -505,7 +505,11 @@ where
 ///
 /// # Safety
 ///
-/// As [`wgmma_ss`] for `b`; `a` is not written until a wait says the group is done
+/// Called by all 128 threads of a warpgroup together, in converged code, on `sm_90a`; `b`
+/// ([`descriptor_128_mn`]) describes 128 rows of `k` by `N` of initialised shared memory of the
+/// running block, MN-major in the 128-byte swizzle, written last through the async proxy (or
+/// fenced since) and ordered before this, that nothing writes until a wait says the group is
+/// done; `acc` and `a` are read or written by nothing else until that wait
 /// ([`wgmma_wait_rs`] on the same registers).
 #[inline(always)]
 pub unsafe fn wgmma_rs<T, W>(acc: &mut W::Regs, a: &[u32; 32], b: u64)

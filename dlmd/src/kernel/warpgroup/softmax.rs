@@ -65,11 +65,15 @@ impl Keys {
     #[inline(always)]
     pub fn seen_by(&self, i: usize) -> usize {
         if self.causal {
-            // `j + seq_q ≤ i + seq_k`: `j` below `i + seq_k + 1 − seq_q`.
-            i.saturating_add(self.seq_k)
-                .saturating_add(1)
-                .saturating_sub(self.seq_q)
-                .min(self.seq_k)
+            // `j + seq_q ≤ i + seq_k`: `j` below `i + 1 + seq_k − seq_q`, each step exact or
+            // saturated past `seq_k` (where the bound is `seq_k` either way).
+            let (q, k) = (self.seq_q, self.seq_k);
+            let bound = if k >= q {
+                i.saturating_add(1).saturating_add(k - q)
+            } else {
+                i.saturating_add(1).saturating_sub(q - k)
+            };
+            bound.min(k)
         } else {
             self.seq_k
         }
@@ -82,8 +86,12 @@ impl Keys {
         if j >= self.seq_k {
             self.seq_q
         } else if self.causal {
-            // `j + seq_q ≤ i + seq_k`: `i` from `j + seq_q − seq_k`.
-            j.saturating_add(self.seq_q).saturating_sub(self.seq_k).min(self.seq_q)
+            // `j + seq_q ≤ i + seq_k`: `i` from `j + seq_q − seq_k` (below `seq_q`: `j < seq_k`).
+            if self.seq_q >= self.seq_k {
+                j + (self.seq_q - self.seq_k)
+            } else {
+                j.saturating_sub(self.seq_k - self.seq_q)
+            }
         } else {
             0
         }
@@ -99,7 +107,7 @@ impl Keys {
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     #[inline(always)]
     fn whole(&self) -> bool {
-        self.seen_by(self.row0) >= self.col0.saturating_add(KEYS)
+        self.seen_by(self.row0).saturating_sub(self.col0) >= KEYS
     }
 
     /// The tiles of `128` keys that a part of `rows` query rows from `row0` sees at all.
@@ -380,6 +388,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Near the end of `usize`, where the definition's sums would overflow: exact there too.
+    #[test]
+    fn the_bounds_hold_at_the_end_of_usize() {
+        const M: usize = usize::MAX;
+        // Exact, in 128 bits.
+        let defined = |i: usize, j: usize, q: usize, k: usize, causal: bool| {
+            j < k && (!causal || j as u128 + q as u128 <= i as u128 + k as u128)
+        };
+        for (q, k) in [(1, M), (1 << 63, 1 << 63), (M, 2), (M, M), (M - 5, M - 3), (3, 5)] {
+            for causal in [false, true] {
+                let keys = Keys::new(0, 0, q, k, causal);
+                for i in [0, 1, 2, q / 2, q - 1, q.saturating_add(1), M - 1, M] {
+                    for j in [0, 1, 2, k / 2, k - 1, k.saturating_add(1), M - 1, M] {
+                        assert_eq!(
+                            keys.sees(i, j),
+                            defined(i, j, q, k, causal),
+                            "{i} {j} of {q} × {k}, {causal}"
+                        );
+                    }
+                }
+                // The first query that sees a key: it does, the one before does not.
+                for j in [0, k / 2, k - 1] {
+                    let first = keys.first_seeing(j);
+                    assert!(
+                        keys.sees(first, j) && (first == 0 || !keys.sees(first - 1, j)),
+                        "key {j}"
+                    );
+                }
+            }
+        }
+        // A tile whose keys would run past the end of `usize` is not whole.
+        assert!(!Keys::new(0, M - 127, 1, M, false).whole());
+        assert!(Keys::new(0, M - 128, 1, M, false).whole());
     }
 
     #[test]
