@@ -107,19 +107,21 @@ mod device {
             && lse.extent(2) == s_q
             && scale > 0.0
             && scale.is_finite();
-        // SAFETY: special registers, no precondition.
-        let (t, block, blocks, threads) = unsafe {
-            (
-                nvptx::_thread_idx_x() as usize,
-                nvptx::_block_idx_x() as usize,
-                nvptx::_grid_dim_x() as usize,
-                nvptx::_block_dim_x() as usize,
-            )
-        };
+        // SAFETY: a special register, no precondition.
+        let t = unsafe { nvptx::_thread_idx_x() } as usize;
+        // SAFETY: as above.
+        let block = unsafe { nvptx::_block_idx_x() } as usize;
+        // SAFETY: as above.
+        let blocks = unsafe { nvptx::_grid_dim_x() } as usize;
+        // SAFETY: as above.
+        let threads = unsafe { nvptx::_block_dim_x() } as usize;
         // Blocks are numbered along `x` alone: a grid of several rows or layers would give two
         // blocks one chunk.
-        // SAFETY: special registers, no precondition.
-        let flat = unsafe { nvptx::_grid_dim_y() == 1 && nvptx::_grid_dim_z() == 1 };
+        // SAFETY: as above.
+        let rows = unsafe { nvptx::_grid_dim_y() };
+        // SAFETY: as above.
+        let layers = unsafe { nvptx::_grid_dim_z() };
+        let flat = rows == 1 && layers == 1;
         let stages = stages(D);
         let tile = tile_bytes(D) as u32;
         let (start, bytes) = crate::gemm::device::shared();
@@ -159,21 +161,23 @@ mod device {
             (bh / heads_q, bh % heads_q, 128 * m)
         };
         if t == 0 {
-            // SAFETY: 8-aligned words past the tiles (the shared memory checked above), used as
-            // nothing else; the barrier below orders this before every use. Full objects count
-            // the producer's one arrival a phase, empty ones one from each of the 8 consumer
-            // warps.
-            unsafe {
-                mbarrier_init(q_full, 1);
-                mbarrier_init(q_empty, 8);
-                for s in 0..stages {
-                    mbarrier_init(k_full(s), 1);
-                    mbarrier_init(v_full(s), 1);
-                    mbarrier_init(k_empty(s), 8);
-                    mbarrier_init(v_empty(s), 8);
-                }
-                fence_mbarrier_init();
+            // Full objects count the producer's one arrival a phase, empty ones one from each
+            // of the 8 consumer warps.
+            let init = |bar: u32, count: u32| {
+                // SAFETY: 8-aligned words past the tiles (the shared memory checked above), used
+                // as nothing else; the barrier below orders this before every use.
+                unsafe { mbarrier_init(bar, count) }
+            };
+            init(q_full, 1);
+            init(q_empty, 8);
+            for s in 0..stages {
+                init(k_full(s), 1);
+                init(v_full(s), 1);
+                init(k_empty(s), 8);
+                init(v_empty(s), 8);
             }
+            // SAFETY: sm_90.
+            unsafe { fence_mbarrier_init() };
         }
         // SAFETY: every thread of the block, in uniform code.
         unsafe { nvptx::_syncthreads() };
@@ -384,13 +388,12 @@ mod device {
                                 // pointer, the strides and `col` even); this thread's alone (each
                                 // element of the warpgroup's 64 rows is one thread's, the rows
                                 // this block's chunk's, each chunk one block's).
-                                unsafe { po.offset(at).cast::<Pair<T>>().write(Pair(values)) };
+                                unsafe { po.wrapping_offset(at).cast::<Pair<T>>().write(Pair(values)) };
                             } else {
                                 // SAFETY: as above, element by element.
-                                unsafe {
-                                    po.offset(at).write(values[0]);
-                                    po.offset(at + so[3]).write(values[1]);
-                                }
+                                unsafe { po.wrapping_offset(at).write(values[0]) };
+                                // SAFETY: as above.
+                                unsafe { po.wrapping_offset(at + so[3]).write(values[1]) };
                             }
                         }
                     });
@@ -398,7 +401,7 @@ mod device {
                         let at = b as isize * sl[0] + head as isize * sl[1] + row as isize * sl[2];
                         // SAFETY: inside `lse` (its extents checked against `q`'s); of the four
                         // lanes that hold the row, the first alone writes it.
-                        unsafe { pl.offset(at).write(lse_rows[half]) };
+                        unsafe { pl.wrapping_offset(at).write(lse_rows[half]) };
                     }
                 }
             });
