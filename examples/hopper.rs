@@ -16,7 +16,7 @@ use dlmd::half::bf16;
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
-use dlmd_examples::blas::{against_cublas, cublas, tensor_maps};
+use dlmd_examples::blas::{Map, against_cublas, cublas, tensor_map};
 use dlmd_examples::timing::{Cover, time};
 use std::error::Error;
 use std::process::ExitCode;
@@ -43,13 +43,25 @@ const VARIANTS: [(&str, usize, usize); 10] = [
 /// The variants that compute the product.
 const CHECKED: usize = 8;
 
+/// The tensor maps of `x` and `w` that the copy-engine variants take.
+type Maps<'a> = (Map<'a, 128, 64>, Map<'a, 256, 64>);
+
+/// The tensor maps of `x` (`m × k`) and `w` (`n × k`).
+fn maps<'a>(
+    x: &'a CudaSlice<bf16>,
+    w: &'a CudaSlice<bf16>,
+    (m, k, n): (usize, usize, usize),
+) -> Result<Maps<'a>, Box<dyn Error>> {
+    Ok((tensor_map(x, [m, k])?, tensor_map(w, [n, k])?))
+}
+
 /// `y = x · wᵀ` by variant `v` of [`VARIANTS`].
 fn rust(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
     (m, k, n): (usize, usize, usize),
     v: usize,
-    (x, w, maps): (&CudaSlice<bf16>, &CudaSlice<bf16>, &CudaSlice<u64>),
+    (x, w, maps): (&CudaSlice<bf16>, &CudaSlice<bf16>, &Maps<'_>),
     y: &mut CudaSlice<bf16>,
 ) -> Result<(), Box<dyn Error>> {
     let (_, bn, stages) = VARIANTS[v];
@@ -85,18 +97,7 @@ fn rust(
             3 => hk::wgmma_nt_128_s3(launch, hk::WgmmaNt128S3Args { x: xv, w: wv, y }),
             4 => hk::wgmma_nt_256_s4_mma_first(launch, hk::WgmmaNt256S4MmaFirstArgs { x: xv, w: wv, y }),
             5 => hk::wgmma_nt_256_ws4(launch, hk::WgmmaNt256Ws4Args { x: xv, w: wv, y }),
-            6 | 7 => {
-                let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
-                hk::wgmma_nt_256_tma4(
-                    launch,
-                    hk::WgmmaNt256Tma4Args {
-                        maps: mv,
-                        x: xv,
-                        w: wv,
-                        y,
-                    },
-                )
-            }
+            6 | 7 => hk::wgmma_nt_256_tma4(launch, maps.0.map(), maps.1.map(), y),
             8 => hk::wgmma_nt_256_s4_no_loads(launch, hk::WgmmaNt256S4NoLoadsArgs { x: xv, w: wv, y }),
             _ => hk::wgmma_nt_256_s4_no_mma(launch, hk::WgmmaNt256S4NoMmaArgs { x: xv, w: wv, y }),
         }
@@ -153,7 +154,7 @@ fn product(
     match v {
         None => cublas(blas, shape, true, x, w, &mut y)?,
         Some(v) => {
-            let maps = tensor_maps(stream, shape, false, x, w)?;
+            let maps = maps(x, w, shape)?;
             rust(stream, kernels, shape, v, (x, w, &maps), &mut y)?
         }
     }
@@ -229,7 +230,7 @@ fn bench(stream: &Arc<CudaStream>, kernels: &Kernels, blas: &CudaBlas, size: usi
         stream.clone_htod(&random(size * size, 0x8765_4321))?,
     );
     let mut y = stream.alloc_zeros::<bf16>(size * size)?;
-    let maps = tensor_maps(stream, shape, false, &x, &w)?;
+    let maps = maps(&x, &w, shape)?;
     let sides_count = 1 + VARIANTS.len();
     let mut sides = Sides::new(sides_count, WARM_UP);
     let mut cover = Cover::new(stream)?;

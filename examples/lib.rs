@@ -329,6 +329,8 @@ pub mod blas {
     use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
     use cudarc::driver::CudaSlice;
     use dlmd::half::{bf16, f16};
+    #[cfg(feature = "hopper-kernels")]
+    use dlmd::{Const, Dims, LayoutRight, cuda::TiledMap, kernel::swizzle::Swizzle128};
     use std::error::Error;
 
     /// The 16-bit input types of the references: `bf16` and `f16`, with their one and zero.
@@ -414,58 +416,19 @@ pub mod blas {
         Ok(())
     }
 
-    /// The tensor maps of `x` (`m × k`, box `64 × 128`) and `w` (`n × k`, box `64 × 256`) of the
-    /// raw Hopper products (`hopper-kernels`' `wgmma_nt_256_tma4`), in device memory (16 words
-    /// each): `bf16`, row-major, the 128-byte swizzle. With `row_major_b`, `w` is `b`, `k × n`,
-    /// box `64 × 64` (`wgmma_nn_256_tma4`).
+    /// A tensor map of a `bf16` matrix with boxes of `R × C` in the 128-byte swizzle.
     #[cfg(feature = "hopper-kernels")]
-    pub fn tensor_maps(
-        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-        (m, k, n): (usize, usize, usize),
-        row_major_b: bool,
-        x: &CudaSlice<bf16>,
-        w: &CudaSlice<bf16>,
-    ) -> Result<CudaSlice<u64>, Box<dyn Error>> {
-        use cudarc::driver::DevicePtr;
-        use cudarc::driver::sys;
-        let mut words = Vec::new();
-        // (matrix, its rows and columns, the box's columns and rows)
-        let w_box = if row_major_b {
-            ([k, n], [64u32, 64])
-        } else {
-            ([n, k], [64, 256])
-        };
-        for (slice, [rows, cols], boxes) in [(x, [m, k], [64u32, 128u32]), (w, w_box.0, w_box.1)] {
-            let (ptr, _read) = slice.device_ptr(stream);
-            let mut map = sys::CUtensorMap { opaque: [0; 16] };
-            let dims = [cols as u64, rows as u64];
-            let strides = [2 * cols as u64];
-            let element_strides = [1u32, 1];
-            // SAFETY: the arrays are of the rank (2; strides of rank − 1) the call reads; `ptr`
-            // is the slice's device memory of `rows × cols` `bf16`, row-major; the map is
-            // written only.
-            let result = unsafe {
-                sys::cuTensorMapEncodeTiled(
-                    &mut map,
-                    sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                    2,
-                    ptr as *mut std::ffi::c_void,
-                    dims.as_ptr(),
-                    strides.as_ptr(),
-                    boxes.as_ptr(),
-                    element_strides.as_ptr(),
-                    sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                    sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-                )
-            };
-            if result != sys::CUresult::CUDA_SUCCESS {
-                return Err(format!("cuTensorMapEncodeTiled: {result:?}").into());
-            }
-            words.extend_from_slice(&map.opaque);
-        }
-        // Device allocations are 256-aligned: the maps 64-aligned, as the copies need.
-        Ok(stream.clone_htod(&words)?)
+    pub type Map<'a, const R: usize, const C: usize> = TiledMap<'a, bf16, (Const<R>, Const<C>), Swizzle128>;
+
+    /// The tensor map of a row-major `bf16` matrix of `rows × cols` with boxes of `R × C` in
+    /// the 128-byte swizzle: the maps the Hopper products take (`x`'s `128 × 64`, `w`'s
+    /// `256 × 64`, a row-major `b`'s `64 × 256`).
+    #[cfg(feature = "hopper-kernels")]
+    pub fn tensor_map<const R: usize, const C: usize>(
+        data: &CudaSlice<bf16>,
+        [rows, cols]: [usize; 2],
+    ) -> Result<Map<'_, R, C>, Box<dyn Error>> {
+        let view = dlmd::cuda::device_view::<_, Dims<2>, LayoutRight>(data, Dims::new([rows, cols]))?;
+        Ok(TiledMap::new(&view)?)
     }
 }

@@ -54,6 +54,7 @@ sanitize_rust_kernels() {
             s=$1; tool=$2; dir=$3; status=0
             for cmd in "$dir/gpu-tests --test-threads=1" "$dir/kernel-tests --test-threads=1" \
                        "$dir/cooperative-tests --test-threads=1" "$dir/tensor-tests --test-threads=1" \
+                       "$dir/raw-twin-tests --test-threads=1" \
                        "$dir/rust_kernels" "$dir/cooperative" "$dir/tensor_cores" "$dir/first-kernel"; do
                 [ -x "${cmd%% *}" ] || { echo "-- $tool: ${cmd##*/}: not in this bundle"; continue; }
                 out=$("$s" --tool "$tool" --error-exitcode 1 $cmd 2>&1); rc=$?
@@ -127,6 +128,7 @@ if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
     run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
     run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
+    run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
     run "bench: tensor cores vs cuBLAS" "$dir/tensor_cores" --bench
@@ -172,6 +174,7 @@ run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
 run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
 run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
 run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
+run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
 run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.

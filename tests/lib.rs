@@ -61,3 +61,35 @@ pub fn indices<const R: usize>(extents: [usize; R]) -> Vec<[usize; R]> {
         }
     }
 }
+
+/// A row-major view of `extents` over `slice` from element `from`, as a framework's `x[1:]` is
+/// once imported: a view that need not start where its allocation does, nor aligned beyond its
+/// element.
+///
+/// # Panics
+///
+/// Where the view's elements do not lie inside `slice`.
+pub fn view_from<'s, T: DlElement + cudarc::driver::DeviceRepr>(
+    stream: &Arc<cudarc::driver::CudaStream>,
+    slice: &'s mut cudarc::driver::CudaSlice<T>,
+    from: usize,
+    extents: [usize; 2],
+) -> dlmd::DeviceMdspanMut<'s, T, dlmd::Dims<2>> {
+    use cudarc::driver::DevicePtrMut;
+    use dlmd::layout::CompactLayout;
+    assert!(from + extents[0] * extents[1] <= slice.len());
+    let mapping = <dlmd::LayoutRight as CompactLayout>::mapping(dlmd::Dims::new(extents)).unwrap();
+    let ordinal = i32::try_from(slice.ordinal()).unwrap();
+    let (base, _write) = slice.device_ptr_mut(stream);
+    // SAFETY: the elements from `from` lie inside the allocation (asserted) of device
+    // `ordinal`, initialised by the caller on `stream` (on which the launches that take the view
+    // run, after that copy); `slice` stays borrowed for the view's life, so nothing else reads
+    // or writes it meanwhile.
+    unsafe {
+        dlmd::DeviceMdspanMut::from_raw_parts(
+            (base as usize as *mut T).wrapping_add(from),
+            mapping,
+            dlmd::space::Device::new(ordinal),
+        )
+    }
+}

@@ -1,7 +1,7 @@
 //! The timed side of the example: the safe kernels, their raw twins and cuBLAS, in alternated
 //! rounds.
 
-use super::{Kind, Operands, PERSISTENT, ROUNDS, WARM_UP, grid, map, raw, safe, upload};
+use super::{Kind, Operands, PERSISTENT, ROUNDS, Twin, WARM_UP, grid, map, raw, safe, upload};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaStream;
 use dlmd::cuda::{self, Kernels};
@@ -10,7 +10,7 @@ use dlmd::half::{bf16, f16};
 use dlmd::{Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::Sides;
-use dlmd_examples::blas::{cublas, tensor_maps};
+use dlmd_examples::blas::cublas;
 use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::sync::Arc;
@@ -60,9 +60,6 @@ pub(super) fn bench(
     let bias = upload(stream, &dlmd_examples::uniform(size, 0x55), bf16::from_f32)?;
     let mut yb = stream.alloc_zeros::<bf16>(size * size)?;
     let mut yh = stream.alloc_zeros::<f16>(size * size)?;
-    let maps = tensor_maps(stream, shape, false, &xb, &wb)?;
-    // The row-major `b` of `x · b`: `w`'s data read as `k × n` (square).
-    let maps_nn = tensor_maps(stream, shape, true, &xb, &wb)?;
     let m = [size, size];
     let (xm, wm, bm) = (
         map::<_, 128, 64>(&xb, m)?,
@@ -97,7 +94,7 @@ pub(super) fn bench(
             times[which] = cover.time(stream, || match which {
                 0 => cublas(blas, shape, true, &xb, &wb, &mut yb),
                 1 => launch!(&mut yb, persistent, |l, y| hk::linear_bf16(l, xm.map(), wm.map(), y)),
-                2 => raw(stream, kernels, shape, (false, false), &xb, &wb, &maps, &mut yb),
+                2 => raw(stream, kernels, (size, size), false, Twin::Nt(&xm, &wm), &mut yb),
                 3 => cublas(blas, shape, true, &xh, &wh, &mut yh),
                 4 => launch!(&mut yh, persistent, |l, y| hk::linear_f16(l, xmh.map(), wmh.map(), y)),
                 5 => launch!(&mut yb, persistent, |l, y| {
@@ -137,10 +134,10 @@ pub(super) fn bench(
                     wm.map(),
                     y
                 )),
-                10 => raw(stream, kernels, shape, (true, false), &xb, &wb, &maps, &mut yb),
+                10 => raw(stream, kernels, (size, size), true, Twin::Nt(&xm, &wm), &mut yb),
                 11 => cublas(blas, shape, false, &xb, &wb, &mut yb),
                 12 => launch!(&mut yb, persistent, |l, y| hk::matmul_bf16(l, xm.map(), bm.map(), y)),
-                13 => raw(stream, kernels, shape, (true, true), &xb, &wb, &maps_nn, &mut yb),
+                13 => raw(stream, kernels, (size, size), true, Twin::Nn(&xm, &bm), &mut yb),
                 14 => cublas(blas, shape, false, &xh, &wh, &mut yh),
                 15 => launch!(&mut yh, persistent, |l, y| hk::matmul_f16(l, xmh.map(), bmh.map(), y)),
                 _ => safe(

@@ -19,7 +19,7 @@ use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::{Const, Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
-use dlmd_examples::blas::{against_cublas, cublas, tensor_maps};
+use dlmd_examples::blas::{against_cublas, cublas};
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -373,9 +373,15 @@ fn check_cublas(
                 &reference,
             )?;
             // The raw twin of the product, persistent.
-            let maps = tensor_maps(stream, shape, !weight, &dx, w)?;
+            let (square, xm) = ([size, size], map::<_, 128, 64>(&dx, [size, size])?);
             let mut y = upload(stream, &vec![f32::NAN; size * size], bf16::from_f32)?;
-            raw(stream, kernels, shape, (true, !weight), &dx, w, &maps, &mut y)?;
+            if weight {
+                let wm = map::<_, 256, 64>(w, square)?;
+                raw(stream, kernels, (size, size), true, Twin::Nt(&xm, &wm), &mut y)?;
+            } else {
+                let bm = map::<_, 64, 256>(w, square)?;
+                raw(stream, kernels, (size, size), true, Twin::Nn(&xm, &bm), &mut y)?;
+            }
             let twin = if weight {
                 "wgmma_nt_256_tma4"
             } else {
@@ -392,23 +398,23 @@ fn check_cublas(
     Ok(())
 }
 
-/// `y = x · wᵀ` by the raw twin, a block a chunk or on a persistent grid (or, `row_major_b`,
-/// `y = x · b` with `w` the row-major `k × n` `b`, and `maps` its).
-#[allow(clippy::too_many_arguments)]
+/// The operands of a raw twin, as tensor maps: `x` and `w` (`y = x · wᵀ`), or `x` and the
+/// row-major `b` (`y = x · b`).
+#[derive(Clone, Copy)]
+enum Twin<'m, 'a> {
+    Nt(&'m Map<'a, bf16, 128, 64>, &'m Map<'a, bf16, 256, 64>),
+    Nn(&'m Map<'a, bf16, 128, 64>, &'m Map<'a, bf16, 64, 256>),
+}
+
+/// `y` (`m × n`) by the raw twin of `twin`'s product, a block a chunk or on a persistent grid.
 fn raw(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
-    (m, k, n): (usize, usize, usize),
-    (persistent, row_major_b): (bool, bool),
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
-    maps: &CudaSlice<u64>,
+    (m, n): (usize, usize),
+    persistent: bool,
+    twin: Twin<'_, '_>,
     y: &mut CudaSlice<bf16>,
 ) -> Result<(), Box<dyn Error>> {
-    let xv = cuda::device_view::<_, Dims<2>, LayoutRight>(x, Dims::new([m, k]))?;
-    let w_extents = if row_major_b { [k, n] } else { [n, k] };
-    let wv = cuda::device_view::<_, Dims<2>, LayoutRight>(w, Dims::new(w_extents))?;
-    let mv = cuda::device_view::<_, Dims<1>, LayoutRight>(maps, Dims::new([32]))?;
     let mut yv = cuda::device_view_mut::<_, Dims<2>, LayoutRight>(y, Dims::new([m, n]))?;
     let config = LaunchConfig {
         shared_mem_bytes: hk::shared_bytes_ws(256, 4),
@@ -416,22 +422,9 @@ fn raw(
     };
     cuda::scope(|s| {
         let launch = s.launch(stream, kernels, config);
-        if row_major_b {
-            let args = hk::WgmmaNn256Tma4Args {
-                maps: mv,
-                x: xv,
-                b: wv,
-                y: yv.as_view_mut(),
-            };
-            hk::wgmma_nn_256_tma4(launch, args)
-        } else {
-            let args = hk::WgmmaNt256Tma4Args {
-                maps: mv,
-                x: xv,
-                w: wv,
-                y: yv.as_view_mut(),
-            };
-            hk::wgmma_nt_256_tma4(launch, args)
+        match twin {
+            Twin::Nt(x, w) => hk::wgmma_nt_256_tma4(launch, x.map(), w.map(), yv.as_view_mut()),
+            Twin::Nn(x, b) => hk::wgmma_nn_256_tma4(launch, x.map(), b.map(), yv.as_view_mut()),
         }
     })?;
     Ok(())

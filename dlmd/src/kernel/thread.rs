@@ -100,6 +100,32 @@ impl Thread {
         match self.0 {}
     }
 
+    /// This thread's block and the number of blocks, where the launch's grid is one row of
+    /// blocks (`(n, 1, 1)`); `None` on a grid of several rows or layers.
+    ///
+    /// For raw code that shares work out among blocks by their `x` index alone: on a grid with
+    /// rows or layers, blocks of one `x` would take the same work and write it at once. Every
+    /// thread of the launch gets the same answer, so a kernel that returns on `None` returns
+    /// in every thread, before any barrier.
+    #[inline(always)]
+    pub fn block_in_row(&self) -> Option<(usize, usize)> {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use core::arch::nvptx;
+            // SAFETY: reads a special register of the running thread; no precondition.
+            let rows = unsafe { nvptx::_grid_dim_y() };
+            // SAFETY: as above.
+            let layers = unsafe { nvptx::_grid_dim_z() };
+            // SAFETY: as above.
+            let block = unsafe { nvptx::_block_idx_x() };
+            // SAFETY: as above.
+            let blocks = unsafe { nvptx::_grid_dim_x() };
+            (rows == 1 && layers == 1).then_some((block as usize, blocks as usize))
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        match self.0 {}
+    }
+
     /// Calls `f` with each index of `view` this thread owns and its element: across the threads
     /// of the launch, every element goes to exactly one thread, whatever the grid and block
     /// sizes. The view is unique (no two indices reach one element), so no two threads write one

@@ -46,7 +46,7 @@ mod device {
         mbarrier_init, mbarrier_wait, pack, setmaxnreg_dec, setmaxnreg_inc, shuffle_xor, tma_load_4d, wgmma_rs,
         wgmma_ss, wgmma_wait_acc, wgmma_wait_rs,
     };
-    use dlmd::kernel::warpgroup::{Cols, KMajor, Product, ProductRs, Width};
+    use dlmd::kernel::warpgroup::{Cols, KMajor, Keys, Product, ProductRs, Width};
     use dlmd::{DlElement, unroll};
 
     /// Registers of the producer warpgroup and of each consumer one while the block runs: the
@@ -146,15 +146,10 @@ mod device {
         let bar = |i: usize, s: usize| bars + 16 + (8 * (stages * i + s)) as u32;
         let (k_full, v_full) = (|s| bar(0, s), |s| bar(1, s));
         let (k_empty, v_empty) = (|s| bar(2, s), |s| bar(3, s));
-        // The tiles of 128 keys that the rows `m0 .. m0 + 128` see.
-        let key_tiles = |m0: usize| {
-            let last = if causal {
-                m0.saturating_add(128).saturating_add(s_k).saturating_sub(s_q).min(s_k)
-            } else {
-                s_k
-            };
-            last.div_ceil(128)
-        };
+        // The tiles of 128 keys that the rows `m0 .. m0 + 128` see, and the keys query `i`
+        // sees (`0 .. seen_by(i)`), as the safe kernels mask them.
+        let key_tiles = |m0: usize| Keys::tiles(m0, 128, s_q, s_k, causal);
+        let seen_by = |i: usize| Keys::new(0, 0, s_q, s_k, causal).seen_by(i);
         // Chunk `c`: its batch entry, query head and first row.
         let chunk = |c: usize| {
             let (m, bh) = (c % m_tiles, c / m_tiles);
@@ -276,13 +271,6 @@ mod device {
                 // The scores of keys a row does not see are `−∞`: row `i` sees the keys below
                 // `seen_by(i)`, those of the tile below `until`.
                 let col0 = 128 * n;
-                let seen_by = |i: usize| {
-                    if causal {
-                        i.saturating_add(s_k).saturating_add(1).saturating_sub(s_q).min(s_k)
-                    } else {
-                        s_k
-                    }
-                };
                 if seen_by(row0) < col0 + 128 {
                     let mut until = [0u32; 2];
                     unroll!(2, |h| {

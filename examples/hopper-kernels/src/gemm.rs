@@ -138,14 +138,14 @@ pub(crate) mod device {
     /// `64 × BN`), `STAGES` stages and `IN_FLIGHT` (0 or 1) groups of `wgmma` left in flight a
     /// step: the copies run `STAGES - 1 - IN_FLIGHT` steps ahead; `MODE` holds [`MMA_FIRST`]
     /// and, to measure the parts apart (the result is then wrong), [`NO_LOADS`] or [`NO_MMA`].
-    /// Shapes whose sides are not
-    /// multiples of 128 (`m`), `BN` (`n`) and 64 (`k`) leave `y` as it is.
+    /// Shapes whose sides are not multiples of 128 (`m`), `BN` (`n`) and 64 (`k`), and views
+    /// that do not start 16-aligned, leave `y` as it is.
     ///
     /// # Safety
     ///
-    /// In a kernel launched with blocks of 256 threads, one-dimensional, on an `sm_90a` GPU,
-    /// with at least [`shared_bytes`](super::shared_bytes)`(BN, STAGES)` bytes of dynamic shared
-    /// memory; `x`, `w`, `y` row-major, 16-aligned.
+    /// In a kernel launched with blocks of 256 threads, one-dimensional, on a grid of one row
+    /// of blocks (blocks are numbered along `x` alone), on an `sm_90a` GPU, with at least [`shared_bytes`](super::shared_bytes)`(BN, STAGES)` bytes of dynamic shared
+    /// memory.
     #[inline(always)]
     pub unsafe fn product<A: Accumulators, const STAGES: usize, const IN_FLIGHT: usize, const MODE: u32>(
         x: &DeviceMdspan<'_, bf16, Dims<2>>,
@@ -161,6 +161,14 @@ pub(crate) mod device {
             return;
         }
         let (px, pw, py) = (x.data_handle(), w.data_handle(), y.data_handle().cast::<u16>());
+        // Every row starts 16-aligned where the views do (rows of whole steps of 64 elements),
+        // as the 16-byte copies and the paired stores ask.
+        if ![px as usize, pw as usize, py as usize]
+            .iter()
+            .all(|p| p.is_multiple_of(16))
+        {
+            return;
+        }
         // SAFETY: a special register, no precondition.
         let t = unsafe { nvptx::_thread_idx_x() } as usize;
         // SAFETY: as above.
@@ -251,7 +259,7 @@ pub(crate) mod device {
         // SAFETY: sm_80; only empty groups can be left.
         unsafe { cp_async_wait::<0>() };
         // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and `n`
-        // even (multiples of `bn`), `y` 16-aligned (caller); each element one thread's.
+        // even (multiples of `bn`), `y` 16-aligned (checked above); each element one thread's.
         unsafe { store(&acc, tw, py, n, i0 + 64 * wg, j0) };
     }
 
@@ -264,9 +272,9 @@ pub(crate) mod device {
     ///
     /// # Safety
     ///
-    /// In a kernel launched with blocks of 384 threads, one-dimensional, on an `sm_90a` GPU, with
-    /// at least [`shared_bytes_ws`](super::shared_bytes_ws)`(BN, STAGES)` bytes of dynamic shared
-    /// memory; `x`, `w`, `y` row-major, 16-aligned.
+    /// In a kernel launched with blocks of 384 threads, one-dimensional, on a grid of one row of
+    /// blocks, on an `sm_90a` GPU, with at least [`shared_bytes_ws`](super::shared_bytes_ws)`(BN, STAGES)` bytes of dynamic shared
+    /// memory.
     #[inline(always)]
     pub unsafe fn product_ws<A: Accumulators, const STAGES: usize>(
         x: &DeviceMdspan<'_, bf16, Dims<2>>,
@@ -282,6 +290,14 @@ pub(crate) mod device {
             return;
         }
         let (px, pw, py) = (x.data_handle(), w.data_handle(), y.data_handle().cast::<u16>());
+        // Every row starts 16-aligned where the views do (rows of whole steps of 64 elements),
+        // as the 16-byte copies and the paired stores ask.
+        if ![px as usize, pw as usize, py as usize]
+            .iter()
+            .all(|p| p.is_multiple_of(16))
+        {
+            return;
+        }
         // SAFETY: a special register, no precondition.
         let t = unsafe { nvptx::_thread_idx_x() } as usize;
         // SAFETY: as above.
@@ -359,7 +375,7 @@ pub(crate) mod device {
         // SAFETY: the warpgroup's threads together; the last group done.
         unsafe { acc.wait::<0>() };
         // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and `n`
-        // even, `y` 16-aligned (caller); each element one thread's.
+        // even, `y` 16-aligned (checked above); each element one thread's.
         unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
     }
 }
@@ -377,10 +393,12 @@ macro_rules! kernels {
             ) {
                 let _ = thread;
                 #[cfg(target_arch = "nvptx64")]
-                // SAFETY: launched as documented (shared memory checked by the product: it
-                // leaves `y` as it is with less).
-                unsafe {
-                    device::product::<[f32; $acc], $stages, $in_flight, { $mode }>(&x, &w, &y)
+                if thread.block_in_row().is_some() {
+                    // SAFETY: blocks of 256 threads along `x` (the launcher checks `block_threads`)
+                    // on a grid of one row (checked here), built for `sm_90a`; the shared memory
+                    // is checked by the product (it leaves `y` as it is with less), the rest are
+                    // the views' types.
+                    unsafe { device::product::<[f32; $acc], $stages, $in_flight, { $mode }>(&x, &w, &y) }
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 let _ = (x, w, y);
@@ -393,7 +411,7 @@ kernels! {
     /// `y = x · wᵀ` (`x` row-major `m × k`, `w` row-major `n × k`, `y` row-major `m × n`, all
     /// `bf16`, `f32` accumulators) by `wgmma` `m64n256k16`: `128 × 256` chunks, four stages, one
     /// group of `wgmma` left in flight a step. Launch one-dimensional blocks of 256 threads, one
-    /// per chunk, with [`shared_bytes`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
+    /// per chunk, on a grid of one row (another grid leaves `y` as it is), with [`shared_bytes`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
     /// multiples of 128, 256 and 64 (others leave `y` as it is).
     wgmma_nt_256_s4, 128, 256, 4, 1, 0, 1;
     /// [`wgmma_nt_256_s4`] waiting for each step's `wgmma` before the next (copies three steps
@@ -414,7 +432,7 @@ kernels! {
 /// [`wgmma_nt_256_s4`] warp-specialised: blocks of 384 threads (a producer warpgroup of
 /// `cp.async` and two consumer warpgroups of `wgmma`, handing stages over through barrier
 /// objects), four stages. Launch one-dimensional blocks of 384 threads, one per `128 × 256`
-/// chunk, with [`shared_bytes_ws`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
+/// chunk on a grid of one row (another grid leaves `y` as it is), with [`shared_bytes_ws`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
 /// multiples of 128, 256 and 64 (others leave `y` as it is).
 #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
 pub fn wgmma_nt_256_ws4(
@@ -425,10 +443,9 @@ pub fn wgmma_nt_256_ws4(
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as documented (shared memory checked by the product: it leaves `y` as it
-    // is with less).
-    unsafe {
-        device::product_ws::<[f32; 128], 4>(&x, &w, &y)
+    if thread.block_in_row().is_some() {
+        // SAFETY: as in `wgmma_nt_256_s4`, with blocks of 384 threads.
+        unsafe { device::product_ws::<[f32; 128], 4>(&x, &w, &y) }
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, w, y);

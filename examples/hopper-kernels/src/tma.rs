@@ -4,9 +4,10 @@
 //! (`cp.async.bulk.tensor`, the 128-byte swizzle), which complete the stage's barrier object
 //! as they land; two consumer warpgroups multiply (`64 × 256` each, `128 × 256` chunks).
 
+use crate::linear::{BMap, WMap, XMap};
 use dlmd::half::bf16;
 use dlmd::kernel::Thread;
-use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+use dlmd::{DeviceMdspanMut, Dims};
 
 #[cfg(target_arch = "nvptx64")]
 mod device {
@@ -18,14 +19,14 @@ mod device {
     };
     use core::arch::nvptx;
     use dlmd::half::bf16;
-    use dlmd::{DeviceMdspan, DeviceMdspanMut, Dims};
+    use dlmd::{DeviceMdspanMut, Dims};
 
     /// `y = x · wᵀ` as [`product_ws`](crate::gemm::device::product_ws), its producer the bulk copy engine (TMA): thread 0 of
     /// warpgroup 0 alone, each step, waits for the stage's `empty`, announces its bytes to
     /// `full` (`mbarrier.arrive.expect_tx`, one arrival a phase) and starts two tensor copies
     /// (`x`'s `128 × 64` box, `w`'s `BN × 64` box, both in the 128-byte swizzle the maps ask
-    /// for), which complete `full` as they land. `maps` holds the two tensor maps, `x`'s then
-    /// `w`'s (16 words each); `x` and `w` give the extents only. Persistent where the grid is
+    /// for), which complete `full` as they land. `x` and `w` are the generic addresses of the
+    /// two tensor maps, with their tensors' extents. Persistent where the grid is
     /// smaller than the chunks: block `b` takes chunks `b`, `b + blocks`, … in turn, its
     /// producer filling the stages of the next chunk while its consumers store the last.
     ///
@@ -35,25 +36,20 @@ mod device {
     ///
     /// # Safety
     ///
-    /// As [`product_ws`](crate::gemm::device::product_ws), with
-    /// [`shared_bytes_ws`](crate::shared_bytes_ws)`(BN, STAGES)`
-    /// bytes; `maps` 64-aligned, the maps of `x` (box `64 × 128`) and `w` (box `64 × BN`, or
-    /// `64 × 64` with `B_MN`) as `bf16` row-major tensors with the 128-byte swizzle, not
-    /// written during the kernel.
+    /// In a kernel launched with blocks of 384 threads, one-dimensional, on a grid of one row of
+    /// blocks, on an `sm_90a` GPU, with at least
+    /// [`shared_bytes_ws`](crate::shared_bytes_ws)`(BN, STAGES)` bytes of dynamic shared memory;
+    /// `x` and `w` address valid tensor maps (64-aligned, not written during the kernel) of
+    /// `bf16` row-major tensors of the extents given, with the 128-byte swizzle: `x`'s box
+    /// `64 × 128` (columns × rows), `w`'s `64 × BN`, or `64 × 64` with `B_MN`.
     #[inline(always)]
     pub unsafe fn product_tma<A: Accumulators, const STAGES: usize, const B_MN: bool>(
-        maps: *const u64,
-        x: &DeviceMdspan<'_, bf16, Dims<2>>,
-        w: &DeviceMdspan<'_, bf16, Dims<2>>,
+        (x, [m, k]): (*const u64, [usize; 2]),
+        (w, w_extents): (*const u64, [usize; 2]),
         y: &DeviceMdspanMut<'_, bf16, Dims<2>>,
     ) {
         let bn = A::N;
-        let (m, k) = (x.extent(0), x.extent(1));
-        let (n, kw) = if B_MN {
-            (w.extent(1), w.extent(0))
-        } else {
-            (w.extent(0), w.extent(1))
-        };
+        let [n, kw] = if B_MN { [w_extents[1], w_extents[0]] } else { w_extents };
         if kw != k || y.extent(0) != m || y.extent(1) != n {
             return;
         }
@@ -61,6 +57,10 @@ mod device {
             return;
         }
         let py = y.data_handle().cast::<u16>();
+        // The paired stores of `y`'s rows (whole chunks of `bn` elements) ask for 4 bytes.
+        if !(py as usize).is_multiple_of(16) {
+            return;
+        }
         // SAFETY: a special register, no precondition.
         let t = unsafe { nvptx::_thread_idx_x() } as usize;
         // SAFETY: as above.
@@ -115,15 +115,15 @@ mod device {
                     // SAFETY: the maps as the caller says; the boxes inside the tensors (whole
                     // tiles); the stage 1024-aligned, released by its readers (above), read
                     // next once `full`'s phase completes, which waits for these bytes.
-                    unsafe { tma_load_2d(sa, maps, (64 * s) as i32, i0 as i32, full(g)) };
+                    unsafe { tma_load_2d(sa, x, (64 * s) as i32, i0 as i32, full(g)) };
                     if B_MN {
                         for p in 0..bn / 64 {
-                            // SAFETY: as above, `b`'s map 128 bytes on: panel `p`, 64 rows of
-                            // `k` from `64 s` and 64 columns from `j0 + 64 p`, at its place.
+                            // SAFETY: as above, `b`'s map: panel `p`, 64 rows of `k` from `64 s`
+                            // and 64 columns from `j0 + 64 p`, at its place.
                             unsafe {
                                 tma_load_2d(
                                     sa + 128 * 128 + (p * 64 * 128) as u32,
-                                    maps.wrapping_add(16),
+                                    w,
                                     (j0 + 64 * p) as i32,
                                     (64 * s) as i32,
                                     full(g),
@@ -131,16 +131,8 @@ mod device {
                             };
                         }
                     } else {
-                        // SAFETY: as above, `w`'s map 128 bytes on.
-                        unsafe {
-                            tma_load_2d(
-                                sa + 128 * 128,
-                                maps.wrapping_add(16),
-                                (64 * s) as i32,
-                                j0 as i32,
-                                full(g),
-                            )
-                        };
+                        // SAFETY: as above, `w`'s map.
+                        unsafe { tma_load_2d(sa + 128 * 128, w, (64 * s) as i32, j0 as i32, full(g)) };
                     }
                 }
                 (tile, g0) = (tile + blocks, g0 + steps);
@@ -184,7 +176,7 @@ mod device {
                 unsafe { mbarrier_arrive(empty(g0 + steps - 1)) };
             }
             // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and
-            // `n` even, `y` 16-aligned (caller); each element one thread's.
+            // `n` even, `y` 16-aligned (checked above); each element one thread's.
             unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };
             (tile, g0) = (tile + blocks, g0 + steps);
         }
@@ -193,52 +185,49 @@ mod device {
 
 /// [`wgmma_nt_256_ws4`] with the bulk copy engine (TMA) for the producer: one thread starts two
 /// tensor copies a step (`cp.async.bulk.tensor`, 128-byte swizzle), which complete the stage's
-/// barrier object as they land. `maps` holds the tensor maps of `x` (box `64 × 128`) and `w`
-/// (box `64 × 256`), 16 words each (`cuTensorMapEncodeTiled`: `bf16`, two dimensions, the
-/// 128-byte swizzle), 64-aligned. Launch as [`wgmma_nt_256_ws4`], or with fewer blocks (one a
-/// multiprocessor, say): each then takes chunks `b`, `b + blocks`, … in turn.
+/// barrier object as they land. It takes the tensor maps of the safe
+/// [`linear_bf16`](crate::linear_bf16) (`x`'s boxes `64 × 128`, `w`'s `64 × 256`). Launch as
+/// [`wgmma_nt_256_ws4`], or with fewer blocks (one a multiprocessor, say): each then takes
+/// chunks `b`, `b + blocks`, … in turn. Extents that do not fit together or are not multiples
+/// of 128 (`m`), 256 (`n`) and 64 (`k`), `y` not 16-aligned, or a grid of more than one row
+/// leave `y` as it is.
 #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
 pub fn wgmma_nt_256_tma4(
     thread: Thread,
-    maps: DeviceMdspan<'_, u64, Dims<1>>,
-    x: DeviceMdspan<'_, bf16, Dims<2>>,
-    w: DeviceMdspan<'_, bf16, Dims<2>>,
+    x: XMap<'_, bf16, 64>,
+    w: WMap<'_, bf16, 64>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as documented (shared memory checked by the product: it leaves `y` as it
-    // is with less; the maps' size checked here).
-    unsafe {
-        if maps.extent(0) >= 32 {
-            device::product_tma::<[f32; 128], 4, false>(maps.data_handle(), &x, &w, &y)
-        }
+    if thread.block_in_row().is_some() {
+        // SAFETY: blocks of 384 threads along `x` (the launcher checks `block_threads`) on a grid
+        // of one row (checked here), built for `sm_90a`; the shared memory is checked by the
+        // product (it leaves `y` as it is with less); the maps are the parameters' own, encoded
+        // on the host from views of these extents, with these boxes and swizzle (their types).
+        unsafe { device::product_tma::<[f32; 128], 4, false>((x.map(), x.extents()), (w.map(), w.extents()), &y) }
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (maps, x, w, y);
+    let _ = (x, w, y);
 }
 
 /// [`wgmma_nt_256_tma4`] for `y = x · b` with `b` row-major (`k × n`, read MN-major by
-/// `wgmma`): the raw twin of the safe `matmul_bf16`. `maps` holds the tensor maps of `x` (box
-/// `64 × 128`) and `b` (box `64 × 64`: 64 columns of 64 rows), 16 words each. `m`, `n`, `k`
-/// multiples of 128, 256 and 64 (others leave `y` as it is).
+/// `wgmma`): the raw twin of the safe [`matmul_bf16`](crate::matmul_bf16), with its tensor maps
+/// (`b`'s boxes `64 × 64`, 64 columns of 64 rows). `m`, `n`, `k` multiples of 128, 256 and 64
+/// (others leave `y` as it is).
 #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
 pub fn wgmma_nn_256_tma4(
     thread: Thread,
-    maps: DeviceMdspan<'_, u64, Dims<1>>,
-    x: DeviceMdspan<'_, bf16, Dims<2>>,
-    b: DeviceMdspan<'_, bf16, Dims<2>>,
+    x: XMap<'_, bf16, 64>,
+    b: BMap<'_, bf16>,
     y: DeviceMdspanMut<'_, bf16, Dims<2>>,
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as documented (shared memory checked by the product: it leaves `y` as it
-    // is with less; the maps' size checked here).
-    unsafe {
-        if maps.extent(0) >= 32 {
-            device::product_tma::<[f32; 128], 4, true>(maps.data_handle(), &x, &b, &y)
-        }
+    if thread.block_in_row().is_some() {
+        // SAFETY: as in `wgmma_nt_256_tma4`; `BMap`'s boxes are `64 × 64`.
+        unsafe { device::product_tma::<[f32; 128], 4, true>((x.map(), x.extents()), (b.map(), b.extents()), &y) }
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (maps, x, b, y);
+    let _ = (x, b, y);
 }

@@ -22,11 +22,20 @@ pub const SOFTMAX_ROWS_RAW_SHARED: u32 = 2 * 32 * 4;
 /// apart, and one with rows 128 apart.
 pub const MATMUL_RAW_SHARED: u32 = (8 * 132 + 8 * 128) * 4;
 
+// The raw kernels' `block_threads`, written as numbers, are the safe kernels' block sizes.
+const _: () = assert!(
+    crate::ROW_SUMS_THREADS == 128
+        && crate::ROW_SUMS_WIDE_THREADS == 512
+        && crate::SOFTMAX_THREADS == 512
+        && crate::SOFTMAX_SHORT_THREADS == 128
+);
+
 /// What the raw kernels share: their block-shared array, the thread's indices, shuffles and
 /// reductions, written with inline assembly and bare intrinsics.
 #[cfg(target_arch = "nvptx64")]
 mod ops {
     use core::arch::{asm, nvptx};
+    use dlmd::kernel::Thread;
 
     /// Four `f32` as CUDA's `float4`: 16-aligned, moved by one vector load.
     #[repr(C, align(16))]
@@ -103,16 +112,15 @@ mod ops {
         core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Float4>().cast::<f32>()
     }
 
-    /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
+    /// The thread's index in its block (of `x` alone, as the launcher checks the block of a
+    /// kernel built for one size), its block's index and the number of blocks, where the grid
+    /// is one row of blocks ([`Thread::block_in_row`]); `None` on any other grid.
     #[inline(always)]
-    pub fn ids() -> (usize, usize, usize) {
+    pub fn ids(thread: &Thread) -> Option<(usize, usize, usize)> {
+        let (block, blocks) = thread.block_in_row()?;
         // SAFETY: a special register, no precondition.
-        let thread = unsafe { nvptx::_thread_idx_x() };
-        // SAFETY: as above.
-        let block = unsafe { nvptx::_block_idx_x() };
-        // SAFETY: as above.
-        let blocks = unsafe { nvptx::_grid_dim_x() };
-        (thread as usize, block as usize, blocks as usize)
+        let t = unsafe { nvptx::_thread_idx_x() };
+        Some((t as usize, block, blocks))
     }
 
     /// `f(m, n)` for every `m` and `n` below 8, written out.
@@ -141,10 +149,11 @@ mod ops {
         slots: *mut f32,
         op: impl Fn(f32, f32) -> f32,
     ) -> f32 {
-        let (t, _, _) = ids();
+        // SAFETY: a special register, no precondition.
+        let t = unsafe { nvptx::_thread_idx_x() } as usize;
         // SAFETY: every lane runs it (caller).
         let warp = unsafe { warp_reduce(value, &op) };
-        if t % 32 == 0 {
+        if t.is_multiple_of(32) {
             // SAFETY: this warp's slot (caller's array).
             unsafe { *slots.wrapping_add(t / 32) = warp };
         }
@@ -206,9 +215,11 @@ mod ops {
 
 /// [`transpose_tiled`](crate::transpose_tiled) written raw: a 64 × 65 shared array, each of
 /// the 256 threads moving four runs of four neighbours (`float4` loads and stores where the
-/// rows are 16-aligned), bare barriers. Launch with blocks of 256 threads and
-/// [`TRANSPOSE_TILED_RAW_SHARED`] bytes of dynamic shared memory.
-#[dlmd::kernel]
+/// rows are 16-aligned), bare barriers. Launch with blocks of 256 threads (the launcher refuses
+/// others) and [`TRANSPOSE_TILED_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one
+/// row of blocks; on another grid, or where `dst` is not `src`'s transpose in shape, it writes
+/// nothing.
+#[dlmd::kernel(block_threads = 256)]
 pub fn transpose_tiled_raw(
     thread: Thread,
     src: DeviceMdspan<'_, f32, Dims<2>>,
@@ -219,7 +230,12 @@ pub fn transpose_tiled_raw(
     {
         let (rows, cols) = (src.extent(0), src.extent(1));
         let (s, d) = (src.data_handle(), dst.data_handle());
-        let (t, block, blocks) = ops::ids();
+        let Some((t, block, blocks)) = ops::ids(&thread) else {
+            return;
+        };
+        if dst.extent(0) != cols || dst.extent(1) != rows {
+            return;
+        }
         let (a0, b) = (t / 16, t % 16 * 4);
         let (chunk_rows, chunk_cols) = (cols.div_ceil(64), rows.div_ceil(64));
         // Whole rows of both matrices start 16-aligned.
@@ -287,13 +303,15 @@ pub fn transpose_tiled_raw(
 
 /// [`row_sums_block`](crate::row_sums_block) written raw: four neighbours a thread with 16-byte
 /// loads, shuffles, a shared array of the warps' sums and a bare barrier. Launch with blocks of
-/// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS) and [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic
-/// shared memory; the rows must start 16-aligned (`cols % 4 == 0`).
-#[dlmd::kernel]
+/// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS) (the launcher refuses others) and
+/// [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one row of blocks.
+/// The rows must start 16-aligned (`x` 16-aligned, `cols % 4 == 0`) and `sums` have a row's
+/// length; otherwise, or on another grid, it writes nothing.
+#[dlmd::kernel(block_threads = 128)]
 pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    row_sums_raw::<{ crate::ROW_SUMS_THREADS }>(x, sums);
+    row_sums_raw::<{ crate::ROW_SUMS_THREADS }>(&thread, x, sums);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, sums);
 }
@@ -301,7 +319,7 @@ pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sum
 /// [`row_sums_block_wide`](crate::row_sums_block_wide) written raw, as [`row_sums_block_raw`]
 /// is. Launch with blocks of [`ROW_SUMS_WIDE_THREADS`](crate::ROW_SUMS_WIDE_THREADS) and
 /// [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic shared memory.
-#[dlmd::kernel]
+#[dlmd::kernel(block_threads = 512)]
 pub fn row_sums_block_wide_raw(
     thread: Thread,
     x: DeviceMdspan<'_, f32, Dims<2>>,
@@ -309,7 +327,7 @@ pub fn row_sums_block_wide_raw(
 ) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    row_sums_raw::<{ crate::ROW_SUMS_WIDE_THREADS }>(x, sums);
+    row_sums_raw::<{ crate::ROW_SUMS_WIDE_THREADS }>(&thread, x, sums);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, sums);
 }
@@ -317,10 +335,19 @@ pub fn row_sums_block_wide_raw(
 /// The body of the raw row sums, for blocks of `THREADS`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn row_sums_raw<const THREADS: usize>(x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
+fn row_sums_raw<const THREADS: usize>(
+    thread: &Thread,
+    x: DeviceMdspan<'_, f32, Dims<2>>,
+    sums: DeviceMdspanMut<'_, f32, Dims<1>>,
+) {
     let (rows, cols) = (x.extent(0), x.extent(1));
     let (p, out) = (x.data_handle(), sums.data_handle());
-    let (t, block, blocks) = ops::ids();
+    let Some((t, block, blocks)) = ops::ids(thread) else {
+        return;
+    };
+    if sums.extent(0) != rows || !cols.is_multiple_of(4) || !(p as usize).is_multiple_of(16) {
+        return;
+    }
     // Two turns of 32 slots: a block of at most 32 warps.
     const { assert!(THREADS.is_multiple_of(32) && THREADS <= 32 * 32) };
     let partials = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>();
@@ -366,12 +393,14 @@ fn row_sums_raw<const THREADS: usize>(x: DeviceMdspan<'_, f32, Dims<2>>, sums: D
 /// [`softmax_rows`](crate::softmax_rows) written raw: the row in registers (16 a thread), shuffles
 /// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
 /// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS) and [`SOFTMAX_ROWS_RAW_SHARED`] bytes of
-/// dynamic shared memory; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS).
-#[dlmd::kernel]
+/// dynamic shared memory; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS). The launcher
+/// refuses other blocks; on a grid of more than one row of blocks, longer rows, or `y` of
+/// another shape than `x`, it writes nothing.
+#[dlmd::kernel(block_threads = 512)]
 pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    softmax_raw::<{ crate::SOFTMAX_THREADS }, 16>(x, y);
+    softmax_raw::<{ crate::SOFTMAX_THREADS }, 16>(&thread, x, y);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
 }
@@ -380,11 +409,11 @@ pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: De
 /// Launch with blocks of [`SOFTMAX_SHORT_THREADS`](crate::SOFTMAX_SHORT_THREADS) and
 /// [`SOFTMAX_ROWS_RAW_SHARED`] bytes of dynamic shared memory; rows of at most
 /// [`SOFTMAX_SHORT_COLS`](crate::SOFTMAX_SHORT_COLS).
-#[dlmd::kernel]
+#[dlmd::kernel(block_threads = 128)]
 pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
     #[cfg(target_arch = "nvptx64")]
-    softmax_raw::<{ crate::SOFTMAX_SHORT_THREADS }, 8>(x, y);
+    softmax_raw::<{ crate::SOFTMAX_SHORT_THREADS }, 8>(&thread, x, y);
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = (x, y);
 }
@@ -394,12 +423,18 @@ pub fn softmax_rows_short_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>,
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn softmax_raw<const THREADS: usize, const K: usize>(
+    thread: &Thread,
     x: DeviceMdspan<'_, f32, Dims<2>>,
     y: DeviceMdspanMut<'_, f32, Dims<2>>,
 ) {
     let (rows, cols) = (x.extent(0), x.extent(1));
     let (p, q) = (x.data_handle(), y.data_handle());
-    let (t, block, blocks) = ops::ids();
+    let Some((t, block, blocks)) = ops::ids(thread) else {
+        return;
+    };
+    if y.extent(0) != rows || y.extent(1) != cols {
+        return;
+    }
     let partials = ops::shared::<{ SOFTMAX_ROWS_RAW_SHARED as usize }>();
     let mut r = block;
     while r < rows && cols <= K * THREADS {
@@ -435,8 +470,9 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
 /// each operand a thread, a `float4` where whole and aligned), the 256 threads as 16 × 16 with
 /// `8 × 8` results each (two runs of four rows and of four columns, read as `float4`), raw
 /// pointers and bare barriers. Launch with blocks of 256 threads (two to a multiprocessor, as
-/// `matmul`'s: `__launch_bounds__(256, 2)`) and [`MATMUL_RAW_SHARED`] bytes of dynamic shared
-/// memory.
+/// `matmul`'s: `__launch_bounds__(256, 2)`; the launcher refuses others) and
+/// [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one row of blocks; on
+/// another grid, or extents that do not fit together, it writes nothing.
 #[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn matmul_raw(
     thread: Thread,
@@ -452,7 +488,9 @@ pub fn matmul_raw(
             return;
         }
         let (pa, pb, pc) = (a.data_handle(), b.data_handle(), c.data_handle());
-        let (t, block, blocks) = ops::ids();
+        let Some((t, block, blocks)) = ops::ids(&thread) else {
+            return;
+        };
         let (ty, tx) = (t / 16, t % 16);
         let sa = ops::shared::<{ MATMUL_RAW_SHARED as usize }>();
         let sb = sa.wrapping_add(8 * 132);

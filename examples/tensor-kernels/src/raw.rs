@@ -37,6 +37,7 @@ const fn swizzled(lines: usize, swizzle: usize, line: usize, piece: usize) -> u3
 #[cfg(target_arch = "nvptx64")]
 mod ops {
     use core::arch::{asm, nvptx};
+    use dlmd::kernel::Thread;
 
     /// The launch's dynamic shared memory, 128-aligned, as CUDA C++'s `extern __shared__`
     /// array (its size: [`dynamic_bytes`]).
@@ -56,26 +57,15 @@ mod ops {
         size as usize
     }
 
-    /// The thread's index in its block, its block's index, and the number of blocks (`x` only).
+    /// The thread's index in its block (of `x` alone, as the launcher checks the block of a
+    /// kernel built for one size), its block's index and the number of blocks, where the grid
+    /// is one row of blocks ([`Thread::block_in_row`]); `None` on any other grid.
     #[inline(always)]
-    pub fn ids() -> (usize, usize, usize) {
+    pub fn ids(thread: &Thread) -> Option<(usize, usize, usize)> {
+        let (block, blocks) = thread.block_in_row()?;
         // SAFETY: a special register, no precondition.
-        let thread = unsafe { nvptx::_thread_idx_x() };
-        // SAFETY: as above.
-        let block = unsafe { nvptx::_block_idx_x() };
-        // SAFETY: as above.
-        let blocks = unsafe { nvptx::_grid_dim_x() };
-        (thread as usize, block as usize, blocks as usize)
-    }
-
-    /// Whether the launch's grid is `(n, 1, 1)`.
-    #[inline(always)]
-    pub fn grid_is_x_only() -> bool {
-        // SAFETY: a special register, no precondition.
-        let y = unsafe { nvptx::_grid_dim_y() };
-        // SAFETY: as above.
-        let z = unsafe { nvptx::_grid_dim_z() };
-        y == 1 && z == 1
+        let t = unsafe { nvptx::_thread_idx_x() };
+        Some((t as usize, block, blocks))
     }
 
     /// Two `bf16` to `p` as one 32-bit store.
@@ -113,6 +103,7 @@ unsafe fn raw_product<
     const BK: usize,
     const STAGES: usize,
 >(
+    thread: &Thread,
     a: &DeviceMdspan<'_, bf16, Dims<2>>,
     b: &DeviceMdspan<'_, bf16, Dims<2>>,
     c: &DeviceMdspanMut<'_, bf16, Dims<2>>,
@@ -136,14 +127,13 @@ unsafe fn raw_product<
         c.data_handle().cast::<u16>(),
     );
     // Blocks numbered along `x` only: a grid with `y` or `z` would give two blocks one chunk.
-    if !ops::grid_is_x_only() {
+    let Some((t, block, blocks)) = ops::ids(thread) else {
         return;
-    }
+    };
     // 16-aligned rows and starts, as `cp.async` of 16 bytes asks.
     if ![pa as usize, pb as usize].iter().all(|p| p.is_multiple_of(16)) {
         return;
     }
-    let (t, block, blocks) = ops::ids();
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
     let (q, r) = (lane / 8, lane % 8);
@@ -284,7 +274,7 @@ pub fn gemm_bf16_raw(
     // SAFETY: launched as documented; with less shared memory than it needs, it does nothing.
     unsafe {
         if ops::dynamic_bytes() >= GEMM_RAW_SHARED as usize {
-            raw_product::<256, 4, 128, 4, 32, 2>(&a, &b, &c)
+            raw_product::<256, 4, 128, 4, 32, 2>(&thread, &a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -306,7 +296,7 @@ pub fn matmul_bf16_raw(
     // SAFETY: as in `gemm_bf16_raw`.
     unsafe {
         if ops::dynamic_bytes() >= MATMUL_RAW_SHARED as usize {
-            raw_product::<128, 2, 128, 8, 64, 3>(&a, &b, &c)
+            raw_product::<128, 2, 128, 8, 64, 3>(&thread, &a, &b, &c)
         }
     }
     #[cfg(not(target_arch = "nvptx64"))]

@@ -7,16 +7,12 @@
 //! Without a GPU each test prints one line saying it was skipped and passes; with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead.
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig};
-use dlmd::DlElement;
+use cudarc::driver::LaunchConfig;
 use dlmd::cuda::{self, Kernels, device_view, device_view_mut};
 use dlmd::half::{bf16, f16};
-use dlmd::layout::CompactLayout;
-use dlmd::space::Device;
-use dlmd::{DeviceMdspanMut, Dims, LayoutLeft, LayoutRight};
+use dlmd::{Dims, LayoutLeft, LayoutRight};
 use dlmd_example_tensor_kernels as kernels;
-use dlmd_tests::gpu;
-use std::sync::Arc;
+use dlmd_tests::{gpu, view_from};
 
 /// `blocks` blocks (at least one) of `kernels::GEMM_THREADS` threads.
 fn grid(blocks: usize) -> LaunchConfig {
@@ -286,31 +282,6 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
                 );
             }
         }
-    }
-}
-
-/// A row-major view of `extents` over `slice` from element `from` (as a framework's `x[1:]`
-/// is).
-fn view_from<'s, T: DlElement + DeviceRepr>(
-    stream: &Arc<CudaStream>,
-    slice: &'s mut CudaSlice<T>,
-    from: usize,
-    extents: [usize; 2],
-) -> DeviceMdspanMut<'s, T, Dims<2>> {
-    assert!(from + extents[0] * extents[1] <= slice.len());
-    let mapping = <LayoutRight as CompactLayout>::mapping(Dims::new(extents)).unwrap();
-    let ordinal = i32::try_from(slice.ordinal()).unwrap();
-    let (base, _write) = slice.device_ptr_mut(stream);
-    // SAFETY: the elements from `from` lie inside the allocation (asserted) of device
-    // `ordinal`, initialised by the caller on `stream` (on which the launches that take the view
-    // run, after that copy); `slice` stays borrowed for the view's life, so nothing else
-    // reads or writes it meanwhile.
-    unsafe {
-        DeviceMdspanMut::from_raw_parts(
-            (base as usize as *mut T).wrapping_add(from),
-            mapping,
-            Device::new(ordinal),
-        )
     }
 }
 
