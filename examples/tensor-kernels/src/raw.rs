@@ -85,14 +85,15 @@ mod ops {
 /// elements swizzled by their bytes, `B`'s in panels of 64 columns swizzled by 128) filled by `cp.async`
 /// `STAGES - 1` steps ahead, `ldmatrix` and `mma.sync` by `THREADS / 32` warps (2 × `WN`) of
 /// `64 × COLS / WN`, steps of `BK` along `k`, one barrier a step; chunks in groups of 8 rows.
-/// Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and `BK` (`k`): others leave
-/// `c` as it is.
+/// Only shapes whose sides are multiples of 128 (`m`), `COLS` (`n`) and `BK` (`k`), with `a`
+/// and `b` 16-aligned and `c` 4-aligned, on a grid of one row of blocks: others leave `c` as it
+/// is.
 ///
 /// # Safety
 ///
 /// In a kernel launched with blocks of `THREADS` threads (`64 · WN`) and `STAGES ·
-/// stage_bytes(COLS, BK)` bytes of dynamic shared memory; `a`, `b` and `c` row-major and
-/// 16-aligned; `FN = COLS / WN / 8`, even; `BK` 32 or 64, `COLS` a multiple of 64.
+/// stage_bytes(COLS, BK)` bytes of dynamic shared memory; `FN = COLS / WN / 8`, even; `BK` 32
+/// or 64, `COLS` a multiple of 64.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn raw_product<
@@ -134,6 +135,10 @@ unsafe fn raw_product<
     if ![pa as usize, pb as usize].iter().all(|p| p.is_multiple_of(16)) {
         return;
     }
+    // `c`'s pairs of neighbours stored as one 4-byte word each.
+    if !(pc as usize).is_multiple_of(4) {
+        return;
+    }
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
     let (q, r) = (lane / 8, lane % 8);
@@ -170,7 +175,7 @@ unsafe fn raw_product<
                 dlmd::unroll!(128 / (THREADS / (BK / 8)), |i| {
                     let to = stage + a_dst + (i * a_rows_turn * a_swizzle) as u32;
                     // SAFETY: 16 bytes of the chunk's rows of `a` from this step's `k`, inside
-                    // it (whole tiles), 16-aligned (caller; rows multiples of 8 elements), to
+                    // it (whole tiles), 16-aligned (checked above; rows multiples of 8 elements), to
                     // the stage, which no thread reads until the copies are waited for and a
                     // barrier passed (it was last read a step ago, before this step's
                     // barrier); sm_80.
@@ -248,7 +253,8 @@ unsafe fn raw_product<
                     let [lo, hi] = [acc[fm][fn_][2 * h], acc[fm][fn_][2 * h + 1]]
                         .map(|x| dlmd::kernel::math::to_bf16(x).to_bits());
                     // SAFETY: `[i, j]` and `[i, j + 1]` are inside `c` (whole tiles), 4-aligned
-                    // (`j` even, rows of a multiple of 128), this thread's alone.
+                    // (`c` is, checked above; `j` even, rows of a multiple of 128), this
+                    // thread's alone.
                     unsafe { ops::store2(pc.wrapping_add(i * cols + j), lo, hi) };
                 });
             });

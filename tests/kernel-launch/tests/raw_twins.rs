@@ -350,8 +350,11 @@ fn hopper(ctx: &Arc<CudaContext>) -> Option<Kernels> {
     }
 }
 
+/// The tensor-core products' raw twins: on one row of blocks they compute `c`, into a view from
+/// the start of its allocation or two elements in (4-aligned, the pairs' stores); on a grid of
+/// rows or layers, or into a `c` one element in (2-aligned), they write nothing.
 #[test]
-fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
+fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_nothing() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.default_stream();
     let module = Kernels::load(&ctx, tc::PTX).unwrap();
@@ -361,12 +364,18 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
     let (m, k, n) = (256, 64, 256);
     let (d_a, d_b) = (ones(m * k), ones(k * n));
     for raw in ["gemm_bf16_raw", "matmul_bf16_raw"] {
-        for grid in [(4, 1, 1), (4, 2, 1), (4, 1, 2)] {
-            let mut d_c = stream.clone_htod(&vec![untouched; m * n]).unwrap();
+        for (grid, from) in [
+            ((4, 1, 1), 0),
+            ((4, 2, 1), 0),
+            ((4, 1, 2), 0),
+            ((4, 1, 1), 1),
+            ((4, 1, 1), 2),
+        ] {
+            let mut d_c = stream.clone_htod(&vec![untouched; m * n + 2]).unwrap();
             {
                 let a = device_view::<_, Dims<2>, LayoutRight>(&d_a, Dims::new([m, k])).unwrap();
                 let b = device_view::<_, Dims<2>, LayoutRight>(&d_b, Dims::new([k, n])).unwrap();
-                let mut c = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
+                let mut c = view_from(&stream, &mut d_c, from, [m, n]);
                 let c = c.as_view_mut();
                 cuda::scope(|s| match raw {
                     "gemm_bf16_raw" => {
@@ -381,12 +390,18 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
                 .unwrap();
             }
             let got = stream.clone_dtoh(&d_c).unwrap();
-            let want = if grid.1 == 1 && grid.2 == 1 {
-                bf16::from_f32(k as f32)
-            } else {
-                untouched
-            };
-            assert!(got.iter().all(|&c| c == want), "{raw} on a grid of {grid:?}");
+            let runs = grid.1 == 1 && grid.2 == 1 && from != 1;
+            let want = if runs { bf16::from_f32(k as f32) } else { untouched };
+            let (before, rest) = got.split_at(from);
+            let (inside, after) = rest.split_at(m * n);
+            assert!(
+                inside.iter().all(|&c| c == want),
+                "{raw} on a grid of {grid:?}, c from element {from}"
+            );
+            assert!(
+                before.iter().chain(after).all(|&c| c == untouched),
+                "{raw}: written outside c"
+            );
         }
     }
 }
