@@ -32,7 +32,7 @@ pub const fn shared_bytes_ws(bn: usize, stages: usize) -> u32 {
 pub(crate) mod device {
     use super::stage_bytes;
     use crate::wgmma::{
-        Accumulators, cp_async_mbarrier_arrive, descriptor, fence_proxy_async, mbarrier_arrive, mbarrier_init,
+        Accumulators, cp_async_mbarrier_arrive, descriptor, fence_proxy_async, mbarrier_arrive_where, mbarrier_init,
         mbarrier_wait,
     };
     use core::arch::{asm, nvptx};
@@ -365,11 +365,12 @@ pub(crate) mod device {
             unsafe { acc.mma_k64(da, db) };
             // SAFETY: the warpgroup's threads together.
             unsafe { acc.wait::<1>() };
-            if s > 0 && tw % 32 == 0 {
-                // Step `s - 1`'s group is done: its stage can be refilled.
+            if s > 0 {
+                // Step `s - 1`'s group is done: its stage can be refilled. (A predicated
+                // arrival, not a branch on the lane beside `wgmma`'s aligned waits.)
                 // SAFETY: an initialised barrier object whose phase expects one arrival from
-                // each of the 8 consumer warps.
-                unsafe { mbarrier_arrive(empty(s - 1)) };
+                // each of the 8 consumer warps: their first lanes'.
+                unsafe { mbarrier_arrive_where(empty(s - 1), tw % 32 == 0) };
             }
         }
         // SAFETY: the warpgroup's threads together; the last group done.

@@ -26,12 +26,14 @@ macro_rules! probes {
                 out: DeviceMdspanMut<'_, u8, Dims<1>>,
             ) {
                 let _ = thread;
+                // One block: on a grid of more, every block would write all of `out`.
                 #[cfg(target_arch = "nvptx64")]
-                // SAFETY: one block of 128 threads with `PROBE_SHARED` bytes (checked by the
-                // probe: it writes nothing with less); the map is a valid tensor map of a
-                // tensor the kernel only reads (`TensorMap`), of this box and swizzle.
-                unsafe {
-                    device::probe(map.map(), PROBE_ROWS * $bytes, &out)
+                if thread.block_in_row() == Some((0, 1)) {
+                    // SAFETY: one block (checked here) of 128 threads (the launcher checks
+                    // `block_threads`) with `PROBE_SHARED` bytes (checked by the probe: it
+                    // writes nothing with less); the map is a valid tensor map of a tensor the
+                    // kernel only reads (`TensorMap`), of this box and swizzle.
+                    unsafe { device::probe(map.map(), PROBE_ROWS * $bytes, &out) }
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 let _ = (map, out);
@@ -44,7 +46,8 @@ probes! {
     /// Copies the `32 × 32`-byte box at the origin of `map`'s tensor into shared memory with
     /// the 32-byte swizzle (the copy engine's layout), then the tile's bytes in memory order
     /// into `out` (at least 1024 bytes). Launch one block of 128 threads with
-    /// [`PROBE_SHARED`] bytes of dynamic shared memory.
+    /// [`PROBE_SHARED`] bytes of dynamic shared memory; on a grid of more blocks it writes
+    /// nothing.
     swizzle_probe_32, 32, Swizzle32;
     /// [`swizzle_probe_32`] with the 64-byte swizzle, a `32 × 64`-byte box.
     swizzle_probe_64, 64, Swizzle64;

@@ -14,8 +14,8 @@ mod device {
     use crate::gemm::device::{chunk, shared, store};
     use crate::gemm::stage_bytes;
     use crate::wgmma::{
-        Accumulators, descriptor, descriptor_128_mn, fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
-        mbarrier_init, mbarrier_wait, tma_load_2d,
+        Accumulators, descriptor, descriptor_128_mn, fence_mbarrier_init, mbarrier_arrive_expect_tx,
+        mbarrier_arrive_where, mbarrier_init, mbarrier_wait, tma_load_2d,
     };
     use core::arch::nvptx;
     use dlmd::half::bf16;
@@ -161,20 +161,19 @@ mod device {
                 }
                 // SAFETY: the warpgroup's threads together.
                 unsafe { acc.wait::<1>() };
-                if s > 0 && tw % 32 == 0 {
-                    // Step `g - 1`'s group is done: its stage can be refilled.
+                if s > 0 {
+                    // Step `g - 1`'s group is done: its stage can be refilled. (A predicated
+                    // arrival, not a branch on the lane beside `wgmma`'s aligned waits.)
                     // SAFETY: an initialised barrier object whose phase expects one arrival
-                    // from each of the 8 consumer warps.
-                    unsafe { mbarrier_arrive(empty(g - 1)) };
+                    // from each of the 8 consumer warps: their first lanes'.
+                    unsafe { mbarrier_arrive_where(empty(g - 1), tw % 32 == 0) };
                 }
             }
             // SAFETY: the warpgroup's threads together; the last group done.
             unsafe { acc.wait::<0>() };
-            if tw % 32 == 0 {
-                // The chunk's last step is released too.
-                // SAFETY: as above.
-                unsafe { mbarrier_arrive(empty(g0 + steps - 1)) };
-            }
+            // The chunk's last step is released too.
+            // SAFETY: as above.
+            unsafe { mbarrier_arrive_where(empty(g0 + steps - 1), tw % 32 == 0) };
             // SAFETY: this warpgroup's 64 rows of the chunk, inside `y` (whole tiles), `j0` and
             // `n` even, `y` 16-aligned (checked above); each element one thread's.
             unsafe { store(&acc, tw, py, n, i0 + 64 * cw, j0) };

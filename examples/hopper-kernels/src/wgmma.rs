@@ -8,7 +8,7 @@ use core::arch::asm;
 
 pub use dlmd::kernel::warpgroup::raw::{
     descriptor_128 as descriptor, descriptor_128_mn, fence_mbarrier_init, fence_proxy_async, mbarrier_arrive,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tma_load_2d,
+    mbarrier_arrive_expect_tx, mbarrier_arrive_where, mbarrier_init, mbarrier_wait, tma_load_2d,
 };
 
 /// Accumulators of one warpgroup's `wgmma` over `64 × N`, `N / 2` `f32` a thread. Thread `t`

@@ -98,18 +98,16 @@ mod ops {
         }
     }
 
-    /// The launch's dynamic shared memory, as CUDA C++'s `extern __shared__` array, which must
-    /// hold `BYTES` bytes: the kernel traps where the launch gave it fewer.
+    /// The launch's dynamic shared memory, as CUDA C++'s `extern __shared__` array, where it
+    /// holds `BYTES` bytes; `None` (the same answer in every thread) where the launch gave it
+    /// fewer.
     #[inline(always)]
-    pub fn shared<const BYTES: usize>() -> *mut f32 {
+    pub fn shared<const BYTES: usize>() -> Option<*mut f32> {
         let size: u32;
         // SAFETY: reads a special register; no memory is read or written.
         unsafe { asm!("mov.u32 {}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack)) };
-        if (size as usize) < BYTES {
-            // SAFETY: ends the kernel; no precondition.
-            unsafe { nvptx::trap() };
-        }
-        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Float4>().cast::<f32>()
+        ((size as usize) >= BYTES)
+            .then(|| core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<Float4>().cast::<f32>())
     }
 
     /// The thread's index in its block (of `x` alone, as the launcher checks the block of a
@@ -217,8 +215,8 @@ mod ops {
 /// the 256 threads moving four runs of four neighbours (`float4` loads and stores where the
 /// rows are 16-aligned), bare barriers. Launch with blocks of 256 threads (the launcher refuses
 /// others) and [`TRANSPOSE_TILED_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one
-/// row of blocks; on another grid, or where `dst` is not `src`'s transpose in shape, it writes
-/// nothing.
+/// row of blocks; on another grid, with less shared memory, or where `dst` is not `src`'s
+/// transpose in shape, it writes nothing.
 #[dlmd::kernel(block_threads = 256)]
 pub fn transpose_tiled_raw(
     thread: Thread,
@@ -243,7 +241,9 @@ pub fn transpose_tiled_raw(
             && rows.is_multiple_of(4)
             && (s as usize).is_multiple_of(16)
             && (d as usize).is_multiple_of(16);
-        let tile = ops::shared::<{ TRANSPOSE_TILED_RAW_SHARED as usize }>();
+        let Some(tile) = ops::shared::<{ TRANSPOSE_TILED_RAW_SHARED as usize }>() else {
+            return;
+        };
         let mut c = block;
         while c < chunk_rows * chunk_cols {
             let (i0, j0) = (c / chunk_cols * 64, c % chunk_cols * 64);
@@ -306,7 +306,7 @@ pub fn transpose_tiled_raw(
 /// [`ROW_SUMS_THREADS`](crate::ROW_SUMS_THREADS) (the launcher refuses others) and
 /// [`ROW_SUMS_BLOCK_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one row of blocks.
 /// The rows must start 16-aligned (`x` 16-aligned, `cols % 4 == 0`) and `sums` have a row's
-/// length; otherwise, or on another grid, it writes nothing.
+/// length; otherwise, on another grid or with less shared memory, it writes nothing.
 #[dlmd::kernel(block_threads = 128)]
 pub fn row_sums_block_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, sums: DeviceMdspanMut<'_, f32, Dims<1>>) {
     let _ = thread;
@@ -350,7 +350,9 @@ fn row_sums_raw<const THREADS: usize>(
     }
     // Two turns of 32 slots: a block of at most 32 warps.
     const { assert!(THREADS.is_multiple_of(32) && THREADS <= 32 * 32) };
-    let partials = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>();
+    let Some(partials) = ops::shared::<{ ROW_SUMS_BLOCK_RAW_SHARED as usize }>() else {
+        return;
+    };
     let mut r = block;
     let mut turn = 0;
     while r < rows {
@@ -394,8 +396,8 @@ fn row_sums_raw<const THREADS: usize>(
 /// and a shared array of the warps' results for the maximum and the sum, bare barriers. Launch with
 /// blocks of [`SOFTMAX_THREADS`](crate::SOFTMAX_THREADS) and [`SOFTMAX_ROWS_RAW_SHARED`] bytes of
 /// dynamic shared memory; rows of at most [`SOFTMAX_COLS`](crate::SOFTMAX_COLS). The launcher
-/// refuses other blocks; on a grid of more than one row of blocks, longer rows, or `y` of
-/// another shape than `x`, it writes nothing.
+/// refuses other blocks; on a grid of more than one row of blocks, with less shared memory, for
+/// longer rows, or `y` of another shape than `x`, it writes nothing.
 #[dlmd::kernel(block_threads = 512)]
 pub fn softmax_rows_raw(thread: Thread, x: DeviceMdspan<'_, f32, Dims<2>>, y: DeviceMdspanMut<'_, f32, Dims<2>>) {
     let _ = thread;
@@ -432,10 +434,14 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
     let Some((t, block, blocks)) = ops::ids(thread) else {
         return;
     };
-    if y.extent(0) != rows || y.extent(1) != cols {
+    // Rows of no element leave nothing to write (and an empty view's rows may number up to
+    // `usize::MAX`: `r + blocks` could wrap); others number at most `isize::MAX`.
+    if y.extent(0) != rows || y.extent(1) != cols || cols == 0 {
         return;
     }
-    let partials = ops::shared::<{ SOFTMAX_ROWS_RAW_SHARED as usize }>();
+    let Some(partials) = ops::shared::<{ SOFTMAX_ROWS_RAW_SHARED as usize }>() else {
+        return;
+    };
     let mut r = block;
     while r < rows && cols <= K * THREADS {
         let mut v = [f32::NEG_INFINITY; K];
@@ -472,7 +478,8 @@ fn softmax_raw<const THREADS: usize, const K: usize>(
 /// pointers and bare barriers. Launch with blocks of 256 threads (two to a multiprocessor, as
 /// `matmul`'s: `__launch_bounds__(256, 2)`; the launcher refuses others) and
 /// [`MATMUL_RAW_SHARED`] bytes of dynamic shared memory, on a grid of one row of blocks; on
-/// another grid, or extents that do not fit together, it writes nothing.
+/// another grid, with less shared memory, or extents that do not fit together, it writes
+/// nothing.
 #[dlmd::kernel(block_threads = 256, min_blocks_per_sm = 2)]
 pub fn matmul_raw(
     thread: Thread,
@@ -492,7 +499,9 @@ pub fn matmul_raw(
             return;
         };
         let (ty, tx) = (t / 16, t % 16);
-        let sa = ops::shared::<{ MATMUL_RAW_SHARED as usize }>();
+        let Some(sa) = ops::shared::<{ MATMUL_RAW_SHARED as usize }>() else {
+            return;
+        };
         let sb = sa.wrapping_add(8 * 132);
         let (chunk_rows, chunk_cols) = (rows.div_ceil(128), cols.div_ceil(128));
         let mut chunk = block;

@@ -308,6 +308,86 @@ fn a_cooperative_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
     }
 }
 
+/// With less dynamic shared memory than it needs, a cooperative raw twin writes nothing (and
+/// the launch succeeds: no trap leaves the context unusable).
+#[test]
+fn a_cooperative_raw_twin_with_too_little_shared_memory_writes_nothing() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let (rows, cols) = (64, 96);
+    let x: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
+    for Twin {
+        name,
+        run,
+        threads,
+        shared,
+        out,
+    } in COOPERATIVE
+    {
+        for short in [0, shared - 4] {
+            let config = config((rows, 1, 1), threads, short);
+            let got = run(&stream, &module, config, (&x, [rows, cols]), &out(rows, cols)).unwrap();
+            assert!(
+                got.iter().all(|&g| g == UNTOUCHED),
+                "{name} with {short} bytes: written"
+            );
+        }
+    }
+    // The context is still usable: a launch with its shared memory runs.
+    let Twin {
+        run,
+        threads,
+        shared,
+        out,
+        ..
+    } = COOPERATIVE[0];
+    let got = run(
+        &stream,
+        &module,
+        config((rows, 1, 1), threads, shared),
+        (&x, [rows, cols]),
+        &out(rows, cols),
+    )
+    .unwrap();
+    assert_eq!(got[1], x[cols], "the transpose after the refused launches");
+}
+
+/// The softmax twins over rows of no element, as many as `usize::MAX` (an empty view may have
+/// them): nothing to write, and the launch ends (a loop over the rows would not).
+#[test]
+fn a_softmax_raw_twin_over_empty_rows_returns() {
+    let Some(ctx) = gpu() else { return };
+    let stream = ctx.default_stream();
+    let module = Kernels::load(&ctx, kernels::PTX).unwrap();
+    let d_x = stream.clone_htod(&[UNTOUCHED]).unwrap();
+    let mut d_y = stream.clone_htod(&[UNTOUCHED]).unwrap();
+    for twin in [COOPERATIVE[3], COOPERATIVE[4]] {
+        for rows in [7, usize::MAX] {
+            {
+                let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([rows, 0])).unwrap();
+                let mut y = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_y, Dims::new([rows, 0])).unwrap();
+                let config = config((2, 1, 1), twin.threads, twin.shared);
+                cuda::scope(|s| {
+                    let launch = s.launch(&stream, &module, config);
+                    if twin.name == "softmax_rows_raw" {
+                        kernels::softmax_rows_raw(launch, x, y.as_view_mut())
+                    } else {
+                        kernels::softmax_rows_short_raw(launch, x, y.as_view_mut())
+                    }
+                })
+                .unwrap();
+            }
+            assert_eq!(
+                stream.clone_dtoh(&d_y).unwrap(),
+                [UNTOUCHED],
+                "{} over {rows} empty rows",
+                twin.name
+            );
+        }
+    }
+}
+
 #[test]
 fn a_cooperative_raw_twin_over_views_that_do_not_fit_writes_nothing() {
     let Some(ctx) = gpu() else { return };
@@ -468,5 +548,32 @@ fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_not
             );
             assert_eq!(after, [untouched], "{raw}: written past y");
         }
+    }
+}
+
+/// The copy engine's probe writes all of `out` from one block: on a grid of more, it writes
+/// nothing (each block would write every byte).
+#[test]
+fn a_swizzle_probe_on_a_grid_of_more_than_one_block_writes_nothing() {
+    let Some(ctx) = gpu() else { return };
+    let Some(module) = hopper(&ctx) else { return };
+    let stream = ctx.default_stream();
+    let rows = hk::PROBE_ROWS;
+    let d_tensor = stream.clone_htod(&vec![7u8; rows * 128]).unwrap();
+    let view = device_view::<_, Dims<2>, LayoutRight>(&d_tensor, Dims::new([rows, 128])).unwrap();
+    let map = TiledMap::<u8, (Const<{ hk::PROBE_ROWS }>, Const<128>), Swizzle128>::new(&view).unwrap();
+    for grid in [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2)] {
+        let mut d_out = stream.alloc_zeros::<u8>(rows * 128).unwrap();
+        {
+            let mut out = device_view_mut::<_, Dims<1>, LayoutRight>(&mut d_out, Dims::new([rows * 128])).unwrap();
+            let config = config((grid.0, grid.1, grid.2), 128, hk::PROBE_SHARED);
+            cuda::scope(|s| hk::swizzle_probe_128(s.launch(&stream, &module, config), map.map(), out.as_view_mut()))
+                .unwrap();
+        }
+        let want = if grid == (1, 1, 1) { 7 } else { 0 };
+        assert!(
+            stream.clone_dtoh(&d_out).unwrap().iter().all(|&b| b == want),
+            "a grid of {grid:?}"
+        );
     }
 }
