@@ -44,7 +44,7 @@ for line in sys.stdin:
 done
 # Kernel crates' launches (signatures refused, launches ordered after queued copies), the
 # cooperative kernels and the tensor-core kernels against the CPU.
-for name in gpu cooperative tensor_cores warpgroup attention graph raw_twins; do
+for name in gpu cooperative tensor_cores warpgroup attention attention_backward graph raw_twins; do
     kernel_bin=$(cargo test --release -p dlmd-tests-kernels --test "$name" --no-run --message-format=json 2>/dev/null |
         NAME=$name python3 -c 'import json, os, sys
 for line in sys.stdin:
@@ -53,7 +53,8 @@ for line in sys.stdin:
         print(m["executable"])')
     case $name in
         gpu) bin=kernel-tests ;; cooperative) bin=cooperative-tests ;; warpgroup) bin=hopper-tests ;;
-        attention) bin=attention-tests ;; graph) bin=graph-tests ;; raw_twins) bin=raw-twin-tests ;;
+        attention) bin=attention-tests ;; attention_backward) bin=attention-backward-tests ;;
+        graph) bin=graph-tests ;; raw_twins) bin=raw-twin-tests ;;
         *) bin=tensor-tests ;;
     esac
     cp "$kernel_bin" "$out/$bin"

@@ -112,6 +112,7 @@ hopper_bench() {
 if [ "${DLMD_GPU_RUN:-all}" = hopper ]; then
     run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
     run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+    run "attention gradients vs the CPU" "$dir/attention-backward-tests" --test-threads=1
     run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
     run "Hopper products vs the CPU and cuBLAS" "$dir/warpgroup"
     sanitize_hopper_kernels
@@ -127,6 +128,7 @@ if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
     run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
     run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+    run "attention gradients vs the CPU" "$dir/attention-backward-tests" --test-threads=1
     run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
     run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
     run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
@@ -173,6 +175,7 @@ run "cooperative kernels vs the CPU" "$dir/cooperative-tests" --test-threads=1
 run "tensor-core kernels vs the CPU" "$dir/tensor-tests" --test-threads=1
 run "Hopper kernels vs the CPU" "$dir/hopper-tests" --test-threads=1
 run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
+run "attention gradients vs the CPU" "$dir/attention-backward-tests" --test-threads=1
 run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
 run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
 run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"

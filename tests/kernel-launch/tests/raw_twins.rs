@@ -8,8 +8,11 @@
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead. The Hopper kernels' cases are skipped, and
 //! say so, on a GPU that cannot run `sm_90a` code.
 
-use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
-use dlmd::cuda::{self, CudaError, Kernels, LaunchError, ModuleError, TiledMap, device_view, device_view_mut};
+mod common;
+
+use common::hopper_module;
+use cudarc::driver::{CudaStream, LaunchConfig};
+use dlmd::cuda::{self, CudaError, Kernels, LaunchError, TiledMap, device_view, device_view_mut};
 use dlmd::half::bf16;
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::{Const, Dims, LayoutRight};
@@ -418,18 +421,6 @@ fn a_cooperative_raw_twin_over_views_that_do_not_fit_writes_nothing() {
     }
 }
 
-/// The Hopper kernels, on a GPU that runs `sm_90a` code.
-fn hopper(ctx: &Arc<CudaContext>) -> Option<Kernels> {
-    match Kernels::load(ctx, hk::PTX) {
-        Ok(kernels) => Some(kernels),
-        Err(CudaError::Module(e @ ModuleError::Arch { .. })) => {
-            eprintln!("SKIPPED the Hopper kernels (not a Hopper GPU: {e})");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
-
 /// The tensor-core products' raw twins: on one row of blocks they compute `c`, into a view from
 /// the start of its allocation or two elements in (4-aligned, the pairs' stores); on a grid of
 /// rows or layers, or into a `c` one element in (2-aligned), they write nothing.
@@ -492,7 +483,7 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_write
 #[test]
 fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_nothing() {
     let Some(ctx) = gpu() else { return };
-    let Some(module) = hopper(&ctx) else { return };
+    let Some(module) = hopper_module(&ctx) else { return };
     let stream = ctx.default_stream();
     let ones = |len: usize| stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
     let untouched = bf16::from_f32(UNTOUCHED);
@@ -556,7 +547,7 @@ fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_not
 #[test]
 fn a_swizzle_probe_on_a_grid_of_more_than_one_block_writes_nothing() {
     let Some(ctx) = gpu() else { return };
-    let Some(module) = hopper(&ctx) else { return };
+    let Some(module) = hopper_module(&ctx) else { return };
     let stream = ctx.default_stream();
     let rows = hk::PROBE_ROWS;
     let d_tensor = stream.clone_htod(&vec![7u8; rows * 128]).unwrap();

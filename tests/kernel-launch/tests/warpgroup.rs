@@ -9,28 +9,16 @@
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
 //! module is refused by name, and the tests say so and pass.
 
-use cudarc::driver::{CudaContext, LaunchConfig};
-use dlmd::cuda::{self, CudaError, Kernels, LaunchError, ModuleError, TiledMap, device_view, device_view_mut};
+mod common;
+
+use common::hopper;
+use cudarc::driver::LaunchConfig;
+use dlmd::cuda::{self, CudaError, Kernels, LaunchError, TiledMap, device_view, device_view_mut};
 use dlmd::dtype::F8E4M3FN;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::swizzle::{Swizzle, Swizzle32, Swizzle64, Swizzle128};
 use dlmd::{Const, Dims, LayoutRight};
 use dlmd_example_hopper_kernels as hk;
-use dlmd_tests::gpu;
-use std::sync::Arc;
-
-/// The kernels, on a GPU that runs `sm_90a` code.
-fn hopper() -> Option<(Arc<CudaContext>, Kernels)> {
-    let ctx = gpu()?;
-    match Kernels::load(&ctx, hk::PTX) {
-        Ok(kernels) => Some((ctx, kernels)),
-        Err(CudaError::Module(e @ ModuleError::Arch { .. })) => {
-            eprintln!("SKIPPED (not a Hopper GPU: {e})");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
 
 /// `blocks` blocks of 384 threads.
 fn grid(blocks: usize) -> LaunchConfig {

@@ -1,0 +1,378 @@
+//! Attention's backward pass written with `dlmd::kernel::warpgroup` (`examples/hopper-kernels`'
+//! `attention_delta_*`, `attention_dq_*` and `attention_dkv_*`) on an `sm_90a` GPU, against the
+//! CPU in `f64`: from `q`, `k`, `v`, the forward pass's `o` (rounded to the inputs' type) and
+//! `lse`, and the output's gradient `do`, the row statistic `Δ = Σ do ∘ o` and the gradients
+//! `dq`, `dk` and `dv`; head dimensions 64 and 128, `bf16` and `f16`, causal and not,
+//! grouped-query ratios 1, 2, 4 and 8 (a key-value head's gradients sum its group's), lengths
+//! that are not multiples of the tiles, one query, one key (and rows that see no key), tensors
+//! laid out as `(b, h, s, d)` and as `(b, s, h, d)` seen as `(b, h, s, d)`, on grids of one
+//! block a chunk and of three blocks (each runs its pipeline over several chunks).
+//!
+//! Without a GPU each test prints one line saying it was skipped and passes (with
+//! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
+//! module is refused by name, and the tests say so and pass.
+
+mod common;
+
+use common::{Case, Input, Order, case, gather, hopper, reference, scatter, values};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use dlmd::cuda::{self, Kernels, TiledMap, device_view_mapped, device_view_mapped_mut};
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::layout::StrideMapping;
+use dlmd::{Const, Dims, LayoutStride};
+use dlmd_example_hopper_kernels as hk;
+use std::sync::Arc;
+
+const CASES: [Case; 6] = [
+    case([1, 2, 2], [128, 128, 64], false, Order::Heads),
+    case([2, 4, 1], [200, 333, 128], true, Order::Tokens),
+    case([1, 8, 1], [1, 77, 64], true, Order::Heads),
+    case([1, 4, 2], [300, 130, 128], false, Order::Heads),
+    case([2, 2, 2], [77, 77, 64], true, Order::Tokens),
+    // One key, causal with more queries than keys: all but the last query see none.
+    case([1, 4, 4], [130, 1, 64], true, Order::Heads),
+];
+
+/// A case's inputs, rounded to `T`: `q`, `k`, `v`, the forward pass's `o` (from the `f64`
+/// reference) and `lse`, and `do`.
+struct Inputs {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    o: Vec<f32>,
+    lse: Vec<f32>,
+    d_o: Vec<f32>,
+}
+
+fn inputs<T: Input>(c: Case, scale: f64) -> Inputs {
+    let (rows_q, rows_k) = (c.batch * c.heads_q * c.seq_q, c.batch * c.heads_kv * c.seq_k);
+    let round = |x: f32| T::of(x).to();
+    let q = values(rows_q * c.dim, 0x1234_5678, round);
+    let k = values(rows_k * c.dim, 0x8765_4321, round);
+    let v = values(rows_k * c.dim, 0x0bad_cafe, round);
+    let (o, lse) = reference(c, &q, &k, &v, scale);
+    Inputs {
+        o: o.iter().map(|&x| round(x as f32)).collect(),
+        lse: lse.iter().map(|&x| x as f32).collect(),
+        d_o: values(rows_q * c.dim, 0x5eed_f00d, round),
+        q,
+        k,
+        v,
+    }
+}
+
+/// The gradients in `f64` of `o = softmax(q · kᵀ · scale) · v` for the output's gradient `do`,
+/// with the probabilities recomputed from `lse` and `Δ = Σ do ∘ o` from the `o` given, as the
+/// kernels compute them: `Δ`, `dq`, `dk`, `dv`.
+fn gradients(c: Case, x: &Inputs, scale: f64) -> [Vec<f64>; 4] {
+    let d = c.dim;
+    let group = c.heads_q / c.heads_kv;
+    let dot = |a: &[f32], i: usize, b: &[f32], j: usize| -> f64 {
+        (0..d).map(|e| f64::from(a[i * d + e]) * f64::from(b[j * d + e])).sum()
+    };
+    let mut delta = vec![0.0; x.q.len() / d];
+    let (mut dq, mut dk, mut dv) = (vec![0.0; x.q.len()], vec![0.0; x.k.len()], vec![0.0; x.v.len()]);
+    for b in 0..c.batch {
+        for h in 0..c.heads_q {
+            let qs = (b * c.heads_q + h) * c.seq_q;
+            let ks = (b * c.heads_kv + h / group) * c.seq_k;
+            for i in qs..qs + c.seq_q {
+                delta[i] = dot(&x.d_o, i, &x.o, i);
+                let lse = f64::from(x.lse[i]);
+                if lse.is_infinite() {
+                    continue;
+                }
+                let seen = (0..c.seq_k).filter(|&j| !c.causal || j + c.seq_q <= i - qs + c.seq_k);
+                for j in seen.map(|j| ks + j) {
+                    let p = (dot(&x.q, i, &x.k, j) * scale - lse).exp();
+                    let ds = p * (dot(&x.d_o, i, &x.v, j) - delta[i]);
+                    for e in 0..d {
+                        dq[i * d + e] += scale * ds * f64::from(x.k[j * d + e]);
+                        dk[j * d + e] += scale * ds * f64::from(x.q[i * d + e]);
+                        dv[j * d + e] += p * f64::from(x.d_o[i * d + e]);
+                    }
+                }
+            }
+        }
+    }
+    [delta, dq, dk, dv]
+}
+
+/// What a run read back: `Δ`, `dq`, `dk` and `dv` as logical arrays.
+struct Grads {
+    delta: Vec<f32>,
+    dq: Vec<f32>,
+    dk: Vec<f32>,
+    dv: Vec<f32>,
+}
+
+/// `fn $name(stream, module, case, inputs, blocks) -> Grads`: the three kernels of `$t` and
+/// head dimension `$d` in turn, on grids of one block a chunk (`blocks` 0) or of `blocks`,
+/// every tensor laid out as the case's order says, the statistics `b × h × s` contiguous.
+macro_rules! runner {
+    ($name:ident, $t:ty, $d:literal, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
+        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, blocks: usize) -> Grads {
+            let scale = 1.0 / (c.dim as f32).sqrt();
+            let (qe, ke) = (c.q(), c.kv());
+            let up = |x: &[f32], extents: [usize; 4]| {
+                let (len, strides) = c.order.layout(extents);
+                let mut buffer = vec![<$t>::of(f32::NAN); len];
+                let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
+                scatter(&mut buffer, &logical, extents, strides);
+                (stream.clone_htod(&buffer).unwrap(), strides)
+            };
+            let [q, k, v, o, d_o] =
+                [(&x.q, qe), (&x.k, ke), (&x.v, ke), (&x.o, qe), (&x.d_o, qe)].map(|(x, e)| up(x, e));
+            let [mut dq, mut dk, mut dv] = [qe, ke, ke].map(|e| up(&vec![f32::NAN; e.iter().product()], e));
+            let stat = [qe[1] * qe[2], qe[2], 1];
+            let lse = stream.clone_htod(&x.lse).unwrap();
+            let mut delta = stream.clone_htod(&vec![f32::NAN; x.lse.len()]).unwrap();
+            let strided =
+                |strides: [usize; 4], extents: [usize; 4]| StrideMapping::new(Dims::new(extents), strides).unwrap();
+            let stat_mapping = || StrideMapping::new(Dims::new([qe[0], qe[1], qe[2]]), stat).unwrap();
+            fn map<'a, const ROWS: usize>(
+                (data, strides): &'a (CudaSlice<$t>, [usize; 4]),
+                extents: [usize; 4],
+            ) -> TiledMap<'a, $t, (Const<ROWS>, Const<$d>), Swizzle128, 4> {
+                let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
+                let view = device_view_mapped::<$t, _, LayoutStride>(data, mapping).unwrap();
+                TiledMap::new(&view).unwrap()
+            }
+            let grid = |[b, h, s, _]: [usize; 4]| LaunchConfig {
+                grid_dim: (
+                    if blocks == 0 {
+                        b * h * s.div_ceil(128)
+                    } else {
+                        blocks
+                    } as u32,
+                    1,
+                    1,
+                ),
+                block_dim: (384, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // Δ: a thread a row, blocks of 256 rows of one head.
+            {
+                let rows = LaunchConfig {
+                    grid_dim: (qe[2].div_ceil(256) as u32, qe[1] as u32, qe[0] as u32),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let ov = device_view_mapped::<$t, _, LayoutStride>(&o.0, strided(o.1, qe)).unwrap();
+                let gv = device_view_mapped::<$t, _, LayoutStride>(&d_o.0, strided(d_o.1, qe)).unwrap();
+                let mut dv_ = device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat_mapping()).unwrap();
+                cuda::scope(|s| {
+                    let args = hk::$delta_args {
+                        o: ov,
+                        d_o: gv,
+                        delta_out: dv_.as_view_mut(),
+                    };
+                    hk::$delta(s.launch(stream, module, rows), args)
+                })
+                .unwrap();
+            }
+            // The maps of the dq kernel (`q` and `do` in boxes of 128 rows, `k` and `v` of 64) and
+            // of the dkv kernel (the other way round).
+            let (q128, do128, k64, v64) = (
+                map::<128>(&q, qe),
+                map::<128>(&d_o, qe),
+                map::<64>(&k, ke),
+                map::<64>(&v, ke),
+            );
+            let (k128, v128, q64, do64) = (
+                map::<128>(&k, ke),
+                map::<128>(&v, ke),
+                map::<64>(&q, qe),
+                map::<64>(&d_o, qe),
+            );
+            let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat_mapping()).unwrap();
+            let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat_mapping()).unwrap();
+            {
+                let mut out = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dq.0, strided(dq.1, qe)).unwrap();
+                cuda::scope(|s| {
+                    let args = hk::$dq_args {
+                        q: q128.map(),
+                        k: k64.map(),
+                        v: v64.map(),
+                        d_o: do128.map(),
+                        lse: lv,
+                        delta: delta_view,
+                        dq_out: out.as_view_mut(),
+                        scale,
+                        causal: c.causal,
+                    };
+                    hk::$dq(s.launch(stream, module, grid(qe)), args)
+                })
+                .unwrap();
+            }
+            {
+                let mut out_k = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, ke)).unwrap();
+                let mut out_v = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, ke)).unwrap();
+                cuda::scope(|s| {
+                    let args = hk::$dkv_args {
+                        k: k128.map(),
+                        v: v128.map(),
+                        q: q64.map(),
+                        d_o: do64.map(),
+                        lse: lv,
+                        delta: delta_view,
+                        dk_out: out_k.as_view_mut(),
+                        dv_out: out_v.as_view_mut(),
+                        scale,
+                        causal: c.causal,
+                    };
+                    hk::$dkv(s.launch(stream, module, grid(ke)), args)
+                })
+                .unwrap();
+            }
+            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> Vec<f32> {
+                let (logical, _) = gather(
+                    &stream.clone_dtoh(data).unwrap(),
+                    extents,
+                    *strides,
+                    <$t>::of(0.0),
+                );
+                logical.into_iter().map(<$t>::to).collect()
+            };
+            Grads {
+                delta: stream.clone_dtoh(&delta).unwrap(),
+                dq: back(&dq, qe),
+                dk: back(&dk, ke),
+                dv: back(&dv, ke),
+            }
+        }
+    };
+}
+
+runner!(
+    bf16_d64,
+    bf16,
+    64,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_dq_bf16_d64,
+    AttentionDqBf16D64Args,
+    attention_dkv_bf16_d64,
+    AttentionDkvBf16D64Args
+);
+runner!(
+    bf16_d128,
+    bf16,
+    128,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_dq_bf16_d128,
+    AttentionDqBf16D128Args,
+    attention_dkv_bf16_d128,
+    AttentionDkvBf16D128Args
+);
+runner!(
+    f16_d64,
+    f16,
+    64,
+    attention_delta_f16,
+    AttentionDeltaF16Args,
+    attention_dq_f16_d64,
+    AttentionDqF16D64Args,
+    attention_dkv_f16_d64,
+    AttentionDkvF16D64Args
+);
+runner!(
+    f16_d128,
+    f16,
+    128,
+    attention_delta_f16,
+    AttentionDeltaF16Args,
+    attention_dq_f16_d128,
+    AttentionDqF16D128Args,
+    attention_dkv_f16_d128,
+    AttentionDkvF16D128Args
+);
+
+/// A runner's signature.
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, usize) -> Grads;
+
+/// Checks `got` against the `f64` reference in units `u` of the element type's rounding (`2⁻⁸`
+/// for `bf16`, `2⁻¹¹` for `f16`): each element within `4u·(|ref| + m)`, `m` the largest
+/// magnitude among the three gradients (a gradient that is zero exactly, as with one key, is
+/// matched within rounding at the others' scale), and the mean error below `u·m / 2`. Each
+/// gradient is rounded to the type once, and so are the probabilities and their gradient before
+/// the products that sum them; the bounds are about four times the errors these cases show.
+fn close(c: Case, got: &[f32], want: &[f64], (u, m): (f64, f64), what: &str) {
+    assert_eq!(got.len(), want.len(), "{what} {c:?}");
+    let mut total = 0.0;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (f64::from(g) - w).abs();
+        assert!(
+            err <= 4.0 * u * (w.abs() + m),
+            "{what} {c:?}: element {i} (row {}) is {g}, expected {w}",
+            i / c.dim
+        );
+        total += err;
+    }
+    let mean = total / got.len().max(1) as f64;
+    assert!(
+        mean <= u * m / 2.0,
+        "{what} {c:?}: mean error {mean} (largest gradient {m})"
+    );
+}
+
+/// Every case of head dimension `d` through `run`, on a grid of one block a chunk and on one of
+/// three blocks; `u`, the element type's unit of rounding.
+fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f64), what: &str, run: RunFn) {
+    for c in CASES.into_iter().filter(|c| c.dim == d) {
+        let scale = 1.0 / (d as f64).sqrt();
+        let x = inputs::<T>(c, scale);
+        let [delta, dq, dk, dv] = gradients(c, &x, scale);
+        let m = dq.iter().chain(&dk).chain(&dv).fold(0.0f64, |m, x| m.max(x.abs()));
+        for blocks in [0, 3] {
+            let got = run(stream, module, c, &x, blocks);
+            let what = format!("{what}, {blocks} blocks");
+            for (row, (&g, &w)) in got.delta.iter().zip(&delta).enumerate() {
+                assert!(
+                    (f64::from(g) - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "{what} {c:?}: Δ of row {row} is {g}, expected {w}"
+                );
+            }
+            close(c, &got.dq, &dq, (u, m), &format!("{what}: dq"));
+            close(c, &got.dk, &dk, (u, m), &format!("{what}: dk"));
+            close(c, &got.dv, &dv, (u, m), &format!("{what}: dv"));
+        }
+    }
+}
+
+#[test]
+fn the_gradients_match_the_cpu_in_bf16() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let u = 1.0 / 256.0;
+    check::<bf16>(&stream, &module, (64, u), "bf16 d64", bf16_d64);
+    check::<bf16>(&stream, &module, (128, u), "bf16 d128", bf16_d128);
+}
+
+#[test]
+fn the_gradients_match_the_cpu_in_f16() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let u = 1.0 / 2048.0;
+    check::<f16>(&stream, &module, (64, u), "f16 d64", f16_d64);
+    check::<f16>(&stream, &module, (128, u), "f16 d128", f16_d128);
+}
+
+/// No atomics: the same inputs give the same bits, whatever the grid.
+#[test]
+fn the_gradients_do_not_depend_on_the_grid() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let c = CASES[1];
+    let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
+    let bits = |g: &Grads| [&g.dq, &g.dk, &g.dv].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    let first = bits(&bf16_d128(&stream, &module, c, &x, 0));
+    for blocks in [1, 3, 7] {
+        assert!(
+            bits(&bf16_d128(&stream, &module, c, &x, blocks)) == first,
+            "{blocks} blocks"
+        );
+    }
+}
