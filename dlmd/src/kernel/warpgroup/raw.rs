@@ -499,7 +499,7 @@ where
 }
 
 /// `wgmma.fence`, then eight `wgmma.mma_async` of `k = 16` with the `64 × 128` `A` operand in
-/// registers (`a`: the thread's fragment, packed pairs by [`pack`], in the order the
+/// registers (`a`: the thread's fragment, packed pairs by `pack` (in kernels), in the order the
 /// accumulators of a `64 × 128` product hold them) and `b` read MN-major (`128 × N`,
 /// [`descriptor_128_mn`]), then `wgmma.commit_group`: attention's `P · V`.
 ///
