@@ -144,8 +144,8 @@ pub(crate) mod device {
     /// # Safety
     ///
     /// In a kernel launched with blocks of 256 threads, one-dimensional, on a grid of one row
-    /// of blocks (blocks are numbered along `x` alone), on an `sm_90a` GPU, with at least [`shared_bytes`](super::shared_bytes)`(BN, STAGES)` bytes of dynamic shared
-    /// memory.
+    /// of blocks (blocks are numbered along `x` alone), on an `sm_90a` GPU, with at least
+    /// [`shared_bytes`](super::shared_bytes)`(BN, STAGES)` bytes of dynamic shared memory.
     #[inline(always)]
     pub unsafe fn product<A: Accumulators, const STAGES: usize, const IN_FLIGHT: usize, const MODE: u32>(
         x: &DeviceMdspan<'_, bf16, Dims<2>>,
@@ -273,8 +273,8 @@ pub(crate) mod device {
     /// # Safety
     ///
     /// In a kernel launched with blocks of 384 threads, one-dimensional, on a grid of one row of
-    /// blocks, on an `sm_90a` GPU, with at least [`shared_bytes_ws`](super::shared_bytes_ws)`(BN, STAGES)` bytes of dynamic shared
-    /// memory.
+    /// blocks, on an `sm_90a` GPU, with at least
+    /// [`shared_bytes_ws`](super::shared_bytes_ws)`(BN, STAGES)` bytes of dynamic shared memory.
     #[inline(always)]
     pub unsafe fn product_ws<A: Accumulators, const STAGES: usize>(
         x: &DeviceMdspan<'_, bf16, Dims<2>>,
@@ -412,8 +412,9 @@ kernels! {
     /// `y = x · wᵀ` (`x` row-major `m × k`, `w` row-major `n × k`, `y` row-major `m × n`, all
     /// `bf16`, `f32` accumulators) by `wgmma` `m64n256k16`: `128 × 256` chunks, four stages, one
     /// group of `wgmma` left in flight a step. Launch one-dimensional blocks of 256 threads, one
-    /// per chunk, on a grid of one row (another grid leaves `y` as it is), with [`shared_bytes`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
-    /// multiples of 128, 256 and 64 (others leave `y` as it is).
+    /// per chunk, on a grid of one row, with [`shared_bytes`]`(256, 4)` bytes of dynamic shared
+    /// memory; `m`, `n`, `k` multiples of 128, 256 and 64, and `x`, `w`, `y` 16-aligned
+    /// (others, and other grids, leave `y` as it is).
     wgmma_nt_256_s4, 128, 256, 4, 1, 0, 1;
     /// [`wgmma_nt_256_s4`] waiting for each step's `wgmma` before the next (copies three steps
     /// ahead).
@@ -433,8 +434,9 @@ kernels! {
 /// [`wgmma_nt_256_s4`] warp-specialised: blocks of 384 threads (a producer warpgroup of
 /// `cp.async` and two consumer warpgroups of `wgmma`, handing stages over through barrier
 /// objects), four stages. Launch one-dimensional blocks of 384 threads, one per `128 × 256`
-/// chunk on a grid of one row (another grid leaves `y` as it is), with [`shared_bytes_ws`]`(256, 4)` bytes of dynamic shared memory; `m`, `n`, `k`
-/// multiples of 128, 256 and 64 (others leave `y` as it is).
+/// chunk on a grid of one row, with [`shared_bytes_ws`]`(256, 4)` bytes of dynamic shared memory;
+/// `m`, `n`, `k` multiples of 128, 256 and 64, and `x`, `w`, `y` 16-aligned (others, and other
+/// grids, leave `y` as it is).
 #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
 pub fn wgmma_nt_256_ws4(
     thread: Thread,
