@@ -5,8 +5,10 @@
 //! `dq`, `dk` and `dv`; head dimensions 64 and 128, `bf16` and `f16`, causal and not,
 //! grouped-query ratios 1, 2, 4 and 8 (a key-value head's gradients sum its group's), lengths
 //! that are not multiples of the tiles, one query, one key (and rows that see no key), tensors
-//! laid out as `(b, h, s, d)` and as `(b, s, h, d)` seen as `(b, h, s, d)`, on grids of one
-//! block a chunk and of three blocks (each runs its pipeline over several chunks).
+//! laid out as `(b, h, s, d)`, as `(b, s, h, d)` seen as `(b, h, s, d)` and with NaN rows
+//! between heads, `o` and `dv` in another layout than `do` and `dk`, on grids of one block a
+//! chunk and of three blocks (each runs its pipeline over several chunks); no gradient written
+//! outside its view, exact zeros for the queries that see no key, and the same bits on any grid.
 //!
 //! Without a GPU each test prints one line saying it was skipped and passes (with
 //! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead); on a GPU that cannot run `sm_90a` code the
@@ -24,7 +26,7 @@ use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 8] = [
     case([1, 2, 2], [128, 128, 64], false, Order::Heads),
     case([2, 4, 1], [200, 333, 128], true, Order::Tokens),
     case([1, 8, 1], [1, 77, 64], true, Order::Heads),
@@ -32,7 +34,21 @@ const CASES: [Case; 6] = [
     case([2, 2, 2], [77, 77, 64], true, Order::Tokens),
     // One key, causal with more queries than keys: all but the last query see none.
     case([1, 4, 4], [130, 1, 64], true, Order::Heads),
+    // Query heads of a group apart from those of the others' (`h / group`, not `h % h_kv`).
+    case([1, 8, 2], [200, 150, 64], false, Order::Tokens),
+    // Causal with more queries than keys at d 128: the first 130 rows see no key; NaN rows
+    // between the inputs' heads.
+    case([1, 2, 1], [200, 70, 128], true, Order::Padded),
 ];
+
+/// The layout of `o` and `dv`: another than the case's (that of `q`, `do`, `dq` and `dk`), so
+/// that a kernel that wrote `dv` by `dk`'s strides, or read `o` by `do`'s, would show it.
+fn other(order: Order) -> Order {
+    match order {
+        Order::Heads | Order::Tokens => Order::Padded,
+        Order::Padded => Order::Heads,
+    }
+}
 
 /// A case's inputs, rounded to `T`: `q`, `k`, `v`, the forward pass's `o` (from the `f64`
 /// reference) and `lse`, and `do`.
@@ -99,32 +115,43 @@ fn gradients(c: Case, x: &Inputs, scale: f64) -> [Vec<f64>; 4] {
     [delta, dq, dk, dv]
 }
 
-/// What a run read back: `Δ`, `dq`, `dk` and `dv` as logical arrays.
+/// What a run read back: `Δ`, `dq`, `dk` and `dv` as logical arrays, and whether every element
+/// of the gradients' buffers outside their views is still `-7`.
 struct Grads {
     delta: Vec<f32>,
     dq: Vec<f32>,
     dk: Vec<f32>,
     dv: Vec<f32>,
+    rest: bool,
 }
 
 /// `fn $name(stream, module, case, inputs, blocks) -> Grads`: the three kernels of `$t` and
 /// head dimension `$d` in turn, on grids of one block a chunk (`blocks` 0) or of `blocks`,
-/// every tensor laid out as the case's order says, the statistics `b × h × s` contiguous.
+/// `o` and `dv` laid out by [`other`], every other tensor as the case's order says, the
+/// statistics `b × h × s` contiguous; the gradients start as `-7`.
 macro_rules! runner {
     ($name:ident, $t:ty, $d:literal, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
         fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, blocks: usize) -> Grads {
             let scale = 1.0 / (c.dim as f32).sqrt();
             let (qe, ke) = (c.q(), c.kv());
-            let up = |x: &[f32], extents: [usize; 4]| {
-                let (len, strides) = c.order.layout(extents);
-                let mut buffer = vec![<$t>::of(f32::NAN); len];
+            let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
+                let (len, strides) = order.layout(extents);
+                let mut buffer = vec![<$t>::of(fill); len];
                 let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
                 scatter(&mut buffer, &logical, extents, strides);
                 (stream.clone_htod(&buffer).unwrap(), strides)
             };
-            let [q, k, v, o, d_o] =
-                [(&x.q, qe), (&x.k, ke), (&x.v, ke), (&x.o, qe), (&x.d_o, qe)].map(|(x, e)| up(x, e));
-            let [mut dq, mut dk, mut dv] = [qe, ke, ke].map(|e| up(&vec![f32::NAN; e.iter().product()], e));
+            let (same, other) = (c.order, other(c.order));
+            let [q, k, v, o, d_o] = [
+                (&x.q, qe, same),
+                (&x.k, ke, same),
+                (&x.v, ke, same),
+                (&x.o, qe, other),
+                (&x.d_o, qe, same),
+            ]
+            .map(|(x, e, order)| up(x, e, order, f32::NAN));
+            let [mut dq, mut dk, mut dv] = [(qe, same), (ke, same), (ke, other)]
+                .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
             let stat = [qe[1] * qe[2], qe[2], 1];
             let lse = stream.clone_htod(&x.lse).unwrap();
             let mut delta = stream.clone_htod(&vec![f32::NAN; x.lse.len()]).unwrap();
@@ -226,20 +253,22 @@ macro_rules! runner {
                 })
                 .unwrap();
             }
-            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> Vec<f32> {
-                let (logical, _) = gather(
+            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> (Vec<f32>, bool) {
+                let (logical, rest) = gather(
                     &stream.clone_dtoh(data).unwrap(),
                     extents,
                     *strides,
-                    <$t>::of(0.0),
+                    <$t>::of(-7.0),
                 );
-                logical.into_iter().map(<$t>::to).collect()
+                (logical.into_iter().map(<$t>::to).collect(), rest)
             };
+            let ((dq, rest_q), (dk, rest_k), (dv, rest_v)) = (back(&dq, qe), back(&dk, ke), back(&dv, ke));
             Grads {
                 delta: stream.clone_dtoh(&delta).unwrap(),
-                dq: back(&dq, qe),
-                dk: back(&dk, ke),
-                dv: back(&dv, ke),
+                dq,
+                dk,
+                dv,
+                rest: rest_q && rest_k && rest_v,
             }
         }
     };
@@ -294,11 +323,11 @@ runner!(
 type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, usize) -> Grads;
 
 /// Checks `got` against the `f64` reference in units `u` of the element type's rounding (`2⁻⁸`
-/// for `bf16`, `2⁻¹¹` for `f16`): each element within `4u·(|ref| + m)`, `m` the largest
-/// magnitude among the three gradients (a gradient that is zero exactly, as with one key, is
-/// matched within rounding at the others' scale), and the mean error below `u·m / 2`. Each
-/// gradient is rounded to the type once, and so are the probabilities and their gradient before
-/// the products that sum them; the bounds are about four times the errors these cases show.
+/// for `bf16`, `2⁻¹¹` for `f16`): each element within `4u·(|ref| + m)`, `m` the gradient's own
+/// largest magnitude, or a sixteenth of the largest among the three where that is more (a
+/// gradient that is zero exactly, as with one key, is matched within rounding at the others'
+/// scale), and the mean error below `u·m / 2`. Each gradient is rounded to the type once, and so
+/// are the probabilities and their gradient before the products that sum them.
 fn close(c: Case, got: &[f32], want: &[f64], (u, m): (f64, f64), what: &str) {
     assert_eq!(got.len(), want.len(), "{what} {c:?}");
     let mut total = 0.0;
@@ -325,7 +354,9 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f
         let scale = 1.0 / (d as f64).sqrt();
         let x = inputs::<T>(c, scale);
         let [delta, dq, dk, dv] = gradients(c, &x, scale);
-        let m = dq.iter().chain(&dk).chain(&dv).fold(0.0f64, |m, x| m.max(x.abs()));
+        let largest = |g: &[f64]| g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let floor = largest(&dq).max(largest(&dk)).max(largest(&dv)) / 16.0;
+        let m = |g: &[f64]| largest(g).max(floor);
         for blocks in [0, 3] {
             let got = run(stream, module, c, &x, blocks);
             let what = format!("{what}, {blocks} blocks");
@@ -335,9 +366,18 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f
                     "{what} {c:?}: Δ of row {row} is {g}, expected {w}"
                 );
             }
-            close(c, &got.dq, &dq, (u, m), &format!("{what}: dq"));
-            close(c, &got.dk, &dk, (u, m), &format!("{what}: dk"));
-            close(c, &got.dv, &dv, (u, m), &format!("{what}: dv"));
+            close(c, &got.dq, &dq, (u, m(&dq)), &format!("{what}: dq"));
+            close(c, &got.dk, &dk, (u, m(&dk)), &format!("{what}: dk"));
+            close(c, &got.dv, &dv, (u, m(&dv)), &format!("{what}: dv"));
+            assert!(got.rest, "{what} {c:?}: a gradient written outside its view");
+            // A query that sees no key (`lse` `+∞`) has no gradient: zeros, exactly.
+            for (row, _) in x.lse.iter().enumerate().filter(|(_, l)| l.is_infinite()) {
+                let dq_row = &got.dq[row * c.dim..(row + 1) * c.dim];
+                assert!(
+                    dq_row.iter().all(|&g| g == 0.0),
+                    "{what} {c:?}: dq of row {row}, which sees no key: {dq_row:?}"
+                );
+            }
         }
     }
 }
@@ -367,7 +407,7 @@ fn the_gradients_do_not_depend_on_the_grid() {
     let stream = ctx.default_stream();
     let c = CASES[1];
     let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
-    let bits = |g: &Grads| [&g.dq, &g.dk, &g.dv].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    let bits = |g: &Grads| [&g.delta, &g.dq, &g.dk, &g.dv].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
     let first = bits(&bf16_d128(&stream, &module, c, &x, 0));
     for blocks in [1, 3, 7] {
         assert!(

@@ -25,6 +25,19 @@ use std::sync::Arc;
 /// What the tests write over every output first: an element a kernel did not write keeps it.
 const UNTOUCHED: f32 = -7.0;
 
+/// `len` small integers in `{-1, 0, 1}` as `bf16`: every product of 64 of them and its sum is
+/// exact, whatever the order, so a product is compared with the CPU's bit for bit.
+fn small(len: usize, mul: usize) -> Vec<bf16> {
+    (0..len).map(|i| bf16::from_f32((i * mul % 3) as f32 - 1.0)).collect()
+}
+
+/// `Σ_p a[i, p] · b(p, j)` for row-major `a` (`m × k`), as `bf16`, row-major `m × n`.
+fn product(a: &[bf16], (m, k, n): (usize, usize, usize), b: impl Fn(usize, usize) -> bf16) -> Vec<bf16> {
+    (0..m * n)
+        .map(|e| bf16::from_f32((0..k).map(|p| a[e / n * k + p].to_f32() * b(p, e % n).to_f32()).sum()))
+        .collect()
+}
+
 /// A grid of `(x, y, z)` blocks of `threads` threads, with `shared` bytes of dynamic shared
 /// memory.
 fn config((x, y, z): (usize, u32, u32), threads: u32, shared: u32) -> LaunchConfig {
@@ -170,6 +183,7 @@ fn the_cooperative_raw_twins_match_the_cpu_or_write_nothing() {
         (132, 68),
         (7, 1024),
         (3, 4100),
+        (1, 8192),
         (2, 8193),
     ] {
         // Small integers: the sums are exact in `f32` whatever the order.
@@ -275,13 +289,25 @@ fn a_cooperative_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
                 "{name} on a grid of {grid:?}: written"
             );
         }
+        // The same launch on one row of blocks writes every element.
+        let got = run(
+            &stream,
+            &module,
+            config((rows, 1, 1), threads, shared),
+            (&x, [rows, cols]),
+            &out(rows, cols),
+        )
+        .unwrap();
+        assert!(got.iter().all(|&g| g != UNTOUCHED), "{name} on one row of blocks");
     }
-    // The matrix product's twin, of three views.
+    // The matrix product's twin, of three views, on small integers (exact sums).
     let (m, k, n) = (130, 20, 140);
-    let (d_a, d_b) = (
-        stream.clone_htod(&vec![1.0f32; m * k]).unwrap(),
-        stream.clone_htod(&vec![1.0f32; k * n]).unwrap(),
-    );
+    let a: Vec<f32> = (0..m * k).map(|i| (i * 7 % 9) as f32 - 4.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i * 5 % 7) as f32 - 3.0).collect();
+    let expected: Vec<f32> = (0..m * n)
+        .map(|e| (0..k).map(|p| a[e / n * k + p] * b[p * n + e % n]).sum())
+        .collect();
+    let (d_a, d_b) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
     for grid in [(4, 1, 1), (4, 2, 1), (4, 1, 2)] {
         let mut d_c = stream.clone_htod(&vec![UNTOUCHED; m * n]).unwrap();
         {
@@ -301,7 +327,7 @@ fn a_cooperative_raw_twin_on_a_grid_of_rows_or_layers_writes_nothing() {
         }
         let got = stream.clone_dtoh(&d_c).unwrap();
         if grid.1 == 1 && grid.2 == 1 {
-            assert!(got.iter().all(|&c| c == k as f32), "matmul_raw on one row of blocks");
+            assert!(got == expected, "matmul_raw on one row of blocks: not a · b");
         } else {
             assert!(
                 got.iter().all(|&c| c == UNTOUCHED),
@@ -400,7 +426,26 @@ fn a_cooperative_raw_twin_over_views_that_do_not_fit_writes_nothing() {
     let x: Vec<f32> = (0..rows * cols).map(|k| (k % 13) as f32).collect();
     // Each twin with an output of another shape than its input asks (a transpose's `dst` of
     // `src`'s shape, row sums one too many, a softmax's `y` a row short); and row sums over rows
-    // that do not start 16-aligned (six columns).
+    // that are not whole runs of four (six columns). Each twin also runs over this input with
+    // the output it asks for, and writes it.
+    for Twin {
+        name,
+        run,
+        threads,
+        shared,
+        out,
+    } in COOPERATIVE
+    {
+        let got = run(
+            &stream,
+            &module,
+            config((rows, 1, 1), threads, shared),
+            (&x, [rows, cols]),
+            &out(rows, cols),
+        )
+        .unwrap();
+        assert!(got.iter().all(|&g| g != UNTOUCHED), "{name} over {rows} x {cols}");
+    }
     let [transpose, row_sums, row_sums_wide, softmax, softmax_short] = COOPERATIVE;
     let cases = [
         (transpose, [rows, cols], vec![rows, cols]),
@@ -421,19 +466,21 @@ fn a_cooperative_raw_twin_over_views_that_do_not_fit_writes_nothing() {
     }
 }
 
-/// The tensor-core products' raw twins: on one row of blocks they compute `c`, into a view from
-/// the start of its allocation or two elements in (4-aligned, the pairs' stores); on a grid of
-/// rows or layers, or into a `c` one element in (2-aligned), they write nothing.
+/// The tensor-core products' raw twins: on one row of blocks they compute `c` (bit for bit, from
+/// small integers), into a view from the start of its allocation or two elements in (4-aligned,
+/// the pairs' stores); on a grid of rows or layers, or into a `c` one element in (2-aligned),
+/// they write nothing.
 #[test]
 fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_nothing() {
     let Some(ctx) = gpu() else { return };
     let stream = ctx.default_stream();
     let module = Kernels::load(&ctx, tc::PTX).unwrap();
-    let ones = |len: usize| stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
     let untouched = bf16::from_f32(UNTOUCHED);
-    // `c = a · b`, row-major, 256 × 64 · 64 × 256 of ones: every element is 64.
+    // `c = a · b`, row-major, 256 × 64 · 64 × 256 of small integers.
     let (m, k, n) = (256, 64, 256);
-    let (d_a, d_b) = (ones(m * k), ones(k * n));
+    let (a, b) = (small(m * k, 7), small(k * n, 5));
+    let expected = product(&a, (m, k, n), |p, j| b[p * n + j]);
+    let (d_a, d_b) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
     for raw in ["gemm_bf16_raw", "matmul_bf16_raw"] {
         for (grid, from) in [
             ((4, 1, 1), 0),
@@ -462,13 +509,13 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_write
             }
             let got = stream.clone_dtoh(&d_c).unwrap();
             let runs = grid.1 == 1 && grid.2 == 1 && from != 1;
-            let want = if runs { bf16::from_f32(k as f32) } else { untouched };
             let (before, rest) = got.split_at(from);
             let (inside, after) = rest.split_at(m * n);
-            assert!(
-                inside.iter().all(|&c| c == want),
-                "{raw} on a grid of {grid:?}, c from element {from}"
-            );
+            let what = format!("{raw} on a grid of {grid:?}, c from element {from}");
+            match runs {
+                true => assert!(inside == expected, "{what}: not a · b"),
+                false => assert!(inside.iter().all(|&c| c == untouched), "{what}: written"),
+            }
             assert!(
                 before.iter().chain(after).all(|&c| c == untouched),
                 "{raw}: written outside c"
@@ -477,19 +524,25 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_write
     }
 }
 
-/// The Hopper products' raw twins: on one row of blocks they compute `y`; on a grid of rows or
-/// layers, or into a `y` that does not start 16-aligned (one element into its allocation), they
-/// write nothing.
+/// The Hopper products' raw twins: on one row of blocks they compute `y` (bit for bit, from small
+/// integers), from the start of its allocation or eight elements in; on a grid of rows or
+/// layers, or into a `y` that does not start 16-aligned (one or four elements in), they write
+/// nothing.
 #[test]
 fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_nothing() {
     let Some(ctx) = gpu() else { return };
     let Some(module) = hopper_module(&ctx) else { return };
     let stream = ctx.default_stream();
-    let ones = |len: usize| stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
     let untouched = bf16::from_f32(UNTOUCHED);
-    // `y = x · wᵀ` and `y = x · b`, all ones of 256 × 64 by 64 × 256: every element is 64.
+    // `y = x · wᵀ` and `y = x · b` (`w`'s data read as `k × n`), 256 × 64 by 64 × 256 of small
+    // integers.
     let (m, k, n) = (256, 64, 256);
-    let (d_x, d_w) = (ones(m * k), ones(n * k));
+    let (xs, ws) = (small(m * k, 7), small(n * k, 5));
+    let (nt, nn) = (
+        product(&xs, (m, k, n), |p, j| ws[j * k + p]),
+        product(&xs, (m, k, n), |p, j| ws[p * n + j]),
+    );
+    let (d_x, d_w) = (stream.clone_htod(&xs).unwrap(), stream.clone_htod(&ws).unwrap());
     let x = device_view::<_, Dims<2>, LayoutRight>(&d_x, Dims::new([m, k])).unwrap();
     let w = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([n, k])).unwrap();
     let b = device_view::<_, Dims<2>, LayoutRight>(&d_w, Dims::new([k, n])).unwrap();
@@ -504,8 +557,17 @@ fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_not
         "wgmma_nn_256_tma4",
     ];
     for raw in twins {
-        for (grid, from) in [((4, 1, 1), 0), ((4, 2, 1), 0), ((4, 1, 2), 0), ((4, 1, 1), 1)] {
-            let mut d_y = stream.clone_htod(&vec![untouched; m * n + 1]).unwrap();
+        // `y` from the start of its allocation, one element in (2 bytes), four (8 bytes) and
+        // eight (16 bytes, aligned again).
+        for (grid, from) in [
+            ((4, 1, 1), 0),
+            ((4, 2, 1), 0),
+            ((4, 1, 2), 0),
+            ((4, 1, 1), 1),
+            ((4, 1, 1), 4),
+            ((4, 1, 1), 8),
+        ] {
+            let mut d_y = stream.clone_htod(&vec![untouched; m * n + 8]).unwrap();
             {
                 let mut y = view_from(&stream, &mut d_y, from, [m, n]);
                 let y = y.as_view_mut();
@@ -530,14 +592,19 @@ fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_not
                 .unwrap();
             }
             let got = stream.clone_dtoh(&d_y).unwrap();
-            let runs = grid.1 == 1 && grid.2 == 1 && from == 0;
-            let want = if runs { bf16::from_f32(k as f32) } else { untouched };
-            let (inside, after) = got.split_at(m * n);
+            let runs = grid.1 == 1 && grid.2 == 1 && from % 8 == 0;
+            let (before, rest) = got.split_at(from);
+            let (inside, after) = rest.split_at(m * n);
+            let what = format!("{raw} on a grid of {grid:?}, y from element {from}");
+            let expected = if raw.starts_with("wgmma_nn") { &nn } else { &nt };
+            match runs {
+                true => assert!(inside == expected.as_slice(), "{what}: not the product"),
+                false => assert!(inside.iter().all(|&y| y == untouched), "{what}: written"),
+            }
             assert!(
-                inside.iter().all(|&y| y == want),
-                "{raw} on a grid of {grid:?}, y from element {from}"
+                before.iter().chain(after).all(|&y| y == untouched),
+                "{raw}: written outside y"
             );
-            assert_eq!(after, [untouched], "{raw}: written past y");
         }
     }
 }
