@@ -38,6 +38,23 @@ fn product(a: &[bf16], (m, k, n): (usize, usize, usize), b: impl Fn(usize, usize
         .collect()
 }
 
+/// Checks a product's buffer `got`, read back whole, around its view of `len` elements from
+/// element `from`: the view holds `expected`, or, where that is `None` (a launch the twin
+/// refuses), is still untouched; every element outside the view is untouched either way.
+fn check_view(got: &[bf16], (from, len): (usize, usize), expected: Option<&[bf16]>, what: &str) {
+    let untouched = bf16::from_f32(UNTOUCHED);
+    let (before, rest) = got.split_at(from);
+    let (inside, after) = rest.split_at(len);
+    match expected {
+        Some(expected) => assert!(inside == expected, "{what}: not the product"),
+        None => assert!(inside.iter().all(|&x| x == untouched), "{what}: written"),
+    }
+    assert!(
+        before.iter().chain(after).all(|&x| x == untouched),
+        "{what}: written outside the view"
+    );
+}
+
 /// A grid of `(x, y, z)` blocks of `threads` threads, with `shared` bytes of dynamic shared
 /// memory.
 fn config((x, y, z): (usize, u32, u32), threads: u32, shared: u32) -> LaunchConfig {
@@ -509,17 +526,8 @@ fn a_tensor_core_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_write
             }
             let got = stream.clone_dtoh(&d_c).unwrap();
             let runs = grid.1 == 1 && grid.2 == 1 && from != 1;
-            let (before, rest) = got.split_at(from);
-            let (inside, after) = rest.split_at(m * n);
             let what = format!("{raw} on a grid of {grid:?}, c from element {from}");
-            match runs {
-                true => assert!(inside == expected, "{what}: not a · b"),
-                false => assert!(inside.iter().all(|&c| c == untouched), "{what}: written"),
-            }
-            assert!(
-                before.iter().chain(after).all(|&c| c == untouched),
-                "{raw}: written outside c"
-            );
+            check_view(&got, (from, m * n), runs.then_some(expected.as_slice()), &what);
         }
     }
 }
@@ -593,18 +601,9 @@ fn a_hopper_raw_twin_on_a_grid_of_rows_or_layers_or_a_misaligned_view_writes_not
             }
             let got = stream.clone_dtoh(&d_y).unwrap();
             let runs = grid.1 == 1 && grid.2 == 1 && from % 8 == 0;
-            let (before, rest) = got.split_at(from);
-            let (inside, after) = rest.split_at(m * n);
             let what = format!("{raw} on a grid of {grid:?}, y from element {from}");
             let expected = if raw.starts_with("wgmma_nn") { &nn } else { &nt };
-            match runs {
-                true => assert!(inside == expected.as_slice(), "{what}: not the product"),
-                false => assert!(inside.iter().all(|&y| y == untouched), "{what}: written"),
-            }
-            assert!(
-                before.iter().chain(after).all(|&y| y == untouched),
-                "{raw}: written outside y"
-            );
+            check_view(&got, (from, m * n), runs.then_some(expected.as_slice()), &what);
         }
     }
 }
