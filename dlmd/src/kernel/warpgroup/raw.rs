@@ -537,6 +537,40 @@ where
     unsafe { T::wait_rs(acc, a) }
 }
 
+/// [`wgmma_rs`] of depth 64: `wgmma.fence`, four `wgmma.mma_async` of `k = 16` with the
+/// `64 × 64` `A` operand in registers (`a`: the thread's fragment, packed pairs in the order
+/// the accumulators of a `64 × 64` product hold them) and `b` read MN-major (`64 × N`), then
+/// `wgmma.commit_group`: attention's backward products, `dS · K` and `Pᵀ · dO`.
+///
+/// # Safety
+///
+/// As [`wgmma_rs`], for `b` of 64 rows of `k`; wait with [`wgmma_wait_rs_64`] on the same
+/// registers.
+#[inline(always)]
+pub unsafe fn wgmma_rs_64<T, W>(acc: &mut W::Regs, a: &[u32; 16], b: u64)
+where
+    T: super::ProductRs<W, super::Cols<64>>,
+    W: super::Width,
+{
+    // SAFETY: as this function's contract, which is `mma_rs`'s.
+    unsafe { T::mma_rs(acc, a, b) }
+}
+
+/// [`wgmma_wait_rs`] for [`wgmma_rs_64`]'s registers.
+///
+/// # Safety
+///
+/// As [`wgmma_wait`].
+#[inline(always)]
+pub unsafe fn wgmma_wait_rs_64<T, W>(acc: &mut W::Regs, a: &mut [u32; 16])
+where
+    T: super::ProductRs<W, super::Cols<64>>,
+    W: super::Width,
+{
+    // SAFETY: as this function's contract, which is `wait_rs`'s.
+    unsafe { T::wait_rs(acc, a) }
+}
+
 /// [`wgmma_wait`] that names the accumulators `acc`, so that no read of them moves above it:
 /// after it, at most `PENDING` groups are in flight, and `acc` is the thread's to read once
 /// none that writes it is.
