@@ -129,7 +129,13 @@ pub fn attention_delta_f16(
 /// The shapes of the backward pass fit together: `q` (as `dq`), `k` and `v` (`b × h_kv × s_k
 /// × D`, `h_kv` dividing `h_q`), `lse` and `Δ` (`q`'s but the last), a positive finite scale.
 #[inline(always)]
-fn fits<const D: usize>(q: [usize; 4], k: [usize; 4], v: [usize; 4], stats: [[usize; 3]; 2], scale: f32) -> bool {
+pub(crate) fn fits<const D: usize>(
+    q: [usize; 4],
+    k: [usize; 4],
+    v: [usize; 4],
+    stats: [[usize; 3]; 2],
+    scale: f32,
+) -> bool {
     let same = |a: &[usize], b: &[usize]| a.len() == b.len() && (0..a.len()).all(|d| a[d] == b[d]);
     k[1] > 0
         && q[1].is_multiple_of(k[1])
@@ -197,12 +203,13 @@ fn dq<T, const D: usize, const STAGES: usize>(
             let delta = wg.rows(|r| delta.get([b, h, at + r]).copied().unwrap_or(0.0));
             let mut acc = Accumulators::<T, Cols<D>>::zero();
             for n in 0..tiles(m0, seq) {
+                // `S` and `dP` run together: the first wait sees both done.
                 let keys = consumer.first();
                 let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, keys.borrow());
+                let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
                 let s = wg.wait(s);
                 let visible = Keys::new(row0, 64 * n, seq.own_len, seq.other_len, causal);
                 let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
-                let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
                 let dp = wg.wait(dp);
                 let ds = wg.softmax_grad(&p, dp, &delta);
                 let running = wg.mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
@@ -276,9 +283,12 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     let q0 = 64 * m;
                     // The tile's first query in the tensors.
                     let at = seq.other0 + q0;
+                    // `Sᵀ` and `dPᵀ` run together, and the columns' statistics are read while
+                    // they do.
                     let queries = consumer.first();
+                    let grads = consumer.second();
                     let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
-                    let st = wg.wait(st);
+                    let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
                     // Columns past the sequence are another's, or no sequence's (what a masked
                     // probability of 0 meets must be finite): read as a row with no key.
                     let ours = |c: usize| q0 + c < seq.other_len;
@@ -286,18 +296,18 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                         let x = lse.get([b, h, at + c]).filter(|_| ours(c));
                         x.copied().unwrap_or(f32::INFINITY)
                     });
-                    let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
-                    let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
-                    let grads = consumer.second();
-                    let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
-                    let dpt = wg.wait(dpt);
                     let delta =
                         wg.cols::<64>(|c| delta.get([b, h, at + c]).filter(|_| ours(c)).copied().unwrap_or(0.0));
+                    let st = wg.wait(st);
+                    let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
+                    let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
+                    let dpt = wg.wait(dpt);
                     let dst = wg.softmax_grad(&pt, dpt, &delta);
-                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
-                    acc_v = wg.wait(running);
-                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
-                    acc_k = wg.wait(running);
+                    // `dV` and `dK` run together too.
+                    let running_v = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
+                    let running_k = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
+                    acc_v = wg.wait(running_v);
+                    acc_k = wg.wait(running_k);
                 }
             }
             drop((k_rows, v_rows));
