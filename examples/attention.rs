@@ -1,9 +1,11 @@
-//! Attention's forward pass in safe Rust (`examples/hopper-kernels`' `attention_*`: the output
-//! and each row's log-sum-exp) on an
-//! `sm_90a` GPU, timed against its raw twin (`attention_raw_*`, the same work over raw
+//! Attention's forward and backward passes in safe Rust (`examples/hopper-kernels`'
+//! `attention_*`: the output and each row's log-sum-exp; `attention_delta_*`, `attention_dq_*`
+//! and `attention_dkv_*`: the row statistic `Δ = Σ do ∘ o` and the gradients) on an `sm_90a`
+//! GPU, each kernel timed against its raw twin (`attention_raw_*`, the same work over raw
 //! instructions) on the shapes of FlashAttention's benchmarks, the two alternated in each round:
 //! medians of CUDA-event spans, each after a 128 MiB device copy, in TFLOP/s counted as
-//! FlashAttention counts them (`4 · b · h · s² · d`, halved when causal). `scripts/bench_attention_torch.py` times torch's
+//! FlashAttention counts them (`4 · b · h · s² · d` forward, 2.5 times that backward, halved
+//! when causal). `scripts/bench_attention_torch.py [--backward]` times torch's
 //! `scaled_dot_product_attention` (its FlashAttention-2 and cuDNN backends) on the same shapes;
 //! run the two in turn.
 //!
@@ -37,14 +39,19 @@ const SHAPES: [(usize, usize, usize, usize, bool); 8] = [
     (1, 32, 16384, 128, true),
 ];
 
-/// `q`, `k`, `v` and `o` of one shape, `b × h × s × d` each, and `lse`, `b × h × s`, each
-/// contiguous.
+/// `q`, `k`, `v`, `o`, the output's gradient `do` and the gradients of one shape, `b × h × s ×
+/// d` each, and `lse` and `Δ`, `b × h × s`, each contiguous.
 struct Tensors {
     q: CudaSlice<bf16>,
     k: CudaSlice<bf16>,
     v: CudaSlice<bf16>,
     o: CudaSlice<bf16>,
     lse: CudaSlice<f32>,
+    d_o: CudaSlice<bf16>,
+    delta: CudaSlice<f32>,
+    dq: CudaSlice<bf16>,
+    dk: CudaSlice<bf16>,
+    dv: CudaSlice<bf16>,
 }
 
 fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, Box<dyn Error>> {
@@ -61,6 +68,11 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
         v: up(0x9abc)?,
         o: stream.alloc_zeros(rows * d)?,
         lse: stream.alloc_zeros(rows)?,
+        d_o: up(0xdef0)?,
+        delta: stream.alloc_zeros(rows)?,
+        dq: stream.alloc_zeros(rows * d)?,
+        dk: stream.alloc_zeros(rows * d)?,
+        dv: stream.alloc_zeros(rows * d)?,
     })
 }
 
@@ -132,6 +144,168 @@ timed!(
     hk::raw_attention_shared_bytes(128)
 );
 
+/// The views and maps of one shape's backward pass, `(b, h, s, d)` contiguous.
+fn strided<const N: usize>(extents: [usize; N]) -> Result<StrideMapping<Dims<N>>, Box<dyn Error>> {
+    let mut strides = [1; N];
+    for i in (0..N - 1).rev() {
+        strides[i] = strides[i + 1] * extents[i + 1];
+    }
+    Ok(StrideMapping::new(Dims::new(extents), strides)?)
+}
+
+/// The three kernels of a backward pass of head dimension `D` (`Δ`, then `dq`, then `dk` and
+/// `dv`), each timed after the cover's copy: `[Δ, dq, dkv]` in milliseconds.
+macro_rules! timed_backward {
+    ($name:ident, $d:literal, $shared:expr, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
+        fn $name(
+            stream: &Arc<CudaStream>,
+            kernels: &Kernels,
+            cover: &mut Cover,
+            t: &mut Tensors,
+            (b, h, s, causal): (usize, usize, usize, bool),
+        ) -> Result<[f64; 3], Box<dyn Error>> {
+            let extents = [b, h, s, $d];
+            let read =
+                |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
+            fn map<'a, const R: usize>(
+                x: &'a CudaSlice<bf16>,
+                extents: [usize; 4],
+            ) -> Result<TiledMap<'a, bf16, (Const<R>, Const<$d>), Swizzle128, 4>, Box<dyn Error>> {
+                let view = device_view_mapped::<_, _, LayoutStride>(x, strided(extents)?)?;
+                Ok(TiledMap::new(&view)?)
+            }
+            let rows = LaunchConfig {
+                grid_dim: (s.div_ceil(256) as u32, h as u32, b as u32),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let chunks = LaunchConfig {
+                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
+                block_dim: (384, 1, 1),
+                shared_mem_bytes: $shared,
+            };
+            let stat = strided([b, h, s])?;
+            let delta = {
+                let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut t.delta, stat)?;
+                let args = hk::$delta_args {
+                    o: read(&t.o)?,
+                    d_o: read(&t.d_o)?,
+                    delta_out: out.as_view_mut(),
+                };
+                cover.time_scoped(stream, |scope| {
+                    hk::$delta(scope.launch(stream, kernels, rows), args)
+                })?
+            };
+            let lse = device_view_mapped::<f32, _, LayoutStride>(&t.lse, stat)?;
+            let delta_view = device_view_mapped::<f32, _, LayoutStride>(&t.delta, stat)?;
+            let scale = 1.0 / ($d as f32).sqrt();
+            let dq = {
+                let (q, d_o, k, v) = (
+                    map::<128>(&t.q, extents)?,
+                    map::<128>(&t.d_o, extents)?,
+                    map::<64>(&t.k, extents)?,
+                    map::<64>(&t.v, extents)?,
+                );
+                let mut out = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dq, strided(extents)?)?;
+                let args = hk::$dq_args {
+                    q: q.map(),
+                    k: k.map(),
+                    v: v.map(),
+                    d_o: d_o.map(),
+                    lse,
+                    delta: delta_view,
+                    dq_out: out.as_view_mut(),
+                    scale,
+                    causal,
+                };
+                cover.time_scoped(stream, |scope| {
+                    hk::$dq(scope.launch(stream, kernels, chunks), args)
+                })?
+            };
+            let dkv = {
+                let (k, v, q, d_o) = (
+                    map::<128>(&t.k, extents)?,
+                    map::<128>(&t.v, extents)?,
+                    map::<64>(&t.q, extents)?,
+                    map::<64>(&t.d_o, extents)?,
+                );
+                let mut dk = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dk, strided(extents)?)?;
+                let mut dv = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dv, strided(extents)?)?;
+                let args = hk::$dkv_args {
+                    k: k.map(),
+                    v: v.map(),
+                    q: q.map(),
+                    d_o: d_o.map(),
+                    lse,
+                    delta: delta_view,
+                    dk_out: dk.as_view_mut(),
+                    dv_out: dv.as_view_mut(),
+                    scale,
+                    causal,
+                };
+                cover.time_scoped(stream, |scope| {
+                    hk::$dkv(scope.launch(stream, kernels, chunks), args)
+                })?
+            };
+            Ok([delta, dq, dkv])
+        }
+    };
+}
+
+timed_backward!(
+    backward_d64,
+    64,
+    0,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_dq_bf16_d64,
+    AttentionDqBf16D64Args,
+    attention_dkv_bf16_d64,
+    AttentionDkvBf16D64Args
+);
+timed_backward!(
+    backward_d128,
+    128,
+    0,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_dq_bf16_d128,
+    AttentionDqBf16D128Args,
+    attention_dkv_bf16_d128,
+    AttentionDkvBf16D128Args
+);
+timed_backward!(
+    raw_backward_d64,
+    64,
+    hk::raw_backward_shared_bytes(64),
+    attention_raw_delta_bf16,
+    AttentionRawDeltaBf16Args,
+    attention_raw_dq_bf16_d64,
+    AttentionRawDqBf16D64Args,
+    attention_raw_dkv_bf16_d64,
+    AttentionRawDkvBf16D64Args
+);
+timed_backward!(
+    raw_backward_d128,
+    128,
+    hk::raw_backward_shared_bytes(128),
+    attention_raw_delta_bf16,
+    AttentionRawDeltaBf16Args,
+    attention_raw_dq_bf16_d128,
+    AttentionRawDqBf16D128Args,
+    attention_raw_dkv_bf16_d128,
+    AttentionRawDkvBf16D128Args
+);
+
+/// One shape's backward timing function.
+type TimedBackward = fn(
+    &Arc<CudaStream>,
+    &Kernels,
+    &mut Cover,
+    &mut Tensors,
+    (usize, usize, usize, bool),
+) -> Result<[f64; 3], Box<dyn Error>>;
+
 /// One shape's timing function.
 type Timed = fn(
     &Arc<CudaStream>,
@@ -162,26 +336,57 @@ fn main() -> Result<(), Box<dyn Error>> {
         } else {
             (forward_d128, raw_d128)
         };
+        let (safe_back, raw_back): (TimedBackward, TimedBackward) = if d == 64 {
+            (backward_d64, raw_backward_d64)
+        } else {
+            (backward_d128, raw_backward_d128)
+        };
         let (mut ms, mut ms_raw) = (Vec::new(), Vec::new());
+        let (mut back, mut back_raw): ([Vec<f64>; 4], [Vec<f64>; 4]) = Default::default();
         let rounds = if small { 1 } else { WARM_UP + ROUNDS };
         for round in 0..rounds {
-            // Alternated, each side first in every other round.
+            // Alternated, each side first in every other round; the backward pass after the
+            // forward pass, whose `o` and `lse` it reads.
             let (first, second) = if round % 2 == 0 { (safe, raw) } else { (raw, safe) };
             let a = first(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
             let z = second(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
             let (time, time_raw) = if round % 2 == 0 { (a, z) } else { (z, a) };
+            let (first, second) = if round % 2 == 0 {
+                (safe_back, raw_back)
+            } else {
+                (raw_back, safe_back)
+            };
+            let a = first(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            let z = second(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            let (parts, parts_raw) = if round % 2 == 0 { (a, z) } else { (z, a) };
             if small || round >= WARM_UP {
                 ms.push(time);
                 ms_raw.push(time_raw);
+                for (i, (x, y)) in parts.iter().zip(&parts_raw).enumerate() {
+                    back[i].push(*x);
+                    back_raw[i].push(*y);
+                }
+                back[3].push(parts.iter().sum());
+                back_raw[3].push(parts_raw.iter().sum());
             }
         }
         let (ms, ms_raw) = (dlmd_examples::median(ms), dlmd_examples::median(ms_raw));
+        let [delta, dq, dkv, total] = back.map(dlmd_examples::median);
+        let [delta_raw, dq_raw, dkv_raw, total_raw] = back_raw.map(dlmd_examples::median);
         let flops = 4.0 * (b * h * s * s * d) as f64 / if causal { 2.0 } else { 1.0 };
         println!(
             "bench attention b={b} h={h} s={s} d={d} causal={causal}: dlmd safe forward {ms:.3} ms, {:.0} TFLOP/s; raw twin {ms_raw:.3} ms, {:.0} TFLOP/s; safe / raw {:.3}",
             flops / ms / 1e9,
             flops / ms_raw / 1e9,
             ms_raw / ms
+        );
+        println!(
+            "bench attention backward b={b} h={h} s={s} d={d} causal={causal}: dlmd safe {total:.3} ms (Δ {delta:.3}, dq {dq:.3}, dk dv {dkv:.3}), {:.0} TFLOP/s; raw twin {total_raw:.3} ms (Δ {delta_raw:.3}, dq {dq_raw:.3}, dk dv {dkv_raw:.3}), {:.0} TFLOP/s; safe / raw {:.3}; forward + backward, safe: {:.3} ms, {:.0} TFLOP/s",
+            2.5 * flops / total / 1e9,
+            2.5 * flops / total_raw / 1e9,
+            total_raw / total,
+            ms + total,
+            3.5 * flops / (ms + total) / 1e9
         );
     }
     Ok(())

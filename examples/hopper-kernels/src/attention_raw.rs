@@ -36,7 +36,7 @@ const fn stages(d: usize) -> usize {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod device {
+pub(crate) mod device {
     use super::{stages, tile_bytes};
     use crate::attention::{AttentionLse, AttentionMap, AttentionOut};
     use core::arch::nvptx;
@@ -51,12 +51,12 @@ mod device {
 
     /// Registers of the producer warpgroup and of each consumer one while the block runs: the
     /// split the safe kernels' blocks make (384 threads, one block a multiprocessor).
-    const PRODUCER_REGS: u32 = 40;
-    const CONSUMER_REGS: u32 = 232;
+    pub(crate) const PRODUCER_REGS: u32 = 40;
+    pub(crate) const CONSUMER_REGS: u32 = 232;
 
     /// `f` over the four lanes that hold a row of the accumulators.
     #[inline(always)]
-    fn quad(value: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    pub(crate) fn quad(value: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
         // SAFETY: every lane of the warp runs this (a consumer warpgroup's uniform code).
         let value = f(value, unsafe { shuffle_xor(value, 1) });
         // SAFETY: as above.
@@ -65,7 +65,7 @@ mod device {
 
     /// Two neighbours of a row of `o`, stored with one 4-byte store.
     #[repr(C, align(4))]
-    struct Pair<T>([T; 2]);
+    pub(crate) struct Pair<T>(pub(crate) [T; 2]);
 
     /// The forward pass of [`attention_bf16_d128`](crate::attention_bf16_d128) and the
     /// others, raw: `o` and `lse` left as they are where the extents do not fit together, the

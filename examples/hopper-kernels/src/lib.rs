@@ -23,6 +23,7 @@
 mod attention;
 mod attention_raw;
 mod backward;
+mod backward_raw;
 #[cfg(not(target_arch = "nvptx64"))]
 mod forward;
 mod gemm;
@@ -43,6 +44,7 @@ pub mod wgmma;
 pub use attention::*;
 pub use attention_raw::*;
 pub use backward::*;
+pub use backward_raw::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use forward::*;
 pub use gemm::*;

@@ -125,13 +125,15 @@ struct Grads {
     rest: bool,
 }
 
-/// `fn $name(stream, module, case, inputs, blocks) -> Grads`: the three kernels of `$t` and
-/// head dimension `$d` in turn, on grids of one block a chunk (`blocks` 0) or of `blocks`,
-/// `o` and `dv` laid out by [`other`], every other tensor as the case's order says, the
-/// statistics `b × h × s` contiguous; the gradients start as `-7`.
+/// `fn $name(stream, module, case, inputs, launch) -> Grads`: the three kernels of `$t` and
+/// head dimension `$d` in turn, the gradients' on grids of one block a chunk (`launch.blocks`
+/// 0) or of `launch.blocks`, with `$shared` bytes of dynamic shared memory, then changed by
+/// `launch.edit`; `o` and `dv` laid out by [`other`], every other tensor as the case's order
+/// says, the statistics `b × h × s` contiguous; the gradients start as `-7`.
 macro_rules! runner {
-    ($name:ident, $t:ty, $d:literal, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
-        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, blocks: usize) -> Grads {
+    ($name:ident, $t:ty, $d:literal, $shared:expr, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
+        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, launch: Launch) -> Grads {
+            let blocks = launch.blocks;
             let scale = 1.0 / (c.dim as f32).sqrt();
             let (qe, ke) = (c.q(), c.kv());
             let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
@@ -166,18 +168,20 @@ macro_rules! runner {
                 let view = device_view_mapped::<$t, _, LayoutStride>(data, mapping).unwrap();
                 TiledMap::new(&view).unwrap()
             }
-            let grid = |[b, h, s, _]: [usize; 4]| LaunchConfig {
-                grid_dim: (
-                    if blocks == 0 {
-                        b * h * s.div_ceil(128)
-                    } else {
-                        blocks
-                    } as u32,
-                    1,
-                    1,
-                ),
-                block_dim: (384, 1, 1),
-                shared_mem_bytes: 0,
+            let grid = |[b, h, s, _]: [usize; 4]| {
+                (launch.edit)(LaunchConfig {
+                    grid_dim: (
+                        if blocks == 0 {
+                            b * h * s.div_ceil(128)
+                        } else {
+                            blocks
+                        } as u32,
+                        1,
+                        1,
+                    ),
+                    block_dim: (384, 1, 1),
+                    shared_mem_bytes: $shared,
+                })
             };
             // Δ: a thread a row, blocks of 256 rows of one head.
             {
@@ -278,6 +282,7 @@ runner!(
     bf16_d64,
     bf16,
     64,
+    0,
     attention_delta_bf16,
     AttentionDeltaBf16Args,
     attention_dq_bf16_d64,
@@ -289,6 +294,7 @@ runner!(
     bf16_d128,
     bf16,
     128,
+    0,
     attention_delta_bf16,
     AttentionDeltaBf16Args,
     attention_dq_bf16_d128,
@@ -300,6 +306,7 @@ runner!(
     f16_d64,
     f16,
     64,
+    0,
     attention_delta_f16,
     AttentionDeltaF16Args,
     attention_dq_f16_d64,
@@ -311,6 +318,7 @@ runner!(
     f16_d128,
     f16,
     128,
+    0,
     attention_delta_f16,
     AttentionDeltaF16Args,
     attention_dq_f16_d128,
@@ -319,8 +327,70 @@ runner!(
     AttentionDkvF16D128Args
 );
 
+runner!(
+    raw_bf16_d64,
+    bf16,
+    64,
+    hk::raw_backward_shared_bytes(64),
+    attention_raw_delta_bf16,
+    AttentionRawDeltaBf16Args,
+    attention_raw_dq_bf16_d64,
+    AttentionRawDqBf16D64Args,
+    attention_raw_dkv_bf16_d64,
+    AttentionRawDkvBf16D64Args
+);
+runner!(
+    raw_bf16_d128,
+    bf16,
+    128,
+    hk::raw_backward_shared_bytes(128),
+    attention_raw_delta_bf16,
+    AttentionRawDeltaBf16Args,
+    attention_raw_dq_bf16_d128,
+    AttentionRawDqBf16D128Args,
+    attention_raw_dkv_bf16_d128,
+    AttentionRawDkvBf16D128Args
+);
+runner!(
+    raw_f16_d64,
+    f16,
+    64,
+    hk::raw_backward_shared_bytes(64),
+    attention_raw_delta_f16,
+    AttentionRawDeltaF16Args,
+    attention_raw_dq_f16_d64,
+    AttentionRawDqF16D64Args,
+    attention_raw_dkv_f16_d64,
+    AttentionRawDkvF16D64Args
+);
+runner!(
+    raw_f16_d128,
+    f16,
+    128,
+    hk::raw_backward_shared_bytes(128),
+    attention_raw_delta_f16,
+    AttentionRawDeltaF16Args,
+    attention_raw_dq_f16_d128,
+    AttentionRawDqF16D128Args,
+    attention_raw_dkv_f16_d128,
+    AttentionRawDkvF16D128Args
+);
+
+/// The gradients' launches of a run: grids of one block a chunk (`blocks` 0) or of `blocks`,
+/// then changed by `edit`.
+#[derive(Clone, Copy)]
+struct Launch {
+    blocks: usize,
+    edit: fn(LaunchConfig) -> LaunchConfig,
+}
+
+/// A launch on `blocks` blocks, as the runner makes it.
+fn blocks(blocks: usize) -> Launch {
+    Launch { blocks, edit: |c| c }
+}
+
 /// A runner's signature.
-type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, usize) -> Grads;
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, Launch) -> Grads;
 
 /// Checks `got` against the `f64` reference in units `u` of the element type's rounding (`2⁻⁸`
 /// for `bf16`, `2⁻¹¹` for `f16`): each element within `4u·(|ref| + m)`, `m` the gradient's own
@@ -357,9 +427,9 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f
         let largest = |g: &[f64]| g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         let floor = largest(&dq).max(largest(&dk)).max(largest(&dv)) / 16.0;
         let m = |g: &[f64]| largest(g).max(floor);
-        for blocks in [0, 3] {
-            let got = run(stream, module, c, &x, blocks);
-            let what = format!("{what}, {blocks} blocks");
+        for n in [0, 3] {
+            let got = run(stream, module, c, &x, blocks(n));
+            let what = format!("{what}, {n} blocks");
             for (row, (&g, &w)) in got.delta.iter().zip(&delta).enumerate() {
                 assert!(
                     (f64::from(g) - w).abs() <= 1e-4 * (1.0 + w.abs()),
@@ -408,11 +478,95 @@ fn the_gradients_do_not_depend_on_the_grid() {
     let c = CASES[1];
     let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
     let bits = |g: &Grads| [&g.delta, &g.dq, &g.dk, &g.dv].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
-    let first = bits(&bf16_d128(&stream, &module, c, &x, 0));
-    for blocks in [1, 3, 7] {
+    let first = bits(&bf16_d128(&stream, &module, c, &x, blocks(0)));
+    for n in [1, 3, 7] {
         assert!(
-            bits(&bf16_d128(&stream, &module, c, &x, blocks)) == first,
-            "{blocks} blocks"
+            bits(&bf16_d128(&stream, &module, c, &x, blocks(n))) == first,
+            "{n} blocks"
+        );
+    }
+}
+
+#[test]
+fn the_raw_twins_match_the_cpu() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let (b, f) = (1.0 / 256.0, 1.0 / 2048.0);
+    check::<bf16>(&stream, &module, (64, b), "raw bf16 d64", raw_bf16_d64);
+    check::<bf16>(&stream, &module, (128, b), "raw bf16 d128", raw_bf16_d128);
+    check::<f16>(&stream, &module, (64, f), "raw f16 d64", raw_f16_d64);
+    check::<f16>(&stream, &module, (128, f), "raw f16 d128", raw_f16_d128);
+}
+
+/// The raw twins do the safe kernels' work in the same order: the same bits out, every case,
+/// on one block a chunk and on three blocks.
+#[test]
+fn the_raw_twins_give_the_safe_kernels_bits() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let bits = |g: &Grads| [&g.delta, &g.dq, &g.dk, &g.dv].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    let pairs: [(usize, bool, RunFn, RunFn); 4] = [
+        (64, false, bf16_d64, raw_bf16_d64),
+        (128, false, bf16_d128, raw_bf16_d128),
+        (64, true, f16_d64, raw_f16_d64),
+        (128, true, f16_d128, raw_f16_d128),
+    ];
+    for (d, half, safe, raw) in pairs {
+        for c in CASES.into_iter().filter(|c| c.dim == d) {
+            let scale = 1.0 / (d as f64).sqrt();
+            let x = if half {
+                inputs::<f16>(c, scale)
+            } else {
+                inputs::<bf16>(c, scale)
+            };
+            for n in [0, 3] {
+                let (a, z) = (
+                    safe(&stream, &module, c, &x, blocks(n)),
+                    raw(&stream, &module, c, &x, blocks(n)),
+                );
+                assert!(z.rest, "{c:?}, {n} blocks: the raw twin wrote outside the views");
+                let names = ["Δ", "dq", "dk", "dv"];
+                for ((name, a), z) in names.iter().zip(bits(&a)).zip(bits(&z)) {
+                    assert!(a == z, "{c:?}, {n} blocks, half {half}: the raw twin's {name} differs");
+                }
+            }
+        }
+    }
+}
+
+/// A raw twin writes no gradient on a launch it was not written for: a grid of two layers (two
+/// blocks each chunk's), or half the shared memory it needs; the same twin on the
+/// launch it takes writes them.
+#[test]
+fn a_raw_twin_refuses_launches_it_was_not_written_for() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let untouched = |g: &Grads| g.rest && [&g.dq, &g.dk, &g.dv].iter().all(|v| v.iter().all(|&x| x == -7.0));
+    let layers = Launch {
+        blocks: 0,
+        edit: |c| LaunchConfig {
+            grid_dim: (c.grid_dim.0, 1, 2),
+            ..c
+        },
+    };
+    let starved = Launch {
+        blocks: 0,
+        edit: |c| LaunchConfig {
+            shared_mem_bytes: c.shared_mem_bytes / 2,
+            ..c
+        },
+    };
+    for (c, run) in [(CASES[1], raw_bf16_d128 as RunFn), (CASES[0], raw_bf16_d64)] {
+        let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
+        for (what, launch) in [("two layers", layers), ("half its shared memory", starved)] {
+            assert!(
+                untouched(&run(&stream, &module, c, &x, launch)),
+                "{c:?}: {what}: a gradient was written"
+            );
+        }
+        assert!(
+            !untouched(&run(&stream, &module, c, &x, blocks(0))),
+            "{c:?}: nothing written on the launch it takes"
         );
     }
 }
