@@ -10,6 +10,11 @@ use super::accumulators::{Accumulators, Cols, Width};
 use super::roles::Warpgroup;
 use super::row_values::RowValues;
 use super::softmax::Keys;
+use crate::access::RefAccess;
+use crate::extents::Extents;
+use crate::layout::Layout;
+use crate::space::Reachable;
+use crate::view::Mdspan;
 use core::marker::PhantomData;
 
 /// A value for each of the `N` columns of a warpgroup's `64 × N` accumulators, for the
@@ -167,6 +172,102 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         ColValues {
             values,
             call: PhantomData,
+        }
+    }
+
+    /// A value for each of the `N` columns of the warpgroup's `64 × N` accumulators read from
+    /// a run of `view` along its last dimension: column `c` is the element at `index` with
+    /// `c` added to its last index, or `fill` where that index is at or past `end` or past the
+    /// view's extent (a saved statistic of each query of a transposed tile, with the queries
+    /// past a sequence read as `fill`). As [`cols`](Self::cols) with `f(c)` reading
+    /// `view.get(…)`, in fewer instructions: where the run is whole inside the view and its
+    /// elements are neighbours, each thread finds its first column's address once and the
+    /// others at fixed distances from it.
+    #[inline(always)]
+    pub fn cols_from<const N: usize, E, L, S, A>(
+        &self,
+        view: &Mdspan<'_, f32, E, L, S, A>,
+        index: E::Index,
+        end: usize,
+        fill: f32,
+    ) -> ColValues<'c, N>
+    where
+        Cols<N>: Width,
+        E: Extents,
+        L: Layout,
+        S: Reachable<A>,
+        A: RefAccess,
+    {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            use crate::layout::Mapping;
+            let lane = self.thread % 32;
+            let mut values = [fill; 64];
+            let Some(last) = E::RANK.checked_sub(1) else {
+                // Rank 0: one element, no run along a last dimension.
+                return ColValues {
+                    values,
+                    call: PhantomData,
+                };
+            };
+            let start = index.as_ref()[last];
+            let mapping = view.mapping();
+            let mut run_end = index;
+            let whole = match start.checked_add(N - 1) {
+                Some(stop) if stop < end => {
+                    run_end.as_mut()[last] = stop;
+                    mapping.contains(&run_end) && mapping.stride(last) == 1
+                }
+                _ => false,
+            };
+            if whole {
+                // The run's first element, and this thread's first column (`2 (l % 4)`).
+                let first = view
+                    .as_ptr()
+                    .wrapping_add(mapping.offset_of(&index))
+                    .wrapping_add(2 * (lane % 4));
+                crate::unroll!(16, |a| {
+                    crate::unroll!(4, |b| {
+                        let i = 4 * a + b;
+                        if i < N / 4 {
+                            // SAFETY: column `8 (i / 2) + 2 (l % 4) + i % 2` of the run, below
+                            // `N`: the index and the run's last are inside the extents
+                            // (checked), so is every index between them, whose elements are
+                            // neighbours (stride 1 along the last dimension) from `index`'s;
+                            // initialised `f32`s of a reference view, which nothing writes
+                            // while it is borrowed (in a kernel, device memory is reached only
+                            // through read-only views, kept unwritten while the kernel runs).
+                            values[i] = unsafe { first.wrapping_add(8 * (i / 2) + i % 2).read() };
+                        }
+                    });
+                });
+            } else {
+                crate::unroll!(16, |a| {
+                    crate::unroll!(4, |b| {
+                        let i = 4 * a + b;
+                        if i < N / 4 {
+                            let c = 8 * (i / 2) + 2 * (lane % 4) + i % 2;
+                            let mut at = index;
+                            values[i] = match start.checked_add(c) {
+                                Some(col) if col < end => {
+                                    at.as_mut()[last] = col;
+                                    view.get(at).copied().unwrap_or(fill)
+                                }
+                                _ => fill,
+                            };
+                        }
+                    });
+                });
+            }
+            ColValues {
+                values,
+                call: PhantomData,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (view, index, end, fill);
+            self.never()
         }
     }
 
