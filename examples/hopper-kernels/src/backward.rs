@@ -91,8 +91,19 @@ fn delta<T: Widen>(thread: Thread, o: AttentionRead<'_, T>, d_o: AttentionRead<'
         return;
     }
     thread.for_each_mut(&mut delta, |[b, h, i], x| {
+        // Eight elements of each at a time (one 16-byte load where a row's are neighbours and
+        // aligned), the rest one by one, summed in order.
         let mut sum = 0.0f32;
-        for j in 0..d {
+        let mut j = 0;
+        while j + 8 <= d {
+            if let (Some(a), Some(g)) = (o.get_run::<8>([b, h, i, j]), d_o.get_run::<8>([b, h, i, j])) {
+                for k in 0..8 {
+                    sum += a[k].widen() * g[k].widen();
+                }
+            }
+            j += 8;
+        }
+        for j in j..d {
             if let (Some(a), Some(g)) = (o.get([b, h, i, j]), d_o.get([b, h, i, j])) {
                 sum += a.widen() * g.widen();
             }
@@ -283,22 +294,18 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     let q0 = 64 * m;
                     // The tile's first query in the tensors.
                     let at = seq.other0 + q0;
-                    // `Sᵀ` and `dPᵀ` run together, and the columns' statistics are read while
-                    // they do.
+                    // `Sᵀ` and `dPᵀ` run together; the columns' `lse` is read while they do, their
+                    // `Δ` while the probabilities are computed.
                     let queries = consumer.first();
                     let grads = consumer.second();
                     let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
                     let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
                     // Columns past the sequence are another's, or no sequence's (what a masked
                     // probability of 0 meets must be finite): read as a row with no key.
-                    let ours = |c: usize| q0 + c < seq.other_len;
-                    let lse = wg.cols::<64>(|c| {
-                        let x = lse.get([b, h, at + c]).filter(|_| ours(c));
-                        x.copied().unwrap_or(f32::INFINITY)
-                    });
-                    let delta =
-                        wg.cols::<64>(|c| delta.get([b, h, at + c]).filter(|_| ours(c)).copied().unwrap_or(0.0));
+                    let ours = seq.other0 + seq.other_len;
+                    let lse = wg.cols_from::<64, _, _, _, _>(&lse, [b, h, at], ours, f32::INFINITY);
                     let st = wg.wait(st);
+                    let delta = wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0);
                     let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
                     let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
                     let dpt = wg.wait(dpt);
