@@ -290,6 +290,35 @@ mod device {
         }
     }
 
+    /// The statistic of each of the thread's 16 columns of a `64 × 64` tile of accumulators
+    /// whose columns are `view[b, h, i0 ..]`: column `8 (j / 2) + 2 (l % 4) + j % 2` in place
+    /// `j`, `default` past `rows`. Where the 64 are inside and neighbours, from one address.
+    ///
+    /// # Safety
+    ///
+    /// `view`'s extents are `[> b, > h, rows]`.
+    #[inline(always)]
+    unsafe fn cols(view: &RowStat<'_>, [b, h, i0, rows]: [usize; 4], default: f32, lane: usize) -> [f32; 16] {
+        let mut values = [default; 16];
+        if i0 + 64 <= rows && view.stride(2) == 1 {
+            let at = b as isize * view.stride(0) + h as isize * view.stride(1) + i0 as isize + 2 * (lane % 4) as isize;
+            let first = view.data_handle().wrapping_offset(at);
+            unroll!(16, |j| {
+                // SAFETY: `[b, h, i0 + 8 (j / 2) + 2 (l % 4) + j % 2]`, inside the view (the
+                // caller's extents, the column below `i0 + 64 ≤ rows`), its elements neighbours;
+                // read only.
+                values[j] = unsafe { first.wrapping_add(8 * (j / 2) + j % 2).read() };
+            });
+        } else {
+            unroll!(16, |j| {
+                let col = 8 * (j / 2) + 2 * (lane % 4) + j % 2;
+                // SAFETY: the caller's extents.
+                values[j] = unsafe { stat(view, [b, h, i0 + col, rows], default) };
+            });
+        }
+        values
+    }
+
     /// The blocks' chunks (`b · heads · ⌈rows / 128⌉`), the block's first and the blocks, and
     /// the thread's index in the block.
     #[inline(always)]
@@ -582,19 +611,16 @@ mod device {
                         // SAFETY: as above, `v`'s rows and `do`'s tile.
                         unsafe { wgmma_ss::<T, Cols<64>, KMajor>(&mut y, a, b) };
                     }
-                    // Each column's statistics while the products run; columns past the
-                    // queries read as a query that sees no key.
-                    let (mut lse_cols, mut delta_cols) = ([0.0f32; 16], [0.0f32; 16]);
-                    unroll!(16, |j| {
-                        let col = 8 * (j / 2) + 2 * (lane % 4) + j % 2;
-                        // SAFETY: `lse` and `Δ` of `q`'s extents but the last (checked); `ch.b`
-                        // and `h` (a query head of the group) inside them.
-                        lse_cols[j] = unsafe { stat(lse, [ch.b, h, q0 + col, s_q], f32::INFINITY) };
-                        // SAFETY: as above.
-                        delta_cols[j] = unsafe { stat(delta, [ch.b, h, q0 + col, s_q], 0.0) };
-                    });
+                    // Each column's `lse` while the products run, its `Δ` while the
+                    // probabilities are computed; columns past the queries read as a query that
+                    // sees no key.
+                    // SAFETY: `lse` and `Δ` of `q`'s extents but the last (checked); `ch.b` and
+                    // `h` (a query head of the group) inside them.
+                    let lse_cols = unsafe { cols(lse, [ch.b, h, q0, s_q], f32::INFINITY, lane) };
                     // SAFETY: the warpgroup's threads together.
                     unsafe { wgmma_wait_acc::<Cols<64>, 0>(&mut x) };
+                    // SAFETY: as for `lse`.
+                    let delta_cols = unsafe { cols(delta, [ch.b, h, q0, s_q], 0.0, lane) };
                     let visible = Queries::new(key0, q0, s_q, s_k, causal);
                     let mut bounds = [(0u32, 0u32); 2];
                     unroll!(2, |half| {
@@ -658,6 +684,11 @@ mod device {
     }
 }
 
+/// Eight neighbours of a row, read with one 16-byte load.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+#[repr(C, align(16))]
+struct Run<T>([T; 8]);
+
 /// `Δ = Σ do ∘ o` over rows of `d` elements, raw: a row a thread, every thread of the grid
 /// over the rows in turn; `delta` left as it is where the extents do not fit together.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
@@ -719,7 +750,34 @@ fn delta_raw<T: crate::Widen>(o: &AttentionRead<'_, T>, d_o: &AttentionRead<'_, 
             };
             let (ao, ag) = (at(o), at(d_o));
             let mut sum = 0.0f32;
-            for j in 0..d {
+            // Eight elements of each at a time where a row's are neighbours and 16-byte aligned
+            // (as the safe kernel reads them), the rest one by one, summed in order.
+            let mut j = 0;
+            if o.stride(3) == 1 && d_o.stride(3) == 1 {
+                while j + 8 <= d {
+                    let (a, g) = (po.wrapping_offset(ao + j as isize), pg.wrapping_offset(ag + j as isize));
+                    if (a as usize).is_multiple_of(16) && (g as usize).is_multiple_of(16) {
+                        // SAFETY: `[bi, hi, i, j .. j + 8]` inside `o` (`j + 8 ≤ d`), neighbours,
+                        // 16-byte aligned (tested); read only.
+                        let x = unsafe { a.cast::<Run<T>>().read() };
+                        // SAFETY: as above, inside `do`.
+                        let y = unsafe { g.cast::<Run<T>>().read() };
+                        for k in 0..8 {
+                            sum += x.0[k].widen() * y.0[k].widen();
+                        }
+                    } else {
+                        for k in 0..8 {
+                            // SAFETY: as above, one element at a time.
+                            let x = unsafe { a.wrapping_add(k).read() };
+                            // SAFETY: as above.
+                            let y = unsafe { g.wrapping_add(k).read() };
+                            sum += x.widen() * y.widen();
+                        }
+                    }
+                    j += 8;
+                }
+            }
+            for j in j..d {
                 // SAFETY: `[bi, hi, i, j]` inside `o` (its extents, checked); read only.
                 let x = unsafe { po.wrapping_offset(ao + j as isize * o.stride(3)).read() };
                 // SAFETY: as above, inside `do` (of `o`'s extents).
