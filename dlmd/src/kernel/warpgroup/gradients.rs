@@ -19,7 +19,8 @@ use core::marker::PhantomData;
 
 /// A value for each of the `N` columns of a warpgroup's `64 × N` accumulators, for the
 /// consumer call `'c`: each thread holds those of its columns (`8 j + 2 (l % 4)` and `+ 1`),
-/// as the eight threads that hold a column do. Made by [`Warpgroup::cols`].
+/// as the eight threads that hold a column do. Made by [`Warpgroup::cols`] or
+/// [`Warpgroup::cols_from`].
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 pub struct ColValues<'c, const N: usize> {
     values: [f32; 64],
@@ -182,7 +183,8 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// past a sequence read as `fill`). As [`cols`](Self::cols) with `f(c)` reading
     /// `view.get(…)`, in fewer instructions: where the run is whole inside the view and its
     /// elements are neighbours, each thread finds its first column's address once and the
-    /// others at fixed distances from it.
+    /// others at fixed distances from it. A view of rank 0 has no last dimension: every column
+    /// is `fill`.
     #[inline(always)]
     pub fn cols_from<const N: usize, E, L, S, A>(
         &self,
