@@ -134,7 +134,7 @@ macro_rules! runner {
     ($name:ident, $t:ty, $d:literal, $shared:expr, $delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {
         fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, launch: Launch) -> Grads {
             let blocks = launch.blocks;
-            let scale = 1.0 / (c.dim as f32).sqrt();
+            let scale = launch.scale / (c.dim as f32).sqrt();
             let (qe, ke) = (c.q(), c.kv());
             let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
                 let (len, strides) = order.layout(extents);
@@ -377,16 +377,21 @@ runner!(
 );
 
 /// The gradients' launches of a run: grids of one block a chunk (`blocks` 0) or of `blocks`,
-/// then changed by `edit`.
+/// then changed by `edit`, with the softmax scale `scale / √d`.
 #[derive(Clone, Copy)]
 struct Launch {
     blocks: usize,
     edit: fn(LaunchConfig) -> LaunchConfig,
+    scale: f32,
 }
 
-/// A launch on `blocks` blocks, as the runner makes it.
+/// A launch on `blocks` blocks, as the runner makes it, with the scale `1 / √d`.
 fn blocks(blocks: usize) -> Launch {
-    Launch { blocks, edit: |c| c }
+    Launch {
+        blocks,
+        edit: |c| c,
+        scale: 1.0,
+    }
 }
 
 /// A runner's signature.
@@ -543,18 +548,18 @@ fn a_raw_twin_refuses_launches_it_was_not_written_for() {
     let stream = ctx.default_stream();
     let untouched = |g: &Grads| g.rest && [&g.dq, &g.dk, &g.dv].iter().all(|v| v.iter().all(|&x| x == -7.0));
     let layers = Launch {
-        blocks: 0,
         edit: |c| LaunchConfig {
             grid_dim: (c.grid_dim.0, 1, 2),
             ..c
         },
+        ..blocks(0)
     };
     let starved = Launch {
-        blocks: 0,
         edit: |c| LaunchConfig {
             shared_mem_bytes: c.shared_mem_bytes / 2,
             ..c
         },
+        ..blocks(0)
     };
     for (c, run) in [(CASES[1], raw_bf16_d128 as RunFn), (CASES[0], raw_bf16_d64)] {
         let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
@@ -567,6 +572,36 @@ fn a_raw_twin_refuses_launches_it_was_not_written_for() {
         assert!(
             !untouched(&run(&stream, &module, c, &x, blocks(0))),
             "{c:?}: nothing written on the launch it takes"
+        );
+    }
+}
+
+/// Every gradient kernel, safe or raw, writes no gradient where the scale is not positive and
+/// finite (`Δ`, whose kernel takes no scale, is written); the same kernels with the scale of the
+/// other tests write them.
+#[test]
+fn a_scale_that_is_not_positive_and_finite_writes_no_gradient() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let untouched = |g: &Grads| g.rest && [&g.dq, &g.dk, &g.dv].iter().all(|v| v.iter().all(|&x| x == -7.0));
+    let runs: [(&str, Case, RunFn); 4] = [
+        ("safe d128", CASES[1], bf16_d128),
+        ("safe d64", CASES[0], bf16_d64),
+        ("raw d128", CASES[1], raw_bf16_d128),
+        ("raw d64", CASES[0], raw_bf16_d64),
+    ];
+    for (what, c, run) in runs {
+        let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
+        for scale in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            let launch = Launch { scale, ..blocks(0) };
+            assert!(
+                untouched(&run(&stream, &module, c, &x, launch)),
+                "{what}, scale {scale}: a gradient was written"
+            );
+        }
+        assert!(
+            !untouched(&run(&stream, &module, c, &x, blocks(0))),
+            "{what}: nothing written with a good scale"
         );
     }
 }
