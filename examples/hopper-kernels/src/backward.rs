@@ -294,27 +294,24 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     let q0 = 64 * m;
                     // The tile's first query in the tensors.
                     let at = seq.other0 + q0;
-                    // `Sᵀ` and `dPᵀ` run together; the columns' `lse` is read while they do, their
-                    // `Δ` while the probabilities are computed.
                     let queries = consumer.first();
-                    let grads = consumer.second();
                     let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
-                    let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
+                    let st = wg.wait(st);
                     // Columns past the sequence are another's, or no sequence's (what a masked
                     // probability of 0 meets must be finite): read as a row with no key.
                     let ours = seq.other0 + seq.other_len;
                     let lse = wg.cols_from::<64, _, _, _, _>(&lse, [b, h, at], ours, f32::INFINITY);
-                    let st = wg.wait(st);
-                    let delta = wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0);
                     let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
                     let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
+                    let grads = consumer.second();
+                    let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
                     let dpt = wg.wait(dpt);
+                    let delta = wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0);
                     let dst = wg.softmax_grad(&pt, dpt, &delta);
-                    // `dV` and `dK` run together too.
-                    let running_v = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
-                    let running_k = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
-                    acc_v = wg.wait(running_v);
-                    acc_k = wg.wait(running_k);
+                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
+                    acc_v = wg.wait(running);
+                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
+                    acc_k = wg.wait(running);
                 }
             }
             drop((k_rows, v_rows));
