@@ -343,11 +343,11 @@ macro_rules! kernels_ptx {
 }
 
 /// `$body` with `$i` bound to `0`, `1`, … `$count - 1` in turn, written out: `$count` is a
-/// constant of at most 16, and every copy past it is dropped by the compiler. In a kernel this
-/// is `#pragma unroll`: each copy indexes register arrays with a constant (an index known only
-/// at run time would put them in local memory), and the compiler schedules the copies together
-/// (the loads of one step in flight during the arithmetic of the last), where it would keep a
-/// loop whose body it judges too large.
+/// `usize` constant of at most 16, and every copy past it is dropped by the compiler. In a
+/// kernel this is `#pragma unroll`: each copy indexes register arrays with a constant (an
+/// index known only at run time would put them in local memory), and the compiler schedules
+/// the copies together (the loads of one step in flight during the arithmetic of the last),
+/// where it would keep a loop whose body it judges too large.
 ///
 /// ```
 /// let mut squares = [0usize; 4];
@@ -358,8 +358,11 @@ macro_rules! kernels_ptx {
 /// ```
 #[macro_export]
 macro_rules! unroll {
+    // The steps' indices are typed: an untyped literal compared with a literal count leaves
+    // its type open until the end of the function, and rustc checks every such open question
+    // again at each new one (quadratic in the copies).
     ($count:expr, |$i:ident| $body:block) => {
-        $crate::unroll!(@ $count, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        $crate::unroll!(@ $count, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize 14usize 15usize)
     };
     (@ $count:expr, $i:ident, $body:block, $($k:literal)*) => {{
         const { ::core::assert!($count <= 16, "`unroll!` writes out at most 16 steps") };

@@ -51,6 +51,8 @@ mod param;
 #[cfg(target_arch = "nvptx64")]
 mod partition;
 pub mod signature;
+#[cfg(target_arch = "nvptx64")]
+mod steps;
 pub mod swizzle;
 pub mod tensor_map;
 mod thread;

@@ -113,7 +113,7 @@ pub(crate) mod device {
                         unsafe {
                             py.wrapping_add(i * n + jj)
                                 .cast::<u32>()
-                                .write(u32::from(lo) | (u32::from(hi) << 16))
+                                .write(u32::from(lo) | (u32::from(hi) << 16u32))
                         };
                     });
                 }

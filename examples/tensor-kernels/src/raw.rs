@@ -76,7 +76,7 @@ mod ops {
     #[inline(always)]
     pub unsafe fn store2(p: *mut u16, lo: u16, hi: u16) {
         // SAFETY: as this function's contract.
-        unsafe { p.cast::<u32>().write(u32::from(lo) | (u32::from(hi) << 16)) };
+        unsafe { p.cast::<u32>().write(u32::from(lo) | (u32::from(hi) << 16u32)) };
     }
 }
 

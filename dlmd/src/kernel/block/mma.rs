@@ -449,9 +449,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 // The common case: no branch between the elements, so that their `f`s
                 // overlap, and one store a pair (and one load, for an update).
                 let origin = chunk.origin();
-                crate::unroll!(FM, |fm| {
-                    crate::unroll!(FN, |fn_| {
-                        crate::unroll!(2, |h| {
+                crate::kernel::steps::unrolled!(FM, |fm| {
+                    crate::kernel::steps::unrolled!(FN, |fn_| {
+                        crate::kernel::steps::unrolled!(2, |h| {
                             let local = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, 2 * h);
                             let index = [origin[0] + local[0], origin[1] + local[1]];
                             let (x, y) = (acc.c[fm][fn_][2 * h], acc.c[fm][fn_][2 * h + 1]);
@@ -470,9 +470,9 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                 });
                 return true;
             }
-            crate::unroll!(FM, |fm| {
-                crate::unroll!(FN, |fn_| {
-                    crate::unroll!(4, |r| {
+            crate::kernel::steps::unrolled!(FM, |fm| {
+                crate::kernel::steps::unrolled!(FN, |fn_| {
+                    crate::kernel::steps::unrolled!(4, |r| {
                         let local = Mma::<A, WM, WN, FM, FN>::element(thread, fm, fn_, r);
                         let value = acc.c[fm][fn_][r];
                         let make = |index, element| {
