@@ -50,8 +50,8 @@ check() {
     for arch in $arches; do
         local info
         info=$("$ptxas" -arch="$arch" -v "$ptx" -o /dev/null 2>&1)
-        # The last assembly's notes, read again below for the Hopper kernels.
-        last_info=$info
+        # The last assembly's notes and architecture, read again below for the Hopper kernels.
+        last_info=$info last_arch=$arch
         if [ "$each" = each ]; then
             sed -n "s/^ptxas info    : Function properties for /$arch: /p; s/^ptxas info    : Used/    used/p" <<<"$info"
         else
@@ -68,6 +68,7 @@ check "$(ptx_of dlmd-memarray-kernels --release --manifest-path examples/python-
 # wgmma, TMA), each for the architectures its PTX targets.
 check "$(ptx_of dlmd-example-tensor-kernels)" summary "sm_80 sm_90"
 check "$(ptx_of dlmd-example-hopper-kernels)" summary sm_90a
+[ "$last_arch" = sm_90a ] || { echo "ptx-check: the Hopper notes would be $last_arch's" >&2; exit 1; }
 notes=$last_info
 # The safe Hopper kernels (`dlmd::kernel::warpgroup`) keep their products asynchronous: ptxas
 # serialises `wgmma` (its C7510/C7515 notes) where running accumulators are touched before
