@@ -89,22 +89,9 @@ pub(super) unsafe fn store<U, E, L, Sp>(
             // The 8-column groups `8 q ..` of the piece, in each its two rows.
             crate::unroll!(8, |g| {
                 crate::unroll!(2, |h| {
-                    let i = 4 * (8 * q + g) + 2 * h;
-                    let (local, a) = held(i);
-                    let (_, b) = held(i + 1);
-                    let index = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix(local));
-                    let next = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix([local[0], local[1] + 1]));
-                    let values = [f(index, a), f(next, b)];
-                    // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
-                    let bits = unsafe { core::mem::transmute_copy::<[U; 2], u32>(&values) };
-                    // Row `lane / 4 + 8 h` of the warp's 16 (`held`: the warp's rows are
-                    // `16 warp ..`), columns `8 g + 2 (lane % 4)` of the piece.
-                    let at = buffer + ((lane / 4 + 8 * h) * ROW_BYTES + (8 * g + 2 * (lane % 4)) * 2) as u32;
-                    // SAFETY: inside the warp's buffer (row < 16, byte < 128 of the row's 144),
-                    // 4-aligned (the buffer is 16-aligned, rows 144 bytes, an even column of
-                    // two-byte elements); the buffer is this warp's alone, its copies have read
-                    // it (above), and each element of the piece is one thread's (`held`).
-                    unsafe { raw::st_shared_u32(at, bits) };
+                    // SAFETY: every thread of the warp, its buffer and its elements (caller);
+                    // its copies have read the buffer (above).
+                    unsafe { put_pair(buffer, lane, [q, g, h], part, &held, f) };
                 });
             });
             // SAFETY: sm_90 (caller).
@@ -130,4 +117,44 @@ pub(super) unsafe fn store<U, E, L, Sp>(
             }
         }
     });
+}
+
+/// Writes the running thread's pair of step `[q, g, h]` of [`store`] to the warp's buffer: its
+/// elements `i` and `i + 1` (`i = 4 (8 q + g) + 2 h`), row `lane / 4 + 8 h` of the warp's 16,
+/// columns `8 g + 2 (lane % 4)` and the next of the piece `q`. (A function of its own, not
+/// text in each of the 64 steps: the steps are type-checked once.)
+///
+/// # Safety
+///
+/// [`store`]'s, for the running thread's `buffer`, `lane`, `part`, `held` and `f`; `q < 4`, `g
+/// < 8`, `h < 2`; the bulk copies that read the buffer before have read it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn put_pair<U, E, L, Sp>(
+    buffer: u32,
+    lane: usize,
+    [q, g, h]: [usize; 3],
+    part: &Chunk<'_, U, E, L, Sp>,
+    held: &impl Fn(usize) -> ([usize; 2], f32),
+    f: &impl Fn(E::Index, f32) -> U,
+) where
+    U: DlElement,
+    E: Extents,
+    L: Layout,
+    Sp: KernelSpace,
+{
+    let i = 4 * (8 * q + g) + 2 * h;
+    let (local, a) = held(i);
+    let (_, b) = held(i + 1);
+    let index = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix(local));
+    let next = part.index_of(Chunk::<'_, U, E, L, Sp>::in_matrix([local[0], local[1] + 1]));
+    let values = [f(index, a), f(next, b)];
+    // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
+    let bits = unsafe { core::mem::transmute_copy::<[U; 2], u32>(&values) };
+    let at = buffer + ((lane / 4 + 8 * h) * ROW_BYTES + (8 * g + 2 * (lane % 4)) * 2) as u32;
+    // SAFETY: inside the warp's buffer (row < 16, byte < 128 of the row's 144), 4-aligned (the
+    // buffer is 16-aligned, rows 144 bytes, an even column of two-byte elements); the buffer is
+    // this warp's alone, its copies have read it (caller), and each element of the piece is one
+    // thread's (`held`).
+    unsafe { raw::st_shared_u32(at, bits) };
 }
