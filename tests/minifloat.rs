@@ -127,11 +127,11 @@ fn packed_fp4_pairs_decode_as_ml_dtypes_does_lane_by_lane() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "arithmetic alone, no unsafe code: run natively")]
 fn packed_fp4_pairs_encode_as_ml_dtypes_does_lane_by_lane() {
     let encode: Vec<(f32, u8)> = include_bytes!("data/minifloat/f4e2m1fn.encode")
         .chunks_exact(5)
         .map(|r| (f32::from_bits(u32::from_le_bytes(r[..4].try_into().unwrap())), r[4]))
-        .step_by(if cfg!(miri) { 997 } else { 1 })
         .collect();
     // Consecutive vectors paired: each lane rounds as ml_dtypes rounds it alone.
     for pair in encode.chunks_exact(2) {
