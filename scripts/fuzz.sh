@@ -2,7 +2,7 @@
 # Runs dlmd's fuzz targets (fuzz/fuzz_targets) with cargo fuzz on the nightly toolchain.
 #
 #   scripts/fuzz.sh [--time SECONDS | --runs N] [--jobs J] [TARGET...]   fuzz each target
-#   scripts/fuzz.sh --replay [TARGET...]                                 run the seed corpus once
+#   scripts/fuzz.sh --replay [TARGET...]                                 run the seed corpus once (dev build)
 #   scripts/fuzz.sh --merge [TARGET...]                                  fold new finds into the seeds
 #
 # New inputs go to fuzz/corpus/TARGET (not committed); fuzz/seeds/TARGET is the committed seed
@@ -29,7 +29,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#targets[@]} -gt 0 ] || targets=(import_dltensor import_managed view_index exchange_table ndarray_views oneapi_place
+all=0
+[ ${#targets[@]} -gt 0 ] || all=1 targets=(import_dltensor import_managed view_index exchange_table ndarray_views oneapi_place
                                      nccl_buffers launch_args)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
@@ -44,12 +45,18 @@ max_len=4096 case_len=512
 # libFuzzer's coverage line once the inputs are loaded: edges (cov) and features (ft).
 coverage() { grep -o 'INITED cov: [0-9]* ft: [0-9]*' "$1" | tail -1 | sed 's/INITED //'; }
 summary=()
+# A replay runs each seed once: the dev profile (still with AddressSanitizer, debug assertions
+# and overflow checks) builds in about half the time of the optimised build that fuzzing needs,
+# and the targets are built together, their links side by side.
+if [ "$mode" = replay ] && [ "$all" = 1 ]; then
+    (cd fuzz && cargo +nightly fuzz build --dev)
+fi
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t" "fuzz/seeds/$t"
     case "$mode" in
         replay)
             log=$(mktemp)
-            if ! (cd fuzz && cargo +nightly fuzz run "$t" "seeds/$t" -- -runs=0 -max_len=$max_len) >"$log" 2>&1; then
+            if ! (cd fuzz && cargo +nightly fuzz run --dev "$t" "seeds/$t" -- -runs=0 -max_len=$max_len) >"$log" 2>&1; then
                 tail -40 "$log"
                 exit 1
             fi

@@ -11,10 +11,11 @@ ptxas=$(scripts/cuda-wheel.sh)/ptxas
 "$ptxas" --version | tail -1
 
 # A kernel crate's build script writes the PTX and hands its path to the crate's compilation
-# (DLMD_KERNELS_PTX, which dlmd::kernels_ptx!() reads).
+# (DLMD_KERNELS_PTX, which dlmd::kernels_ptx!() reads). `cargo check` runs the build script as
+# `cargo build` does, without generating the host crates' code.
 ptx_of() {
     local package=$1; shift
-    cargo build "$@" -p "$package" --message-format=json 2>/dev/null | PACKAGE=$package python3 -c 'import json, os, sys
+    cargo check "$@" -p "$package" --message-format=json 2>/dev/null | PACKAGE=$package python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "build-script-executed" and os.environ["PACKAGE"] in m["package_id"]:
