@@ -13,13 +13,28 @@ ptxas=$(scripts/cuda-wheel.sh)/ptxas
 # A kernel crate's build script writes the PTX and hands its path to the crate's compilation
 # (DLMD_KERNELS_PTX, which dlmd::kernels_ptx!() reads). `cargo check` runs the build script as
 # `cargo build` does, without generating the host crates' code.
+# A build that fails prints cargo's errors and gives no path, which `check` refuses.
 ptx_of() {
     local package=$1; shift
-    cargo check "$@" -p "$package" --message-format=json 2>/dev/null | PACKAGE=$package python3 -c 'import json, os, sys
-for line in sys.stdin:
+    local messages errors
+    messages=$(mktemp) errors=$(mktemp)
+    if ! cargo check "$@" -p "$package" --message-format=json >"$messages" 2>"$errors"; then
+        echo "ptx-check: cargo check of $package failed:" >&2
+        tail -20 "$errors" >&2
+        python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line) if line.startswith("{") else {}
+    if m.get("reason") == "compiler-message" and m["message"]["level"] == "error":
+        print(m["message"]["rendered"], file=sys.stderr)' "$messages"
+        rm -f "$messages" "$errors"
+        return 1
+    fi
+    PACKAGE=$package python3 -c 'import json, os, sys
+for line in open(sys.argv[1]):
     m = json.loads(line)
     if m.get("reason") == "build-script-executed" and os.environ["PACKAGE"] in m["package_id"]:
-        print(dict(m["env"])["DLMD_KERNELS_PTX"])'
+        print(dict(m["env"])["DLMD_KERNELS_PTX"])' "$messages"
+    rm -f "$messages" "$errors"
 }
 
 # Self-contained: nothing declared `.extern` but the launch's dynamic shared memory (an
@@ -42,6 +57,10 @@ rm -f "$bad"
 
 check() {
     local ptx=$1 each=$2 arches=${3:-sm_80 sm_90}
+    if [ -z "$ptx" ] || [ ! -f "$ptx" ]; then
+        echo "ptx-check: no PTX file from the kernel crate's build (its errors are above)" >&2
+        exit 1
+    fi
     if ! self_contained "$ptx"; then
         echo "$ptx is not self-contained:" >&2
         externs "$ptx" >&2
