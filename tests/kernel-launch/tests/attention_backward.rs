@@ -155,11 +155,22 @@ macro_rules! runner {
             let [mut dq, mut dk, mut dv] = [(qe, same), (ke, same), (ke, other)]
                 .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
             let stat = [qe[1] * qe[2], qe[2], 1];
+            // The extents of a view the launch presents one short (`Launch::short`).
+            let cut = |mut extents: [usize; 4], which: Short| {
+                let (short, dim) = launch.short;
+                if short == which {
+                    extents[dim] -= 1;
+                }
+                extents
+            };
             let lse = stream.clone_htod(&x.lse).unwrap();
             let mut delta = stream.clone_htod(&vec![f32::NAN; x.lse.len()]).unwrap();
             let strided =
                 |strides: [usize; 4], extents: [usize; 4]| StrideMapping::new(Dims::new(extents), strides).unwrap();
-            let stat_mapping = || StrideMapping::new(Dims::new([qe[0], qe[1], qe[2]]), stat).unwrap();
+            let stat_mapping = |which: Short| {
+                let [b, h, s, _] = cut(qe, which);
+                StrideMapping::new(Dims::new([b, h, s]), stat).unwrap()
+            };
             fn map<'a, const ROWS: usize>(
                 (data, strides): &'a (CudaSlice<$t>, [usize; 4]),
                 extents: [usize; 4],
@@ -190,9 +201,10 @@ macro_rules! runner {
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                let ov = device_view_mapped::<$t, _, LayoutStride>(&o.0, strided(o.1, qe)).unwrap();
-                let gv = device_view_mapped::<$t, _, LayoutStride>(&d_o.0, strided(d_o.1, qe)).unwrap();
-                let mut dv_ = device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat_mapping()).unwrap();
+                let ov = device_view_mapped::<$t, _, LayoutStride>(&o.0, strided(o.1, cut(qe, Short::O))).unwrap();
+                let gv = device_view_mapped::<$t, _, LayoutStride>(&d_o.0, strided(d_o.1, cut(qe, Short::DO))).unwrap();
+                let mut dv_ =
+                    device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat_mapping(Short::Delta)).unwrap();
                 cuda::scope(|s| {
                     let args = hk::$delta_args {
                         o: ov,
@@ -205,22 +217,26 @@ macro_rules! runner {
             }
             // The maps of the dq kernel (`q` and `do` in boxes of 128 rows, `k` and `v` of 64) and
             // of the dkv kernel (the other way round).
+            let [eq, ek, ev, edo] =
+                [(qe, Short::Q), (ke, Short::K), (ke, Short::V), (qe, Short::DO)].map(|(e, w)| cut(e, w));
             let (q128, do128, k64, v64) = (
-                map::<128>(&q, qe),
-                map::<128>(&d_o, qe),
-                map::<64>(&k, ke),
-                map::<64>(&v, ke),
+                map::<128>(&q, eq),
+                map::<128>(&d_o, edo),
+                map::<64>(&k, ek),
+                map::<64>(&v, ev),
             );
             let (k128, v128, q64, do64) = (
-                map::<128>(&k, ke),
-                map::<128>(&v, ke),
-                map::<64>(&q, qe),
-                map::<64>(&d_o, qe),
+                map::<128>(&k, ek),
+                map::<128>(&v, ev),
+                map::<64>(&q, eq),
+                map::<64>(&d_o, edo),
             );
-            let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat_mapping()).unwrap();
-            let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat_mapping()).unwrap();
+            let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat_mapping(Short::Lse)).unwrap();
+            let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat_mapping(Short::Delta)).unwrap();
             {
-                let mut out = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dq.0, strided(dq.1, qe)).unwrap();
+                let mut out =
+                    device_view_mapped_mut::<$t, _, LayoutStride>(&mut dq.0, strided(dq.1, cut(qe, Short::Dq)))
+                        .unwrap();
                 cuda::scope(|s| {
                     let args = hk::$dq_args {
                         q: q128.map(),
@@ -238,8 +254,12 @@ macro_rules! runner {
                 .unwrap();
             }
             {
-                let mut out_k = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, ke)).unwrap();
-                let mut out_v = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, ke)).unwrap();
+                let mut out_k =
+                    device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, cut(ke, Short::Dk)))
+                        .unwrap();
+                let mut out_v =
+                    device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, cut(ke, Short::Dv)))
+                        .unwrap();
                 cuda::scope(|s| {
                     let args = hk::$dkv_args {
                         k: k128.map(),
@@ -377,20 +397,42 @@ runner!(
 );
 
 /// The gradients' launches of a run: grids of one block a chunk (`blocks` 0) or of `blocks`,
-/// then changed by `edit`, with the softmax scale `scale / √d`.
+/// then changed by `edit`, with the softmax scale `scale / √d`, and the view `short.0` one
+/// short in dimension `short.1`.
 #[derive(Clone, Copy)]
 struct Launch {
     blocks: usize,
     edit: fn(LaunchConfig) -> LaunchConfig,
     scale: f32,
+    short: (Short, usize),
 }
 
-/// A launch on `blocks` blocks, as the runner makes it, with the scale `1 / √d`.
+/// A view the runner gives the kernels one short in a dimension (its extent there less one; the
+/// same memory and strides), so that its extents no longer fit the others': the tensors read,
+/// the statistics (`Δ` also as the first kernel's output) and the gradients.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Short {
+    Whole,
+    Q,
+    K,
+    V,
+    O,
+    DO,
+    Lse,
+    Delta,
+    Dq,
+    Dk,
+    Dv,
+}
+
+/// A launch on `blocks` blocks, as the runner makes it, with the scale `1 / √d` and every view
+/// whole.
 fn blocks(blocks: usize) -> Launch {
     Launch {
         blocks,
         edit: |c| c,
         scale: 1.0,
+        short: (Short::Whole, 0),
     }
 }
 
@@ -603,5 +645,73 @@ fn a_scale_that_is_not_positive_and_finite_writes_no_gradient() {
             !untouched(&run(&stream, &module, c, &x, blocks(0))),
             "{what}: nothing written with a good scale"
         );
+    }
+}
+
+/// Every kernel of the backward pass, safe or raw, writes nothing where the extents of its views
+/// do not fit together: with each view in turn one row short (the same memory), and some one
+/// head or one column short, the gradients whose kernels read it stay as they were (and `Δ`,
+/// where its kernel reads it), and the others are written, with the bits of a launch whose
+/// views all fit.
+#[test]
+fn views_whose_extents_do_not_fit_write_no_gradient() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let written = |v: &[f32]| v.iter().any(|&x| x != -7.0);
+    let same = |a: &[f32], b: &[f32]| a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits()));
+    let runs: [(&str, Case, RunFn); 4] = [
+        ("safe d128", CASES[1], bf16_d128),
+        ("safe d64", CASES[0], bf16_d64),
+        ("raw d128", CASES[1], raw_bf16_d128),
+        ("raw d64", CASES[0], raw_bf16_d64),
+    ];
+    use Short::*;
+    // Rows of every view; heads of the query side's; columns of the views that are not tensor
+    // maps (a map's box is the head dimension's width).
+    let rows = [Q, K, V, O, DO, Lse, Delta, Dq, Dk, Dv].map(|v| (v, 2));
+    let others = [
+        (Q, 1),
+        (DO, 1),
+        (Lse, 1),
+        (Delta, 1),
+        (Dq, 1),
+        (O, 3),
+        (Dq, 3),
+        (Dk, 3),
+        (Dv, 3),
+    ];
+    for (what, c, run) in runs {
+        let x = inputs::<bf16>(c, 1.0 / (c.dim as f64).sqrt());
+        let whole = run(&stream, &module, c, &x, blocks(0));
+        assert!(
+            written(&whole.dq) && written(&whole.dk) && written(&whole.dv),
+            "{what}: views that fit"
+        );
+        for short in rows.into_iter().chain(others) {
+            let g = run(&stream, &module, c, &x, Launch { short, ..blocks(0) });
+            let view = short.0;
+            let what = format!("{what}, {view:?} one short in dimension {}", short.1);
+            assert!(g.rest, "{what}: a gradient written outside its view");
+            // `Δ`'s kernel reads `o`, `do` and `Δ`; `dq`'s, all but `o`, `dk` and `dv`; `dk` and
+            // `dv`'s, all but `o` and `dq`. (With `o` short, `Δ` stays NaN and the gradients
+            // are written from it.)
+            assert_eq!(
+                g.delta.iter().any(|x| !x.is_nan()),
+                !matches!(view, O | DO | Delta),
+                "{what}: Δ"
+            );
+            assert_eq!(written(&g.dq), matches!(view, O | Dk | Dv), "{what}: dq");
+            assert_eq!(written(&g.dk), matches!(view, O | Dq), "{what}: dk");
+            assert_eq!(written(&g.dv), matches!(view, O | Dq), "{what}: dv");
+            if matches!(view, Dk | Dv) {
+                assert!(same(&g.dq, &whole.dq), "{what}: dq differs from the launch that fits");
+            }
+            if view == Dq {
+                assert!(
+                    same(&g.dk, &whole.dk) && same(&g.dv, &whole.dv),
+                    "{what}: dk or dv differs from the launch that fits"
+                );
+            }
+        }
     }
 }
