@@ -20,7 +20,8 @@ ptx_of() {
     messages=$(mktemp) errors=$(mktemp)
     if ! cargo check "$@" -p "$package" --message-format=json >"$messages" 2>"$errors"; then
         echo "ptx-check: cargo check of $package failed:" >&2
-        tail -20 "$errors" >&2
+        # A nested PTX build's log comes as one `cargo::error=` line each: from the first error.
+        sed -n '/error/,$p' "$errors" | head -80 >&2
         python3 -c 'import json, sys
 for line in open(sys.argv[1]):
     m = json.loads(line) if line.startswith("{") else {}
@@ -33,7 +34,8 @@ for line in open(sys.argv[1]):
 for line in open(sys.argv[1]):
     m = json.loads(line)
     if m.get("reason") == "build-script-executed" and os.environ["PACKAGE"] in m["package_id"]:
-        print(dict(m["env"])["DLMD_KERNELS_PTX"])' "$messages"
+        print(dict(m["env"])["DLMD_KERNELS_PTX"])' "$messages" | grep . ||
+        echo "ptx-check: $package built, but its build script handed no DLMD_KERNELS_PTX" >&2
     rm -f "$messages" "$errors"
 }
 
@@ -58,7 +60,7 @@ rm -f "$bad"
 check() {
     local ptx=$1 each=$2 arches=${3:-sm_80 sm_90}
     if [ -z "$ptx" ] || [ ! -f "$ptx" ]; then
-        echo "ptx-check: no PTX file from the kernel crate's build (its errors are above)" >&2
+        echo "ptx-check: no PTX file from the kernel crate's build (why is said above)" >&2
         exit 1
     fi
     if ! self_contained "$ptx"; then

@@ -127,7 +127,7 @@ fn packed_fp4_pairs_decode_as_ml_dtypes_does_lane_by_lane() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "arithmetic alone, no unsafe code: run natively")]
+#[cfg_attr(miri, ignore = "safe arithmetic or parsing alone: run natively")]
 fn packed_fp4_pairs_encode_as_ml_dtypes_does_lane_by_lane() {
     let encode: Vec<(f32, u8)> = include_bytes!("data/minifloat/f4e2m1fn.encode")
         .chunks_exact(5)

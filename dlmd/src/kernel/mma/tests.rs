@@ -42,7 +42,7 @@ fn type_check<A: super::Atom>() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "arithmetic alone, no unsafe code: run natively")]
+#[cfg_attr(miri, ignore = "safe arithmetic or parsing alone: run natively")]
 fn a_tiling_deals_each_element_of_its_chunk_to_one_thread_once() {
     deals_each_element_once::<M16N8K16<bf16>, 2, 4, 4, 4>();
     deals_each_element_once::<M16N8K16<bf16>, 4, 2, 2, 8>();

@@ -89,8 +89,9 @@ pub(super) unsafe fn store<U, E, L, Sp>(
             // The 8-column groups `8 q ..` of the piece, in each its two rows.
             crate::unroll!(8, |g| {
                 crate::unroll!(2, |h| {
-                    // SAFETY: every thread of the warp, its buffer and its elements (caller);
-                    // its copies have read the buffer (above).
+                    // SAFETY: every thread of the warp, its buffer, `part`, `held` and `f`
+                    // (caller), `lane = thread % 32`; `q < n / 64 ≤ 4` (above), `g < 8` and `h
+                    // < 2` (the counts); its copies have read the buffer (above).
                     unsafe { put_pair(buffer, lane, [q, g, h], part, &held, f) };
                 });
             });
@@ -126,8 +127,9 @@ pub(super) unsafe fn store<U, E, L, Sp>(
 ///
 /// # Safety
 ///
-/// [`store`]'s, for the running thread's `buffer`, `lane`, `part`, `held` and `f`; `q < 4`, `g
-/// < 8`, `h < 2`; the bulk copies that read the buffer before have read it.
+/// [`store`]'s, for the running thread's `buffer`, `part`, `held` and `f`; `lane` is the running
+/// thread's lane (`thread % 32`); `q < n / 64` (so at most 3), `g < 8`, `h < 2`; the bulk copies
+/// that read the buffer before have read it.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn put_pair<U, E, L, Sp>(
@@ -151,10 +153,12 @@ unsafe fn put_pair<U, E, L, Sp>(
     let values = [f(index, a), f(next, b)];
     // SAFETY: `U` is two bytes (caller), so `[U; 2]` is four, `U: Copy`.
     let bits = unsafe { core::mem::transmute_copy::<[U; 2], u32>(&values) };
+    // Row `lane / 4 + 8 h` of the warp's 16 (`held`: the warp's rows are `16 warp ..`), columns
+    // `8 g + 2 (lane % 4)` of the piece.
     let at = buffer + ((lane / 4 + 8 * h) * ROW_BYTES + (8 * g + 2 * (lane % 4)) * 2) as u32;
-    // SAFETY: inside the warp's buffer (row < 16, byte < 128 of the row's 144), 4-aligned (the
-    // buffer is 16-aligned, rows 144 bytes, an even column of two-byte elements); the buffer is
-    // this warp's alone, its copies have read it (caller), and each element of the piece is one
-    // thread's (`held`).
+    // SAFETY: inside the warp's buffer (row < 16 as `lane < 32`, byte < 128 of the row's 144),
+    // 4-aligned (the buffer is 16-aligned, rows 144 bytes, an even column of two-byte elements);
+    // the buffer is this warp's alone, and its copies have read it (caller); each lane writes
+    // its own word of each `(g, h)`, so no two threads write one word.
     unsafe { raw::st_shared_u32(at, bits) };
 }

@@ -65,7 +65,7 @@ mod tests {
     use crate::layout::LayoutRight;
 
     #[test]
-    #[cfg_attr(miri, ignore = "arithmetic alone, no unsafe code: run natively")]
+    #[cfg_attr(miri, ignore = "safe arithmetic or parsing alone: run natively")]
     fn grouped_numbers_cover_the_grid_once() {
         for (rows, cols) in [(1, 1), (1, 7), (7, 1), (5, 3), (16, 32), (33, 5), (64, 32)] {
             for group in [1, 2, 3, 4, 8, 16, 40, usize::MAX, (1 << 63) + 1] {
