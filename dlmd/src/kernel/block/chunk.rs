@@ -290,6 +290,14 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
         index
     }
 
+    /// `local` lies below `bound` in every dimension: inside a box or extents of that shape.
+    /// (A function, not a closure: the stores write their steps out, and a closure in each
+    /// copy would be type-checked in each.)
+    #[inline(always)]
+    pub(crate) fn inside(local: &E::Index, bound: &E::Index) -> bool {
+        (0..E::RANK).all(|d| local.as_ref()[d] < bound.as_ref()[d])
+    }
+
     /// The box of `rows × cols` of a matrix (the last two dimensions) as extents of rank
     /// `E::RANK` (at least 2), 1 along the dimensions before.
     #[cfg(target_arch = "nvptx64")]

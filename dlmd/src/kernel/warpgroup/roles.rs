@@ -302,7 +302,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                     crate::unroll!(4, |he| {
                         let (local, value) = acc.held(self.thread, 4 * j + he);
                         let at = Chunk::<'_, U, E, L, Sp>::in_matrix(local);
-                        if inside::<E>(&at, &shape) {
+                        if Chunk::<'_, U, E, L, Sp>::inside(&at, &shape) {
                             g(&mut part, at, value);
                         }
                     });
@@ -315,14 +315,6 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     pub(super) fn never(&self) -> ! {
         match self.never {}
     }
-}
-
-/// `at` lies inside `shape`, dimension by dimension. (A function of its own: `each_held`
-/// writes its body out once an element, and a closure in each copy would be type-checked in
-/// each.)
-#[inline(always)]
-fn inside<E: Extents>(at: &E::Index, shape: &E::Index) -> bool {
-    (0..E::RANK).all(|d| at.as_ref()[d] < shape.as_ref()[d])
 }
 
 impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {

@@ -141,7 +141,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
     #[inline(always)]
     pub(crate) unsafe fn put_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, *const T) -> T) {
         let extents = self.extents();
-        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+        if Self::inside(&local, &extents) {
             let (index, element) = self.element(local);
             let value = f(index, element);
             // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
@@ -163,7 +163,7 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
     #[inline(always)]
     pub(crate) unsafe fn update_one(&mut self, local: E::Index, f: impl FnOnce(E::Index, T) -> T) {
         let extents = self.extents();
-        if (0..E::RANK).all(|d| local.as_ref()[d] < extents.as_ref()[d]) {
+        if Self::inside(&local, &extents) {
             let (index, element) = self.element(local);
             // SAFETY: inside the chunk's extents, cut at the view's edge (checked), so in the
             // span of a unique view, whose elements are initialised; the chunk is this block's
