@@ -41,6 +41,12 @@
 //! ([`Chunks::with_rows`](crate::kernel::block::Chunks::with_rows)). The
 //! `examples/hopper-kernels` crate's `attention_*` kernels are the forward pass written so.
 //!
+//! The backward pass adds two pieces. An [`Exchange`], declared beside the pipeline, hands
+//! each consumer's `64 × 64` accumulators (the scores' gradient of its keys) to every consumer
+//! through shared memory, transposed ([`Warpgroup::exchange`]), as the `A` operand of
+//! [`Warpgroup::mma_exchanged`]; and [`Warpgroup::add_to`] adds accumulators to an
+//! [`Atomic`](crate::view::Atomic) `f32` view ([`Sums`]), where blocks sum their shares of one gradient.
+//!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
 //! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
 //! `B` tile is K-major too (`n × k`: the weight of `x · wᵀ`), or, for `bf16` and `f16`, a
@@ -165,6 +171,7 @@
 mod accumulators;
 mod borrowed;
 mod descriptor;
+mod exchange;
 mod gradients;
 mod operand;
 mod packed;
@@ -172,6 +179,7 @@ mod pipeline;
 mod products;
 #[cfg(any(target_arch = "nvptx64", doc))]
 pub mod raw;
+mod reduce;
 mod registers;
 mod roles;
 mod row_values;
@@ -183,6 +191,7 @@ mod streams;
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
 pub use borrowed::{Borrowed, Held, ReadTile};
+pub use exchange::{Exchange, Exchanged, Exchanging};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
 pub use packed::Converted;
@@ -190,6 +199,7 @@ pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use products::{Fragment, Running};
 #[doc(hidden)]
 pub use products::{ProductRs, RsDepth};
+pub use reduce::Sums;
 pub use roles::Warpgroup;
 pub use row_values::RowValues;
 pub use softmax::{Keys, Probs, RowStats};

@@ -68,6 +68,91 @@ pub unsafe fn fence_proxy_async() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [row], {r0, r1, r2, r3}`: four 8 × 8
+/// matrices of 16-bit elements from the warp's registers to the block's shared memory,
+/// transposed. Register `q` of lane `l` holds the two elements of row `l / 4`, columns `2 (l % 4)`
+/// and `+ 1`, of matrix `q` (the low half the first: the layout of an `mma` accumulator's
+/// 8 × 8 piece); lane `8 q + j` gives the 16-byte row `j` of matrix `q` as stored, which holds
+/// the matrix's column `j`.
+///
+/// # Safety
+///
+/// Executed by all 32 threads of the warp together, converged, on `sm_90`; each lane's `row` is
+/// a 16-aligned shared-state-space address of 16 bytes of the block's shared memory that no
+/// other thread reads or writes meanwhile.
+#[inline(always)]
+pub unsafe fn stmatrix_x4_trans(row: u32, regs: [u32; 4]) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg32) row,
+            a = in(reg32) regs[0],
+            b = in(reg32) regs[1],
+            c = in(reg32) regs[2],
+            d = in(reg32) regs[3],
+            options(nostack),
+        )
+    };
+}
+
+/// `bar.sync id, threads`: the executing warps wait at named barrier `id` until `threads`
+/// threads (whole warps) have arrived, and their memory operations before it are ordered before
+/// those after it among them.
+///
+/// # Safety
+///
+/// `id` is 1 to 15 and no other use of barrier `id` is under way with another count; `threads`
+/// is a multiple of 32, at most the block's; every warp that arrives does so converged, and
+/// `threads` of them arrive (or the block waits forever).
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: as this function's contract.
+    unsafe { asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}
+
+/// `red.global.add.f32 [at], v`: adds `v` to the `f32` at `at` atomically (relaxed, at GPU
+/// scope), `at` converted to the global state space (`cvta.to.global`).
+///
+/// # Safety
+///
+/// `at` is a 4-aligned generic address of an `f32` of global memory that the kernel reaches
+/// and that is updated only atomically meanwhile.
+#[inline(always)]
+pub unsafe fn red_global_add_f32(at: *mut f32, v: f32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; red.global.add.f32 [g], {v}; }}",
+            p = in(reg64) at,
+            v = in(reg32) v,
+            options(nostack),
+        )
+    };
+}
+
+/// `red.global.add.v2.f32 [at], {a, b}`: adds the two to the two neighbouring `f32`s at `at`
+/// atomically (each relaxed, at GPU scope), in one request. PTX ISA 8.1 or later: `ptxas`
+/// refuses it in a module of an older version.
+///
+/// # Safety
+///
+/// `at` is an 8-aligned generic address of two `f32`s of global memory that the kernel reaches
+/// and that are updated only atomically meanwhile; on `sm_90`.
+#[inline(always)]
+pub unsafe fn red_global_add_v2_f32(at: *mut f32, [a, b]: [f32; 2]) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "{{ .reg .b64 g; cvta.to.global.u64 g, {p}; red.global.add.v2.f32 [g], {{{a}, {b}}}; }}",
+            p = in(reg64) at,
+            a = in(reg32) a,
+            b = in(reg32) b,
+            options(nostack),
+        )
+    };
+}
+
 /// `st.shared.b32 [at], bits`: four bytes to the block's shared memory.
 ///
 /// # Safety
