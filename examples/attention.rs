@@ -52,6 +52,9 @@ struct Tensors {
     dq: CudaSlice<bf16>,
     dk: CudaSlice<bf16>,
     dv: CudaSlice<bf16>,
+    /// The fused pass's `f32` accumulator of `dq`, and its gradients.
+    dq_sum: CudaSlice<f32>,
+    fused: [CudaSlice<bf16>; 3],
 }
 
 fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, Box<dyn Error>> {
@@ -73,6 +76,12 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
         dq: stream.alloc_zeros(rows * d)?,
         dk: stream.alloc_zeros(rows * d)?,
         dv: stream.alloc_zeros(rows * d)?,
+        dq_sum: stream.alloc_zeros(rows * d)?,
+        fused: [
+            stream.alloc_zeros(rows * d)?,
+            stream.alloc_zeros(rows * d)?,
+            stream.alloc_zeros(rows * d)?,
+        ],
     })
 }
 
@@ -297,6 +306,131 @@ timed_backward!(
     AttentionRawDkvBf16D128Args
 );
 
+/// The fused backward pass of head dimension `D` (`Δ`, then `dq`'s accumulator set to zero and
+/// the fused kernel, then `dq` converted), each timed after the cover's copy: `[Δ, fused,
+/// convert]` in milliseconds, the zeroing counted with the fused kernel.
+macro_rules! timed_fused {
+    ($name:ident, $d:literal, $fused:ident, $fused_args:ident) => {
+        fn $name(
+            stream: &Arc<CudaStream>,
+            kernels: &Kernels,
+            cover: &mut Cover,
+            t: &mut Tensors,
+            (b, h, s, causal): (usize, usize, usize, bool),
+        ) -> Result<[f64; 3], Box<dyn Error>> {
+            let extents = [b, h, s, $d];
+            let read =
+                |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
+            fn map<'a, const R: usize>(
+                x: &'a CudaSlice<bf16>,
+                extents: [usize; 4],
+            ) -> Result<TiledMap<'a, bf16, (Const<R>, Const<$d>), Swizzle128, 4>, Box<dyn Error>> {
+                let view = device_view_mapped::<_, _, LayoutStride>(x, strided(extents)?)?;
+                Ok(TiledMap::new(&view)?)
+            }
+            let rows = LaunchConfig {
+                grid_dim: (s.div_ceil(256) as u32, h as u32, b as u32),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let chunks = LaunchConfig {
+                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
+                block_dim: (384, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let across = $d / 4;
+            let elements = LaunchConfig {
+                grid_dim: (
+                    1,
+                    s.div_ceil(256 / across).min(65_535) as u32,
+                    (b * h).min(65_535) as u32,
+                ),
+                block_dim: (across as u32, (256 / across) as u32, 1),
+                shared_mem_bytes: 0,
+            };
+            let stat = strided([b, h, s])?;
+            let delta = {
+                let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut t.delta, stat)?;
+                let args = hk::AttentionDeltaBf16Args {
+                    o: read(&t.o)?,
+                    d_o: read(&t.d_o)?,
+                    delta_out: out.as_view_mut(),
+                };
+                cover.time_scoped(stream, |scope| {
+                    hk::attention_delta_bf16(scope.launch(stream, kernels, rows), args)
+                })?
+            };
+            let lse = device_view_mapped::<f32, _, LayoutStride>(&t.lse, stat)?;
+            let delta_view = device_view_mapped::<f32, _, LayoutStride>(&t.delta, stat)?;
+            let scale = 1.0 / ($d as f32).sqrt();
+            let [fdq, fdk, fdv] = &mut t.fused;
+            let fused = {
+                let (k, v, q, d_o) = (
+                    map::<128>(&t.k, extents)?,
+                    map::<128>(&t.v, extents)?,
+                    map::<64>(&t.q, extents)?,
+                    map::<64>(&t.d_o, extents)?,
+                );
+                let mut dk = device_view_mapped_mut::<bf16, _, LayoutStride>(fdk, strided(extents)?)?;
+                let mut dv = device_view_mapped_mut::<bf16, _, LayoutStride>(fdv, strided(extents)?)?;
+                let (dq_sum, sum_map) = (&mut t.dq_sum, strided(extents)?);
+                cover.time_scoped(stream, |scope| {
+                    stream.memset_zeros(dq_sum)?;
+                    let sum = device_view_mapped_mut::<f32, _, LayoutStride>(dq_sum, sum_map)?;
+                    let args = hk::$fused_args {
+                        k: k.map(),
+                        v: v.map(),
+                        q: q.map(),
+                        d_o: d_o.map(),
+                        lse,
+                        delta: delta_view,
+                        dk_out: dk.as_view_mut(),
+                        dv_out: dv.as_view_mut(),
+                        dq_sum: sum.into_atomic(),
+                        scale,
+                        causal,
+                    };
+                    hk::$fused(scope.launch(stream, kernels, chunks), args)
+                })?
+            };
+            let convert = {
+                let sum = device_view_mapped::<f32, _, LayoutStride>(&t.dq_sum, strided(extents)?)?;
+                let mut dq = device_view_mapped_mut::<bf16, _, LayoutStride>(fdq, strided(extents)?)?;
+                cover.time_scoped(stream, |scope| {
+                    hk::attention_dq_convert_bf16(scope.launch(stream, kernels, elements), sum, dq.as_view_mut())
+                })?
+            };
+            Ok([delta, fused, convert])
+        }
+    };
+}
+
+timed_fused!(fused_d64, 64, attention_fused_bf16_d64, AttentionFusedBf16D64Args);
+timed_fused!(fused_d128, 128, attention_fused_bf16_d128, AttentionFusedBf16D128Args);
+
+/// The largest difference between the fused pass's gradients and the three-kernel pass's, over
+/// the largest of the latter (`[dq, dk, dv]`).
+fn fused_error(stream: &Arc<CudaStream>, t: &Tensors) -> Result<[f32; 3], Box<dyn Error>> {
+    let mut out = [0.0; 3];
+    for (i, (a, b)) in [&t.dq, &t.dk, &t.dv].into_iter().zip(&t.fused).enumerate() {
+        let (a, b) = (stream.clone_dtoh(a)?, stream.clone_dtoh(b)?);
+        let scale = a
+            .iter()
+            .map(|x| x.to_f32().abs())
+            .fold(0.0, f32::max)
+            .max(f32::MIN_POSITIVE);
+        // A NaN or an infinity anywhere is the worst error.
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x.to_f32() - y.to_f32()).abs())
+            .map(|e| if e.is_finite() { e } else { f32::INFINITY })
+            .fold(0.0, f32::max);
+        out[i] = worst / scale;
+    }
+    Ok(out)
+}
+
 /// One shape's backward timing function.
 type TimedBackward = fn(
     &Arc<CudaStream>,
@@ -328,7 +462,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         Err(e) => return Err(e.into()),
     };
     let mut cover = Cover::new(&stream)?;
-    let shapes: &[(usize, usize, usize, usize, bool)] = if small { &[(1, 2, 200, 128, true)] } else { &SHAPES };
+    let shapes: &[(usize, usize, usize, usize, bool)] = if small {
+        &[(1, 2, 200, 128, true), (1, 4, 333, 64, false)]
+    } else {
+        &SHAPES
+    };
     for &(b, h, s, d, causal) in shapes {
         let mut t = tensors(&stream, b * h * s, d)?;
         let (safe, raw): (Timed, Timed) = if d == 64 {
@@ -341,6 +479,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         } else {
             (backward_d128, raw_backward_d128)
         };
+        let fused_back: TimedBackward = if d == 64 { fused_d64 } else { fused_d128 };
+        let mut fused: [Vec<f64>; 4] = Default::default();
         let (mut ms, mut ms_raw) = (Vec::new(), Vec::new());
         let (mut back, mut back_raw): ([Vec<f64>; 4], [Vec<f64>; 4]) = Default::default();
         let rounds = if small { 1 } else { WARM_UP + ROUNDS };
@@ -356,8 +496,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             } else {
                 (raw_back, safe_back)
             };
+            // The fused pass before the three-kernel passes in one round, after them in the next.
+            let mut fused_parts = [0.0; 3];
+            if round % 2 == 0 {
+                fused_parts = fused_back(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            }
             let a = first(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
             let z = second(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            if round % 2 == 1 {
+                fused_parts = fused_back(&stream, &kernels, &mut cover, &mut t, (b, h, s, causal))?;
+            }
             let (parts, parts_raw) = if round % 2 == 0 { (a, z) } else { (z, a) };
             if small || round >= WARM_UP {
                 ms.push(time);
@@ -368,8 +516,13 @@ fn main() -> Result<(), Box<dyn Error>> {
                 }
                 back[3].push(parts.iter().sum());
                 back_raw[3].push(parts_raw.iter().sum());
+                for (i, x) in fused_parts.iter().enumerate() {
+                    fused[i].push(*x);
+                }
+                fused[3].push(fused_parts.iter().sum());
             }
         }
+        let error = fused_error(&stream, &t)?;
         let (ms, ms_raw) = (dlmd_examples::median(ms), dlmd_examples::median(ms_raw));
         let [delta, dq, dkv, total] = back.map(dlmd_examples::median);
         let [delta_raw, dq_raw, dkv_raw, total_raw] = back_raw.map(dlmd_examples::median);
@@ -387,6 +540,17 @@ fn main() -> Result<(), Box<dyn Error>> {
             total_raw / total,
             ms + total,
             3.5 * flops / (ms + total) / 1e9
+        );
+        let [f_delta, f_kernel, f_convert, f_total] = fused.map(dlmd_examples::median);
+        println!(
+            "bench attention fused backward b={b} h={h} s={s} d={d} causal={causal}: dlmd fused {f_total:.3} ms (Δ {f_delta:.3}, fused {f_kernel:.3}, convert {f_convert:.3}), {:.0} TFLOP/s; three kernels / fused {:.3}; forward + backward, fused: {:.3} ms, {:.0} TFLOP/s; largest difference from the three kernels' (÷ their largest): dq {:.2e}, dk {:.2e}, dv {:.2e}",
+            2.5 * flops / f_total / 1e9,
+            total / f_total,
+            ms + f_total,
+            3.5 * flops / (ms + f_total) / 1e9,
+            error[0],
+            error[1],
+            error[2]
         );
     }
     Ok(())

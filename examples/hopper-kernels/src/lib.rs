@@ -26,6 +26,7 @@ mod backward;
 mod backward_raw;
 #[cfg(not(target_arch = "nvptx64"))]
 mod forward;
+mod fused;
 mod gemm;
 #[cfg(not(target_arch = "nvptx64"))]
 mod gradients;
@@ -47,6 +48,7 @@ pub use backward::*;
 pub use backward_raw::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use forward::*;
+pub use fused::*;
 pub use gemm::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use gradients::*;
