@@ -16,7 +16,8 @@
 
 mod common;
 
-use common::{Case, Input, Order, case, gather, hopper, reference, scatter, values};
+use common::backward::{CASES, Grads, Inputs, assert_grads, gradients, inputs, other};
+use common::{Case, Input, Order, gather, hopper, scatter};
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use dlmd::cuda::{self, Kernels, TiledMap, device_view_mapped, device_view_mapped_mut};
 use dlmd::half::{bf16, f16};
@@ -25,105 +26,6 @@ use dlmd::layout::StrideMapping;
 use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
-
-const CASES: [Case; 8] = [
-    case([1, 2, 2], [128, 128, 64], false, Order::Heads),
-    case([2, 4, 1], [200, 333, 128], true, Order::Tokens),
-    case([1, 8, 1], [1, 77, 64], true, Order::Heads),
-    case([1, 4, 2], [300, 130, 128], false, Order::Heads),
-    case([2, 2, 2], [77, 77, 64], true, Order::Tokens),
-    // One key, causal with more queries than keys: all but the last query see none.
-    case([1, 4, 4], [130, 1, 64], true, Order::Heads),
-    // Query heads of a group apart from those of the others' (`h / group`, not `h % h_kv`).
-    case([1, 8, 2], [200, 150, 64], false, Order::Tokens),
-    // Causal with more queries than keys at d 128: the first 130 rows see no key; NaN rows
-    // between the inputs' heads.
-    case([1, 2, 1], [200, 70, 128], true, Order::Padded),
-];
-
-/// The layout of `o` and `dv`: another than the case's (that of `q`, `do`, `dq` and `dk`), so
-/// that a kernel that wrote `dv` by `dk`'s strides, or read `o` by `do`'s, would show it.
-fn other(order: Order) -> Order {
-    match order {
-        Order::Heads | Order::Tokens => Order::Padded,
-        Order::Padded => Order::Heads,
-    }
-}
-
-/// A case's inputs, rounded to `T`: `q`, `k`, `v`, the forward pass's `o` (from the `f64`
-/// reference) and `lse`, and `do`.
-struct Inputs {
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    o: Vec<f32>,
-    lse: Vec<f32>,
-    d_o: Vec<f32>,
-}
-
-fn inputs<T: Input>(c: Case, scale: f64) -> Inputs {
-    let (rows_q, rows_k) = (c.batch * c.heads_q * c.seq_q, c.batch * c.heads_kv * c.seq_k);
-    let round = |x: f32| T::of(x).to();
-    let q = values(rows_q * c.dim, 0x1234_5678, round);
-    let k = values(rows_k * c.dim, 0x8765_4321, round);
-    let v = values(rows_k * c.dim, 0x0bad_cafe, round);
-    let (o, lse) = reference(c, &q, &k, &v, scale);
-    Inputs {
-        o: o.iter().map(|&x| round(x as f32)).collect(),
-        lse: lse.iter().map(|&x| x as f32).collect(),
-        d_o: values(rows_q * c.dim, 0x5eed_f00d, round),
-        q,
-        k,
-        v,
-    }
-}
-
-/// The gradients in `f64` of `o = softmax(q · kᵀ · scale) · v` for the output's gradient `do`,
-/// with the probabilities recomputed from `lse` and `Δ = Σ do ∘ o` from the `o` given, as the
-/// kernels compute them: `Δ`, `dq`, `dk`, `dv`.
-fn gradients(c: Case, x: &Inputs, scale: f64) -> [Vec<f64>; 4] {
-    let d = c.dim;
-    let group = c.heads_q / c.heads_kv;
-    let dot = |a: &[f32], i: usize, b: &[f32], j: usize| -> f64 {
-        (0..d).map(|e| f64::from(a[i * d + e]) * f64::from(b[j * d + e])).sum()
-    };
-    let mut delta = vec![0.0; x.q.len() / d];
-    let (mut dq, mut dk, mut dv) = (vec![0.0; x.q.len()], vec![0.0; x.k.len()], vec![0.0; x.v.len()]);
-    for b in 0..c.batch {
-        for h in 0..c.heads_q {
-            let qs = (b * c.heads_q + h) * c.seq_q;
-            let ks = (b * c.heads_kv + h / group) * c.seq_k;
-            for i in qs..qs + c.seq_q {
-                delta[i] = dot(&x.d_o, i, &x.o, i);
-                let lse = f64::from(x.lse[i]);
-                if lse.is_infinite() {
-                    continue;
-                }
-                let seen = (0..c.seq_k).filter(|&j| !c.causal || j + c.seq_q <= i - qs + c.seq_k);
-                for j in seen.map(|j| ks + j) {
-                    let p = (dot(&x.q, i, &x.k, j) * scale - lse).exp();
-                    let ds = p * (dot(&x.d_o, i, &x.v, j) - delta[i]);
-                    for e in 0..d {
-                        dq[i * d + e] += scale * ds * f64::from(x.k[j * d + e]);
-                        dk[j * d + e] += scale * ds * f64::from(x.q[i * d + e]);
-                        dv[j * d + e] += p * f64::from(x.d_o[i * d + e]);
-                    }
-                }
-            }
-        }
-    }
-    [delta, dq, dk, dv]
-}
-
-/// What a run read back: `Δ`, `dq`, `dk` and `dv` as logical arrays, and whether every element
-/// of the gradients' buffers outside their views is still `-7`.
-struct Grads {
-    delta: Vec<f32>,
-    dq: Vec<f32>,
-    dk: Vec<f32>,
-    dv: Vec<f32>,
-    rest: bool,
-}
 
 /// `fn $name(stream, module, case, inputs, launch) -> Grads`: the three kernels of `$t` and
 /// head dimension `$d` in turn, the gradients' on grids of one block a chunk (`launch.blocks`
@@ -439,31 +341,6 @@ fn blocks(blocks: usize) -> Launch {
 /// A runner's signature.
 type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, Launch) -> Grads;
 
-/// Checks `got` against the `f64` reference in units `u` of the element type's rounding (`2⁻⁸`
-/// for `bf16`, `2⁻¹¹` for `f16`): each element within `4u·(|ref| + m)`, `m` the gradient's own
-/// largest magnitude, or a sixteenth of the largest among the three where that is more (a
-/// gradient that is zero exactly, as with one key, is matched within rounding at the others'
-/// scale), and the mean error below `u·m / 2`. Each gradient is rounded to the type once, and so
-/// are the probabilities and their gradient before the products that sum them.
-fn close(c: Case, got: &[f32], want: &[f64], (u, m): (f64, f64), what: &str) {
-    assert_eq!(got.len(), want.len(), "{what} {c:?}");
-    let mut total = 0.0;
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let err = (f64::from(g) - w).abs();
-        assert!(
-            err <= 4.0 * u * (w.abs() + m),
-            "{what} {c:?}: element {i} (row {}) is {g}, expected {w}",
-            i / c.dim
-        );
-        total += err;
-    }
-    let mean = total / got.len().max(1) as f64;
-    assert!(
-        mean <= u * m / 2.0,
-        "{what} {c:?}: mean error {mean} (largest gradient {m})"
-    );
-}
-
 /// Every case of head dimension `d` through `run`, on a grid of one block a chunk and on one of
 /// three blocks; `u`, the element type's unit of rounding.
 fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f64), what: &str, run: RunFn) {
@@ -471,9 +348,6 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f
         let scale = 1.0 / (d as f64).sqrt();
         let x = inputs::<T>(c, scale);
         let [delta, dq, dk, dv] = gradients(c, &x, scale);
-        let largest = |g: &[f64]| g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let floor = largest(&dq).max(largest(&dk)).max(largest(&dv)) / 16.0;
-        let m = |g: &[f64]| largest(g).max(floor);
         for n in [0, 3] {
             let got = run(stream, module, c, &x, blocks(n));
             let what = format!("{what}, {n} blocks");
@@ -483,18 +357,7 @@ fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f
                     "{what} {c:?}: Δ of row {row} is {g}, expected {w}"
                 );
             }
-            close(c, &got.dq, &dq, (u, m(&dq)), &format!("{what}: dq"));
-            close(c, &got.dk, &dk, (u, m(&dk)), &format!("{what}: dk"));
-            close(c, &got.dv, &dv, (u, m(&dv)), &format!("{what}: dv"));
-            assert!(got.rest, "{what} {c:?}: a gradient written outside its view");
-            // A query that sees no key (`lse` `+∞`) has no gradient: zeros, exactly.
-            for (row, _) in x.lse.iter().enumerate().filter(|(_, l)| l.is_infinite()) {
-                let dq_row = &got.dq[row * c.dim..(row + 1) * c.dim];
-                assert!(
-                    dq_row.iter().all(|&g| g == 0.0),
-                    "{what} {c:?}: dq of row {row}, which sees no key: {dq_row:?}"
-                );
-            }
+            assert_grads(c, &x, &got, [&dq, &dk, &dv], u, &what);
         }
     }
 }

@@ -4,6 +4,8 @@
 // Each test binary that includes this module uses part of it.
 #![allow(dead_code)]
 
+pub mod backward;
+
 use cudarc::driver::CudaContext;
 use dlmd::cuda::{CudaError, Kernels, ModuleError};
 use dlmd::half::{bf16, f16};

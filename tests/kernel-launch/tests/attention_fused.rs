@@ -1,0 +1,251 @@
+//! Attention's backward pass in one kernel (`examples/hopper-kernels`' `attention_fused_*`,
+//! with `attention_delta_*` before it and `attention_dq_convert_*` after) on an `sm_90a` GPU,
+//! against the CPU in `f64`, on the three-kernel pass's cases (`common::backward`): head
+//! dimensions 64 and 128, `bf16` and `f16`, causal and not, grouped-query ratios 1, 2, 4 and 8,
+//! ragged lengths, one query, one key, three layouts; on grids of one block a chunk and of three
+//! blocks. `dq` is summed by the blocks atomically in `f32`, converted once: the same tolerance
+//! as the three-kernel pass's; no gradient written outside its view, exact zeros for the queries
+//! that see no key, and `dq`'s accumulator outside its view untouched.
+//!
+//! Without a GPU each test prints one line saying it was skipped and passes (with
+//! `DLMD_REQUIRE_GPU=1` a missing GPU fails instead).
+
+mod common;
+
+use common::backward::{CASES, Grads, Inputs, assert_grads, gradients, inputs, other};
+use common::{Case, Input, Order, gather, hopper, scatter};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use dlmd::cuda::{self, Kernels, TiledMap, device_view_mapped, device_view_mapped_mut};
+use dlmd::half::{bf16, f16};
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::layout::StrideMapping;
+use dlmd::{Const, Dims, LayoutStride};
+use dlmd_example_hopper_kernels as hk;
+use std::sync::Arc;
+
+/// What a fused run gives back: the gradients, and whether `dq`'s `f32` accumulator, laid out
+/// with a gap of NaN after each row, still holds NaN in every gap.
+type Run = (Grads, bool);
+
+/// `fn $name(stream, module, case, inputs, blocks) -> Run`: `Δ`, then `dq`'s accumulator set
+/// to zero (its gaps NaN) and the fused kernel of `$t` and head dimension `$d` on a grid of one
+/// block a chunk (`blocks` 0) or of `blocks`, then `dq` converted; `o` and `dv` laid out by
+/// [`other`], every other tensor as the case's order says; the gradients start as `-7`.
+macro_rules! fused_runner {
+    ($name:ident, $t:ty, $d:literal, $delta:ident, $delta_args:ident, $fused:ident, $fused_args:ident, $convert:ident) => {
+        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, blocks: usize) -> Run {
+            let scale = 1.0 / (c.dim as f32).sqrt();
+            let (qe, ke) = (c.q(), c.kv());
+            let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
+                let (len, strides) = order.layout(extents);
+                let mut buffer = vec![<$t>::of(fill); len];
+                let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
+                scatter(&mut buffer, &logical, extents, strides);
+                (stream.clone_htod(&buffer).unwrap(), strides)
+            };
+            let (same, other) = (c.order, other(c.order));
+            let [q, k, v, o, d_o] = [
+                (&x.q, qe, same),
+                (&x.k, ke, same),
+                (&x.v, ke, same),
+                (&x.o, qe, other),
+                (&x.d_o, qe, same),
+            ]
+            .map(|(x, e, order)| up(x, e, order, f32::NAN));
+            let [mut dq, mut dk, mut dv] = [(qe, same), (ke, same), (ke, other)]
+                .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
+            let strided =
+                |strides: [usize; 4], extents: [usize; 4]| StrideMapping::new(Dims::new(extents), strides).unwrap();
+            let stat = StrideMapping::new(Dims::new([qe[0], qe[1], qe[2]]), [qe[1] * qe[2], qe[2], 1]).unwrap();
+            let lse = stream.clone_htod(&x.lse).unwrap();
+            let mut delta = stream.clone_htod(&vec![f32::NAN; x.lse.len()]).unwrap();
+            // `dq`'s accumulator: rows of `d` and a gap of 4 NaN after each, zero inside.
+            let row = $d + 4;
+            let sum_strides = [qe[1] * qe[2] * row, qe[2] * row, row, 1];
+            let mut sum_init = vec![f32::NAN; qe[0] * qe[1] * qe[2] * row];
+            for r in 0..qe[0] * qe[1] * qe[2] {
+                sum_init[r * row..r * row + $d].fill(0.0);
+            }
+            let mut sum = stream.clone_htod(&sum_init).unwrap();
+            fn map<'a, const ROWS: usize>(
+                (data, strides): &'a (CudaSlice<$t>, [usize; 4]),
+                extents: [usize; 4],
+            ) -> TiledMap<'a, $t, (Const<ROWS>, Const<$d>), Swizzle128, 4> {
+                let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
+                let view = device_view_mapped::<$t, _, LayoutStride>(data, mapping).unwrap();
+                TiledMap::new(&view).unwrap()
+            }
+            {
+                let rows = LaunchConfig {
+                    grid_dim: (qe[2].div_ceil(256) as u32, qe[1] as u32, qe[0] as u32),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let ov = device_view_mapped::<$t, _, LayoutStride>(&o.0, strided(o.1, qe)).unwrap();
+                let gv = device_view_mapped::<$t, _, LayoutStride>(&d_o.0, strided(d_o.1, qe)).unwrap();
+                let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat.clone()).unwrap();
+                cuda::scope(|s| {
+                    let args = hk::$delta_args {
+                        o: ov,
+                        d_o: gv,
+                        delta_out: out.as_view_mut(),
+                    };
+                    hk::$delta(s.launch(stream, module, rows), args)
+                })
+                .unwrap();
+            }
+            {
+                let (k128, v128, q64, do64) = (
+                    map::<128>(&k, ke),
+                    map::<128>(&v, ke),
+                    map::<64>(&q, qe),
+                    map::<64>(&d_o, qe),
+                );
+                let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat.clone()).unwrap();
+                let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat.clone()).unwrap();
+                let mut out_k = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, ke)).unwrap();
+                let mut out_v = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, ke)).unwrap();
+                let sum_view =
+                    device_view_mapped_mut::<f32, _, LayoutStride>(&mut sum, strided(sum_strides, qe)).unwrap();
+                let [b, h, s, _] = ke;
+                let grid = LaunchConfig {
+                    grid_dim: (
+                        if blocks == 0 {
+                            b * h * s.div_ceil(128)
+                        } else {
+                            blocks
+                        } as u32,
+                        1,
+                        1,
+                    ),
+                    block_dim: (384, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                cuda::scope(|s| {
+                    let args = hk::$fused_args {
+                        k: k128.map(),
+                        v: v128.map(),
+                        q: q64.map(),
+                        d_o: do64.map(),
+                        lse: lv,
+                        delta: delta_view,
+                        dk_out: out_k.as_view_mut(),
+                        dv_out: out_v.as_view_mut(),
+                        dq_sum: sum_view.into_atomic(),
+                        scale,
+                        causal: c.causal,
+                    };
+                    hk::$fused(s.launch(stream, module, grid), args)
+                })
+                .unwrap();
+            }
+            {
+                let sum_view = device_view_mapped::<f32, _, LayoutStride>(&sum, strided(sum_strides, qe)).unwrap();
+                let mut out = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dq.0, strided(dq.1, qe)).unwrap();
+                let elements = LaunchConfig {
+                    grid_dim: (1, qe[2].div_ceil(8) as u32, (qe[0] * qe[1]) as u32),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
+                cuda::scope(|s| hk::$convert(s.launch(stream, module, elements), sum_view, out.as_view_mut())).unwrap();
+            }
+            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> (Vec<f32>, bool) {
+                let (logical, rest) = gather(
+                    &stream.clone_dtoh(data).unwrap(),
+                    extents,
+                    *strides,
+                    <$t>::of(-7.0),
+                );
+                (logical.into_iter().map(<$t>::to).collect(), rest)
+            };
+            let ((dq, rest_q), (dk, rest_k), (dv, rest_v)) = (back(&dq, qe), back(&dk, ke), back(&dv, ke));
+            let sum_after = stream.clone_dtoh(&sum).unwrap();
+            let gaps = sum_after.chunks(row).all(|r| r[$d..].iter().all(|x| x.is_nan()));
+            let grads = Grads {
+                delta: stream.clone_dtoh(&delta).unwrap(),
+                dq,
+                dk,
+                dv,
+                rest: rest_q && rest_k && rest_v,
+            };
+            (grads, gaps)
+        }
+    };
+}
+
+fused_runner!(
+    bf16_d64,
+    bf16,
+    64,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_fused_bf16_d64,
+    AttentionFusedBf16D64Args,
+    attention_dq_convert_bf16
+);
+fused_runner!(
+    bf16_d128,
+    bf16,
+    128,
+    attention_delta_bf16,
+    AttentionDeltaBf16Args,
+    attention_fused_bf16_d128,
+    AttentionFusedBf16D128Args,
+    attention_dq_convert_bf16
+);
+fused_runner!(
+    f16_d64,
+    f16,
+    64,
+    attention_delta_f16,
+    AttentionDeltaF16Args,
+    attention_fused_f16_d64,
+    AttentionFusedF16D64Args,
+    attention_dq_convert_f16
+);
+fused_runner!(
+    f16_d128,
+    f16,
+    128,
+    attention_delta_f16,
+    AttentionDeltaF16Args,
+    attention_fused_f16_d128,
+    AttentionFusedF16D128Args,
+    attention_dq_convert_f16
+);
+
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, usize) -> Run;
+
+/// Every case of head dimension `d` through `run`, on a grid of one block a chunk and on one of
+/// three blocks; `u`, the element type's unit of rounding.
+fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f64), what: &str, run: RunFn) {
+    for c in CASES.into_iter().filter(|c| c.dim == d) {
+        let scale = 1.0 / (d as f64).sqrt();
+        let x = inputs::<T>(c, scale);
+        let [_, dq, dk, dv] = gradients(c, &x, scale);
+        for n in [0, 3] {
+            let (got, gaps) = run(stream, module, c, &x, n);
+            let what = format!("{what}, {n} blocks");
+            assert_grads(c, &x, &got, [&dq, &dk, &dv], u, &what);
+            assert!(gaps, "{what} {c:?}: dq's accumulator added to outside its view");
+        }
+    }
+}
+
+#[test]
+fn the_fused_gradients_match_the_cpu_in_bf16() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let u = 1.0 / 256.0;
+    check::<bf16>(&stream, &module, (64, u), "fused bf16 d64", bf16_d64);
+    check::<bf16>(&stream, &module, (128, u), "fused bf16 d128", bf16_d128);
+}
+
+#[test]
+fn the_fused_gradients_match_the_cpu_in_f16() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let u = 1.0 / 2048.0;
+    check::<f16>(&stream, &module, (64, u), "fused f16 d64", f16_d64);
+    check::<f16>(&stream, &module, (128, u), "fused f16 d128", f16_d128);
+}
