@@ -8,9 +8,11 @@
 //! - `dSᵀ` handed to both consumers through shared memory ([`Exchange`]), and `dQ = dS · K`
 //!   for the 64 queries and the block's 128 keys: at head dimension 128 each consumer computes
 //!   64 of its columns over all 128 keys, at 64 each its own keys' share of all 64 columns;
-//! - `dQ` added to an `f32` accumulator of the queries' gradient, atomically
-//!   ([`Warpgroup::add_to`](dlmd::kernel::warpgroup::Warpgroup)), already scaled; the
-//!   accumulator starts at zero, and `attention_dq_convert_*` converts it to `dq` after.
+//! - `dQ` added to an `f32` accumulator of the queries' gradient, atomically, a pair of
+//!   neighbours a request ([`Warpgroup::add_to`](dlmd::kernel::warpgroup::Warpgroup::add_to),
+//!   [`Pairs`](dlmd::kernel::warpgroup::Pairs): PTX ISA 8.1, which `build.rs` asks for),
+//!   already scaled; the accumulator is zero before each launch, and
+//!   `attention_dq_convert_*` converts it to `dq` after.
 //!
 //! The atomics make the sum's order, and so its last bits, depend on the order in which blocks
 //! run: the three-kernel pass ([`backward`](crate::attention_dq_bf16_d128)) is the
@@ -29,7 +31,7 @@ use {
     crate::backward::fits,
     crate::sequences::{Dense, Lengths, Sequence},
     dlmd::kernel::math::{to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, Exchanged, Landed, Queries, Sums, Warpgroup},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, Exchanged, Landed, Pairs, Queries, Sums, Warpgroup},
 };
 
 /// The queries' gradient accumulated in `f32`, `b × h_q × s_q × d`: added to atomically by
@@ -137,7 +139,7 @@ fn fused<T, const D: usize, const STAGES: usize>(
     // Each chunk of keys takes its query tiles from its own place in the turn, so that the
     // blocks of one head add to different rows of `dq` at once, not all to the same.
     let turned = |n0: usize, first: usize, all: usize, step: usize| first + (step + n0 / 128) % (all - first);
-    let dq = Sums::pairs(dq);
+    let dq = Sums::<_, _, _, Pairs>::new(dq);
     let (mut block, (mut set, exchange)) = block.split();
     let Some(chunks) = lengths.cut(block.chunks(dk)).and_then(|chunks| chunks.with_twin(dv)) else {
         return;
@@ -148,7 +150,7 @@ fn fused<T, const D: usize, const STAGES: usize>(
         |producer, [b, hk, row, _]| {
             let s = lengths.at(row);
             producer.load_residents(&k, [b, hk, row, 0], &v, [b, hk, row, 0]);
-            let n0 = row.saturating_sub(s.own0);
+            let n0 = row.saturating_sub(s.own0) / 128 * 128;
             let (first, all) = tiles(n0, s);
             for h in hk * group..(hk + 1) * group {
                 for step in 0..all - first {
@@ -247,7 +249,7 @@ macro_rules! fused_kernels {
         /// The three gradients of attention in one pass, for
         #[doc = concat!("`", stringify!($t), "`, head dimension ", $d, ": `dk` and `dv` (`b × h_kv × s_k × ", $d, "`) from `k` and `v` (maps of 128-row boxes), `q` and `do` (`b × h_q × s_q × ", $d, "`, maps of 64-row boxes),")]
         /// `lse` and `Δ` (`b × h_q × s_q`), written; `dQ · scale` added to `dq_sum` (`f32`, of
-        /// `q`'s extents, zero before the first launch), which
+        /// `q`'s extents, zero before each launch), which
         #[doc = concat!("`attention_dq_convert_", stringify!($t), "`")]
         /// converts to `dq` after. Nothing is written or added where the extents do not fit
         /// together. Launch with blocks of 384 threads, at most one per chunk of 128 key rows

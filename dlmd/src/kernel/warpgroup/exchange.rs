@@ -17,8 +17,10 @@
 //! through [`Exchanged`], which only `exchange` returns, after the second barrier: every
 //! panel has then been written in that round, and none is written again until every consumer
 //! has reached the next round's first barrier, after its products. All exchanges of a block
-//! share the two barriers, so this holds across them. A consumer that makes fewer exchanges
-//! than the others leaves them waiting: a hang, never a race.
+//! share the two barriers, so this holds across them; where consumers exchange through
+//! different sets in one round, a panel of a set may be last round's (or the zeros every set
+//! starts with), never memory being written. A consumer that makes fewer exchanges than the
+//! others leaves them waiting: a hang, never a race.
 
 use super::accumulators::{Accumulators, Cols, Product, Width};
 use super::borrowed::Borrowed;
@@ -27,6 +29,7 @@ use super::pipeline::Operand;
 use super::products::{ProductRs, Running};
 use super::roles::{ROWS, Warpgroup};
 use crate::kernel::block::{TileSealed, TileSet};
+use crate::kernel::swizzle::Swizzle128;
 use core::marker::PhantomData;
 
 /// The alignment of an exchange's panels: the 128-byte swizzle's period.
@@ -35,7 +38,7 @@ const ALIGN: usize = 1024;
 const PANEL: usize = ROWS * 128;
 
 /// Shared memory through which a block's consumer warpgroups hand each other `64 × 64`
-/// accumulators of input type `T` (`bf16` or `f16`): a tile set ([`TileSet`]) of `64 × COLS`
+/// accumulators of input type `T` (`bf16` or `f16`), zeros at first: a tile set ([`TileSet`]) of `64 × COLS`
 /// elements, `COLS` 64 for each consumer warpgroup, in column panels of 64 (one 128-byte
 /// swizzled row each, the `A` operand layout of `wgmma`). Declared beside the pipeline in the
 /// block's type, `(Streams<…>, Exchange<bf16, 128>)` for two consumers;
@@ -64,6 +67,31 @@ unsafe impl<T: ProductRs<Cols<64>, Cols<64>> + 'static, const COLS: usize> TileS
     const BYTES: usize = Self::TOTAL;
     #[inline(always)]
     unsafe fn tiles<'k>(base: *mut u8) -> Exchanging<'k, T, COLS> {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // The panels start as zeros, written by the block's threads in turn and fenced for
+            // the tensor cores: a product over an exchange reads initialised memory even where a
+            // panel's consumer made its exchange through another set.
+            use core::arch::nvptx;
+            // SAFETY: the set's memory is the block's shared memory (the caller's contract).
+            let tile =
+                unsafe { crate::kernel::mma::raw::shared_address(base.cast_const()) }.next_multiple_of(ALIGN as u32);
+            // SAFETY: a special register, no precondition.
+            let thread = unsafe { nvptx::_thread_idx_x() } as u32;
+            // SAFETY: as above.
+            let threads = unsafe { nvptx::_block_dim_x() } as u32;
+            let mut at = 4 * thread;
+            while at < (COLS / 64 * PANEL) as u32 {
+                // SAFETY: 4 bytes of the panels (`at` below their bytes, a multiple of 4), the
+                // set's alone (the caller's contract), each written by one thread (`at`'s
+                // stride is the block's threads); nothing reads them before the barrier that
+                // begins a specialisation, the only place an exchange is read.
+                unsafe { super::raw::st_shared_u32(tile + at, 0) };
+                at += 4 * threads;
+            }
+            // SAFETY: on sm_90a (a kernel with an exchange issues `wgmma`).
+            unsafe { super::raw::fence_proxy_async() };
+        }
         Exchanging {
             base: base as usize,
             kind: PhantomData,
@@ -83,7 +111,9 @@ pub struct Exchanging<'k, T, const COLS: usize> {
 /// An [`Exchange`] once every consumer warpgroup has written its panel in this round: the
 /// `A` operand (`64 × COLS`, K-major) of [`Warpgroup::mma_exchanged`] and
 /// [`Warpgroup::mma_exchanged_own`]. Its panel `w` holds consumer `w`'s accumulators,
-/// transposed: row `j`, column `64 w + i` is element `[i, j]` of consumer `w`'s.
+/// transposed: row `j`, column `64 w + i` is element `[i, j]` of consumer `w`'s. A handle kept
+/// past the next exchange reads that exchange's panels: make the products of a round before
+/// the next.
 pub struct Exchanged<'c, T, const COLS: usize> {
     /// The first panel (shared state space), 1024-aligned.
     #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
@@ -173,7 +203,9 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// (`COLS × N · consumers`, read MN-major: a resident tile lent [`by_n`](super::Landed::by_n)),
     /// columns `N · index ..`. Attention's `dQ = dS · K` for 64 queries and the 64 keys of each
     /// consumer, each consumer computing its share of the head dimension. Returns the
-    /// accumulators [`Running`]; [`wait`](Self::wait) gives them back.
+    /// accumulators [`Running`]; [`wait`](Self::wait) gives them back. (Where `b` has too few
+    /// columns to share, [`mma_exchanged_own`](Self::mma_exchanged_own) shares the depth
+    /// instead: at head dimension 64.)
     #[inline(always)]
     pub fn mma_exchanged<'h, T, const COLS: usize, R, const N: usize>(
         &mut self,
@@ -184,7 +216,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     where
         Cols<N>: Width,
         T: Product<Cols<N>, MnMajor> + ProductRs<Cols<64>, Cols<64>>,
-        R: Operand<Element = T>,
+        R: Operand<Element = T, Swizzle = Swizzle128>,
     {
         const {
             assert!(
@@ -216,7 +248,9 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// Starts `acc += a · b` over this warpgroup's own panel of the exchange: `a` (its own
     /// accumulators, transposed: `64 × 64`) times its own 64 rows of `b` (`64 · consumers × N`,
     /// read MN-major), rows `64 · index ..`. Attention's `dQ = dS · K` for 64 queries and this
-    /// consumer's 64 keys, each consumer adding its own. Returns the accumulators [`Running`].
+    /// consumer's 64 keys, each consumer adding its own (at head dimension 64, where
+    /// [`mma_exchanged`](Self::mma_exchanged)'s split of the columns would leave each 32).
+    /// Returns the accumulators [`Running`].
     #[inline(always)]
     pub fn mma_exchanged_own<'h, T, const COLS: usize, R, const N: usize>(
         &mut self,
@@ -227,7 +261,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     where
         Cols<N>: Width,
         T: Product<Cols<N>, MnMajor> + ProductRs<Cols<64>, Cols<64>>,
-        R: Operand<Element = T>,
+        R: Operand<Element = T, Swizzle = Swizzle128>,
     {
         const {
             assert!(
@@ -264,7 +298,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
 /// [`Exchanged`]), not written until a wait sees these products done (the next exchange waits
 /// for them); the `B` tile landed, 1024-aligned, of `rows` rows a panel, holding panels
 /// `column ..` as far as `W`'s columns reach, `rows` at least `64 · panels.end`, and not
-/// released until these products are done.
+/// released until these products are done; both in the 128-byte swizzle, 1024-aligned.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn exchanged<T: Product<W, MnMajor>, W: Width>(

@@ -45,7 +45,8 @@
 //! each consumer's `64 × 64` accumulators (the scores' gradient of its keys) to every consumer
 //! through shared memory, transposed ([`Warpgroup::exchange`]), as the `A` operand of
 //! [`Warpgroup::mma_exchanged`]; and [`Warpgroup::add_to`] adds accumulators to an
-//! [`Atomic`](crate::view::Atomic) `f32` view ([`Sums`]), where blocks sum their shares of one gradient.
+//! [`Atomic`](crate::view::Atomic) `f32` view ([`Sums`], a pair of neighbours a request with
+//! [`Pairs`]), where blocks sum their shares of one gradient.
 //!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
 //! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
@@ -199,7 +200,7 @@ pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use products::{Fragment, Running};
 #[doc(hidden)]
 pub use products::{ProductRs, RsDepth};
-pub use reduce::Sums;
+pub use reduce::{Pairs, Requests, Singles, Sums};
 pub use roles::Warpgroup;
 pub use row_values::RowValues;
 pub use softmax::{Keys, Probs, RowStats};

@@ -12,44 +12,89 @@ use crate::kernel::KernelSpace;
 use crate::layout::Layout;
 use crate::view::{Atomic, Mdspan};
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// How [`Warpgroup::add_to`] adds a pair of neighbours along a row: [`Singles`] or [`Pairs`].
+pub trait Requests: sealed::Sealed + 'static {
+    /// Whether a pair is one request, so that it is worth aligning for.
+    #[doc(hidden)]
+    const PAIRS: bool;
+    /// Adds `values` to the two neighbouring `f32`s at `at`, atomically.
+    ///
+    /// # Safety
+    ///
+    /// `at` is an 8-aligned generic address of two `f32`s of global memory that the kernel
+    /// reaches and that are updated only atomically meanwhile; on `sm_90`.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    unsafe fn add_pair(at: *mut f32, values: [f32; 2]);
+}
+
+/// One element a request (`red.global.add.f32`): any PTX ISA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Singles;
+
+/// Two neighbours of a row a request (`red.global.add.v2.f32`) where the view's rows are
+/// contiguous and the pair 8-byte aligned, several times faster where many blocks add to one
+/// matrix. PTX ISA 8.1 or later (`dlmd_build::PtxBuild::ptx_isa(8, 1)`): `ptxas` refuses the
+/// instruction in an older module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Pairs;
+
+impl sealed::Sealed for Singles {}
+impl sealed::Sealed for Pairs {}
+
+impl Requests for Singles {
+    const PAIRS: bool = false;
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn add_pair(at: *mut f32, [a, b]: [f32; 2]) {
+        // SAFETY: the first element, as the caller's contract says.
+        unsafe { super::raw::red_global_add_f32(at, a) };
+        // SAFETY: the second.
+        unsafe { super::raw::red_global_add_f32(at.wrapping_add(1), b) };
+    }
+}
+
+impl Requests for Pairs {
+    const PAIRS: bool = true;
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn add_pair(at: *mut f32, values: [f32; 2]) {
+        // SAFETY: the caller's contract; PTX ISA 8.1 (this type's, which `ptxas` checks).
+        unsafe { super::raw::red_global_add_v2_f32(at, values) };
+    }
+}
+
 /// An `f32` [`Atomic`] view that consumer warpgroups add their accumulators to
-/// ([`Warpgroup::add_to`]), captured by a specialised block's roles. An atomic view alone is
-/// not `Sync`: a thread's atomic read ([`Thread::atomic_fetch_add`](crate::kernel::Thread::atomic_fetch_add))
-/// would give each thread of a warpgroup its own value, and a branch on it split the
-/// warpgroup's collective operations. `Sums` lends no such read: it only adds, and returns
-/// nothing.
-///
-/// `PAIRS` says how: one element a request ([`new`](Self::new)), or two neighbours
-/// ([`pairs`](Self::pairs): `red.add.v2.f32`, PTX ISA 8.1 or later, several times faster
-/// where many blocks add to one matrix).
-pub struct Sums<'a, E: Extents, L: Layout, Sp: KernelSpace, const PAIRS: bool = false> {
+/// ([`Warpgroup::add_to`]), captured by a specialised block's roles, each pair of neighbours
+/// added as `R` says ([`Singles`], or [`Pairs`] for PTX ISA 8.1 or later). An atomic view
+/// alone is not `Sync`: a thread's atomic read
+/// ([`Thread::atomic_fetch_add`](crate::kernel::Thread::atomic_fetch_add)) would give each
+/// thread of a warpgroup its own value, and a branch on it split the warpgroup's collective
+/// operations. `Sums` lends no such read: it only adds, and returns nothing.
+pub struct Sums<'a, E: Extents, L: Layout, Sp: KernelSpace, R: Requests = Singles> {
     view: Mdspan<'a, f32, E, L, Sp, Atomic>,
+    requests: core::marker::PhantomData<R>,
 }
 
 // SAFETY: the only use of the view through `&Sums` is `Warpgroup::add_to`'s atomic additions,
 // which any number of threads may make at once, and which return nothing.
-unsafe impl<E: Extents, L: Layout, Sp: KernelSpace, const PAIRS: bool> Sync for Sums<'_, E, L, Sp, PAIRS> {}
+unsafe impl<E: Extents, L: Layout, Sp: KernelSpace, R: Requests> Sync for Sums<'_, E, L, Sp, R> {}
 
-impl<'a, E: Extents, L: Layout, Sp: KernelSpace> Sums<'a, E, L, Sp> {
-    /// The view, to be added to by warpgroups one element a request (`red.add.f32`).
+impl<'a, E: Extents, L: Layout, Sp: KernelSpace, R: Requests> Sums<'a, E, L, Sp, R> {
+    /// The view, to be added to by warpgroups: `Sums::<_, _, _, Pairs>::new(view)` for
+    /// [`Pairs`], `Sums::new(view)` for [`Singles`].
     #[inline(always)]
     pub fn new(view: Mdspan<'a, f32, E, L, Sp, Atomic>) -> Self {
-        Sums { view }
+        Sums {
+            view,
+            requests: core::marker::PhantomData,
+        }
     }
-}
 
-impl<'a, E: Extents, L: Layout, Sp: KernelSpace> Sums<'a, E, L, Sp, true> {
-    /// The view, to be added to by warpgroups two neighbours of a row a request
-    /// (`red.add.v2.f32`) where its rows are contiguous and 8-byte aligned, one element a
-    /// request elsewhere. The kernel's PTX must be of ISA 8.1 or later
-    /// (`dlmd_build::PtxBuild::ptx_isa(8, 1)`): `ptxas` refuses the instruction in an older one.
-    #[inline(always)]
-    pub fn pairs(view: Mdspan<'a, f32, E, L, Sp, Atomic>) -> Self {
-        Sums { view }
-    }
-}
-
-impl<E: Extents, L: Layout, Sp: KernelSpace, const PAIRS: bool> Sums<'_, E, L, Sp, PAIRS> {
     /// The view's extents.
     #[inline(always)]
     pub fn extents(&self) -> &E {
@@ -63,12 +108,13 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// (its last two dimensions), where that is inside the view and `f` gives a value (`None`
     /// adds nothing: rows past a sequence's end, say). Any number of warpgroups, of any
     /// blocks, may add to one element at once (relaxed atomics, at GPU scope). Each element is
-    /// added once, by the thread that holds it: for [`Sums::pairs`] each of its pairs of
-    /// neighbours along a row in one request.
+    /// added once, by the thread that holds it, with its neighbour along the row in one request
+    /// for [`Pairs`] where the whole `64 × N` is inside the view, its rows contiguous and
+    /// 8-byte aligned; `f`'s index is local, where [`store`](Self::store)'s is the view's.
     #[inline(always)]
-    pub fn add_to<T, W, E, L, Sp, const PAIRS: bool>(
+    pub fn add_to<T, W, E, L, Sp, R: Requests>(
         &mut self,
-        sums: &Sums<'_, E, L, Sp, PAIRS>,
+        sums: &Sums<'_, E, L, Sp, R>,
         origin: E::Index,
         acc: Accumulators<T, W>,
         f: impl Fn([usize; 2], f32) -> Option<f32> + Sync,
@@ -87,7 +133,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         };
         #[cfg(target_arch = "nvptx64")]
         {
-            use super::raw::{red_global_add_f32, red_global_add_v2_f32};
+            use super::raw::red_global_add_f32;
             use crate::layout::Mapping;
             let view = &sums.view;
             let mapping = view.mapping();
@@ -153,7 +199,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             };
             // Pairs: contiguous, 8-aligned rows (each pair then starts at an even column from
             // the origin).
-            let pairs = PAIRS
+            let pairs = R::PAIRS
                 && whole.is_some_and(|from| (base.wrapping_add(from) as usize).is_multiple_of(8))
                 && col_stride == 1
                 && row_stride % 2 == 0;
@@ -171,9 +217,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                                 // 8-aligned (`pairs`), in global memory the kernel reaches;
                                 // updated only atomically while the view lives; on sm_90 (a
                                 // consumer warpgroup's code).
-                                (Some(a), Some(b)) => unsafe {
-                                    red_global_add_v2_f32(base.wrapping_add(offset), [a, b])
-                                },
+                                (Some(a), Some(b)) => unsafe { R::add_pair(base.wrapping_add(offset), [a, b]) },
                                 (a, b) => {
                                     for (offset, value) in [(offset, a), (offset + 1, b)] {
                                         if let Some(value) = value {

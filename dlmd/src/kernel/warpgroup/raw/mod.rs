@@ -79,7 +79,7 @@ pub unsafe fn fence_proxy_async() {
 ///
 /// Executed by all 32 threads of the warp together, converged, on `sm_90`; each lane's `row` is
 /// a 16-aligned shared-state-space address of 16 bytes of the block's shared memory that no
-/// other thread reads or writes meanwhile.
+/// other thread, and no asynchronous read (`wgmma`, a bulk copy), reads or writes meanwhile.
 #[inline(always)]
 pub unsafe fn stmatrix_x4_trans(row: u32, regs: [u32; 4]) {
     // SAFETY: as this function's contract.
