@@ -23,19 +23,55 @@ use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
 
-/// What a fused run gives back: the gradients, and whether `dq`'s `f32` accumulator, laid out
-/// with a gap of NaN after each row, still holds NaN in every gap.
-type Run = (Grads, bool);
+/// A view a run presents one row short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Short {
+    Sum,
+    Dk,
+    Dv,
+    Do,
+    Lse,
+    Delta,
+}
 
-/// `fn $name(stream, module, case, inputs, blocks) -> Run`: `Δ`, then `dq`'s accumulator set
-/// to zero (its gaps NaN) and the fused kernel of `$t` and head dimension `$d` on a grid of one
-/// block a chunk (`blocks` 0) or of `blocks`, then `dq` converted; `o` and `dv` laid out by
-/// [`other`], every other tensor as the case's order says; the gradients start as `-7`.
+/// How a fused run is set up: on a grid of one block a chunk (`blocks` 0) or of `blocks`;
+/// `dq`'s accumulator with `gap` elements after each row (an odd row stride with an odd gap);
+/// one view one row short, or none.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    blocks: usize,
+    gap: usize,
+    short: Option<Short>,
+}
+
+/// What a fused run gives back: the gradients; whether every element of `dq`'s `f32`
+/// accumulator outside its view (the gaps after its rows, and a guard after the last) still
+/// holds its finite sentinel, bit for bit; and whether every element inside is still zero.
+struct Run {
+    grads: Grads,
+    outside: bool,
+    untouched: bool,
+}
+
+/// The sentinel of `dq`'s accumulator outside its view: finite, so that an addition shows.
+const SENTINEL: f32 = 1234.5;
+
+/// `fn $name(stream, module, case, inputs, setup) -> Run`: `Δ`, then the fused kernel of `$t`
+/// and head dimension `$d` (into an accumulator of `dq`, zero inside its view), then `dq`
+/// converted; `o` and `dv` laid out by [`other`], every other tensor as the case's order says;
+/// the gradients start as `-7`.
 macro_rules! fused_runner {
     ($name:ident, $t:ty, $d:literal, $delta:ident, $delta_args:ident, $fused:ident, $fused_args:ident, $convert:ident) => {
-        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, blocks: usize) -> Run {
+        fn $name(stream: &Arc<CudaStream>, module: &Kernels, c: Case, x: &Inputs, setup: Setup) -> Run {
             let scale = 1.0 / (c.dim as f32).sqrt();
             let (qe, ke) = (c.q(), c.kv());
+            // The extents of a view the setup presents one row short.
+            let cut = |mut extents: [usize; 4], which: Short| {
+                if setup.short == Some(which) {
+                    extents[2] -= 1;
+                }
+                extents
+            };
             let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
                 let (len, strides) = order.layout(extents);
                 let mut buffer = vec![<$t>::of(fill); len];
@@ -56,14 +92,20 @@ macro_rules! fused_runner {
                 .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
             let strided =
                 |strides: [usize; 4], extents: [usize; 4]| StrideMapping::new(Dims::new(extents), strides).unwrap();
-            let stat = StrideMapping::new(Dims::new([qe[0], qe[1], qe[2]]), [qe[1] * qe[2], qe[2], 1]).unwrap();
+            // The statistics' mapping, one row short where the setup says (`None`: never).
+            let stat = |which: Option<Short>| {
+                let [b, h, s, _] = which.map_or(qe, |which| cut(qe, which));
+                StrideMapping::new(Dims::new([b, h, s]), [qe[1] * qe[2], qe[2], 1]).unwrap()
+            };
             let lse = stream.clone_htod(&x.lse).unwrap();
             let mut delta = stream.clone_htod(&vec![f32::NAN; x.lse.len()]).unwrap();
-            // `dq`'s accumulator: rows of `d` and a gap of 4 NaN after each, zero inside.
-            let row = $d + 4;
+            // `dq`'s accumulator: rows of `d` and `gap` sentinels after each, a guard of 64
+            // after the last, zero inside.
+            let row = $d + setup.gap;
+            let rows = qe[0] * qe[1] * qe[2];
             let sum_strides = [qe[1] * qe[2] * row, qe[2] * row, row, 1];
-            let mut sum_init = vec![f32::NAN; qe[0] * qe[1] * qe[2] * row];
-            for r in 0..qe[0] * qe[1] * qe[2] {
+            let mut sum_init = vec![SENTINEL; rows * row + 64];
+            for r in 0..rows {
                 sum_init[r * row..r * row + $d].fill(0.0);
             }
             let mut sum = stream.clone_htod(&sum_init).unwrap();
@@ -83,7 +125,7 @@ macro_rules! fused_runner {
                 };
                 let ov = device_view_mapped::<$t, _, LayoutStride>(&o.0, strided(o.1, qe)).unwrap();
                 let gv = device_view_mapped::<$t, _, LayoutStride>(&d_o.0, strided(d_o.1, qe)).unwrap();
-                let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat.clone()).unwrap();
+                let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut delta, stat(None)).unwrap();
                 cuda::scope(|s| {
                     let args = hk::$delta_args {
                         o: ov,
@@ -99,15 +141,21 @@ macro_rules! fused_runner {
                     map::<128>(&k, ke),
                     map::<128>(&v, ke),
                     map::<64>(&q, qe),
-                    map::<64>(&d_o, qe),
+                    map::<64>(&d_o, cut(qe, Short::Do)),
                 );
-                let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat.clone()).unwrap();
-                let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat.clone()).unwrap();
-                let mut out_k = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, ke)).unwrap();
-                let mut out_v = device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, ke)).unwrap();
+                let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat(Some(Short::Lse))).unwrap();
+                let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat(Some(Short::Delta))).unwrap();
+                let mut out_k =
+                    device_view_mapped_mut::<$t, _, LayoutStride>(&mut dk.0, strided(dk.1, cut(ke, Short::Dk)))
+                        .unwrap();
+                let mut out_v =
+                    device_view_mapped_mut::<$t, _, LayoutStride>(&mut dv.0, strided(dv.1, cut(ke, Short::Dv)))
+                        .unwrap();
                 let sum_view =
-                    device_view_mapped_mut::<f32, _, LayoutStride>(&mut sum, strided(sum_strides, qe)).unwrap();
+                    device_view_mapped_mut::<f32, _, LayoutStride>(&mut sum, strided(sum_strides, cut(qe, Short::Sum)))
+                        .unwrap();
                 let [b, h, s, _] = ke;
+                let blocks = setup.blocks;
                 let grid = LaunchConfig {
                     grid_dim: (
                         if blocks == 0 {
@@ -160,7 +208,15 @@ macro_rules! fused_runner {
             };
             let ((dq, rest_q), (dk, rest_k), (dv, rest_v)) = (back(&dq, qe), back(&dk, ke), back(&dv, ke));
             let sum_after = stream.clone_dtoh(&sum).unwrap();
-            let gaps = sum_after.chunks(row).all(|r| r[$d..].iter().all(|x| x.is_nan()));
+            let inside = |i: usize| i < rows * row && i % row < $d;
+            let outside = sum_after
+                .iter()
+                .enumerate()
+                .all(|(i, x)| inside(i) || x.to_bits() == SENTINEL.to_bits());
+            let untouched = sum_after
+                .iter()
+                .enumerate()
+                .all(|(i, x)| !inside(i) || x.to_bits() == 0);
             let grads = Grads {
                 delta: stream.clone_dtoh(&delta).unwrap(),
                 dq,
@@ -168,7 +224,11 @@ macro_rules! fused_runner {
                 dv,
                 rest: rest_q && rest_k && rest_v,
             };
-            (grads, gaps)
+            Run {
+                grads,
+                outside,
+                untouched,
+            }
         }
     };
 }
@@ -214,20 +274,31 @@ fused_runner!(
     attention_dq_convert_f16
 );
 
-type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, usize) -> Run;
+type RunFn = fn(&Arc<CudaStream>, &Kernels, Case, &Inputs, Setup) -> Run;
 
 /// Every case of head dimension `d` through `run`, on a grid of one block a chunk and on one of
-/// three blocks; `u`, the element type's unit of rounding.
+/// three blocks (the accumulator's rows an odd number of elements apart there, so that its
+/// additions go one element at a time); `u`, the element type's unit of rounding.
 fn check<T: Input>(stream: &Arc<CudaStream>, module: &Kernels, (d, u): (usize, f64), what: &str, run: RunFn) {
     for c in CASES.into_iter().filter(|c| c.dim == d) {
         let scale = 1.0 / (d as f64).sqrt();
         let x = inputs::<T>(c, scale);
         let [_, dq, dk, dv] = gradients(c, &x, scale);
-        for n in [0, 3] {
-            let (got, gaps) = run(stream, module, c, &x, n);
-            let what = format!("{what}, {n} blocks");
-            assert_grads(c, &x, &got, [&dq, &dk, &dv], u, &what);
-            assert!(gaps, "{what} {c:?}: dq's accumulator added to outside its view");
+        for (blocks, gap) in [(0, 4), (3, 3)] {
+            let got = run(
+                stream,
+                module,
+                c,
+                &x,
+                Setup {
+                    blocks,
+                    gap,
+                    short: None,
+                },
+            );
+            let what = format!("{what}, {blocks} blocks, rows of the accumulator {gap} apart");
+            assert_grads(c, &x, &got.grads, [&dq, &dk, &dv], u, &what);
+            assert!(got.outside, "{what} {c:?}: dq's accumulator added to outside its view");
         }
     }
 }
@@ -248,4 +319,37 @@ fn the_fused_gradients_match_the_cpu_in_f16() {
     let u = 1.0 / 2048.0;
     check::<f16>(&stream, &module, (64, u), "fused f16 d64", f16_d64);
     check::<f16>(&stream, &module, (128, u), "fused f16 d128", f16_d128);
+}
+
+/// Where a view the fused kernel reads or writes is one row short of the others' extents, it
+/// writes no gradient and adds nothing: `dk` and `dv` stay as they were, and so does every
+/// element of `dq`'s accumulator.
+#[test]
+fn views_whose_extents_do_not_fit_add_and_write_nothing() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    for (d, run) in [(64, bf16_d64 as RunFn), (128, bf16_d128)] {
+        let c = CASES.into_iter().find(|c| c.dim == d).unwrap();
+        let x = inputs::<bf16>(c, 1.0 / (d as f64).sqrt());
+        for short in [Short::Sum, Short::Dk, Short::Dv, Short::Do, Short::Lse, Short::Delta] {
+            let got = run(
+                &stream,
+                &module,
+                c,
+                &x,
+                Setup {
+                    blocks: 0,
+                    gap: 4,
+                    short: Some(short),
+                },
+            );
+            let what = format!("d {d}, {short:?} one row short");
+            assert!(got.grads.rest, "{what}: a gradient written outside its view");
+            assert!(
+                got.grads.dk.iter().chain(&got.grads.dv).all(|&g| g == -7.0),
+                "{what}: dk or dv written"
+            );
+            assert!(got.outside && got.untouched, "{what}: dq's accumulator added to");
+        }
+    }
 }
