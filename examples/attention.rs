@@ -162,6 +162,37 @@ fn strided<const N: usize>(extents: [usize; N]) -> Result<StrideMapping<Dims<N>>
     Ok(StrideMapping::new(Dims::new(extents), strides)?)
 }
 
+/// A tensor map of a `b × h × s × D` tensor in boxes of `R` rows of one head.
+type Boxes<'a, const R: usize, const D: usize> = TiledMap<'a, bf16, (Const<R>, Const<D>), Swizzle128, 4>;
+
+/// The tensor map of `x` (`b × h × s × D`, contiguous) in boxes of `R` rows of one head.
+fn tiled<'a, const R: usize, const D: usize>(
+    x: &'a CudaSlice<bf16>,
+    extents: [usize; 4],
+) -> Result<Boxes<'a, R, D>, Box<dyn Error>> {
+    let view = device_view_mapped::<_, _, LayoutStride>(x, strided(extents)?)?;
+    Ok(TiledMap::new(&view)?)
+}
+
+/// The launch of the `Δ` kernel: a thread a query row, blocks of 256 rows of one head.
+fn row_launch([b, h, s]: [usize; 3]) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (s.div_ceil(256) as u32, h as u32, b as u32),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The launch of a gradient kernel: a block of 384 threads a chunk of 128 rows of a head, with
+/// `shared` bytes of dynamic shared memory.
+fn chunk_launch([b, h, s]: [usize; 3], shared: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: shared,
+    }
+}
+
 /// The three kernels of a backward pass of head dimension `D` (`Δ`, then `dq`, then `dk` and
 /// `dv`), each timed after the cover's copy: `[Δ, dq, dkv]` in milliseconds.
 macro_rules! timed_backward {
@@ -176,23 +207,7 @@ macro_rules! timed_backward {
             let extents = [b, h, s, $d];
             let read =
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
-            fn map<'a, const R: usize>(
-                x: &'a CudaSlice<bf16>,
-                extents: [usize; 4],
-            ) -> Result<TiledMap<'a, bf16, (Const<R>, Const<$d>), Swizzle128, 4>, Box<dyn Error>> {
-                let view = device_view_mapped::<_, _, LayoutStride>(x, strided(extents)?)?;
-                Ok(TiledMap::new(&view)?)
-            }
-            let rows = LaunchConfig {
-                grid_dim: (s.div_ceil(256) as u32, h as u32, b as u32),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let chunks = LaunchConfig {
-                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
-                block_dim: (384, 1, 1),
-                shared_mem_bytes: $shared,
-            };
+            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch([b, h, s], $shared));
             let stat = strided([b, h, s])?;
             let delta = {
                 let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut t.delta, stat)?;
@@ -210,10 +225,10 @@ macro_rules! timed_backward {
             let scale = 1.0 / ($d as f32).sqrt();
             let dq = {
                 let (q, d_o, k, v) = (
-                    map::<128>(&t.q, extents)?,
-                    map::<128>(&t.d_o, extents)?,
-                    map::<64>(&t.k, extents)?,
-                    map::<64>(&t.v, extents)?,
+                    tiled::<128, $d>(&t.q, extents)?,
+                    tiled::<128, $d>(&t.d_o, extents)?,
+                    tiled::<64, $d>(&t.k, extents)?,
+                    tiled::<64, $d>(&t.v, extents)?,
                 );
                 let mut out = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dq, strided(extents)?)?;
                 let args = hk::$dq_args {
@@ -233,10 +248,10 @@ macro_rules! timed_backward {
             };
             let dkv = {
                 let (k, v, q, d_o) = (
-                    map::<128>(&t.k, extents)?,
-                    map::<128>(&t.v, extents)?,
-                    map::<64>(&t.q, extents)?,
-                    map::<64>(&t.d_o, extents)?,
+                    tiled::<128, $d>(&t.k, extents)?,
+                    tiled::<128, $d>(&t.v, extents)?,
+                    tiled::<64, $d>(&t.q, extents)?,
+                    tiled::<64, $d>(&t.d_o, extents)?,
                 );
                 let mut dk = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dk, strided(extents)?)?;
                 let mut dv = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut t.dv, strided(extents)?)?;
@@ -321,23 +336,7 @@ macro_rules! timed_fused {
             let extents = [b, h, s, $d];
             let read =
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
-            fn map<'a, const R: usize>(
-                x: &'a CudaSlice<bf16>,
-                extents: [usize; 4],
-            ) -> Result<TiledMap<'a, bf16, (Const<R>, Const<$d>), Swizzle128, 4>, Box<dyn Error>> {
-                let view = device_view_mapped::<_, _, LayoutStride>(x, strided(extents)?)?;
-                Ok(TiledMap::new(&view)?)
-            }
-            let rows = LaunchConfig {
-                grid_dim: (s.div_ceil(256) as u32, h as u32, b as u32),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let chunks = LaunchConfig {
-                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
-                block_dim: (384, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch([b, h, s], 0));
             let across = $d / 4;
             let elements = LaunchConfig {
                 grid_dim: (
@@ -366,10 +365,10 @@ macro_rules! timed_fused {
             let [fdq, fdk, fdv] = &mut t.fused;
             let fused = {
                 let (k, v, q, d_o) = (
-                    map::<128>(&t.k, extents)?,
-                    map::<128>(&t.v, extents)?,
-                    map::<64>(&t.q, extents)?,
-                    map::<64>(&t.d_o, extents)?,
+                    tiled::<128, $d>(&t.k, extents)?,
+                    tiled::<128, $d>(&t.v, extents)?,
+                    tiled::<64, $d>(&t.q, extents)?,
+                    tiled::<64, $d>(&t.d_o, extents)?,
                 );
                 let mut dk = device_view_mapped_mut::<bf16, _, LayoutStride>(fdk, strided(extents)?)?;
                 let mut dv = device_view_mapped_mut::<bf16, _, LayoutStride>(fdv, strided(extents)?)?;
