@@ -137,6 +137,58 @@ PY
 grep -q "wgmma.mma_async.sync.aligned.m64n256k16" "$(ls -t "$repo"/target/release/build/hopper-kernel-*/out/kernels.ptx | head -1)"
 echo "first-kernel: the README's Hopper kernel builds in a crate of its own, for sm_90a, with wgmma in its PTX"
 
+# A kernel that reaches for an atomic in its uniform code, as a user might to let one thread of
+# a block skip a barrier: it must not build, and the error must say why. (The kernels' target
+# has no atomic types; the host build, which runs no kernel, has them.)
+mkdir -p "$work/atomic-kernel/src"
+sed -e 's/^name = "tensor-kernel"/name = "atomic-kernel"/' "$work/tensor-kernel/Cargo.toml" > "$work/atomic-kernel/Cargo.toml"
+cp Cargo.lock "$work/atomic-kernel/"
+cp "$template/build.rs" "$work/atomic-kernel/"
+cat > "$work/atomic-kernel/src/lib.rs" <<'RS'
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+use core::sync::atomic::{AtomicBool, Ordering};
+use dlmd::kernel::Block;
+use dlmd::kernel::block::{RightPadded, TileOf};
+use dlmd::{Const, DeviceMdspan, DeviceMdspanMut, Dims};
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = dlmd::kernels_ptx!();
+
+pub type Tile32 = TileOf<f32, (Const<32>, Const<32>), RightPadded<1>>;
+
+static FIRST: AtomicBool = AtomicBool::new(true);
+
+#[dlmd::kernel]
+pub fn transpose_skipping(
+    block: Block<'_, 256, Tile32, (Const<32>, Const<32>)>,
+    src: DeviceMdspan<'_, f32, Dims<2>>,
+    dst: DeviceMdspanMut<'_, f32, Dims<2>>,
+) {
+    let (mut block, tile) = block.split();
+    for chunk in block.chunks(dst) {
+        let [i0, j0] = chunk.origin();
+        let written = block.write(tile, |[a, b]| src.get_or([j0 + a, i0 + b], 0.0));
+        // The first thread to get here sees `true`, every other `false`.
+        if FIRST.swap(false, Ordering::Relaxed) {
+            let readable = block.sync(written);
+            block.store(chunk, |[i, j]| readable[[j - j0, i - i0]]);
+        }
+        return;
+    }
+}
+RS
+# Its body is otherwise a kernel: it type-checks on the host, where atomics exist.
+(cd "$work/atomic-kernel" && RUSTFLAGS="--cfg dlmd_kernel_check" \
+    cargo check --quiet --target-dir "$repo/target/kernel-check")
+if refused=$(cd "$work/atomic-kernel" && cargo build --release --quiet 2>&1); then
+    echo "first-kernel: a kernel that branches on an atomic built; it must not" >&2
+    exit 1
+fi
+grep -q "has no atomic types" <<<"$refused" && grep -q "AtomicBool" <<<"$refused" ||
+    { echo "$refused" >&2; echo "first-kernel: the atomic kernel failed without saying why" >&2; exit 1; }
+echo "first-kernel: a kernel that branches on an atomic does not build, and the error says why:"
+grep -m1 "has no atomic types" <<<"$refused" | sed 's/^/    /'
+
 # 3. Its run.
 status=0
 output=$("$program" 2>&1) || status=$?

@@ -1,6 +1,6 @@
 //! Why the PTX could not be built: [`BuildError`], and what each says to do.
 
-use crate::{ARCHES, MIN_NIGHTLY_DATE, MODE_ENV, TARGET, log};
+use crate::{ARCHES, BASE_TARGET, MIN_NIGHTLY_DATE, MODE_ENV, TARGET, log};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -58,6 +58,9 @@ pub enum BuildError {
     Mode(String),
     /// `DLMD_PTX=prebuilt`, for a crate whose build script names no prebuilt PTX.
     NoPrebuilt(String),
+    /// The specification of the kernels' target ([`TARGET`](crate::TARGET)) could not be
+    /// derived from the one rustc prints for [`BASE_TARGET`](crate::BASE_TARGET).
+    TargetSpec(String),
     /// Reading or writing a file, or starting a program, failed.
     Io(PathBuf, std::io::Error),
 }
@@ -73,6 +76,9 @@ impl fmt::Display for BuildError {
                 let needing_std = log::needing_std(log);
                 if !needing_std.is_empty() {
                     write!(f, "{}\n\n", log::explain_std(&needing_std))?;
+                }
+                if log::names_atomics(log) {
+                    write!(f, "{}\n\n", log::explain_atomics())?;
                 }
                 write!(f, "compiling the kernels for {TARGET} failed:\n{}", log::readable(log))
             }
@@ -119,6 +125,10 @@ impl fmt::Display for BuildError {
                 "{MODE_ENV}=prebuilt, but the build script of {name} names no prebuilt PTX: ship one \
                  and name it with `PtxBuild::prebuilt(\"kernels.ptx\")`, or build the kernels \
                  ({MODE_ENV}=build)"
+            ),
+            BuildError::TargetSpec(why) => write!(
+                f,
+                "the kernels' target ({TARGET}, {BASE_TARGET} without atomics) could not be made: {why}"
             ),
             BuildError::Io(path, e) => write!(f, "{}: {e}", path.display()),
         }

@@ -1,7 +1,8 @@
 //! Compiles a crate of `#[dlmd::kernel]`s to self-contained PTX, from its build script.
 //!
-//! The kernel crate is compiled for `nvptx64-nvidia-cuda` by the nightly toolchain, with `core`
-//! built from source (`-Zbuild-std=core`), panics that abort at once (`trap`), and every
+//! The kernel crate is compiled for `nvptx64-nvidia-cuda` without atomic types ([`TARGET`], a
+//! target specification derived from rustc's, [why](#no-atomics)) by the nightly toolchain, with
+//! `core` built from source (`-Zbuild-std=core`), panics that abort at once (`trap`), and every
 //! function of its dependencies available to it, so the PTX calls nothing outside itself. The
 //! host build stays on whatever toolchain builds it: only the PTX needs nightly.
 //!
@@ -52,6 +53,26 @@
 //! host toolchain (`rustup toolchain install nightly`, `rustup component add rust-src
 //! --toolchain nightly`); nothing is downloaded at build time. A missing one is an error that
 //! names the command to run.
+//!
+//! # No atomics
+//!
+//! A kernel's uniform code (a cooperative kernel's body, a warpgroup's role) takes the same
+//! branches on every thread, so that each barrier and warp-wide instruction runs on all the
+//! threads that must run it together. dlmd's types keep per-thread values out of that code; the
+//! one thing they cannot see is memory that some threads write while others read it, and the
+//! only such memory safe Rust can name is an atomic: a `static AtomicBool`, or one that a
+//! `Fn + Sync` closure captures by reference, whose value may differ from thread to thread. The
+//! kernels' target has none. Its `max-atomic-width` is 0, so `core` defines no atomic type and a
+//! kernel that names one does not compile (the build's error says why); dlmd itself does not
+//! compile for an `nvptx64` target that has them. dlmd's own atomic operations on views
+//! (`Thread::atomic_add`, `Sums`) are instructions whose results reach per-thread code only.
+//!
+//! A tool that compiles a kernel crate itself (a linter, an editor) takes the same target from
+//! [`kernel_target_spec`]:
+//!
+//! ```text
+//! cargo +nightly clippy -Zbuild-std=core -Zjson-target-spec --target "$(path printed by kernel_target_spec)"
+//! ```
 #![deny(missing_docs)]
 
 mod arch;
@@ -60,9 +81,11 @@ mod dirs;
 mod error;
 mod log;
 mod param_align;
+mod target;
 
 pub use arch::{ARCHES, min_ptx_isa};
 pub use error::BuildError;
+pub use target::{BASE_TARGET, TARGET};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,9 +93,6 @@ use std::process::Command;
 /// The architecture PTX is built for unless [`PtxBuild::arch`] says otherwise: `sm_70` (Volta),
 /// which the driver compiles forward for every later GPU (Ampere `sm_80`, Hopper `sm_90`, …).
 pub const DEFAULT_ARCH: &str = "sm_70";
-
-/// The target kernels are compiled for.
-pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// The PTX file's name in `OUT_DIR`.
 const PTX_FILE: &str = "kernels.ptx";
@@ -248,13 +268,11 @@ impl PtxBuild {
             .target_dir
             .clone()
             .unwrap_or_else(|| dirs::nested_target_dir(&self.out_dir, target.as_deref()));
+        let spec = target::write_target_spec(&sysroot, &target_dir)?;
         let output = cargo(&sysroot)
+            .args(["rustc", "--lib", "--release", "-Zjson-target-spec", "--target"])
+            .arg(&spec)
             .args([
-                "rustc",
-                "--lib",
-                "--release",
-                "--target",
-                TARGET,
                 "-Zbuild-std=core",
                 "--no-default-features",
                 "--message-format=json-render-diagnostics",
@@ -378,47 +396,61 @@ impl PtxBuild {
 
     /// The sysroot of the kernels' toolchain, checked to hold `rust-src`.
     fn sysroot(&self) -> Result<PathBuf, BuildError> {
-        let missing = |what: String, install: String| BuildError::Toolchain { missing: what, install };
-        let sysroot = Command::new("rustup")
-            .args(["run", &self.toolchain, "rustc", "--print", "sysroot"])
-            .env_remove("RUSTUP_TOOLCHAIN")
-            .output();
-        let sysroot = match sysroot {
-            Ok(out) if out.status.success() => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
-            Ok(_) => {
-                return Err(missing(
-                    format!("the {} toolchain", self.toolchain),
-                    format!("rustup toolchain install {} --component rust-src", self.toolchain),
-                ));
-            }
-            Err(_) => {
-                return Err(missing(
-                    "rustup".into(),
-                    "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh".into(),
-                ));
-            }
-        };
-        let version = Command::new(sysroot.join("bin").join("rustc"))
-            .arg("-vV")
-            .output()
-            .map_err(|e| BuildError::Io(sysroot.join("bin").join("rustc"), e))?;
-        if let Some(date) = commit_date(&String::from_utf8_lossy(&version.stdout))
-            && date < MIN_NIGHTLY_DATE
-        {
-            return Err(BuildError::OldToolchain {
-                toolchain: self.toolchain.clone(),
-                date: date.into(),
-            });
-        }
-        let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
-        if !core.exists() {
+        toolchain_sysroot(&self.toolchain)
+    }
+}
+
+/// Writes the specification of the target kernels are compiled for ([`TARGET`]: see
+/// [no atomics](crate#no-atomics)) into `dir`, from `toolchain`'s rustc (`nightly`, or a dated
+/// one), and returns its path: for tools that compile a kernel crate themselves, with
+/// `-Zjson-target-spec --target PATH -Zbuild-std=core`. [`PtxBuild::build`] writes it into its
+/// nested target directory.
+pub fn kernel_target_spec(toolchain: &str, dir: impl AsRef<Path>) -> Result<PathBuf, BuildError> {
+    target::write_target_spec(&toolchain_sysroot(toolchain)?, dir.as_ref())
+}
+
+/// The sysroot of `toolchain`, checked to be new enough and to hold `rust-src`.
+fn toolchain_sysroot(toolchain: &str) -> Result<PathBuf, BuildError> {
+    let missing = |what: String, install: String| BuildError::Toolchain { missing: what, install };
+    let sysroot = Command::new("rustup")
+        .args(["run", toolchain, "rustc", "--print", "sysroot"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output();
+    let sysroot = match sysroot {
+        Ok(out) if out.status.success() => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+        Ok(_) => {
             return Err(missing(
-                format!("the rust-src component of {}", self.toolchain),
-                format!("rustup component add rust-src --toolchain {}", self.toolchain),
+                format!("the {} toolchain", toolchain),
+                format!("rustup toolchain install {} --component rust-src", toolchain),
             ));
         }
-        Ok(sysroot)
+        Err(_) => {
+            return Err(missing(
+                "rustup".into(),
+                "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh".into(),
+            ));
+        }
+    };
+    let version = Command::new(sysroot.join("bin").join("rustc"))
+        .arg("-vV")
+        .output()
+        .map_err(|e| BuildError::Io(sysroot.join("bin").join("rustc"), e))?;
+    if let Some(date) = commit_date(&String::from_utf8_lossy(&version.stdout))
+        && date < MIN_NIGHTLY_DATE
+    {
+        return Err(BuildError::OldToolchain {
+            toolchain: toolchain.into(),
+            date: date.into(),
+        });
     }
+    let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
+    if !core.exists() {
+        return Err(missing(
+            format!("the rust-src component of {}", toolchain),
+            format!("rustup component add rust-src --toolchain {}", toolchain),
+        ));
+    }
+    Ok(sysroot)
 }
 
 /// The commit date `rustc -vV` prints (`commit-date: YYYY-MM-DD`), where it has one that reads

@@ -80,6 +80,28 @@ pub(crate) fn explain_std(crates: &[String]) -> String {
     )
 }
 
+/// Whether rustc's errors in the kernels' build name an atomic type, which the kernels' target
+/// does not have (`cannot find type `AtomicU32` in module `core::sync::atomic``, an unresolved
+/// import of one).
+pub(crate) fn names_atomics(log: &str) -> bool {
+    log.lines().any(|line| {
+        line.starts_with("error")
+            && (line.contains("sync::atomic") || line.contains("in `atomic`") || line.contains("`Atomic"))
+    })
+}
+
+/// Why a kernel that names an atomic type does not compile, and what to use.
+pub(crate) fn explain_atomics() -> String {
+    format!(
+        "the kernels' target ({}) has no atomic types: an atomic may hold another value for each \
+         thread that reads it, and a branch on it in a kernel's uniform code would run a barrier or \
+         a warp-wide instruction on part of the threads that must run it together. Reduce with a \
+         block's collectives (`Block::sum`, `Block::warp_sum`), add to an atomic view with \
+         `Thread::atomic_add`, or to a warpgroup's `Sums` with `Warpgroup::add_to`.",
+        crate::TARGET
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +143,23 @@ warning: build failed, waiting for other jobs to finish...
             "{text}"
         );
         assert!(needing_std("error: expected `;`").is_empty());
+    }
+
+    #[test]
+    fn an_atomic_type_in_a_kernel_is_explained() {
+        let log = "\
+error[E0432]: unresolved import `core::sync::atomic::AtomicBool`
+ --> src/lib.rs:3:5
+error[E0412]: cannot find type `AtomicU32` in module `core::sync::atomic`
+";
+        assert!(names_atomics(log));
+        assert!(!names_atomics(LOG));
+        // A note that mentions an atomic is not an error about one.
+        assert!(!names_atomics("warning: unused `AtomicBool`\n  = note: in `atomic`"));
+        let text = explain_atomics();
+        assert!(
+            text.contains(crate::TARGET) && text.contains("`Thread::atomic_add`"),
+            "{text}"
+        );
     }
 }

@@ -154,3 +154,34 @@ fn the_assembly_is_the_one_of_the_feature_set_cargo_just_built() {
         None
     );
 }
+
+#[test]
+fn the_kernels_target_is_nvptx64_with_no_atomics() {
+    // The nightly toolchain's own rustc, as a build uses it.
+    let dir = std::env::temp_dir().join(format!("dlmd-build-target-{}", std::process::id()));
+    let spec = kernel_target_spec("nightly", &dir).unwrap();
+    assert_eq!(spec.file_stem().unwrap(), TARGET);
+    let before = std::fs::metadata(&spec).unwrap().modified().unwrap();
+    // Written again with the same contents, the file is left as it is.
+    assert_eq!(kernel_target_spec("nightly", &dir).unwrap(), spec);
+    assert_eq!(std::fs::metadata(&spec).unwrap().modified().unwrap(), before);
+    let cfg = Command::new("rustup")
+        .args([
+            "run",
+            "nightly",
+            "rustc",
+            "-Zunstable-options",
+            "--print",
+            "cfg",
+            "--target",
+        ])
+        .arg(&spec)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .unwrap();
+    let cfg = String::from_utf8(cfg.stdout).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(cfg.contains("target_arch=\"nvptx64\""), "{cfg}");
+    assert!(cfg.contains("target_os=\"cuda\""), "{cfg}");
+    assert!(!cfg.contains("target_has_atomic"), "{cfg}");
+}

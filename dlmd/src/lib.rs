@@ -83,7 +83,8 @@
         core_intrinsics,
         gpu_intrinsics,
         gpu_launch_sized_workgroup_mem,
-        allow_internal_unstable
+        allow_internal_unstable,
+        cfg_target_has_atomic
     )
 )]
 // Warp shuffles are LLVM's convergent intrinsics (`core::arch::nvptx` has none yet), and the
@@ -199,7 +200,8 @@ pub use dlmd_derive::DlElement;
 /// Makes a function a GPU kernel, and on the host its typed launcher: one source states the
 /// signature for both sides.
 ///
-/// A kernel crate is compiled twice. For `nvptx64-nvidia-cuda` (by `dlmd-build`, on nightly),
+/// A kernel crate is compiled twice. For `nvptx64-nvidia-cuda` without atomics (by
+/// `dlmd-build`, on nightly),
 /// the function becomes a PTX entry point of its name: each parameter arrives as its
 /// [`KernelParam::Param`](kernel::KernelParam::Param) and is rebuilt into exactly the declared
 /// type before the body runs. For the host (with the `cuda` feature), the function becomes a

@@ -1,8 +1,8 @@
 //! Kernels in Rust over dlmd's views: what a kernel receives, and how its threads share a
 //! mutable view.
 //!
-//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` (nightly,
-//! `-Zbuild-std=core`), where `#[dlmd::kernel]` makes each function a PTX entry point, and for
+//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` without
+//! atomic types (by `dlmd-build`, on nightly, `-Zbuild-std=core`; [`block`] says why), where `#[dlmd::kernel]` makes each function a PTX entry point, and for
 //! the host, where the same attribute makes it a typed launcher (`dlmd::cuda`). Each parameter
 //! crosses as its [`KernelParam::Param`], a `#[repr(C)]` value of fixed-width fields, so it has
 //! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
@@ -59,6 +59,21 @@ mod thread;
 #[cfg(target_arch = "nvptx64")]
 mod vector;
 pub mod warpgroup;
+
+// Kernels have no atomic types (`dlmd_build::TARGET`, its docs say why): an atomic is the one
+// memory safe code can name that threads write while others read it, and a branch of uniform
+// code on what one holds would split a barrier or a warp-wide instruction. A build for an
+// `nvptx64` target that has them is refused here, whoever starts it.
+#[cfg(target_arch = "nvptx64")]
+mod no_atomics {
+    #[cfg(target_has_atomic_load_store)]
+    compile_error!(
+        "dlmd's kernels are compiled for nvptx64 without atomic types: build kernel crates with \
+         dlmd-build (`PtxBuild`), or pass the target that `dlmd_build::kernel_target_spec` writes \
+         (`-Zjson-target-spec --target PATH -Zbuild-std=core`). An atomic in a kernel's uniform \
+         code could differ between its threads and split a barrier."
+    );
+}
 
 pub use atomic::AtomicElement;
 pub use block::MAX_SHARED_BYTES;

@@ -3,17 +3,6 @@
 //! code can neither race on a tile or an element of a view nor reach a barrier that some of the
 //! block's threads skip ([why](#why-safe-code-cannot-race-nor-split-a-barrier)).
 //!
-//! One pattern gets around this in safe code; keep it out of a cooperative kernel's body:
-//!
-//! **Atomics read by the body.** An atomic that a kernel's threads write (a
-//! `static`, or one captured by reference) is shared interior mutability that no bound of the
-//! block's closures can see. The body is uniform code, run alike by every thread of the block,
-//! but a read of such an atomic may give each thread another value: a branch on it can then take
-//! a barrier or a collective on some of the block's threads and not on others, which hangs the
-//! block or reads what was not written, all in safe code. Keep atomics out of the control flow of
-//! a cooperative kernel's body (reduce with [`Block::sum`] and the other collectives, whose
-//! result every thread receives whole).
-//!
 //! A cooperative kernel takes a [`Block`] first, which says how many threads a block has, which
 //! tiles it shares ([`TileOf`]) and the shape it cuts views into chunks of ([`ChunkShape`]);
 //! the launch's block must have that many threads
@@ -84,9 +73,18 @@
 //!    safe code makes no block of another shape ([`Block::split`] keeps it; only the kernel's
 //!    entry point makes a block).
 //!
-//! The way around this in safe code is the one above: an atomic written by some threads and
-//! read by the body, whose value may differ between the threads of a block. Any other pattern
-//! (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
+//! 6. **No atomic type exists in a kernel.** An atomic that a kernel's threads write (a
+//!    `static AtomicBool`, or one that an `Fn + Sync` closure captures by reference) would be
+//!    shared interior mutability that no bound of the block's closures can see: a read of it
+//!    may give each thread another value, and a branch of the body on it would take a barrier
+//!    on some of the block's threads only. Kernels are compiled for `nvptx64` without atomics
+//!    (`dlmd-build`'s `TARGET`, whose `core` defines no atomic type), and dlmd does not compile
+//!    for an `nvptx64` target that has them; so a kernel that names one does not build. What is
+//!    left are dlmd's atomic operations on views, whose results reach per-thread code only
+//!    ([`Thread::atomic_fetch_add`](super::Thread::atomic_fetch_add): a cooperative kernel has
+//!    no `Thread`).
+//!
+//! Any other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
 
 mod cells;

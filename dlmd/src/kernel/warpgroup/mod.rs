@@ -149,14 +149,15 @@
 //! release, leaves threads waiting forever: a hang, which the types do not rule out, but never
 //! a read of a stage before it lands or a write over one still read.
 //!
-//! Two things hold outside the types:
+//! A role's code is uniform for the same reason a block's body is
+//! ([`block`](crate::kernel::block#why-safe-code-cannot-race-nor-split-a-barrier), point 6):
+//! kernels have no atomic types, so no value that differs between a warpgroup's threads (an
+//! element in a closure of [`Warpgroup::add_to`] or of a softmax) reaches its branches, and
+//! every warpgroup operation, `wgmma`'s `.sync.aligned` and a [`Buffered`] store's warp barrier
+//! among them, runs on all its threads or on none.
 //!
-//! - **Atomics read by a role.** As in [`block`](crate::kernel::block#why-safe-code-cannot-race-nor-split-a-barrier),
-//!   an atomic that some threads write and a role's code reads may hold another value in each
-//!   thread: a branch on it can take a warpgroup operation on some of the warpgroup's threads
-//!   only, which `wgmma`'s `.sync.aligned` forbids, and a [`Buffered`] store's warp barrier
-//!   too (a copy would then read buffer rows that some threads did not write). Keep atomics
-//!   out of the roles' control flow.
+//! One thing holds outside the types:
+//!
 //! - **Running accumulators in registers.** Between a product and its wait, the accumulators
 //!   are registers that `wgmma` writes asynchronously. Safe code cannot read them, but the
 //!   compiler may move them (a spill, a copy as `InFlight` moves): `ptxas` keeps such moves

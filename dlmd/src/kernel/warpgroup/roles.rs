@@ -136,8 +136,8 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// In a [`Buffered`](super::Buffered) pipeline, a part whole inside the view whose rows are
     /// contiguous and 16-byte aligned, of a two-byte element, goes through the warp's buffer
     /// and the bulk copy engine instead: the warpgroup returns once the copies have started.
-    /// The store then syncs each warp, so its threads must all reach it (as for every
-    /// warpgroup operation: no branch on an atomic around it).
+    /// The store then syncs each warp, which its threads all reach: a role's code is uniform
+    /// (the [module docs](super) say why).
     #[inline(always)]
     pub fn store<T, U, W, E, L, Sp>(
         &mut self,
