@@ -189,6 +189,29 @@ grep -q "has no atomic types" <<<"$refused" && grep -q "AtomicBool" <<<"$refused
 echo "first-kernel: a kernel that branches on an atomic does not build, and the error says why:"
 grep -m1 "has no atomic types" <<<"$refused" | sed 's/^/    /'
 
+# The same kernel with a thread-local `Cell` (nightly's `thread_local`) in the atomic's place,
+# which a per-thread closure could set and the body read: the feature is refused.
+python3 - "$work/atomic-kernel/src/lib.rs" <<'PY'
+import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+text = path.read_text()
+text = text.replace("feature(abi_ptx)", "feature(abi_ptx, thread_local)")
+text = text.replace("use core::sync::atomic::{AtomicBool, Ordering};\n", "use core::cell::Cell;\n")
+text = text.replace("static FIRST: AtomicBool = AtomicBool::new(true);",
+                    "#[cfg(target_arch = \"nvptx64\")]\n#[thread_local]\nstatic FIRST: Cell<bool> = Cell::new(true);")
+text = text.replace("if FIRST.swap(false, Ordering::Relaxed) {", "if FIRST.replace(false) {")
+assert text.count("Cell") == 3 and "thread_local]" in text
+path.write_text(text)
+PY
+if refused=$(cd "$work/atomic-kernel" && cargo build --release --quiet 2>&1); then
+    echo "first-kernel: a kernel with a thread-local static built; it must not" >&2
+    exit 1
+fi
+grep -q "may turn on only these nightly features" <<<"$refused" && grep -q "not \`thread_local\`" <<<"$refused" ||
+    { echo "$refused" >&2; echo "first-kernel: the thread-local kernel failed without saying why" >&2; exit 1; }
+echo "first-kernel: a kernel with a thread-local static does not build either:"
+grep -m1 "may turn on only these nightly features" <<<"$refused" | sed 's/^/    /'
+
 # 3. Its run.
 status=0
 output=$("$program" 2>&1) || status=$?

@@ -80,6 +80,10 @@ impl fmt::Display for BuildError {
                 if log::names_atomics(log) {
                     write!(f, "{}\n\n", log::explain_atomics())?;
                 }
+                let refused = log::refused_features(log);
+                if !refused.is_empty() {
+                    write!(f, "{}\n\n", log::explain_features(&refused))?;
+                }
                 write!(f, "compiling the kernels for {TARGET} failed:\n{}", log::readable(log))
             }
             BuildError::NotSelfContained { ptx, externs } => write!(

@@ -59,13 +59,21 @@
 //! A kernel's uniform code (a cooperative kernel's body, a warpgroup's role) takes the same
 //! branches on every thread, so that each barrier and warp-wide instruction runs on all the
 //! threads that must run it together. dlmd's types keep per-thread values out of that code; the
-//! one thing they cannot see is memory that some threads write while others read it, and the
-//! only such memory safe Rust can name is an atomic: a `static AtomicBool`, or one that a
-//! `Fn + Sync` closure captures by reference, whose value may differ from thread to thread. The
-//! kernels' target has none. Its `max-atomic-width` is 0, so `core` defines no atomic type and a
-//! kernel that names one does not compile (the build's error says why); dlmd itself does not
-//! compile for an `nvptx64` target that has them. dlmd's own atomic operations on views
-//! (`Thread::atomic_add`, `Sums`) are instructions whose results reach per-thread code only.
+//! one thing they cannot see is state that a per-thread closure writes without capturing it
+//! mutably and uniform code reads back. Safe Rust names two such kinds:
+//!
+//! - **an atomic**, a `static AtomicBool` or one that a `Fn + Sync` closure captures by
+//!   reference, whose value may differ from thread to thread. The kernels' target has none. Its
+//!   `max-atomic-width` is 0, so `core` defines no atomic type and a kernel that names one does
+//!   not compile (the build's error says why); dlmd itself does not compile for an `nvptx64`
+//!   target that has them. dlmd's own atomic operations on views (`Thread::atomic_add`, `Sums`)
+//!   are instructions whose results reach per-thread code only;
+//! - **a `#[thread_local]` static** of a `Cell` (nightly's `thread_local` feature), which a
+//!   closure sets without capturing it. The kernel crate may turn on only the nightly features
+//!   of [`KERNEL_FEATURES`] (`-Zallow-features`), which leave it out.
+//!
+//! The crate's dependencies other than dlmd are trusted as their `unsafe` code is: a
+//! dependency could turn the feature on for itself.
 //!
 //! A tool that compiles a kernel crate itself (a linter, an editor) takes the same target from
 //! [`kernel_target_spec`]:
@@ -125,6 +133,21 @@ pub struct PtxBuild {
     target_dir: Option<PathBuf>,
     prebuilt: Option<PathBuf>,
 }
+
+/// The nightly features a kernel crate may turn on (`#![feature(…)]`); any other is refused
+/// when its kernels are compiled. They are what kernels need: the PTX calling convention, inline
+/// assembly and the GPU's intrinsics (all `unsafe` to call), and the launch's dynamic shared
+/// memory. Left out on purpose is `thread_local`: a `#[thread_local] static` of a `Cell` is
+/// state of each thread that safe code writes in a per-thread closure and reads in uniform code
+/// ([no atomics](crate#no-atomics) says why that must not be).
+pub const KERNEL_FEATURES: [&str; 6] = [
+    "abi_ptx",
+    "asm_experimental_arch",
+    "stdarch_nvptx",
+    "core_intrinsics",
+    "gpu_intrinsics",
+    "gpu_launch_sized_workgroup_mem",
+];
 
 /// The first nightly with both fixes for barriers in divergent code: MIR jump threading off
 /// for GPU targets (rust#149637) and every GPU function `convergent` (rust#153995).
@@ -332,10 +355,15 @@ impl PtxBuild {
     }
 
     /// The kernel crate's own `rustc` arguments: PTX for the [`arch`](Self::arch), of the
-    /// [`ptx_isa`](Self::ptx_isa) where one is asked for, both checked first.
+    /// [`ptx_isa`](Self::ptx_isa) where one is asked for, both checked first, and only the
+    /// nightly features of [`KERNEL_FEATURES`] (the crate's alone: `core` and dlmd have theirs).
     fn codegen_args(&self) -> Result<Vec<String>, BuildError> {
         let feature = arch::check(&self.arch, self.ptx_isa)?;
-        let mut args = vec!["--emit=asm".to_string(), format!("-Ctarget-cpu={}", self.arch)];
+        let mut args = vec![
+            "--emit=asm".to_string(),
+            format!("-Ctarget-cpu={}", self.arch),
+            format!("-Zallow-features={}", KERNEL_FEATURES.join(",")),
+        ];
         args.extend(feature.map(|feature| format!("-Ctarget-feature={feature}")));
         Ok(args)
     }

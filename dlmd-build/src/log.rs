@@ -102,6 +102,35 @@ pub(crate) fn explain_atomics() -> String {
     )
 }
 
+/// The nightly features rustc refused the kernel crate (`the feature `X` is not in the list of
+/// allowed features`), each once.
+pub(crate) fn refused_features(log: &str) -> Vec<String> {
+    let mut features: Vec<String> = Vec::new();
+    for line in log.lines().filter(|line| line.starts_with("error")) {
+        let named = line
+            .split_once("the feature `")
+            .and_then(|(_, rest)| rest.split_once("` is not in the list of allowed features"))
+            .map(|(name, _)| name.to_string());
+        if let Some(name) = named
+            && !features.contains(&name)
+        {
+            features.push(name);
+        }
+    }
+    features
+}
+
+/// Why a kernel crate may not turn on `features`, and which it may.
+pub(crate) fn explain_features(features: &[String]) -> String {
+    let names = features.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    format!(
+        "a kernel crate may turn on only these nightly features: {}; not {names}. Kernels keep \
+         what differs between threads out of their uniform code, and a feature such as \
+         `thread_local` would carry it there (dlmd-build's docs, \"No atomics\").",
+        crate::KERNEL_FEATURES.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +172,23 @@ warning: build failed, waiting for other jobs to finish...
             "{text}"
         );
         assert!(needing_std("error: expected `;`").is_empty());
+    }
+
+    #[test]
+    fn a_refused_feature_is_named_once_with_those_allowed() {
+        let log = "\
+error[E0725]: the feature `thread_local` is not in the list of allowed features
+ --> src/lib.rs:1:12
+error[E0725]: the feature `thread_local` is not in the list of allowed features
+";
+        let features = refused_features(log);
+        assert_eq!(features, ["thread_local"]);
+        assert!(refused_features(LOG).is_empty());
+        let text = explain_features(&features);
+        assert!(
+            text.contains("not `thread_local`") && text.contains("abi_ptx"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! A kernel's uniform code (a cooperative kernel's body, a warpgroup's role) must take the same
 //! branches on every thread, or a barrier or a warp-wide instruction runs on part of the threads
 //! that must run it together. dlmd's types keep per-thread values out of that code; what types
-//! cannot see is memory that threads write while others read it, and the only such memory safe
-//! code can name is an atomic (a `static AtomicBool`, or one a `Fn + Sync` closure captures by
-//! reference). This target has no atomic types at all: its `max-atomic-width` is 0, so `core`
+//! cannot see is memory that threads write while others read it, and in stable safe code that
+//! is an atomic (a `static AtomicBool`, or one a `Fn + Sync` closure captures by reference).
+//! This target has no atomic types at all: its `max-atomic-width` is 0, so `core`
 //! defines none, and a kernel crate that names one does not compile. dlmd refuses to compile for
-//! an `nvptx64` target that has them, so no build of a kernel can bring them back.
+//! an `nvptx64` target that has them, so no build of a kernel can bring them back. (The other
+//! such state, a `#[thread_local]` static, is a nightly feature that kernel crates may not turn
+//! on: [`KERNEL_FEATURES`](crate::KERNEL_FEATURES).)
 //!
 //! dlmd's own atomic operations stay: they are instructions on views
 //! (`Thread::atomic_add`, `Sums`), whose results reach only per-thread code.

@@ -69,11 +69,15 @@ fn features_are_read_as_cargo_lists_them() {
 #[test]
 fn the_arch_and_ptx_isa_become_rustc_flags() {
     let build = PtxBuild::new("/k", "k", "/out");
-    assert_eq!(build.codegen_args().unwrap(), ["--emit=asm", "-Ctarget-cpu=sm_70"]);
+    let features = "-Zallow-features=abi_ptx,asm_experimental_arch,stdarch_nvptx,core_intrinsics,gpu_intrinsics,gpu_launch_sized_workgroup_mem";
+    assert_eq!(
+        build.codegen_args().unwrap(),
+        ["--emit=asm", "-Ctarget-cpu=sm_70", features]
+    );
     let build = build.arch("sm_90a").ptx_isa(8, 0);
     assert_eq!(
         build.codegen_args().unwrap(),
-        ["--emit=asm", "-Ctarget-cpu=sm_90a", "-Ctarget-feature=+ptx80"]
+        ["--emit=asm", "-Ctarget-cpu=sm_90a", features, "-Ctarget-feature=+ptx80"]
     );
     assert!(matches!(
         build.clone().ptx_isa(7, 8).codegen_args(),

@@ -60,9 +60,9 @@ mod thread;
 mod vector;
 pub mod warpgroup;
 
-// Kernels have no atomic types (`dlmd_build::TARGET`, its docs say why): an atomic is the one
-// memory safe code can name that threads write while others read it, and a branch of uniform
-// code on what one holds would split a barrier or a warp-wide instruction. A build for an
+// Kernels have no atomic types (`dlmd_build::TARGET`, its docs say why): an atomic is memory
+// that threads write while others read it, and a branch of uniform code on what one holds
+// would split a barrier or a warp-wide instruction. A build for an
 // `nvptx64` target that has them is refused here, whoever starts it.
 #[cfg(target_arch = "nvptx64")]
 mod no_atomics {

@@ -73,16 +73,19 @@
 //!    safe code makes no block of another shape ([`Block::split`] keeps it; only the kernel's
 //!    entry point makes a block).
 //!
-//! 6. **No atomic type exists in a kernel.** An atomic that a kernel's threads write (a
-//!    `static AtomicBool`, or one that an `Fn + Sync` closure captures by reference) would be
-//!    shared interior mutability that no bound of the block's closures can see: a read of it
-//!    may give each thread another value, and a branch of the body on it would take a barrier
-//!    on some of the block's threads only. Kernels are compiled for `nvptx64` without atomics
-//!    (`dlmd-build`'s `TARGET`, whose `core` defines no atomic type), and dlmd does not compile
-//!    for an `nvptx64` target that has them; so a kernel that names one does not build. What is
-//!    left are dlmd's atomic operations on views, whose results reach per-thread code only
-//!    ([`Thread::atomic_fetch_add`](super::Thread::atomic_fetch_add): a cooperative kernel has
-//!    no `Thread`).
+//! 6. **No atomic type, nor thread-local static, exists in a kernel.** An atomic that a
+//!    kernel's threads write (a `static AtomicBool`, or one that an `Fn + Sync` closure captures
+//!    by reference) would be shared interior mutability that no bound of the block's closures
+//!    can see: a read of it may give each thread another value, and a branch of the body on it
+//!    would take a barrier on some of the block's threads only. A `#[thread_local] static` of a
+//!    `Cell`, which a closure sets without capturing it, would carry each thread's own value
+//!    there too. Kernels are compiled for `nvptx64` without atomics (`dlmd-build`'s `TARGET`,
+//!    whose `core` defines no atomic type), and dlmd does not compile for an `nvptx64` target
+//!    that has them, so a kernel that names one does not build; and `dlmd-build` lets a kernel
+//!    crate turn on only the nightly features kernels need (`KERNEL_FEATURES`), not
+//!    `thread_local`. What is left are dlmd's atomic operations on views, whose results reach
+//!    per-thread code only ([`Thread::atomic_fetch_add`](super::Thread::atomic_fetch_add): a
+//!    cooperative kernel has no `Thread`).
 //!
 //! Any other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
 //! `core::arch::nvptx` and inline assembly, under their own contracts.
