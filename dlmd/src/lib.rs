@@ -358,6 +358,20 @@ macro_rules! kernels_ptx {
 /// });
 /// assert_eq!(squares, [0, 1, 4, 9]);
 /// ```
+///
+/// The steps are not a loop: a `break` or `continue` in `$body` does not compile, where it
+/// would otherwise leave or go on with the loop around the macro, not the step (a label says
+/// which loop, where that is meant: `continue 'rows`).
+///
+/// ```compile_fail,E0695
+/// for row in 0..2 {
+///     dlmd::unroll!(4, |i| {
+///         if i == row {
+///             continue;
+///         }
+///     });
+/// }
+/// ```
 #[macro_export]
 macro_rules! unroll {
     // The steps' indices are typed: an untyped literal compared with a literal count leaves
@@ -370,8 +384,11 @@ macro_rules! unroll {
         const { ::core::assert!($count <= 16, "`unroll!` writes out at most 16 steps") };
         $(
             if $k < $count {
-                let $i: usize = $k;
-                $body
+                let $i: ::core::primitive::usize = $k;
+                // A labeled block: an unlabeled `break` or `continue` in the body is refused
+                // (E0695) rather than taken by a loop around the macro.
+                #[allow(unused_labels)]
+                'step: { $body }
             }
         )*
     }};
