@@ -47,7 +47,7 @@ pub(crate) mod device {
 
     /// [`product`]'s mode: each step's `wgmma` issued before the next copies start, not after.
     pub const MMA_FIRST: u32 = 1;
-    /// [`product`]'s mode, for measurements: no copies past the first stages.
+    /// [`product`]'s mode, for measurements: every stage filled once, then no copies.
     pub const NO_LOADS: u32 = 2;
     /// [`product`]'s mode, for measurements: no `wgmma`.
     pub const NO_MMA: u32 = 4;
@@ -203,7 +203,10 @@ pub(crate) mod device {
             return;
         }
         let mut acc = A::zero();
-        for s in 0..ahead {
+        // Measurements without copies past the first stages fill every stage first, so that no
+        // step reads a stage that nothing wrote: the products then read each stage again.
+        let first = if MODE & NO_LOADS == 0 { ahead } else { STAGES };
+        for s in 0..first {
             load(s);
         }
         // Measurements only: without `NO_LOADS`, the loop's copies.

@@ -353,3 +353,48 @@ fn views_whose_extents_do_not_fit_add_and_write_nothing() {
         }
     }
 }
+
+/// The conversion of `dq`'s accumulator writes `dq` only where the two have one shape: with
+/// the accumulator one row short (or one row long) `dq` keeps every element, and with the same
+/// extents each element is its sum rounded to `bf16`.
+#[test]
+fn the_conversion_writes_dq_only_where_the_extents_match() {
+    let Some((ctx, module)) = hopper() else { return };
+    let stream = ctx.default_stream();
+    let qe = [2, 3, 5, 64];
+    let volume = |e: [usize; 4]| e.iter().product::<usize>();
+    let dense = |e: [usize; 4]| StrideMapping::new(Dims::new(e), [e[1] * e[2] * e[3], e[2] * e[3], e[3], 1]).unwrap();
+    // Sums that round to distinct `bf16`s: small integers and halves.
+    let values: Vec<f32> = (0..volume([2, 3, 6, 64]))
+        .map(|i| (i % 509) as f32 * 0.5 - 100.0)
+        .collect();
+    for rows in [4, 6, 5] {
+        let se = [qe[0], qe[1], rows, qe[3]];
+        let sum = stream.clone_htod(&values[..volume(se)]).unwrap();
+        let mut dq = stream.clone_htod(&vec![bf16::from_f32(-7.0); volume(qe)]).unwrap();
+        {
+            let sum_view = device_view_mapped::<f32, _, LayoutStride>(&sum, dense(se)).unwrap();
+            let mut out = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut dq, dense(qe)).unwrap();
+            let elements = LaunchConfig {
+                grid_dim: (1, qe[2].div_ceil(8) as u32, (qe[0] * qe[1]) as u32),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            };
+            cuda::scope(|s| {
+                hk::attention_dq_convert_bf16(s.launch(&stream, &module, elements), sum_view, out.as_view_mut())
+            })
+            .unwrap();
+        }
+        let got = stream.clone_dtoh(&dq).unwrap();
+        if rows == qe[2] {
+            let want: Vec<bf16> = values[..volume(qe)].iter().map(|&v| bf16::from_f32(v)).collect();
+            assert_eq!(got, want, "matching extents: dq is the sums, rounded");
+        } else {
+            assert!(
+                got.iter().all(|&g| g == bf16::from_f32(-7.0)),
+                "an accumulator of {rows} rows against dq's {}: dq written",
+                qe[2]
+            );
+        }
+    }
+}
