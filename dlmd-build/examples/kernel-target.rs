@@ -1,17 +1,28 @@
-//! Writes the specification of the kernels' target into a directory and prints its path, for
-//! tools that compile a kernel crate themselves:
+//! Writes the specification of the kernels' target into a directory and prints its absolute
+//! path, for tools that compile a kernel crate themselves:
 //!
 //! ```text
-//! spec=$(cargo run -q -p dlmd-build --example kernel-target -- target/dlmd-target)
+//! spec=$(cargo run -q -p dlmd-build --example kernel-target -- target/dlmd-target [TOOLCHAIN])
 //! cargo +nightly clippy -Zbuild-std=core -Zjson-target-spec --target "$spec" -p my-kernels
 //! ```
+//!
+//! `TOOLCHAIN` is the rustup toolchain that compiles the kernels (`nightly` unless named).
 
 fn main() {
-    let Some(dir) = std::env::args_os().nth(1) else {
-        eprintln!("usage: kernel-target DIR   (writes DIR/{}.json)", dlmd_build::TARGET);
+    let mut args = std::env::args_os().skip(1);
+    let Some(dir) = args.next() else {
+        eprintln!(
+            "usage: kernel-target DIR [TOOLCHAIN]   (writes {}.json under DIR)",
+            dlmd_build::TARGET
+        );
         std::process::exit(2);
     };
-    match dlmd_build::kernel_target_spec("nightly", dir) {
+    let toolchain = args
+        .next()
+        .map_or("nightly".into(), |t| t.to_string_lossy().into_owned());
+    let spec = dlmd_build::kernel_target_spec(&toolchain, dir)
+        .and_then(|spec| std::fs::canonicalize(&spec).map_err(|e| dlmd_build::BuildError::Io(spec, e)));
+    match spec {
         Ok(spec) => println!("{}", spec.display()),
         Err(e) => {
             eprintln!("{e}");

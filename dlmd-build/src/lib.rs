@@ -72,8 +72,9 @@
 //!   closure sets without capturing it. The kernel crate may turn on only the nightly features
 //!   of [`KERNEL_FEATURES`] (`-Zallow-features`), which leave it out.
 //!
-//! The crate's dependencies other than dlmd are trusted as their `unsafe` code is: a
-//! dependency could turn the feature on for itself.
+//! The kernel crate's dependencies other than dlmd are trusted here as their `unsafe` code is: a
+//! dependency, even one with no `unsafe`, could turn `thread_local` on for itself and lend safe
+//! code a thread-local `Cell`.
 //!
 //! A tool that compiles a kernel crate itself (a linter, an editor) takes the same target from
 //! [`kernel_target_spec`]:
@@ -90,6 +91,7 @@ mod error;
 mod log;
 mod param_align;
 mod target;
+mod toolchain;
 
 pub use arch::{ARCHES, min_ptx_isa};
 pub use error::BuildError;
@@ -136,10 +138,12 @@ pub struct PtxBuild {
 
 /// The nightly features a kernel crate may turn on (`#![feature(…)]`); any other is refused
 /// when its kernels are compiled. They are what kernels need: the PTX calling convention, inline
-/// assembly and the GPU's intrinsics (all `unsafe` to call), and the launch's dynamic shared
+/// assembly and the GPU's intrinsics (none of which gives safe code mutable state), and the launch's dynamic shared
 /// memory. Left out on purpose is `thread_local`: a `#[thread_local] static` of a `Cell` is
 /// state of each thread that safe code writes in a per-thread closure and reads in uniform code
-/// ([no atomics](crate#no-atomics) says why that must not be).
+/// ([no atomics](crate#no-atomics) says why that must not be). The list is closed: a feature is
+/// added here once it is known to give safe code no state shared between threads or kept by
+/// each, so that no build script can open the guarantee.
 pub const KERNEL_FEATURES: [&str; 6] = [
     "abi_ptx",
     "asm_experimental_arch",
@@ -404,7 +408,8 @@ impl PtxBuild {
     /// `DLMD_PTX=prebuilt`: a downstream host build then needs no nightly. The launchers still
     /// check each kernel's signature digest in it when they load it, so PTX built from other
     /// signatures is refused; a kernel body changed since it was built is not noticed, so
-    /// rebuild it with every change.
+    /// rebuild it with every change. Nor is the build it came from: PTX built for a target with
+    /// atomics, or with features this build refuses, is taken as it is.
     pub fn prebuilt(mut self, path: impl Into<PathBuf>) -> Self {
         self.prebuilt = Some(path.into());
         self
@@ -424,7 +429,7 @@ impl PtxBuild {
 
     /// The sysroot of the kernels' toolchain, checked to hold `rust-src`.
     fn sysroot(&self) -> Result<PathBuf, BuildError> {
-        toolchain_sysroot(&self.toolchain)
+        toolchain::sysroot(&self.toolchain)
     }
 }
 
@@ -434,64 +439,7 @@ impl PtxBuild {
 /// `-Zjson-target-spec --target PATH -Zbuild-std=core`. [`PtxBuild::build`] writes it into its
 /// nested target directory.
 pub fn kernel_target_spec(toolchain: &str, dir: impl AsRef<Path>) -> Result<PathBuf, BuildError> {
-    target::write_target_spec(&toolchain_sysroot(toolchain)?, dir.as_ref())
-}
-
-/// The sysroot of `toolchain`, checked to be new enough and to hold `rust-src`.
-fn toolchain_sysroot(toolchain: &str) -> Result<PathBuf, BuildError> {
-    let missing = |what: String, install: String| BuildError::Toolchain { missing: what, install };
-    let sysroot = Command::new("rustup")
-        .args(["run", toolchain, "rustc", "--print", "sysroot"])
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .output();
-    let sysroot = match sysroot {
-        Ok(out) if out.status.success() => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
-        Ok(_) => {
-            return Err(missing(
-                format!("the {} toolchain", toolchain),
-                format!("rustup toolchain install {} --component rust-src", toolchain),
-            ));
-        }
-        Err(_) => {
-            return Err(missing(
-                "rustup".into(),
-                "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh".into(),
-            ));
-        }
-    };
-    let version = Command::new(sysroot.join("bin").join("rustc"))
-        .arg("-vV")
-        .output()
-        .map_err(|e| BuildError::Io(sysroot.join("bin").join("rustc"), e))?;
-    if let Some(date) = commit_date(&String::from_utf8_lossy(&version.stdout))
-        && date < MIN_NIGHTLY_DATE
-    {
-        return Err(BuildError::OldToolchain {
-            toolchain: toolchain.into(),
-            date: date.into(),
-        });
-    }
-    let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
-    if !core.exists() {
-        return Err(missing(
-            format!("the rust-src component of {}", toolchain),
-            format!("rustup component add rust-src --toolchain {}", toolchain),
-        ));
-    }
-    Ok(sysroot)
-}
-
-/// The commit date `rustc -vV` prints (`commit-date: YYYY-MM-DD`), where it has one that reads
-/// as a date.
-fn commit_date(version: &str) -> Option<&str> {
-    let date = version
-        .lines()
-        .find_map(|line| line.strip_prefix("commit-date: "))?
-        .trim();
-    let bytes = date.as_bytes();
-    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
-    (bytes.len() == 10 && bytes[4] == b'-' && bytes[7] == b'-' && digits(0..4) && digits(5..7) && digits(8..10))
-        .then_some(date)
+    target::write_target_spec(&toolchain::sysroot(toolchain)?, dir.as_ref())
 }
 
 /// The `cargo` of the toolchain at `sysroot`, driving its `rustc`, without what the outer

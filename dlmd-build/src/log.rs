@@ -70,13 +70,14 @@ pub(crate) fn explain_std(crates: &[String]) -> String {
     let names = crates.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
     let needs = if crates.len() == 1 { "needs" } else { "need" };
     format!(
-        "the kernels' build for nvptx64-nvidia-cuda, which has no `std`, reached {names}, which \
+        "the kernels' build for {}, which has no `std`, reached {names}, which \
          {needs} it: a dependency meant for the host is in the kernel crate's [dependencies]. Keep \
          there only what kernels use (dlmd with `default-features = false`), and move the rest, \
          with dlmd's host features such as `cuda`, under \
          [target.'cfg(not(target_arch = \"nvptx64\"))'.dependencies], as the README's first \
          kernel (examples/kernel-template) does. rustc's hint to use `-Zbuild-std` does not \
-         apply: dlmd-build already builds `core` from source."
+         apply: dlmd-build already builds `core` from source.",
+        crate::TARGET
     )
 }
 
@@ -84,9 +85,14 @@ pub(crate) fn explain_std(crates: &[String]) -> String {
 /// does not have (`cannot find type `AtomicU32` in module `core::sync::atomic``, an unresolved
 /// import of one).
 pub(crate) fn names_atomics(log: &str) -> bool {
+    const TYPES: [&str; 13] = [
+        "Bool", "I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "Isize", "Usize", "Ptr", "<",
+    ];
     log.lines().any(|line| {
         line.starts_with("error")
-            && (line.contains("sync::atomic") || line.contains("in `atomic`") || line.contains("`Atomic"))
+            && (line.contains("sync::atomic")
+                || line.contains("in `atomic`")
+                || TYPES.iter().any(|t| line.contains(&format!("`Atomic{t}"))))
     })
 }
 
@@ -200,8 +206,15 @@ error[E0412]: cannot find type `AtomicU32` in module `core::sync::atomic`
 ";
         assert!(names_atomics(log));
         assert!(!names_atomics(LOG));
-        // A note that mentions an atomic is not an error about one.
+        // A note that mentions an atomic is not an error about one, nor is an error about
+        // dlmd's names that start alike.
         assert!(!names_atomics("warning: unused `AtomicBool`\n  = note: in `atomic`"));
+        assert!(!names_atomics(
+            "error[E0405]: cannot find trait `AtomicElement` in this scope"
+        ));
+        assert!(names_atomics(
+            "error[E0412]: cannot find type `AtomicUsize` in this scope"
+        ));
         let text = explain_atomics();
         assert!(
             text.contains(crate::TARGET) && text.contains("`Thread::atomic_add`"),

@@ -1,18 +1,5 @@
-//! The target kernels are compiled for: rustc's `nvptx64-nvidia-cuda` without atomics.
-//!
-//! A kernel's uniform code (a cooperative kernel's body, a warpgroup's role) must take the same
-//! branches on every thread, or a barrier or a warp-wide instruction runs on part of the threads
-//! that must run it together. dlmd's types keep per-thread values out of that code; what types
-//! cannot see is memory that threads write while others read it, and in stable safe code that
-//! is an atomic (a `static AtomicBool`, or one a `Fn + Sync` closure captures by reference).
-//! This target has no atomic types at all: its `max-atomic-width` is 0, so `core`
-//! defines none, and a kernel crate that names one does not compile. dlmd refuses to compile for
-//! an `nvptx64` target that has them, so no build of a kernel can bring them back. (The other
-//! such state, a `#[thread_local]` static, is a nightly feature that kernel crates may not turn
-//! on: [`KERNEL_FEATURES`](crate::KERNEL_FEATURES).)
-//!
-//! dlmd's own atomic operations stay: they are instructions on views
-//! (`Thread::atomic_add`, `Sums`), whose results reach only per-thread code.
+//! The target kernels are compiled for: rustc's `nvptx64-nvidia-cuda` without atomics
+//! ([why](crate#no-atomics)).
 
 use crate::BuildError;
 use std::path::{Path, PathBuf};
@@ -51,10 +38,11 @@ pub(crate) fn without_atomics(spec: &str) -> Option<String> {
     Some(out)
 }
 
-/// Writes the specification of [`TARGET`] into `dir`, from the `rustc` of `sysroot` (the
-/// toolchain that compiles with it, whose format it is), and returns its path. The file is
-/// rewritten only when its contents change, by a rename, so builds that run at once read a
-/// whole file and cargo does not see a new target each time.
+/// Writes the specification of [`TARGET`] into a directory of `dir` named by a hash of its
+/// contents, from the `rustc` of `sysroot` (the toolchain that compiles with it, whose format
+/// it is), and returns its path. Each toolchain's specification has a file of its own, which
+/// no other build rewrites while cargo reads it; it is written once, by a rename, so builds
+/// that run at once read a whole file and cargo does not see a new target each time.
 pub(crate) fn write_target_spec(sysroot: &Path, dir: &Path) -> Result<PathBuf, BuildError> {
     let rustc = sysroot.join("bin").join("rustc");
     let printed = Command::new(&rustc)
@@ -78,12 +66,22 @@ pub(crate) fn write_target_spec(sysroot: &Path, dir: &Path) -> Result<PathBuf, B
             "the specification rustc prints for {BASE_TARGET} has no single `max-atomic-width`"
         ))
     })?;
-    std::fs::create_dir_all(dir).map_err(|e| BuildError::Io(dir.to_path_buf(), e))?;
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        spec.hash(&mut hasher);
+        hasher.finish()
+    };
+    let dir = dir.join(format!("target-{hash:016x}"));
+    std::fs::create_dir_all(&dir).map_err(|e| BuildError::Io(dir.clone(), e))?;
     let path = dir.join(format!("{TARGET}.json"));
     if std::fs::read_to_string(&path).ok().as_deref() != Some(spec.as_str()) {
         let partial = dir.join(format!("{TARGET}.json.{}", std::process::id()));
         std::fs::write(&partial, &spec).map_err(|e| BuildError::Io(partial.clone(), e))?;
-        std::fs::rename(&partial, &path).map_err(|e| BuildError::Io(path.clone(), e))?;
+        if let Err(e) = std::fs::rename(&partial, &path) {
+            let _ = std::fs::remove_file(&partial);
+            return Err(BuildError::Io(path, e));
+        }
     }
     Ok(path)
 }

@@ -200,11 +200,10 @@ pub use dlmd_derive::DlElement;
 /// Makes a function a GPU kernel, and on the host its typed launcher: one source states the
 /// signature for both sides.
 ///
-/// A kernel crate is compiled twice. For `nvptx64-nvidia-cuda` without atomics (by
-/// `dlmd-build`, on nightly),
-/// the function becomes a PTX entry point of its name: each parameter arrives as its
-/// [`KernelParam::Param`](kernel::KernelParam::Param) and is rebuilt into exactly the declared
-/// type before the body runs. For the host (with the `cuda` feature), the function becomes a
+/// A kernel crate is compiled twice. For `nvptx64-nvidia-cuda` without atomics (by `dlmd-build`, on
+/// nightly), the function becomes a PTX entry point of its name: each parameter arrives as its
+/// [`KernelParam::Param`](kernel::KernelParam::Param) and is rebuilt into exactly the declared type
+/// before the body runs. For the host (with the `cuda` feature), the function becomes a
 /// launcher with the same parameters, preceded by a [`cuda::Launch`] (a scope, a stream, the
 /// loaded module and a grid):
 ///

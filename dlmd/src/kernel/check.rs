@@ -26,7 +26,8 @@
 //! ([`Reachable`](crate::space::Reachable), [`Reborrow`](crate::space::Reborrow)): it accepts a
 //! body the kernel's rules accept, and host code the host's rules accept, so it never reports an
 //! error the real builds would not. It can miss one: a body that borrows a mutable device view
-//! again compiles there, and the `nvptx64` build still refuses it. A view or context of a
+//! again, or names an atomic type (the host has them, kernels do not), compiles there, and the
+//! `nvptx64` build still refuses it. A view or context of a
 //! kernel cannot be made on the host ([`Thread`](super::Thread) and
 //! [`Block`](super::Block) have no values there), and what exists only on the GPU
 //! (`kernel::math`, `Thread::current`) is a stand-in that refuses to run: the build is for

@@ -1,11 +1,12 @@
 //! Kernels in Rust over dlmd's views: what a kernel receives, and how its threads share a
 //! mutable view.
 //!
-//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` without
-//! atomic types (by `dlmd-build`, on nightly, `-Zbuild-std=core`; [`block`] says why), where `#[dlmd::kernel]` makes each function a PTX entry point, and for
-//! the host, where the same attribute makes it a typed launcher (`dlmd::cuda`). Each parameter
-//! crosses as its [`KernelParam::Param`], a `#[repr(C)]` value of fixed-width fields, so it has
-//! one layout on both targets; the kernel rebuilds from it a value of exactly the type the host
+//! A crate of kernels is compiled from one source twice: for `nvptx64-nvidia-cuda` without atomic
+//! types (by `dlmd-build`, on nightly, `-Zbuild-std=core`; [`block`] says why), where
+//! `#[dlmd::kernel]` makes each function a PTX entry point, and for the host, where the same
+//! attribute makes it a typed launcher (`dlmd::cuda`). Each parameter crosses as its
+//! [`KernelParam::Param`], a `#[repr(C)]` value of fixed-width fields, so it has one layout on both
+//! targets; the kernel rebuilds from it a value of exactly the type the host
 //! passed: element type, rank, static extents, layout, memory space and access.
 //!
 //! A kernel's first parameter is its context, which the entry point makes and the launcher

@@ -364,14 +364,16 @@ fn the_conversion_writes_dq_only_where_the_extents_match() {
     let qe = [2, 3, 5, 64];
     let volume = |e: [usize; 4]| e.iter().product::<usize>();
     let dense = |e: [usize; 4]| StrideMapping::new(Dims::new(e), [e[1] * e[2] * e[3], e[2] * e[3], e[3], 1]).unwrap();
-    // Sums that round to distinct `bf16`s: small integers and halves.
+    // Halves from -100 to 154, which the conversion rounds to nearest even as `bf16::from_f32`.
     let values: Vec<f32> = (0..volume([2, 3, 6, 64]))
         .map(|i| (i % 509) as f32 * 0.5 - 100.0)
         .collect();
+    // Outside the values' range, so that a written element shows.
+    let sentinel = bf16::from_f32(-1000.0);
     for rows in [4, 6, 5] {
         let se = [qe[0], qe[1], rows, qe[3]];
         let sum = stream.clone_htod(&values[..volume(se)]).unwrap();
-        let mut dq = stream.clone_htod(&vec![bf16::from_f32(-7.0); volume(qe)]).unwrap();
+        let mut dq = stream.clone_htod(&vec![sentinel; volume(qe)]).unwrap();
         {
             let sum_view = device_view_mapped::<f32, _, LayoutStride>(&sum, dense(se)).unwrap();
             let mut out = device_view_mapped_mut::<bf16, _, LayoutStride>(&mut dq, dense(qe)).unwrap();
@@ -391,7 +393,7 @@ fn the_conversion_writes_dq_only_where_the_extents_match() {
             assert_eq!(got, want, "matching extents: dq is the sums, rounded");
         } else {
             assert!(
-                got.iter().all(|&g| g == bf16::from_f32(-7.0)),
+                got.iter().all(|&g| g == sentinel),
                 "an accumulator of {rows} rows against dq's {}: dq written",
                 qe[2]
             );

@@ -88,7 +88,9 @@
 //!    cooperative kernel has no `Thread`).
 //!
 //! Any other pattern (shared memory outside tiles, barriers in divergent code) is `unsafe`, in
-//! `core::arch::nvptx` and inline assembly, under their own contracts.
+//! `core::arch::nvptx` and inline assembly, under their own contracts. The kernel crate's
+//! dependencies other than dlmd are outside this argument, as their `unsafe` code is: one could
+//! turn on `thread_local` for itself and lend safe code a thread-local `Cell`.
 
 mod cells;
 mod lane;

@@ -156,16 +156,14 @@
 //! every warpgroup operation, `wgmma`'s `.sync.aligned` and a [`Buffered`] store's warp barrier
 //! among them, runs on all its threads or on none.
 //!
-//! One thing holds outside the types:
-//!
-//! - **Running accumulators in registers.** Between a product and its wait, the accumulators
-//!   are registers that `wgmma` writes asynchronously. Safe code cannot read them, but the
-//!   compiler may move them (a spill, a copy as `InFlight` moves): `ptxas` keeps such moves
-//!   after the wait, serialising the products where it must (its C7510/C7515 notes), which
-//!   `scripts/ptx-check.sh` reports for the example kernels. The same holds for the registers
-//!   of `P` that [`Warpgroup::mma_pv`] reads asynchronously: they move with the running
-//!   product and are named in its wait, but a product forgotten (`mem::forget`) in a loop
-//!   leaves their next definition to `ptxas`'s serialisation.
+//! One thing holds outside the types: **running accumulators in registers.** Between a product and
+//! its wait, the accumulators are registers that `wgmma` writes asynchronously. Safe code cannot
+//! read them, but the compiler may move them (a spill, a copy as `InFlight` moves): `ptxas` keeps
+//! such moves after the wait, serialising the products where it must (its C7510/C7515 notes), which
+//! `scripts/ptx-check.sh` reports for the example kernels. The same holds for the registers of `P`
+//! that [`Warpgroup::mma_pv`] reads asynchronously: they move with the running product and are
+//! named in its wait, but a product forgotten (`mem::forget`) in a loop leaves their next
+//! definition to `ptxas`'s serialisation.
 //!
 //! Shared memory laid out by hand, another tensor-map layout and the instructions themselves
 //! are in [`raw`], `unsafe` under the PTX ISA's rules.
