@@ -8,13 +8,11 @@
 //! - `dSᵀ` handed to both consumers through shared memory ([`Exchange`]), and `dQ = dS · K`
 //!   for the 64 queries and the block's 128 keys: at head dimension 128 each consumer computes
 //!   64 of its columns over all 128 keys, at 64 each its own keys' share of all 64 columns;
-//! - `dQ` added to an `f32` accumulator of the queries' gradient, atomically, already scaled: at
-//!   head dimension 64 a row of 64 a request of the bulk copy engine, from each warp's buffer
-//!   ([`Warpgroup::add_rows_to`](dlmd::kernel::warpgroup::Warpgroup::add_rows_to)); at 128, and
-//!   where a tile's rows are not whole inside the accumulator, a pair of neighbours a request
-//!   ([`Pairs`](dlmd::kernel::warpgroup::Pairs): PTX ISA 8.1, which `build.rs` asks for). The
-//!   accumulator is zero before each launch, and `attention_dq_convert_*` converts it to `dq`
-//!   after.
+//! - `dQ` added to an `f32` accumulator of the queries' gradient, atomically, a pair of
+//!   neighbours a request ([`Warpgroup::add_to`](dlmd::kernel::warpgroup::Warpgroup::add_to),
+//!   [`Pairs`](dlmd::kernel::warpgroup::Pairs): PTX ISA 8.1, which `build.rs` asks for),
+//!   already scaled; the accumulator is zero before each launch, and
+//!   `attention_dq_convert_*` converts it to `dq` after.
 //!
 //! The atomics make the sum's order, and so its last bits, depend on the order in which blocks
 //! run: the three-kernel pass ([`backward`](crate::attention_dq_bf16_d128)) is the
@@ -24,7 +22,7 @@ use crate::attention::{AttentionMap, AttentionOut};
 use crate::backward::{DkvTiles, HalfMap, RowStat};
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
-use dlmd::kernel::warpgroup::{Exchange, SumBuffers};
+use dlmd::kernel::warpgroup::Exchange;
 use dlmd::kernel::{Block, Thread};
 use dlmd::{DeviceMdspan, DeviceMdspanAtomic, Dims, LayoutStride};
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
@@ -33,7 +31,7 @@ use {
     crate::backward::fits,
     crate::sequences::{Dense, Lengths, Sequence},
     dlmd::kernel::math::{to_bf16, to_f16},
-    dlmd::kernel::warpgroup::{Accumulators, Cols, Exchanged, Landed, Pairs, Queries, SumBuffering, Sums, Warpgroup},
+    dlmd::kernel::warpgroup::{Accumulators, Cols, Exchanged, Landed, Queries, Sums, Warpgroup},
 };
 
 /// The queries' gradient accumulated in `f32`, `b × h_q × s_q × d`: added to atomically by
@@ -43,14 +41,9 @@ pub type DqAccum<'a> = DeviceMdspanAtomic<'a, f32, Dims<4>, LayoutStride>;
 pub type DqSum<'a> = DeviceMdspan<'a, f32, Dims<4>, LayoutStride>;
 
 /// The block of the fused backward pass: the keys' and values' tiles and, beside them, the
-/// exchange through which the two consumers hand each other `dSᵀ` and the buffers through
-/// which they add `dQ`.
-pub type FusedBlock<'k, T, const D: usize, const STAGES: usize> = Block<
-    'k,
-    384,
-    (DkvTiles<T, D, STAGES>, Exchange<T, 128>, SumBuffers<2>),
-    (Const<1>, Const<1>, Const<128>, Const<D>),
->;
+/// exchange through which the two consumers hand each other `dSᵀ`.
+pub type FusedBlock<'k, T, const D: usize, const STAGES: usize> =
+    Block<'k, 384, (DkvTiles<T, D, STAGES>, Exchange<T, 128>), (Const<1>, Const<1>, Const<128>, Const<D>)>;
 
 /// How the consumers share `dQ = dS · K` at head dimension `D`.
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
@@ -63,17 +56,6 @@ pub(crate) trait DqShare<T: dlmd::DlElement, const D: usize> {
         ds: &Exchanged<'c, T, 128>,
         keys: &Landed<'c, AttentionTile<T, D>>,
     ) -> Accumulators<T, Cols<64>>;
-    /// Adds the first `rows` rows of `part · scale` to `dq` at `origin`.
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        wg: &mut Warpgroup<'_, 384>,
-        dq: &Sums<'_, Dims<4>, LayoutStride, dlmd::space::Device, Pairs>,
-        buffers: &SumBuffering<'_, 2>,
-        origin: [usize; 4],
-        rows: usize,
-        part: Accumulators<T, Cols<64>>,
-        scale: f32,
-    );
 }
 
 /// The split of `dQ` by head dimension.
@@ -100,20 +82,6 @@ where
         let running = wg.mma_exchanged(Accumulators::zero(), ds, keys.by_n());
         wg.wait(running)
     }
-    #[inline(always)]
-    fn add(
-        wg: &mut Warpgroup<'_, 384>,
-        dq: &Sums<'_, Dims<4>, LayoutStride, dlmd::space::Device, Pairs>,
-        _: &SumBuffering<'_, 2>,
-        origin: [usize; 4],
-        rows: usize,
-        part: Accumulators<T, Cols<64>>,
-        scale: f32,
-    ) {
-        // Half rows of 64 a warpgroup: the bulk copy engine's requests of a row each were
-        // slower here than pairs of neighbours (`benchmarks/2026-11-30-fused.md`).
-        wg.add_to(dq, origin, part, |[i, _], x| (i < rows).then_some(x * scale));
-    }
 }
 
 #[cfg(any(target_arch = "nvptx64", dlmd_kernel_check))]
@@ -135,19 +103,6 @@ where
         // Every column, over this warpgroup's own 64 keys.
         let running = wg.mma_exchanged_own(Accumulators::zero(), ds, keys.by_n());
         wg.wait(running)
-    }
-    #[inline(always)]
-    fn add(
-        wg: &mut Warpgroup<'_, 384>,
-        dq: &Sums<'_, Dims<4>, LayoutStride, dlmd::space::Device, Pairs>,
-        buffers: &SumBuffering<'_, 2>,
-        origin: [usize; 4],
-        rows: usize,
-        part: Accumulators<T, Cols<64>>,
-        scale: f32,
-    ) {
-        // Whole rows of 64, a request each from the warp's buffer.
-        wg.add_rows_to(dq, buffers, origin, rows, part, |_, x| x * scale);
     }
 }
 
@@ -185,7 +140,7 @@ fn fused<T, const D: usize, const STAGES: usize>(
     // blocks of one head add to different rows of `dq` at once, not all to the same.
     let turned = |n0: usize, first: usize, all: usize, step: usize| first + (step + n0 / 128) % (all - first);
     let dq = Sums::pairs(dq);
-    let (mut block, (mut set, exchange, buffers)) = block.split();
+    let (mut block, (mut set, exchange)) = block.split();
     let Some(chunks) = lengths.cut(block.chunks(dk)).and_then(|chunks| chunks.with_twin(dv)) else {
         return;
     };
@@ -243,7 +198,9 @@ fn fused<T, const D: usize, const STAGES: usize>(
                     let dq_part = <Split as DqShare<T, D>>::product(wg, &ds, &k_rows);
                     // Rows past the sequence are another's (or none's): not added.
                     let rows = ours.saturating_sub(at);
-                    <Split as DqShare<T, D>>::add(wg, &dq, &buffers, [b, h, at, column], rows, dq_part, scale);
+                    wg.add_to(&dq, [b, h, at, column], dq_part, |[i, _], x| {
+                        (i < rows).then_some(x * scale)
+                    });
                 }
             }
             drop((k_rows, v_rows));

@@ -46,9 +46,7 @@
 //! through shared memory, transposed ([`Warpgroup::exchange`]), as the `A` operand of
 //! [`Warpgroup::mma_exchanged`]; and [`Warpgroup::add_to`] adds accumulators to an
 //! [`Atomic`](crate::view::Atomic) `f32` view ([`Sums`], a pair of neighbours a request with
-//! [`Pairs`]), where blocks sum their shares of one gradient; [`Warpgroup::add_rows_to`] adds
-//! whole rows of 64 through the bulk copy engine instead, from a buffer of each consumer warp
-//! ([`SumBuffers`], declared beside the pipeline too).
+//! [`Pairs`]), where blocks sum their shares of one gradient.
 //!
 //! Inputs are `bf16`, `f16`, or the FP8 types `F8E4M3FN` and `F8E5M2`
 //! ([`WgmmaInput`]), accumulated in `f32`. The `A` tile is K-major (`m × k`, rows of `k`); the
@@ -201,7 +199,7 @@ pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use products::{Fragment, Running};
 #[doc(hidden)]
 pub use products::{ProductRs, RsDepth};
-pub use reduce::{Pairs, Requests, Singles, SumBuffering, SumBuffers, Sums};
+pub use reduce::{Pairs, Requests, Singles, Sums};
 pub use roles::Warpgroup;
 pub use row_values::RowValues;
 pub use softmax::{Keys, Probs, RowStats};

@@ -2,22 +2,6 @@
 //! several blocks contribute to one matrix, as attention's backward pass adds each block's
 //! share of the queries' gradient `dQ` to an `f32` accumulator of the whole. The view is
 //! wrapped as [`Sums`], which a specialised block's roles may share: it only ever adds.
-//!
-//! Where many blocks add to one matrix, [`Warpgroup::add_rows_to`] hands whole rows to the bulk
-//! copy engine instead (`cp.reduce.async.bulk .add.f32`): each consumer warp writes its 16 rows
-//! to a buffer of its own in shared memory ([`SumBuffers`], declared beside the pipeline), and
-//! one request adds a row of 64 to the view while the warp goes on to its next products.
-//!
-//! # Why safe code cannot race on the buffers
-//!
-//! A warp's buffer is written only inside `add_rows_to`, by that warp (each consumer warp of
-//! the block has its own: buffer `4 · index + warp` of its warpgroup), after the threads that
-//! started the copies from it last have waited for those copies' reads
-//! (`cp.async.bulk.wait_group.read 0`) and the warp has met (`bar.warp.sync`). Its writes are
-//! made visible to the bulk copy engine (`fence.proxy.async`) and the warp meets again before a
-//! copy starts; nothing else reads the buffers. Every consumer thread waits for all its copies
-//! (`cp.async.bulk.wait_group 0`) before a specialisation returns, so the view's additions are
-//! done while it is still borrowed.
 
 use super::accumulators::{Accumulators, Width};
 #[cfg(target_arch = "nvptx64")]
@@ -27,50 +11,6 @@ use crate::extents::Extents;
 use crate::kernel::KernelSpace;
 use crate::layout::Layout;
 use crate::view::{Atomic, Mdspan};
-use core::marker::PhantomData;
-
-/// The bytes of a row of a warp's buffer: 64 `f32`s (256 bytes, one bulk request), then 32
-/// bytes that put the eight rows a warp writes at once on distinct banks.
-const ROW_BYTES: usize = 256;
-/// A consumer warp's buffer: its 16 rows of a warpgroup's 64.
-const WARP_BYTES: usize = 16 * ROW_BYTES;
-
-/// Shared memory for [`Warpgroup::add_rows_to`]: a buffer of 16 rows of 64 `f32`s for each warp
-/// of `CONSUMERS` consumer warpgroups (4.5 KiB a warp, 36 KiB for two consumers). Declared beside
-/// the pipeline in the block's type, `(Streams<…>, SumBuffers<2>)`;
-/// [`Block::split`](crate::kernel::Block::split) makes it a [`SumBuffering`] handle that the
-/// consumers' code captures.
-pub struct SumBuffers<const CONSUMERS: usize>;
-
-impl<const CONSUMERS: usize> crate::kernel::block::TileSealed for SumBuffers<CONSUMERS> {}
-
-// SAFETY: `BYTES` covers a buffer for each consumer warp (a multiple of 128 bytes, so that a
-// set after it starts 128-aligned); `tiles` makes one handle over them, which reaches nothing
-// outside.
-unsafe impl<const CONSUMERS: usize> crate::kernel::block::TileSet for SumBuffers<CONSUMERS> {
-    type Tiles<'k> = SumBuffering<'k, CONSUMERS>;
-    const BYTES: usize = {
-        assert!(CONSUMERS >= 1, "sum buffers are for one consumer warpgroup or more");
-        assert!(WARP_BYTES.is_multiple_of(128));
-        4 * CONSUMERS * WARP_BYTES
-    };
-    #[inline(always)]
-    unsafe fn tiles<'k>(base: *mut u8) -> SumBuffering<'k, CONSUMERS> {
-        SumBuffering {
-            base: base as usize,
-            call: PhantomData,
-        }
-    }
-}
-
-/// The shared memory of [`SumBuffers`], in a block: captured by the consumers' code, which
-/// writes it only through [`Warpgroup::add_rows_to`]. No other code reaches its memory.
-pub struct SumBuffering<'k, const CONSUMERS: usize> {
-    /// The buffers' generic address (the block's shared memory, 128-aligned).
-    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-    base: usize,
-    call: PhantomData<&'k ()>,
-}
 
 mod sealed {
     pub trait Sealed {}
@@ -137,7 +77,7 @@ impl Requests for Pairs {
 /// operations. `Sums` lends no such read: it only adds, and returns nothing.
 pub struct Sums<'a, E: Extents, L: Layout, Sp: KernelSpace, R: Requests = Singles> {
     view: Mdspan<'a, f32, E, L, Sp, Atomic>,
-    requests: PhantomData<R>,
+    requests: core::marker::PhantomData<R>,
 }
 
 // SAFETY: the only use of the view through `&Sums` is `Warpgroup::add_to`'s atomic additions,
@@ -150,7 +90,7 @@ impl<'a, E: Extents, L: Layout, Sp: KernelSpace> Sums<'a, E, L, Sp, Singles> {
     pub fn new(view: Mdspan<'a, f32, E, L, Sp, Atomic>) -> Self {
         Sums {
             view,
-            requests: PhantomData,
+            requests: core::marker::PhantomData,
         }
     }
 }
@@ -162,7 +102,7 @@ impl<'a, E: Extents, L: Layout, Sp: KernelSpace> Sums<'a, E, L, Sp, Pairs> {
     pub fn pairs(view: Mdspan<'a, f32, E, L, Sp, Atomic>) -> Self {
         Sums {
             view,
-            requests: PhantomData,
+            requests: core::marker::PhantomData,
         }
     }
 }
@@ -213,9 +153,23 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
             let base = view.data_handle();
             let last = E::RANK - 1;
             let (row_stride, col_stride) = (mapping.stride(last - 1), mapping.stride(last));
-            // The whole `64 × N` inside the view: each element's offset is then the origin's
-            // moved by the strides, with no test. Alike in every thread of the warpgroup.
-            let whole = whole_box(mapping, origin, W::N);
+            // The whole `64 × N` inside the view (its first and last elements are): each
+            // element's offset is then the origin's moved by the strides, with no test. Alike
+            // in every thread of the warpgroup.
+            let whole = mapping
+                .contains(&origin)
+                .then(|| mapping.offset_of(&origin))
+                .filter(|_| {
+                    let mut far = origin;
+                    let slots = far.as_mut();
+                    match (slots[last - 1].checked_add(ROWS - 1), slots[last].checked_add(W::N - 1)) {
+                        (Some(row), Some(col)) => {
+                            (slots[last - 1], slots[last]) = (row, col);
+                            mapping.contains(&far)
+                        }
+                        _ => false,
+                    }
+                });
             let (warp, lane) = (self.thread / 32, self.thread % 32);
             // The offsets of the thread's two rows' first pairs (rows `16 warp + lane / 4 + 8 h`,
             // column `2 (lane % 4)`), which the compiler cannot see into, so that it does not
@@ -306,167 +260,6 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         #[cfg(not(target_arch = "nvptx64"))]
         {
             let _ = (sums, origin, acc, f);
-            self.never()
-        }
-    }
-}
-
-/// The offset of `origin` in `mapping` where the `64 × n` box from it (along the last two
-/// dimensions) is whole inside the extents (its first and last elements are), so that each
-/// element's offset is the origin's moved by the strides.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn whole_box<M: crate::layout::Mapping>(
-    mapping: &M,
-    origin: <M::Extents as Extents>::Index,
-    n: usize,
-) -> Option<usize> {
-    let last = <M::Extents as Extents>::RANK - 1;
-    if !mapping.contains(&origin) {
-        return None;
-    }
-    let mut far = origin;
-    let slots = far.as_mut();
-    let (row, col) = (slots[last - 1].checked_add(ROWS - 1)?, slots[last].checked_add(n - 1)?);
-    (slots[last - 1], slots[last]) = (row, col);
-    mapping.contains(&far).then(|| mapping.offset_of(&origin))
-}
-
-impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
-    /// Adds the first `rows` rows of the accumulators to the view of `sums`: element `[i, j]`
-    /// of the `64 × N` with `i < rows`, as `f([i, j], value)`, to the element at `origin` moved
-    /// by `i` rows and `j` columns, where that is inside the view; atomically, as
-    /// [`add_to`](Self::add_to) adds, and with it. Where the whole `64 × N` is inside the view,
-    /// its rows contiguous and 16-byte aligned and `N` a multiple of 64, each warp writes its 16
-    /// rows to its buffer of `buffers`, 64 columns at a time, and hands each row of 64 to the
-    /// bulk copy engine, which adds it while the warp goes on (`cp.reduce.async.bulk .add.f32`:
-    /// one request where `add_to` makes 32 or 64); elsewhere these are `add_to`'s additions.
-    /// `f` is called on every element, `rows` or not.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_rows_to<T, W, E, L, Sp, R: Requests, const CONSUMERS: usize>(
-        &mut self,
-        sums: &Sums<'_, E, L, Sp, R>,
-        buffers: &SumBuffering<'_, CONSUMERS>,
-        origin: E::Index,
-        rows: usize,
-        acc: Accumulators<T, W>,
-        f: impl Fn([usize; 2], f32) -> f32 + Sync,
-    ) where
-        T: super::WgmmaInput,
-        W: Width,
-        E: Extents,
-        L: Layout,
-        Sp: KernelSpace,
-    {
-        const {
-            assert!(
-                E::RANK >= 2,
-                "accumulators are added to a matrix: a view of rank 2 or more"
-            );
-            assert!(
-                CONSUMERS == THREADS / 128 - 1,
-                "sum buffers hold a buffer for each warp of the block's consumer warpgroups: `SumBuffers<CONSUMERS>` with one fewer than the block's warpgroups"
-            );
-        };
-        #[cfg(target_arch = "nvptx64")]
-        {
-            use super::raw;
-            use crate::layout::Mapping;
-            let view = &sums.view;
-            let mapping = view.mapping();
-            let base = view.data_handle();
-            let last = E::RANK - 1;
-            let (row_stride, col_stride) = (mapping.stride(last - 1), mapping.stride(last));
-            // Rows of 64 contiguous `f32`s, each 16-aligned: the bulk requests' (alike in
-            // every thread of the warpgroup).
-            let bulk = whole_box(mapping, origin, W::N).filter(|&from| {
-                W::N.is_multiple_of(64)
-                    && col_stride == 1
-                    && row_stride % 4 == 0
-                    && (base.wrapping_add(from) as usize).is_multiple_of(16)
-            });
-            let Some(from) = bulk else {
-                self.add_to(sums, origin, acc, |local, x| (local[0] < rows).then(|| f(local, x)));
-                return;
-            };
-            let (warp, lane) = (self.thread / 32, self.thread % 32);
-            // SAFETY: the set's memory is the block's shared memory (`TileSet::tiles`).
-            let buffer = unsafe { crate::kernel::mma::raw::shared_address(buffers.base as *const u8) }
-                + ((4 * self.index + warp) * WARP_BYTES) as u32;
-            // The row that lane `lane < 16` hands over: the warp's `lane`-th.
-            let row = 16 * warp + lane;
-            let start = base
-                .wrapping_add(from)
-                .wrapping_offset((row as isize).wrapping_mul(row_stride));
-            crate::unroll!(4, |q| {
-                if q < W::N / 64 {
-                    if lane < 16 {
-                        // SAFETY: sm_90 (a consumer warpgroup's code).
-                        unsafe { raw::bulk_wait_read::<0>() };
-                    }
-                    // SAFETY: every thread of the warp, in the warpgroup's uniform code: what
-                    // the warp's copies read of the buffer is read before any thread writes it.
-                    unsafe { raw::syncwarp() };
-                    crate::unroll!(16, |k| {
-                        // The thread's pair `p` of the piece's columns `64 q ..`.
-                        let p = 16 * q + k;
-                        let (local, a) = acc.held(self.thread, 2 * p);
-                        let (next, b) = acc.held(self.thread, 2 * p + 1);
-                        let at = buffer + ((local[0] % 16) * ROW_BYTES + (local[1] % 64) * 4) as u32;
-                        // SAFETY: inside the warp's buffer (the warp's rows are `16 warp ..`, so
-                        // `local[0] % 16` is the row in it; column `local[1] % 64` even, below
-                        // 64), 8-aligned (the set 128-aligned, buffers and rows multiples of 8
-                        // bytes); the buffer is this warp's alone and its copies have read it
-                        // (above); the accumulators deal each pair to one thread.
-                        unsafe { raw::st_shared_v2_f32(at, [f(local, a), f(next, b)]) };
-                    });
-                    // SAFETY: sm_90.
-                    unsafe { raw::fence_proxy_async() };
-                    // SAFETY: every thread of the warp, in its uniform code: the piece's writes,
-                    // visible to the async proxy, before the requests below.
-                    unsafe { raw::syncwarp() };
-                    // Rows one after another in the view, a whole row a piece: the warp's rows
-                    // are one run, one request.
-                    let run = row_stride == 64 && W::N == 64;
-                    let warp_rows = rows.saturating_sub(16 * warp).min(16);
-                    if run {
-                        if lane == 0 {
-                            if warp_rows > 0 {
-                                // SAFETY: as below, for the warp's first `warp_rows` rows, one
-                                // run of the view (rows 64 apart, 64 long).
-                                unsafe { raw::bulk_reduce_add_f32(start, buffer, (256 * warp_rows) as u32) };
-                            }
-                            // SAFETY: sm_90.
-                            unsafe { raw::bulk_commit() };
-                        }
-                    } else if lane < 16 {
-                        if row < rows {
-                            // SAFETY: row `row` < 64 of the box, columns `64 q ..` (< N, the
-                            // box whole inside the view, its rows contiguous): 256 bytes of the
-                            // view's span, 16-aligned (the origin's address and the row stride
-                            // in bytes are), in global memory the kernel reaches and updated
-                            // only atomically while the view lives; the source is the buffer's
-                            // row `lane`, 16-aligned, written and made visible above, written
-                            // again only after this thread's `bulk_wait_read`; `specialise`
-                            // waits for every group before it returns.
-                            unsafe {
-                                raw::bulk_reduce_add_f32(
-                                    start.wrapping_add(64 * q),
-                                    buffer + (lane * ROW_BYTES) as u32,
-                                    256,
-                                )
-                            };
-                        }
-                        // SAFETY: sm_90.
-                        unsafe { raw::bulk_commit() };
-                    }
-                }
-            });
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let _ = (sums, buffers, origin, rows, acc, f);
             self.never()
         }
     }

@@ -443,6 +443,12 @@ impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
                     for chunk in chunks {
                         consumer(&mut wg, &mut c, chunk.lines(ROWS * index, ROWS));
                     }
+                    if buffered {
+                        // Every copy from the warps' buffers has written the view before
+                        // the buffers are free again and the block may exit.
+                        // SAFETY: sm_90.
+                        unsafe { raw::bulk_wait::<0>() };
+                    }
                 },
                 |t| {
                     if t < STAGES {
@@ -541,11 +547,6 @@ macro_rules! roles {
             // done before the tiles are used again.
             // SAFETY: all 128 threads of the warpgroup, sm_90a.
             unsafe { $crate::kernel::warpgroup::raw::wgmma_wait::<0>() };
-            // Every copy or addition the consumer's threads started from their buffers (a
-            // `Buffered` store's, `add_rows_to`'s) has written the view, while the view is
-            // still borrowed, and before the buffers are free again and the block may exit.
-            // SAFETY: sm_90.
-            unsafe { $crate::kernel::warpgroup::raw::bulk_wait::<0>() };
             if rebalance {
                 // SAFETY: the consumer warpgroup, converged (its uniform code), after
                 // `consumer_starts`; the producer's threads reach barrier 0 once in

@@ -11,9 +11,7 @@
 
 use core::arch::asm;
 
-mod bulk;
 mod products;
-pub use bulk::*;
 pub use products::*;
 
 /// The shared-memory matrix descriptor of a `wgmma` operand stored K-major in the 128-byte
@@ -167,26 +165,6 @@ pub unsafe fn st_shared_u32(at: u32, bits: u32) {
     unsafe { asm!("st.shared.b32 [{a}], {v};", a = in(reg32) at, v = in(reg32) bits, options(nostack)) };
 }
 
-/// `st.shared.v2.f32 [at], {a, b}`: two `f32`s to the block's shared memory.
-///
-/// # Safety
-///
-/// `at` is an 8-aligned shared-state-space address of 8 bytes of the block's shared memory that
-/// nothing else reads or writes meanwhile.
-#[inline(always)]
-pub unsafe fn st_shared_v2_f32(at: u32, [a, b]: [f32; 2]) {
-    // SAFETY: as this function's contract.
-    unsafe {
-        asm!(
-            "st.shared.v2.f32 [{p}], {{{a}, {b}}};",
-            p = in(reg32) at,
-            a = in(reg32) a,
-            b = in(reg32) b,
-            options(nostack),
-        )
-    };
-}
-
 /// `bar.warp.sync 0xffffffff`: the warp's 32 threads wait for each other, and their memory
 /// operations before it are ordered before those after it among them (CUDA's `__syncwarp`).
 ///
@@ -197,6 +175,71 @@ pub unsafe fn st_shared_v2_f32(at: u32, [a, b]: [f32; 2]) {
 pub unsafe fn syncwarp() {
     // SAFETY: every thread of the warp (caller).
     unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
+}
+
+/// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], bytes`: the bulk copy engine
+/// copies `bytes` from the block's shared memory at `src` to global memory at `dst` (a generic
+/// address, converted), asynchronously, as part of this thread's next bulk group
+/// ([`bulk_commit`]).
+///
+/// # Safety
+///
+/// `bytes` is a multiple of 16; `src` and `dst` are 16-aligned; `dst` is the generic address
+/// of `bytes` of global memory that no other thread reads or writes during the kernel;
+/// `src`'s bytes were written before and made visible to the async proxy: each writer ran
+/// [`fence_proxy_async`] after its writes, then a barrier that holds every writer and this
+/// thread ([`syncwarp`] where they are one warp's). Nothing writes them until this thread's
+/// [`bulk_wait_read`] has seen the group's reads done and a barrier that holds it and the
+/// next writers has followed; this thread waits for the group ([`bulk_wait`]) before the
+/// block exits. On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
+    // SAFETY: as this function's contract.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g; cvta.to.global.u64 g, {d}; cp.async.bulk.global.shared::cta.bulk_group [g], [{s}], {n}; }}",
+            d = in(reg64) dst,
+            s = in(reg32) src,
+            n = in(reg32) bytes,
+            options(nostack),
+        )
+    };
+}
+
+/// `cp.async.bulk.commit_group`: this thread's bulk copies issued since its last commit form
+/// one bulk group.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_commit() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group.read PENDING`: waits until at most `PENDING` of this thread's
+/// bulk groups still read their sources: their shared memory may be written again.
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_wait_read<const PENDING: u32>() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const PENDING, options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group PENDING`: waits until at most `PENDING` of this thread's bulk
+/// groups are not complete (their writes done).
+///
+/// # Safety
+///
+/// On `sm_90` or later.
+#[inline(always)]
+pub unsafe fn bulk_wait<const PENDING: u32>() {
+    // SAFETY: on sm_90 (caller).
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const PENDING, options(nostack)) };
 }
 
 /// `mbarrier.init.shared::cta.b64 [bar], count`: a barrier object whose phases complete after
