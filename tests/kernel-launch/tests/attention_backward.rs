@@ -16,14 +16,13 @@
 
 mod common;
 
-use common::backward::{CASES, Grads, Inputs, assert_grads, gradients, inputs, other};
-use common::{Case, Input, Order, gather, hopper, scatter};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
-use dlmd::cuda::{self, Kernels, TiledMap, device_view_mapped, device_view_mapped_mut};
+use common::backward::{Buffer, CASES, Grads, Inputs, assert_grads, download, gradients, inputs, tiled, uploaded};
+use common::{Case, Input, hopper};
+use cudarc::driver::{CudaStream, LaunchConfig};
+use dlmd::cuda::{self, Kernels, device_view_mapped, device_view_mapped_mut};
 use dlmd::half::{bf16, f16};
-use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::layout::StrideMapping;
-use dlmd::{Const, Dims, LayoutStride};
+use dlmd::{Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
 
@@ -38,24 +37,7 @@ macro_rules! runner {
             let blocks = launch.blocks;
             let scale = launch.scale / (c.dim as f32).sqrt();
             let (qe, ke) = (c.q(), c.kv());
-            let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
-                let (len, strides) = order.layout(extents);
-                let mut buffer = vec![<$t>::of(fill); len];
-                let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
-                scatter(&mut buffer, &logical, extents, strides);
-                (stream.clone_htod(&buffer).unwrap(), strides)
-            };
-            let (same, other) = (c.order, other(c.order));
-            let [q, k, v, o, d_o] = [
-                (&x.q, qe, same),
-                (&x.k, ke, same),
-                (&x.v, ke, same),
-                (&x.o, qe, other),
-                (&x.d_o, qe, same),
-            ]
-            .map(|(x, e, order)| up(x, e, order, f32::NAN));
-            let [mut dq, mut dk, mut dv] = [(qe, same), (ke, same), (ke, other)]
-                .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
+            let ([q, k, v, o, d_o], [mut dq, mut dk, mut dv]) = uploaded::<$t>(stream, c, x);
             let stat = [qe[1] * qe[2], qe[2], 1];
             // The extents of a view the launch presents one short (`Launch::short`).
             let cut = |mut extents: [usize; 4], which: Short| {
@@ -73,14 +55,6 @@ macro_rules! runner {
                 let [b, h, s, _] = cut(qe, which);
                 StrideMapping::new(Dims::new([b, h, s]), stat).unwrap()
             };
-            fn map<'a, const ROWS: usize>(
-                (data, strides): &'a (CudaSlice<$t>, [usize; 4]),
-                extents: [usize; 4],
-            ) -> TiledMap<'a, $t, (Const<ROWS>, Const<$d>), Swizzle128, 4> {
-                let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
-                let view = device_view_mapped::<$t, _, LayoutStride>(data, mapping).unwrap();
-                TiledMap::new(&view).unwrap()
-            }
             let grid = |[b, h, s, _]: [usize; 4]| {
                 (launch.edit)(LaunchConfig {
                     grid_dim: (
@@ -122,16 +96,16 @@ macro_rules! runner {
             let [eq, ek, ev, edo] =
                 [(qe, Short::Q), (ke, Short::K), (ke, Short::V), (qe, Short::DO)].map(|(e, w)| cut(e, w));
             let (q128, do128, k64, v64) = (
-                map::<128>(&q, eq),
-                map::<128>(&d_o, edo),
-                map::<64>(&k, ek),
-                map::<64>(&v, ev),
+                tiled::<$t, 128, $d>(&q, eq),
+                tiled::<$t, 128, $d>(&d_o, edo),
+                tiled::<$t, 64, $d>(&k, ek),
+                tiled::<$t, 64, $d>(&v, ev),
             );
             let (k128, v128, q64, do64) = (
-                map::<128>(&k, ek),
-                map::<128>(&v, ev),
-                map::<64>(&q, eq),
-                map::<64>(&d_o, edo),
+                tiled::<$t, 128, $d>(&k, ek),
+                tiled::<$t, 128, $d>(&v, ev),
+                tiled::<$t, 64, $d>(&q, eq),
+                tiled::<$t, 64, $d>(&d_o, edo),
             );
             let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat_mapping(Short::Lse)).unwrap();
             let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat_mapping(Short::Delta)).unwrap();
@@ -179,15 +153,7 @@ macro_rules! runner {
                 })
                 .unwrap();
             }
-            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> (Vec<f32>, bool) {
-                let (logical, rest) = gather(
-                    &stream.clone_dtoh(data).unwrap(),
-                    extents,
-                    *strides,
-                    <$t>::of(-7.0),
-                );
-                (logical.into_iter().map(<$t>::to).collect(), rest)
-            };
+            let back = |buffer: &Buffer<$t>, extents: [usize; 4]| download(stream, buffer, extents);
             let ((dq, rest_q), (dk, rest_k), (dv, rest_v)) = (back(&dq, qe), back(&dk, ke), back(&dv, ke));
             Grads {
                 delta: stream.clone_dtoh(&delta).unwrap(),

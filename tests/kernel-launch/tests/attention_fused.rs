@@ -12,14 +12,13 @@
 
 mod common;
 
-use common::backward::{CASES, Grads, Inputs, assert_grads, gradients, inputs, other};
-use common::{Case, Input, Order, gather, hopper, scatter};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
-use dlmd::cuda::{self, Kernels, TiledMap, device_view_mapped, device_view_mapped_mut};
+use common::backward::{Buffer, CASES, Grads, Inputs, assert_grads, download, gradients, inputs, tiled, uploaded};
+use common::{Case, Input, hopper};
+use cudarc::driver::{CudaStream, LaunchConfig};
+use dlmd::cuda::{self, Kernels, device_view_mapped, device_view_mapped_mut};
 use dlmd::half::{bf16, f16};
-use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::layout::StrideMapping;
-use dlmd::{Const, Dims, LayoutStride};
+use dlmd::{Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
 
@@ -72,24 +71,7 @@ macro_rules! fused_runner {
                 }
                 extents
             };
-            let up = |x: &[f32], extents: [usize; 4], order: Order, fill: f32| {
-                let (len, strides) = order.layout(extents);
-                let mut buffer = vec![<$t>::of(fill); len];
-                let logical: Vec<$t> = x.iter().map(|&x| <$t>::of(x)).collect();
-                scatter(&mut buffer, &logical, extents, strides);
-                (stream.clone_htod(&buffer).unwrap(), strides)
-            };
-            let (same, other) = (c.order, other(c.order));
-            let [q, k, v, o, d_o] = [
-                (&x.q, qe, same),
-                (&x.k, ke, same),
-                (&x.v, ke, same),
-                (&x.o, qe, other),
-                (&x.d_o, qe, same),
-            ]
-            .map(|(x, e, order)| up(x, e, order, f32::NAN));
-            let [mut dq, mut dk, mut dv] = [(qe, same), (ke, same), (ke, other)]
-                .map(|(e, order)| up(&vec![-7.0; e.iter().product()], e, order, -7.0));
+            let ([q, k, v, o, d_o], [mut dq, mut dk, mut dv]) = uploaded::<$t>(stream, c, x);
             let strided =
                 |strides: [usize; 4], extents: [usize; 4]| StrideMapping::new(Dims::new(extents), strides).unwrap();
             // The statistics' mapping, one row short where the setup says (`None`: never).
@@ -109,14 +91,6 @@ macro_rules! fused_runner {
                 sum_init[r * row..r * row + $d].fill(0.0);
             }
             let mut sum = stream.clone_htod(&sum_init).unwrap();
-            fn map<'a, const ROWS: usize>(
-                (data, strides): &'a (CudaSlice<$t>, [usize; 4]),
-                extents: [usize; 4],
-            ) -> TiledMap<'a, $t, (Const<ROWS>, Const<$d>), Swizzle128, 4> {
-                let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
-                let view = device_view_mapped::<$t, _, LayoutStride>(data, mapping).unwrap();
-                TiledMap::new(&view).unwrap()
-            }
             {
                 let rows = LaunchConfig {
                     grid_dim: (qe[2].div_ceil(256) as u32, qe[1] as u32, qe[0] as u32),
@@ -138,10 +112,10 @@ macro_rules! fused_runner {
             }
             {
                 let (k128, v128, q64, do64) = (
-                    map::<128>(&k, ke),
-                    map::<128>(&v, ke),
-                    map::<64>(&q, qe),
-                    map::<64>(&d_o, cut(qe, Short::Do)),
+                    tiled::<$t, 128, $d>(&k, ke),
+                    tiled::<$t, 128, $d>(&v, ke),
+                    tiled::<$t, 64, $d>(&q, qe),
+                    tiled::<$t, 64, $d>(&d_o, cut(qe, Short::Do)),
                 );
                 let lv = device_view_mapped::<f32, _, LayoutStride>(&lse, stat(Some(Short::Lse))).unwrap();
                 let delta_view = device_view_mapped::<f32, _, LayoutStride>(&delta, stat(Some(Short::Delta))).unwrap();
@@ -197,15 +171,7 @@ macro_rules! fused_runner {
                 };
                 cuda::scope(|s| hk::$convert(s.launch(stream, module, elements), sum_view, out.as_view_mut())).unwrap();
             }
-            let back = |(data, strides): &(CudaSlice<$t>, [usize; 4]), extents: [usize; 4]| -> (Vec<f32>, bool) {
-                let (logical, rest) = gather(
-                    &stream.clone_dtoh(data).unwrap(),
-                    extents,
-                    *strides,
-                    <$t>::of(-7.0),
-                );
-                (logical.into_iter().map(<$t>::to).collect(), rest)
-            };
+            let back = |buffer: &Buffer<$t>, extents: [usize; 4]| download(stream, buffer, extents);
             let ((dq, rest_q), (dk, rest_k), (dv, rest_v)) = (back(&dq, qe), back(&dk, ke), back(&dv, ke));
             let sum_after = stream.clone_dtoh(&sum).unwrap();
             let inside = |i: usize| i < rows * row && i % row < $d;

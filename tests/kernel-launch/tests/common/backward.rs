@@ -1,7 +1,72 @@
 //! Attention's backward pass on the CPU in `f64`, and the cases its GPU tests run: shared by
 //! the three-kernel pass's tests and the fused pass's.
 
-use super::{Case, Input, Order, case, reference, values};
+use super::{Case, Input, Order, case, gather, reference, scatter, values};
+use cudarc::driver::{CudaSlice, CudaStream};
+use dlmd::cuda::{TiledMap, device_view_mapped};
+use dlmd::kernel::swizzle::Swizzle128;
+use dlmd::layout::StrideMapping;
+use dlmd::{Const, Dims, LayoutStride};
+use std::sync::Arc;
+
+/// A tensor on the device and the strides it lies by.
+pub type Buffer<T> = (CudaSlice<T>, [usize; 4]);
+
+/// `x` (logical, `extents`) rounded to `T` and laid out as `order` says, `fill` between its
+/// rows, on the device.
+pub fn upload<T: Input>(
+    stream: &Arc<CudaStream>,
+    x: &[f32],
+    extents: [usize; 4],
+    order: Order,
+    fill: f32,
+) -> Buffer<T> {
+    let (len, strides) = order.layout(extents);
+    let mut buffer = vec![T::of(fill); len];
+    let logical: Vec<T> = x.iter().map(|&x| T::of(x)).collect();
+    scatter(&mut buffer, &logical, extents, strides);
+    (stream.clone_htod(&buffer).unwrap(), strides)
+}
+
+/// A backward pass's tensors on the device: `q`, `k`, `v`, `o` and `do` (NaN between rows), and
+/// the gradients `dq`, `dk` and `dv`, `-7` everywhere; `o` and `dv` laid out by [`other`], the
+/// rest as the case's order says.
+pub fn uploaded<T: Input>(stream: &Arc<CudaStream>, c: Case, x: &Inputs) -> ([Buffer<T>; 5], [Buffer<T>; 3]) {
+    let (qe, ke) = (c.q(), c.kv());
+    let (same, other) = (c.order, other(c.order));
+    let inputs = [
+        (&x.q, qe, same),
+        (&x.k, ke, same),
+        (&x.v, ke, same),
+        (&x.o, qe, other),
+        (&x.d_o, qe, same),
+    ]
+    .map(|(x, e, order)| upload(stream, x, e, order, f32::NAN));
+    let grads = [(qe, same), (ke, same), (ke, other)]
+        .map(|(e, order)| upload(stream, &vec![-7.0; e.iter().product()], e, order, -7.0));
+    (inputs, grads)
+}
+
+/// The tensor map of `buffer` seen with `extents`, in boxes of `ROWS × D`.
+pub fn tiled<T: Input, const ROWS: usize, const D: usize>(
+    (data, strides): &Buffer<T>,
+    extents: [usize; 4],
+) -> TiledMap<'_, T, (Const<ROWS>, Const<D>), Swizzle128, 4> {
+    let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
+    let view = device_view_mapped::<T, _, LayoutStride>(data, mapping).unwrap();
+    TiledMap::new(&view).unwrap()
+}
+
+/// A gradient back from the device, as `f32` in logical order, and whether every element
+/// outside its view still holds the `-7` it started with.
+pub fn download<T: Input + PartialEq>(
+    stream: &Arc<CudaStream>,
+    (data, strides): &Buffer<T>,
+    extents: [usize; 4],
+) -> (Vec<f32>, bool) {
+    let (logical, rest) = gather(&stream.clone_dtoh(data).unwrap(), extents, *strides, T::of(-7.0));
+    (logical.into_iter().map(T::to).collect(), rest)
+}
 
 /// The cases of the backward passes' tests.
 pub const CASES: [Case; 8] = [
