@@ -341,10 +341,12 @@ pub trait Issue<'c, const STAGES: usize, A: Operand, B: Operand>: issue::Sealed 
 }
 
 /// What [`Warpgroup::wait`](super::Warpgroup::wait) waits for: [`InFlight`] (which it returns
-/// [`Accumulators`]) or [`InFlight2`] ([`InFlight`]: the older group done).
+/// [`Accumulators`]), [`InFlight2`] ([`InFlight`]: the older group done),
+/// [`Running`](super::Running) ([`Accumulators`]) or [`Behind`](super::Behind) (the older
+/// products' accumulators, and the younger still running).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no group of products running",
-    label = "`wait` takes `InFlight` or `InFlight2`, which `mma` returns",
+    label = "`wait` takes running products: `InFlight` or `InFlight2` (from `mma`), `Running` or `Behind`",
     note = "accumulators with no product running are read as they are (`Warpgroup::store`)"
 )]
 pub trait Retire: issue::Sealed {

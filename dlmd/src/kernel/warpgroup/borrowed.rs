@@ -87,9 +87,9 @@ impl<'h, K: Operand> ReadTile<'h, K> for Borrowed<'h, K> {
 impl<K> held::Sealed for Borrowed<'_, K> {}
 impl<K, W: Width> Held<W> for Borrowed<'_, K> {
     #[inline(always)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs) {
+    unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs) {
         // SAFETY: the caller's contract.
-        unsafe { W::wait::<0>(regs) };
+        unsafe { W::wait::<PENDING>(regs) };
     }
     #[inline(always)]
     unsafe fn release(self) {
@@ -105,13 +105,14 @@ pub(super) mod held {
 /// streamed tile it reads ([`Landed`]) and, for `O += P · V`, the registers of `P`
 /// ([`Fragment`](super::Fragment)).
 pub trait Held<W: Width>: held::Sealed {
-    /// Waits for every group of the warpgroup, the fragment (if any) and `regs` named.
+    /// Waits until at most `PENDING` groups of the warpgroup are running (`wgmma.wait_group
+    /// PENDING`), the fragment (if any) and `regs` named.
     ///
     /// # Safety
     ///
     /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
     #[doc(hidden)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs);
+    unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs);
     /// Releases what it holds.
     ///
     /// # Safety
@@ -124,9 +125,9 @@ pub trait Held<W: Width>: held::Sealed {
 impl<T: Operand> held::Sealed for Landed<'_, T> {}
 impl<V: Operand, W: Width> Held<W> for Landed<'_, V> {
     #[inline(always)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs) {
+    unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs) {
         // SAFETY: the caller's contract.
-        unsafe { W::wait::<0>(regs) };
+        unsafe { W::wait::<PENDING>(regs) };
     }
     #[inline(always)]
     unsafe fn release(self) {

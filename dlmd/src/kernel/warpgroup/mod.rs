@@ -126,9 +126,11 @@
 //!    released its last round.
 //! 4. **Accumulators are read only when no product runs.** [`Accumulators`] have no accessor
 //!    at all; [`InFlight`] and [`InFlight2`] cannot be stored or added to more than twice;
-//!    [`Warpgroup::wait`] waits (`wgmma.wait_group`) before it returns them. Dropped or
-//!    forgotten, running products are waited for before the stage is released, and before
-//!    `specialise` returns.
+//!    [`Warpgroup::wait`] waits (`wgmma.wait_group`) before it returns them. Products issued
+//!    [`behind`](Warpgroup::behind) others come back [`Behind`], whose wait returns only the
+//!    older ones' accumulators, the younger still [`Running`] (that module's docs say why the
+//!    wait is enough). Dropped or forgotten, running products are waited for before the stage
+//!    is released, and before `specialise` returns.
 //! 5. **Each element of a chunk has one writer.** The chunks are the block's
 //!    ([`Block::chunks`](crate::kernel::Block::chunks), cut and dealt by the block's type, in
 //!    memory order or in [`Grouped`](crate::kernel::block::Grouped) rows, alike in every
@@ -174,6 +176,7 @@ mod descriptor;
 mod exchange;
 mod gradients;
 mod operand;
+mod overlap;
 mod packed;
 mod pipeline;
 mod products;
@@ -194,6 +197,7 @@ pub use borrowed::{Borrowed, Held, ReadTile};
 pub use exchange::{Exchange, Exchanged, Exchanging};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
+pub use overlap::{Ahead, Behind, Older};
 pub use packed::Converted;
 pub use pipeline::{Consumer, Full, Operand, Pipeline, Producer, Stages};
 pub use products::{Fragment, Running};

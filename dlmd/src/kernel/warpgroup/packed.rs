@@ -23,9 +23,9 @@ pub struct Converted<T, K: RsDepth, H> {
 impl<T, K: RsDepth, H> held::Sealed for Converted<T, K, H> {}
 impl<T: ProductRs<W, K>, K: RsDepth, W: Width, H: Held<W>> Held<W> for Converted<T, K, H> {
     #[inline(always)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs) {
+    unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs) {
         // SAFETY: the caller's contract.
-        unsafe { T::wait_rs(regs, &mut self.a) };
+        unsafe { T::wait_rs::<PENDING>(regs, &mut self.a) };
     }
     #[inline(always)]
     unsafe fn release(self) {

@@ -85,13 +85,13 @@ pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     /// the group is done ([`wait_rs`](Self::wait_rs) on the same registers).
     unsafe fn mma_rs(regs: &mut W::Regs, a: &<K as frag::Frags>::Frag, b: u64);
 
-    /// `wgmma.wait_group 0`, the accumulators and the fragment passed through it, so that no
-    /// read or write of them moves above it.
+    /// `wgmma.wait_group PENDING`, the accumulators and the fragment passed through it, so
+    /// that no read or write of them moves above it.
     ///
     /// # Safety
     ///
     /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
-    unsafe fn wait_rs(regs: &mut W::Regs, a: &mut <K as frag::Frags>::Frag);
+    unsafe fn wait_rs<const PENDING: u32>(regs: &mut W::Regs, a: &mut <K as frag::Frags>::Frag);
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -173,12 +173,12 @@ macro_rules! product_rs {
             }
 
             #[inline(always)]
-            unsafe fn wait_rs(regs: &mut <Cols<$n> as Width>::Regs, a: &mut [u32; 32]) {
+            unsafe fn wait_rs<const PENDING: u32>(regs: &mut <Cols<$n> as Width>::Regs, a: &mut [u32; 32]) {
                 #[cfg(target_arch = "nvptx64")]
                 // SAFETY: as this function's contract; the registers are only named.
                 unsafe {
                     core::arch::asm!(
-                        concat!("wgmma.wait_group.sync.aligned 0; // {", $first, "}", $(" {", $i, "}",)*
+                        concat!("wgmma.wait_group.sync.aligned {n}; // {", $first, "}", $(" {", $i, "}",)*
                                 " {a0} {a1} {a2} {a3} {a4} {a5} {a6} {a7} {a8} {a9} {a10} {a11} {a12} {a13} {a14} {a15}",
                                 " {a16} {a17} {a18} {a19} {a20} {a21} {a22} {a23} {a24} {a25} {a26} {a27} {a28} {a29} {a30} {a31}"),
                         inout(reg32) regs[$first],
@@ -191,6 +191,7 @@ macro_rules! product_rs {
                         a20 = inout(reg32) a[20], a21 = inout(reg32) a[21], a22 = inout(reg32) a[22], a23 = inout(reg32) a[23],
                         a24 = inout(reg32) a[24], a25 = inout(reg32) a[25], a26 = inout(reg32) a[26], a27 = inout(reg32) a[27],
                         a28 = inout(reg32) a[28], a29 = inout(reg32) a[29], a30 = inout(reg32) a[30], a31 = inout(reg32) a[31],
+                        n = const PENDING,
                         options(nostack),
                     )
                 };
@@ -258,12 +259,12 @@ macro_rules! product_rs_64 {
             }
 
             #[inline(always)]
-            unsafe fn wait_rs(regs: &mut <Cols<$n> as Width>::Regs, a: &mut [u32; 16]) {
+            unsafe fn wait_rs<const PENDING: u32>(regs: &mut <Cols<$n> as Width>::Regs, a: &mut [u32; 16]) {
                 #[cfg(target_arch = "nvptx64")]
                 // SAFETY: as this function's contract; the registers are only named.
                 unsafe {
                     core::arch::asm!(
-                        concat!("wgmma.wait_group.sync.aligned 0; // {", $first, "}", $(" {", $i, "}",)*
+                        concat!("wgmma.wait_group.sync.aligned {n}; // {", $first, "}", $(" {", $i, "}",)*
                                 " {a0} {a1} {a2} {a3} {a4} {a5} {a6} {a7} {a8} {a9} {a10} {a11} {a12} {a13} {a14} {a15}",),
                         inout(reg32) regs[$first],
                         $(inout(reg32) regs[$i],)*
@@ -271,6 +272,7 @@ macro_rules! product_rs_64 {
                         a4 = inout(reg32) a[4], a5 = inout(reg32) a[5], a6 = inout(reg32) a[6], a7 = inout(reg32) a[7],
                         a8 = inout(reg32) a[8], a9 = inout(reg32) a[9], a10 = inout(reg32) a[10], a11 = inout(reg32) a[11],
                         a12 = inout(reg32) a[12], a13 = inout(reg32) a[13], a14 = inout(reg32) a[14], a15 = inout(reg32) a[15],
+                        n = const PENDING,
                         options(nostack),
                     )
                 };
@@ -324,9 +326,9 @@ pub struct Fragment<'c, T, V: Operand> {
 impl<T, V: Operand> held::Sealed for Fragment<'_, T, V> {}
 impl<T: ProductRs<W>, V: Operand, W: Width> Held<W> for Fragment<'_, T, V> {
     #[inline(always)]
-    unsafe fn wait(&mut self, regs: &mut W::Regs) {
+    unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs) {
         // SAFETY: the caller's contract.
-        unsafe { T::wait_rs(regs, &mut self.a) };
+        unsafe { T::wait_rs::<PENDING>(regs, &mut self.a) };
     }
     #[inline(always)]
     unsafe fn release(self) {
@@ -340,7 +342,7 @@ impl<T, W: Width, H: Held<W>> Drop for Running<'_, T, W, H> {
     fn drop(&mut self) {
         // SAFETY: a `Running` lives in a consumer warpgroup's code, which all 128 threads run
         // together, on sm_90a (it was made by a `wgmma`).
-        unsafe { self.held.wait(&mut self.regs) };
+        unsafe { self.held.wait::<0>(&mut self.regs) };
         // SAFETY: dropped once, here; the products that read it are done (above). (Its
         // `Landed` drop waits again, at no cost: nothing runs.)
         unsafe { core::mem::ManuallyDrop::drop(&mut self.held) };
@@ -349,20 +351,37 @@ impl<T, W: Width, H: Held<W>> Drop for Running<'_, T, W, H> {
 
 impl<T, W: Width, H: Held<W>> super::accumulators::issue::Sealed for Running<'_, T, W, H> {}
 
-impl<T: super::WgmmaInput, W: Width, H: Held<W>> Retire for Running<'_, T, W, H> {
-    type Done = Accumulators<T, W>;
+impl<T: super::WgmmaInput, W: Width, H: Held<W>> Running<'_, T, W, H> {
+    /// Waits until at most `PENDING` groups of the warpgroup run, releases what the products
+    /// held, and returns the accumulators.
+    ///
+    /// # Safety
+    ///
+    /// Called by all 128 threads of the warpgroup together, in converged code; at least
+    /// `PENDING` groups were committed after this product's, so the wait sees it done.
     #[inline(always)]
-    unsafe fn retire(self) -> Accumulators<T, W> {
+    pub(super) unsafe fn finish<const PENDING: u32>(self) -> Accumulators<T, W> {
         let mut this = core::mem::ManuallyDrop::new(self);
         let mut regs = this.regs;
-        // SAFETY: the warpgroup's threads together (caller); every group done after it.
-        unsafe { this.held.wait(&mut regs) };
+        // SAFETY: the warpgroup's threads together (caller); this product's groups are done
+        // after it (caller: `PENDING` younger groups at least).
+        unsafe { this.held.wait::<PENDING>(&mut regs) };
         // SAFETY: `this` is not dropped: what it holds is taken once, here, and released
         // after the products that read it.
         let held = unsafe { core::mem::ManuallyDrop::take(&mut this.held) };
         // SAFETY: as above.
         unsafe { held.release() };
         Accumulators::of(regs)
+    }
+}
+
+impl<T: super::WgmmaInput, W: Width, H: Held<W>> Retire for Running<'_, T, W, H> {
+    type Done = Accumulators<T, W>;
+    #[inline(always)]
+    unsafe fn retire(self) -> Accumulators<T, W> {
+        // SAFETY: the warpgroup's threads together (caller); every group is done after a wait
+        // with none pending.
+        unsafe { self.finish::<0>() }
     }
 }
 

@@ -68,7 +68,7 @@ where
     W: Width,
 {
     // SAFETY: as this function's contract, which is `wait_rs`'s.
-    unsafe { T::wait_rs(acc, a) }
+    unsafe { T::wait_rs::<0>(acc, a) }
 }
 
 /// [`wgmma_rs`] of depth 64: `wgmma.fence`, four `wgmma.mma_async` of `k = 16` with the
@@ -103,7 +103,7 @@ where
     W: Width,
 {
     // SAFETY: as this function's contract, which is `wait_rs`'s.
-    unsafe { T::wait_rs(acc, a) }
+    unsafe { T::wait_rs::<0>(acc, a) }
 }
 
 /// [`wgmma_wait`](super::wgmma_wait) that names the accumulators `acc`, so that no read of them

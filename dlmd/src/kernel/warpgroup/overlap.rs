@@ -1,0 +1,172 @@
+//! A product issued behind another that is still running, so that the warpgroup reads the older
+//! one's accumulators while the younger runs on the tensor cores: FlashAttention-3's overlap
+//! inside a warpgroup. [`Warpgroup::behind`] takes the older product (or a pair of them,
+//! [`Older`]) and returns an [`Ahead`], whose product methods issue the younger one and return
+//! both as [`Behind`]; [`Warpgroup::wait`] on it waits only for the older, and returns its
+//! accumulators beside the younger product, still [`Running`].
+//!
+//! ```ignore
+//! // Attention's queries' gradient: the next tile's scores and their gradient run first, this
+//! // tile's `dQ += dS · K` behind them.
+//! let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, next.borrow());
+//! let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
+//! let both = wg.behind((s, dp)).mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
+//! let ((s, dp), running) = wg.wait(both); // the next softmax runs while `dS · K` does
+//! let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
+//! ds = wg.softmax_grad(&p, dp, &delta);
+//! acc = wg.wait(running);
+//! ```
+//!
+//! The younger product's accumulators and `A` registers stay live beside the older ones' while
+//! the warpgroup works on them: where that is more than `ptxas` keeps in registers, it spills,
+//! and the overlap can cost more than it saves (measure).
+//!
+//! # Why the wait is enough
+//!
+//! `wgmma.wait_group 1` returns once at most one group of the warpgroup is running: the most
+//! recently committed. A [`Behind`] is made only by [`Ahead`]'s methods, which take the older
+//! products by value (so their groups were committed) and then issue the younger one, whose
+//! last instruction commits a group: the older groups are not the most recent, so the wait sees
+//! them done. Products issued later only make it wait longer. The younger product keeps what it
+//! reads (its tile, the registers of its `A` operand) until a wait of its own.
+
+use super::accumulators::{Accumulators, Cols, Retire, Width, issue};
+use super::borrowed::{Held, ReadTile};
+use super::operand::{MnMajor, OperandB};
+use super::packed::Converted;
+use super::pipeline::Operand;
+use super::products::{Fragment, ProductRs, RsDepth, Running};
+use super::roles::Warpgroup;
+use super::softmax::Probs;
+use super::streams::Landed;
+
+/// Products that another can be issued behind ([`Warpgroup::behind`]): one [`Running`]
+/// product, or a pair of them (attention's backward pass runs the scores and their gradient
+/// together).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a running product that another can be issued behind",
+    label = "`behind` takes a `Running` product, or a pair of them",
+    note = "a product from `mma_resident`, `mma_pv` or `mma_acc`, not yet waited for"
+)]
+pub trait Older: issue::Sealed {
+    /// The accumulators once done.
+    type Done;
+    /// Waits until at most one group of the warpgroup runs, and releases what the products
+    /// held.
+    ///
+    /// # Safety
+    ///
+    /// Called by all 128 threads of the warpgroup together, in converged code; a group was
+    /// committed after these products'.
+    #[doc(hidden)]
+    unsafe fn retire_behind(self) -> Self::Done;
+}
+
+impl<T: super::WgmmaInput, W: Width, H: Held<W>> Older for Running<'_, T, W, H> {
+    type Done = Accumulators<T, W>;
+    #[inline(always)]
+    unsafe fn retire_behind(self) -> Accumulators<T, W> {
+        // SAFETY: the caller's contract: one younger group at least.
+        unsafe { self.finish::<1>() }
+    }
+}
+
+impl<A: Older, B: Older> issue::Sealed for (A, B) {}
+impl<A: Older, B: Older> Older for (A, B) {
+    type Done = (A::Done, B::Done);
+    #[inline(always)]
+    unsafe fn retire_behind(self) -> (A::Done, B::Done) {
+        let (a, b) = self;
+        // SAFETY: the caller's contract, which covers both products.
+        let a = unsafe { a.retire_behind() };
+        // SAFETY: as above (the first wait already saw both done).
+        let b = unsafe { b.retire_behind() };
+        (a, b)
+    }
+}
+
+/// The older products `X`, and the younger `Y` issued after them. [`Warpgroup::wait`] waits
+/// for the older only: it returns their accumulators and `Y`, still running. Dropped instead,
+/// each waits for every group of the warpgroup, then releases what it holds.
+#[must_use = "the older products' accumulators come back from `Warpgroup::wait`"]
+pub struct Behind<X, Y> {
+    older: X,
+    younger: Y,
+}
+
+impl<X, Y> issue::Sealed for Behind<X, Y> {}
+
+impl<X: Older, Y> Retire for Behind<X, Y> {
+    type Done = (X::Done, Y);
+    #[inline(always)]
+    unsafe fn retire(self) -> (X::Done, Y) {
+        let Behind { older, younger } = self;
+        // SAFETY: the warpgroup's threads together (caller); `younger` committed a group after
+        // `older`'s: a `Behind` is made only by `Ahead`'s methods, which issue it after taking
+        // `older` (the module docs).
+        (unsafe { older.retire_behind() }, younger)
+    }
+}
+
+/// Older products and the warpgroup that issues the next one behind them
+/// ([`Warpgroup::behind`]): its methods are the warpgroup's products, returning both
+/// [`Behind`].
+#[must_use = "the older products wait for a product behind them"]
+pub struct Ahead<'w, 'c, const THREADS: usize, X> {
+    wg: &'w mut Warpgroup<'c, THREADS>,
+    older: X,
+}
+
+impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
+    /// The next product is issued behind `older`, which is still running: the warpgroup can
+    /// then wait for `older` alone and read its accumulators while the next product runs
+    /// ([`Behind`]).
+    #[inline(always)]
+    pub fn behind<X: Older>(&mut self, older: X) -> Ahead<'_, 'c, THREADS, X> {
+        Ahead { wg: self, older }
+    }
+}
+
+impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
+    /// [`Warpgroup::mma_pv`] behind the older products.
+    #[inline(always)]
+    pub fn mma_pv<T, V, const D: usize>(
+        self,
+        o: Accumulators<T, Cols<D>>,
+        p: Probs<'c, T>,
+        v: Landed<'c, V>,
+    ) -> Behind<X, Running<'static, T, Cols<D>, Fragment<'c, T, V>>>
+    where
+        Cols<D>: Width,
+        T: ProductRs<Cols<D>>,
+        V: OperandB<T, D, Major = MnMajor>,
+    {
+        let younger = self.wg.mma_pv(o, p, v);
+        Behind {
+            older: self.older,
+            younger,
+        }
+    }
+
+    /// [`Warpgroup::mma_acc`] behind the older products.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn mma_acc<'h, T, V, const K: usize, const D: usize, B: ReadTile<'h, V>>(
+        self,
+        acc: Accumulators<T, Cols<D>>,
+        a: Accumulators<T, Cols<K>>,
+        b: B,
+    ) -> Behind<X, Running<'h, T, Cols<D>, Converted<T, Cols<K>, B::Held<Cols<D>>>>>
+    where
+        Cols<D>: Width,
+        Cols<K>: RsDepth,
+        T: ProductRs<Cols<D>, Cols<K>>,
+        V: OperandB<T, D, Major = MnMajor> + Operand,
+    {
+        let younger = self.wg.mma_acc::<T, V, K, D, B>(acc, a, b);
+        Behind {
+            older: self.older,
+            younger,
+        }
+    }
+}
