@@ -184,6 +184,12 @@ fn dq<T, const D: usize, const STAGES: usize>(
     {
         return;
     }
+    const {
+        assert!(
+            STAGES >= 2,
+            "a tile of keys is held while the next lands: dQ's product runs behind the next tile's"
+        );
+    };
     let group = qe[1] / ke[1];
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let tiles = |m0: usize, s: Sequence| Keys::tiles_of(64, m0, 128, s.own_len, s.other_len, causal);
@@ -213,16 +219,30 @@ fn dq<T, const D: usize, const STAGES: usize>(
             let lse = wg.rows(|r| lse.get([b, h, at + r]).copied().unwrap_or(f32::INFINITY));
             let delta = wg.rows(|r| delta.get([b, h, at + r]).copied().unwrap_or(0.0));
             let mut acc = Accumulators::<T, Cols<D>>::zero();
-            for n in 0..tiles(m0, seq) {
+            let visible = |n: usize| Keys::new(row0, 64 * n, seq.own_len, seq.other_len, causal);
+            let tiles = tiles(m0, seq);
+            if tiles > 0 {
                 // `S` and `dP` run together: the first wait sees both done.
-                let keys = consumer.first();
+                let mut keys = consumer.first();
                 let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, keys.borrow());
                 let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
                 let s = wg.wait(s);
-                let visible = Keys::new(row0, 64 * n, seq.own_len, seq.other_len, causal);
-                let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
+                let p = wg.recompute_probs(s, &lse, scale_log2, &visible(0));
                 let dp = wg.wait(dp);
-                let ds = wg.softmax_grad(&p, dp, &delta);
+                let mut ds = wg.softmax_grad(&p, dp, &delta);
+                for n in 1..tiles {
+                    // The next tile's `S` and `dP` first, this one's `dQ += dS · K` behind
+                    // them: the next tile's softmax runs while the tensor cores add this one.
+                    let next = consumer.first();
+                    let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, next.borrow());
+                    let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
+                    let both = wg.behind((s, dp)).mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
+                    let ((s, dp), running) = wg.wait(both);
+                    let p = wg.recompute_probs(s, &lse, scale_log2, &visible(n));
+                    ds = wg.softmax_grad(&p, dp, &delta);
+                    acc = wg.wait(running);
+                    keys = next;
+                }
                 let running = wg.mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
                 acc = wg.wait(running);
             }
