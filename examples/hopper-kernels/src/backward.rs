@@ -316,17 +316,19 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     let at = seq.other0 + q0;
                     let queries = consumer.first();
                     let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
-                    let st = wg.wait(st);
-                    // Columns past the sequence are another's, or no sequence's (what a masked
-                    // probability of 0 meets must be finite): read as a row with no key.
+                    // The columns' statistics load while `Sᵀ` runs. Columns past the sequence
+                    // are another's, or no sequence's (what a masked probability of 0 meets
+                    // must be finite): read as a row with no key.
                     let ours = seq.other0 + seq.other_len;
                     let lse = wg.cols_from::<64, _, _, _, _>(&lse, [b, h, at], ours, f32::INFINITY);
-                    let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
-                    let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
+                    let delta = wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0);
+                    let st = wg.wait(st);
+                    // `dPᵀ` runs while the probabilities are recomputed.
                     let grads = consumer.second();
                     let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
+                    let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
+                    let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
                     let dpt = wg.wait(dpt);
-                    let delta = wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0);
                     let dst = wg.softmax_grad(&pt, dpt, &delta);
                     let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
                     acc_v = wg.wait(running);
