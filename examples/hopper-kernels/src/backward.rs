@@ -328,12 +328,24 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, grads.borrow());
                     let visible = Queries::new(key0, q0, seq.other_len, seq.own_len, causal);
                     let pt = wg.recompute_probs(st, &lse, scale_log2, &visible);
-                    let dpt = wg.wait(dpt);
-                    let dst = wg.softmax_grad(&pt, dpt, &delta);
-                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
-                    acc_v = wg.wait(running);
-                    let running = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
-                    acc_k = wg.wait(running);
+                    if D == 64 {
+                        // `dV += Pᵀ · dO` behind `dPᵀ`: it runs while `dSᵀ` is computed. (At
+                        // head dimension 128 its accumulators, live beside `dK`'s, spill, and
+                        // the kernel ran 17% slower.)
+                        let both = wg.behind(dpt).mma_acc_kept::<T, _, 64, D, _>(acc_v, &pt, grads.by_n());
+                        let (dpt, running_v) = wg.wait(both);
+                        let dst = wg.softmax_grad(&pt, dpt, &delta);
+                        let running_k = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
+                        acc_v = wg.wait(running_v);
+                        acc_k = wg.wait(running_k);
+                    } else {
+                        let dpt = wg.wait(dpt);
+                        let dst = wg.softmax_grad(&pt, dpt, &delta);
+                        let running = wg.mma_acc::<T, _, 64, D, _>(acc_v, pt, grads.by_n());
+                        acc_v = wg.wait(running);
+                        let running = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.by_n());
+                        acc_k = wg.wait(running);
+                    }
                 }
             }
             drop((k_rows, v_rows));
@@ -471,7 +483,7 @@ backward_kernels!(
     attention_varlen_dkv_bf16_d128,
     bf16,
     128,
-    3,
+    4,
     to_bf16
 );
 backward_kernels!(
@@ -491,6 +503,6 @@ backward_kernels!(
     attention_varlen_dkv_f16_d128,
     f16,
     128,
-    3,
+    4,
     to_f16
 );

@@ -169,4 +169,26 @@ impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
             younger,
         }
     }
+
+    /// [`Warpgroup::mma_acc_kept`] behind the older products.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn mma_acc_kept<'h, T, V, const K: usize, const D: usize, B: ReadTile<'h, V>>(
+        self,
+        acc: Accumulators<T, Cols<D>>,
+        a: &Accumulators<T, Cols<K>>,
+        b: B,
+    ) -> Behind<X, Running<'h, T, Cols<D>, Converted<T, Cols<K>, B::Held<Cols<D>>>>>
+    where
+        Cols<D>: Width,
+        Cols<K>: RsDepth,
+        T: ProductRs<Cols<D>, Cols<K>>,
+        V: OperandB<T, D, Major = MnMajor> + Operand,
+    {
+        let younger = self.wg.mma_acc_kept::<T, V, K, D, B>(acc, a, b);
+        Behind {
+            older: self.older,
+            younger,
+        }
+    }
 }

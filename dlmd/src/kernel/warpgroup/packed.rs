@@ -54,6 +54,26 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         T: ProductRs<Cols<D>, Cols<K>>,
         V: OperandB<T, D, Major = MnMajor> + Operand,
     {
+        self.mma_acc_kept::<T, V, K, D, B>(acc, &a, b)
+    }
+
+    /// [`mma_acc`](Self::mma_acc) with `a` lent, not given: the product reads its own copy,
+    /// converted to `T` in registers, and the warpgroup may go on reading `a` (attention's
+    /// backward pass starts `dV += Pᵀ · dO` and then computes `dSᵀ` from the same `Pᵀ`).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn mma_acc_kept<'h, T, V, const K: usize, const D: usize, B: ReadTile<'h, V>>(
+        &mut self,
+        acc: Accumulators<T, Cols<D>>,
+        a: &Accumulators<T, Cols<K>>,
+        b: B,
+    ) -> Running<'h, T, Cols<D>, Converted<T, Cols<K>, B::Held<Cols<D>>>>
+    where
+        Cols<D>: Width,
+        Cols<K>: RsDepth,
+        T: ProductRs<Cols<D>, Cols<K>>,
+        V: OperandB<T, D, Major = MnMajor> + Operand,
+    {
         const {
             assert!(
                 V::DEPTH == K,
