@@ -7,8 +7,9 @@
 //! 1. `attention_delta`: `Δ = Σ do ∘ o` for each query row (`f32`, `b × h_q × s_q`);
 //! 2. `attention_dq_*`: for each chunk of 128 query rows of a head, with `q` and `do` resident,
 //!    the keys and values 64 at a time: `S = Q · Kᵀ`, `P = e^(S · scale − lse)`, `dP = dO ·
-//!    Vᵀ`, `dS = P ∘ (dP − Δ)`, `dQ += dS · K` (the keys' tile read again, MN-major), and
-//!    `dq = scale · dQ`;
+//!    Vᵀ`, `dS = P ∘ (dP − Δ)`, `dQ += dS · K` (the keys' tile read again, MN-major; each
+//!    tile's issued behind the next tile's `S` and `dP`, `Warpgroup::behind`), and `dq =
+//!    scale · dQ`;
 //! 3. `attention_dkv_*`: for each chunk of 128 key rows of a key-value head, with `k` and `v`
 //!    resident, the queries and the output's gradient 64 at a time, of every query head of
 //!    the group (grouped-query attention sums them here): `Sᵀ = K · Qᵀ`, `Pᵀ` from `lse` by
@@ -178,18 +179,18 @@ fn dq<T, const D: usize, const STAGES: usize>(
     T: dlmd::kernel::warpgroup::Product<Cols<64>> + dlmd::kernel::warpgroup::ProductRs<Cols<D>, Cols<64>>,
     Cols<D>: dlmd::kernel::warpgroup::Width,
 {
-    let (qe, ke) = (q.extents(), k.extents());
-    if !fits::<D>(qe, ke, v.extents(), [lse.extents().0, delta.extents().0], scale)
-        || (0..4).any(|d| dq.extents().0[d] != qe[d] || d_o.extents()[d] != qe[d])
-    {
-        return;
-    }
     const {
         assert!(
             STAGES >= 2,
             "a tile of keys is held while the next lands: dQ's product runs behind the next tile's"
         );
     };
+    let (qe, ke) = (q.extents(), k.extents());
+    if !fits::<D>(qe, ke, v.extents(), [lse.extents().0, delta.extents().0], scale)
+        || (0..4).any(|d| dq.extents().0[d] != qe[d] || d_o.extents()[d] != qe[d])
+    {
+        return;
+    }
     let group = qe[1] / ke[1];
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let tiles = |m0: usize, s: Sequence| Keys::tiles_of(64, m0, 128, s.own_len, s.other_len, causal);
@@ -220,8 +221,8 @@ fn dq<T, const D: usize, const STAGES: usize>(
             let delta = wg.rows(|r| delta.get([b, h, at + r]).copied().unwrap_or(0.0));
             let mut acc = Accumulators::<T, Cols<D>>::zero();
             let visible = |n: usize| Keys::new(row0, 64 * n, seq.own_len, seq.other_len, causal);
-            let tiles = tiles(m0, seq);
-            if tiles > 0 {
+            let n_tiles = tiles(m0, seq);
+            if n_tiles > 0 {
                 // `S` and `dP` run together: the first wait sees both done.
                 let mut keys = consumer.first();
                 let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, keys.borrow());
@@ -230,7 +231,7 @@ fn dq<T, const D: usize, const STAGES: usize>(
                 let p = wg.recompute_probs(s, &lse, scale_log2, &visible(0));
                 let dp = wg.wait(dp);
                 let mut ds = wg.softmax_grad(&p, dp, &delta);
-                for n in 1..tiles {
+                for n in 1..n_tiles {
                     // The next tile's `S` and `dP` first, this one's `dQ += dS · K` behind
                     // them: the next tile's softmax runs while the tensor cores add this one.
                     let next = consumer.first();
@@ -331,7 +332,7 @@ fn dkv<T, const D: usize, const STAGES: usize>(
                     if D == 64 {
                         // `dV += Pᵀ · dO` behind `dPᵀ`: it runs while `dSᵀ` is computed. (At
                         // head dimension 128 its accumulators, live beside `dK`'s, spill, and
-                        // the kernel ran 17% slower.)
+                        // the kernel ran slower: benchmarks/2026-11-30-overlap.md.)
                         let both = wg.behind(dpt).mma_acc_kept::<T, _, 64, D, _>(acc_v, &pt, grads.by_n());
                         let (dpt, running_v) = wg.wait(both);
                         let dst = wg.softmax_grad(&pt, dpt, &delta);

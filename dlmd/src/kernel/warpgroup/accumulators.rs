@@ -350,9 +350,10 @@ pub trait Issue<'c, const STAGES: usize, A: Operand, B: Operand>: issue::Sealed 
     note = "accumulators with no product running are read as they are (`Warpgroup::store`)"
 )]
 pub trait Retire: issue::Sealed {
-    /// The accumulators with their oldest group done.
+    /// What the wait gives back: accumulators whose products are done (and, for
+    /// [`Behind`](super::Behind), the younger product still running).
     type Done;
-    /// Waits for the oldest group, and releases its stage.
+    /// Waits for the groups the warpgroup reads next, and releases what they held.
     ///
     /// # Safety
     ///

@@ -110,7 +110,10 @@ pub trait Held<W: Width>: held::Sealed {
     ///
     /// # Safety
     ///
-    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
+    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`;
+    /// at least `PENDING` groups were committed after the ones that write `regs` and read the
+    /// fragment, so that the wait sees those done (the registers of groups still running are
+    /// touched only after a wait of their own).
     #[doc(hidden)]
     unsafe fn wait<const PENDING: u32>(&mut self, regs: &mut W::Regs);
     /// Releases what it holds.

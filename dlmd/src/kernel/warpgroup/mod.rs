@@ -124,13 +124,13 @@
 //!    them done; dropping it then is what releases the stage, one arrival from each warp of
 //!    each consumer. [`Producer::load`] refills a stage only once every consumer warp has
 //!    released its last round.
-//! 4. **Accumulators are read only when no product runs.** [`Accumulators`] have no accessor
-//!    at all; [`InFlight`] and [`InFlight2`] cannot be stored or added to more than twice;
-//!    [`Warpgroup::wait`] waits (`wgmma.wait_group`) before it returns them. Products issued
-//!    [`behind`](Warpgroup::behind) others come back [`Behind`], whose wait returns only the
-//!    older ones' accumulators, the younger still [`Running`] (that module's docs say why the
-//!    wait is enough). Dropped or forgotten, running products are waited for before the stage
-//!    is released, and before `specialise` returns.
+//! 4. **Accumulators are read only once the products that write them are done.**
+//!    [`Accumulators`] have no accessor at all; [`InFlight`] and [`InFlight2`] cannot be
+//!    stored or added to more than twice; [`Warpgroup::wait`] waits (`wgmma.wait_group`)
+//!    before it returns them. Products issued [`behind`](Warpgroup::behind) others come back
+//!    [`Behind`], whose wait returns only the older ones' accumulators, the younger still
+//!    [`Running`] ([`Behind`]'s docs say why the wait is enough). Dropped or forgotten, running
+//!    products are waited for before the stage is released, and before `specialise` returns.
 //! 5. **Each element of a chunk has one writer.** The chunks are the block's
 //!    ([`Block::chunks`](crate::kernel::Block::chunks), cut and dealt by the block's type, in
 //!    memory order or in [`Grouped`](crate::kernel::block::Grouped) rows, alike in every

@@ -1,34 +1,6 @@
-//! A product issued behind another that is still running, so that the warpgroup reads the older
-//! one's accumulators while the younger runs on the tensor cores: FlashAttention-3's overlap
-//! inside a warpgroup. [`Warpgroup::behind`] takes the older product (or a pair of them,
-//! [`Older`]) and returns an [`Ahead`], whose product methods issue the younger one and return
-//! both as [`Behind`]; [`Warpgroup::wait`] on it waits only for the older, and returns its
-//! accumulators beside the younger product, still [`Running`].
-//!
-//! ```ignore
-//! // Attention's queries' gradient: the next tile's scores and their gradient run first, this
-//! // tile's `dQ += dS · K` behind them.
-//! let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, next.borrow());
-//! let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
-//! let both = wg.behind((s, dp)).mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
-//! let ((s, dp), running) = wg.wait(both); // the next softmax runs while `dS · K` does
-//! let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
-//! ds = wg.softmax_grad(&p, dp, &delta);
-//! acc = wg.wait(running);
-//! ```
-//!
-//! The younger product's accumulators and `A` registers stay live beside the older ones' while
-//! the warpgroup works on them: where that is more than `ptxas` keeps in registers, it spills,
-//! and the overlap can cost more than it saves (measure).
-//!
-//! # Why the wait is enough
-//!
-//! `wgmma.wait_group 1` returns once at most one group of the warpgroup is running: the most
-//! recently committed. A [`Behind`] is made only by [`Ahead`]'s methods, which take the older
-//! products by value (so their groups were committed) and then issue the younger one, whose
-//! last instruction commits a group: the older groups are not the most recent, so the wait sees
-//! them done. Products issued later only make it wait longer. The younger product keeps what it
-//! reads (its tile, the registers of its `A` operand) until a wait of its own.
+//! A product issued behind others that are still running ([`Warpgroup::behind`], [`Behind`]),
+//! so that the warpgroup reads the older products' accumulators while the younger runs on the
+//! tensor cores: FlashAttention-3's overlap inside a warpgroup.
 
 use super::accumulators::{Accumulators, Cols, Retire, Width, issue};
 use super::borrowed::{Held, ReadTile};
@@ -46,7 +18,7 @@ use super::streams::Landed;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a running product that another can be issued behind",
     label = "`behind` takes a `Running` product, or a pair of them",
-    note = "a product from `mma_resident`, `mma_pv` or `mma_acc`, not yet waited for"
+    note = "a product from `mma_resident`, `mma_pv`, `mma_acc` or `mma_acc_kept`, not yet waited for"
 )]
 pub trait Older: issue::Sealed {
     /// The accumulators once done.
@@ -85,9 +57,35 @@ impl<A: Older, B: Older> Older for (A, B) {
     }
 }
 
-/// The older products `X`, and the younger `Y` issued after them. [`Warpgroup::wait`] waits
-/// for the older only: it returns their accumulators and `Y`, still running. Dropped instead,
-/// each waits for every group of the warpgroup, then releases what it holds.
+/// The older products `X`, and the younger `Y` issued after them ([`Warpgroup::behind`]).
+/// [`Warpgroup::wait`] waits for the older only: it returns their accumulators and `Y`, still
+/// [`Running`]. Dropped instead, each waits for every group of the warpgroup, then releases
+/// what it holds.
+///
+/// ```ignore
+/// // Attention's queries' gradient: the next tile's scores and their gradient run first, this
+/// // tile's `dQ += dS · K` behind them.
+/// let s = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &q_rows, next.borrow());
+/// let dp = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &do_rows, consumer.second());
+/// let both = wg.behind((s, dp)).mma_acc::<T, _, 64, D, _>(acc, ds, keys.by_n());
+/// let ((s, dp), running) = wg.wait(both); // the next softmax runs while `dS · K` does
+/// let p = wg.recompute_probs(s, &lse, scale_log2, &visible);
+/// ds = wg.softmax_grad(&p, dp, &delta);
+/// acc = wg.wait(running);
+/// ```
+///
+/// The younger product's accumulators and `A` registers stay live beside the older ones' while
+/// the warpgroup works on them: where that is more than `ptxas` keeps in registers, it spills,
+/// and the overlap can cost more than it saves (measure).
+///
+/// # Why the wait is enough
+///
+/// `wgmma.wait_group 1` returns once at most one group of the warpgroup is running: the most
+/// recently committed. A `Behind` is made only by [`Ahead`]'s methods, which take the older
+/// products by value (so their groups were committed) and then issue the younger one, whose
+/// last instruction commits a group: the older groups are not the most recent, so the wait sees
+/// them done. Products issued later only make it wait longer. The younger product keeps what it
+/// reads (its tile, the registers of its `A` operand) until a wait of its own.
 #[must_use = "the older products' accumulators come back from `Warpgroup::wait`"]
 pub struct Behind<X, Y> {
     older: X,
@@ -103,15 +101,17 @@ impl<X: Older, Y> Retire for Behind<X, Y> {
         let Behind { older, younger } = self;
         // SAFETY: the warpgroup's threads together (caller); `younger` committed a group after
         // `older`'s: a `Behind` is made only by `Ahead`'s methods, which issue it after taking
-        // `older` (the module docs).
+        // `older`, each ending in `ProductRs::mma_rs`, whose last instruction is
+        // `wgmma.commit_group` (`Behind`'s docs).
         (unsafe { older.retire_behind() }, younger)
     }
 }
 
 /// Older products and the warpgroup that issues the next one behind them
-/// ([`Warpgroup::behind`]): its methods are the warpgroup's products, returning both
-/// [`Behind`].
-#[must_use = "the older products wait for a product behind them"]
+/// ([`Warpgroup::behind`]): [`mma_pv`](Self::mma_pv), [`mma_acc`](Self::mma_acc) and
+/// [`mma_acc_kept`](Self::mma_acc_kept), the warpgroup's products from registers, each
+/// returning both [`Behind`].
+#[must_use = "`behind` issues nothing: call `mma_pv`, `mma_acc` or `mma_acc_kept` on it"]
 pub struct Ahead<'w, 'c, const THREADS: usize, X> {
     wg: &'w mut Warpgroup<'c, THREADS>,
     older: X,
@@ -120,13 +120,15 @@ pub struct Ahead<'w, 'c, const THREADS: usize, X> {
 impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
     /// The next product is issued behind `older`, which is still running: the warpgroup can
     /// then wait for `older` alone and read its accumulators while the next product runs
-    /// ([`Behind`]).
+    /// ([`Behind`], whose docs show the loop and say why the wait is enough).
     #[inline(always)]
     pub fn behind<X: Older>(&mut self, older: X) -> Ahead<'_, 'c, THREADS, X> {
         Ahead { wg: self, older }
     }
 }
 
+// Each method here issues exactly one product ending in `wgmma.commit_group` after taking the
+// older products: what `Behind::retire`'s wait relies on.
 impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
     /// [`Warpgroup::mma_pv`] behind the older products.
     #[inline(always)]

@@ -90,7 +90,10 @@ pub unsafe trait ProductRs<W: Width, K: RsDepth = Cols<128>>: MnMajorInput {
     ///
     /// # Safety
     ///
-    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`.
+    /// Called by all 128 threads of the warpgroup together, in converged code, on `sm_90a`;
+    /// at least `PENDING` groups were committed after the one that writes `regs` and reads
+    /// `a`, so that the wait sees it done (the registers of groups still running are touched
+    /// only after a wait of their own).
     unsafe fn wait_rs<const PENDING: u32>(regs: &mut W::Regs, a: &mut <K as frag::Frags>::Frag);
 }
 

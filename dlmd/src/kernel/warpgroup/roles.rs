@@ -114,9 +114,12 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         }
     }
 
-    /// Waits for the oldest group of products of `acc`, releases the stage it read, and
-    /// returns the accumulators with that group done: [`Accumulators`] from
-    /// [`InFlight`](super::InFlight), which the warpgroup may then read.
+    /// Waits for the products of `acc` that the warpgroup reads next, releases what they read,
+    /// and returns them done: [`Accumulators`] from [`InFlight`](super::InFlight) or
+    /// [`Running`](super::Running), which the warpgroup may then read;
+    /// [`InFlight`](super::InFlight) from [`InFlight2`](super::InFlight2) (its older group
+    /// done); and from [`Behind`](super::Behind) the older products' accumulators beside the
+    /// younger product, still running.
     #[inline(always)]
     pub fn wait<X: Retire>(&mut self, acc: X) -> X::Done {
         // SAFETY: all 128 threads of the warpgroup, in its uniform code.

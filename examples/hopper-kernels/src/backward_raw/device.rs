@@ -254,12 +254,13 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
             }
             if let Some((a, sl)) = &last {
                 // SAFETY: the warpgroup's threads together; `k`'s tile of stage `sl` landed
-                // and is not released before the wait below, `64 × D` read MN-major (panels
-                // of 64 rows of 128 bytes, 8 KiB apart); `a` and `acc` are left alone until
-                // that wait.
+                // and is released only after `dQ`'s wait (`wgmma_wait_rs_64` once `dS` is
+                // computed, below), `64 × D` read MN-major (panels of 64 rows of 128 bytes,
+                // 8 KiB apart); `a` and `acc` are left alone until that wait.
                 unsafe { wgmma_rs_64::<T, Cols<D>>(&mut acc, a, descriptor_128_mn(layout.tile(0, *sl), 64 * 128)) };
                 // SAFETY: the warpgroup's threads together; a group (`dQ`'s) was committed
-                // after `S`'s and `dP`'s, so a wait with one pending sees both done.
+                // after `S`'s and `dP`'s, so a wait with one pending sees both done; `dQ`'s
+                // `acc` and `a`, still running, are touched only after its own wait below.
                 unsafe { wgmma_wait_acc::<Cols<64>, 1>(&mut x) };
                 // SAFETY: as above.
                 unsafe { wgmma_wait_acc::<Cols<64>, 1>(&mut y) };
@@ -301,7 +302,8 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
                 });
             });
             if let Some((mut a, sl)) = last.take() {
-                // SAFETY: the warpgroup's threads together.
+                // SAFETY: the warpgroup's threads together; `a` is the fragment `dQ`'s
+                // product reads (moved out of `last` unchanged), `acc` its accumulators.
                 unsafe { wgmma_wait_rs_64::<T, Cols<D>>(&mut acc, &mut a) };
                 // SAFETY: as for `v`'s release: the products that read `k`'s tile of stage
                 // `sl` are done.

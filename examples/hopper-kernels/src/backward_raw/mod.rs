@@ -17,10 +17,15 @@ use crate::backward::{AttentionRead, HalfMap, RowStat};
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Thread;
 
-/// The stages of the streamed tiles at head dimension `d`: as the safe kernels'.
+/// The stages of the streamed tiles at head dimension `d`: the safe kernels' at 64; three at
+/// 128, where the safe kernels take four.
 const fn stages(d: usize) -> usize {
     if d == 64 { 4 } else { 3 }
 }
+
+// `dq` holds a stage of keys while the next lands (its `dS · K` runs behind the next tile's
+// products).
+const _: () = assert!(stages(64) >= 2 && stages(128) >= 2, "dq holds two stages of keys");
 
 /// The dynamic shared memory of a raw twin of the queries', keys' and values' gradients of head
 /// dimension `d` (64 or 128): the slack to align the tiles, the resident tiles, the stages and
