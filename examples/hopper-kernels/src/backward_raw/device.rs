@@ -225,9 +225,6 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
             delta_rows[h] = unsafe { stat(delta, [ch.b, ch.head, row, s_q], 0.0) };
         });
         let mut acc = <Cols<D> as Width>::zero();
-        // The last tile's `dS` fragment and stage, whose `dQ += dS · K` runs behind the next
-        // tile's `S` and `dP`.
-        let mut last: Option<([u32; 16], usize)> = None;
         for n in ch.tiles.0..ch.tiles.1 {
             let (s, parity) = (takes % layout.stages, ((takes / layout.stages) % 2) as u32);
             // `S = Q · Kᵀ` and `dP = dO · Vᵀ`, issued together.
@@ -252,24 +249,8 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
                 // SAFETY: as above, `do`'s rows and `v`'s tile.
                 unsafe { wgmma_ss::<T, Cols<64>, KMajor>(&mut y, a, b) };
             }
-            if let Some((a, sl)) = &last {
-                // SAFETY: the warpgroup's threads together; `k`'s tile of stage `sl` landed
-                // and is released only after `dQ`'s wait (`wgmma_wait_rs_64` once `dS` is
-                // computed, below), `64 × D` read MN-major (panels of 64 rows of 128 bytes,
-                // 8 KiB apart); `a` and `acc` are left alone until that wait.
-                unsafe { wgmma_rs_64::<T, Cols<D>>(&mut acc, a, descriptor_128_mn(layout.tile(0, *sl), 64 * 128)) };
-                // SAFETY: the warpgroup's threads together; a group (`dQ`'s) was committed
-                // after `S`'s and `dP`'s, so a wait with one pending sees both done; `dQ`'s
-                // `acc` and `a`, still running, are touched only after its own wait below.
-                unsafe { wgmma_wait_acc::<Cols<64>, 1>(&mut x) };
-                // SAFETY: as above.
-                unsafe { wgmma_wait_acc::<Cols<64>, 1>(&mut y) };
-            } else {
-                // SAFETY: the warpgroup's threads together.
-                unsafe { wgmma_wait_acc::<Cols<64>, 0>(&mut x) };
-                // SAFETY: as above (done already; named, so no read of `y` moves above).
-                unsafe { wgmma_wait_acc::<Cols<64>, 0>(&mut y) };
-            }
+            // SAFETY: the warpgroup's threads together.
+            unsafe { wgmma_wait_acc::<Cols<64>, 0>(&mut x) };
             // `P`, 0 where the row does not see the key (`Keys`, as the safe kernels mask).
             let visible = Keys::new(row0, 64 * n, s_q, s_k, causal);
             let mut bounds = [(0u32, 0u32); 2];
@@ -289,36 +270,29 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
                     };
                 });
             });
+            // SAFETY: as above (done already).
+            unsafe { wgmma_wait_acc::<Cols<64>, 0>(&mut y) };
             // SAFETY: an initialised barrier object whose phase counts one arrival from each
             // consumer warp: this warp's first lane's; the products that read `v`'s tile
             // are done (above).
             unsafe { mbarrier_arrive_where(layout.empty(1, s), lane == 0) };
-            // `dS = P ∘ (dP − Δ)`, whose `dQ += dS · K` (`k`'s tile read MN-major) runs behind the
-            // next tile's products.
+            // `dS = P ∘ (dP − Δ)`, then `dQ += dS · K` (`k`'s tile read MN-major).
             unroll!(8, |ia| {
                 unroll!(4, |ib| {
                     let i = 4 * ia + ib;
                     y[i] = x[i] * (y[i] - delta_rows[(i / 2) % 2]);
                 });
             });
-            if let Some((mut a, sl)) = last.take() {
-                // SAFETY: the warpgroup's threads together; `a` is the fragment `dQ`'s
-                // product reads (moved out of `last` unchanged), `acc` its accumulators.
-                unsafe { wgmma_wait_rs_64::<T, Cols<D>>(&mut acc, &mut a) };
-                // SAFETY: as for `v`'s release: the products that read `k`'s tile of stage
-                // `sl` are done.
-                unsafe { mbarrier_arrive_where(layout.empty(0, sl), lane == 0) };
-            }
-            last = Some((fragment::<T>(&y), s));
-            takes += 1;
-        }
-        if let Some((mut a, sl)) = last {
-            // SAFETY: as for the products behind the scores, with none behind this one.
-            unsafe { wgmma_rs_64::<T, Cols<D>>(&mut acc, &a, descriptor_128_mn(layout.tile(0, sl), 64 * 128)) };
+            let mut a = fragment::<T>(&y);
+            // SAFETY: the warpgroup's threads together; `k`'s tile landed (above), `64 × D`
+            // read MN-major (panels of 64 rows of 128 bytes, 8 KiB apart); `a` and `acc`
+            // are left alone until the wait below.
+            unsafe { wgmma_rs_64::<T, Cols<D>>(&mut acc, &a, descriptor_128_mn(layout.tile(0, s), 64 * 128)) };
             // SAFETY: as above.
             unsafe { wgmma_wait_rs_64::<T, Cols<D>>(&mut acc, &mut a) };
-            // SAFETY: as above.
-            unsafe { mbarrier_arrive_where(layout.empty(0, sl), lane == 0) };
+            // SAFETY: as for `v`'s release: the products that read `k`'s tile are done.
+            unsafe { mbarrier_arrive_where(layout.empty(0, s), lane == 0) };
+            takes += 1;
         }
         // SAFETY: as above: the products that read the resident tiles are done.
         unsafe { mbarrier_arrive_where(layout.res_empty(), lane == 0) };

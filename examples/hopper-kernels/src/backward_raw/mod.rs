@@ -23,10 +23,6 @@ const fn stages(d: usize) -> usize {
     if d == 64 { 4 } else { 3 }
 }
 
-// `dq` holds a stage of keys while the next lands (its `dS · K` runs behind the next tile's
-// products).
-const _: () = assert!(stages(64) >= 2 && stages(128) >= 2, "dq holds two stages of keys");
-
 /// The dynamic shared memory of a raw twin of the queries', keys' and values' gradients of head
 /// dimension `d` (64 or 128): the slack to align the tiles, the resident tiles, the stages and
 /// the barrier objects.
