@@ -128,7 +128,7 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
 }
 
 // Each method here issues exactly one product ending in `wgmma.commit_group` after taking the
-// older products: what `Behind::retire`'s wait relies on.
+// older products (through `then`): what `Behind::retire`'s wait relies on.
 impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
     /// [`Warpgroup::mma_pv`] behind the older products.
     #[inline(always)]
@@ -143,11 +143,7 @@ impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
         T: ProductRs<Cols<D>>,
         V: OperandB<T, D, Major = MnMajor>,
     {
-        let younger = self.wg.mma_pv(o, p, v);
-        Behind {
-            older: self.older,
-            younger,
-        }
+        self.then(|wg| wg.mma_pv(o, p, v))
     }
 
     /// [`Warpgroup::mma_acc`] behind the older products.
@@ -165,11 +161,7 @@ impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
         T: ProductRs<Cols<D>, Cols<K>>,
         V: OperandB<T, D, Major = MnMajor> + Operand,
     {
-        let younger = self.wg.mma_acc::<T, V, K, D, B>(acc, a, b);
-        Behind {
-            older: self.older,
-            younger,
-        }
+        self.mma_acc_kept::<T, V, K, D, B>(acc, &a, b)
     }
 
     /// [`Warpgroup::mma_acc_kept`] behind the older products.
@@ -187,7 +179,14 @@ impl<'c, const THREADS: usize, X: Older> Ahead<'_, 'c, THREADS, X> {
         T: ProductRs<Cols<D>, Cols<K>>,
         V: OperandB<T, D, Major = MnMajor> + Operand,
     {
-        let younger = self.wg.mma_acc_kept::<T, V, K, D, B>(acc, a, b);
+        self.then(|wg| wg.mma_acc_kept::<T, V, K, D, B>(acc, a, b))
+    }
+
+    /// The older products and the one `issue` starts behind them. Private: each caller's
+    /// `issue` is exactly one product of the warpgroup, ending in `wgmma.commit_group`.
+    #[inline(always)]
+    fn then<Y>(self, issue: impl FnOnce(&mut Warpgroup<'c, THREADS>) -> Y) -> Behind<X, Y> {
+        let younger = issue(self.wg);
         Behind {
             older: self.older,
             younger,
