@@ -87,7 +87,7 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
 
 /// One forward pass of head dimension `D` by `$kernel`, timed (after the cover's copy).
 macro_rules! timed {
-    ($name:ident, $kernel:ident, $args:ident, $d:literal, $shared:expr) => {
+    ($name:ident, $kernel:ident, $args:ident, $d:literal, $chunk:expr, $shared:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             kernels: &Kernels,
@@ -97,27 +97,28 @@ macro_rules! timed {
         ) -> Result<f64, Box<dyn Error>> {
             let extents = [b, h, s, $d];
             let strides = [h * s * $d, s * $d, $d, 1];
-            type Map<'a> = TiledMap<'a, bf16, (Const<128>, Const<$d>), Swizzle128, 4>;
-            fn map<'a>(
+            // The query rows of a chunk and the threads of its block.
+            const CHUNK: (usize, u32) = $chunk;
+            fn map<'a, const R: usize>(
                 x: &'a CudaSlice<bf16>,
                 (extents, strides): ([usize; 4], [usize; 4]),
-            ) -> Result<Map<'a>, Box<dyn Error>> {
+            ) -> Result<Boxes<'a, R, $d>, Box<dyn Error>> {
                 let mapping = StrideMapping::new(Dims::new(extents), strides)?;
                 let view = device_view_mapped::<_, _, LayoutStride>(x, mapping)?;
                 Ok(TiledMap::new(&view)?)
             }
             let (qm, km, vm) = (
-                map(&t.q, (extents, strides))?,
-                map(&t.k, (extents, strides))?,
-                map(&t.v, (extents, strides))?,
+                map::<{ CHUNK.0 }>(&t.q, (extents, strides))?,
+                map::<128>(&t.k, (extents, strides))?,
+                map::<128>(&t.v, (extents, strides))?,
             );
             let mapping = StrideMapping::new(Dims::new(extents), strides)?;
             let mut ov = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.o, mapping)?;
             let mapping = StrideMapping::new(Dims::new([b, h, s]), [h * s, s, 1])?;
             let mut lv = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.lse, mapping)?;
             let config = LaunchConfig {
-                grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
-                block_dim: (384, 1, 1),
+                grid_dim: ((b * h * s.div_ceil(CHUNK.0)) as u32, 1, 1),
+                block_dim: (CHUNK.1, 1, 1),
                 shared_mem_bytes: $shared,
             };
             let args = hk::$args {
@@ -136,13 +137,29 @@ macro_rules! timed {
     };
 }
 
-timed!(forward_d64, attention_bf16_d64, AttentionBf16D64Args, 64, 0);
-timed!(forward_d128, attention_bf16_d128, AttentionBf16D128Args, 128, 0);
+timed!(
+    forward_d64,
+    attention_bf16_d64,
+    AttentionBf16D64Args,
+    64,
+    hk::forward_chunk(64),
+    0
+);
+timed!(
+    forward_d128,
+    attention_bf16_d128,
+    AttentionBf16D128Args,
+    128,
+    hk::forward_chunk(128),
+    0
+);
+// The raw twins run two consumer warpgroups, 128 rows a chunk, at both head dimensions.
 timed!(
     raw_d64,
     attention_raw_bf16_d64,
     AttentionRawBf16D64Args,
     64,
+    (128, 384),
     hk::raw_attention_shared_bytes(64)
 );
 timed!(
@@ -150,6 +167,7 @@ timed!(
     attention_raw_bf16_d128,
     AttentionRawBf16D128Args,
     128,
+    (128, 384),
     hk::raw_attention_shared_bytes(128)
 );
 

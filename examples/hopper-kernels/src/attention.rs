@@ -7,15 +7,19 @@
 //! (a head's rows 16-byte aligned apart, its elements contiguous): `(b, h, s, d)` tensors,
 //! torch's `(b, s, h, d)` ones seen as `(b, h, s, d)`, or one of `q`, `k`, `v` packed together.
 //!
-//! Blocks of 384 threads: a producer warpgroup, whose first thread brings a chunk's 128 query
-//! rows of one head into shared memory once and the keys and values 128 rows at a time, in
-//! stages of their own, by the bulk copy engine; two consumer warpgroups of 64 query rows
-//! each, which compute the scores `S = Q · Kᵀ` (`wgmma`, both operands in shared memory), take
-//! them into the online softmax in registers (`RowStats`), and add `P · V` to the output
-//! (`wgmma` with `P` in registers). Any sequence lengths: rows past a head's last arrive as
-//! zeros (the maps are of rank 4: a box never reaches into the next head), and keys past it are
-//! masked. Each consumer writes its rows of `o` and their log-sum-exp: the chunks of `o` carry
-//! those of `lse` (`Chunks::with_rows`).
+//! Each block is a producer warpgroup, whose first thread brings a chunk's query rows of one
+//! head into shared memory once and the keys and values 128 rows at a time, in stages of their
+//! own, by the bulk copy engine, and a consumer warpgroup for each 64 of the chunk's rows, which
+//! computes the scores `S = Q · Kᵀ` (`wgmma`, both operands in shared memory), takes them into
+//! the online softmax in registers (`RowStats`), and adds `P · V` to the output (`wgmma` with
+//! `P` in registers). The chunks are of [`forward_chunk`]`(d)` rows: 192 (three consumers, 512
+//! threads) at head dimension 64, where the softmax costs as much as the products and a third
+//! warpgroup keeps the tensor cores busy through two others' softmax, and 128 (two, 384 threads)
+//! at 128. Causal, a warpgroup releases unread the tiles of keys that only the chunk's later
+//! rows see. Any sequence lengths: rows past a head's last arrive as zeros (the maps are of rank
+//! 4: a box never reaches into the next head), and keys past it are masked. Each consumer
+//! writes its rows of `o` and their log-sum-exp: the chunks of `o` carry those of `lse`
+//! (`Chunks::with_rows`).
 
 pub use crate::sequences::SeqOffsets;
 use dlmd::extents::Const;
@@ -42,13 +46,26 @@ pub type AttentionOut<'a, T> = DeviceMdspanMut<'a, T, Dims<4>, LayoutStride>;
 /// Each query row's log-sum-exp, `b × h_q × s_q` `f32`, strided; `+∞` for a row that sees no
 /// key.
 pub type AttentionLse<'a> = DeviceMdspanMut<'a, f32, Dims<3>, LayoutStride>;
-/// The tiles of the forward pass: `q` resident, `k` and `v` streamed (`v` read MN-major).
-pub type AttentionTiles<T, const D: usize, const STAGES: usize> =
-    Streams<STAGES, AttentionTile<T, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
-/// The block of the forward pass: one chunk of 128 query rows of one head (`1 × 1 × 128 × D`
-/// of `o`) at a time.
-pub type AttentionBlock<'k, T, const D: usize, const STAGES: usize> =
-    Block<'k, 384, AttentionTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
+/// The query rows of a chunk of the forward pass and the threads of its block, by head
+/// dimension `d`: at 64, three consumer warpgroups (192 rows, 512 threads), as
+/// FlashAttention-3 runs it, so that one warpgroup's softmax has two others' products to hide
+/// behind; at 128, two (128 rows, 384 threads), which the accumulators' registers allow.
+pub const fn forward_chunk(d: usize) -> (usize, u32) {
+    if d == 64 { (192, 512) } else { (128, 384) }
+}
+
+/// A tile of `ROWS` query rows of a head of `q`: `ROWS × D`, in panels of 64 columns.
+pub type QueryTile<T, const ROWS: usize, const D: usize> = TileOf<T, (Const<ROWS>, Const<D>), Swizzle128>;
+/// The tensor map of `q` (`b × h × s × D`) with boxes of `ROWS × D` of one head.
+pub type QueryMap<'a, T, const ROWS: usize, const D: usize> = TensorMap<'a, T, (Const<ROWS>, Const<D>), Swizzle128, 4>;
+/// The tiles of the forward pass: `ROWS` rows of `q` resident, `k` and `v` streamed 128 rows
+/// at a time (`v` read MN-major).
+pub type AttentionTiles<T, const ROWS: usize, const D: usize, const STAGES: usize> =
+    Streams<STAGES, QueryTile<T, ROWS, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
+/// The block of the forward pass: a producer warpgroup and one consumer warpgroup for each 64
+/// of the `ROWS` query rows of a chunk (`1 × 1 × ROWS × D` of `o`), one chunk at a time.
+pub type AttentionBlock<'k, T, const THREADS: usize, const ROWS: usize, const D: usize, const STAGES: usize> =
+    Block<'k, THREADS, AttentionTiles<T, ROWS, D, STAGES>, (Const<1>, Const<1>, Const<ROWS>, Const<D>)>;
 
 /// The forward pass over `o`'s chunks, each element written as `out(value)`, and `lse`; both
 /// left as they are where the extents do not fit together or the scale is not positive. The
@@ -57,9 +74,10 @@ pub type AttentionBlock<'k, T, const D: usize, const STAGES: usize> =
 #[dlmd::device]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn forward<T, const D: usize, const STAGES: usize>(
-    block: AttentionBlock<'_, T, D, STAGES>,
-    [q, k, v]: [AttentionMap<'_, T, D>; 3],
+fn forward<T, const THREADS: usize, const ROWS: usize, const D: usize, const STAGES: usize>(
+    block: AttentionBlock<'_, T, THREADS, ROWS, D, STAGES>,
+    q: QueryMap<'_, T, ROWS, D>,
+    [k, v]: [AttentionMap<'_, T, D>; 2],
     (o, lse): (AttentionOut<'_, T>, AttentionLse<'_>),
     lengths: impl Lengths,
     scale: f32,
@@ -88,7 +106,7 @@ fn forward<T, const D: usize, const STAGES: usize>(
     }
     let group = heads_q / heads_kv;
     let scale_log2 = scale * core::f32::consts::LOG2_E;
-    let tiles = |m0: usize, s: Sequence| Keys::tiles(m0, 128, s.own_len, s.other_len, causal);
+    let tiles = |m0: usize, s: Sequence| Keys::tiles(m0, ROWS, s.own_len, s.other_len, causal);
     let (mut block, mut set) = block.split();
     // `lse`'s extents are `o`'s but the last, and the sequences fit `o`, or nothing is written.
     let Some(chunks) = lengths.cut(block.chunks(o)).and_then(|chunks| chunks.with_rows(lse)) else {
@@ -110,19 +128,25 @@ fn forward<T, const D: usize, const STAGES: usize>(
             // at the sequence's end where the chunk is shorter), and this warpgroup's first.
             let first = part.origin()[2];
             let s = lengths.of(first, part.segment());
-            let m0 = first.saturating_sub(s.own0) / 128 * 128;
+            let m0 = first.saturating_sub(s.own0) / ROWS * ROWS;
             let (part, rows) = part.split_rows();
             let row0 = m0 + 64 * wg.index();
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
             let mut acc = Accumulators::<T, Cols<D>>::zero();
-            for n in 0..tiles(m0, s) {
+            // Causal, the chunk's later rows may see tiles of keys that none of this
+            // warpgroup's does: those it releases unread.
+            let (mine, all) = (Keys::tiles(row0, 64, s.own_len, s.other_len, causal), tiles(m0, s));
+            for n in 0..mine.min(all) {
                 let scores = wg.mma_resident::<T, _, _, 128, _>(Accumulators::zero(), &q_rows, consumer.first());
                 let scores = wg.wait(scores);
                 let keys = Keys::new(row0, 128 * n, s.own_len, s.other_len, causal);
                 let probs = stats.update(scores, scale_log2, keys);
                 let running = wg.mma_pv::<T, _, D>(acc, probs, consumer.second());
                 acc = wg.wait(running);
+            }
+            for _ in mine..all {
+                drop((consumer.first(), consumer.second()));
             }
             drop(q_rows);
             let (acc, lse) = stats.finish_with_lse(acc);
@@ -140,13 +164,13 @@ macro_rules! forward_kernel {
         /// `causal` whether query `i` sees only keys `j ≤ i + s_k − s_q`. `o` and `lse` are
         /// left as they are where the extents do not fit together (`o`'s those of `q`,
         /// `lse`'s those of `o` but the last, `k`'s those of `v`, the same batch, `h_kv`
-        /// dividing `h_q`) or the scale is not positive and finite. Launch with blocks of 384
-        /// threads, at most one per chunk of 128 query rows of a head.
+        /// dividing `h_q`) or the scale is not positive and finite. Launch with blocks of
+        #[doc = concat!("[`forward_chunk`]`(", $d, ")` threads, at most one per chunk of its rows of a head.")]
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
-            block: AttentionBlock<'_, $t, $d, $stages>,
-            q: AttentionMap<'_, $t, $d>,
+            block: AttentionBlock<'_, $t, { forward_chunk($d).1 as usize }, { forward_chunk($d).0 }, $d, $stages>,
+            q: QueryMap<'_, $t, { forward_chunk($d).0 }, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,
@@ -158,7 +182,7 @@ macro_rules! forward_kernel {
                 own: q.extents()[2],
                 other: k.extents()[2],
             };
-            forward(block, [q, k, v], (o, lse), lengths, scale, causal, $out);
+            forward(block, q, [k, v], (o, lse), lengths, scale, causal, $out);
         }
 
         /// The forward pass of sequences of different lengths packed together, for
@@ -168,13 +192,13 @@ macro_rules! forward_kernel {
         /// `causal` aligned to each sequence's bottom right. Also left as they are where the
         /// offsets are negative or decrease, count different numbers of sequences, or reach
         /// past their tensors' rows; rows of `o` past the last offset are not written. Launch
-        /// with blocks of 384 threads, as many as fit (at most one per chunk of 128 rows of
+        #[doc = concat!("with blocks of [`forward_chunk`]`(", $d, ")` threads, as many as fit (at most one per chunk of its rows of")]
         /// the longest sequence, for each sequence and head).
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $varlen(
-            block: AttentionBlock<'_, $t, $d, $stages>,
-            q: AttentionMap<'_, $t, $d>,
+            block: AttentionBlock<'_, $t, { forward_chunk($d).1 as usize }, { forward_chunk($d).0 }, $d, $stages>,
+            q: QueryMap<'_, $t, { forward_chunk($d).0 }, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,
@@ -185,7 +209,7 @@ macro_rules! forward_kernel {
             causal: bool,
         ) {
             if let Some(lengths) = packed(cu_q, cu_k, k.extents()[2]) {
-                forward(block, [q, k, v], (o, lse), lengths, scale, causal, $out);
+                forward(block, q, [k, v], (o, lse), lengths, scale, causal, $out);
             }
         }
     };

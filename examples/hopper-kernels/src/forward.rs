@@ -2,7 +2,8 @@
 //! the scale, each mismatch its own [`AttentionError`] (the kernels leave their outputs as they
 //! are where the extents do not fit, which a caller could not tell from the result), makes the
 //! tensor maps, chooses the kernel of the element type and head dimension, and launches it on a
-//! grid of one block a chunk of 128 query rows of a head, in a scope that waits for it.
+//! grid of one block a chunk of query rows of a head ([`forward_chunk`](crate::forward_chunk)),
+//! in a scope that waits for it.
 
 use crate::{AttentionLse, AttentionOut};
 use cudarc::driver::CudaStream;
@@ -150,11 +151,11 @@ mod sealed {
     impl Sealed for super::f16 {}
 }
 
-/// The tensor map of `view` for tiles of `128 × D`, its errors named after `which`.
-fn map<'a, T: DlElement, const D: usize>(
+/// The tensor map of `view` for tiles of `ROWS × D`, its errors named after `which`.
+fn map<'a, T: DlElement, const ROWS: usize, const D: usize>(
     view: &AttentionIn<'a, T>,
     which: &'static str,
-) -> Result<TiledMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>, AttentionError> {
+) -> Result<TiledMap<'a, T, (Const<ROWS>, Const<D>), Swizzle128, 4>, AttentionError> {
     TiledMap::new(view).map_err(|source| AttentionError::Map { which, source })
 }
 
@@ -174,11 +175,11 @@ macro_rules! attention_element {
                 twin: Twin,
             ) -> Result<(), AttentionError> {
                 macro_rules! run {
-                    ($kernel:ident, $args:ident, $d:literal, $config:expr) => {{
+                    ($kernel:ident, $args:ident, $rows:expr, $d:literal, $config:expr) => {{
                         let (qm, km, vm) = (
-                            map::<_, $d>(q, "q")?,
-                            map::<_, $d>(k, "k")?,
-                            map::<_, $d>(v, "v")?,
+                            map::<_, { $rows }, $d>(q, "q")?,
+                            map::<_, 128, $d>(k, "k")?,
+                            map::<_, 128, $d>(v, "v")?,
                         );
                         cuda::scope(|s| {
                             crate::$kernel(
@@ -202,10 +203,10 @@ macro_rules! attention_element {
                     ..config
                 };
                 match (q.extents().0[3] == 64, twin) {
-                    (true, Twin::Safe) => run!($d64, $args64, 64, config),
-                    (false, Twin::Safe) => run!($d128, $args128, 128, config),
-                    (true, Twin::Raw) => run!($raw64, $raw_args64, 64, raw(64)),
-                    (false, Twin::Raw) => run!($raw128, $raw_args128, 128, raw(128)),
+                    (true, Twin::Safe) => run!($d64, $args64, crate::forward_chunk(64).0, 64, config),
+                    (false, Twin::Safe) => run!($d128, $args128, crate::forward_chunk(128).0, 128, config),
+                    (true, Twin::Raw) => run!($raw64, $raw_args64, 128, 64, raw(64)),
+                    (false, Twin::Raw) => run!($raw128, $raw_args128, 128, 128, raw(128)),
                 }
             }
         }
@@ -285,31 +286,66 @@ fn forward_by<T: AttentionElement>(
 ) -> Result<(), AttentionError> {
     let extents = [q.extents().0, k.extents().0, v.extents().0, o.extents().0];
     check_attention(extents, lse.extents().0, scale)?;
-    let Some(config) = grid(extents[0]) else {
+    let config = match twin {
+        Twin::Safe => forward_grid(extents[0]),
+        Twin::Raw => grid(extents[0]),
+    };
+    let Some(config) = config else {
         return Ok(());
     };
     T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config, twin)
 }
 
-/// The launch of a call whose queries are `[b, h, s, d]`: one block of 384 threads a chunk of
-/// 128 query rows of a head, at most as many as a grid holds (each block then takes the chunks
-/// `c % blocks`); `None` where there is no query.
-pub(crate) fn grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
-    let chunks = b.saturating_mul(h).saturating_mul(s.div_ceil(128));
+/// The launch of a call whose rows are `[b, h, s, d]`: one block of `threads` a chunk of
+/// `rows` rows of a head, at most as many as a grid holds (each block then takes the chunks
+/// `c % blocks`); `None` where there is no row.
+fn chunked([b, h, s, _]: [usize; 4], rows: usize, threads: u32) -> Option<LaunchConfig> {
+    let chunks = b.saturating_mul(h).saturating_mul(s.div_ceil(rows));
     (chunks > 0).then(|| LaunchConfig {
         grid_dim: (chunks.min(i32::MAX as usize) as u32, 1, 1),
-        block_dim: (384, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })
 }
 
+/// The launch of a backward kernel, or of a raw twin, over `[b, h, s, d]`: one block of 384
+/// threads a chunk of 128 rows of a head.
+pub(crate) fn grid(extents: [usize; 4]) -> Option<LaunchConfig> {
+    chunked(extents, 128, 384)
+}
+
+/// The launch of the safe forward pass over queries `[b, h, s, d]`: a block a chunk of
+/// [`forward_chunk`](crate::forward_chunk)`(d)` of a head.
+pub(crate) fn forward_grid(extents: [usize; 4]) -> Option<LaunchConfig> {
+    let (rows, threads) = crate::forward_chunk(extents[3]);
+    chunked(extents, rows, threads)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{AttentionError, check_attention};
+    use super::{AttentionError, check_attention, forward_grid, grid};
 
     const Q: [usize; 4] = [2, 8, 300, 128];
     const KV: [usize; 4] = [2, 2, 77, 128];
     const LSE: [usize; 3] = [2, 8, 300];
+
+    #[test]
+    fn the_forward_grid_has_a_block_for_each_chunk_of_its_head_dimension() {
+        let shape = |c: Option<cudarc::driver::LaunchConfig>| c.map(|c| (c.grid_dim.0, c.block_dim.0));
+        // Head dimension 64: chunks of 192 rows, three consumer warpgroups and the producer.
+        assert_eq!(shape(forward_grid([2, 3, 193, 64])), Some((2 * 3 * 2, 512)));
+        assert_eq!(shape(forward_grid([1, 1, 192, 64])), Some((1, 512)));
+        // 128: chunks of 128 rows, two consumers; the backward kernels' and twins' alike.
+        assert_eq!(shape(forward_grid([2, 3, 129, 128])), Some((2 * 3 * 2, 384)));
+        assert_eq!(shape(grid([2, 3, 193, 64])), Some((2 * 3 * 2, 384)));
+        // No query, no launch; more chunks than a grid holds, a full grid.
+        assert_eq!(shape(forward_grid([4, 0, 10, 64])), None);
+        assert_eq!(shape(forward_grid([0, 8, 10, 128])), None);
+        assert_eq!(
+            shape(forward_grid([usize::MAX, 2, 1000, 64])),
+            Some((i32::MAX as u32, 512))
+        );
+    }
 
     #[test]
     fn a_call_that_fits_passes() {

@@ -5,7 +5,7 @@
 //! `Imported::arg` checks it, and the call as [`attention_forward`](crate::attention_forward)
 //! checks it; each refusal names the tensor.
 
-use crate::forward::{AttentionError, check_attention, grid};
+use crate::forward::{AttentionError, check_attention, forward_grid};
 use dlmd::DlElement;
 use dlmd::cuda::{Arg, CudaError, ImportParam, Imported, Kernels};
 use dlmd::half::{bf16, f16};
@@ -55,7 +55,7 @@ pub fn attention_forward_imported(
 ) -> Result<(), AttentionError> {
     let four = [extents(q, "q")?, extents(k, "k")?, extents(v, "v")?, extents(o, "o")?];
     check_attention(four, extents(lse, "lse")?, scale)?;
-    let Some(config) = grid(four[0]) else {
+    let Some(config) = forward_grid(four[0]) else {
         return Ok(());
     };
     let dtype = q.tensor().dl_tensor().dtype;

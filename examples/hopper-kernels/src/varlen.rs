@@ -8,7 +8,7 @@
 //! without waiting for the device. The longest sequence's length sizes the grid, as
 //! FlashAttention's `max_seqlen` does; a smaller one only leaves each block more chunks.
 
-use crate::forward::{AttentionError, check_attention, grid};
+use crate::forward::{AttentionError, check_attention, forward_grid, grid};
 use crate::gradients::{check_gradients, delta_grid};
 use crate::imported::{arg, extents};
 use dlmd::DlElement;
@@ -33,6 +33,12 @@ pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result
 /// at most `longest` rows: one block for each chunk of 128 rows of a sequence's head.
 fn packed_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
     grid([sequences, heads, longest, d])
+}
+
+/// The grid of a packed call's forward kernel: one block for each chunk of
+/// [`forward_chunk`](crate::forward_chunk)`(d)` rows of a sequence's head.
+fn packed_forward_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
+    forward_grid([sequences, heads, longest, d])
 }
 
 /// The checked extents of a packed call: `[q, k, v, o]`, `lse`'s, and the offsets' counts.
@@ -72,7 +78,7 @@ pub fn attention_varlen_forward_imported(
 ) -> Result<(), AttentionError> {
     let four = packed_extents([q, k, v, o], lse, [cu_q, cu_k], scale)?;
     let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
-    let Some(config) = packed_grid(sequences, four[0], max_q.min(four[0][2])) else {
+    let Some(config) = packed_forward_grid(sequences, four[0], max_q.min(four[0][2])) else {
         return Ok(());
     };
     let dtype = q.tensor().dl_tensor().dtype;

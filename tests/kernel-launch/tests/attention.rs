@@ -54,9 +54,12 @@ const CASES: [Case; 16] = [
 /// `lse` start as `-7`.
 macro_rules! runner {
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal) => {
-        runner!($name, $kernel, $args, $t, $d, 0);
+        runner!($name, $kernel, $args, $t, $d, 0, hk::forward_chunk($d));
     };
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr) => {
+        runner!($name, $kernel, $args, $t, $d, $shared, (128, 384));
+    };
+    ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr, $chunk:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             module: &Kernels,
@@ -78,29 +81,35 @@ macro_rules! runner {
                 (stream.clone_htod(&buffer).unwrap(), strides)
             };
             let (dq, dk, dv) = (up(q, extents[0]), up(k, extents[1]), up(v, extents[2]));
-            fn map<'a>(
+            // The query rows of a chunk and the threads of its block.
+            const CHUNK: (usize, u32) = $chunk;
+            fn map<'a, const R: usize>(
                 (d, strides): &'a (CudaSlice<$t>, [usize; 4]),
                 extents: [usize; 4],
-            ) -> TiledMap<'a, $t, (Const<128>, Const<$d>), Swizzle128, 4> {
+            ) -> TiledMap<'a, $t, (Const<R>, Const<$d>), Swizzle128, 4> {
                 let mapping = StrideMapping::new(Dims::new(extents), *strides).unwrap();
                 let view = device_view_mapped::<$t, _, LayoutStride>(d, mapping).unwrap();
                 TiledMap::new(&view).unwrap()
             }
-            let (qm, km, vm) = (map(&dq, extents[0]), map(&dk, extents[1]), map(&dv, extents[2]));
+            let (qm, km, vm) = (
+                map::<{ CHUNK.0 }>(&dq, extents[0]),
+                map::<128>(&dk, extents[1]),
+                map::<128>(&dv, extents[2]),
+            );
             let (len, strides) = c.order.layout(extents[3]);
             let mut o = stream.clone_htod(&vec![<$t>::of(-7.0); len]).unwrap();
             let [b, h, s, _] = extents[3];
             let cfg = LaunchConfig {
                 grid_dim: (
                     if blocks == 0 {
-                        b * h * s.div_ceil(128)
+                        b * h * s.div_ceil(CHUNK.0)
                     } else {
                         blocks
                     } as u32,
                     layers,
                     1,
                 ),
-                block_dim: (384, 1, 1),
+                block_dim: (CHUNK.1, 1, 1),
                 shared_mem_bytes: $shared,
             };
             let [lb, lh, ls] = lse_extents;
