@@ -2,7 +2,8 @@
 //! `attention_*`: the output and each row's log-sum-exp; `attention_delta_*`, `attention_dq_*`
 //! and `attention_dkv_*`: the row statistic `Δ = Σ do ∘ o` and the gradients) on an `sm_90a`
 //! GPU, each kernel timed against its raw twin (`attention_raw_*`, the same work over raw
-//! instructions) on the shapes of FlashAttention's benchmarks, the two alternated in each round:
+//! instructions; at head dimension 64 the forward twin's blocks are of two consumer warpgroups
+//! where the safe kernel's are of three) on the shapes of FlashAttention's benchmarks, the two alternated in each round:
 //! medians of CUDA-event spans, each after a 128 MiB device copy, in TFLOP/s counted as
 //! FlashAttention counts them (`4 · b · h · s² · d` forward, 2.5 times that backward, halved
 //! when causal). `scripts/bench_attention_torch.py [--backward]` times torch's
@@ -98,7 +99,7 @@ macro_rules! timed {
             let extents = [b, h, s, $d];
             let strides = [h * s * $d, s * $d, $d, 1];
             // The query rows of a chunk and the threads of its block.
-            const CHUNK: (usize, u32) = $chunk;
+            const CHUNK: hk::ForwardChunk = $chunk;
             fn map<'a, const R: usize>(
                 x: &'a CudaSlice<bf16>,
                 (extents, strides): ([usize; 4], [usize; 4]),
@@ -108,7 +109,7 @@ macro_rules! timed {
                 Ok(TiledMap::new(&view)?)
             }
             let (qm, km, vm) = (
-                map::<{ CHUNK.0 }>(&t.q, (extents, strides))?,
+                map::<{ CHUNK.rows }>(&t.q, (extents, strides))?,
                 map::<128>(&t.k, (extents, strides))?,
                 map::<128>(&t.v, (extents, strides))?,
             );
@@ -117,8 +118,8 @@ macro_rules! timed {
             let mapping = StrideMapping::new(Dims::new([b, h, s]), [h * s, s, 1])?;
             let mut lv = device_view_mapped_mut::<_, _, LayoutStride>(&mut t.lse, mapping)?;
             let config = LaunchConfig {
-                grid_dim: ((b * h * s.div_ceil(CHUNK.0)) as u32, 1, 1),
-                block_dim: (CHUNK.1, 1, 1),
+                grid_dim: ((b * h * s.div_ceil(CHUNK.rows)) as u32, 1, 1),
+                block_dim: (CHUNK.threads, 1, 1),
                 shared_mem_bytes: $shared,
             };
             let args = hk::$args {
@@ -153,13 +154,14 @@ timed!(
     hk::forward_chunk(128),
     0
 );
-// The raw twins run two consumer warpgroups, 128 rows a chunk, at both head dimensions.
+/// The raw twins' chunk: 128 query rows, two consumer warpgroups, at both head dimensions.
+const RAW_CHUNK: hk::ForwardChunk = hk::forward_chunk(128);
 timed!(
     raw_d64,
     attention_raw_bf16_d64,
     AttentionRawBf16D64Args,
     64,
-    (128, 384),
+    RAW_CHUNK,
     hk::raw_attention_shared_bytes(64)
 );
 timed!(
@@ -167,7 +169,7 @@ timed!(
     attention_raw_bf16_d128,
     AttentionRawBf16D128Args,
     128,
-    (128, 384),
+    RAW_CHUNK,
     hk::raw_attention_shared_bytes(128)
 );
 

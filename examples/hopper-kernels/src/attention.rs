@@ -12,7 +12,7 @@
 //! own, by the bulk copy engine, and a consumer warpgroup for each 64 of the chunk's rows, which
 //! computes the scores `S = Q · Kᵀ` (`wgmma`, both operands in shared memory), takes them into
 //! the online softmax in registers (`RowStats`), and adds `P · V` to the output (`wgmma` with
-//! `P` in registers). The chunks are of [`forward_chunk`]`(d)` rows: 192 (three consumers, 512
+//! `P` in registers). The chunks are of [`forward_chunk`]`(d).rows` rows: 192 (three consumers, 512
 //! threads) at head dimension 64, where the softmax costs as much as the products and a third
 //! warpgroup keeps the tensor cores busy through two others' softmax, and 128 (two, 384 threads)
 //! at 128. Causal, a warpgroup releases unread the tiles of keys that only the chunk's later
@@ -39,19 +39,34 @@ use {
 
 /// A tile of 128 rows of a head of `q`, `k` or `v`: `128 × D`, in panels of 64 columns.
 pub type AttentionTile<T, const D: usize> = TileOf<T, (Const<128>, Const<D>), Swizzle128>;
-/// The tensor map of `q`, `k` or `v` (`b × h × s × D`): boxes of `128 × D` of one head.
+/// The tensor map of `k` or `v` (`b × h × s × D`), or of `q` where its chunks are of 128 rows:
+/// boxes of `128 × D` of one head.
 pub type AttentionMap<'a, T, const D: usize> = TensorMap<'a, T, (Const<128>, Const<D>), Swizzle128, 4>;
 /// The output `o`, `b × h_q × s_q × D`, strided (the heads' rows contiguous).
 pub type AttentionOut<'a, T> = DeviceMdspanMut<'a, T, Dims<4>, LayoutStride>;
 /// Each query row's log-sum-exp, `b × h_q × s_q` `f32`, strided; `+∞` for a row that sees no
 /// key.
 pub type AttentionLse<'a> = DeviceMdspanMut<'a, f32, Dims<3>, LayoutStride>;
-/// The query rows of a chunk of the forward pass and the threads of its block, by head
-/// dimension `d`: at 64, three consumer warpgroups (192 rows, 512 threads), as
-/// FlashAttention-3 runs it, so that one warpgroup's softmax has two others' products to hide
-/// behind; at 128, two (128 rows, 384 threads), which the accumulators' registers allow.
-pub const fn forward_chunk(d: usize) -> (usize, u32) {
-    if d == 64 { (192, 512) } else { (128, 384) }
+/// The query rows of a chunk of the safe forward pass and the threads of its block (a producer
+/// warpgroup and a consumer for each 64 rows): [`forward_chunk`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForwardChunk {
+    /// The query rows of a chunk of one head.
+    pub rows: usize,
+    /// The threads of a block: `128 · (rows / 64 + 1)`.
+    pub threads: u32,
+}
+
+/// The chunk of the safe forward pass at head dimension `d`: at 64, three consumer warpgroups
+/// (192 rows, 512 threads), as FlashAttention-3 runs it, so that one warpgroup's softmax has
+/// two others' products to hide behind; at 128, two (128 rows, 384 threads), which the
+/// accumulators' registers allow. The raw twins take 128 rows and 384 threads at both.
+pub const fn forward_chunk(d: usize) -> ForwardChunk {
+    let rows = if d == 64 { 192 } else { 128 };
+    ForwardChunk {
+        rows,
+        threads: (128 * (rows / 64 + 1)) as u32,
+    }
 }
 
 /// A tile of `ROWS` query rows of a head of `q`: `ROWS × D`, in panels of 64 columns.
@@ -134,9 +149,15 @@ fn forward<T, const THREADS: usize, const ROWS: usize, const D: usize, const STA
             let q_rows = consumer.resident();
             let mut stats = RowStats::new(wg);
             let mut acc = Accumulators::<T, Cols<D>>::zero();
-            // Causal, the chunk's later rows may see tiles of keys that none of this
-            // warpgroup's does: those it releases unread.
-            let (mine, all) = (Keys::tiles(row0, 64, s.own_len, s.other_len, causal), tiles(m0, s));
+            // The tiles of keys this warpgroup's rows see: none where its rows are all past the
+            // sequence's end (a chunk cut short), and causal, fewer than the chunk's later rows
+            // see. The rest it releases unread.
+            let mine = if row0 < s.own_len {
+                Keys::tiles(row0, 64, s.own_len, s.other_len, causal)
+            } else {
+                0
+            };
+            let all = tiles(m0, s);
             for n in 0..mine.min(all) {
                 let scores = wg.mma_resident::<T, _, _, 128, _>(Accumulators::zero(), &q_rows, consumer.first());
                 let scores = wg.wait(scores);
@@ -165,12 +186,12 @@ macro_rules! forward_kernel {
         /// left as they are where the extents do not fit together (`o`'s those of `q`,
         /// `lse`'s those of `o` but the last, `k`'s those of `v`, the same batch, `h_kv`
         /// dividing `h_q`) or the scale is not positive and finite. Launch with blocks of
-        #[doc = concat!("[`forward_chunk`]`(", $d, ")` threads, at most one per chunk of its rows of a head.")]
+        #[doc = concat!("[`forward_chunk`]`(", $d, ").threads` threads, at most one per chunk of `forward_chunk(", $d, ").rows` query rows of a head.")]
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
-            block: AttentionBlock<'_, $t, { forward_chunk($d).1 as usize }, { forward_chunk($d).0 }, $d, $stages>,
-            q: QueryMap<'_, $t, { forward_chunk($d).0 }, $d>,
+            block: AttentionBlock<'_, $t, { forward_chunk($d).threads as usize }, { forward_chunk($d).rows }, $d, $stages>,
+            q: QueryMap<'_, $t, { forward_chunk($d).rows }, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,
@@ -192,13 +213,13 @@ macro_rules! forward_kernel {
         /// `causal` aligned to each sequence's bottom right. Also left as they are where the
         /// offsets are negative or decrease, count different numbers of sequences, or reach
         /// past their tensors' rows; rows of `o` past the last offset are not written. Launch
-        #[doc = concat!("with blocks of [`forward_chunk`]`(", $d, ")` threads, as many as fit (at most one per chunk of its rows of")]
-        /// the longest sequence, for each sequence and head).
+        #[doc = concat!("with blocks of [`forward_chunk`]`(", $d, ").threads` threads, as many as fit (at most one per chunk of `forward_chunk(", $d, ").rows`")]
+        /// rows of the longest sequence, for each sequence and head).
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $varlen(
-            block: AttentionBlock<'_, $t, { forward_chunk($d).1 as usize }, { forward_chunk($d).0 }, $d, $stages>,
-            q: QueryMap<'_, $t, { forward_chunk($d).0 }, $d>,
+            block: AttentionBlock<'_, $t, { forward_chunk($d).threads as usize }, { forward_chunk($d).rows }, $d, $stages>,
+            q: QueryMap<'_, $t, { forward_chunk($d).rows }, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,

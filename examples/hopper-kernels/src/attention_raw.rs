@@ -1,7 +1,9 @@
 //! The raw twins of attention's forward kernels ([`attention_bf16_d128`](crate::attention_bf16_d128)
-//! and the others): the same work, block for block and instruction for instruction, written the
-//! CUDA C++ way, over `dlmd::kernel::warpgroup::raw` and addresses of the block's shared
-//! memory. The block lays out its own tiles and barrier objects, its producer thread counts
+//! and the others): the same work, written the CUDA C++ way, over `dlmd::kernel::warpgroup::raw`
+//! and addresses of the block's shared memory. At head dimension 128 they are the safe kernels
+//! block for block and instruction for instruction; at 64 each row's work is the same, in the
+//! same order (the same bits), but in blocks of two consumer warpgroups (128 rows), where the
+//! safe kernels' have three (192 rows, [`forward_chunk`](crate::forward_chunk)). The block lays out its own tiles and barrier objects, its producer thread counts
 //! their phases, each consumer warpgroup keeps its statistics in arrays of registers and writes
 //! its rows of `o` through the pointer. Every precondition of its `unsafe` code is checked at
 //! run time (the views' extents, the launch's threads and shared memory), so the kernels are
@@ -50,7 +52,7 @@ pub(crate) mod device {
     use dlmd::{DlElement, unroll};
 
     /// Registers of the producer warpgroup and of each consumer one while the block runs: the
-    /// split the safe kernels' blocks make (384 threads, one block a multiprocessor).
+    /// split the safe kernels' blocks of 384 threads make (one block a multiprocessor).
     pub(crate) const PRODUCER_REGS: u32 = 40;
     pub(crate) const CONSUMER_REGS: u32 = 232;
 

@@ -203,8 +203,8 @@ macro_rules! attention_element {
                     ..config
                 };
                 match (q.extents().0[3] == 64, twin) {
-                    (true, Twin::Safe) => run!($d64, $args64, crate::forward_chunk(64).0, 64, config),
-                    (false, Twin::Safe) => run!($d128, $args128, crate::forward_chunk(128).0, 128, config),
+                    (true, Twin::Safe) => run!($d64, $args64, crate::forward_chunk(64).rows, 64, config),
+                    (false, Twin::Safe) => run!($d128, $args128, crate::forward_chunk(128).rows, 128, config),
                     (true, Twin::Raw) => run!($raw64, $raw_args64, 128, 64, raw(64)),
                     (false, Twin::Raw) => run!($raw128, $raw_args128, 128, 128, raw(128)),
                 }
@@ -260,8 +260,8 @@ pub fn attention_forward<T: AttentionElement>(
 
 /// [`attention_forward`] by the raw twin of the kernel (`attention_raw_*`: the same work
 /// written over raw instructions and addresses, with [`raw_attention_shared_bytes`](crate::raw_attention_shared_bytes)
-/// of dynamic shared memory): the reference the safe kernels are timed against. The same
-/// checks, the same results.
+/// of dynamic shared memory, in chunks of 128 rows at both head dimensions): the reference the
+/// safe kernels are timed against. The same checks, the same results.
 pub fn attention_forward_raw<T: AttentionElement>(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -314,16 +314,17 @@ pub(crate) fn grid(extents: [usize; 4]) -> Option<LaunchConfig> {
     chunked(extents, 128, 384)
 }
 
-/// The launch of the safe forward pass over queries `[b, h, s, d]`: a block a chunk of
-/// [`forward_chunk`](crate::forward_chunk)`(d)` of a head.
+/// The launch of the safe forward pass over queries `[b, h, s, d]`: a block of
+/// [`forward_chunk`](crate::forward_chunk)`(d).threads` a chunk of its `rows` query rows of a
+/// head.
 pub(crate) fn forward_grid(extents: [usize; 4]) -> Option<LaunchConfig> {
-    let (rows, threads) = crate::forward_chunk(extents[3]);
-    chunked(extents, rows, threads)
+    let chunk = crate::forward_chunk(extents[3]);
+    chunked(extents, chunk.rows, chunk.threads)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{AttentionError, check_attention, forward_grid, grid};
+    use super::{AttentionError, LaunchConfig, check_attention, forward_grid, grid};
 
     const Q: [usize; 4] = [2, 8, 300, 128];
     const KV: [usize; 4] = [2, 2, 77, 128];
@@ -331,13 +332,15 @@ mod tests {
 
     #[test]
     fn the_forward_grid_has_a_block_for_each_chunk_of_its_head_dimension() {
-        let shape = |c: Option<cudarc::driver::LaunchConfig>| c.map(|c| (c.grid_dim.0, c.block_dim.0));
-        // Head dimension 64: chunks of 192 rows, three consumer warpgroups and the producer.
+        let shape = |c: Option<LaunchConfig>| c.map(|c| (c.grid_dim.0, c.block_dim.0));
+        // Head dimension 64: chunks of 192 rows, three consumer warpgroups and the producer;
+        // the backward kernels and the raw twins take chunks of 128 rows with two.
+        assert_eq!(shape(forward_grid([2, 3, 150, 64])), Some((2 * 3, 512)));
+        assert_eq!(shape(grid([2, 3, 150, 64])), Some((2 * 3 * 2, 384)));
         assert_eq!(shape(forward_grid([2, 3, 193, 64])), Some((2 * 3 * 2, 512)));
         assert_eq!(shape(forward_grid([1, 1, 192, 64])), Some((1, 512)));
-        // 128: chunks of 128 rows, two consumers; the backward kernels' and twins' alike.
+        // 128: chunks of 128 rows, two consumers.
         assert_eq!(shape(forward_grid([2, 3, 129, 128])), Some((2 * 3 * 2, 384)));
-        assert_eq!(shape(grid([2, 3, 193, 64])), Some((2 * 3 * 2, 384)));
         // No query, no launch; more chunks than a grid holds, a full grid.
         assert_eq!(shape(forward_grid([4, 0, 10, 64])), None);
         assert_eq!(shape(forward_grid([0, 8, 10, 128])), None);

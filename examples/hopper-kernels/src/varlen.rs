@@ -29,8 +29,9 @@ pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result
     Ok(())
 }
 
-/// The grid of a packed call's kernel over `[1, h, total, d]` rows of `sequences` sequences of
-/// at most `longest` rows: one block for each chunk of 128 rows of a sequence's head.
+/// The grid of a packed call's backward kernel over `[1, h, total, d]` rows of `sequences`
+/// sequences of at most `longest` rows: one block for each chunk of 128 rows of a sequence's
+/// head.
 fn packed_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
     grid([sequences, heads, longest, d])
 }

@@ -3,7 +3,8 @@
 //! view with padding between heads, which must stay as it was): head dimensions 64 and 128,
 //! `bf16` and `f16`, causal and not, grouped-query ratios 1, 4 and 8, key sequences shorter
 //! and longer than the queries' and of any length (one key; a last tile of keys cut short),
-//! query lengths that are not multiples of 128 (one query; a last chunk of queries cut short),
+//! query lengths that are not multiples of the chunk (128 rows, 192 at head dimension 64; one
+//! query; a last chunk of queries cut short, with warpgroups whose rows are all past the end),
 //! tensors laid out as `(b, h, s, d)`, as `(b, s, h, d)` seen as `(b, h, s, d)`, and with NaN
 //! rows between heads (which must not reach the output: no box crosses a head's end), grids
 //! that cover the chunks and grids of fewer blocks (each runs its pipeline over several chunks,
@@ -28,7 +29,7 @@ use dlmd::{Const, Dims, LayoutStride};
 use dlmd_example_hopper_kernels as hk;
 use std::sync::Arc;
 
-const CASES: [Case; 16] = [
+const CASES: [Case; 18] = [
     case([1, 2, 2], [128, 128, 64], false, Order::Heads),
     case([2, 4, 1], [256, 200, 128], true, Order::Heads),
     case([1, 8, 2], [384, 384, 128], true, Order::Tokens),
@@ -37,6 +38,10 @@ const CASES: [Case; 16] = [
     case([1, 2, 2], [256, 100, 128], true, Order::Heads),
     case([3, 4, 4], [128, 333, 128], false, Order::Padded),
     case([1, 4, 1], [512, 512, 64], true, Order::Tokens),
+    // More queries than keys, causal: in chunks of 192 rows the first warpgroups see no key of
+    // the first chunk, or fewer tiles than the chunk's last.
+    case([1, 4, 2], [300, 150, 64], true, Order::Padded),
+    case([2, 2, 1], [384, 200, 64], true, Order::Heads),
     // Query lengths that are not multiples of 128, down to one query.
     case([2, 4, 2], [200, 200, 128], true, Order::Tokens),
     case([1, 8, 8], [1, 77, 64], false, Order::Padded),
@@ -57,7 +62,8 @@ macro_rules! runner {
         runner!($name, $kernel, $args, $t, $d, 0, hk::forward_chunk($d));
     };
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr) => {
-        runner!($name, $kernel, $args, $t, $d, $shared, (128, 384));
+        // The raw twins: 128 query rows, two consumer warpgroups, at both head dimensions.
+        runner!($name, $kernel, $args, $t, $d, $shared, hk::forward_chunk(128));
     };
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr, $chunk:expr) => {
         fn $name(
@@ -82,7 +88,7 @@ macro_rules! runner {
             };
             let (dq, dk, dv) = (up(q, extents[0]), up(k, extents[1]), up(v, extents[2]));
             // The query rows of a chunk and the threads of its block.
-            const CHUNK: (usize, u32) = $chunk;
+            const CHUNK: hk::ForwardChunk = $chunk;
             fn map<'a, const R: usize>(
                 (d, strides): &'a (CudaSlice<$t>, [usize; 4]),
                 extents: [usize; 4],
@@ -92,7 +98,7 @@ macro_rules! runner {
                 TiledMap::new(&view).unwrap()
             }
             let (qm, km, vm) = (
-                map::<{ CHUNK.0 }>(&dq, extents[0]),
+                map::<{ CHUNK.rows }>(&dq, extents[0]),
                 map::<128>(&dk, extents[1]),
                 map::<128>(&dv, extents[2]),
             );
@@ -102,14 +108,14 @@ macro_rules! runner {
             let cfg = LaunchConfig {
                 grid_dim: (
                     if blocks == 0 {
-                        b * h * s.div_ceil(CHUNK.0)
+                        b * h * s.div_ceil(CHUNK.rows)
                     } else {
                         blocks
                     } as u32,
                     layers,
                     1,
                 ),
-                block_dim: (CHUNK.1, 1, 1),
+                block_dim: (CHUNK.threads, 1, 1),
                 shared_mem_bytes: $shared,
             };
             let [lb, lh, ls] = lse_extents;
@@ -316,7 +322,8 @@ fn the_raw_twins_match_the_cpu() {
     check::<f16>(&stream, &module, 128, "raw f16 d128", raw_f16_d128);
 }
 
-/// The raw twins do the safe kernels' work in the same order: the same bits out, on one block
+/// The raw twins do the safe kernels' work in the same order, row by row (at head dimension 64
+/// in blocks of 128 rows where the safe kernels' are of 192): the same bits out, on one block
 /// a chunk and on three blocks.
 #[test]
 fn the_raw_twins_give_the_safe_kernels_bits() {
