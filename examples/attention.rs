@@ -122,6 +122,8 @@ macro_rules! timed {
                 block_dim: (CHUNK.threads, 1, 1),
                 shared_mem_bytes: $shared,
             };
+            // As `attention_forward` launches it: over the multiprocessors where not causal.
+            let config = hk::spread_chunks(config, multiprocessors(stream)?, causal);
             let args = hk::$args {
                 q: qm.map(),
                 k: km.map(),
@@ -204,13 +206,29 @@ fn row_launch([b, h, s]: [usize; 3]) -> LaunchConfig {
 }
 
 /// The launch of a gradient kernel: a block of 384 threads a chunk of 128 rows of a head, with
-/// `shared` bytes of dynamic shared memory.
-fn chunk_launch([b, h, s]: [usize; 3], shared: u32) -> LaunchConfig {
-    LaunchConfig {
+/// `shared` bytes of dynamic shared memory, spread over the multiprocessors where not causal
+/// (as `attention_backward_imported` launches it).
+fn chunk_launch(
+    stream: &Arc<CudaStream>,
+    [b, h, s]: [usize; 3],
+    shared: u32,
+    causal: bool,
+) -> Result<LaunchConfig, Box<dyn Error>> {
+    let config = LaunchConfig {
         grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
         block_dim: (384, 1, 1),
         shared_mem_bytes: shared,
-    }
+    };
+    Ok(hk::spread_chunks(config, multiprocessors(stream)?, causal))
+}
+
+/// The multiprocessors of `stream`'s device.
+fn multiprocessors(stream: &Arc<CudaStream>) -> Result<u32, Box<dyn Error>> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    Ok(stream
+        .context()
+        .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        .max(1) as u32)
 }
 
 /// The three kernels of a backward pass of head dimension `D` (`Δ`, then `dq`, then `dk` and
@@ -227,7 +245,10 @@ macro_rules! timed_backward {
             let extents = [b, h, s, $d];
             let read =
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
-            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch([b, h, s], $shared));
+            let (rows, chunks) = (
+                row_launch([b, h, s]),
+                chunk_launch(stream, [b, h, s], $shared, causal)?,
+            );
             let stat = strided([b, h, s])?;
             let delta = {
                 let mut out = device_view_mapped_mut::<f32, _, LayoutStride>(&mut t.delta, stat)?;
@@ -356,7 +377,7 @@ macro_rules! timed_fused {
             let extents = [b, h, s, $d];
             let read =
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
-            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch([b, h, s], 0));
+            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch(stream, [b, h, s], 0, causal)?);
             let across = $d / 4;
             let elements = LaunchConfig {
                 grid_dim: (

@@ -3,10 +3,11 @@
 //! are where the extents do not fit, which a caller could not tell from the result), makes the
 //! tensor maps, chooses the kernel of the element type and head dimension, and launches it on a
 //! grid of one block a chunk of query rows of a head ([`forward_chunk`](crate::forward_chunk)),
+//! or where not causal at most one block a multiprocessor ([`spread_chunks`](crate::spread_chunks)),
 //! in a scope that waits for it.
 
 use crate::{AttentionLse, AttentionOut};
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaContext, CudaStream};
 use dlmd::cuda::{self, CudaError, Kernels, LaunchConfig, TensorMapError, TiledMap};
 use dlmd::dlpack::DLDataType;
 use dlmd::half::{bf16, f16};
@@ -293,6 +294,7 @@ fn forward_by<T: AttentionElement>(
     let Some(config) = config else {
         return Ok(());
     };
+    let config = spread_chunks(config, multiprocessors(stream.context())?, causal);
     T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config, twin)
 }
 
@@ -306,6 +308,35 @@ fn chunked([b, h, s, _]: [usize; 4], rows: usize, threads: u32) -> Option<Launch
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })
+}
+
+/// The multiprocessors of `ctx`'s device.
+pub(crate) fn multiprocessors(ctx: &CudaContext) -> Result<u32, AttentionError> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    let count = ctx
+        .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(CudaError::from)?;
+    Ok(count.max(1) as u32)
+}
+
+/// The launch `config` of an attention kernel over chunks of equal work (not `causal`) spread
+/// over `multiprocessors`: at most one block each (each kernel's block holds a multiprocessor
+/// alone), each taking the chunks `c % blocks`, so that a block's producer loads its next
+/// chunk's tiles while its consumers finish the last, where a block a chunk starts each chunk
+/// with an empty pipeline. Causal, chunks differ in work and that split would be uneven
+/// (chunk `c` and `c + blocks` are often the same part of the diagonal): a block a chunk.
+pub fn spread_chunks(config: LaunchConfig, multiprocessors: u32, causal: bool) -> LaunchConfig {
+    if causal {
+        return config;
+    }
+    LaunchConfig {
+        grid_dim: (
+            config.grid_dim.0.min(multiprocessors.max(1)),
+            config.grid_dim.1,
+            config.grid_dim.2,
+        ),
+        ..config
+    }
 }
 
 /// The launch of a backward kernel, or of a raw twin, over `[b, h, s, d]`: one block of 384
@@ -324,7 +355,7 @@ pub(crate) fn forward_grid(extents: [usize; 4]) -> Option<LaunchConfig> {
 
 #[cfg(test)]
 mod tests {
-    use super::{AttentionError, LaunchConfig, check_attention, forward_grid, grid};
+    use super::{AttentionError, LaunchConfig, check_attention, forward_grid, grid, spread_chunks};
 
     const Q: [usize; 4] = [2, 8, 300, 128];
     const KV: [usize; 4] = [2, 2, 77, 128];
@@ -348,6 +379,22 @@ mod tests {
             shape(forward_grid([usize::MAX, 2, 1000, 64])),
             Some((i32::MAX as u32, 512))
         );
+    }
+
+    #[test]
+    fn a_grid_is_spread_over_the_multiprocessors_where_the_chunks_are_alike() {
+        let config = forward_grid([4, 32, 4096, 64]).unwrap();
+        assert_eq!(config.grid_dim.0, 4 * 32 * 22);
+        let spread_over = |sms, causal| spread_chunks(config, sms, causal);
+        // Not causal: one block a multiprocessor, the rest of the launch as it was.
+        assert_eq!(spread_over(132, false).grid_dim, (132, 1, 1));
+        assert_eq!(spread_over(132, false).block_dim, config.block_dim);
+        // Causal: a block a chunk.
+        assert_eq!(spread_over(132, true).grid_dim, config.grid_dim);
+        // Fewer chunks than multiprocessors, or none reported: every chunk, at least a block.
+        let small = forward_grid([1, 2, 100, 128]).unwrap();
+        assert_eq!(spread_chunks(small, 132, false).grid_dim, (2, 1, 1));
+        assert_eq!(spread_chunks(small, 0, false).grid_dim, (1, 1, 1));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! shapes as [`check_attention`](crate::check_attention) checks the forward pass's; each
 //! refusal names the tensor.
 
-use crate::forward::{AttentionError, check_attention, grid};
+use crate::forward::{AttentionError, check_attention, grid, multiprocessors, spread_chunks};
 use crate::imported::{arg, extents};
 use dlmd::DlElement;
 use dlmd::cuda::{CudaError, Imported, Kernels, LaunchConfig};
@@ -80,6 +80,12 @@ pub fn attention_backward_imported(
     // Without a query or a key there is no block to launch for that side (a tensor map has no
     // extent 0, so such a `q` or `k` is refused above, as an argument).
     let (rows, queries, keys) = (delta_grid(forward[0]), grid(forward[0]), grid(forward[1]));
+    // `dq`'s and `dk dv`'s chunks spread over the multiprocessors where they are alike.
+    let sms = multiprocessors(&*q.context()?)?;
+    let (queries, keys) = (
+        queries.map(|c| spread_chunks(c, sms, causal)),
+        keys.map(|c| spread_chunks(c, sms, causal)),
+    );
     let dtype = q.tensor().dl_tensor().dtype;
     let d = forward[0][3];
     macro_rules! run {

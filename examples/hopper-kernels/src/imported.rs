@@ -5,7 +5,7 @@
 //! `Imported::arg` checks it, and the call as [`attention_forward`](crate::attention_forward)
 //! checks it; each refusal names the tensor.
 
-use crate::forward::{AttentionError, check_attention, forward_grid};
+use crate::forward::{AttentionError, check_attention, forward_grid, multiprocessors, spread_chunks};
 use dlmd::DlElement;
 use dlmd::cuda::{Arg, CudaError, ImportParam, Imported, Kernels};
 use dlmd::half::{bf16, f16};
@@ -58,6 +58,7 @@ pub fn attention_forward_imported(
     let Some(config) = forward_grid(four[0]) else {
         return Ok(());
     };
+    let config = spread_chunks(config, multiprocessors(&*q.context()?)?, causal);
     let dtype = q.tensor().dl_tensor().dtype;
     let d = four[0][3];
     let launch = || o.launch(kernels, config).map_err(AttentionError::Cuda);
