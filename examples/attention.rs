@@ -11,7 +11,8 @@
 //! run the two in turn.
 //!
 //! `cargo run --release --example attention --features hopper-kernels [-- --small]`: `--small`
-//! runs one small shape once (for compute-sanitizer).
+//! runs two small shapes once (for compute-sanitizer), grids that are not causal spread over 3
+//! blocks where the full shapes' are spread over the multiprocessors (`spread_chunks`).
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use dlmd::cuda::{CudaError, Kernels, ModuleError, TiledMap, device_view_mapped, device_view_mapped_mut};
@@ -23,6 +24,7 @@ use dlmd_example_hopper_kernels as hk;
 use dlmd_examples::timing::Cover;
 use std::error::Error;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rounds timed, after the warm-up.
 const ROUNDS: usize = 10;
@@ -123,7 +125,7 @@ macro_rules! timed {
                 shared_mem_bytes: $shared,
             };
             // As `attention_forward` launches it: over the multiprocessors where not causal.
-            let config = hk::spread_chunks(config, multiprocessors(stream)?, causal);
+            let config = hk::spread_chunks(config, causal, || spread_over(stream));
             let args = hk::$args {
                 q: qm.map(),
                 k: km.map(),
@@ -208,27 +210,26 @@ fn row_launch([b, h, s]: [usize; 3]) -> LaunchConfig {
 /// The launch of a gradient kernel: a block of 384 threads a chunk of 128 rows of a head, with
 /// `shared` bytes of dynamic shared memory, spread over the multiprocessors where not causal
 /// (as `attention_backward_imported` launches it).
-fn chunk_launch(
-    stream: &Arc<CudaStream>,
-    [b, h, s]: [usize; 3],
-    shared: u32,
-    causal: bool,
-) -> Result<LaunchConfig, Box<dyn Error>> {
+fn chunk_launch(stream: &Arc<CudaStream>, [b, h, s]: [usize; 3], shared: u32, causal: bool) -> LaunchConfig {
     let config = LaunchConfig {
         grid_dim: ((b * h * s.div_ceil(128)) as u32, 1, 1),
         block_dim: (384, 1, 1),
         shared_mem_bytes: shared,
     };
-    Ok(hk::spread_chunks(config, multiprocessors(stream)?, causal))
+    hk::spread_chunks(config, causal, || spread_over(stream))
 }
 
-/// The multiprocessors of `stream`'s device.
-fn multiprocessors(stream: &Arc<CudaStream>) -> Result<u32, Box<dyn Error>> {
-    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-    Ok(stream
-        .context()
-        .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        .max(1) as u32)
+/// With `--small`, grids not causal are spread over 3 blocks, so that under compute-sanitizer
+/// blocks take several chunks each, as the full shapes' spread over the multiprocessors do.
+static SMALL: AtomicBool = AtomicBool::new(false);
+
+/// The blocks a grid not causal is spread over: the multiprocessors of `stream`'s device (3
+/// with `--small`).
+fn spread_over(stream: &Arc<CudaStream>) -> Option<u32> {
+    if SMALL.load(Ordering::Relaxed) {
+        return Some(3);
+    }
+    hk::multiprocessors(stream.context())
 }
 
 /// The three kernels of a backward pass of head dimension `D` (`Δ`, then `dq`, then `dk` and
@@ -247,7 +248,7 @@ macro_rules! timed_backward {
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
             let (rows, chunks) = (
                 row_launch([b, h, s]),
-                chunk_launch(stream, [b, h, s], $shared, causal)?,
+                chunk_launch(stream, [b, h, s], $shared, causal),
             );
             let stat = strided([b, h, s])?;
             let delta = {
@@ -377,7 +378,7 @@ macro_rules! timed_fused {
             let extents = [b, h, s, $d];
             let read =
                 |x| device_view_mapped::<bf16, _, LayoutStride>(x, strided(extents)?).map_err(Box::<dyn Error>::from);
-            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch(stream, [b, h, s], 0, causal)?);
+            let (rows, chunks) = (row_launch([b, h, s]), chunk_launch(stream, [b, h, s], 0, causal));
             let across = $d / 4;
             let elements = LaunchConfig {
                 grid_dim: (
@@ -491,6 +492,7 @@ type Timed = fn(
 
 fn main() -> Result<(), Box<dyn Error>> {
     let small = std::env::args().any(|a| a == "--small");
+    SMALL.store(small, Ordering::Relaxed);
     let ctx = cudarc::driver::CudaContext::new(0)?;
     let stream = ctx.default_stream();
     let kernels = match Kernels::load(&ctx, hk::PTX) {

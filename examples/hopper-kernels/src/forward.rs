@@ -294,7 +294,7 @@ fn forward_by<T: AttentionElement>(
     let Some(config) = config else {
         return Ok(());
     };
-    let config = spread_chunks(config, multiprocessors(stream.context())?, causal);
+    let config = spread_chunks(config, causal, || multiprocessors(stream.context()));
     T::launch(stream, kernels, [q, k, v], o, lse, scale, causal, config, twin)
 }
 
@@ -310,28 +310,40 @@ fn chunked([b, h, s, _]: [usize; 4], rows: usize, threads: u32) -> Option<Launch
     })
 }
 
-/// The multiprocessors of `ctx`'s device.
-pub(crate) fn multiprocessors(ctx: &CudaContext) -> Result<u32, AttentionError> {
+/// The multiprocessors of `ctx`'s device, where the driver tells (a positive count).
+pub fn multiprocessors(ctx: &CudaContext) -> Option<u32> {
     use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-    let count = ctx
-        .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        .map_err(CudaError::from)?;
-    Ok(count.max(1) as u32)
+    let count = ctx.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).ok()?;
+    u32::try_from(count).ok().filter(|&n| n > 0)
 }
 
 /// The launch `config` of an attention kernel over chunks of equal work (not `causal`) spread
-/// over `multiprocessors`: at most one block each (each kernel's block holds a multiprocessor
-/// alone), each taking the chunks `c % blocks`, so that a block's producer loads its next
-/// chunk's tiles while its consumers finish the last, where a block a chunk starts each chunk
-/// with an empty pipeline. Causal, chunks differ in work and that split would be uneven
-/// (chunk `c` and `c + blocks` are often the same part of the diagonal): a block a chunk.
-pub fn spread_chunks(config: LaunchConfig, multiprocessors: u32, causal: bool) -> LaunchConfig {
+/// over the device's multiprocessors (`multiprocessors`, asked only then): at most one block
+/// each, each taking the chunks `c % blocks`, so that a block's producer loads its next chunk's
+/// tiles while its consumers finish the last, where a block a chunk starts each chunk with an
+/// empty pipeline. Each of these kernels' blocks holds a multiprocessor alone (its registers,
+/// 384 or 512 threads at the split `setmaxnreg` makes, and at head dimension 128 its shared
+/// memory too), so the cap leaves none idle. Causal, chunks differ in work and that split
+/// would be uneven (chunk `c` and `c + blocks` are often the same part of the diagonal): a
+/// block a chunk, as where the count is unknown.
+///
+/// The split is static: it assumes the kernel has the device to itself. Beside other work (a
+/// second stream's kernels) a block that starts late runs its whole share late, where blocks
+/// of a chunk each are scheduled as multiprocessors free up.
+pub fn spread_chunks(
+    config: LaunchConfig,
+    causal: bool,
+    multiprocessors: impl FnOnce() -> Option<u32>,
+) -> LaunchConfig {
     if causal {
         return config;
     }
+    let Some(count) = multiprocessors() else {
+        return config;
+    };
     LaunchConfig {
         grid_dim: (
-            config.grid_dim.0.min(multiprocessors.max(1)),
+            config.grid_dim.0.min(count.max(1)),
             config.grid_dim.1,
             config.grid_dim.2,
         ),
@@ -385,16 +397,22 @@ mod tests {
     fn a_grid_is_spread_over_the_multiprocessors_where_the_chunks_are_alike() {
         let config = forward_grid([4, 32, 4096, 64]).unwrap();
         assert_eq!(config.grid_dim.0, 4 * 32 * 22);
-        let spread_over = |sms, causal| spread_chunks(config, sms, causal);
+        let spread_over = |sms: u32, causal| spread_chunks(config, causal, || Some(sms));
         // Not causal: one block a multiprocessor, the rest of the launch as it was.
         assert_eq!(spread_over(132, false).grid_dim, (132, 1, 1));
         assert_eq!(spread_over(132, false).block_dim, config.block_dim);
         // Causal: a block a chunk.
         assert_eq!(spread_over(132, true).grid_dim, config.grid_dim);
-        // Fewer chunks than multiprocessors, or none reported: every chunk, at least a block.
+        // Fewer chunks than multiprocessors, or a count of 0: every chunk, at least a block.
         let small = forward_grid([1, 2, 100, 128]).unwrap();
-        assert_eq!(spread_chunks(small, 132, false).grid_dim, (2, 1, 1));
-        assert_eq!(spread_chunks(small, 0, false).grid_dim, (1, 1, 1));
+        assert_eq!(spread_chunks(small, false, || Some(132)).grid_dim, (2, 1, 1));
+        assert_eq!(spread_chunks(small, false, || Some(0)).grid_dim, (1, 1, 1));
+        // A count the driver does not give: a block a chunk; causal, the count is not asked.
+        assert_eq!(spread_chunks(config, false, || None).grid_dim, config.grid_dim);
+        assert_eq!(
+            spread_chunks(config, true, || panic!("asked")).grid_dim,
+            config.grid_dim
+        );
     }
 
     #[test]

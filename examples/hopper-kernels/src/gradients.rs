@@ -80,11 +80,13 @@ pub fn attention_backward_imported(
     // Without a query or a key there is no block to launch for that side (a tensor map has no
     // extent 0, so such a `q` or `k` is refused above, as an argument).
     let (rows, queries, keys) = (delta_grid(forward[0]), grid(forward[0]), grid(forward[1]));
-    // `dq`'s and `dk dv`'s chunks spread over the multiprocessors where they are alike.
-    let sms = multiprocessors(&*q.context()?)?;
+    // `dq`'s and `dk dv`'s chunks spread over the multiprocessors where they are alike (the
+    // launching tensors' device; where it cannot be told, a block a chunk, and the arguments
+    // refused below by name).
+    let sms = || multiprocessors(&*dq.context().ok()?);
     let (queries, keys) = (
-        queries.map(|c| spread_chunks(c, sms, causal)),
-        keys.map(|c| spread_chunks(c, sms, causal)),
+        queries.map(|c| spread_chunks(c, causal, sms)),
+        keys.map(|c| spread_chunks(c, causal, sms)),
     );
     let dtype = q.tensor().dl_tensor().dtype;
     let d = forward[0][3];

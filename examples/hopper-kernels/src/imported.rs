@@ -58,7 +58,9 @@ pub fn attention_forward_imported(
     let Some(config) = forward_grid(four[0]) else {
         return Ok(());
     };
-    let config = spread_chunks(config, multiprocessors(&*q.context()?)?, causal);
+    // Over the launching tensor's device (asked only where not causal; a call refused for its
+    // arguments is refused below, by name, as before).
+    let config = spread_chunks(config, causal, || multiprocessors(&*o.context().ok()?));
     let dtype = q.tensor().dl_tensor().dtype;
     let d = four[0][3];
     let launch = || o.launch(kernels, config).map_err(AttentionError::Cuda);
