@@ -3,10 +3,10 @@
 //! and `attention_dkv_*`: the row statistic `Δ = Σ do ∘ o` and the gradients) on an `sm_90a`
 //! GPU, each kernel timed against its raw twin (`attention_raw_*`, the same work over raw
 //! instructions; at head dimension 64 the forward twin's blocks are of two consumer warpgroups
-//! where the safe kernel's are of three) on the shapes of FlashAttention's benchmarks, the two alternated in each round:
-//! medians of CUDA-event spans, each after a 128 MiB device copy, in TFLOP/s counted as
-//! FlashAttention counts them (`4 · b · h · s² · d` forward, 2.5 times that backward, halved
-//! when causal). `scripts/bench_attention_torch.py [--backward]` times torch's
+//! where the safe kernel's are of three) on the shapes of FlashAttention's benchmarks, the two
+//! alternated in each round: medians of CUDA-event spans, each after a 128 MiB device copy, in
+//! TFLOP/s counted as FlashAttention counts them (`4 · b · h · s² · d` forward, 2.5 times that
+//! backward, halved when causal). `scripts/bench_attention_torch.py [--backward]` times torch's
 //! `scaled_dot_product_attention` (its FlashAttention-2 and cuDNN backends) on the same shapes;
 //! run the two in turn.
 //!

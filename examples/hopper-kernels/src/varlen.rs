@@ -12,7 +12,7 @@ use crate::forward::{AttentionError, check_attention, forward_grid, grid};
 use crate::gradients::{check_gradients, delta_grid};
 use crate::imported::{arg, extents};
 use dlmd::DlElement;
-use dlmd::cuda::{CudaError, Imported, Kernels, LaunchConfig};
+use dlmd::cuda::{CudaError, Imported, Kernels};
 use dlmd::half::{bf16, f16};
 
 /// Checks what a packed call adds to [`check_attention`]: `q` and `k` of one batch entry, and
@@ -29,17 +29,11 @@ pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result
     Ok(())
 }
 
-/// The grid of a packed call's backward kernel over `[1, h, total, d]` rows of `sequences`
-/// sequences of at most `longest` rows: one block for each chunk of 128 rows of a sequence's
-/// head.
-fn packed_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
-    grid([sequences, heads, longest, d])
-}
-
-/// The grid of a packed call's forward kernel: one block for each chunk of
-/// [`forward_chunk`](crate::forward_chunk)`(d)` rows of a sequence's head.
-fn packed_forward_grid(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> Option<LaunchConfig> {
-    forward_grid([sequences, heads, longest, d])
+/// The rows a packed call's grid covers, as `[b, h, s, d]`: `[1, h, total, d]` rows of
+/// `sequences` sequences of at most `longest` rows seen as `sequences` heads' worth of
+/// `longest` rows each (the kernels' chunks are cut at each sequence's end).
+fn packed_rows(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> [usize; 4] {
+    [sequences, heads, longest, d]
 }
 
 /// The checked extents of a packed call: `[q, k, v, o]`, `lse`'s, and the offsets' counts.
@@ -79,7 +73,7 @@ pub fn attention_varlen_forward_imported(
 ) -> Result<(), AttentionError> {
     let four = packed_extents([q, k, v, o], lse, [cu_q, cu_k], scale)?;
     let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
-    let Some(config) = packed_forward_grid(sequences, four[0], max_q.min(four[0][2])) else {
+    let Some(config) = forward_grid(packed_rows(sequences, four[0], max_q.min(four[0][2]))) else {
         return Ok(());
     };
     let dtype = q.tensor().dl_tensor().dtype;
@@ -137,8 +131,8 @@ pub fn attention_varlen_backward_imported(
     check_gradients([forward[0], forward[1]], grads, extents(delta, "delta")?)?;
     let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
     let rows = delta_grid(forward[0]);
-    let queries = packed_grid(sequences, forward[0], max_q.min(forward[0][2]));
-    let keys = packed_grid(sequences, forward[1], max_k.min(forward[1][2]));
+    let queries = grid(packed_rows(sequences, forward[0], max_q.min(forward[0][2])));
+    let keys = grid(packed_rows(sequences, forward[1], max_k.min(forward[1][2])));
     let dtype = q.tensor().dl_tensor().dtype;
     macro_rules! run {
         ($delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {{
