@@ -25,7 +25,7 @@ pub use crate::sequences::SeqOffsets;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Block;
-use dlmd::kernel::block::TileOf;
+use dlmd::kernel::block::{LastRowsFirst, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
 use dlmd::kernel::warpgroup::{KByN, Streams};
@@ -78,9 +78,11 @@ pub type QueryMap<'a, T, const ROWS: usize, const D: usize> = TensorMap<'a, T, (
 pub type AttentionTiles<T, const ROWS: usize, const D: usize, const STAGES: usize> =
     Streams<STAGES, QueryTile<T, ROWS, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
 /// The block of the forward pass: a producer warpgroup and one consumer warpgroup for each 64
-/// of the `ROWS` query rows of a chunk (`1 × 1 × ROWS × D` of `o`), one chunk at a time.
+/// of the `ROWS` query rows of a chunk (`1 × 1 × ROWS × D` of `o`), one chunk at a time, each
+/// head's last rows first (under the causal mask they see the most keys: the grid starts on
+/// its longest chunks and ends on short ones).
 pub type AttentionBlock<'k, T, const THREADS: usize, const ROWS: usize, const D: usize, const STAGES: usize> =
-    Block<'k, THREADS, AttentionTiles<T, ROWS, D, STAGES>, (Const<1>, Const<1>, Const<ROWS>, Const<D>)>;
+    Block<'k, THREADS, AttentionTiles<T, ROWS, D, STAGES>, LastRowsFirst<(Const<1>, Const<1>, Const<ROWS>, Const<D>)>>;
 
 /// The forward pass over `o`'s chunks, each element written as `out(value)`, and `lse`; both
 /// left as they are where the extents do not fit together or the scale is not positive. The

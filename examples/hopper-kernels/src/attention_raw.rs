@@ -152,9 +152,10 @@ pub(crate) mod device {
         // sees (`0 .. seen_by(i)`), as the safe kernels mask them.
         let key_tiles = |m0: usize| Keys::tiles(m0, 128, s_q, s_k, causal);
         let seen_by = |i: usize| Keys::new(0, 0, s_q, s_k, causal).seen_by(i);
-        // Chunk `c`: its batch entry, query head and first row.
+        // Chunk `c`: its batch entry, query head and first row, each head's last rows first
+        // (as the safe kernel's chunks, `LastRowsFirst`).
         let chunk = |c: usize| {
-            let (m, bh) = (c % m_tiles, c / m_tiles);
+            let (m, bh) = (m_tiles - 1 - c % m_tiles, c / m_tiles);
             (bh / heads_q, bh % heads_q, 128 * m)
         };
         if t == 0 {

@@ -24,7 +24,7 @@ use crate::attention::{AttentionLse, AttentionMap, AttentionOut, AttentionTile};
 use crate::sequences::SeqOffsets;
 use dlmd::extents::Const;
 use dlmd::half::{bf16, f16};
-use dlmd::kernel::block::TileOf;
+use dlmd::kernel::block::{LastRowsFirst, TileOf};
 use dlmd::kernel::swizzle::Swizzle128;
 use dlmd::kernel::tensor_map::TensorMap;
 use dlmd::kernel::warpgroup::Streams;
@@ -49,14 +49,16 @@ pub type RowStat<'a> = DeviceMdspan<'a, f32, Dims<3>, LayoutStride>;
 /// The tiles of the queries' gradient: `q` and `do` resident, `k` and `v` streamed.
 pub type DqTiles<T, const D: usize, const STAGES: usize> =
     Streams<STAGES, AttentionTile<T, D>, HalfTile<T, D>, HalfTile<T, D>, AttentionTile<T, D>>;
-/// The block of the queries' gradient: one chunk of 128 query rows of one head at a time.
+/// The block of the queries' gradient: one chunk of 128 query rows of one head at a time,
+/// each head's last rows first (as the forward pass's, [`AttentionBlock`](crate::AttentionBlock)).
 pub type DqBlock<'k, T, const D: usize, const STAGES: usize> =
-    Block<'k, 384, DqTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
+    Block<'k, 384, DqTiles<T, D, STAGES>, LastRowsFirst<(Const<1>, Const<1>, Const<128>, Const<D>)>>;
 /// The tiles of the keys' and values' gradients: `k` and `v` resident, `q` and `do` streamed.
 pub type DkvTiles<T, const D: usize, const STAGES: usize> =
     Streams<STAGES, AttentionTile<T, D>, HalfTile<T, D>, HalfTile<T, D>, AttentionTile<T, D>>;
 /// The block of the keys' and values' gradients: one chunk of 128 key rows of one key-value
-/// head at a time.
+/// head at a time, in order (under the causal mask the first keys are seen by the most
+/// queries: the grid starts on its longest chunks already).
 pub type DkvBlock<'k, T, const D: usize, const STAGES: usize> =
     Block<'k, 384, DkvTiles<T, D, STAGES>, (Const<1>, Const<1>, Const<128>, Const<D>)>;
 

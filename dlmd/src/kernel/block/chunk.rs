@@ -18,12 +18,12 @@ mod shape;
 mod stores;
 mod twin;
 
-use order::{grid_index, grouped_index};
+use order::{grid_index, grouped_index, last_rows_first};
 
 pub use rows::{Rows, ValuesOfRows};
 pub use segments::{Segment, Segments};
 
-pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, NoChunks, Whole};
+pub use shape::{ChunkShape, ChunkSide, CutBy, Grouped, LastRowsFirst, NoChunks, Whole};
 
 /// The chunks of a mutable view that one block owns ([`Block::chunks`](super::Block::chunks)),
 /// in order: chunk `c` of the view goes to block `c % blocks`, so no two blocks own one, and a
@@ -48,6 +48,8 @@ pub struct Chunks<'v, T, E: Extents, L: Layout, S: KernelSpace, R = ()> {
     /// The chunk rows of a group of a rank-2 grid numbered group by group ([`Grouped`]); 0 for
     /// memory order.
     group: usize,
+    /// Whether chunk rows are numbered from the last ([`LastRowsFirst`]).
+    last_rows_first: bool,
     /// The rows' view, whole (a chunk of it all), cut to each chunk's rows as it is handed out.
     rows: R,
     /// The segments the rows are cut along ([`in_segments`](Self::in_segments)), if any.
@@ -109,6 +111,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             total,
             step: blocks,
             group: <E::Index as CutBy<C>>::GROUP,
+            last_rows_first: <E::Index as CutBy<C>>::LAST_ROWS_FIRST,
             rows: (),
             cut: None,
             view: PhantomData,
@@ -130,6 +133,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
             total: self.total,
             step: self.step,
             group: self.group,
+            last_rows_first: self.last_rows_first,
             rows,
             cut: self.cut,
             view: PhantomData,
@@ -156,11 +160,14 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Iterator 
             }
             // Chunks numbered in the view's memory order (its fastest dimension varies fastest),
             // or group by group.
-            let current = if self.group > 1 {
+            let mut current = if self.group > 1 {
                 grouped_index::<E, L>(self.next, &self.counts, self.group)
             } else {
                 grid_index::<E, L>(self.next, &self.counts)
             };
+            if self.last_rows_first {
+                current = last_rows_first::<E>(current, &self.counts);
+            }
             self.next += self.step;
             let mut origin = E::Index::zeros();
             for d in 0..E::RANK {

@@ -104,7 +104,8 @@ pub use cells::Cells;
 #[doc(hidden)]
 pub use chunk::CutBy;
 pub use chunk::{
-    Chunk, ChunkShape, ChunkSide, Chunks, Grouped, NoChunks, Rows, Segment, Segments, ValuesOfRows, Whole,
+    Chunk, ChunkShape, ChunkSide, Chunks, Grouped, LastRowsFirst, NoChunks, Rows, Segment, Segments, ValuesOfRows,
+    Whole,
 };
 pub use lane::{Lane, Varying};
 pub use stage::{Stage, Staged};

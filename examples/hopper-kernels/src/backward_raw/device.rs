@@ -179,8 +179,9 @@ pub(super) unsafe fn dq<T, const D: usize, const R: usize>(
     let group = heads_q / heads_kv;
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let m_tiles = s_q.div_ceil(128);
+    // Each head's last rows first, as the safe kernel's chunks (`LastRowsFirst`).
     let chunk = |c: usize| {
-        let (m, bh) = (c % m_tiles, c / m_tiles);
+        let (m, bh) = (m_tiles - 1 - c % m_tiles, c / m_tiles);
         let (b, h, m0) = (bh / heads_q, bh % heads_q, 128 * m);
         Chunk {
             b,

@@ -58,6 +58,19 @@ pub(super) fn grid_index<E: Extents, L: Layout>(n: usize, counts: &E::Index) -> 
     index
 }
 
+/// `index` of a grid of `counts` chunks with its chunk row (the dimension before the last,
+/// of ranks 2 and more) counted from the last: a one-to-one map of the grid onto itself.
+/// Other ranks are left as they are.
+#[inline(always)]
+pub(super) fn last_rows_first<E: Extents>(mut index: E::Index, counts: &E::Index) -> E::Index {
+    if let Some(dim) = E::RANK.checked_sub(2) {
+        let (at, count) = (index.as_ref()[dim], counts.as_ref()[dim]);
+        // Below the count for a number of the grid; one past it (never asked for) stays past.
+        index.as_mut()[dim] = if at < count { count - 1 - at } else { at };
+    }
+    index
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +94,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "safe arithmetic or parsing alone: run natively")]
+    fn last_rows_first_covers_the_grid_once() {
+        for counts in [[1, 1, 1, 1], [2, 3, 5, 1], [1, 4, 32, 1], [3, 1, 7, 2], [2, 2, 1, 3]] {
+            let total: usize = counts.iter().product();
+            let mut seen = vec![false; total];
+            for n in 0..total {
+                let index = last_rows_first::<Dims<4>>(grid_index::<Dims<4>, LayoutRight>(n, &counts), &counts);
+                assert!((0..4).all(|d| index[d] < counts[d]), "{counts:?}: {n} -> {index:?}");
+                let flat = ((index[0] * counts[1] + index[1]) * counts[2] + index[2]) * counts[3] + index[3];
+                assert!(!seen[flat], "{counts:?}: {index:?} twice");
+                seen[flat] = true;
+            }
+        }
+        for group in [1, 2, 3] {
+            let mut seen = [false; 15];
+            for n in 0..15 {
+                let [r, c] =
+                    last_rows_first::<Dims<2>>(grouped_index::<Dims<2>, LayoutRight>(n, &[5, 3], group), &[5, 3]);
+                assert!(r < 5 && c < 3 && !seen[r * 3 + c], "group {group}: {n} -> ({r}, {c})");
+                seen[r * 3 + c] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_chunk_rows_come_first() {
+        // 2 heads of 3 chunk rows: each head's rows from the last, the heads in order.
+        let order: Vec<[usize; 3]> = (0..6)
+            .map(|n| last_rows_first::<Dims<3>>(grid_index::<Dims<3>, LayoutRight>(n, &[2, 3, 1]), &[2, 3, 1]))
+            .collect();
+        assert_eq!(
+            order,
+            [[0, 2, 0], [0, 1, 0], [0, 0, 0], [1, 2, 0], [1, 1, 0], [1, 0, 0]]
+        );
+        // A vector is left in its order.
+        assert_eq!(last_rows_first::<Dims<1>>([3], &[5]), [3]);
     }
 
     #[test]

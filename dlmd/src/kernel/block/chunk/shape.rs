@@ -76,6 +76,9 @@ pub trait ChunkShape<I: IndexArray>: sealed::Sealed + Copy {
     /// The chunk rows a group of the order holds ([`Grouped`]); 0 for memory order.
     #[doc(hidden)]
     const GROUP: usize = 0;
+    /// Whether the chunks are numbered from a matrix's last rows ([`LastRowsFirst`]).
+    #[doc(hidden)]
+    const LAST_ROWS_FIRST: bool = false;
     /// The constant side along a matrix's rows (the dimension before the last; the only one of
     /// a vector), `None` for [`Whole`] or rank 0.
     #[doc(hidden)]
@@ -124,6 +127,43 @@ impl<I: IndexArray, C: ChunkShape<I>, const ROWS: usize> ChunkShape<I> for Group
     }
 }
 
+/// A [`ChunkShape`] `C` whose chunks are numbered, and so dealt to the blocks, from a matrix's
+/// last chunk row to its first (along the dimension before the last, of views of rank 2 or
+/// more; the other dimensions as `C` numbers them). The blocks a grid starts first take the
+/// last rows: under attention's causal mask (aligned to the bottom right) those see the most
+/// keys, so the longest chunks start first and the grid ends on short ones, as
+/// FlashAttention-3 orders them. The order is part of the block's type, the same in every
+/// block, so each chunk is still one block's.
+///
+/// ```ignore
+/// // One chunk of 128 query rows of a head at a time, the last rows first.
+/// type AttentionBlock<'k> = Block<'k, 384, Tiles, LastRowsFirst<(Const<1>, Const<1>, Const<128>, Const<128>)>>;
+/// ```
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
+pub struct LastRowsFirst<C>(core::marker::PhantomData<C>);
+
+impl<C> Clone for LastRowsFirst<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for LastRowsFirst<C> {}
+
+impl<C> sealed::Sealed for LastRowsFirst<C> {}
+
+impl<I: IndexArray, C: ChunkShape<I>> ChunkShape<I> for LastRowsFirst<C> {
+    const CONST_SIZE: usize = C::CONST_SIZE;
+    const HAS_WHOLE: bool = C::HAS_WHOLE;
+    const GROUP: usize = C::GROUP;
+    const LAST_ROWS_FIRST: bool = true;
+    const MATRIX_ROWS: Option<usize> = C::MATRIX_ROWS;
+    const ONE_MATRIX: bool = C::ONE_MATRIX;
+    #[inline(always)]
+    fn box_of(extents: I) -> I {
+        C::box_of(extents)
+    }
+}
+
 /// A view's index that a block of chunk shape `C` cuts: every index of `C`'s rank. The bound
 /// [`Block::chunks`](super::super::Block::chunks) asks, with the view's index first, so that a
 /// shape of another rank is refused as such (asked the other way round, the compiler would
@@ -134,6 +174,8 @@ pub trait CutBy<C>: IndexArray {
     const CONST_SIZE: usize;
     /// [`ChunkShape::GROUP`] of `C`.
     const GROUP: usize;
+    /// [`ChunkShape::LAST_ROWS_FIRST`] of `C`.
+    const LAST_ROWS_FIRST: bool;
     /// [`ChunkShape::MATRIX_ROWS`] of `C`.
     const MATRIX_ROWS: Option<usize>;
     /// [`ChunkShape::ONE_MATRIX`] of `C`.
@@ -146,6 +188,7 @@ pub trait CutBy<C>: IndexArray {
 impl<I: IndexArray, C: ChunkShape<I>> CutBy<C> for I {
     const CONST_SIZE: usize = C::CONST_SIZE;
     const GROUP: usize = C::GROUP;
+    const LAST_ROWS_FIRST: bool = C::LAST_ROWS_FIRST;
     const MATRIX_ROWS: Option<usize> = C::MATRIX_ROWS;
     const ONE_MATRIX: bool = C::ONE_MATRIX;
 
