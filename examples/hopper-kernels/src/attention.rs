@@ -79,8 +79,9 @@ pub type AttentionTiles<T, const ROWS: usize, const D: usize, const STAGES: usiz
     Streams<STAGES, QueryTile<T, ROWS, D>, AttentionTile<T, D>, KByN<AttentionTile<T, D>>>;
 /// The block of the forward pass: a producer warpgroup and one consumer warpgroup for each 64
 /// of the `ROWS` query rows of a chunk (`1 × 1 × ROWS × D` of `o`), one chunk at a time, each
-/// head's last rows first (under the causal mask they see the most keys: the grid starts on
-/// its longest chunks and ends on short ones).
+/// head's last rows first (under the causal mask they see the most keys: the blocks started
+/// first take the longest chunks, the grid ends on short ones; packed sequences, the last
+/// sequence first).
 pub type AttentionBlock<'k, T, const THREADS: usize, const ROWS: usize, const D: usize, const STAGES: usize> =
     Block<'k, THREADS, AttentionTiles<T, ROWS, D, STAGES>, LastRowsFirst<(Const<1>, Const<1>, Const<ROWS>, Const<D>)>>;
 

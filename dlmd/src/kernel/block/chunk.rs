@@ -360,8 +360,9 @@ impl<T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Chunk<'_, T, 
 impl<'k, const THREADS: usize, S: TileSet, C> Block<'k, THREADS, S, C> {
     /// This block's chunks of `view`: the view cut into chunks of the block's shape `C` (the
     /// last ones cut short at the view's edge), numbered in the view's memory order (or group
-    /// by group, for a [`Grouped`] shape), chunk `c` to block `c % blocks`. Each chunk is written by [`store`](Self::store) or
-    /// [`store_array`](Self::store_array); no two blocks own one.
+    /// by group, for a [`Grouped`] shape; with the chunk rows counted from the last, for a
+    /// [`LastRowsFirst`] one), chunk `c` to block `c % blocks`. Each chunk is written by
+    /// [`store`](Self::store) or [`store_array`](Self::store_array); no two blocks own one.
     ///
     /// ```ignore
     /// // In a kernel of `Block<'_, 256, Tiles, (Const<64>, Const<64>)>`: 64 × 64 each.

@@ -60,7 +60,7 @@ pub(super) fn grid_index<E: Extents, L: Layout>(n: usize, counts: &E::Index) -> 
 
 /// `index` of a grid of `counts` chunks with its chunk row (the dimension before the last,
 /// of ranks 2 and more) counted from the last: a one-to-one map of the grid onto itself.
-/// Other ranks are left as they are.
+/// Other ranks (which `LastRowsFirst` refuses) are left as they are.
 #[inline(always)]
 pub(super) fn last_rows_first<E: Extents>(mut index: E::Index, counts: &E::Index) -> E::Index {
     if let Some(dim) = E::RANK.checked_sub(2) {

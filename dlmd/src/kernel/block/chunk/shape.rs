@@ -119,6 +119,7 @@ impl<I: IndexArray, C: ChunkShape<I>, const ROWS: usize> ChunkShape<I> for Group
     };
     const HAS_WHOLE: bool = C::HAS_WHOLE;
     const GROUP: usize = ROWS;
+    const LAST_ROWS_FIRST: bool = C::LAST_ROWS_FIRST;
     const MATRIX_ROWS: Option<usize> = C::MATRIX_ROWS;
     const ONE_MATRIX: bool = C::ONE_MATRIX;
     #[inline(always)]
@@ -127,13 +128,17 @@ impl<I: IndexArray, C: ChunkShape<I>, const ROWS: usize> ChunkShape<I> for Group
     }
 }
 
-/// A [`ChunkShape`] `C` whose chunks are numbered, and so dealt to the blocks, from a matrix's
-/// last chunk row to its first (along the dimension before the last, of views of rank 2 or
-/// more; the other dimensions as `C` numbers them). The blocks a grid starts first take the
-/// last rows: under attention's causal mask (aligned to the bottom right) those see the most
-/// keys, so the longest chunks start first and the grid ends on short ones, as
-/// FlashAttention-3 orders them. The order is part of the block's type, the same in every
-/// block, so each chunk is still one block's.
+/// A [`ChunkShape`] `C` whose chunks are numbered, and so dealt to the blocks, with the chunk
+/// rows (along the dimension before the last) counted from the last: the chunk holding a
+/// matrix's last rows comes first (cut short where the rows are not a multiple of the side),
+/// its first rows last; the other dimensions, and [`Grouped`]'s groups, are numbered as `C`
+/// numbers them. Under attention's causal mask (aligned to the bottom right) the last query
+/// rows see the most keys, so the blocks a grid starts first take the longest chunks and the
+/// grid ends on short ones, as FlashAttention-3 orders them. Chunks cut along segments
+/// ([`Chunks::in_segments`](super::Chunks::in_segments)) are numbered over every segment's
+/// rows together: the last segment's last rows first, the first segment's first rows last.
+/// The order is part of the block's type, the same in every block, so each chunk is still
+/// one block's. A view of rank 1 has no chunk rows: a vector's shape is refused.
 ///
 /// ```ignore
 /// // One chunk of 128 query rows of a head at a time, the last rows first.
@@ -152,7 +157,13 @@ impl<C> Copy for LastRowsFirst<C> {}
 impl<C> sealed::Sealed for LastRowsFirst<C> {}
 
 impl<I: IndexArray, C: ChunkShape<I>> ChunkShape<I> for LastRowsFirst<C> {
-    const CONST_SIZE: usize = C::CONST_SIZE;
+    const CONST_SIZE: usize = {
+        assert!(
+            I::RANK >= 2,
+            "`LastRowsFirst` orders the chunk rows of a matrix: a view of rank 2 or more"
+        );
+        C::CONST_SIZE
+    };
     const HAS_WHOLE: bool = C::HAS_WHOLE;
     const GROUP: usize = C::GROUP;
     const LAST_ROWS_FIRST: bool = true;
@@ -288,7 +299,7 @@ chunk_shapes!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 #[cfg(test)]
 mod tests {
-    use super::{ChunkShape, Whole};
+    use super::{ChunkShape, Grouped, LastRowsFirst, Whole};
     use crate::extents::Const;
 
     #[test]
@@ -313,6 +324,24 @@ mod tests {
         const { assert!(Rows::ONE_MATRIX && Rows::MATRIX_ROWS.is_none()) };
         const { assert!(matches!(<(Const<256>,)>::MATRIX_ROWS, Some(256))) };
         const { assert!(<()>::ONE_MATRIX && <()>::MATRIX_ROWS.is_none()) };
+    }
+
+    #[test]
+    fn an_order_nested_in_another_keeps_both() {
+        type Square = (Const<2>, Const<1>);
+        const { assert!(!<Square as ChunkShape<[usize; 2]>>::LAST_ROWS_FIRST) };
+        type Last = LastRowsFirst<Square>;
+        const { assert!(<Last as ChunkShape<[usize; 2]>>::LAST_ROWS_FIRST) };
+        // Either way round, the groups and the order from the last rows both hold.
+        type GroupedLast = Grouped<LastRowsFirst<Square>, 2>;
+        type LastGrouped = LastRowsFirst<Grouped<Square, 2>>;
+        const {
+            assert!(<GroupedLast as ChunkShape<[usize; 2]>>::LAST_ROWS_FIRST);
+            assert!(<GroupedLast as ChunkShape<[usize; 2]>>::GROUP == 2);
+            assert!(<LastGrouped as ChunkShape<[usize; 2]>>::LAST_ROWS_FIRST);
+            assert!(<LastGrouped as ChunkShape<[usize; 2]>>::GROUP == 2);
+        };
+        assert_eq!(<LastGrouped as ChunkShape<[usize; 2]>>::box_of([9, 9]), [2, 1]);
     }
 
     #[test]
