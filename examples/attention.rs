@@ -2,8 +2,7 @@
 //! `attention_*`: the output and each row's log-sum-exp; `attention_delta_*`, `attention_dq_*`
 //! and `attention_dkv_*`: the row statistic `Δ = Σ do ∘ o` and the gradients) on an `sm_90a`
 //! GPU, each kernel timed against its raw twin (`attention_raw_*`, the same work over raw
-//! instructions; at head dimension 64 the forward twin's blocks are of two consumer warpgroups
-//! where the safe kernel's are of three) on the shapes of FlashAttention's benchmarks, the two
+//! instructions, in the same blocks) on the shapes of FlashAttention's benchmarks, the two
 //! alternated in each round: medians of CUDA-event spans, each after a 128 MiB device copy, in
 //! TFLOP/s counted as FlashAttention counts them (`4 · b · h · s² · d` forward, 2.5 times that
 //! backward, halved when causal). `scripts/bench_attention_torch.py [--backward]` times torch's
@@ -158,14 +157,12 @@ timed!(
     hk::forward_chunk(128),
     0
 );
-/// The raw twins' chunk: 128 query rows, two consumer warpgroups, at both head dimensions.
-const RAW_CHUNK: hk::ForwardChunk = hk::forward_chunk(128);
 timed!(
     raw_d64,
     attention_raw_bf16_d64,
     AttentionRawBf16D64Args,
     64,
-    RAW_CHUNK,
+    hk::forward_chunk(64),
     hk::raw_attention_shared_bytes(64)
 );
 timed!(
@@ -173,7 +170,7 @@ timed!(
     attention_raw_bf16_d128,
     AttentionRawBf16D128Args,
     128,
-    RAW_CHUNK,
+    hk::forward_chunk(128),
     hk::raw_attention_shared_bytes(128)
 );
 

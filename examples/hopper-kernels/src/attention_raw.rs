@@ -1,21 +1,22 @@
 //! The raw twins of attention's forward kernels ([`attention_bf16_d128`](crate::attention_bf16_d128)
 //! and the others): the same work, written the CUDA C++ way, over `dlmd::kernel::warpgroup::raw`
-//! and addresses of the block's shared memory. At head dimension 128 they are the safe kernels
-//! block for block and instruction for instruction; at 64 each row's work is the same, in the
-//! same order (the same bits), but in blocks of two consumer warpgroups (128 rows), where the
-//! safe kernels' have three (192 rows, [`forward_chunk`](crate::forward_chunk)). The block lays out its own tiles and barrier objects, its producer thread counts
-//! their phases, each consumer warpgroup keeps its statistics in arrays of registers and writes
-//! its rows of `o` through the pointer. Every precondition of its `unsafe` code is checked at
+//! and addresses of the block's shared memory: the safe kernels block for block (the chunks of
+//! [`forward_chunk`](crate::forward_chunk): 128 query rows and two consumer warpgroups at head
+//! dimension 128, 192 rows and three at 64, each head's last rows first) and instruction for
+//! instruction, so each row's work is the same, in the same order (the same bits). The block
+//! lays out its own tiles and barrier objects, its producer thread counts their phases, each
+//! consumer warpgroup keeps its statistics in arrays of registers and writes its rows of `o`
+//! through the pointer. Every precondition of its `unsafe` code is checked at
 //! run time (the views' extents, the launch's threads and shared memory), so the kernels are
 //! safe to launch; what they do not have is the types that make each step of the safe
 //! kernels' code checked by the compiler.
 //!
-//! Shared memory, from the first 1024-aligned address: `q`'s tile, then for each stage a tile
-//! of `k` and one of `v` (each `128 × D` in panels of 64 columns, 128-byte swizzle), then the
-//! barrier objects: `q`'s full and empty, each stage's full `k`, full `v`, empty `k` and empty
-//! `v`.
+//! Shared memory, from the first 1024-aligned address: `q`'s tile (the chunk's rows `× D`), then
+//! for each stage a tile of `k` and one of `v` (each `128 × D`; every tile in panels of 64
+//! columns, 128-byte swizzle), then the barrier objects: `q`'s full and empty, each stage's full
+//! `k`, full `v`, empty `k` and empty `v`.
 
-use crate::attention::{AttentionLse, AttentionMap, AttentionOut};
+use crate::attention::{AttentionLse, AttentionMap, AttentionOut, QueryMap};
 use dlmd::half::{bf16, f16};
 use dlmd::kernel::Thread;
 
@@ -24,12 +25,28 @@ const fn tile_bytes(d: usize) -> usize {
     128 * d * 2
 }
 
+/// The bytes of `q`'s tile at head dimension `d`: the chunk's rows of a 2-byte element.
+const fn q_bytes(d: usize) -> usize {
+    crate::forward_chunk(d).rows * d * 2
+}
+
 /// The dynamic shared memory of a raw twin of head dimension `d` (64 or 128): the slack to
 /// align the tiles, `q`'s tile, the stages' (4 at `d` 64, 2 at 128) and the barrier objects.
 pub const fn raw_attention_shared_bytes(d: usize) -> u32 {
     let stages = stages(d);
-    let bytes = 1024 + tile_bytes(d) * (1 + 2 * stages) + 8 * (2 + 4 * stages);
+    let bytes = 1024 + q_bytes(d) + 2 * stages * tile_bytes(d) + 8 * (2 + 4 * stages);
     bytes.next_multiple_of(128) as u32
+}
+
+/// The registers of each consumer thread in a block of `threads` (one block a multiprocessor)
+/// once the producer's warpgroup is down to [`PRODUCER_REGS`](device::PRODUCER_REGS): what
+/// that frees dealt to the consumers, a multiple of 8, at most 240 (the split the safe
+/// kernels' blocks make; 232 in blocks of 384, 152 in blocks of 512).
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+const fn consumer_regs(threads: usize) -> u32 {
+    let launch = 65536 / threads / 8 * 8;
+    let consumer = (launch * threads - 128 * 40) / (threads - 128) / 8 * 8;
+    if consumer > 240 { 240 } else { consumer as u32 }
 }
 
 /// The stages of `k` and `v` at head dimension `d`: as the safe kernels'.
@@ -40,7 +57,7 @@ const fn stages(d: usize) -> usize {
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device {
     use super::{stages, tile_bytes};
-    use crate::attention::{AttentionLse, AttentionMap, AttentionOut};
+    use crate::attention::{AttentionLse, AttentionMap, AttentionOut, QueryMap};
     use core::arch::nvptx;
     use dlmd::kernel::math::{exp2, log2, mul_add, rcp};
     use dlmd::kernel::warpgroup::raw::{
@@ -54,7 +71,7 @@ pub(crate) mod device {
     /// Registers of the producer warpgroup and of each consumer one while the block runs: the
     /// split the safe kernels' blocks of 384 threads make (one block a multiprocessor).
     pub(crate) const PRODUCER_REGS: u32 = 40;
-    pub(crate) const CONSUMER_REGS: u32 = 232;
+    pub(crate) const CONSUMER_REGS: u32 = super::consumer_regs(384);
 
     /// `f` over the four lanes that hold a row of the accumulators.
     #[inline(always)]
@@ -70,20 +87,32 @@ pub(crate) mod device {
     pub(crate) struct Pair<T>(pub(crate) [T; 2]);
 
     /// The forward pass of [`attention_bf16_d128`](crate::attention_bf16_d128) and the
-    /// others, raw: `o` and `lse` left as they are where the extents do not fit together, the
-    /// scale is not positive and finite, the grid is not one row of blocks, the block is not
-    /// of 384 threads, or its dynamic
+    /// others, raw, in chunks of `ROWS` query rows (a consumer warpgroup each 64) and blocks
+    /// of `THREADS`, each consumer thread at `CONSUMER` registers: `o` and `lse` left as they
+    /// are where the extents do not fit together, the scale is not positive and finite, the
+    /// grid is not one row of blocks, the block is not of `THREADS` threads, or its dynamic
     /// shared memory is less than [`raw_attention_shared_bytes`](super::raw_attention_shared_bytes).
     ///
     /// # Safety
     ///
-    /// Run by every thread of the block, on `sm_90a`; `o` and `lse` are written by no other
-    /// block's rows and by nothing else while the kernel runs, and the maps' tensors are not
-    /// written (kernel parameters of these types).
+    /// Run by every thread of the block, on `sm_90a`, whose entry point declares `THREADS`
+    /// threads and one block a multiprocessor; `ROWS` is `64 · (THREADS / 128 − 1)` and
+    /// `PRODUCER_REGS · 128 + CONSUMER · (THREADS − 128)` at most the 65,536 registers of a
+    /// multiprocessor; `o` and `lse` are written by no other block's rows and by nothing else
+    /// while the kernel runs, and the maps' tensors are not written (kernel parameters of
+    /// these types).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn forward<T, const D: usize, const R: usize>(
-        [q, k, v]: [&AttentionMap<'_, T, D>; 3],
+    pub(super) unsafe fn forward<
+        T,
+        const D: usize,
+        const R: usize,
+        const ROWS: usize,
+        const THREADS: usize,
+        const CONSUMER: u32,
+    >(
+        q: &QueryMap<'_, T, ROWS, D>,
+        [k, v]: [&AttentionMap<'_, T, D>; 2],
         o: &AttentionOut<'_, T>,
         lse: &AttentionLse<'_>,
         scale: f32,
@@ -126,53 +155,57 @@ pub(crate) mod device {
         let flat = rows == 1 && layers == 1;
         let stages = stages(D);
         let tile = tile_bytes(D) as u32;
+        // `q`'s tile: the chunk's rows, each panel of 64 columns `ROWS · 128` bytes.
+        let (q_bytes, q_panel) = ((ROWS * D * 2) as u32, ROWS * 128);
+        // Each consumer warp arrives once on each empty barrier object.
+        let consumer_warps = (4 * (THREADS / 128 - 1)) as u32;
         let (start, bytes) = crate::gemm::device::shared();
         let base = start.next_multiple_of(1024);
-        let needed = (base - start) as usize + tile_bytes(D) * (1 + 2 * stages) + 8 * (2 + 4 * stages);
-        let m_tiles = s_q.div_ceil(128);
+        let needed = (base - start) as usize + q_bytes as usize + 2 * stages * tile_bytes(D) + 8 * (2 + 4 * stages);
+        let m_tiles = s_q.div_ceil(ROWS);
         let Some(chunks) = batch.checked_mul(heads_q).and_then(|bh| bh.checked_mul(m_tiles)) else {
             return;
         };
         // Uniform across the block: no thread goes on without the others.
-        if !fits || !flat || threads != 384 || bytes < needed {
+        if !fits || !flat || threads != THREADS || bytes < needed {
             return;
         }
         let group = heads_q / heads_kv;
         let scale_log2 = scale * core::f32::consts::LOG2_E;
         // Shared addresses: `q`'s tile, stage `s`'s `k` and `v`, the barrier objects.
         let q_tile = base;
-        let k_tile = |s: usize| base + tile * (1 + 2 * s as u32);
+        let k_tile = |s: usize| base + q_bytes + tile * (2 * s as u32);
         let v_tile = |s: usize| k_tile(s) + tile;
-        let bars = base + tile * (1 + 2 * stages as u32);
+        let bars = base + q_bytes + tile * (2 * stages as u32);
         let (q_full, q_empty) = (bars, bars + 8);
         let bar = |i: usize, s: usize| bars + 16 + (8 * (stages * i + s)) as u32;
         let (k_full, v_full) = (|s| bar(0, s), |s| bar(1, s));
         let (k_empty, v_empty) = (|s| bar(2, s), |s| bar(3, s));
-        // The tiles of 128 keys that the rows `m0 .. m0 + 128` see, and the keys query `i`
+        // The tiles of 128 keys that the rows `m0 .. m0 + ROWS` see, and the keys query `i`
         // sees (`0 .. seen_by(i)`), as the safe kernels mask them.
-        let key_tiles = |m0: usize| Keys::tiles(m0, 128, s_q, s_k, causal);
+        let key_tiles = |m0: usize| Keys::tiles(m0, ROWS, s_q, s_k, causal);
         let seen_by = |i: usize| Keys::new(0, 0, s_q, s_k, causal).seen_by(i);
         // Chunk `c`: its batch entry, query head and first row, each head's last rows first
         // (as the safe kernel's chunks, `LastRowsFirst`).
         let chunk = |c: usize| {
             let (m, bh) = (m_tiles - 1 - c % m_tiles, c / m_tiles);
-            (bh / heads_q, bh % heads_q, 128 * m)
+            (bh / heads_q, bh % heads_q, ROWS * m)
         };
         if t == 0 {
             // Full objects count the producer's one arrival a phase, empty ones one from each
-            // of the 8 consumer warps.
+            // consumer warp.
             let init = |bar: u32, count: u32| {
                 // SAFETY: 8-aligned words past the tiles (the shared memory checked above), used
                 // as nothing else; the barrier below orders this before every use.
                 unsafe { mbarrier_init(bar, count) }
             };
             init(q_full, 1);
-            init(q_empty, 8);
+            init(q_empty, consumer_warps);
             for s in 0..stages {
                 init(k_full(s), 1);
                 init(v_full(s), 1);
-                init(k_empty(s), 8);
-                init(v_empty(s), 8);
+                init(k_empty(s), consumer_warps);
+                init(v_empty(s), consumer_warps);
             }
             // SAFETY: sm_90.
             unsafe { fence_mbarrier_init() };
@@ -182,7 +215,7 @@ pub(crate) mod device {
         let (role, thread) = (t / 128, t % 128);
         if role == 0 {
             // SAFETY: the producer warpgroup, converged, at its registers at launch (the entry
-            // point declares 384 threads and one block a multiprocessor); it needs fewer.
+            // point declares `THREADS` threads and one block a multiprocessor); it needs fewer.
             unsafe { setmaxnreg_dec::<PRODUCER_REGS>() };
             if thread != 0 {
                 return;
@@ -197,13 +230,14 @@ pub(crate) mod device {
                     unsafe { mbarrier_wait(q_empty, ((fills_q - 1) % 2) as u32) };
                 }
                 // SAFETY: an initialised barrier object whose phase expects this one arrival.
-                unsafe { mbarrier_arrive_expect_tx(q_full, tile) };
+                unsafe { mbarrier_arrive_expect_tx(q_full, q_bytes) };
                 for p in 0..D / 64 {
                     // SAFETY: `q`'s map (a kernel parameter: a valid map of a tensor nothing
-                    // writes, of boxes `128 × 64` in the 128-byte swizzle); panel `p` of the
-                    // tile, 1024-aligned, released (above), read once `q_full` completes, which
-                    // waits for these bytes. The coordinates are below 2³¹ (the extents are).
-                    unsafe { tma_load_4d(q_tile + (p * 128 * 128) as u32, q.map(), at(64 * p, m0, h), q_full) };
+                    // writes, of boxes `ROWS × 64` in the 128-byte swizzle); panel `p` of the
+                    // tile, 1024-aligned (`ROWS · 128` is), released (above), read once `q_full`
+                    // completes, which waits for these bytes. The coordinates are below 2³¹
+                    // (the extents are).
+                    unsafe { tma_load_4d(q_tile + (p * q_panel) as u32, q.map(), at(64 * p, m0, h), q_full) };
                 }
                 fills_q += 1;
                 for n in 0..key_tiles(m0) {
@@ -232,8 +266,8 @@ pub(crate) mod device {
             return;
         }
         // SAFETY: a consumer warpgroup, converged, at its registers at launch; the producer's
-        // release leaves the pool enough for both consumers (40 + 2 · 232 ≤ 3 · 168).
-        unsafe { setmaxnreg_inc::<CONSUMER_REGS>() };
+        // release leaves the pool enough for every consumer (the caller's bound on `CONSUMER`).
+        unsafe { setmaxnreg_inc::<CONSUMER>() };
         let (cw, warp, lane) = (role - 1, thread / 32, thread % 32);
         let (po, pl) = (o.data_handle(), lse.data_handle());
         let (so, sl) = (
@@ -251,13 +285,22 @@ pub(crate) mod device {
             takes_q += 1;
             let (mut max, mut sum) = ([f32::NEG_INFINITY; 2], [0.0f32; 2]);
             let mut acc = <Cols<D> as Width>::zero();
-            for n in 0..key_tiles(m0) {
+            // The tiles of keys this warpgroup's rows see, as the safe kernels count them: none
+            // where its rows are all past the end, and causal, fewer than the chunk's later rows
+            // see. The rest it releases unread, once landed.
+            let all = key_tiles(m0);
+            let mine = if row0 < s_q {
+                Keys::tiles(row0, 64, s_q, s_k, causal)
+            } else {
+                0
+            };
+            for n in 0..mine.min(all) {
                 let (s, parity) = (takes % stages, ((takes / stages) % 2) as u32);
                 // SAFETY: an initialised barrier object; this phase is the stage's fill `takes`.
                 unsafe { mbarrier_wait(k_full(s), parity) };
                 let mut x = <Cols<128> as Width>::zero();
                 for p in 0..D / 64 {
-                    let a = descriptor_128(q_tile + (p * 128 * 128 + cw * 64 * 128) as u32);
+                    let a = descriptor_128(q_tile + (p * q_panel + cw * 64 * 128) as u32);
                     let b = descriptor_128(k_tile(s) + (p * 128 * 128) as u32);
                     // SAFETY: all 128 threads of the warpgroup, converged; `q`'s and `k`'s
                     // tiles landed (their full phases, through the async proxy), K-major in the
@@ -350,6 +393,20 @@ pub(crate) mod device {
                 unsafe { mbarrier_arrive_where(v_empty(s), lane == 0) };
                 takes += 1;
             }
+            for _ in mine.min(all)..all {
+                let (s, parity) = (takes % stages, ((takes / stages) % 2) as u32);
+                // SAFETY: initialised barrier objects; these phases are the stage's fill `takes`
+                // (the producer's loads of it started before its arrival, so a release before
+                // the wait could let the next fill start under them).
+                unsafe { mbarrier_wait(k_full(s), parity) };
+                // SAFETY: as above.
+                unsafe { mbarrier_wait(v_full(s), parity) };
+                // SAFETY: as for `k`'s release in the loop above: no product reads the tiles.
+                unsafe { mbarrier_arrive_where(k_empty(s), lane == 0) };
+                // SAFETY: as above.
+                unsafe { mbarrier_arrive_where(v_empty(s), lane == 0) };
+                takes += 1;
+            }
             // SAFETY: as for `k`'s: the products that read `q`'s tile are done.
             unsafe { mbarrier_arrive_where(q_empty, lane == 0) };
             let mut inv = [0.0f32; 2];
@@ -402,18 +459,24 @@ pub(crate) mod device {
 }
 
 macro_rules! raw_kernel {
-    ($name:ident, $safe:ident, $t:ty, $d:literal, $out:ident) => {
+    ($name:ident, $safe:ident, $t:ty, $d:literal, $threads:literal, $rows:literal, $out:ident) => {
+        const _: () = assert!(
+            crate::forward_chunk($d).rows == $rows && crate::forward_chunk($d).threads as usize == $threads,
+            "a raw twin takes its safe kernel's chunks"
+        );
+
         /// The raw twin of
         #[doc = concat!("[`", stringify!($safe), "`](crate::", stringify!($safe), "),")]
-        /// with its parameters and results. Launch with blocks of 384 threads and
-        #[doc = concat!("[`raw_attention_shared_bytes`]`(", $d, ")`")]
+        /// with its parameters and results. Launch with blocks of
+        #[doc = concat!(stringify!($threads), " threads and [`raw_attention_shared_bytes`]`(", $d, ")`")]
         /// bytes of dynamic shared memory (with fewer, or other blocks, `o` and `lse` are
-        /// left as they are), at most one block a chunk of 128 query rows of a head.
-        #[dlmd::kernel(block_threads = 384, min_blocks_per_sm = 1)]
+        /// left as they are), at most one block a chunk of
+        #[doc = concat!(stringify!($rows), " query rows of a head.")]
+        #[dlmd::kernel(block_threads = $threads, min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
             thread: Thread,
-            q: AttentionMap<'_, $t, $d>,
+            q: QueryMap<'_, $t, $rows, $d>,
             k: AttentionMap<'_, $t, $d>,
             v: AttentionMap<'_, $t, $d>,
             o: AttentionOut<'_, $t>,
@@ -424,12 +487,22 @@ macro_rules! raw_kernel {
             let _ = thread;
             #[cfg(target_arch = "nvptx64")]
             // SAFETY: every thread of the block runs the kernel's body; its entry point is
-            // compiled for sm_90a (the crate's target); `o` and `lse` are writable kernel
-            // parameters, which nothing else writes during the kernel, each chunk's rows one
-            // block's (`c`, `c + blocks`, …); the maps are parameters of tensors the kernel
-            // only reads.
+            // compiled for sm_90a (the crate's target) and declares `$threads` threads and one
+            // block a multiprocessor; `$rows` is 64 for each of its consumer warpgroups, and
+            // `consumer_regs` deals out only the registers the producer's 40 leave; `o` and
+            // `lse` are writable kernel parameters, which nothing else writes during the
+            // kernel, each chunk's rows one block's (`c`, `c + blocks`, …); the maps are
+            // parameters of tensors the kernel only reads.
             unsafe {
-                device::forward::<$t, $d, { $d / 2 }>([&q, &k, &v], &o, &lse, scale, causal, dlmd::kernel::math::$out)
+                device::forward::<$t, $d, { $d / 2 }, $rows, $threads, { consumer_regs($threads) }>(
+                    &q,
+                    [&k, &v],
+                    &o,
+                    &lse,
+                    scale,
+                    causal,
+                    dlmd::kernel::math::$out,
+                )
             };
             #[cfg(not(target_arch = "nvptx64"))]
             let _ = (q, k, v, o, lse, scale, causal);
@@ -437,7 +510,15 @@ macro_rules! raw_kernel {
     };
 }
 
-raw_kernel!(attention_raw_bf16_d64, attention_bf16_d64, bf16, 64, to_bf16);
-raw_kernel!(attention_raw_bf16_d128, attention_bf16_d128, bf16, 128, to_bf16);
-raw_kernel!(attention_raw_f16_d64, attention_f16_d64, f16, 64, to_f16);
-raw_kernel!(attention_raw_f16_d128, attention_f16_d128, f16, 128, to_f16);
+raw_kernel!(attention_raw_bf16_d64, attention_bf16_d64, bf16, 64, 512, 192, to_bf16);
+raw_kernel!(
+    attention_raw_bf16_d128,
+    attention_bf16_d128,
+    bf16,
+    128,
+    384,
+    128,
+    to_bf16
+);
+raw_kernel!(attention_raw_f16_d64, attention_f16_d64, f16, 64, 512, 192, to_f16);
+raw_kernel!(attention_raw_f16_d128, attention_f16_d128, f16, 128, 384, 128, to_f16);

@@ -206,8 +206,14 @@ macro_rules! attention_element {
                 match (q.extents().0[3] == 64, twin) {
                     (true, Twin::Safe) => run!($d64, $args64, crate::forward_chunk(64).rows, 64, config),
                     (false, Twin::Safe) => run!($d128, $args128, crate::forward_chunk(128).rows, 128, config),
-                    (true, Twin::Raw) => run!($raw64, $raw_args64, 128, 64, raw(64)),
-                    (false, Twin::Raw) => run!($raw128, $raw_args128, 128, 128, raw(128)),
+                    (true, Twin::Raw) => run!($raw64, $raw_args64, crate::forward_chunk(64).rows, 64, raw(64)),
+                    (false, Twin::Raw) => run!(
+                        $raw128,
+                        $raw_args128,
+                        crate::forward_chunk(128).rows,
+                        128,
+                        raw(128)
+                    ),
                 }
             }
         }
@@ -261,8 +267,8 @@ pub fn attention_forward<T: AttentionElement>(
 
 /// [`attention_forward`] by the raw twin of the kernel (`attention_raw_*`: the same work
 /// written over raw instructions and addresses, with [`raw_attention_shared_bytes`](crate::raw_attention_shared_bytes)
-/// of dynamic shared memory, in chunks of 128 rows at both head dimensions): the reference the
-/// safe kernels are timed against. The same checks, the same results.
+/// of dynamic shared memory, on the safe kernels' grids): the reference the safe kernels are
+/// timed against. The same checks, the same results.
 pub fn attention_forward_raw<T: AttentionElement>(
     stream: &Arc<CudaStream>,
     kernels: &Kernels,
@@ -287,11 +293,8 @@ fn forward_by<T: AttentionElement>(
 ) -> Result<(), AttentionError> {
     let extents = [q.extents().0, k.extents().0, v.extents().0, o.extents().0];
     check_attention(extents, lse.extents().0, scale)?;
-    let config = match twin {
-        Twin::Safe => forward_grid(extents[0]),
-        Twin::Raw => grid(extents[0]),
-    };
-    let Some(config) = config else {
+    // The raw twins take the safe kernels' chunks and blocks.
+    let Some(config) = forward_grid(extents[0]) else {
         return Ok(());
     };
     let config = spread_chunks(config, causal, || multiprocessors(stream.context()));
@@ -351,7 +354,7 @@ pub fn spread_chunks(
     }
 }
 
-/// The launch of a backward kernel, or of a raw twin, over `[b, h, s, d]`: one block of 384
+/// The launch of a backward kernel (safe or raw) over `[b, h, s, d]`: one block of 384
 /// threads a chunk of 128 rows of a head.
 pub(crate) fn grid(extents: [usize; 4]) -> Option<LaunchConfig> {
     chunked(extents, 128, 384)
@@ -377,7 +380,7 @@ mod tests {
     fn the_forward_grid_has_a_block_for_each_chunk_of_its_head_dimension() {
         let shape = |c: Option<LaunchConfig>| c.map(|c| (c.grid_dim.0, c.block_dim.0));
         // Head dimension 64: chunks of 192 rows, three consumer warpgroups and the producer;
-        // the backward kernels and the raw twins take chunks of 128 rows with two.
+        // the backward kernels take chunks of 128 rows with two.
         assert_eq!(shape(forward_grid([2, 3, 150, 64])), Some((2 * 3, 512)));
         assert_eq!(shape(grid([2, 3, 150, 64])), Some((2 * 3 * 2, 384)));
         assert_eq!(shape(forward_grid([2, 3, 193, 64])), Some((2 * 3 * 2, 512)));

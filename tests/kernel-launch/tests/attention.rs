@@ -62,8 +62,8 @@ macro_rules! runner {
         runner!($name, $kernel, $args, $t, $d, 0, hk::forward_chunk($d));
     };
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr) => {
-        // The raw twins: 128 query rows, two consumer warpgroups, at both head dimensions.
-        runner!($name, $kernel, $args, $t, $d, $shared, hk::forward_chunk(128));
+        // The raw twins: the safe kernels' chunks, with their own shared memory.
+        runner!($name, $kernel, $args, $t, $d, $shared, hk::forward_chunk($d));
     };
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr, $chunk:expr) => {
         fn $name(
@@ -322,9 +322,8 @@ fn the_raw_twins_match_the_cpu() {
     check::<f16>(&stream, &module, 128, "raw f16 d128", raw_f16_d128);
 }
 
-/// The raw twins do the safe kernels' work in the same order, row by row (at head dimension 64
-/// in blocks of 128 rows where the safe kernels' are of 192): the same bits out, on one block
-/// a chunk and on three blocks.
+/// The raw twins do the safe kernels' work in the same blocks and order: the same bits out,
+/// on one block a chunk and on three blocks.
 #[test]
 fn the_raw_twins_give_the_safe_kernels_bits() {
     let Some((ctx, module)) = hopper() else { return };
