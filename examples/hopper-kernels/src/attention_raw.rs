@@ -122,6 +122,16 @@ pub(crate) mod device {
         T: DlElement + Product<Cols<128>, KMajor> + ProductRs<Cols<D>> + ProductRs<Cols<128>>,
         Cols<D>: Width<Regs = [f32; R]>,
     {
+        const {
+            assert!(
+                THREADS >= 256 && THREADS.is_multiple_of(128) && ROWS == 64 * (THREADS / 128 - 1),
+                "a consumer warpgroup for each 64 rows of a chunk, and the producer's"
+            );
+            assert!(
+                PRODUCER_REGS as usize * 128 + CONSUMER as usize * (THREADS - 128) <= 65536,
+                "the consumers take no more registers than the producer's leave"
+            );
+        };
         let [batch, heads_q, s_q, depth] = q.extents();
         let [batch_kv, heads_kv, s_k, depth_kv] = k.extents();
         let same = |a: [usize; 4], b: [usize; 4]| (0..4).all(|d| a[d] == b[d]);
