@@ -89,7 +89,7 @@ fn tensors(stream: &Arc<CudaStream>, rows: usize, d: usize) -> Result<Tensors, B
 
 /// One forward pass of head dimension `D` by `$kernel`, timed (after the cover's copy).
 macro_rules! timed {
-    ($name:ident, $kernel:ident, $args:ident, $d:literal, $chunk:expr, $shared:expr) => {
+    ($name:ident, $kernel:ident, $args:ident, $d:literal, $shared:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             kernels: &Kernels,
@@ -100,7 +100,7 @@ macro_rules! timed {
             let extents = [b, h, s, $d];
             let strides = [h * s * $d, s * $d, $d, 1];
             // The query rows of a chunk and the threads of its block.
-            const CHUNK: hk::ForwardChunk = $chunk;
+            const CHUNK: hk::ForwardChunk = hk::forward_chunk($d);
             fn map<'a, const R: usize>(
                 x: &'a CudaSlice<bf16>,
                 (extents, strides): ([usize; 4], [usize; 4]),
@@ -141,28 +141,13 @@ macro_rules! timed {
     };
 }
 
-timed!(
-    forward_d64,
-    attention_bf16_d64,
-    AttentionBf16D64Args,
-    64,
-    hk::forward_chunk(64),
-    0
-);
-timed!(
-    forward_d128,
-    attention_bf16_d128,
-    AttentionBf16D128Args,
-    128,
-    hk::forward_chunk(128),
-    0
-);
+timed!(forward_d64, attention_bf16_d64, AttentionBf16D64Args, 64, 0);
+timed!(forward_d128, attention_bf16_d128, AttentionBf16D128Args, 128, 0);
 timed!(
     raw_d64,
     attention_raw_bf16_d64,
     AttentionRawBf16D64Args,
     64,
-    hk::forward_chunk(64),
     hk::raw_attention_shared_bytes(64)
 );
 timed!(
@@ -170,7 +155,6 @@ timed!(
     attention_raw_bf16_d128,
     AttentionRawBf16D128Args,
     128,
-    hk::forward_chunk(128),
     hk::raw_attention_shared_bytes(128)
 );
 

@@ -47,7 +47,7 @@ pub type AttentionOut<'a, T> = DeviceMdspanMut<'a, T, Dims<4>, LayoutStride>;
 /// Each query row's log-sum-exp, `b × h_q × s_q` `f32`, strided; `+∞` for a row that sees no
 /// key.
 pub type AttentionLse<'a> = DeviceMdspanMut<'a, f32, Dims<3>, LayoutStride>;
-/// The query rows of a chunk of the safe forward pass and the threads of its block (a producer
+/// The query rows of a chunk of the forward pass and the threads of its block (a producer
 /// warpgroup and a consumer for each 64 rows): [`forward_chunk`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ForwardChunk {
@@ -57,10 +57,10 @@ pub struct ForwardChunk {
     pub threads: u32,
 }
 
-/// The chunk of the safe forward pass at head dimension `d`: at 64, three consumer warpgroups
+/// The chunk of the forward pass at head dimension `d`: at 64, three consumer warpgroups
 /// (192 rows, 512 threads), as FlashAttention-3 runs it, so that one warpgroup's softmax has
 /// two others' products to hide behind; at 128, two (128 rows, 384 threads), which the
-/// accumulators' registers allow. The raw twins take 128 rows and 384 threads at both.
+/// accumulators' registers allow. The safe kernels and their raw twins alike.
 pub const fn forward_chunk(d: usize) -> ForwardChunk {
     let rows = if d == 64 { 192 } else { 128 };
     ForwardChunk {

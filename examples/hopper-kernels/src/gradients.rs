@@ -83,10 +83,11 @@ pub fn attention_backward_imported(
     // `dq`'s and `dk dv`'s chunks spread over the multiprocessors where they are alike (the
     // launching tensors' device; where it cannot be told, a block a chunk, and the arguments
     // refused below by name).
-    let sms = || multiprocessors(&*dq.context().ok()?);
+    // The count is asked once, for both.
+    let sms = (!causal).then(|| multiprocessors(&*dq.context().ok()?)).flatten();
     let (queries, keys) = (
-        queries.map(|c| spread_chunks(c, causal, sms)),
-        keys.map(|c| spread_chunks(c, causal, sms)),
+        queries.map(|c| spread_chunks(c, causal, || sms)),
+        keys.map(|c| spread_chunks(c, causal, || sms)),
     );
     let dtype = q.tensor().dl_tensor().dtype;
     let d = forward[0][3];

@@ -59,13 +59,10 @@ const CASES: [Case; 18] = [
 /// `lse` start as `-7`.
 macro_rules! runner {
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal) => {
-        runner!($name, $kernel, $args, $t, $d, 0, hk::forward_chunk($d));
+        runner!($name, $kernel, $args, $t, $d, 0);
     };
+    // The raw twins: the safe kernels' chunks, with their own shared memory.
     ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr) => {
-        // The raw twins: the safe kernels' chunks, with their own shared memory.
-        runner!($name, $kernel, $args, $t, $d, $shared, hk::forward_chunk($d));
-    };
-    ($name:ident, $kernel:ident, $args:ident, $t:ty, $d:literal, $shared:expr, $chunk:expr) => {
         fn $name(
             stream: &Arc<CudaStream>,
             module: &Kernels,
@@ -88,7 +85,7 @@ macro_rules! runner {
             };
             let (dq, dk, dv) = (up(q, extents[0]), up(k, extents[1]), up(v, extents[2]));
             // The query rows of a chunk and the threads of its block.
-            const CHUNK: hk::ForwardChunk = $chunk;
+            const CHUNK: hk::ForwardChunk = hk::forward_chunk($d);
             fn map<'a, const R: usize>(
                 (d, strides): &'a (CudaSlice<$t>, [usize; 4]),
                 extents: [usize; 4],

@@ -159,7 +159,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Iterator 
                 return None;
             }
             // Chunks numbered in the view's memory order (its fastest dimension varies fastest),
-            // or group by group.
+            // or group by group; then, for `LastRowsFirst`, the chunk rows from the last.
             let mut current = if self.group > 1 {
                 grouped_index::<E, L>(self.next, &self.counts, self.group)
             } else {
