@@ -96,9 +96,10 @@ pub(crate) mod device {
     /// # Safety
     ///
     /// Run by every thread of the block, on `sm_90a`, whose entry point declares `THREADS`
-    /// threads and one block a multiprocessor; `ROWS` is `64 · (THREADS / 128 − 1)` and
-    /// `PRODUCER_REGS · 128 + CONSUMER · (THREADS − 128)` at most the 65,536 registers of a
-    /// multiprocessor; `o` and `lse` are written by no other block's rows and by nothing else
+    /// threads and one block a multiprocessor; `ROWS` is `64 · (THREADS / 128 − 1)`, `CONSUMER`
+    /// at least a thread's registers at launch (`65536 / THREADS`, a multiple of 8) and
+    /// `PRODUCER_REGS · 128 + CONSUMER · (THREADS − 128)` at most the block's registers at
+    /// launch; `o` and `lse` are written by no other block's rows and by nothing else
     /// while the kernel runs, and the maps' tensors are not written (kernel parameters of
     /// these types).
     #[inline(always)]
@@ -127,9 +128,12 @@ pub(crate) mod device {
                 THREADS >= 256 && THREADS.is_multiple_of(128) && ROWS == 64 * (THREADS / 128 - 1),
                 "a consumer warpgroup for each 64 rows of a chunk, and the producer's"
             );
+            // The block holds `65536 / THREADS` registers a thread at launch, a multiple of 8.
+            let launch = 65536 / THREADS / 8 * 8;
             assert!(
-                PRODUCER_REGS as usize * 128 + CONSUMER as usize * (THREADS - 128) <= 65536,
-                "the consumers take no more registers than the producer's leave"
+                CONSUMER as usize >= launch
+                    && PRODUCER_REGS as usize * 128 + CONSUMER as usize * (THREADS - 128) <= launch * THREADS,
+                "the consumers take no more registers than the producer's leave the block"
             );
         };
         let [batch, heads_q, s_q, depth] = q.extents();
