@@ -63,7 +63,8 @@ pub trait Width: sealed::Sealed + 'static {
 ///
 /// # Safety
 ///
-/// [`mma_row`](Self::mma_row) issues the products its contract says, and nothing else.
+/// [`mma_steps`](Self::mma_steps), in each of its forms, issues the products
+/// [`mma_row`](Self::mma_row)'s contract says, and nothing else.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`wgmma` has no product of `{Self}` into `{W}` with its `B` tile read this way",
@@ -85,7 +86,36 @@ pub unsafe trait Product<W: Width, Major = KMajor>: WgmmaInput {
     /// through the async proxy (or fenced since) and ordered before this, that nothing writes
     /// until a wait says the group is done; `regs` are read or written by nothing else until
     /// then.
-    unsafe fn mma_row(regs: &mut W::Regs, a: u64, b: u64);
+    #[inline(always)]
+    unsafe fn mma_row(regs: &mut W::Regs, a: u64, b: u64) {
+        // SAFETY: as this function's contract, which is `mma_steps`'.
+        unsafe { Self::mma_steps::<{ Steps::OUTSIDE }>(regs, a, b) }
+    }
+
+    /// [`mma_row`](Self::mma_row), the same products, with the descriptors of the stage's
+    /// later three steps made from the first's where `STEPS` says: `0`, all before the `asm!`
+    /// (as operands); `1`, `A`'s inside it (`add.s64`); `2`, `B`'s inside it. Any other value
+    /// is `0`. A choice of code only: it changes how `ptxas` schedules the four products
+    /// around the 64-bit values they keep live, and nothing they compute.
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_row`](Self::mma_row).
+    unsafe fn mma_steps<const STEPS: u8>(regs: &mut W::Regs, a: u64, b: u64);
+}
+
+/// The forms of [`Product::mma_steps`].
+pub(crate) struct Steps;
+
+// (Host builds compile no `wgmma`: only `OUTSIDE` is named there.)
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+impl Steps {
+    /// Every step's descriptors made before the `asm!`.
+    pub(crate) const OUTSIDE: u8 = 0;
+    /// `A`'s later steps made inside the `asm!`.
+    pub(crate) const A_INSIDE: u8 = 1;
+    /// `B`'s later steps made inside the `asm!`.
+    pub(crate) const B_INSIDE: u8 = 2;
 }
 
 macro_rules! input {
@@ -138,41 +168,81 @@ macro_rules! width {
     };
 }
 
+/// The four `wgmma`s of one stage between a fence and a commit, in one `asm!`: `$a` and `$b`
+/// name each step's descriptors (operands, or the registers `$setup` makes from the first's).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! stage {
+    ($regs:ident, $ptx:literal, $k:literal, $imm:literal, $n:literal, [$($setup:literal),*], [$a0:literal, $a1:literal, $a2:literal, $a3:literal], [$b0:literal, $b1:literal, $b2:literal, $b3:literal], $first:literal $($i:literal)*; $($operands:tt)*) => {
+        core::arch::asm!(
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {one}, 0;",
+            $($setup,)*
+            "wgmma.fence.sync.aligned;",
+            concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, ", $a0, ", ", $b0, ", p", $imm, ";"),
+            concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, ", $a1, ", ", $b1, ", p", $imm, ";"),
+            concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, ", $a2, ", ", $b2, ", p", $imm, ";"),
+            concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, ", $a3, ", ", $b3, ", p", $imm, ";"),
+            "wgmma.commit_group.sync.aligned;",
+            "}}",
+            inout(reg32) $regs[$first],
+            $(inout(reg32) $regs[$i],)*
+            one = in(reg32) 1u32,
+            $($operands)*
+            options(nostack),
+        )
+    };
+}
+
 macro_rules! product {
     ($t:ty, $major:ty, $bstep:literal, $ptx:literal, $k:literal, $imm:literal, $n:literal, $first:literal $($i:literal)*) => {
         // SAFETY: four `wgmma.mma_async` of this shape, input, `B` layout (`$imm`'s last
         // transpose flag, the descriptor's step `$bstep`) and accumulators between a fence and
-        // a commit, as `mma_row` says.
+        // a commit, as `mma_row` says, in each form of `mma_steps` (the same descriptors, made
+        // before the `asm!` or by the same additions inside it).
         unsafe impl Product<Cols<$n>, $major> for $t {
             #[inline(always)]
-            unsafe fn mma_row(regs: &mut <Cols<$n> as Width>::Regs, a: u64, b: u64) {
+            unsafe fn mma_steps<const STEPS: u8>(regs: &mut <Cols<$n> as Width>::Regs, a: u64, b: u64) {
                 #[cfg(target_arch = "nvptx64")]
-                // SAFETY: as this function's contract.
+                // SAFETY: as this function's contract (`STEPS` is a constant: one form is kept).
                 unsafe {
-                    core::arch::asm!(
-                        "{{",
-                        ".reg .pred p;",
-                        "setp.ne.b32 p, {one}, 0;",
-                        "wgmma.fence.sync.aligned;",
-                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, {a0}, {b0}, p", $imm, ";"),
-                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, {a1}, {b1}, p", $imm, ";"),
-                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, {a2}, {b2}, p", $imm, ";"),
-                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ptx, ".", $ptx, " {{{", $first, "}", $(", {", $i, "}",)* "}}, {a3}, {b3}, p", $imm, ";"),
-                        "wgmma.commit_group.sync.aligned;",
-                        "}}",
-                        inout(reg32) regs[$first],
-                        $(inout(reg32) regs[$i],)*
-                        one = in(reg32) 1u32,
-                        a0 = in(reg64) a,
-                        a1 = in(reg64) a + 2,
-                        a2 = in(reg64) a + 4,
-                        a3 = in(reg64) a + 6,
-                        b0 = in(reg64) b,
-                        b1 = in(reg64) b + $bstep,
-                        b2 = in(reg64) b + 2 * $bstep,
-                        b3 = in(reg64) b + 3 * $bstep,
-                        options(nostack),
-                    )
+                    if STEPS == Steps::A_INSIDE {
+                        stage!(regs, $ptx, $k, $imm, $n,
+                            [".reg .b64 s1, s2, s3;", "add.s64 s1, {a0}, 2;", "add.s64 s2, {a0}, 4;", "add.s64 s3, {a0}, 6;"],
+                            ["{a0}", "s1", "s2", "s3"], ["{b0}", "{b1}", "{b2}", "{b3}"], $first $($i)*;
+                            a0 = in(reg64) a,
+                            b0 = in(reg64) b,
+                            b1 = in(reg64) b + $bstep,
+                            b2 = in(reg64) b + 2 * $bstep,
+                            b3 = in(reg64) b + 3 * $bstep,
+                        )
+                    } else if STEPS == Steps::B_INSIDE {
+                        stage!(regs, $ptx, $k, $imm, $n,
+                            [".reg .b64 s1, s2, s3;", "add.s64 s1, {b0}, {b1};", "add.s64 s2, {b0}, {b2};", "add.s64 s3, {b0}, {b3};"],
+                            ["{a0}", "{a1}", "{a2}", "{a3}"], ["{b0}", "s1", "s2", "s3"], $first $($i)*;
+                            a0 = in(reg64) a,
+                            a1 = in(reg64) a + 2,
+                            a2 = in(reg64) a + 4,
+                            a3 = in(reg64) a + 6,
+                            b0 = in(reg64) b,
+                            b1 = const $bstep,
+                            b2 = const 2 * $bstep,
+                            b3 = const 3 * $bstep,
+                        )
+                    } else {
+                        stage!(regs, $ptx, $k, $imm, $n,
+                            [],
+                            ["{a0}", "{a1}", "{a2}", "{a3}"], ["{b0}", "{b1}", "{b2}", "{b3}"], $first $($i)*;
+                            a0 = in(reg64) a,
+                            a1 = in(reg64) a + 2,
+                            a2 = in(reg64) a + 4,
+                            a3 = in(reg64) a + 6,
+                            b0 = in(reg64) b,
+                            b1 = in(reg64) b + $bstep,
+                            b2 = in(reg64) b + 2 * $bstep,
+                            b3 = in(reg64) b + 3 * $bstep,
+                        )
+                    }
                 };
                 #[cfg(not(target_arch = "nvptx64"))]
                 let _ = (regs, a, b);

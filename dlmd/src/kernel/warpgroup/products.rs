@@ -426,18 +426,31 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
         let mut regs = acc.regs;
         #[cfg(target_arch = "nvptx64")]
         {
+            use super::accumulators::Steps;
             use super::raw::descriptor_128;
             let panels = R::COLS * size_of::<R::Element>() / 128;
             for p in 0..panels {
                 let a_at = a.tile + (p * R::ROWS * 128 + self.index * ROWS * 128) as u32;
                 let b_at = b.tile() + (p * N * 128) as u32;
+                let descriptors = (descriptor_128(a_at), K::descriptor(b_at));
+                // The form of the stage's code (the products are the same): where the resident
+                // tile has several panels, its later steps' descriptors are made inside the
+                // `asm!`, which keeps its panels' from staying live over the kernel's loop; with
+                // one panel, the streamed tile's are, which `ptxas` schedules better (attention's
+                // products on the H200, `benchmarks/2026-12-01-steps.md`).
                 // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in
                 // it), on sm_90a; both tiles have landed (`Landed`, through the async proxy, as
                 // `wgmma` reads), 1024-aligned, in the 128-byte swizzle as their types say
                 // (panel `p` of `a`: `R::ROWS` rows of 128 bytes, the warpgroup's 64 inside
                 // them (checked above); panel `p` of `b`: `N` rows); `b` is held and `a`
                 // borrowed by the result until a wait sees these products done.
-                unsafe { T::mma_row(&mut regs, descriptor_128(a_at), K::descriptor(b_at)) };
+                unsafe {
+                    if panels > 1 {
+                        T::mma_steps::<{ Steps::A_INSIDE }>(&mut regs, descriptors.0, descriptors.1)
+                    } else {
+                        T::mma_steps::<{ Steps::B_INSIDE }>(&mut regs, descriptors.0, descriptors.1)
+                    }
+                };
             }
         }
         #[cfg(target_arch = "nvptx64")]
