@@ -438,19 +438,18 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 // `asm!`, which keeps its panels' from staying live over the kernel's loop; with
                 // one panel, the streamed tile's are, which `ptxas` schedules better (attention's
                 // products on the H200, `benchmarks/2026-12-01-steps.md`).
-                // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in
-                // it), on sm_90a; both tiles have landed (`Landed`, through the async proxy, as
-                // `wgmma` reads), 1024-aligned, in the 128-byte swizzle as their types say
-                // (panel `p` of `a`: `R::ROWS` rows of 128 bytes, the warpgroup's 64 inside
-                // them (checked above); panel `p` of `b`: `N` rows); `b` is held and `a`
-                // borrowed by the result until a wait sees these products done.
-                unsafe {
-                    if panels > 1 {
-                        T::mma_steps::<{ Steps::A_INSIDE }>(&mut regs, descriptors.0, descriptors.1)
-                    } else {
-                        T::mma_steps::<{ Steps::B_INSIDE }>(&mut regs, descriptors.0, descriptors.1)
-                    }
-                };
+                if panels > 1 {
+                    // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in
+                    // it), on sm_90a; both tiles have landed (`Landed`, through the async proxy,
+                    // as `wgmma` reads), 1024-aligned, in the 128-byte swizzle as their types say
+                    // (panel `p` of `a`: `R::ROWS` rows of 128 bytes, the warpgroup's 64 inside
+                    // them (checked above); panel `p` of `b`: `N` rows); `b` is held and `a`
+                    // borrowed by the result until a wait sees these products done.
+                    unsafe { T::mma_steps::<{ Steps::A_INSIDE }>(&mut regs, descriptors.0, descriptors.1) }
+                } else {
+                    // SAFETY: as in the other branch (the same products, in another form).
+                    unsafe { T::mma_steps::<{ Steps::B_INSIDE }>(&mut regs, descriptors.0, descriptors.1) }
+                }
             }
         }
         #[cfg(target_arch = "nvptx64")]
