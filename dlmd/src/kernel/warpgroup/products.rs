@@ -433,11 +433,11 @@ impl<'c, const THREADS: usize> Warpgroup<'c, THREADS> {
                 let a_at = a.tile + (p * R::ROWS * 128 + self.index * ROWS * 128) as u32;
                 let b_at = b.tile() + (p * N * 128) as u32;
                 let descriptors = (descriptor_128(a_at), K::descriptor(b_at));
-                // The form of the stage's code (the products are the same): where the resident
-                // tile has several panels, its later steps' descriptors are made inside the
-                // `asm!`, which keeps its panels' from staying live over the kernel's loop; with
-                // one panel, the streamed tile's are, which `ptxas` schedules better (attention's
-                // products on the H200, `benchmarks/2026-12-01-steps.md`).
+                // The form of the stage's code (the products are the same), the faster one as
+                // measured on attention's products (H200, `benchmarks/2026-12-01-steps.md`):
+                // where the resident tile has several panels, its later steps' descriptors are
+                // made inside the `asm!` (so, presumably, its panels' need not stay live over the
+                // kernel's loop); with one panel, the streamed tile's are.
                 if panels > 1 {
                     // SAFETY: all 128 threads of the warpgroup (the consumer's code, uniform in
                     // it), on sm_90a; both tiles have landed (`Landed`, through the async proxy,
