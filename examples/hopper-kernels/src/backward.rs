@@ -312,6 +312,93 @@ fn dkv<T, const D: usize, const STAGES: usize>(
             let mut acc_k = Accumulators::<T, Cols<D>>::zero();
             let mut acc_v = Accumulators::<T, Cols<D>>::zero();
             let (first, all) = tiles(n0, seq);
+            if D == 64 {
+                // Each tile's `dK += dSᵀ · Q` runs behind the next tile's `Sᵀ`, and while the
+                // next tile's probabilities are recomputed; `dV += Pᵀ · dO` behind `dPᵀ`. The
+                // tiles come head by head of the group, `first..all` of each (the producer's
+                // order); the sums are the loop's below, in the same order.
+                let per = all - first;
+                let total = group * per;
+                let ours = seq.other0 + seq.other_len;
+                // Tile `t`'s query head, and its first query in the sequence.
+                let place = |t: usize| (hk * group + t / per, 64 * (first + t % per));
+                let visible = |t: usize| Queries::new(key0, place(t).1, seq.other_len, seq.own_len, causal);
+                macro_rules! stats {
+                    ($t:expr) => {{
+                        let (h, q0) = place($t);
+                        let at = seq.other0 + q0;
+                        (
+                            wg.cols_from::<64, _, _, _, _>(&lse, [b, h, at], ours, f32::INFINITY),
+                            wg.cols_from::<64, _, _, _, _>(&delta, [b, h, at], ours, 0.0),
+                        )
+                    }};
+                }
+                // Tile `t`'s `dPᵀ`, probabilities, `dV` behind `dPᵀ`, and `dSᵀ`, behind `$older`
+                // (the last tile's `dK`, whose accumulators come back with `dPᵀ`'s).
+                macro_rules! head {
+                    ($t:expr, $grads:ident, $st:ident, $lse:ident, $delta:ident) => {{
+                        let dpt = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &v_rows, $grads.borrow());
+                        let pt = wg.recompute_probs($st, &$lse, scale_log2, &visible($t));
+                        (dpt, pt)
+                    }};
+                }
+                // The next tile's `Sᵀ` and statistics, this tile's `dK` behind them.
+                macro_rules! next {
+                    ($t:expr, $run_v:ident, $dst:ident, $queries:ident, $lse:ident, $delta:ident) => {{
+                        let next = consumer.first();
+                        let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, next.borrow());
+                        ($lse, $delta) = stats!($t);
+                        let both = wg
+                            .behind(($run_v, st))
+                            .mma_acc::<T, _, 64, D, _>(acc_k, $dst, $queries.into_by_n());
+                        let ((v, st), running) = wg.wait(both);
+                        acc_v = v;
+                        (next, st, running)
+                    }};
+                }
+                if total > 0 {
+                    let queries = consumer.first();
+                    let st = wg.mma_resident::<T, _, _, 64, _>(Accumulators::zero(), &k_rows, queries.borrow());
+                    let (mut lse_t, mut delta_t) = stats!(0);
+                    let st = wg.wait(st);
+                    let grads = consumer.second();
+                    let (dpt, pt) = head!(0, grads, st, lse_t, delta_t);
+                    let both = wg.behind(dpt).mma_acc_kept::<T, _, 64, D, _>(acc_v, &pt, grads.by_n());
+                    let (dpt, run_v) = wg.wait(both);
+                    let dst = wg.softmax_grad(&pt, dpt, &delta_t);
+                    if total == 1 {
+                        let run_k = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.into_by_n());
+                        acc_v = wg.wait(run_v);
+                        acc_k = wg.wait(run_k);
+                    } else {
+                        let (mut queries, mut st, mut run_k) = next!(1, run_v, dst, queries, lse_t, delta_t);
+                        drop(grads);
+                        let mut t = 1;
+                        loop {
+                            let grads = consumer.second();
+                            let (dpt, pt) = head!(t, grads, st, lse_t, delta_t);
+                            let both = wg
+                                .behind((run_k, dpt))
+                                .mma_acc_kept::<T, _, 64, D, _>(acc_v, &pt, grads.by_n());
+                            let ((k, dpt), run_v) = wg.wait(both);
+                            acc_k = k;
+                            let dst = wg.softmax_grad(&pt, dpt, &delta_t);
+                            if t + 1 == total {
+                                let run_k = wg.mma_acc::<T, _, 64, D, _>(acc_k, dst, queries.into_by_n());
+                                acc_v = wg.wait(run_v);
+                                acc_k = wg.wait(run_k);
+                                break;
+                            }
+                            (queries, st, run_k) = next!(t + 1, run_v, dst, queries, lse_t, delta_t);
+                            t += 1;
+                        }
+                    }
+                }
+                drop((k_rows, v_rows));
+                wg.store(part_k, acc_k, |_, x| out(x * scale));
+                wg.store(part_v, acc_v, |_, x| out(x));
+                return;
+            }
             for h in hk * group..(hk + 1) * group {
                 for m in first..all {
                     let q0 = 64 * m;

@@ -129,8 +129,12 @@
 //!    stored or added to more than twice; [`Warpgroup::wait`] waits (`wgmma.wait_group`)
 //!    before it returns them. Products issued [`behind`](Warpgroup::behind) others come back
 //!    [`Behind`], whose wait returns only the older ones' accumulators, the younger still
-//!    [`Running`] ([`Behind`]'s docs say why the wait is enough). Dropped or forgotten, running
-//!    products are waited for before the stage is released, and before `specialise` returns.
+//!    [`Running`] ([`Behind`]'s docs say why the wait is enough). Dropped, running products
+//!    are waited for before the stage is released, and before `specialise` returns. Forgotten
+//!    (`mem::forget`), a running product, an [`InFlight`], a [`Landed`] or a [`Full`] never
+//!    releases its stage: nothing reads it again, and the producer waits for it forever (a
+//!    hang, not a race; a tile only borrowed by the forgotten product is released by its
+//!    holder, whose drop waits for every product first).
 //! 5. **Each element of a chunk has one writer.** The chunks are the block's
 //!    ([`Block::chunks`](crate::kernel::Block::chunks), cut and dealt by the block's type, in
 //!    memory order or in [`Grouped`](crate::kernel::block::Grouped) rows, alike in every
@@ -193,7 +197,7 @@ mod streams;
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
-pub use borrowed::{Borrowed, Held, ReadTile};
+pub use borrowed::{Borrowed, ByN, Held, ReadTile};
 pub use exchange::{Exchange, Exchanged, Exchanging};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};

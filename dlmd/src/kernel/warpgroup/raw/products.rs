@@ -5,9 +5,10 @@
 
 use crate::kernel::warpgroup::{Cols, Product, ProductRs, Width};
 
-/// `wgmma.fence`, then `wgmma.mma_async` over one 64-deep step with both operands in shared
-/// memory (four products of `k = 16` for a 2-byte `T`: `acc += a · b` for the warpgroup's 64
-/// rows of the K-major `a` and the `N`-column `b`, read as `Major` says), then
+/// `wgmma.fence`, then `wgmma.mma_async` over one step of 128 bytes along `k` with both
+/// operands in shared memory (64 elements of a 2-byte `T` in four products of `k = 16`, 128 of
+/// an FP8 `T` in four of `k = 32`: `acc += a · b` for the warpgroup's 64 rows of the K-major `a`
+/// and the `N`-column `b`, read as `Major` says), then
 /// `wgmma.commit_group`: the products run until a wait ([`wgmma_wait_acc`]).
 ///
 /// # Safety
