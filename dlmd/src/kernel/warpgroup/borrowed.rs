@@ -2,10 +2,8 @@
 //! [`Landed::borrow`] lends it to products as it is,
 //! [`Landed::by_n`] as a [`KByN`] tile (the same memory read MN-major), and a product that
 //! borrows a tile ([`Borrowed`]) leaves it to its holder, which releases it once every product
-//! that borrowed it is done; [`Landed::into_by_n`] hands it to its last product as a [`KByN`]
-//! tile, which holds it as a product holds a tile passed by value ([`ByN`]). Attention's
-//! backward pass reads each streamed tile twice: keys as `Kᵀ` in the scores and as `K` in the
-//! queries' gradient.
+//! that borrowed it is done. Attention's backward pass reads each streamed tile twice: keys as
+//! `Kᵀ` in the scores and as `K` in the queries' gradient.
 
 use super::accumulators::Width;
 use super::operand::KByN;
@@ -43,24 +41,6 @@ impl<'c, S: Operand> Landed<'c, S> {
     }
 }
 
-/// A landed tile handed to the last product that reads it as a [`KByN`] tile
-/// ([`Landed::into_by_n`]): the product holds it, as it holds a [`Landed`] tile passed by
-/// value, and releases it once a wait has seen the product done. Unlike a [`Borrowed`] tile it
-/// borrows nothing, so the running product can outlive the scope that took the tile: a loop
-/// can carry it into its next turn, behind the next tile's products.
-#[must_use = "a tile handed on is read by a product: pass it to one"]
-pub struct ByN<'c, S: Operand>(Landed<'c, S>);
-
-impl<'c, S: Operand> Landed<'c, S> {
-    /// The tile handed to a product as a [`KByN`] tile, which then holds it until a wait sees
-    /// it done ([`ByN`]); [`by_n`](Self::by_n) lends it instead, for products that are not its
-    /// last.
-    #[inline(always)]
-    pub fn into_by_n(self) -> ByN<'c, S> {
-        ByN(self)
-    }
-}
-
 mod read {
     pub trait Sealed {}
 }
@@ -88,19 +68,6 @@ impl<'h, 'c: 'h, K: Operand> ReadTile<'h, K> for Landed<'c, K> {
     #[inline(always)]
     fn hold<W: Width>(self) -> Landed<'c, K> {
         self
-    }
-}
-
-impl<S: Operand> read::Sealed for ByN<'_, S> {}
-impl<'h, 'c: 'h, S: Operand> ReadTile<'h, KByN<S>> for ByN<'c, S> {
-    type Held<W: Width> = Landed<'c, S>;
-    #[inline(always)]
-    fn tile(&self) -> u32 {
-        self.0.tile
-    }
-    #[inline(always)]
-    fn hold<W: Width>(self) -> Landed<'c, S> {
-        self.0
     }
 }
 

@@ -197,7 +197,7 @@ mod streams;
 #[doc(hidden)]
 pub use accumulators::Product;
 pub use accumulators::{Accumulators, Cols, InFlight, InFlight2, Issue, Retire, WgmmaInput, Width};
-pub use borrowed::{Borrowed, ByN, Held, ReadTile};
+pub use borrowed::{Borrowed, Held, ReadTile};
 pub use exchange::{Exchange, Exchanged, Exchanging};
 pub use gradients::{Broadcast, ColValues, Queries, Visible};
 pub use operand::{KByN, KMajor, MnMajor, MnMajorInput, OperandA, OperandB};
