@@ -29,7 +29,10 @@ const FILE: u32 = 65536;
 
 /// The registers a thread holds at launch, for a block of `threads` with `min_blocks` blocks
 /// a multiprocessor (as `ptxas` sizes them where the kernel changes them), if it can change
-/// them: `min_blocks` declared (not 0).
+/// them: `min_blocks` declared (not 0). The count is the register file's share, without the
+/// cap of 255 registers a thread that `ptxas` applies too: the two differ only for blocks of
+/// fewer than 257 threads, where [`split`] finds no split (a consumer asks for at most
+/// `MOST`, fewer than such a share).
 const fn at_launch(threads: u32, min_blocks: u32) -> Option<u32> {
     if min_blocks == 0 || threads == 0 {
         return None;

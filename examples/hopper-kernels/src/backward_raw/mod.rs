@@ -4,7 +4,10 @@
 //! block for block and product for product, written the CUDA C++ way over
 //! `dlmd::kernel::warpgroup::raw`, as [the forward pass's twins](crate::attention_raw_bf16_d128)
 //! are. Every precondition of their `unsafe` code is checked at run time (the views' extents,
-//! the launch's grid, threads and shared memory), so they are safe to launch.
+//! the launch's grid, threads and shared memory), so they are safe to launch, but one: the
+//! register split's, 168 registers a thread at launch, rests on the entry points' launch
+//! bounds (`block_threads = 384`, `min_blocks_per_sm = 1`, written into the PTX by
+//! `dlmd-build`); without them `ptxas` drops the split, which is slower, not unsound.
 //!
 //! Shared memory of the gradients' twins, from the first 1024-aligned address: the two resident
 //! tiles (`q` and `do` for the queries' gradient, `k` and `v` for the keys' and values'), each
