@@ -58,3 +58,29 @@ fn views_without_the_prelude() {
     let x = 7u8;
     ::std::assert_eq!(::dlmd::dlmd!(&x, [])[[]], 7);
 }
+
+/// `unroll!` runs its steps in order, once each, whether its count is a literal (its steps
+/// written out exactly) or a constant expression (16 written out, those past it dropped).
+#[test]
+fn unroll_without_the_prelude() {
+    fn steps<const N: ::core::primitive::usize>() -> ::std::vec::Vec<::core::primitive::usize> {
+        let mut seen = ::std::vec::Vec::new();
+        ::dlmd::unroll!(N, |i| {
+            seen.push(i);
+        });
+        seen
+    }
+    // Each literal count of 1 to 16 (as `tt`s, which the macro's literal arms see as written).
+    macro_rules! each_literal {
+        ($($n:tt)*) => {$({
+            let mut seen = ::std::vec::Vec::new();
+            ::dlmd::unroll!($n, |i| {
+                seen.push(i);
+            });
+            ::std::assert_eq!(seen, ::std::iter::Iterator::collect::<::std::vec::Vec<_>>(0..$n));
+            ::std::assert_eq!(seen, steps::<$n>());
+        })*};
+    }
+    each_literal!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    ::std::assert!(steps::<0>().is_empty());
+}

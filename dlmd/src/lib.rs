@@ -344,11 +344,14 @@ macro_rules! kernels_ptx {
 }
 
 /// `$body` with `$i` bound to `0`, `1`, … `$count - 1` in turn, written out: `$count` is a
-/// `usize` constant of at most 16, and every copy past it is dropped by the compiler. In a
-/// kernel this is `#pragma unroll`: each copy indexes register arrays with a constant (an
-/// index known only at run time would put them in local memory), and the compiler schedules
-/// the copies together (the loads of one step in flight during the arithmetic of the last),
-/// where it would keep a loop whose body it judges too large.
+/// `usize` constant of at most 16. A count written as a literal (`4`) writes out its steps
+/// alone; any other (`N / 2`, a const generic parameter) writes out 16, and every copy past the
+/// count is dropped by the compiler after it has checked it (nested, the copies multiply: give
+/// literal counts where they are known). In a kernel this is `#pragma unroll`: each copy
+/// indexes register arrays with a constant (an index known only at run time would put them in
+/// local memory), and the compiler schedules the copies together (the loads of one step in
+/// flight during the arithmetic of the last), where it would keep a loop whose body it judges
+/// too large.
 ///
 /// ```
 /// let mut squares = [0usize; 4];
@@ -373,6 +376,58 @@ macro_rules! kernels_ptx {
 /// ```
 #[macro_export]
 macro_rules! unroll {
+    // A count written as a literal writes out exactly its steps; any other (a constant
+    // expression, such as a const generic parameter) writes out 16, each behind `k < count`.
+    // Nested, the copies multiply, and rustc checks each before it drops those past the count:
+    // literal counts keep that to the steps that run.
+    (1, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 1, $i, $body, 0usize)
+    };
+    (2, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 2, $i, $body, 0usize 1usize)
+    };
+    (3, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 3, $i, $body, 0usize 1usize 2usize)
+    };
+    (4, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 4, $i, $body, 0usize 1usize 2usize 3usize)
+    };
+    (5, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 5, $i, $body, 0usize 1usize 2usize 3usize 4usize)
+    };
+    (6, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 6, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize)
+    };
+    (7, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 7, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize)
+    };
+    (8, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 8, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize)
+    };
+    (9, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 9, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize)
+    };
+    (10, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 10, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize)
+    };
+    (11, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 11, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize)
+    };
+    (12, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 12, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize)
+    };
+    (13, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 13, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize)
+    };
+    (14, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 14, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize)
+    };
+    (15, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 15, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize 14usize)
+    };
+    (16, |$i:ident| $body:block) => {
+        $crate::unroll!(@ 16, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize 14usize 15usize)
+    };
     // The steps' indices are typed: an untyped literal compared with a literal count leaves
     // its type open until the end of the function, and rustc checks every such open question
     // again at each new one (quadratic in the copies).
