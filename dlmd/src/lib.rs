@@ -405,28 +405,36 @@ macro_rules! unroll {
         $crate::unroll!(@ 8, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize)
     };
     (9, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 9, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize)
+        $crate::unroll!(@ 9, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize)
     };
     (10, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 10, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize)
+        $crate::unroll!(@ 10, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize)
     };
     (11, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 11, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize)
+        $crate::unroll!(@ 11, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize)
     };
     (12, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 12, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize)
+        $crate::unroll!(@ 12, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize 11usize)
     };
     (13, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 13, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize)
+        $crate::unroll!(@ 13, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize 11usize 12usize)
     };
     (14, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 14, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize)
+        $crate::unroll!(@ 14, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize 11usize 12usize 13usize)
     };
     (15, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 15, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize 14usize)
+        $crate::unroll!(@ 15, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize 11usize 12usize 13usize 14usize)
     };
     (16, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 16, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize 8usize 9usize 10usize 11usize 12usize 13usize 14usize 15usize)
+        $crate::unroll!(@ 16, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
+            8usize 9usize 10usize 11usize 12usize 13usize 14usize 15usize)
     };
     // The steps' indices are typed: an untyped literal compared with a literal count leaves
     // its type open until the end of the function, and rustc checks every such open question
