@@ -347,11 +347,12 @@ macro_rules! kernels_ptx {
 /// `usize` constant of at most 16. A count written as a literal (`4`) writes out its steps
 /// alone; any other (`N / 2`, a const generic parameter) writes out 16, and every copy past the
 /// count is dropped by the compiler after it has checked it (nested, the copies multiply: give
-/// literal counts where they are known). In a kernel this is `#pragma unroll`: each copy
-/// indexes register arrays with a constant (an index known only at run time would put them in
-/// local memory), and the compiler schedules the copies together (the loads of one step in
-/// flight during the arithmetic of the last), where it would keep a loop whose body it judges
-/// too large.
+/// literal counts where they are known). Either way the body is checked as one that may run
+/// more than once, so a body that moves a value out is refused whatever the count and however
+/// it is written. In a kernel this is `#pragma unroll`: each copy indexes register arrays with
+/// a constant (an index known only at run time would put them in local memory), and the
+/// compiler schedules the copies together (the loads of one step in flight during the
+/// arithmetic of the last), where it would keep a loop whose body it judges too large.
 ///
 /// ```
 /// let mut squares = [0usize; 4];
@@ -379,9 +380,11 @@ macro_rules! unroll {
     // A count written as a literal writes out exactly its steps; any other (a constant
     // expression, such as a const generic parameter) writes out 16, each behind `k < count`.
     // Nested, the copies multiply, and rustc checks each before it drops those past the count:
-    // literal counts keep that to the steps that run.
+    // literal counts keep that to the steps that run. A count of 1 writes out a second step
+    // that never runs: the body is checked as a body that may run twice, as it is for every
+    // other count however it is written (one that moves a value is refused alike).
     (1, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 1, $i, $body, 0usize)
+        $crate::unroll!(@ 1, $i, $body, 0usize 1usize)
     };
     (2, |$i:ident| $body:block) => {
         $crate::unroll!(@ 2, $i, $body, 0usize 1usize)
