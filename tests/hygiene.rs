@@ -70,7 +70,8 @@ fn unroll_without_the_prelude() {
         });
         seen
     }
-    // Each literal count of 1 to 16 (as `tt`s, which the macro's literal arms see as written).
+    // Each literal count of 1 to 16 (as `tt`s, which the macro's literal arms see as written;
+    // 16 takes the arm of every other count).
     macro_rules! each_literal {
         ($($n:tt)*) => {$({
             let mut seen = ::std::vec::Vec::new();

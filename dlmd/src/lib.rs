@@ -377,12 +377,9 @@ macro_rules! kernels_ptx {
 /// ```
 #[macro_export]
 macro_rules! unroll {
-    // A count written as a literal writes out exactly its steps; any other (a constant
-    // expression, such as a const generic parameter) writes out 16, each behind `k < count`.
-    // Nested, the copies multiply, and rustc checks each before it drops those past the count:
-    // literal counts keep that to the steps that run. A count of 1 writes out a second step
-    // that never runs: the body is checked as a body that may run twice, as it is for every
-    // other count however it is written (one that moves a value is refused alike).
+    // Literal counts below 16 write out their steps alone (the doc above says why); `1` a
+    // second that never runs, so that its body is checked as one that may run twice. 16 and
+    // every other count take the last arm.
     (1, |$i:ident| $body:block) => {
         $crate::unroll!(@ 1, $i, $body, 0usize 1usize)
     };
@@ -434,10 +431,6 @@ macro_rules! unroll {
     (15, |$i:ident| $body:block) => {
         $crate::unroll!(@ 15, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
             8usize 9usize 10usize 11usize 12usize 13usize 14usize)
-    };
-    (16, |$i:ident| $body:block) => {
-        $crate::unroll!(@ 16, $i, $body, 0usize 1usize 2usize 3usize 4usize 5usize 6usize 7usize
-            8usize 9usize 10usize 11usize 12usize 13usize 14usize 15usize)
     };
     // The steps' indices are typed: an untyped literal compared with a literal count leaves
     // its type open until the end of the function, and rustc checks every such open question
