@@ -216,8 +216,8 @@ macro_rules! forward_kernel {
         /// `causal` aligned to each sequence's bottom right. Also left as they are where the
         /// offsets are negative or decrease, count different numbers of sequences, or reach
         /// past their tensors' rows; rows of `o` past the last offset are not written. Launch
-        #[doc = concat!("with blocks of [`forward_chunk`]`(", $d, ").threads` threads, as many as fit (at most one per chunk of `forward_chunk(", $d, ").rows`")]
-        /// rows of the longest sequence, for each sequence and head).
+        #[doc = concat!("with blocks of [`forward_chunk`]`(", $d, ").threads` threads, as many as fit (at most one per chunk number: a head has `total_q / forward_chunk(", $d, ").rows`")]
+        /// and one more for each sequence).
         #[dlmd::kernel(min_blocks_per_sm = 1)]
         #[allow(clippy::too_many_arguments)]
         pub fn $varlen(

@@ -6,7 +6,9 @@
 //! The offsets stay on the device: the kernels read them, and write nothing where they are not
 //! offsets of the tensors (negative, decreasing, or past the rows), which the host cannot see
 //! without waiting for the device. The longest sequence's length sizes the grid, as
-//! FlashAttention's `max_seqlen` does; a smaller one only leaves each block more chunks.
+//! FlashAttention's `max_seqlen` does (a smaller one only leaves each block more chunks), and
+//! so do the tensors' rows: the kernels number a head's chunks by where each sequence starts,
+//! so many empty sequences cost a chunk number each, not the longest's chunks each.
 
 use crate::forward::{AttentionError, check_attention, forward_grid, grid};
 use crate::gradients::{check_gradients, delta_grid};
@@ -29,11 +31,17 @@ pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result
     Ok(())
 }
 
-/// The rows a packed call's grid covers, as `[b, h, s, d]`: `[1, h, total, d]` rows of
-/// `sequences` sequences of at most `longest` rows seen as `sequences` heads' worth of
-/// `longest` rows each (the kernels' chunks are cut at each sequence's end).
-fn packed_rows(sequences: usize, [_, heads, _, d]: [usize; 4], longest: usize) -> [usize; 4] {
-    [sequences, heads, longest, d]
+/// The rows a packed call's grid covers, in chunks of `rows`, as `[b, h, s, d]`: of
+/// `[1, h, total, d]` rows in `sequences` sequences of at most `longest` rows, as many chunks a
+/// head as the kernels number (`total / rows`, and one more for each sequence, the chunks cut at
+/// each sequence's end), or where fewer, `sequences` times the longest's chunks. A grid this
+/// size is bounded by the tensors' rows, whatever the offsets: many empty sequences and a
+/// `longest` from the caller launch no more blocks than the rows have chunks and the offsets
+/// have sequences.
+fn packed_rows(sequences: usize, [_, heads, total, d]: [usize; 4], longest: usize, rows: usize) -> [usize; 4] {
+    let numbered = (total / rows).saturating_add(sequences);
+    let by_longest = sequences.saturating_mul(longest.div_ceil(rows));
+    [1, heads, numbered.min(by_longest).saturating_mul(rows), d]
 }
 
 /// The checked extents of a packed call: `[q, k, v, o]`, `lse`'s, and the offsets' counts.
@@ -73,7 +81,8 @@ pub fn attention_varlen_forward_imported(
 ) -> Result<(), AttentionError> {
     let four = packed_extents([q, k, v, o], lse, [cu_q, cu_k], scale)?;
     let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
-    let Some(config) = forward_grid(packed_rows(sequences, four[0], max_q.min(four[0][2]))) else {
+    let chunk = crate::forward_chunk(four[0][3]).rows;
+    let Some(config) = forward_grid(packed_rows(sequences, four[0], max_q.min(four[0][2]), chunk)) else {
         return Ok(());
     };
     let dtype = q.tensor().dl_tensor().dtype;
@@ -131,8 +140,8 @@ pub fn attention_varlen_backward_imported(
     check_gradients([forward[0], forward[1]], grads, extents(delta, "delta")?)?;
     let sequences = extents::<1>(cu_q, "cu_seqlens_q")?[0] - 1;
     let rows = delta_grid(forward[0]);
-    let queries = grid(packed_rows(sequences, forward[0], max_q.min(forward[0][2])));
-    let keys = grid(packed_rows(sequences, forward[1], max_k.min(forward[1][2])));
+    let queries = grid(packed_rows(sequences, forward[0], max_q.min(forward[0][2]), 128));
+    let keys = grid(packed_rows(sequences, forward[1], max_k.min(forward[1][2]), 128));
     let dtype = q.tensor().dl_tensor().dtype;
     macro_rules! run {
         ($delta:ident, $delta_args:ident, $dq:ident, $dq_args:ident, $dkv:ident, $dkv_args:ident) => {{
@@ -220,7 +229,7 @@ pub fn attention_varlen_backward_imported(
 
 #[cfg(test)]
 mod tests {
-    use super::{AttentionError, check_packed};
+    use super::{AttentionError, check_packed, packed_rows};
 
     #[test]
     fn packed_calls_are_one_batch_entry_with_offsets_for_both() {
@@ -241,5 +250,23 @@ mod tests {
             message.contains("5 offsets") && message.contains("cu_seqlens_k 3"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_packed_grid_is_bounded_by_the_rows_and_the_sequences() {
+        // Four sequences of at most 300 rows in 700: the 5 + 4 chunk numbers the kernels
+        // have, fewer than four times the longest's three chunks of 128 rows; of at most 100
+        // rows, four times one chunk.
+        assert_eq!(packed_rows(4, [1, 8, 700, 128], 300, 128), [1, 8, 9 * 128, 128]);
+        assert_eq!(packed_rows(4, [1, 8, 700, 128], 100, 128), [1, 8, 4 * 128, 128]);
+        // 10⁶ sequences, one of 100 000 rows and the rest empty, with the caller's longest:
+        // 781 + 10⁶ chunk numbers a head, not 10⁶ times 782.
+        assert_eq!(
+            packed_rows(1_000_000, [1, 2, 100_000, 64], 100_000, 128),
+            [1, 2, (781 + 1_000_000) * 128, 64]
+        );
+        // A longest past every bound saturates rather than wraps.
+        assert_eq!(packed_rows(3, [1, 1, 10, 64], usize::MAX, 192), [1, 1, 3 * 192, 64]);
+        assert_eq!(packed_rows(0, [1, 4, 500, 128], 500, 128), [1, 4, 0, 128]);
     }
 }

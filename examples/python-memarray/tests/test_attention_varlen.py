@@ -25,11 +25,13 @@ if torch.cuda.get_device_capability() != (9, 0):
 from test_attention_backward import gradients, reference  # noqa: E402
 
 # (h_q, h_kv, query lengths, key lengths): grouped-query ratios 1, 4 and 8; lengths around the
-# tile of 128, one row, no query, no key.
+# tile of 128, one row, no query, no key; long sequences among many empty ones (each of which
+# takes one chunk number, not the longest's chunks).
 BATCHES = [
     (4, 4, [128, 128, 128], [128, 128, 128]),
     (8, 2, [1, 127, 129, 300, 64], [200, 1, 128, 333, 64]),
     (8, 1, [333, 0, 17, 256], [100, 5, 17, 0]),
+    (4, 2, [0] * 40 + [300] + [0] * 40 + [129], [0] * 40 + [257] + [0] * 40 + [200]),
 ]
 
 

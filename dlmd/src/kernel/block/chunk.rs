@@ -176,8 +176,8 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace, R: Rows> Iterator 
             let mut shape = self.shape;
             let mut segment = None;
             if let Some(cut) = self.cut {
-                // Along the rows, chunk `t` of segment `s` for number `s · per_segment + t`: its
-                // rows from the segment's start, cut at its end; none past it.
+                // Along the rows, the numbers of each segment from where it starts (`Cut::rows`):
+                // its chunks' rows from the segment's start, cut at its end; none past it.
                 let dim = E::RANK - 2;
                 let Some((first, rows, here)) = cut.rows(current.as_ref()[dim], self.shape.as_ref()[dim]) else {
                     continue;

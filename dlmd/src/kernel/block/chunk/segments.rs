@@ -129,7 +129,7 @@ impl<'s> Segments<'s> {
         self.get(low)
     }
 
-    /// The largest segment's length: the rows of a sequence's longest chunk grid.
+    /// The largest segment's length (a packed batch's `max_seqlen`).
     #[inline(always)]
     pub fn longest(&self) -> usize {
         self.longest
@@ -146,23 +146,59 @@ impl<'s> Segments<'s> {
     }
 }
 
-/// A [`Chunks`] cut along segments: the segments and the chunks each has along the rows.
+/// A [`Chunks`] cut along segments: the segments, whose chunks along the rows are numbered
+/// by where each segment starts (see [`rows`](Self::rows)).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Cut<'s> {
     pub(super) segments: Segments<'s>,
-    /// Chunks along each segment's rows: its box side into the longest segment.
-    pub(super) per_segment: usize,
 }
 
 impl Cut<'_> {
-    /// The rows of chunk number `n` along the rows (of the `count · per_segment`), in chunks
-    /// of `side` rows: its first row and number of rows, and its segment; `None` for a number
-    /// past the segment's end (or past the last segment), which holds no chunk. The chunks of a
-    /// segment cover its rows once, and no chunk holds rows of two: the segments share none.
+    /// How many chunk numbers the rows take, in chunks of `side` rows (more than 0): the
+    /// chunks of the whole rows up to the last offset, plus one for each segment. Bounded by
+    /// the rows and the number of segments, whatever their lengths: many empty segments beside
+    /// a long one take a number each, not the long one's chunks each.
+    #[inline(always)]
+    pub(super) fn numbers(&self, side: usize) -> usize {
+        (self.segments.end() / side.max(1)).saturating_add(self.segments.count())
+    }
+
+    /// The first chunk number of segment `i` (`i ≤ count`): its first row's chunk of the
+    /// whole rows, plus `i`. Rises by at least one from each segment to the next, and by at
+    /// least as many as a segment has chunks: segment `i` of `len` rows from row `start`
+    /// has `⌈len / side⌉ ≤ ⌊(start + len) / side⌋ − ⌊start / side⌋ + 1` of them.
+    #[inline(always)]
+    fn first_number(&self, i: usize, side: usize) -> usize {
+        self.segments.offset(i) / side + i
+    }
+
+    /// The rows of chunk number `n` along the rows (of the [`numbers`](Self::numbers)), in
+    /// chunks of `side` rows: its first row and number of rows, and its segment; `None` for a
+    /// number that holds no chunk. Segment `i` has the numbers from its
+    /// [`first_number`](Self::first_number), one for each chunk, which end at or before the
+    /// next segment's first: the segment of `n` is found by halving (`log₂ count` reads of
+    /// the offsets). The chunks of a segment cover its rows once, and no chunk holds rows of
+    /// two: the segments share none.
     #[inline(always)]
     pub(super) fn rows(&self, n: usize, side: usize) -> Option<(usize, usize, Segment)> {
-        let here = self.segments.get(n / self.per_segment.max(1))?;
-        let first = (n % self.per_segment.max(1)).saturating_mul(side);
+        let side = side.max(1);
+        let count = self.segments.count();
+        if count == 0 || n < self.first_number(0, side) {
+            return None;
+        }
+        // The last segment whose first number is at or below `n`: first(low) ≤ n < first(high)
+        // (or `high` is `count`).
+        let (mut low, mut high) = (0, count);
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            if self.first_number(mid, side) <= n {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        let here = self.segments.get(low)?;
+        let first = (n - self.first_number(low, side)).saturating_mul(side);
         (first < here.len).then(|| (here.start + first, side.min(here.len - first), here))
     }
 }
@@ -172,7 +208,9 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// place of the chunks of the whole rows: segment `i`'s rows `start .. start + len` cut
     /// from its start into the shape's side, its last chunk cut short at its end, so that no
     /// chunk holds rows of two segments. A chunk's [`segment`](super::Chunk::segment) says
-    /// which it is of. `None` where the segments end past the view's rows, or where chunks
+    /// which it is of. The rows' chunks are numbered by where each segment starts: the chunks
+    /// of the whole rows up to the last offset and one more for each segment, however long the
+    /// longest is (a number past a segment's chunks holds none, and is skipped). `None` where the segments end past the view's rows, or where chunks
     /// were taken already (the cut renumbers them). The other dimensions are cut as before,
     /// and the chunks are dealt to the blocks as before.
     ///
@@ -211,9 +249,9 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
         if side == 0 || segments.end() > rows {
             return None;
         }
-        let per_segment = segments.longest().div_ceil(side);
+        let cut = Cut { segments };
         let mut counts = self.counts;
-        counts.as_mut()[dim] = segments.count().saturating_mul(per_segment);
+        counts.as_mut()[dim] = cut.numbers(side);
         // A grid too large to number is refused, not wrapped: chunk numbers map one to one onto
         // the grid's indices only where its size fits.
         let total = counts
@@ -223,7 +261,7 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
         Some(Chunks {
             counts,
             total,
-            cut: Some(Cut { segments, per_segment }),
+            cut: Some(cut),
             ..self
         })
     }
@@ -299,6 +337,22 @@ mod tests {
         assert_eq!(mapping.required_span_size(), 5);
     }
 
+    #[test]
+    fn many_empty_segments_number_no_more_chunks_than_they_hold() {
+        // 1 000 empty sequences and one of 1 000 rows: 1 000 / 128 + 1 001 numbers, not
+        // 1 001 times the long one's 8 chunks; each row in one chunk, each chunk found.
+        let mut offsets = vec![0i32; 1_001];
+        offsets.push(1_000);
+        let segments = segments(&offsets).unwrap();
+        let cut = Cut { segments };
+        assert_eq!(cut.numbers(128), 1_000 / 128 + 1_001);
+        let chunks: Vec<_> = (0..cut.numbers(128)).filter_map(|n| cut.rows(n, 128)).collect();
+        assert_eq!(chunks.len(), 8);
+        for (i, &(start, rows, segment)) in chunks.iter().enumerate() {
+            assert_eq!((start, rows, segment.index), (128 * i, 128.min(1_000 - 128 * i), 1_000));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig {
             cases: if cfg!(miri) { 8 } else { 256 },
@@ -309,18 +363,19 @@ mod tests {
 
         #[test]
         fn chunks_cover_each_segment_once_and_none_two(
+            lead in 0usize..300,
             lengths in proptest::collection::vec(0usize..300, 0..12),
             side in 1usize..200,
         ) {
-            let mut offsets = vec![0i32];
+            let mut offsets = vec![lead as i32];
             for len in &lengths {
                 offsets.push(offsets.last().unwrap() + *len as i32);
             }
             let segments = segments(&offsets).unwrap();
-            let cut = Cut { segments, per_segment: segments.longest().div_ceil(side) };
+            let cut = Cut { segments };
             let end = segments.end();
             let mut owner = vec![None; end];
-            for n in 0..segments.count() * cut.per_segment {
+            for n in 0..cut.numbers(side) + 2 {
                 if let Some((start, rows, segment)) = cut.rows(n, side) {
                     prop_assert!(rows > 0 && rows <= side && start + rows <= segment.start + segment.len);
                     for (row, owned) in owner.iter_mut().enumerate().skip(start).take(rows) {
