@@ -16,8 +16,9 @@ pub fn gpu() -> Option<Arc<cudarc::driver::CudaContext>> {
             if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
             }
-            // Straight to stderr, past the test harness's capture, so the skip is seen.
-            let _ = writeln!(std::io::stderr(), "SKIPPED (no GPU: {e})");
+            // Straight to stderr, past the test harness's capture, so the skip is seen; one
+            // write, so that the harness's own lines do not land inside it.
+            let _ = std::io::stderr().write_all(format!("SKIPPED (no GPU: {e})\n").as_bytes());
             None
         }
         Err(e) => panic!("{e}"),
