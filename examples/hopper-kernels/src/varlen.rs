@@ -8,9 +8,10 @@
 //! without waiting for the device. The longest sequence's length sizes the grid, as
 //! FlashAttention's `max_seqlen` does (a smaller one only leaves each block more chunks), and
 //! so do the tensors' rows: the kernels number a head's chunks by where each sequence starts,
-//! so many empty sequences cost a chunk number each, not the longest's chunks each.
+//! so many empty sequences cost a chunk number each, not the longest's chunks each. Not
+//! causal, the forward pass takes at most one block a multiprocessor, as the batched one does.
 
-use crate::forward::{AttentionError, check_attention, forward_grid, grid};
+use crate::forward::{AttentionError, check_attention, forward_grid, grid, multiprocessors, spread_chunks};
 use crate::gradients::{check_gradients, delta_grid};
 use crate::imported::{arg, extents};
 use dlmd::DlElement;
@@ -40,7 +41,9 @@ pub fn check_packed([q, k]: [[usize; 4]; 2], [cu_q, cu_k]: [usize; 2]) -> Result
 /// have sequences.
 fn packed_rows(sequences: usize, [_, heads, total, d]: [usize; 4], longest: usize, rows: usize) -> [usize; 4] {
     let numbered = (total / rows).saturating_add(sequences);
-    let by_longest = sequences.saturating_mul(longest.div_ceil(rows));
+    // A longest of 0 (a caller's `max_seqlen` of 0, whatever the offsets say) still launches:
+    // the grid only shares the chunks out.
+    let by_longest = sequences.saturating_mul(longest.max(1).div_ceil(rows));
     [1, heads, numbered.min(by_longest).saturating_mul(rows), d]
 }
 
@@ -85,6 +88,8 @@ pub fn attention_varlen_forward_imported(
     let Some(config) = forward_grid(packed_rows(sequences, four[0], max_q.min(four[0][2]), chunk)) else {
         return Ok(());
     };
+    // As the batched call: not causal, at most one block a multiprocessor.
+    let config = spread_chunks(config, causal, || multiprocessors(&*o.context().ok()?));
     let dtype = q.tensor().dl_tensor().dtype;
     macro_rules! run {
         ($kernel:ident, $args:ident) => {
@@ -268,5 +273,7 @@ mod tests {
         // A longest past every bound saturates rather than wraps.
         assert_eq!(packed_rows(3, [1, 1, 10, 64], usize::MAX, 192), [1, 1, 3 * 192, 64]);
         assert_eq!(packed_rows(0, [1, 4, 500, 128], 500, 128), [1, 4, 0, 128]);
+        // A longest of 0 from the caller: a chunk for each sequence, not none.
+        assert_eq!(packed_rows(3, [1, 4, 500, 128], 0, 128), [1, 4, 3 * 128, 128]);
     }
 }

@@ -126,6 +126,19 @@ def test_sequences_of_one_length_packed_give_the_batched_bits(causal):
         assert torch.equal(a, e)
 
 
+def test_a_max_seqlen_of_zero_still_computes_every_sequence():
+    # The longest lengths only size the grid: 0 launches a block for each sequence, not none.
+    lq, lk, d = [100, 0, 300], [70, 5, 260], 128
+    q, k, v, grad, cu_q, cu_k = packed_inputs(4, 2, lq, lk, d, torch.bfloat16, seed=5)
+    op = dm.torch_attention_varlen()
+
+    def call(max_q, max_k):
+        return gradients(lambda q, k, v: op(q, k, v, cu_q, cu_k, max_q, max_k, 0.1, True)[0], q, k, v, grad)
+
+    for a, e in zip(call(0, 0), call(max(lq), max(lk))):
+        assert torch.equal(a, e)
+
+
 def test_the_direct_calls_write_only_the_sequences_rows():
     # Two rows of each tensor past the last offset: not a sequence's, not written.
     lq, lk, d = [100, 50], [70, 90], 64

@@ -155,21 +155,23 @@ pub(super) struct Cut<'s> {
 
 impl Cut<'_> {
     /// How many chunk numbers the rows take, in chunks of `side` rows (more than 0): the
-    /// chunks of the whole rows up to the last offset, plus one for each segment. Bounded by
-    /// the rows and the number of segments, whatever their lengths: many empty segments beside
-    /// a long one take a number each, not the long one's chunks each.
+    /// [`first_number`](Self::first_number) of a segment past the last. Bounded by the
+    /// segments' rows and their number, whatever their lengths: many empty segments beside a
+    /// long one take a number each, not the long one's chunks each.
     #[inline(always)]
     pub(super) fn numbers(&self, side: usize) -> usize {
-        (self.segments.end() / side.max(1)).saturating_add(self.segments.count())
+        self.first_number(self.segments.count(), side.max(1))
     }
 
-    /// The first chunk number of segment `i` (`i ≤ count`): its first row's chunk of the
-    /// whole rows, plus `i`. Rises by at least one from each segment to the next, and by at
-    /// least as many as a segment has chunks: segment `i` of `len` rows from row `start`
-    /// has `⌈len / side⌉ ≤ ⌊(start + len) / side⌋ − ⌊start / side⌋ + 1` of them.
+    /// The first chunk number of segment `i` (`i ≤ count`; `side` more than 0): the chunks of
+    /// the whole rows from the first offset's to its first row's, plus `i`. Rises by at least
+    /// one from each segment to the next, and by at least as many as a segment has chunks:
+    /// segment `i` of `len` rows from row `start` has `⌈len / side⌉ ≤ ⌊(start + len) / side⌋ −
+    /// ⌊start / side⌋ + 1` of them.
     #[inline(always)]
     fn first_number(&self, i: usize, side: usize) -> usize {
-        self.segments.offset(i) / side + i
+        // The offsets never decrease (`Segments::new`): no wrap.
+        self.segments.offset(i) / side - self.segments.offset(0) / side + i
     }
 
     /// The rows of chunk number `n` along the rows (of the [`numbers`](Self::numbers)), in
@@ -183,7 +185,7 @@ impl Cut<'_> {
     pub(super) fn rows(&self, n: usize, side: usize) -> Option<(usize, usize, Segment)> {
         let side = side.max(1);
         let count = self.segments.count();
-        if count == 0 || n < self.first_number(0, side) {
+        if count == 0 {
             return None;
         }
         // The last segment whose first number is at or below `n`: first(low) ≤ n < first(high)
@@ -209,8 +211,9 @@ impl<'v, T: DlElement, E: Extents, L: Layout, S: KernelSpace> Chunks<'v, T, E, L
     /// from its start into the shape's side, its last chunk cut short at its end, so that no
     /// chunk holds rows of two segments. A chunk's [`segment`](super::Chunk::segment) says
     /// which it is of. The rows' chunks are numbered by where each segment starts: the chunks
-    /// of the whole rows up to the last offset and one more for each segment, however long the
-    /// longest is (a number past a segment's chunks holds none, and is skipped). `None` where the segments end past the view's rows, or where chunks
+    /// of the whole rows from the first offset to the last and one more for each segment,
+    /// however long the longest is (a number past a segment's chunks holds none, and is
+    /// skipped). `None` where the segments end past the view's rows, or where chunks
     /// were taken already (the cut renumbers them). The other dimensions are cut as before,
     /// and the chunks are dealt to the blocks as before.
     ///
@@ -343,14 +346,26 @@ mod tests {
         // 1 001 times the long one's 8 chunks; each row in one chunk, each chunk found.
         let mut offsets = vec![0i32; 1_001];
         offsets.push(1_000);
-        let segments = segments(&offsets).unwrap();
-        let cut = Cut { segments };
+        let cut = Cut {
+            segments: segments(&offsets).unwrap(),
+        };
         assert_eq!(cut.numbers(128), 1_000 / 128 + 1_001);
         let chunks: Vec<_> = (0..cut.numbers(128)).filter_map(|n| cut.rows(n, 128)).collect();
         assert_eq!(chunks.len(), 8);
         for (i, &(start, rows, segment)) in chunks.iter().enumerate() {
             assert_eq!((start, rows, segment.index), (128 * i, 128.min(1_000 - 128 * i), 1_000));
         }
+        // Numbered from the first offset: rows before it take no number.
+        let late = [5_000, 5_000, 5_300];
+        let cut = Cut {
+            segments: segments(&late).unwrap(),
+        };
+        assert_eq!(cut.numbers(128), 5_300 / 128 - 5_000 / 128 + 2);
+        assert_eq!(cut.rows(0, 128), None);
+        assert_eq!(
+            cut.rows(1, 128).map(|(start, rows, _)| (start, rows)),
+            Some((5_000, 128))
+        );
     }
 
     proptest! {
@@ -375,7 +390,11 @@ mod tests {
             let cut = Cut { segments };
             let end = segments.end();
             let mut owner = vec![None; end];
-            for n in 0..cut.numbers(side) + 2 {
+            // Past the numbers, no chunk (the chunks are dealt from these numbers alone).
+            for n in cut.numbers(side)..cut.numbers(side) + 3 {
+                prop_assert!(cut.rows(n, side).is_none(), "a chunk at number {} of {}", n, cut.numbers(side));
+            }
+            for n in 0..cut.numbers(side) {
                 if let Some((start, rows, segment)) = cut.rows(n, side) {
                     prop_assert!(rows > 0 && rows <= side && start + rows <= segment.start + segment.len);
                     for (row, owned) in owner.iter_mut().enumerate().skip(start).take(rows) {
