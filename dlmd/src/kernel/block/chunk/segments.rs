@@ -135,12 +135,13 @@ impl<'s> Segments<'s> {
         self.longest
     }
 
-    /// Offset `i` (`i ≤ count`), which `new` found to be `0` or more.
+    /// Offset `i` (the last for `i` past `count`), which `new` found to be `0` or more.
     #[inline(always)]
     fn offset(&self, i: usize) -> usize {
+        let i = i.min(self.count);
         // SAFETY: `new` read every offset `0 ..= count` through the view and found each at
         // `first + i · stride`, an element of the view, borrowed for `'s`, which nobody writes
-        // (`new`'s contract with its caller); `i ≤ count` at every call above.
+        // (`new`'s contract with its caller); `i ≤ count` (above).
         let value = unsafe { *self.first.wrapping_offset(self.stride.wrapping_mul(i as isize)) };
         value as usize
     }
