@@ -16,13 +16,18 @@ pub fn gpu() -> Option<Arc<cudarc::driver::CudaContext>> {
             if std::env::var("DLMD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("DLMD_REQUIRE_GPU=1 but no GPU: {e}");
             }
-            // Straight to stderr, past the test harness's capture, so the skip is seen; one
-            // write, so that the harness's own lines do not land inside it.
-            let _ = std::io::stderr().write_all(format!("SKIPPED (no GPU: {e})\n").as_bytes());
+            skipped(format_args!("no GPU: {e}"));
             None
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+/// Says that a test is skipped, and why: `SKIPPED (why)` on stderr, past the test harness's
+/// capture so that it is seen, in one write so that the harness's own lines do not land inside
+/// it (`.ci/run` counts these lines' skips).
+pub fn skipped(why: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().write_all(format!("SKIPPED ({why})\n").as_bytes());
 }
 
 /// A CPU tensor over `data` with the given shape and strides (NULL when `None`); the arrays must

@@ -26,9 +26,7 @@ fn skip(why: String) {
     if required() {
         panic!("DLMD_REQUIRE_GPU=1 but {why}");
     }
-    // Straight to stderr, past the test harness's capture, so the skip is seen; one write, so
-    // that the harness's own lines do not land inside it.
-    let _ = std::io::stderr().write_all(format!("SKIPPED ({why})\n").as_bytes());
+    dlmd_tests::skipped(format_args!("{why}"));
 }
 
 /// Every device of the machine, or `None` after printing why the test is skipped.

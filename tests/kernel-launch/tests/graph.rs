@@ -21,11 +21,7 @@ fn a_launch_captured_into_a_graph_carries_its_maps() {
     let module = match Kernels::load(&ctx, hk::PTX) {
         Ok(kernels) => kernels,
         Err(CudaError::Module(e @ ModuleError::Arch { .. })) => {
-            // Straight to stderr, past the test harness's capture, in one write.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("SKIPPED (not a Hopper GPU: {e})\n").as_bytes(),
-            );
+            dlmd_tests::skipped(format_args!("not a Hopper GPU: {e}"));
             return;
         }
         Err(e) => panic!("{e}"),

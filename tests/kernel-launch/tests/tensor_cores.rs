@@ -448,12 +448,10 @@ fn cooperative_kernels_wait_for_their_copies_before_they_return() {
         "swizzled_copy",
     ];
     if kernels::PTX.starts_with("// dlmd-build: not built") {
-        // Straight to stderr, past the test harness's capture, in one write.
-        let line = format!(
-            "SKIPPED (the kernels were not built: {})\n",
+        dlmd_tests::skipped(format_args!(
+            "the kernels were not built: {}",
             kernels::PTX.lines().next().unwrap_or("")
-        );
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        ));
         return;
     }
     for name in cooperative {

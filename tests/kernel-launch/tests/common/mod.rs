@@ -26,11 +26,7 @@ pub fn hopper_module(ctx: &Arc<CudaContext>) -> Option<Kernels> {
     match Kernels::load(ctx, hk::PTX) {
         Ok(kernels) => Some(kernels),
         Err(CudaError::Module(e @ ModuleError::Arch { .. })) => {
-            // Straight to stderr, past the test harness's capture, in one write.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("SKIPPED (not a Hopper GPU: {e})\n").as_bytes(),
-            );
+            dlmd_tests::skipped(format_args!("not a Hopper GPU: {e}"));
             None
         }
         Err(e) => panic!("{e}"),
