@@ -132,6 +132,9 @@ pub mod oneapi;
 pub mod python;
 pub mod space;
 pub mod view;
+#[cfg(feature = "xla")]
+#[cfg_attr(docsrs, doc(cfg(feature = "xla")))]
+pub mod xla;
 
 /// The `half` crate dlmd's `f16` and `bf16` elements come from.
 pub use half;

@@ -54,8 +54,22 @@ impl DLPackVersion {
 }
 
 /// Writes `NAME` for a known value and the bare integer otherwise.
+/// `$standard` names the C header (DLPack 1.3 unless given).
 macro_rules! c_enum {
     (
+        $(#[$meta:meta])*
+        $name:ident($repr:ty) {
+            $( $(#[$vmeta:meta])* $variant:ident = $value:expr, )*
+        }
+    ) => {
+        c_enum! {
+            @standard "DLPack 1.3";
+            $(#[$meta])*
+            $name($repr) { $( $(#[$vmeta])* $variant = $value, )* }
+        }
+    };
+    (
+        @standard $standard:literal;
         $(#[$meta:meta])*
         $name:ident($repr:ty) {
             $( $(#[$vmeta:meta])* $variant:ident = $value:expr, )*
@@ -69,8 +83,10 @@ macro_rules! c_enum {
         impl $name {
             $( $(#[$vmeta])* pub const $variant: Self = Self($value); )*
 
-            /// The name of the constant with this value, or `None` for a value DLPack 1.3 does
-            /// not define.
+            #[doc = concat!(
+                "The name of the constant with this value, or `None` for a value ", $standard,
+                " does not define."
+            )]
             pub const fn name(self) -> Option<&'static str> {
                 match self.0 {
                     $( $value => Some(stringify!($variant)), )*
@@ -78,7 +94,7 @@ macro_rules! c_enum {
                 }
             }
 
-            /// Whether DLPack 1.3 defines this value.
+            #[doc = concat!("Whether ", $standard, " defines this value.")]
             pub const fn is_known(self) -> bool {
                 self.name().is_some()
             }
@@ -112,6 +128,9 @@ macro_rules! c_enum {
         }
     };
 }
+// XLA's FFI enums are C enums of the same kind.
+#[cfg(feature = "xla")]
+pub(crate) use c_enum;
 
 c_enum! {
     /// Kind of memory a tensor lives in (`DLDeviceType`, a C `enum` of `int32_t` width).

@@ -47,6 +47,8 @@ mod method;
 mod producer;
 mod request;
 mod table;
+#[cfg(feature = "xla")]
+mod xla;
 
 pub use capsule::{capsule, take_capsule};
 #[cfg(feature = "cuda")]
@@ -69,6 +71,9 @@ pub use producer::{DlpackExport, export_cpu};
 pub use pyo3;
 pub use request::DlpackRequest;
 pub use table::{exchange_api_enabled, exchange_table_of, set_exchange_api_enabled};
+#[cfg(feature = "xla")]
+#[cfg_attr(docsrs, doc(cfg(feature = "xla")))]
+pub use xla::xla_capsule;
 
 /// An import refused, as the Python array API raises it: `BufferError` for data that is valid
 /// but cannot be viewed as asked (its device, data type, rank, extents, layout, or a read-only
