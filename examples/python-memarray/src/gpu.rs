@@ -29,13 +29,15 @@ pub const MAX_GPUS: usize = 16;
 
 /// CUDA device `ordinal`, or `BufferError` where there is none.
 pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
+    gpu_or_why(ordinal).map_err(PyBufferError::new_err)
+}
+
+/// CUDA device `ordinal`, or why there is none (without Python: XLA's handlers call this).
+pub fn gpu_or_why(ordinal: usize) -> Result<&'static Gpu, String> {
     static GPUS: [OnceLock<Result<Gpu, String>>; MAX_GPUS] = [const { OnceLock::new() }; MAX_GPUS];
-    let slot = GPUS.get(ordinal).ok_or_else(|| {
-        PyBufferError::new_err(format!(
-            "CUDA device {ordinal}: a MemArray uses devices 0 to {}",
-            MAX_GPUS - 1
-        ))
-    })?;
+    let slot = GPUS
+        .get(ordinal)
+        .ok_or_else(|| format!("CUDA device {ordinal}: a MemArray uses devices 0 to {}", MAX_GPUS - 1))?;
     slot.get_or_init(|| {
         let ctx = dlmd::cuda::context(ordinal).map_err(|e| e.to_string())?;
         Ok(Gpu {
@@ -46,7 +48,7 @@ pub fn gpu(ordinal: usize) -> PyResult<&'static Gpu> {
         })
     })
     .as_ref()
-    .map_err(|e| PyBufferError::new_err(format!("no CUDA device {ordinal}: {e}")))
+    .map_err(|e| format!("no CUDA device {ordinal}: {e}"))
 }
 
 /// The ordinal of a CUDA view's device, as an index.
@@ -101,11 +103,16 @@ pub fn add_index(x: &Imported) -> PyResult<()> {
 
 /// The Rust kernels on `x`'s device, loaded once.
 fn kernels(x: &Imported) -> PyResult<&'static Kernels> {
-    let gpu = gpu(x.ordinal().map_err(cuda_error)?)?;
+    kernels_on(x.ordinal().map_err(cuda_error)?).map_err(PyBufferError::new_err)
+}
+
+/// The Rust kernels on device `ordinal`, loaded once, or why they cannot be (without Python).
+pub fn kernels_on(ordinal: usize) -> Result<&'static Kernels, String> {
+    let gpu = gpu_or_why(ordinal)?;
     gpu.kernels
         .get_or_init(|| Kernels::load(gpu.stream.context(), dlmd_memarray_kernels::PTX).map_err(|e| e.to_string()))
         .as_ref()
-        .map_err(cuda_error)
+        .map_err(|e| format!("CUDA: {e}"))
 }
 
 /// A kernel refused or failed, as Python sees it: `TypeError` for an element type or rank no
@@ -114,7 +121,9 @@ fn kernels(x: &Imported) -> PyResult<&'static Kernels> {
 fn kernel_error(e: dlmd_memarray_kernels::Error) -> PyErr {
     match e {
         dlmd_memarray_kernels::Error::Unsupported { .. } => PyTypeError::new_err(e.to_string()),
-        dlmd_memarray_kernels::Error::Shapes => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+        dlmd_memarray_kernels::Error::Shapes | dlmd_memarray_kernels::Error::Batch { .. } => {
+            pyo3::exceptions::PyValueError::new_err(e.to_string())
+        }
         dlmd_memarray_kernels::Error::Cuda(CudaError::Import(e)) => e.into(),
         dlmd_memarray_kernels::Error::Cuda(e) => cuda_error(e),
     }

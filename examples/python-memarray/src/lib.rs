@@ -12,7 +12,8 @@
 //!
 //! Modules: `dtype` (the element types, typed, and their host and GPU buffers), `array` (the
 //! class), `exported` (what an exported tensor owns), `cell` (the GIL-guarded cell the class
-//! keeps its data in), `gpu` (the stream and the kernels), `bench` (what the benchmarks and
+//! keeps its data in), `gpu` (the stream and the kernels), `jax` (`add_index` as XLA FFI
+//! handlers, for JAX inside `jax.jit`), `bench` (what the benchmarks and
 //! tests call beside the module's API: one consumer path at a time, and the table switch).
 
 /// Runs `$body` with `$R` the const rank `$rank` (0 to 4, dlmd's dispatch), or raises
@@ -36,6 +37,7 @@ mod cell;
 mod collective;
 mod exported;
 mod gpu;
+mod jax;
 
 use array::MemArray;
 use dlmd::dlpack::DLDeviceType;
@@ -482,6 +484,8 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(add_index_cxx, m)?)?;
     m.add_function(wrap_pyfunction!(torch_op, m)?)?;
+    m.add_function(wrap_pyfunction!(jax::xla_add_index, m)?)?;
+    m.add_function(wrap_pyfunction!(jax::jax_add_index, m)?)?;
     m.add_function(wrap_pyfunction!(torch_attention, m)?)?;
     m.add_function(wrap_pyfunction!(differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(accumulate, m)?)?;

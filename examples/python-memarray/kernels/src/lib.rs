@@ -70,9 +70,20 @@ macro_rules! kernels {
         /// partition ([`grid`]). Every check of the launch applies ([`dlmd::cuda::Imported`]).
         #[cfg(not(target_arch = "nvptx64"))]
         pub fn add_index(kernels: &dlmd::cuda::Kernels, x: &dlmd::cuda::Imported) -> Result<(), Error> {
+            add_index_batched(kernels, x, 0)
+        }
+
+        /// [`add_index`] over a batch: the first `batch` dimensions index the batch and are left
+        /// out of each element's index sum (a batch of `n` arrays gains what each would alone).
+        /// `batch` past the rank is refused ([`Error::Batch`]).
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub fn add_index_batched(kernels: &dlmd::cuda::Kernels, x: &dlmd::cuda::Imported, batch: u32) -> Result<(), Error> {
             let t = x.tensor().dl_tensor();
             // A NULL shape is refused by `arg` below, with the import's error.
             let shape = x.tensor().shape().unwrap_or(&[]);
+            if batch as usize > shape.len() {
+                return Err(Error::Batch { batch, ndim: t.ndim });
+            }
             if shape.contains(&0) {
                 return Ok(());
             }
@@ -81,11 +92,11 @@ macro_rules! kernels {
             if t.dtype == <bool as dlmd::DlElement>::DTYPE {
                 let launch = x.launch(kernels, config)?;
                 return Ok(match t.ndim {
-                    0 => add_index_bool_0(launch, x.arg_bool_bytes()?),
-                    1 => add_index_bool_1(launch, x.arg_bool_bytes()?),
-                    2 => add_index_bool_2(launch, x.arg_bool_bytes()?),
-                    3 => add_index_bool_3(launch, x.arg_bool_bytes()?),
-                    4 => add_index_bool_4(launch, x.arg_bool_bytes()?),
+                    0 => add_index_bool_0(launch, batch, x.arg_bool_bytes()?),
+                    1 => add_index_bool_1(launch, batch, x.arg_bool_bytes()?),
+                    2 => add_index_bool_2(launch, batch, x.arg_bool_bytes()?),
+                    3 => add_index_bool_3(launch, batch, x.arg_bool_bytes()?),
+                    4 => add_index_bool_4(launch, batch, x.arg_bool_bytes()?),
                     _ => return Err(Error::Unsupported { dtype: t.dtype, ndim: t.ndim }),
                 }?);
             }
@@ -93,11 +104,11 @@ macro_rules! kernels {
                 if t.dtype == <$t as dlmd::DlElement>::DTYPE {
                     let launch = x.launch(kernels, config)?;
                     return Ok(match t.ndim {
-                        0 => $k0(launch, x.arg()?),
-                        1 => $k1(launch, x.arg()?),
-                        2 => $k2(launch, x.arg()?),
-                        3 => $k3(launch, x.arg()?),
-                        4 => $k4(launch, x.arg()?),
+                        0 => $k0(launch, batch, x.arg()?),
+                        1 => $k1(launch, batch, x.arg()?),
+                        2 => $k2(launch, batch, x.arg()?),
+                        3 => $k3(launch, batch, x.arg()?),
+                        4 => $k4(launch, batch, x.arg()?),
                         _ => return Err(Error::Unsupported { dtype: t.dtype, ndim: t.ndim }),
                     }?);
                 }
@@ -108,8 +119,8 @@ macro_rules! kernels {
     (@each $($t:ty, $name:ident, $rank:literal;)*) => {$(
         #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of `", stringify!($t), "`.")]
         #[dlmd::kernel]
-        pub fn $name(thread: Thread, mut x: DeviceMdspanMut<'_, $t, Dims<$rank>, LayoutStrideRelaxed>) {
-            thread.for_each_mut(&mut x, |index, x| x.add_index(index.iter().sum()));
+        pub fn $name(thread: Thread, batch: u32, mut x: DeviceMdspanMut<'_, $t, Dims<$rank>, LayoutStrideRelaxed>) {
+            thread.for_each_mut(&mut x, |index, x| x.add_index(index.iter().skip(batch as usize).sum()));
         }
     )*};
 }
@@ -127,8 +138,8 @@ macro_rules! bool_kernels {
     ($($name:ident: $rank:literal),*) => {$(
         #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of a `bool` tensor's bytes.")]
         #[dlmd::kernel]
-        pub fn $name(thread: Thread, mut x: DeviceMdspanMut<'_, u8, Dims<$rank>, LayoutStrideRelaxed>) {
-            thread.for_each_mut(&mut x, |index, x| add_index_bool_bytes(x, index.iter().sum()));
+        pub fn $name(thread: Thread, batch: u32, mut x: DeviceMdspanMut<'_, u8, Dims<$rank>, LayoutStrideRelaxed>) {
+            thread.for_each_mut(&mut x, |index, x| add_index_bool_bytes(x, index.iter().skip(batch as usize).sum()));
         }
     )*};
 }
@@ -227,6 +238,13 @@ mod host {
         },
         /// Two tensors of an element-wise kernel have different shapes.
         Shapes,
+        /// More batch dimensions than the tensor has.
+        Batch {
+            /// The batch dimensions asked for.
+            batch: u32,
+            /// The tensor's rank.
+            ndim: i32,
+        },
         /// The launch was refused, or CUDA failed.
         Cuda(CudaError),
     }
@@ -247,6 +265,9 @@ mod host {
                     )
                 }
                 Error::Shapes => f.write_str("the tensors have different shapes"),
+                Error::Batch { batch, ndim } => {
+                    write!(f, "{batch} batch dimensions asked of a tensor of rank {ndim}")
+                }
                 Error::Cuda(e) => e.fmt(f),
             }
         }
@@ -256,7 +277,7 @@ mod host {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
             match self {
                 Error::Cuda(e) => Some(e),
-                Error::Unsupported { .. } | Error::Shapes => None,
+                Error::Unsupported { .. } | Error::Shapes | Error::Batch { .. } => None,
             }
         }
     }

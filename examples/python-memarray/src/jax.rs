@@ -1,0 +1,129 @@
+//! `add_index` for JAX inside `jax.jit`: XLA FFI handlers (`dlmd::xla`) for XLA's CPU and CUDA
+//! backends, registered by `jax_op.py`, which gives them a batching rule (`jax.vmap`) and a
+//! gradient (`jax.grad`).
+//!
+//! The call is `y = add_index(x)` with `y` sharing `x`'s buffer (`input_output_aliases={0: 0}`):
+//! on CUDA the kernel is the one `MemArray.add_index` and the torch operator launch, in place on
+//! XLA's stream; on the host the same element arithmetic. The attribute `batch_dims` (an
+//! `int64`) is the number of leading dimensions that index a batch, left out of the sum.
+
+use crate::dtype::{AddIndex, DType};
+use dlmd::xla::{Buffer, Call, Handler, HandlerError, Platform, ffi};
+use dlmd::{Dims, HostMdspanAliased, HostMdspanAliasedMut};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The batch dimensions of a call on `x`: the attribute, checked against its rank.
+fn batch_dims(call: &Call<'_>, x: &Buffer<'_>) -> Result<u32, HandlerError> {
+    let batch: i64 = call.attr("batch_dims")?;
+    u32::try_from(batch)
+        .ok()
+        .filter(|&b| b as usize <= x.shape().len())
+        .ok_or_else(|| {
+            HandlerError::invalid_argument(format!("batch_dims is {batch}, and x has rank {}", x.shape().len()))
+        })
+}
+
+/// That the result is the argument's shape and type.
+fn same_as_argument(x: &Buffer<'_>, y: &Buffer<'_>) -> Result<(), HandlerError> {
+    let (a, b) = (x.dl_tensor(), y.dl_tensor());
+    if x.shape() != y.shape() || a.dtype != b.dtype {
+        return Err(HandlerError::invalid_argument(format!(
+            "add_index returns its argument's shape and type: x is {:?} of {}, the result {:?} of {}",
+            x.shape(),
+            a.dtype,
+            y.shape(),
+            b.dtype
+        )));
+    }
+    Ok(())
+}
+
+/// `add_index` on XLA's CPU backend: `y[i] = x[i] + Σ i[batch_dims..]`, whether or not `y`
+/// shares `x`'s buffer.
+pub struct AddIndexHost;
+
+impl Handler for AddIndexHost {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        let mut y = call.ret(0)?;
+        same_as_argument(&x, &y)?;
+        let batch = batch_dims(call, &x)? as usize;
+        let dtype = DType::from_dlpack(x.dl_tensor().dtype).ok_or_else(|| {
+            HandlerError::invalid_argument(format!("add_index takes no {} arrays", x.dl_tensor().dtype))
+        })?;
+        with_dtype!(dtype, T => dlmd::with_rank!(x.shape().len(), [0, 1, 2, 3, 4], R => {
+            add(&x.view::<HostMdspanAliased<'_, T, Dims<R>>>()?,
+                &y.view_mut::<HostMdspanAliasedMut<'_, T, Dims<R>>>()?, batch);
+            Ok(())
+        }, r => Err(HandlerError::invalid_argument(format!("add_index takes ranks 0 to 4, not {r}")))))
+    }
+}
+
+/// `y[i] = x[i] + Σ i[batch..]`, element by element (`y` may be `x`).
+fn add<T: AddIndex, const R: usize>(
+    x: &HostMdspanAliased<'_, T, Dims<R>>,
+    y: &HostMdspanAliasedMut<'_, T, Dims<R>>,
+    batch: usize,
+) {
+    y.update(|index, _| {
+        let mut v = x.load(index);
+        v.add_index(index.iter().skip(batch).sum());
+        v
+    });
+}
+
+/// `add_index` on XLA's CUDA backend: the Rust kernel, in place on the result (which must be
+/// the argument's buffer), queued on XLA's stream without a host wait. The same launch every
+/// call, so XLA may capture it into a CUDA graph.
+pub struct AddIndexCuda;
+
+impl Handler for AddIndexCuda {
+    const PLATFORM: Platform = Platform::Cuda;
+    const TRAITS: ffi::Traits = ffi::Traits::COMMAND_BUFFER_COMPATIBLE;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        let y = call.ret(0)?;
+        same_as_argument(&x, &y)?;
+        if x.dl_tensor().data != y.dl_tensor().data {
+            return Err(HandlerError::invalid_argument(
+                "add_index runs in place on CUDA: its result must share the argument's buffer \
+                 (input_output_aliases={0: 0})",
+            ));
+        }
+        let batch = batch_dims(call, &x)?;
+        let y = call.cuda_ret(0)?;
+        let ordinal = call.device().device_id as usize;
+        let kernels = crate::gpu::kernels_on(ordinal).map_err(HandlerError::internal)?;
+        dlmd_memarray_kernels::add_index_batched(kernels, &y, batch).map_err(|e| match e {
+            dlmd_memarray_kernels::Error::Cuda(e) => HandlerError::from(e),
+            e => HandlerError::invalid_argument(e.to_string()),
+        })
+    }
+}
+
+/// The handlers as capsules for `jax.ffi.register_ffi_target`: `{platform: capsule}`.
+#[pyfunction]
+pub fn xla_add_index(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let targets = PyDict::new(py);
+    targets.set_item("cpu", dlmd::python::xla_capsule(py, dlmd::xla::entry::<AddIndexHost>)?)?;
+    targets.set_item("CUDA", dlmd::python::xla_capsule(py, dlmd::xla::entry::<AddIndexCuda>)?)?;
+    Ok(targets)
+}
+
+/// `add_index` for JAX: `jax_add_index()(x)` returns `x` with each element plus the sum of its
+/// indices, inside or outside `jax.jit`, under `jax.vmap` and `jax.grad` (defined on the first
+/// call, which imports jax and registers the handlers).
+#[pyfunction]
+pub fn jax_add_index(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || {
+        let code = std::ffi::CString::new(include_str!("python/jax_op.py"))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        Ok::<_, PyErr>(PyModule::from_code(py, &code, c"dlmd_memarray/jax_op.py", c"dlmd_memarray.jax_op")?.unbind())
+    })?;
+    Ok(module.bind(py).getattr("add_index")?.unbind())
+}

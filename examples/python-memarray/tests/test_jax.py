@@ -1,0 +1,162 @@
+"""``add_index`` inside ``jax.jit``: the Rust XLA FFI handlers (``dlmd::xla``) on XLA's CPU
+backend, and on its CUDA backend where JAX has a GPU. Every dtype and rank against numpy, under
+``jit``, ``vmap`` (nested too) and ``grad``; calls the handlers refuse, each raised by JAX with
+the handler's message; on CUDA, XLA's stream, command buffers, and no host wait.
+"""
+
+import numpy as np
+import pytest
+
+import dlmd_memarray as dm
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+jax.config.update("jax_enable_x64", True)
+
+add_index = dm.jax_add_index()
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+SHAPES = [(), (5,), (2, 3), (2, 3, 4), (2, 1, 3, 2)]
+
+
+def gpus():
+    try:
+        return jax.devices("cuda")
+    except RuntimeError:
+        return []
+
+
+PLATFORMS = ["cpu"] + (["cuda"] if gpus() else [])
+
+
+def sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    values = rng.integers(0, 100, size=shape)
+    if dtype.startswith("complex"):
+        values = values + 1j * rng.integers(0, 100, size=shape)
+    return np.asarray(values).astype(dtype)
+
+
+def expected(a, batch_dims=0):
+    """``a`` plus each element's index sum, leaving out its first ``batch_dims`` indices."""
+    shape = a.shape
+    sums = np.indices(shape)[batch_dims:].sum(axis=0) if len(shape) > batch_dims else np.zeros(shape, int)
+    if a.dtype == bool:
+        return a | (sums != 0)
+    if a.dtype.kind == "c":
+        return a + sums.astype(a.real.dtype)
+    return (a + sums.astype(a.dtype)).astype(a.dtype)
+
+
+def on(platform, a):
+    return jax.device_put(a, jax.devices(platform)[0])
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_and_rank_inside_jit(platform, dtype):
+    f = jax.jit(add_index)
+    for shape in SHAPES:
+        a = sample(shape, dtype)
+        y = f(on(platform, a))
+        assert y.dtype == a.dtype and y.shape == a.shape
+        assert y.devices() == {jax.devices(platform)[0]}
+        np.testing.assert_array_equal(np.asarray(y), expected(a))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_outside_jit_and_the_argument_left_unchanged(platform):
+    a = sample((3, 4), "float32")
+    x = on(platform, a)
+    y = add_index(x)
+    np.testing.assert_array_equal(np.asarray(y), expected(a))
+    # The call writes a copy where the argument is still used: `x` keeps its values.
+    np.testing.assert_array_equal(np.asarray(x), a)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_vmap_is_one_call_over_the_batch(platform):
+    a = sample((4, 3, 5), "float32")
+    f = jax.jit(jax.vmap(add_index))
+    np.testing.assert_array_equal(np.asarray(f(on(platform, a))), expected(a, batch_dims=1))
+    # The batch is one custom call with one more batch dimension, not a loop.
+    text = f.lower(on(platform, a)).as_text()
+    assert text.count("dlmd_add_index") == 1 and "batch_dims = 1" in text
+    # Nested, and along another axis.
+    b = sample((2, 3, 4, 2), "int32")
+    g = jax.jit(jax.vmap(jax.vmap(add_index)))
+    np.testing.assert_array_equal(np.asarray(g(on(platform, b))), expected(b, batch_dims=2))
+    h = jax.jit(jax.vmap(add_index, in_axes=1, out_axes=1))
+    moved = np.moveaxis(expected(np.moveaxis(a, 1, 0), batch_dims=1), 0, 1)
+    np.testing.assert_array_equal(np.asarray(h(on(platform, a))), moved)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_grad_and_vjp(platform):
+    a = sample((3, 4), "float32")
+    x = on(platform, a)
+    g = jax.jit(jax.grad(lambda x: (add_index(x) * x).sum()))(x)
+    # d/dx Σ (x + c)·x = 2x + c.
+    np.testing.assert_allclose(np.asarray(g), 2 * a + (expected(a) - a))
+    y, vjp = jax.vjp(add_index, x)
+    (ct,) = vjp(jnp.ones_like(y))
+    np.testing.assert_array_equal(np.asarray(ct), np.ones_like(a))
+    # Gradients of a batch.
+    gb = jax.jit(jax.vmap(jax.grad(lambda x: add_index(x).sum())))(on(platform, sample((2, 3), "float32")))
+    np.testing.assert_array_equal(np.asarray(gb), np.ones((2, 3), np.float32))
+
+
+def call(x, *, result=None, aliased=True, **attributes):
+    """The custom call itself, as a caller that gets it wrong would make it."""
+    result = result if result is not None else jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.ffi.ffi_call(
+        "dlmd_add_index", result, input_output_aliases={0: 0} if aliased else None
+    )(x, **attributes)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_malformed_calls_are_refused_by_name(platform):
+    x = on(platform, sample((2, 3), "float32"))
+    refused = [
+        (lambda: call(x), "the call has no attribute `batch_dims`"),
+        (lambda: call(x, batch_dims=np.float32(1)), "attribute `batch_dims` is a scalar of F32, and the handler takes a scalar of S64"),
+        (lambda: call(x, batch_dims=np.int64(3)), "batch_dims is 3, and x has rank 2"),
+        (lambda: call(x, batch_dims=np.int64(-1)), "batch_dims is -1"),
+        (lambda: call(x, result=jax.ShapeDtypeStruct((3, 2), x.dtype), aliased=False, batch_dims=np.int64(0)),
+         "add_index returns its argument's shape and type"),
+        (lambda: call(on(platform, np.zeros((1, 1, 1, 1, 2), np.float32)), batch_dims=np.int64(0)), "ranks 0 to 4, not 5"),
+        (lambda: call(on(platform, np.zeros(4, jnp.int4)), batch_dims=np.int64(0)), "S4, which has no DLPack element type"),
+        (lambda: call(on(platform, np.zeros(4, jnp.float8_e4m3fn)), batch_dims=np.int64(0)), "add_index takes no float8_e4m3fn"),
+    ]
+    for run, message in refused:
+        with pytest.raises(Exception, match="INVALID_ARGUMENT") as e:
+            np.asarray(jax.jit(run)())
+        assert message in str(e.value), (message, str(e.value))
+        assert "RuntimeError" in type(e.value).__name__
+
+
+def test_without_aliasing_the_host_handler_writes_its_result():
+    a = sample((2, 3), "int16")
+    y = jax.jit(lambda x: call(x, aliased=False, batch_dims=np.int64(0)))(on("cpu", a))
+    np.testing.assert_array_equal(np.asarray(y), expected(a))
+
+
+@pytest.mark.skipif(not gpus(), reason="no CUDA device for JAX")
+def test_on_cuda_the_kernel_runs_in_place_on_xla_s_stream():
+    a = sample((64, 128), "float32")
+    x = on("cuda", a)
+    # Without the alias the CUDA handler refuses: it writes the argument's buffer.
+    with pytest.raises(Exception, match="runs in place on CUDA"):
+        np.asarray(jax.jit(lambda x: call(x, aliased=False, batch_dims=np.int64(0)))(x))
+    # A donated argument is written in place: no copy before the kernel.
+    f = jax.jit(add_index, donate_argnums=0)
+    y = f(on("cuda", a))
+    np.testing.assert_array_equal(np.asarray(y), expected(a))
+    # Many calls in one program, after XLA's own work on the same stream: each sees the last.
+    g = jax.jit(lambda x: add_index(add_index(x * 2) + 1))
+    np.testing.assert_array_equal(np.asarray(g(x)), expected(expected(a * 2) + 1))
+    for _ in range(20):
+        np.testing.assert_array_equal(np.asarray(g(x)), expected(expected(a * 2) + 1))
