@@ -95,7 +95,7 @@ enum Side {
     Safe,
     /// `gemm_bf16_nt`: `matmul_bf16`'s loop with a column-major `b` (`x · wᵀ`).
     SafeWeight,
-    /// `matmul_bf16_two_stages`, the README's kernel: 8 warps of `64 × 32`, steps of 32.
+    /// `matmul_bf16_two_stages`, the guide's kernel: 8 warps of `64 × 32`, steps of 32.
     SafeTwoStages,
     /// `matmul_bf16_raw`, the twin of `matmul_bf16`.
     Raw,

@@ -60,7 +60,7 @@ for line in sys.stdin:
     cp "$kernel_bin" "$out/$bin"
 done
 cp scripts/gpu-run.sh "$out/"
-# The README's first kernel, built as a user builds it (outside the workspace).
+# The guide's first kernel, built as a user builds it (outside the workspace).
 scripts/first-kernel.sh "$out"
 # The Python module (abi3, Python >= 3.10) and its tests and benchmarks, with candle on CUDA (the
 # CUDA libraries it links are the GPU machine's: the wheel carries none).

@@ -6,7 +6,7 @@
 # machine whose one-GPU figures were taken elsewhere); every test still runs. DLMD_GPU_RUN=kernels
 # runs only the Rust kernels on framework tensors: their launches, tests and benchmark;
 # DLMD_GPU_RUN=cooperative only the Rust kernels of the launch tests, the examples and the
-# README's first kernel, under compute-sanitizer's four tools, and the cooperative and
+# guide's first kernel, under compute-sanitizer's four tools, and the cooperative and
 # tensor-core kernels' benchmarks; DLMD_GPU_RUN=hopper only the Hopper kernels' tests, under the
 # four tools, and their benchmarks.
 set -uo pipefail
@@ -131,7 +131,7 @@ if [ "${DLMD_GPU_RUN:-all}" = cooperative ]; then
     run "attention gradients vs the CPU" "$dir/attention-backward-tests" --test-threads=1
     run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
     run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
-    run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
+    run "first kernel (the guide's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
     sanitize_rust_kernels
     run "bench: tensor cores vs cuBLAS" "$dir/tensor_cores" --bench
     hopper_bench
@@ -178,7 +178,7 @@ run "attention vs the CPU" "$dir/attention-tests" --test-threads=1
 run "attention gradients vs the CPU" "$dir/attention-backward-tests" --test-threads=1
 run "a Hopper launch captured into a CUDA graph" "$dir/graph-tests"
 run "raw twins refuse launches they were not written for" "$dir/raw-twin-tests" --test-threads=1
-run "first kernel (the README's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
+run "first kernel (the guide's, as printed)" bash -c '"$1" | tee /dev/stderr | grep -q "all 1000000 elements right"' _ "$dir/first-kernel"
 sanitize_rust_kernels
 # candle, and (below) the Python paths, under memcheck and racecheck.
 pending_python_sanitizer=()

@@ -74,8 +74,8 @@ pub(crate) fn explain_std(crates: &[String]) -> String {
          {needs} it: a dependency meant for the host is in the kernel crate's [dependencies]. Keep \
          there only what kernels use (dlmd with `default-features = false`), and move the rest, \
          with dlmd's host features such as `cuda`, under \
-         [target.'cfg(not(target_arch = \"nvptx64\"))'.dependencies], as the README's first \
-         kernel (examples/kernel-template) does. rustc's hint to use `-Zbuild-std` does not \
+         [target.'cfg(not(target_arch = \"nvptx64\"))'.dependencies], as the first kernel of \
+         dlmd's guide (examples/kernel-template) does. rustc's hint to use `-Zbuild-std` does not \
          apply: dlmd-build already builds `core` from source.",
         crate::TARGET
     )

@@ -62,6 +62,9 @@
 //!   [`oneapi`] (SYCL USM as dpctl places it), [`ndarray`](mod@ndarray) and
 //!   [`candle`](mod@candle).
 //!
+//! The [`guide`] walks through them, a chapter a topic, from element types to kernels on tensor
+//! cores.
+//!
 //! [DLPack]: https://dmlc.github.io/dlpack/latest/
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![deny(
@@ -112,6 +115,9 @@ pub mod exchange;
 pub mod export;
 pub mod extents;
 mod fingerprint;
+// The walkthroughs: documentation only, whose examples are doctests.
+#[cfg(any(doc, doctest))]
+pub mod guide;
 pub mod import;
 pub mod kernel;
 pub mod layout;

@@ -25,8 +25,8 @@ const SIDES: [&str; 17] = [
     "safe linear_fp8 (e4m3, scaled)",
     "safe linear_bias_bf16 (GELU)",
     "safe linear_bias_bf16 (bias only)",
-    "safe linear_bf16_simple (README's, memory order, a block a chunk)",
-    "safe linear_bf16_simple (README's, memory order, persistent)",
+    "safe linear_bf16_simple (guide's, memory order, a block a chunk)",
+    "safe linear_bf16_simple (guide's, memory order, persistent)",
     "raw twin wgmma_nt_256_tma4, persistent",
     "cuBLAS bf16, b row-major",
     "safe matmul_bf16 (b row-major)",
@@ -162,7 +162,7 @@ pub(super) fn bench(
     }
     println!(
         "bench {size}³ ratios: bf16 safe/cuBLAS {:.3}, safe/raw {:.3}; f16 safe/cuBLAS {:.3}; fp8 safe/cuBLAS-bf16 {:.3}; \
-         plain/bias+GELU {:.3}; plain/bias {:.3}; README's/cuBLAS {:.3} (persistent {:.3}); \
+         plain/bias+GELU {:.3}; plain/bias {:.3}; guide's/cuBLAS {:.3} (persistent {:.3}); \
          safe/raw, both persistent {:.3}; x·b (b row-major): bf16 safe/cuBLAS {:.3}, safe/raw {:.3}, f16 \
          safe/cuBLAS {:.3}; maps made in the call / made before {:.3}",
         t[0] / t[1],

@@ -30,7 +30,7 @@ mod bench;
 const ROUNDS: usize = 23;
 const WARM_UP: usize = 3;
 
-/// The safe kernels run on a persistent grid ([`grid`]); the README's kernel with a block a
+/// The safe kernels run on a persistent grid ([`grid`]); the guide's kernel with a block a
 /// chunk.
 pub(crate) const PERSISTENT: bool = true;
 

@@ -1,5 +1,5 @@
-//! The README's Hopper kernel, as it prints it: `y = x · wᵀ` with a producer warpgroup and two
-//! consumer warpgroups over four stages.
+//! The guide's Hopper kernel (`dlmd::guide::tensor_cores`), as it prints it: `y = x · wᵀ` with a
+//! producer warpgroup and two consumer warpgroups over four stages.
 
 use dlmd::half::bf16;
 use dlmd::kernel::Block;

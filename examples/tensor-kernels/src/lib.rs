@@ -209,7 +209,7 @@ pub type Bf16Atom = M16N8K16<bf16>;
 pub type TwoSteps = ((StepA, StepB), (StepA, StepB));
 
 /// [`matmul_bf16`] with two stages and nothing shared with the other kernels: the product as a
-/// user writes it first (the README's tensor-core kernel), by 8 warps of `64 × 32`. Launch
+/// user writes it first (the guide's tensor-core kernel), by 8 warps of `64 × 32`. Launch
 /// with blocks of 256 threads, one per `128 × 128` chunk of `c` or fewer.
 #[dlmd::kernel(min_blocks_per_sm = 2)]
 pub fn matmul_bf16_two_stages(

@@ -254,7 +254,7 @@ fn products_into_bf16_match_the_cpu_with_two_and_three_stages() {
                     let mut cv = device_view_mut::<_, Dims<2>, LayoutRight>(&mut d_c, Dims::new([m, n])).unwrap();
                     cuda::scope(|s| {
                         let config = if two {
-                            // The README's kernel: 8 warps.
+                            // The guide's kernel: 8 warps.
                             LaunchConfig {
                                 block_dim: (256, 1, 1),
                                 ..grid(blocks)

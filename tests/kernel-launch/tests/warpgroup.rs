@@ -114,7 +114,7 @@ fn a_safe_wgmma_product_matches_the_cpu_for_aligned_and_ragged_shapes() {
         let xm = TiledMap::<bf16, (Const<128>, Const<64>), Swizzle128>::new(&xv).unwrap();
         let wm = TiledMap::<bf16, (Const<256>, Const<64>), Swizzle128>::new(&wv).unwrap();
         let chunks = m.div_ceil(128) * n.div_ceil(256);
-        // The grouped kernel, the README's (memory order), each with a grid that covers the
+        // The grouped kernel, the guide's (memory order), each with a grid that covers the
         // chunks and grids of fewer blocks, which run their pipelines over several chunks.
         for simple in [false, true] {
             for blocks in [chunks, 1, 2] {
@@ -134,7 +134,7 @@ fn a_safe_wgmma_product_matches_the_cpu_for_aligned_and_ragged_shapes() {
                 let got = stream.clone_dtoh(&d_y).unwrap();
                 assert_eq!(
                     got, expected,
-                    "{m} x {k} · ({n} x {k})ᵀ, {blocks} blocks, README's: {simple}"
+                    "{m} x {k} · ({n} x {k})ᵀ, {blocks} blocks, guide's: {simple}"
                 );
             }
         }
