@@ -82,6 +82,13 @@ source = pathlib.Path("examples/hopper-kernels/src/simple.rs").read_text()
 if not source.endswith(shown):
     sys.exit("first-kernel: the guide's Hopper kernel differs from examples/hopper-kernels/src/simple.rs")
 print("first-kernel: the guide's Hopper kernel is examples/hopper-kernels' linear_bf16_simple")
+# The XLA FFI handler it shows is examples/python-memarray's AddIndexCuda, as it is there.
+shown = after(chapter("09-from-a-framework.md"), "Inside `jax.jit` there is no DLPack: JAX calls custom kernels through XLA's FFI")
+handler = "impl Handler for AddIndexCuda {"
+source = pathlib.Path("examples/python-memarray/src/jax.rs").read_text()
+if item(rust_blocks(shown)[0], handler) != item(source, handler):
+    sys.exit("first-kernel: the guide's XLA FFI handler differs from examples/python-memarray's AddIndexCuda")
+print("first-kernel: the guide's XLA FFI handler is examples/python-memarray's AddIndexCuda")
 PY
 
 # 2. The template as a crate of its own, outside this workspace.

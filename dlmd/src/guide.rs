@@ -16,7 +16,8 @@
 //! 8. [Tensor cores](tensor_cores): `mma.sync` products and, on Hopper, TMA pipelines and
 //!    `wgmma`.
 //! 9. [From a framework's tensor to a Rust kernel](from_a_framework): a torch, cupy or jax
-//!    tensor to a kernel on its producer's stream, and attention as a torch operator.
+//!    tensor to a kernel on its producer's stream, attention as a torch operator, and Rust XLA FFI
+//!    handlers for JAX inside `jax.jit`.
 //! 10. [Several GPUs](several_gpus): views that know their device, peer copies and NCCL.
 //! 11. [candle]: candle's tensors as views and managed tensors.
 //!

@@ -8,31 +8,32 @@
 //! `int64`) is the number of leading dimensions that index a batch, left out of the sum.
 
 use crate::dtype::{AddIndex, DType};
-use dlmd::xla::{Buffer, Call, Handler, HandlerError, Platform, ffi};
+use dlmd::managed::ManagedTensor;
+use dlmd::xla::{Call, Handler, HandlerError, Platform, ffi};
 use dlmd::{Dims, HostMdspanAliased, HostMdspanAliasedMut};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The batch dimensions of a call on `x`: the attribute, checked against its rank.
-fn batch_dims(call: &Call<'_>, x: &Buffer<'_>) -> Result<u32, HandlerError> {
+fn batch_dims(call: &Call<'_>, x: &ManagedTensor) -> Result<u32, HandlerError> {
     let batch: i64 = call.attr("batch_dims")?;
+    let rank = x.shape().map_or(0, <[i64]>::len);
     u32::try_from(batch)
         .ok()
-        .filter(|&b| b as usize <= x.shape().len())
-        .ok_or_else(|| {
-            HandlerError::invalid_argument(format!("batch_dims is {batch}, and x has rank {}", x.shape().len()))
-        })
+        .filter(|&b| b as usize <= rank)
+        .ok_or_else(|| HandlerError::invalid_argument(format!("batch_dims is {batch}, and x has rank {rank}")))
 }
 
 /// That the result is the argument's shape and type.
-fn same_as_argument(x: &Buffer<'_>, y: &Buffer<'_>) -> Result<(), HandlerError> {
+fn same_as_argument(x: &ManagedTensor, y: &ManagedTensor) -> Result<(), HandlerError> {
     let (a, b) = (x.dl_tensor(), y.dl_tensor());
     if x.shape() != y.shape() || a.dtype != b.dtype {
         return Err(HandlerError::invalid_argument(format!(
             "add_index returns its argument's shape and type: x is {:?} of {}, the result {:?} of {}",
-            x.shape(),
+            x.shape().unwrap_or(&[]),
             a.dtype,
-            y.shape(),
+            y.shape().unwrap_or(&[]),
             b.dtype
         )));
     }
@@ -49,8 +50,8 @@ impl Handler for AddIndexHost {
     fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
         let x = call.arg(0)?;
         let mut y = call.ret(0)?;
-        same_as_argument(&x, &y)?;
-        let batch = batch_dims(call, &x)? as usize;
+        same_as_argument(x.tensor(), y.tensor())?;
+        let batch = batch_dims(call, x.tensor())? as usize;
         let dtype = DType::from_dlpack(x.dl_tensor().dtype).ok_or_else(|| {
             HandlerError::invalid_argument(format!("add_index takes no {} arrays", x.dl_tensor().dtype))
         })?;
@@ -58,7 +59,7 @@ impl Handler for AddIndexHost {
             add(&x.view::<HostMdspanAliased<'_, T, Dims<R>>>()?,
                 &y.view_mut::<HostMdspanAliasedMut<'_, T, Dims<R>>>()?, batch);
             Ok(())
-        }, r => Err(HandlerError::invalid_argument(format!("add_index takes ranks 0 to 4, not {r}")))))
+        }, r => Err(HandlerError::invalid_argument(format!("add_index has no kernel for rank {r} (ranks 0 to 4)")))))
     }
 }
 
@@ -75,6 +76,17 @@ fn add<T: AddIndex, const R: usize>(
     });
 }
 
+/// How many times XLA has called [`AddIndexCuda`]: a program XLA replays from a command buffer
+/// runs the kernel without calling the handler.
+static CUDA_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// The number of calls of the CUDA handler so far (XLA calls it once to capture a command
+/// buffer, not at its replays).
+#[pyfunction]
+pub fn xla_cuda_calls() -> u64 {
+    CUDA_CALLS.load(Ordering::Relaxed)
+}
+
 /// `add_index` on XLA's CUDA backend: the Rust kernel, in place on the result (which must be
 /// the argument's buffer), queued on XLA's stream without a host wait. The same launch every
 /// call, so XLA may capture it into a CUDA graph.
@@ -85,17 +97,17 @@ impl Handler for AddIndexCuda {
     const TRAITS: ffi::Traits = ffi::Traits::COMMAND_BUFFER_COMPATIBLE;
 
     fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        CUDA_CALLS.fetch_add(1, Ordering::Relaxed);
         let x = call.arg(0)?;
-        let y = call.ret(0)?;
-        same_as_argument(&x, &y)?;
-        if x.dl_tensor().data != y.dl_tensor().data {
+        let y = call.cuda_ret(0)?;
+        same_as_argument(x.tensor(), y.tensor())?;
+        if x.dl_tensor().data != y.tensor().dl_tensor().data {
             return Err(HandlerError::invalid_argument(
                 "add_index runs in place on CUDA: its result must share the argument's buffer \
                  (input_output_aliases={0: 0})",
             ));
         }
-        let batch = batch_dims(call, &x)?;
-        let y = call.cuda_ret(0)?;
+        let batch = batch_dims(call, x.tensor())?;
         let ordinal = call.device().device_id as usize;
         let kernels = crate::gpu::kernels_on(ordinal).map_err(HandlerError::internal)?;
         dlmd_memarray_kernels::add_index_batched(kernels, &y, batch).map_err(|e| match e {
@@ -103,6 +115,30 @@ impl Handler for AddIndexCuda {
             e => HandlerError::invalid_argument(e.to_string()),
         })
     }
+}
+
+/// What [`AddIndexCuda`] does before its launch, and no launch: for `bench_jax.py`, which
+/// times the launch apart from the call's checks and XLA's own cost of a custom call.
+pub struct ChecksOnly;
+
+impl Handler for ChecksOnly {
+    const PLATFORM: Platform = Platform::Cuda;
+    const TRAITS: ffi::Traits = ffi::Traits::COMMAND_BUFFER_COMPATIBLE;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        let y = call.cuda_ret(0)?;
+        same_as_argument(x.tensor(), y.tensor())?;
+        batch_dims(call, x.tensor())?;
+        crate::gpu::kernels_on(call.device().device_id as usize).map_err(HandlerError::internal)?;
+        Ok(())
+    }
+}
+
+/// [`ChecksOnly`] as a capsule for `jax.ffi.register_ffi_target(…, platform="CUDA")`.
+#[pyfunction]
+pub fn xla_checks_only(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyCapsule>> {
+    dlmd::python::xla_capsule(py, dlmd::xla::entry::<ChecksOnly>)
 }
 
 /// The handlers as capsules for `jax.ffi.register_ffi_target`: `{platform: capsule}`.
