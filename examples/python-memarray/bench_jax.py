@@ -16,7 +16,6 @@ Usage: python bench_jax.py [ROUNDS]
 """
 
 import statistics
-import sys
 import time
 
 import jax
