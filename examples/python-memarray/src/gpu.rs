@@ -198,13 +198,19 @@ pub fn attention_varlen_backward(
 
 /// The Hopper kernels, loaded on the device of `x` (once a device).
 fn hopper(x: &Imported) -> PyResult<&'static Kernels> {
-    let gpu = gpu(x.ordinal().map_err(cuda_error)?)?;
+    hopper_on(x.ordinal().map_err(cuda_error)?)
+        .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))
+}
+
+/// The Hopper kernels on device `ordinal`, loaded once, or why they cannot be (without Python).
+pub fn hopper_on(ordinal: usize) -> Result<&'static Kernels, String> {
+    let gpu = gpu_or_why(ordinal)?;
     gpu.hopper
         .get_or_init(|| {
             Kernels::load(gpu.stream.context(), dlmd_example_hopper_kernels::PTX).map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| PyRuntimeError::new_err(format!("attention's kernels cannot run here: {e}")))
+        .map_err(Clone::clone)
 }
 
 /// The Python exception of a refused attention call, by cause.

@@ -141,6 +141,90 @@ pub fn xla_checks_only(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyCaps
     dlmd::python::xla_capsule(py, dlmd::xla::entry::<ChecksOnly>)
 }
 
+/// A refused or failed attention call, as XLA reports it: CUDA failing is `INTERNAL`, every
+/// other refusal (shapes, types, memory, an output sharing memory) the call's.
+fn attention_error(e: dlmd_example_hopper_kernels::AttentionError) -> HandlerError {
+    use dlmd::cuda::CudaError;
+    use dlmd_example_hopper_kernels::AttentionError as E;
+    match e {
+        E::Cuda(CudaError::Driver(_) | CudaError::NoDriver)
+        | E::Argument {
+            source: CudaError::Driver(_) | CudaError::NoDriver,
+            ..
+        } => HandlerError::internal(e.to_string()),
+        e => HandlerError::invalid_argument(e.to_string()),
+    }
+}
+
+/// Attention's kernels on the call's device, or `FAILED_PRECONDITION` where they cannot run
+/// (a GPU without `sm_90a`).
+fn hopper_kernels(call: &Call<'_>) -> Result<&'static dlmd::cuda::Kernels, HandlerError> {
+    crate::gpu::hopper_on(call.device().device_id as usize).map_err(|e| {
+        HandlerError::new(
+            ffi::ErrorCode::FAILED_PRECONDITION,
+            format!("attention's kernels cannot run here: {e}"),
+        )
+    })
+}
+
+/// Attention's forward pass on XLA's CUDA backend, the kernels of the torch operator
+/// `dlmd::attention`: arguments `q` `(b, h_q, s_q, d)`, `k` and `v` `(b, h_kv, s_k, d)`
+/// (`bfloat16` or `float16`, `d` 64 or 128); results `o` (`q`'s shape and type) and the
+/// log-sum-exp `lse` (`float32`, `(b, h_q, s_q)`); attributes `scale` (`float32`) and `causal`
+/// (`bool`).
+pub struct AttentionCuda;
+
+impl Handler for AttentionCuda {
+    const PLATFORM: Platform = Platform::Cuda;
+    const TRAITS: ffi::Traits = ffi::Traits::COMMAND_BUFFER_COMPATIBLE;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let scale: f32 = call.attr("scale")?;
+        let causal: bool = call.attr("causal")?;
+        let [q, k, v] = [call.cuda_arg(0)?, call.cuda_arg(1)?, call.cuda_arg(2)?];
+        let [o, lse] = [call.cuda_ret(0)?, call.cuda_ret(1)?];
+        dlmd_example_hopper_kernels::attention_forward_imported(
+            hopper_kernels(call)?,
+            [&q, &k, &v],
+            &o,
+            &lse,
+            scale,
+            causal,
+        )
+        .map_err(attention_error)
+    }
+}
+
+/// Attention's backward pass on XLA's CUDA backend, the kernels of `dlmd::attention_backward`:
+/// arguments `q`, `k`, `v`, `o`, `do` (the output's gradient) and `lse`; results `dq`, `dk`,
+/// `dv` and `delta` (`float32`, `(b, h_q, s_q)`, the kernels' scratch); attributes as
+/// [`AttentionCuda`]'s. Deterministic: each gradient element is written once.
+pub struct AttentionBackwardCuda;
+
+impl Handler for AttentionBackwardCuda {
+    const PLATFORM: Platform = Platform::Cuda;
+    const TRAITS: ffi::Traits = ffi::Traits::COMMAND_BUFFER_COMPATIBLE;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let scale: f32 = call.attr("scale")?;
+        let causal: bool = call.attr("causal")?;
+        let [q, k, v, o, d_o, lse] = [0, 1, 2, 3, 4, 5].map(|i| call.cuda_arg(i));
+        let [dq, dk, dv, delta] = [0, 1, 2, 3].map(|i| call.cuda_ret(i));
+        let (q, k, v, o, d_o, lse) = (q?, k?, v?, o?, d_o?, lse?);
+        let (dq, dk, dv, delta) = (dq?, dk?, dv?, delta?);
+        dlmd_example_hopper_kernels::attention_backward_imported(
+            hopper_kernels(call)?,
+            [&q, &k, &v, &o, &d_o],
+            &lse,
+            &delta,
+            [&dq, &dk, &dv],
+            scale,
+            causal,
+        )
+        .map_err(attention_error)
+    }
+}
+
 /// The handlers as capsules for `jax.ffi.register_ffi_target`: `{platform: capsule}`.
 #[pyfunction]
 pub fn xla_add_index(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
@@ -150,16 +234,42 @@ pub fn xla_add_index(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(targets)
 }
 
-/// `add_index` for JAX: `jax_add_index()(x)` returns `x` with each element plus the sum of its
-/// indices, inside or outside `jax.jit`, under `jax.vmap` and `jax.grad` (defined on the first
-/// call, which imports jax and registers the handlers).
+/// Attention's handlers as capsules for `jax.ffi.register_ffi_target(…, platform="CUDA")`:
+/// `(forward, backward)`.
 #[pyfunction]
-pub fn jax_add_index(py: Python<'_>) -> PyResult<Py<PyAny>> {
+pub fn xla_attention(
+    py: Python<'_>,
+) -> PyResult<(Bound<'_, pyo3::types::PyCapsule>, Bound<'_, pyo3::types::PyCapsule>)> {
+    Ok((
+        dlmd::python::xla_capsule(py, dlmd::xla::entry::<AttentionCuda>)?,
+        dlmd::python::xla_capsule(py, dlmd::xla::entry::<AttentionBackwardCuda>)?,
+    ))
+}
+
+/// The module that registers the handlers with JAX and defines the JAX functions (on the first
+/// call, which imports jax).
+fn jax_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
     let module = MODULE.get_or_try_init(py, || {
         let code = std::ffi::CString::new(include_str!("python/jax_op.py"))
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         Ok::<_, PyErr>(PyModule::from_code(py, &code, c"dlmd_memarray/jax_op.py", c"dlmd_memarray.jax_op")?.unbind())
     })?;
-    Ok(module.bind(py).getattr("add_index")?.unbind())
+    Ok(module.bind(py))
+}
+
+/// `add_index` for JAX: `jax_add_index()(x)` returns `x` with each element plus the sum of its
+/// indices, inside or outside `jax.jit`, under `jax.vmap` and `jax.grad` (defined on the first
+/// call, which imports jax and registers the handlers).
+#[pyfunction]
+pub fn jax_add_index(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(jax_module(py)?.getattr("add_index")?.unbind())
+}
+
+/// Attention for JAX: `jax_attention()(q, k, v, scale, causal)` returns `(o, lse)`, inside or
+/// outside `jax.jit`, differentiable in `q`, `k` and `v` (`jax.grad` runs the backward kernels
+/// of the torch operator's backward pass); CUDA only.
+#[pyfunction]
+pub fn jax_attention(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(jax_module(py)?.getattr("attention")?.unbind())
 }

@@ -195,3 +195,72 @@ def test_in_a_command_buffer_xla_replays_the_kernel_without_the_handler():
     # 30 runs of a program with two calls: captured once (a call per custom call, perhaps a
     # few more where XLA captures again), then replayed without calling the handler.
     assert 2 <= calls < 30, (calls, ran.stderr[-2000:])
+
+
+def hopper():
+    return bool(gpus()) and getattr(gpus()[0], "compute_capability", "") == "9.0"
+
+
+def attention_reference(q, k, v, scale, causal):
+    """Output and log-sum-exp in float32, queries aligned to the end of the keys when causal."""
+    group = q.shape[1] // k.shape[1]
+    q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+    k, v = jnp.repeat(k, group, axis=1), jnp.repeat(v, group, axis=1)
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    sq, sk = q.shape[2], k.shape[2]
+    if causal:
+        i, j = jnp.arange(sq)[:, None], jnp.arange(sk)[None, :]
+        s = jnp.where(j > i + sk - sq, -jnp.inf, s)
+    lse = jax.nn.logsumexp(s, axis=-1)
+    return jnp.einsum("bhqk,bhkd->bhqd", jnp.exp(s - lse[..., None]), v), lse
+
+
+@pytest.mark.skipif(not hopper(), reason="no Hopper GPU (sm_90a) for JAX")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(2, 4, 4, 128, 128), (1, 8, 2, 333, 333), (2, 8, 1, 100, 100), (1, 4, 1, 1, 333)],
+                         ids=lambda s: "b{}h{}kv{}q{}k{}".format(*s))
+def test_attention_and_its_gradients_inside_jit(shape, dtype, d, causal):
+    attention = dm.jax_attention()
+    b, hq, hkv, sq, sk = shape
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    q = jax.random.normal(keys[0], (b, hq, sq, d), dtype)
+    k = jax.random.normal(keys[1], (b, hkv, sk, d), dtype)
+    v = jax.random.normal(keys[2], (b, hkv, sk, d), dtype)
+    w = jax.random.normal(keys[3], (b, hq, sq, d), jnp.float32)
+    scale = 1 / np.sqrt(d)
+    o, lse = jax.jit(attention, static_argnums=(3, 4))(q, k, v, scale, causal)
+    ref_o, ref_lse = attention_reference(q, k, v, scale, causal)
+    assert o.dtype == q.dtype and o.shape == q.shape and lse.dtype == jnp.float32 and lse.shape == (b, hq, sq)
+    err = jnp.abs(o.astype(jnp.float32) - ref_o)
+    assert bool((err <= 0.01 + 0.02 * jnp.abs(ref_o)).all()), float(err.max())
+    np.testing.assert_allclose(np.asarray(lse), np.asarray(ref_lse), atol=1e-3, rtol=1e-4)
+
+    def loss(f):
+        return lambda q, k, v: (f(q, k, v, scale, causal)[0].astype(jnp.float32) * w).sum()
+
+    grads = jax.jit(jax.grad(loss(attention), argnums=(0, 1, 2)))(q, k, v)
+    ref = jax.grad(loss(attention_reference), argnums=(0, 1, 2))(q, k, v)
+    for name, g, r in zip("qkv", grads, ref):
+        assert g.dtype == q.dtype and g.shape == r.shape, name
+        err = jnp.abs(g.astype(jnp.float32) - r.astype(jnp.float32))
+        scale_of = float(jnp.abs(r.astype(jnp.float32)).max())
+        assert float(err.max()) <= 0.03 * scale_of + 0.02, (name, float(err.max()), scale_of)
+
+
+@pytest.mark.skipif(not hopper(), reason="no Hopper GPU (sm_90a) for JAX")
+def test_attention_calls_the_kernels_refuse_are_raised_by_jax():
+    attention = dm.jax_attention()
+    q = jnp.zeros((1, 2, 64, 96), jnp.bfloat16)
+    with pytest.raises(Exception, match="INVALID_ARGUMENT.*head dimension is 96"):
+        np.asarray(jax.jit(attention, static_argnums=(3, 4))(q, q, q, 0.1, False)[0])
+    q = jnp.zeros((1, 2, 64, 64), jnp.float32)
+    with pytest.raises(Exception, match="INVALID_ARGUMENT.*data type is float32"):
+        np.asarray(jax.jit(attention, static_argnums=(3, 4))(q, q, q, 0.1, False)[0])
+    q = jnp.zeros((1, 4, 64, 64), jnp.bfloat16)
+    k = jnp.zeros((1, 3, 64, 64), jnp.bfloat16)
+    with pytest.raises(Exception, match="INVALID_ARGUMENT.*k's heads dividing q's"):
+        np.asarray(jax.jit(attention, static_argnums=(3, 4))(q, k, k, 0.1, False)[0])
+    with pytest.raises(Exception, match="INVALID_ARGUMENT.*scale is -1"):
+        np.asarray(jax.jit(attention, static_argnums=(3, 4))(q, q, q, -1.0, False)[0])

@@ -78,3 +78,48 @@ def _backward(_, cotangent):
 
 
 add_index.defvjp(_forward, _backward)
+
+
+# Attention on CUDA: the forward and backward kernels of the torch operator dlmd::attention.
+ATTENTION, ATTENTION_BACKWARD = "dlmd_attention", "dlmd_attention_backward"
+_forward_capsule, _backward_capsule = dlmd_memarray.xla_attention()
+for _name, _capsule in ((ATTENTION, _forward_capsule), (ATTENTION_BACKWARD, _backward_capsule)):
+    jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA", api_version=1,
+                                traits=xla_client.CustomCallTargetTraits.COMMAND_BUFFER_COMPATIBLE)
+
+
+def _attention_call(q, k, v, scale, causal):
+    b, h, s, _ = q.shape
+    return jax.ffi.ffi_call(
+        ATTENTION,
+        (jax.ShapeDtypeStruct(q.shape, q.dtype), jax.ShapeDtypeStruct((b, h, s), np.float32)),
+    )(q, k, v, scale=np.float32(scale), causal=bool(causal))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def attention(q, k, v, scale, causal):
+    """``softmax(q · kᵀ · scale) · v`` and each query row's log-sum-exp: ``q`` ``(b, h_q, s_q, d)``,
+    ``k`` and ``v`` ``(b, h_kv, s_k, d)`` (``h_kv`` dividing ``h_q``), ``bfloat16`` or ``float16``,
+    ``d`` 64 or 128. Returns ``(o, lse)``; ``lse`` is not differentiated (its gradient is taken as
+    zero, as FlashAttention's)."""
+    return _attention_call(q, k, v, scale, causal)
+
+
+def _attention_forward(q, k, v, scale, causal):
+    o, lse = _attention_call(q, k, v, scale, causal)
+    return (o, lse), (q, k, v, o, lse)
+
+
+def _attention_backward(scale, causal, residuals, cotangents):
+    q, k, v, o, lse = residuals
+    d_o, _ = cotangents
+    b, h, s, _ = q.shape
+    dq, dk, dv, _delta = jax.ffi.ffi_call(
+        ATTENTION_BACKWARD,
+        (jax.ShapeDtypeStruct(q.shape, q.dtype), jax.ShapeDtypeStruct(k.shape, k.dtype),
+         jax.ShapeDtypeStruct(v.shape, v.dtype), jax.ShapeDtypeStruct((b, h, s), np.float32)),
+    )(q, k, v, o, d_o.astype(q.dtype), lse, scale=np.float32(scale), causal=bool(causal))
+    return dq, dk, dv
+
+
+attention.defvjp(_attention_forward, _attention_backward)
