@@ -554,10 +554,9 @@ fn attributes_are_read_as_their_types_and_nothing_else() {
     assert_refused(e, ErrorCode::INVALID_ARGUMENT, "a PRED scalar whose byte is 2");
 }
 
-#[test]
-fn metadata_is_written_where_xla_asks_for_it() {
-    let api = api();
-    let mut metadata = ffi::Metadata {
+/// A metadata struct of this version, its fields not what a handler writes.
+fn blank_metadata() -> ffi::Metadata {
+    ffi::Metadata {
         struct_size: std::mem::size_of::<ffi::Metadata>(),
         api_version: ffi::ApiVersion {
             struct_size: 0,
@@ -567,15 +566,26 @@ fn metadata_is_written_where_xla_asks_for_it() {
         },
         traits: ffi::Traits(0xdead),
         state_type_id: ffi::TypeId { type_id: 7 },
-    };
-    let mut extension = ffi::MetadataExtension {
+    }
+}
+
+/// XLA's request for the metadata at `metadata`.
+fn metadata_request(metadata: *mut ffi::Metadata) -> ffi::MetadataExtension {
+    ffi::MetadataExtension {
         extension_base: ffi::ExtensionBase {
             struct_size: ffi::MetadataExtension::STRUCT_SIZE,
             kind: ffi::ExtensionType::METADATA,
             next: null_mut(),
         },
-        metadata: &raw mut metadata,
-    };
+        metadata,
+    }
+}
+
+#[test]
+fn metadata_is_written_where_xla_asks_for_it() {
+    let api = api();
+    let mut metadata = blank_metadata();
+    let mut extension = metadata_request(&raw mut metadata);
     let pext = &raw mut extension;
     let pmeta = extension.metadata;
     let mut f = frame(&api, &mut [], &mut [], &[]);
@@ -638,5 +648,207 @@ fn a_cuda_call_is_on_xla_s_device_and_stream() {
         call::<DeviceOf>(&mut f.raw).unwrap(),
         ErrorCode::INVALID_ARGUMENT,
         "no device ordinal",
+    );
+}
+
+/// `src`'s first `len` bytes in memory of exactly that size (8-byte aligned, rounded up to
+/// whole words), its `struct_size` (the first word) `len`: a struct of an older, shorter version.
+fn shortened<T>(src: &T, len: usize) -> Vec<u64> {
+    let mut words = vec![0u64; len.div_ceil(8)];
+    // SAFETY: `len` bytes of `src` (at most its size) into `words`, which holds at least `len`.
+    unsafe { std::ptr::copy_nonoverlapping((src as *const T).cast::<u8>(), words.as_mut_ptr().cast::<u8>(), len) };
+    words[0] = len as u64;
+    words
+}
+
+#[test]
+fn structs_of_older_versions_are_read_as_far_as_their_sizes_say() {
+    let api = api();
+    let mut x = vec![1.0f32, 2.0];
+    let mut y = vec![0.0f32; 2];
+    let (mut a, mut b) = (2.0f64, 1i32);
+    let (mut sa, mut sb) = (scalar(DataType::F64, &raw mut a), scalar(DataType::S32, &raw mut b));
+    let attrs = [
+        ("a", AttrType::SCALAR, (&raw mut *sa).cast()),
+        ("b", AttrType::SCALAR, (&raw mut *sb).cast()),
+    ];
+    let mut args = [buffer(DataType::F32, x.as_mut_ptr().cast(), &[2])];
+    let mut rets = [buffer(DataType::F32, y.as_mut_ptr().cast(), &[2])];
+    let f = frame(&api, &mut args, &mut rets, &attrs);
+    // A frame of exactly the size 0.3 defines (through `attrs`, without `future`).
+    let mut exact = shortened(&f.raw, ffi::CallFrame::STRUCT_SIZE);
+    // SAFETY: the frame's bytes, its lists and buffers alive.
+    assert!(unsafe { entry::<Axpb>(exact.as_mut_ptr().cast()) }.is_null());
+    assert_eq!(y, [3.0, 5.0]);
+    // An API table that holds no more than `XLA_FFI_Error_Create` still reports errors.
+    let short_api = shortened(&api, ffi::Api::THROUGH_ERROR_CREATE);
+    let mut g = frame(&api, &mut args, &mut rets, &[]);
+    g.raw.api = short_api.as_ptr().cast();
+    assert_refused(
+        call::<Axpb>(&mut g.raw).unwrap(),
+        ErrorCode::INVALID_ARGUMENT,
+        "no attribute `a`",
+    );
+    // A frame of 24 bytes is refused through its table; a buffer of 16 bytes likewise.
+    let mut small = shortened(&f.raw, 24);
+    // SAFETY: as above.
+    let error = unsafe { entry::<Axpb>(small.as_mut_ptr().cast()) };
+    assert!(!error.is_null());
+    // SAFETY: an error `error_create` made, owned here.
+    let error = unsafe { Box::from_raw(error.cast::<FakeError>()) };
+    let message = error.message.to_str().unwrap();
+    assert!(message.contains("XLA_FFI_CallFrame is 24 bytes"), "{message}");
+    let mut small_buffer = shortened(&args[0].raw, 16);
+    let mut h = frame(&api, &mut args, &mut rets, &attrs);
+    // SAFETY: the frame's one argument slot.
+    unsafe { *h.raw.args.args = small_buffer.as_mut_ptr().cast() };
+    assert_refused(
+        call::<Axpb>(&mut h.raw).unwrap(),
+        ErrorCode::INVALID_ARGUMENT,
+        "XLA_FFI_Buffer is smaller",
+    );
+    // An extension of 8 bytes is no request for metadata: the call runs.
+    let mut extension = vec![8u64];
+    h.raw.extension_start = extension.as_mut_ptr().cast();
+    // SAFETY: as above.
+    unsafe { *h.raw.args.args = (&raw mut args[0].raw).cast() };
+    assert_eq!(call::<Axpb>(&mut h.raw), None);
+}
+
+#[test]
+fn metadata_is_written_without_an_api_table() {
+    let mut metadata = blank_metadata();
+    let mut extension = metadata_request(&raw mut metadata);
+    let api = api();
+    let mut f = frame(&api, &mut [], &mut [], &[]);
+    f.raw.api = null();
+    f.raw.extension_start = (&raw mut extension).cast();
+    // SAFETY: a frame as XLA builds it to ask for metadata.
+    assert!(unsafe { entry::<Attributes>(&mut f.raw) }.is_null());
+    assert_eq!(
+        (metadata.api_version.major_version, metadata.api_version.minor_version),
+        (0, 3)
+    );
+    assert_eq!(metadata.traits, ffi::Traits::COMMAND_BUFFER_COMPATIBLE);
+}
+
+/// Fails with codes XLA does not define.
+struct BadCode;
+
+impl Handler for BadCode {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        Err(HandlerError::new(
+            ErrorCode(if call.arg_count() == 0 { 99 } else { -7 }),
+            "odd",
+        ))
+    }
+}
+
+/// A panic whose payload panics when dropped.
+struct PanicsTwice;
+
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("and again");
+    }
+}
+
+impl Handler for PanicsTwice {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(_: &Call<'_>) -> Result<(), HandlerError> {
+        std::panic::panic_any(Bomb)
+    }
+}
+
+#[test]
+fn codes_xla_does_not_define_are_unknown_and_a_panicking_payload_is_caught() {
+    let api = api();
+    let mut f = frame(&api, &mut [], &mut [], &[]);
+    assert_refused(call::<BadCode>(&mut f.raw).unwrap(), ErrorCode::UNKNOWN, "odd");
+    let mut x = [0.0f32];
+    let mut args = [buffer(DataType::F32, x.as_mut_ptr().cast(), &[1])];
+    let mut g = frame(&api, &mut args, &mut [], &[]);
+    assert_refused(call::<BadCode>(&mut g.raw).unwrap(), ErrorCode::UNKNOWN, "odd");
+    assert_refused(
+        call::<PanicsTwice>(&mut f.raw).unwrap(),
+        ErrorCode::INTERNAL,
+        "a panic without a message",
+    );
+}
+
+/// `y = !x` over `PRED` buffers: `x` read as `bool`, `y` written as bytes.
+struct Not;
+
+impl Handler for Not {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        let mut y = call.ret(0)?;
+        // A view of `bool` checks the result's bytes, which XLA left as they were.
+        let stale = y
+            .view_mut::<HostMdspanAliasedMut<'_, bool, Dims<1>>>()
+            .unwrap_err()
+            .to_string();
+        assert!(stale.contains("not 0 or 1"), "{stale}");
+        let x = x.view::<HostMdspanAliased<'_, bool, Dims<1>>>()?;
+        let y = y.bool_bytes_mut::<HostMdspanAliasedMut<'_, u8, Dims<1>>>()?;
+        y.update(|i, _| u8::from(!x.load(i)));
+        Ok(())
+    }
+}
+
+#[test]
+fn a_pred_result_is_written_as_bytes() {
+    let api = api();
+    let mut x = [1u8, 0, 1];
+    let mut y = [0xabu8; 3];
+    let mut args = [buffer(DataType::PRED, x.as_mut_ptr().cast(), &[3])];
+    let mut rets = [buffer(DataType::PRED, y.as_mut_ptr().cast(), &[3])];
+    let mut f = frame(&api, &mut args, &mut rets, &[]);
+    assert_eq!(call::<Not>(&mut f.raw), None);
+    assert_eq!(y, [0, 1, 0]);
+    // Not a `PRED` buffer: refused by name.
+    let mut z = [0.0f32; 3];
+    let mut rets = [buffer(DataType::F32, z.as_mut_ptr().cast(), &[3])];
+    let mut g = frame(&api, &mut args, &mut rets, &[]);
+    assert_refused(
+        call::<Not>(&mut g.raw).unwrap(),
+        ErrorCode::INTERNAL,
+        "the handler panicked",
+    );
+}
+
+/// Takes its argument, whatever its extents.
+struct Shape;
+
+impl Handler for Shape {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        x.view::<HostMdspanAliased<'_, f32, Dims<3>>>()?;
+        Ok(())
+    }
+}
+
+#[test]
+fn extents_with_a_zero_are_no_overflow_and_others_are_refused() {
+    let api = api();
+    let mut args = [buffer(DataType::F32, null_mut(), &[0, 1 << 40, 1 << 40])];
+    let mut f = frame(&api, &mut args, &mut [], &[]);
+    assert_eq!(call::<Shape>(&mut f.raw), None);
+    let mut x = [0.0f32];
+    let mut args = [buffer(DataType::F32, x.as_mut_ptr().cast(), &[1, 1 << 40, 1 << 40])];
+    let mut g = frame(&api, &mut args, &mut [], &[]);
+    assert_refused(
+        call::<Shape>(&mut g.raw).unwrap(),
+        ErrorCode::INVALID_ARGUMENT,
+        "which no buffer holds",
     );
 }

@@ -69,7 +69,7 @@ impl<'a> Attrs<'a> {
 
     /// The attribute `name` as `T`.
     pub(crate) fn get<T: Attribute<'a>>(&self, name: &str) -> Result<T, FrameError> {
-        // XLA sorts the names; a linear search would find the same one where it does not.
+        // The first of equal names (XLA sorts them, and makes them unique).
         let i = (0..self.kinds.len())
             .find(|&i| self.name(i) == Some(name))
             .ok_or_else(|| FrameError::NoAttribute { name: name.to_string() })?;
@@ -100,11 +100,15 @@ unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> Option<&'a [u8]> {
     }
 }
 
-/// A Rust type an attribute is read as.
+/// A Rust type an attribute is read as: dlmd reads [`Scalar`]s, `bool`, `&str` and slices of
+/// scalars; a handler may read others (a dictionary) through its own implementation.
 ///
 /// # Safety
 ///
-/// `read` returns a `Self` only from a value whose kind and XLA type hold a valid `Self`.
+/// `read` returns a `Self` only from a value whose kind and XLA type hold a valid `Self`, and
+/// nothing in it outlives the data valid for `'a`. It is called with every kind XLA passes,
+/// known or not: a `DICTIONARY` value points to an `XLA_FFI_Attrs`, and an unknown kind must be
+/// refused.
 pub unsafe trait Attribute<'a>: Sized {
     /// What the handler takes, for a message.
     fn describe() -> String;
@@ -118,20 +122,27 @@ pub unsafe trait Attribute<'a>: Sized {
     unsafe fn read(kind: AttrType, value: *mut c_void) -> Result<Self, String>;
 }
 
-/// A scalar type attributes hold.
+mod sealed {
+    /// Only dlmd's scalar types are [`Scalar`](super::Scalar)s.
+    pub trait Sealed {}
+}
+
+/// A scalar type attributes hold: the integers, `f16`, `bf16`, `f32` and `f64` (`bool` is read
+/// apart, its byte checked). Sealed: XLA's scalar types are a closed set.
 ///
 /// # Safety
 ///
-/// Every bit pattern of `size_of::<Self>()` bytes XLA writes for `DTYPE` is a valid `Self`,
-/// except for `bool` (checked where read).
-pub unsafe trait Scalar: Copy + 'static {
+/// `Self` is as wide as `DTYPE`, and every bit pattern XLA writes for `DTYPE` is a valid `Self`.
+pub unsafe trait Scalar: sealed::Sealed + Copy + 'static {
     /// The XLA type.
     const DTYPE: DataType;
 }
 
 macro_rules! scalars {
     ($($t:ty => $dtype:ident),*) => {$(
-        // SAFETY: XLA writes `$t`'s own representation for this type.
+        impl sealed::Sealed for $t {}
+        // SAFETY: XLA writes `$t`'s own representation, of its width, for this type; every
+        // bit pattern of it is a `$t`.
         unsafe impl Scalar for $t {
             const DTYPE: DataType = DataType::$dtype;
         }
@@ -181,8 +192,11 @@ unsafe impl<'a> Attribute<'a> for bool {
         }
         // SAFETY: a scalar (the caller).
         let scalar = unsafe { &*value.cast::<ffi::Scalar>() };
-        if scalar.dtype != DataType::PRED || scalar.value.is_null() {
+        if scalar.dtype != DataType::PRED {
             return Err(std::format!("a scalar of {}", type_name(scalar.dtype)));
+        }
+        if scalar.value.is_null() {
+            return Err("a scalar with a NULL value".to_string());
         }
         // SAFETY: one byte of a `PRED` (the caller), read as a byte.
         match unsafe { scalar.value.cast::<u8>().read() } {

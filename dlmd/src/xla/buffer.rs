@@ -3,11 +3,14 @@
 //! stream (`CudaBuffer`).
 
 use super::error::{FrameError, Side};
-use super::ffi;
-use crate::dlpack::{DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, READ_ONLY};
+use super::{ffi, prefix};
+use crate::dlpack::{
+    DLDataType, DLDataTypeCode, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, READ_ONLY,
+};
 use crate::import::ImportError;
 use crate::managed::{ManagedTensor, TensorView};
 use crate::view::{Aliased, AliasedMut};
+use core::ffi::c_void;
 use core::marker::PhantomData;
 use std::boxed::Box;
 use std::vec::Vec;
@@ -25,34 +28,50 @@ struct Lent {
 ///
 /// # Safety
 ///
-/// `managed` is the first field of a `Lent` made by [`borrowed`], not freed yet.
+/// `managed` is the first field of a `Lent` made by [`lend`], not freed yet.
 unsafe extern "C" fn free_lent(managed: *mut DLManagedTensorVersioned) {
     // SAFETY: `managed` is the start of a boxed `Lent` (`repr(C)`, first field), freed once.
     drop(unsafe { Box::from_raw(managed.cast::<Lent>()) });
 }
 
+/// What a tensor over a buffer is made of.
+#[derive(Clone, Copy, Debug)]
+struct Fields {
+    data: *mut c_void,
+    device: DLDevice,
+    dtype: DLDataType,
+    read_only: bool,
+}
+
 /// An XLA buffer (an argument or a result of the call) as a DLPack tensor, lent for the call
 /// (`'a`). Its views are of elements by value, as every import's are: [`view`](Self::view)
 /// reads, [`view_mut`](Self::view_mut) writes, and is refused for an argument (`READ_ONLY`).
+/// A `PRED` buffer's bytes, whatever XLA left in a result, are views of `u8`
+/// ([`bool_bytes`](Self::bool_bytes), [`bool_bytes_mut`](Self::bool_bytes_mut)).
 ///
-/// The tensor's device is the call's; its layout is XLA's, compact row-major.
+/// The tensor's device is the call's; its layout is XLA's, compact row-major. A buffer stays
+/// on the thread of the call (it is neither `Send` nor `Sync`): a result may share an
+/// argument's memory, and views of both on one thread read and write it in turn.
 #[derive(Debug)]
 pub struct Buffer<'a> {
     tensor: ManagedTensor,
+    /// The same memory as `u8`, made when a `PRED` buffer's bytes are asked for.
+    bytes: Option<ManagedTensor>,
+    fields: Fields,
     side: Side,
     index: usize,
-    _call: PhantomData<&'a ()>,
+    _call: PhantomData<(&'a (), *const ())>,
 }
 
 impl<'a> Buffer<'a> {
-    /// The tensor, to read its fields.
-    pub fn tensor(&self) -> &ManagedTensor {
-        &self.tensor
-    }
-
     /// The tensor's DLPack form.
     pub fn dl_tensor(&self) -> &DLTensor {
         self.tensor.dl_tensor()
+    }
+
+    /// The element type, as DLPack names it.
+    pub fn dtype(&self) -> DLDataType {
+        self.fields.dtype
     }
 
     /// The extents.
@@ -62,7 +81,7 @@ impl<'a> Buffer<'a> {
 
     /// Whether this is an argument (read only).
     pub fn is_read_only(&self) -> bool {
-        self.tensor.is_read_only()
+        self.fields.read_only
     }
 
     /// Which list the buffer is in, and where.
@@ -70,9 +89,9 @@ impl<'a> Buffer<'a> {
         (self.side, self.index)
     }
 
-    /// The buffer as the read-only view `V`, checked as
-    /// [`ManagedTensor::view`] checks (element type, rank, static extents, layout, space); the
-    /// error names the buffer.
+    /// The buffer as the read-only view `V`, checked as [`ManagedTensor::view`] checks
+    /// (element type, rank, static extents, layout, space; every `bool` 0 or 1); the error names
+    /// the buffer.
     pub fn view<'b, V: TensorView<'b, Access = Aliased>>(&'b self) -> Result<V, FrameError> {
         self.tensor.view().map_err(|e| self.refused(e))
     }
@@ -84,6 +103,47 @@ impl<'a> Buffer<'a> {
         self.tensor
             .view_mut()
             .map_err(|source| FrameError::Import { side, index, source })
+    }
+
+    /// A `PRED` buffer's bytes as the read-only view `V` of `u8`, each a valid `u8` whatever it
+    /// holds; otherwise checked as [`view`](Self::view) checks.
+    pub fn bool_bytes<'b, V: TensorView<'b, Access = Aliased>>(&'b mut self) -> Result<V, FrameError> {
+        let (side, index) = (self.side, self.index);
+        self.bytes()?
+            .view()
+            .map_err(|source| FrameError::Import { side, index, source })
+    }
+
+    /// A `PRED` result's bytes as the read-write view `V` of `u8`: the way to write a `bool`
+    /// result, whose bytes XLA leaves as they were (not 0 or 1, which a view of `bool` checks).
+    /// The handler writes 0 or 1, for XLA to read as `PRED`.
+    pub fn bool_bytes_mut<'b, V: TensorView<'b, Access = AliasedMut>>(&'b mut self) -> Result<V, FrameError> {
+        let (side, index) = (self.side, self.index);
+        self.bytes()?
+            .view_mut()
+            .map_err(|source| FrameError::Import { side, index, source })
+    }
+
+    /// The buffer as a tensor of `u8`, if its elements are `PRED`.
+    fn bytes(&mut self) -> Result<&mut ManagedTensor, FrameError> {
+        let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, 1);
+        if self.fields.dtype != bools {
+            return Err(self.refused(ImportError::DataType {
+                expected: bools,
+                found: self.fields.dtype,
+            }));
+        }
+        if self.bytes.is_none() {
+            let fields = Fields {
+                dtype: DLDataType::new(DLDataTypeCode::UINT, 8, 1),
+                ..self.fields
+            };
+            let shape = self.shape().to_vec();
+            // SAFETY: the same memory, extents and layout as `tensor`, valid for the call (as
+            // `borrowed` found it), its bytes read and written as `u8`, which every byte is.
+            self.bytes = Some(unsafe { lend(fields, &shape, self.side, self.index) }?);
+        }
+        Ok(self.bytes.as_mut().expect("made above"))
     }
 
     /// `source`, naming this buffer.
@@ -113,6 +173,8 @@ impl<'a> Buffer<'a> {
 /// An XLA buffer on a CUDA device as an import on XLA's stream, lent for the call: what
 /// [`Imported`](crate::cuda::Imported) offers through `Deref` (kernel arguments, launches on
 /// XLA's stream, without a host wait), never the import itself, which would outlive the call.
+/// The host reads none of its memory (device memory): launches reach it in stream order, and
+/// refuse a written argument that overlaps another.
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 #[derive(Debug)]
@@ -163,9 +225,10 @@ impl core::ops::Deref for CudaBuffer<'_> {
 ///
 /// # Safety
 ///
-/// `buffer` is NULL or points to an `XLA_FFI_Buffer` valid for `'a`, as far as its
-/// `struct_size` says, whose `dims` (when `rank` is positive) holds `rank` values and whose
-/// data stays valid, with the layout the buffer describes, for `'a`.
+/// `buffer` is NULL or points to an `XLA_FFI_Buffer` whose first `struct_size` bytes are
+/// readable, whose `dims` (when `rank` is positive) holds `rank` values and whose data stays
+/// valid, with the layout the buffer describes, for `'a`; during `'a` nothing but the handler
+/// writes it, and the handler only through results (`entry`'s contract).
 pub(crate) unsafe fn borrowed<'a>(
     buffer: *const ffi::Buffer,
     side: Side,
@@ -173,20 +236,20 @@ pub(crate) unsafe fn borrowed<'a>(
     device: DLDevice,
 ) -> Result<Buffer<'a>, FrameError> {
     let refuse = |why| FrameError::Buffer { side, index, why };
-    // SAFETY: NULL or a buffer valid for `'a` (the caller); its size is read first.
-    let buffer = unsafe { buffer.as_ref() }.ok_or(refuse("the buffer is NULL"))?;
+    // SAFETY: NULL or a buffer whose size is true (the caller), read as far as it says.
+    let buffer = unsafe { prefix::read(buffer) }.ok_or(refuse("the buffer is NULL"))?;
     if buffer.struct_size < ffi::Buffer::STRUCT_SIZE {
         return Err(refuse("XLA_FFI_Buffer is smaller than XLA's FFI API 0.3 defines"));
     }
-    let ndim = i32::try_from(buffer.rank)
+    let rank_error = FrameError::Rank {
+        side,
+        index,
+        rank: buffer.rank,
+    };
+    let rank = i32::try_from(buffer.rank)
         .ok()
         .filter(|&r| r >= 0)
-        .ok_or(FrameError::Rank {
-            side,
-            index,
-            rank: buffer.rank,
-        })?;
-    let rank = ndim as usize;
+        .ok_or_else(|| rank_error.clone())? as usize;
     let dtype = buffer.dtype.to_dlpack().ok_or(FrameError::DataType {
         side,
         index,
@@ -200,33 +263,72 @@ pub(crate) unsafe fn borrowed<'a>(
         // SAFETY: `rank` values at `dims`, valid for `'a` (the caller).
         unsafe { core::slice::from_raw_parts(buffer.dims, rank) }
     };
-    let mut layout = Vec::with_capacity(2 * rank);
+    let fields = Fields {
+        data: buffer.data,
+        device,
+        dtype,
+        read_only: side == Side::Argument,
+    };
+    // SAFETY: the buffer's memory, extents and type, valid for `'a` (the caller).
+    let tensor = unsafe { lend(fields, dims, side, index) }?;
+    Ok(Buffer {
+        tensor,
+        bytes: None,
+        fields,
+        side,
+        index,
+        _call: PhantomData,
+    })
+}
+
+/// A managed tensor of `fields` and `dims`, row-major.
+///
+/// # Safety
+///
+/// `fields.data` holds elements of `fields.dtype` in the row-major layout of `dims`, valid for
+/// as long as the tensor lives; nobody writes them while the tensor's views live unless through
+/// views on the same thread (`READ_ONLY` where `fields.read_only`).
+unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result<ManagedTensor, FrameError> {
+    let rank = dims.len();
+    let mut layout = Vec::new();
+    // A rank no memory holds the layout of is an error, not an abort.
+    layout.try_reserve_exact(2 * rank).map_err(|_| FrameError::Rank {
+        side,
+        index,
+        rank: rank as i64,
+    })?;
     layout.extend_from_slice(dims);
-    // Row-major strides, each the product of the extents after it: extents whose product
-    // overflows are refused here (the import refuses negative extents and the spans no address
-    // holds).
-    let mut strides = Vec::with_capacity(rank);
+    // Row-major strides, each the product of the extents after it. Extents whose product
+    // overflows are refused here, unless an extent is 0: no element, and no stride is used (the
+    // import refuses negative extents and the spans no address holds).
+    let empty = dims.contains(&0);
     let mut step = 1i64;
-    for &d in dims.iter().rev() {
-        strides.push(step);
-        step = step.checked_mul(d.max(1)).ok_or_else(|| FrameError::Extents {
-            side,
-            index,
-            dims: dims.to_vec(),
-        })?;
+    layout.resize(2 * rank, 0);
+    for d in (0..rank).rev() {
+        layout[rank + d] = step;
+        step = match step.checked_mul(dims[d].max(1)) {
+            Some(s) => s,
+            None if empty => step,
+            None => {
+                return Err(FrameError::Extents {
+                    side,
+                    index,
+                    dims: dims.to_vec(),
+                });
+            }
+        };
     }
-    layout.extend(strides.iter().rev());
     let mut lent = Box::new(Lent {
         managed: DLManagedTensorVersioned {
             version: DLPackVersion::CURRENT,
             manager_ctx: core::ptr::null_mut(),
             deleter: Some(free_lent),
-            flags: if side == Side::Argument { READ_ONLY } else { 0 },
+            flags: if fields.read_only { READ_ONLY } else { 0 },
             dl_tensor: DLTensor {
-                data: buffer.data,
-                device,
-                ndim,
-                dtype,
+                data: fields.data,
+                device: fields.device,
+                ndim: rank as i32,
+                dtype: fields.dtype,
                 shape: core::ptr::null_mut(),
                 strides: core::ptr::null_mut(),
                 byte_offset: 0,
@@ -240,15 +342,15 @@ pub(crate) unsafe fn borrowed<'a>(
     // SAFETY: `layout` holds `2 · rank` values, so `base + rank` is in it or one past it.
     lent.managed.dl_tensor.strides = unsafe { base.add(rank) };
     // SAFETY: a versioned tensor of major version 1 owned by the caller, whose shape and
-    // strides hold `ndim` values each; the data is XLA's, valid for the call (`'a`, caller),
-    // which the `Buffer` does not outlive; others (XLA) do not write it during the call where
-    // it is an argument (`READ_ONLY`); the deleter frees the box once, from any thread.
-    let tensor = unsafe { ManagedTensor::from_raw(Box::into_raw(lent).cast::<DLManagedTensorVersioned>()) }
-        .map_err(|_| refuse("the buffer is not a tensor"))?;
-    Ok(Buffer {
-        tensor,
-        side,
-        index,
-        _call: PhantomData,
+    // strides hold `ndim` values each; the data is valid while the tensor lives, and written by
+    // others only as the caller says (an argument may be written through a result that shares
+    // its memory, by the handler, on this thread: `Buffer` is neither `Send` nor `Sync`); the
+    // deleter frees the box once, from any thread.
+    unsafe { ManagedTensor::from_raw(Box::into_raw(lent).cast::<DLManagedTensorVersioned>()) }.map_err(|_| {
+        FrameError::Buffer {
+            side,
+            index,
+            why: "the buffer is not a tensor",
+        }
     })
 }

@@ -227,7 +227,7 @@ impl<'a> Call<'a> {
         // SAFETY: XLA's own entry, with arguments of its version's size and the call's context.
         let error = unsafe { get(&mut args) };
         // SAFETY: an error XLA's API returned, owned here, through the table it came from.
-        unsafe { super::handler::take_error(self.api, error) }.map_err(|m| no_stream(&m))?;
+        unsafe { super::error::take_error(self.api, error) }.map_err(|m| no_stream(&m))?;
         // SAFETY: XLA's FFI contract: the call's buffers are ready on the stream it gives, which
         // lives for the call (and a launch on it holds what it needs until its work is done).
         Ok(unsafe { crate::exchange::WorkStream::from_raw(args.stream as usize) })
@@ -276,7 +276,7 @@ impl<'a> Call<'a> {
         // SAFETY: XLA's own entry, with arguments of its version's size and the call's context.
         let error = unsafe { get(&mut args) };
         // SAFETY: an error XLA's API returned, owned here, through the table it came from.
-        unsafe { super::handler::take_error(self.api, error) }.map_err(|m| no_device(&m))?;
+        unsafe { super::error::take_error(self.api, error) }.map_err(|m| no_device(&m))?;
         if args.device_ordinal < 0 {
             return Err(no_device(&std::format!("XLA gave ordinal {}", args.device_ordinal)));
         }

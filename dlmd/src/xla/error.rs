@@ -4,6 +4,7 @@
 use super::ffi::{self, AttrType, DataType, ErrorCode, ExecutionStage};
 use crate::import::ImportError;
 use crate::managed::ManagedError;
+use core::ffi::CStr;
 use core::fmt;
 use std::ffi::CString;
 use std::string::{String, ToString};
@@ -174,10 +175,10 @@ pub struct HandlerError {
 }
 
 impl HandlerError {
-    /// A failure with `code` (not [`ErrorCode::OK`], which is taken as
-    /// [`ErrorCode::UNKNOWN`]: an error is never a success).
+    /// A failure with `code`. [`ErrorCode::OK`] (an error is never a success) and values XLA does
+    /// not define are taken as [`ErrorCode::UNKNOWN`].
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        let code = if code == ErrorCode::OK {
+        let code = if code == ErrorCode::OK || !code.is_known() {
             ErrorCode::UNKNOWN
         } else {
             code
@@ -213,11 +214,10 @@ impl HandlerError {
     ///
     /// # Safety
     ///
-    /// `api` points to XLA's API table, whose `struct_size` is true and which has at least
-    /// [`Api::THROUGH_ERROR_CREATE`](ffi::Api::THROUGH_ERROR_CREATE) bytes.
-    pub(crate) unsafe fn to_xla(&self, api: *const ffi::Api) -> *mut ffi::Error {
-        // SAFETY: readable through `error_create` (the caller).
-        let Some(create) = (unsafe { (*api).error_create }) else {
+    /// `api` is (a copy of) XLA's API table, whose `struct_size` is true and at least
+    /// [`Api::THROUGH_ERROR_CREATE`](ffi::Api::THROUGH_ERROR_CREATE).
+    pub(crate) unsafe fn to_xla(&self, api: &ffi::Api) -> *mut ffi::Error {
+        let Some(create) = api.error_create else {
             return core::ptr::null_mut();
         };
         // A NUL inside the message would cut it short: it is shown as U+FFFD instead.
@@ -281,4 +281,42 @@ pub(crate) fn kind_name(kind: AttrType) -> String {
         AttrType::STRING => "a string".to_string(),
         other => std::format!("of XLA kind {}", other.0),
     }
+}
+
+/// Takes an error XLA's API returned: `Ok` for NULL, its message otherwise (the error
+/// destroyed).
+///
+/// # Safety
+///
+/// `error` is NULL or an error `api`'s entries returned, owned by the caller; `api`'s size is
+/// true. (An error that cannot be destroyed, where the table lacks the entries, is left.)
+pub(crate) unsafe fn take_error(api: &ffi::Api, error: *mut ffi::Error) -> Result<(), String> {
+    if error.is_null() {
+        return Ok(());
+    }
+    let mut message = String::from("XLA reported an error");
+    let entries =
+        (api.struct_size >= ffi::Api::THROUGH_ERROR_DESTROY).then_some((api.error_get_message, api.error_destroy));
+    if let Some((Some(get), Some(destroy))) = entries {
+        let mut args = ffi::ErrorGetMessageArgs {
+            struct_size: ffi::ErrorGetMessageArgs::STRUCT_SIZE,
+            extension_start: core::ptr::null_mut(),
+            error,
+            message: core::ptr::null(),
+        };
+        // SAFETY: XLA's entry, with an error it made and arguments of its version's size.
+        unsafe { get(&mut args) };
+        if !args.message.is_null() {
+            // SAFETY: XLA's NUL-terminated message, alive until the error is destroyed.
+            message = unsafe { CStr::from_ptr(args.message) }.to_string_lossy().into_owned();
+        }
+        let mut args = ffi::ErrorDestroyArgs {
+            struct_size: ffi::ErrorDestroyArgs::STRUCT_SIZE,
+            extension_start: core::ptr::null_mut(),
+            error,
+        };
+        // SAFETY: XLA's entry, destroying the error it made, once.
+        unsafe { destroy(&mut args) };
+    }
+    Err(message)
 }

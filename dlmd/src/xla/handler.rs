@@ -2,8 +2,9 @@
 
 use super::call::{Call, Platform};
 use super::error::{FrameError, HandlerError};
-use super::ffi::{self, ExtensionType};
-use core::ffi::CStr;
+use super::ffi;
+use super::prefix;
+use std::boxed::Box;
 use std::string::{String, ToString};
 
 /// An XLA FFI handler: what a call does, on which platform, with which traits.
@@ -63,65 +64,50 @@ pub trait Handler {
 /// otherwise runs [`H::execute`](Handler::execute), its error or panic becoming XLA's error.
 ///
 /// A frame without a usable API table (NULL, or too small to hold `XLA_FFI_Error_Create`)
-/// cannot be answered with an error: the call returns success and does nothing. XLA always
-/// passes its own table.
+/// cannot be answered with an error: the call returns success and does nothing (a request for
+/// metadata, which needs no table, is answered).
 ///
 /// # Safety
 ///
-/// `frame` is NULL or points to a call frame as XLA passes it to a handler: valid for the
-/// call, its `struct_size` true, and so every struct it points to as far as each one's
-/// `struct_size` says, with lists as long as their counts and buffers as their extents say.
+/// `frame` is NULL or points to a call frame as XLA passes it to a handler, valid for the call:
+/// - every struct (the frame, the API table, the lists' structs, each buffer, each extension)
+///   begins with its true `struct_size`, and that many bytes of it are readable (a metadata
+///   extension's metadata struct, writable);
+/// - every list holds as many values as its count says, and every buffer's `dims` as many as
+///   its `rank`, each buffer's data as its extents and type say, valid for the call;
+/// - two buffers share memory only as XLA's `input_output_aliases` makes them share it: an
+///   argument and a result of the same type and extents over the same bytes; during the call,
+///   nothing else reads or writes the buffers the handler writes.
 pub unsafe extern "C" fn entry<H: Handler>(frame: *mut ffi::CallFrame) -> *mut ffi::Error {
-    // SAFETY: the frame as XLA passes it (the caller).
-    let Some((frame, api)) = (unsafe { frame_and_api(frame) }) else {
+    // SAFETY: NULL or the frame as XLA passes it (the caller), read as far as its size says.
+    let Some(frame) = (unsafe { prefix::read(frame.cast_const()) }) else {
         return core::ptr::null_mut();
     };
-    let result = match check_api(api) {
-        Err(e) => Err(HandlerError::from(e)),
+    // SAFETY: as above.
+    let metadata = unsafe { metadata_request(&frame) };
+    // SAFETY: NULL or XLA's table (the caller), read as far as its size says.
+    let api = unsafe { prefix::read(frame.api) }
+        .filter(|api| api.struct_size >= ffi::Api::THROUGH_ERROR_CREATE && api.error_create.is_some());
+    let result = match (metadata, &api) {
+        // Metadata needs no table: XLA may ask without one.
         // SAFETY: as above.
-        Ok(()) => match unsafe { metadata_request(frame) } {
-            Some(extension) => {
-                // SAFETY: as above.
-                unsafe { write_metadata(extension, H::TRAITS) }.map_err(HandlerError::from)
-            }
-            None => std::panic::catch_unwind(|| {
+        (Some(extension), _) => unsafe { write_metadata(extension, H::TRAITS) }.map_err(HandlerError::from),
+        (None, None) => return core::ptr::null_mut(),
+        (None, Some(api)) => match check_api(api) {
+            Err(e) => Err(HandlerError::from(e)),
+            Ok(()) => std::panic::catch_unwind(|| {
                 // SAFETY: as above; `api` passed `check_api`.
-                let call = unsafe { Call::new(frame, api, H::PLATFORM) }?;
+                let call = unsafe { Call::new(&frame, api, H::PLATFORM) }?;
                 H::execute(&call)
             })
-            .unwrap_or_else(|panic| Err(HandlerError::internal(panic_message(panic.as_ref())))),
+            .unwrap_or_else(|panic| Err(HandlerError::internal(panic_message(panic)))),
         },
     };
-    match result {
-        Ok(()) => core::ptr::null_mut(),
-        // SAFETY: `api` has an `XLA_FFI_Error_Create` (`frame_and_api`).
-        Err(e) => unsafe { e.to_xla(api) },
+    match (result, &api) {
+        (Ok(()), _) | (Err(_), None) => core::ptr::null_mut(),
+        // SAFETY: `api` has an `XLA_FFI_Error_Create` (filtered above).
+        (Err(e), Some(api)) => unsafe { e.to_xla(api) },
     }
-}
-
-/// The frame and its API table, if the table can at least create errors.
-///
-/// # Safety
-///
-/// As for [`entry`].
-unsafe fn frame_and_api<'a>(frame: *mut ffi::CallFrame) -> Option<(&'a ffi::CallFrame, &'a ffi::Api)> {
-    // The frame's first three fields (size, extensions, table) are in every version.
-    const THROUGH_API: usize = core::mem::offset_of!(ffi::CallFrame, api) + size_of::<*const ffi::Api>();
-    if frame.is_null() {
-        return None;
-    }
-    // SAFETY: a frame whose size is true (the caller): the size is read first, and the whole
-    // struct only where the size covers it.
-    let size = unsafe { (*frame).struct_size };
-    if size < THROUGH_API {
-        return None;
-    }
-    // SAFETY: the frame holds its API table's pointer; a struct shorter than this version's is
-    // refused by `Call::new` before any later field is read, and `&CallFrame` is only read.
-    let frame = unsafe { &*frame };
-    // SAFETY: NULL or XLA's table, whose size is true (the caller).
-    let api = unsafe { frame.api.as_ref()? };
-    (api.struct_size >= ffi::Api::THROUGH_ERROR_CREATE && api.error_create.is_some()).then_some((frame, api))
 }
 
 /// Whether XLA's API is of the major version this handler speaks.
@@ -149,9 +135,9 @@ pub(crate) fn check_api(api: &ffi::Api) -> Result<(), FrameError> {
 ///
 /// As for [`entry`].
 unsafe fn metadata_request(frame: &ffi::CallFrame) -> Option<*mut ffi::MetadataExtension> {
-    // SAFETY: NULL or an extension whose size is true (the caller).
-    let base = unsafe { frame.extension_start.as_ref()? };
-    (base.struct_size >= ffi::ExtensionBase::STRUCT_SIZE && base.kind == ExtensionType::METADATA)
+    // SAFETY: NULL or an extension whose size is true (the caller), read as far as it says.
+    let base = unsafe { prefix::read(frame.extension_start.cast_const()) }?;
+    (base.struct_size >= ffi::ExtensionBase::STRUCT_SIZE && base.kind == ffi::ExtensionType::METADATA)
         .then_some(frame.extension_start.cast())
 }
 
@@ -162,7 +148,8 @@ unsafe fn metadata_request(frame: &ffi::CallFrame) -> Option<*mut ffi::MetadataE
 /// `extension` points to a metadata extension whose sizes are true, as XLA passes it.
 unsafe fn write_metadata(extension: *mut ffi::MetadataExtension, traits: ffi::Traits) -> Result<(), FrameError> {
     // SAFETY: a metadata extension (the caller), read as far as its size says.
-    let size = unsafe { (*extension).extension_base.struct_size };
+    let extension = unsafe { prefix::read(extension.cast_const()) }.ok_or(FrameError::Null("metadata extension"))?;
+    let size = extension.extension_base.struct_size;
     if size < ffi::MetadataExtension::STRUCT_SIZE {
         return Err(FrameError::StructSize {
             what: "XLA_FFI_Metadata_Extension",
@@ -170,13 +157,13 @@ unsafe fn write_metadata(extension: *mut ffi::MetadataExtension, traits: ffi::Tr
             expected: ffi::MetadataExtension::STRUCT_SIZE,
         });
     }
-    // SAFETY: the extension holds its `metadata` pointer (size checked); NULL or XLA's struct.
-    let metadata = unsafe { (*extension).metadata };
+    // NULL or XLA's struct (size checked: the copy holds the pointer).
+    let metadata = extension.metadata;
     if metadata.is_null() {
         return Err(FrameError::Null("metadata"));
     }
-    // SAFETY: XLA's metadata struct, whose size is true.
-    let size = unsafe { (*metadata).struct_size };
+    // SAFETY: XLA's metadata struct, whose first field is its true size.
+    let size = unsafe { metadata.cast::<usize>().read_unaligned() };
     if size < ffi::Metadata::STRUCT_SIZE {
         return Err(FrameError::StructSize {
             what: "XLA_FFI_Metadata",
@@ -204,50 +191,23 @@ unsafe fn write_metadata(extension: *mut ffi::MetadataExtension, traits: ffi::Tr
     Ok(())
 }
 
-/// Takes an error XLA's API returned: `Ok` for NULL, its message otherwise (the error
-/// destroyed).
-///
-/// # Safety
-///
-/// `error` is NULL or an error `api`'s entries returned, owned by the caller; `api`'s size is
-/// true. (An error that cannot be destroyed, where the table lacks the entries, is left.)
-pub(crate) unsafe fn take_error(api: &ffi::Api, error: *mut ffi::Error) -> Result<(), String> {
-    if error.is_null() {
-        return Ok(());
-    }
-    let mut message = String::from("XLA reported an error");
-    let entries =
-        (api.struct_size >= ffi::Api::THROUGH_ERROR_DESTROY).then_some((api.error_get_message, api.error_destroy));
-    if let Some((Some(get), Some(destroy))) = entries {
-        let mut args = ffi::ErrorGetMessageArgs {
-            struct_size: ffi::ErrorGetMessageArgs::STRUCT_SIZE,
-            extension_start: core::ptr::null_mut(),
-            error,
-            message: core::ptr::null(),
-        };
-        // SAFETY: XLA's entry, with an error it made and arguments of its version's size.
-        unsafe { get(&mut args) };
-        if !args.message.is_null() {
-            // SAFETY: XLA's NUL-terminated message, alive until the error is destroyed.
-            message = unsafe { CStr::from_ptr(args.message) }.to_string_lossy().into_owned();
-        }
-        let mut args = ffi::ErrorDestroyArgs {
-            struct_size: ffi::ErrorDestroyArgs::STRUCT_SIZE,
-            extension_start: core::ptr::null_mut(),
-            error,
-        };
-        // SAFETY: XLA's entry, destroying the error it made, once.
-        unsafe { destroy(&mut args) };
-    }
-    Err(message)
-}
-
-/// A panic's message, as `panic!` formats it.
-fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
+/// A panic's message, as `panic!` formats it. The payload is dropped here, where a panic of its
+/// own `Drop` is caught too: nothing unwinds out of the entry point.
+fn panic_message(panic: Box<dyn core::any::Any + Send>) -> String {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_string());
+    // A payload whose drop panics leaves another payload, dropped the same way (a few times at
+    // most: past that, it is forgotten).
+    let mut payload = panic;
+    for _ in 0..8 {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+            Ok(()) => return std::format!("the handler panicked: {what}"),
+            Err(again) => payload = again,
+        }
+    }
+    core::mem::forget(payload);
     std::format!("the handler panicked: {what}")
 }

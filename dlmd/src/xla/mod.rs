@@ -31,6 +31,7 @@ mod dtype;
 mod error;
 pub mod ffi;
 mod handler;
+mod prefix;
 
 pub use attribute::{Attribute, Scalar};
 pub use buffer::Buffer;

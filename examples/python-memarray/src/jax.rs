@@ -8,33 +8,30 @@
 //! `int64`) is the number of leading dimensions that index a batch, left out of the sum.
 
 use crate::dtype::{AddIndex, DType};
-use dlmd::managed::ManagedTensor;
-use dlmd::xla::{Call, Handler, HandlerError, Platform, ffi};
+use dlmd::dlpack::DLDataType;
+use dlmd::xla::{Buffer, Call, Handler, HandlerError, Platform, ffi};
 use dlmd::{Dims, HostMdspanAliased, HostMdspanAliasedMut};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The batch dimensions of a call on `x`: the attribute, checked against its rank.
-fn batch_dims(call: &Call<'_>, x: &ManagedTensor) -> Result<u32, HandlerError> {
+fn batch_dims(call: &Call<'_>, x: &Buffer<'_>) -> Result<u32, HandlerError> {
     let batch: i64 = call.attr("batch_dims")?;
-    let rank = x.shape().map_or(0, <[i64]>::len);
+    let rank = x.shape().len();
     u32::try_from(batch)
         .ok()
         .filter(|&b| b as usize <= rank)
         .ok_or_else(|| HandlerError::invalid_argument(format!("batch_dims is {batch}, and x has rank {rank}")))
 }
 
-/// That the result is the argument's shape and type.
-fn same_as_argument(x: &ManagedTensor, y: &ManagedTensor) -> Result<(), HandlerError> {
-    let (a, b) = (x.dl_tensor(), y.dl_tensor());
-    if x.shape() != y.shape() || a.dtype != b.dtype {
+/// That the result (its extents and type) is the argument's.
+fn same_as_argument(x: &Buffer<'_>, (shape, dtype): (&[i64], DLDataType)) -> Result<(), HandlerError> {
+    if x.shape() != shape || x.dtype() != dtype {
         return Err(HandlerError::invalid_argument(format!(
-            "add_index returns its argument's shape and type: x is {:?} of {}, the result {:?} of {}",
-            x.shape().unwrap_or(&[]),
-            a.dtype,
-            y.shape().unwrap_or(&[]),
-            b.dtype
+            "add_index returns its argument's shape and type: x is {:?} of {}, the result {shape:?} of {dtype}",
+            x.shape(),
+            x.dtype(),
         )));
     }
     Ok(())
@@ -50,8 +47,16 @@ impl Handler for AddIndexHost {
     fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
         let x = call.arg(0)?;
         let mut y = call.ret(0)?;
-        same_as_argument(x.tensor(), y.tensor())?;
-        let batch = batch_dims(call, x.tensor())? as usize;
+        same_as_argument(&x, (y.shape(), y.dtype()))?;
+        let batch = batch_dims(call, &x)? as usize;
+        if x.dtype() == <bool as dlmd::DlElement>::DTYPE {
+            // A `bool` result's bytes are whatever XLA left there: written as bytes.
+            return dlmd::with_rank!(x.shape().len(), [0, 1, 2, 3, 4], R => {
+                add_bools(&x.view::<HostMdspanAliased<'_, bool, Dims<R>>>()?,
+                          &y.bool_bytes_mut::<HostMdspanAliasedMut<'_, u8, Dims<R>>>()?, batch);
+                Ok(())
+            }, r => Err(HandlerError::invalid_argument(format!("add_index has no kernel for rank {r} (ranks 0 to 4)"))));
+        }
         let dtype = DType::from_dlpack(x.dl_tensor().dtype).ok_or_else(|| {
             HandlerError::invalid_argument(format!("add_index takes no {} arrays", x.dl_tensor().dtype))
         })?;
@@ -87,6 +92,15 @@ pub fn xla_cuda_calls() -> u64 {
     CUDA_CALLS.load(Ordering::Relaxed)
 }
 
+/// `y[i] = x[i] || Σ i[batch..] ≠ 0`, as bytes 0 or 1 (`y` may be `x`).
+fn add_bools<const R: usize>(
+    x: &HostMdspanAliased<'_, bool, Dims<R>>,
+    y: &HostMdspanAliasedMut<'_, u8, Dims<R>>,
+    batch: usize,
+) {
+    y.update(|index, _| u8::from(x.load(index) || index.iter().skip(batch).sum::<usize>() != 0));
+}
+
 /// `add_index` on XLA's CUDA backend: the Rust kernel, in place on the result (which must be
 /// the argument's buffer), queued on XLA's stream without a host wait. The same launch every
 /// call, so XLA may capture it into a CUDA graph.
@@ -100,14 +114,15 @@ impl Handler for AddIndexCuda {
         CUDA_CALLS.fetch_add(1, Ordering::Relaxed);
         let x = call.arg(0)?;
         let y = call.cuda_ret(0)?;
-        same_as_argument(x.tensor(), y.tensor())?;
-        if x.dl_tensor().data != y.tensor().dl_tensor().data {
+        let result = y.tensor().dl_tensor();
+        same_as_argument(&x, (y.tensor().shape().unwrap_or(&[]), result.dtype))?;
+        if x.dl_tensor().data != result.data {
             return Err(HandlerError::invalid_argument(
                 "add_index runs in place on CUDA: its result must share the argument's buffer \
                  (input_output_aliases={0: 0})",
             ));
         }
-        let batch = batch_dims(call, x.tensor())?;
+        let batch = batch_dims(call, &x)?;
         let ordinal = call.device().device_id as usize;
         let kernels = crate::gpu::kernels_on(ordinal).map_err(HandlerError::internal)?;
         dlmd_memarray_kernels::add_index_batched(kernels, &y, batch).map_err(|e| match e {
@@ -128,8 +143,8 @@ impl Handler for ChecksOnly {
     fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
         let x = call.arg(0)?;
         let y = call.cuda_ret(0)?;
-        same_as_argument(x.tensor(), y.tensor())?;
-        batch_dims(call, x.tensor())?;
+        same_as_argument(&x, (y.tensor().shape().unwrap_or(&[]), y.tensor().dl_tensor().dtype))?;
+        batch_dims(call, &x)?;
         crate::gpu::kernels_on(call.device().device_id as usize).map_err(HandlerError::internal)?;
         Ok(())
     }

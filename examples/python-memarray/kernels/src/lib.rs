@@ -120,9 +120,20 @@ macro_rules! kernels {
         #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of `", stringify!($t), "`.")]
         #[dlmd::kernel]
         pub fn $name(thread: Thread, batch: u32, mut x: DeviceMdspanMut<'_, $t, Dims<$rank>, LayoutStrideRelaxed>) {
-            thread.for_each_mut(&mut x, |index, x| x.add_index(index.iter().skip(batch as usize).sum()));
+            thread.for_each_mut(&mut x, |index, x| x.add_index(batch_sum(index, batch)));
         }
     )*};
+}
+
+/// The sum of `index` past its first `batch` dimensions. (Dimension by dimension, each kept or
+/// not: a runtime count of dimensions skipped would put the index in local memory.)
+#[inline(always)]
+pub fn batch_sum<const R: usize>(index: [usize; R], batch: u32) -> usize {
+    let mut sum = 0;
+    for (d, i) in index.into_iter().enumerate() {
+        sum += if d < batch as usize { 0 } else { i };
+    }
+    sum
 }
 
 /// `add_index` over the bytes of a `bool` tensor (`Imported::arg_bool_bytes`): true where the
@@ -139,7 +150,7 @@ macro_rules! bool_kernels {
         #[doc = concat!("`add_index` over a rank-", stringify!($rank), " view of a `bool` tensor's bytes.")]
         #[dlmd::kernel]
         pub fn $name(thread: Thread, batch: u32, mut x: DeviceMdspanMut<'_, u8, Dims<$rank>, LayoutStrideRelaxed>) {
-            thread.for_each_mut(&mut x, |index, x| add_index_bool_bytes(x, index.iter().skip(batch as usize).sum()));
+            thread.for_each_mut(&mut x, |index, x| add_index_bool_bytes(x, batch_sum(index, batch)));
         }
     )*};
 }
