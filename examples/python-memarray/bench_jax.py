@@ -64,6 +64,18 @@ def main():
                                                             donate_argnums=0),
     }
     report("1,024 float32, per call (donated)", rounds(sides, per_call(True, 1024)), "jit(x + 1), donated", "us", 1e6)
+    # The call's steps, each side one more than the last (examples/python-memarray/src/jax.rs,
+    # `Steps`): what each costs is the difference of two rows.
+    jax.ffi.register_ffi_target("dlmd_bench_steps", dm.xla_steps(), platform="CUDA", api_version=1)
+    steps = jax.ffi.ffi_call("dlmd_bench_steps", jax.ShapeDtypeStruct((1024,), jnp.float32),
+                             input_output_aliases={0: 0})
+    names = ["0: the call's checks", "1: + the imports", "2: + the kernel argument", "3: + the launch, not run",
+             "4: + the kernel launched"]
+    sides = {"jit(x + 1), donated": jax.jit(lambda x: x + 1, donate_argnums=0)}
+    for i, name in enumerate(names):
+        sides[name] = jax.jit(lambda x, i=i: steps(x, steps=np.int64(i)), donate_argnums=0)
+    report("1,024 float32, the steps of a call (donated)", rounds(sides, per_call(True, 1024)),
+           "jit(x + 1), donated", "us", 1e6)
     sides = {
         "jit(add_index)": jax.jit(add_index),
         "jit(x + 1)": jax.jit(lambda x: x + 1),

@@ -150,6 +150,45 @@ impl Handler for ChecksOnly {
     }
 }
 
+/// [`AddIndexCuda`]'s steps up to the one the attribute `steps` names, for `bench_jax.py`,
+/// which times each step of a call: 0, the call's checks; 1, the two imports (`arg`,
+/// `cuda_ret`); 2, the kernel argument (the import's checks, the allocation asked of the
+/// driver); 3, the launch on XLA's stream, made and not run; 4, the kernel launched. On a
+/// one-dimensional `float32` array only.
+pub struct Steps;
+
+impl Handler for Steps {
+    const PLATFORM: Platform = Platform::Cuda;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let steps: i64 = call.attr("steps")?;
+        if steps < 1 {
+            return Ok(());
+        }
+        let _x = call.arg(0)?;
+        let y = call.cuda_ret(0)?;
+        if steps < 2 {
+            return Ok(());
+        }
+        let arg = y.arg::<dlmd::DeviceMdspanMut<'_, f32, Dims<1>, dlmd::LayoutStrideRelaxed>>()?;
+        if steps < 3 {
+            return Ok(());
+        }
+        let kernels = crate::gpu::kernels_on(call.device().device_id as usize).map_err(HandlerError::internal)?;
+        let launch = y.launch(kernels, dlmd_memarray_kernels::grid(y.tensor().shape().unwrap_or(&[])))?;
+        if steps < 4 {
+            return Ok(());
+        }
+        dlmd_memarray_kernels::add_index_float32_1(launch, 0, arg).map_err(HandlerError::from)
+    }
+}
+
+/// [`Steps`] as a capsule for `jax.ffi.register_ffi_target(…, platform="CUDA")`.
+#[pyfunction]
+pub fn xla_steps(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyCapsule>> {
+    dlmd::python::xla_capsule(py, dlmd::xla::entry::<Steps>)
+}
+
 /// [`ChecksOnly`] as a capsule for `jax.ffi.register_ffi_target(…, platform="CUDA")`.
 #[pyfunction]
 pub fn xla_checks_only(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyCapsule>> {
