@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
 done
 all=0
 [ ${#targets[@]} -gt 0 ] || all=1 targets=(import_dltensor import_managed view_index exchange_table ndarray_views oneapi_place
-                                     nccl_buffers launch_args)
+                                     nccl_buffers launch_args xla_frame)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz.sh: cargo fuzz needs the nightly toolchain (rustup toolchain install nightly)" >&2
