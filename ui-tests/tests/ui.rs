@@ -20,6 +20,7 @@ fn ui() {
     t.compile_fail("ui/mma/*.rs");
     t.compile_fail("ui/warpgroup/*.rs");
     t.compile_fail("ui/attention/*.rs");
+    t.compile_fail("ui/xla/*.rs");
 }
 
 /// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features
