@@ -46,8 +46,9 @@ struct Fields {
 /// An XLA buffer (an argument or a result of the call) as a DLPack tensor, lent for the call
 /// (`'a`). Its views are of elements by value, as every import's are: [`view`](Self::view)
 /// reads, [`view_mut`](Self::view_mut) writes, and is refused for an argument (`READ_ONLY`).
-/// A `PRED` buffer's bytes, whatever XLA left in a result, are views of `u8`
-/// ([`bool_bytes`](Self::bool_bytes), [`bool_bytes_mut`](Self::bool_bytes_mut)).
+/// A `PRED` buffer is read and written as its bytes, views of `u8`
+/// ([`bool_bytes`](Self::bool_bytes), [`bool_bytes_mut`](Self::bool_bytes_mut)), never as
+/// `bool`: each byte holds whatever XLA or the handler left there.
 ///
 /// The tensor's device is the call's; its layout is XLA's, compact row-major. A buffer stays
 /// on the thread of the call (it is neither `Send` nor `Sync`): a result may share an
@@ -93,12 +94,14 @@ impl<'a> Buffer<'a> {
     /// (element type, rank, static extents, layout, space; every `bool` 0 or 1); the error names
     /// the buffer.
     pub fn view<'b, V: TensorView<'b, Access = Aliased>>(&'b self) -> Result<V, FrameError> {
+        self.not_pred()?;
         self.tensor.view().map_err(|e| self.refused(e))
     }
 
     /// The buffer as the read-write view `V`, checked as [`ManagedTensor::view_mut`] checks;
     /// an argument is refused ([`ImportError::ReadOnly`]).
     pub fn view_mut<'b, V: TensorView<'b, Access = AliasedMut>>(&'b mut self) -> Result<V, FrameError> {
+        self.not_pred()?;
         let (side, index) = (self.side, self.index);
         self.tensor
             .view_mut()
@@ -124,6 +127,20 @@ impl<'a> Buffer<'a> {
             .map_err(|source| FrameError::Import { side, index, source })
     }
 
+    /// Refuses a view of a `PRED` buffer's elements as `bool`: another buffer of the call may
+    /// share its memory (a result aliasing an argument, or the same result taken twice), whose
+    /// bytes ([`bool_bytes_mut`](Self::bool_bytes_mut)) take any value after a view of `bool`
+    /// checked them.
+    fn not_pred(&self) -> Result<(), FrameError> {
+        if self.fields.dtype == DLDataType::new(DLDataTypeCode::BOOL, 8, 1) {
+            return Err(FrameError::Pred {
+                side: self.side,
+                index: self.index,
+            });
+        }
+        Ok(())
+    }
+
     /// The buffer as a tensor of `u8`, if its elements are `PRED`.
     fn bytes(&mut self) -> Result<&mut ManagedTensor, FrameError> {
         let bools = DLDataType::new(DLDataTypeCode::BOOL, 8, 1);
@@ -138,7 +155,15 @@ impl<'a> Buffer<'a> {
                 dtype: DLDataType::new(DLDataTypeCode::UINT, 8, 1),
                 ..self.fields
             };
-            let shape = self.shape().to_vec();
+            let mut shape = Vec::new();
+            shape
+                .try_reserve_exact(self.shape().len())
+                .map_err(|_| FrameError::Rank {
+                    side: self.side,
+                    index: self.index,
+                    rank: self.shape().len() as i64,
+                })?;
+            shape.extend_from_slice(self.shape());
             // SAFETY: the same memory, extents and layout as `tensor`, valid for the call (as
             // `borrowed` found it), its bytes read and written as `u8`, which every byte is.
             self.bytes = Some(unsafe { lend(fields, &shape, self.side, self.index) }?);

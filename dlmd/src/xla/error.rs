@@ -107,6 +107,17 @@ pub enum FrameError {
         /// The rank the frame gives.
         rank: i64,
     },
+    /// A view of a `PRED` buffer as `bool`.
+    #[error(
+        "{side} {index} is PRED: its bytes are read and written as u8 (Buffer::bool_bytes, bool_bytes_mut), \
+         never as bool, since another buffer of the call may share its memory"
+    )]
+    Pred {
+        /// Arguments or results.
+        side: Side,
+        /// Which.
+        index: usize,
+    },
     /// An element type with no DLPack type.
     #[error("{side} {index} is of XLA type {dtype:?}, which has no DLPack element type")]
     DataType {
@@ -118,13 +129,13 @@ pub enum FrameError {
         dtype: DataType,
     },
     /// Extents whose elements no address holds.
-    #[error("{side} {index} has extents {dims:?}, which no buffer holds")]
+    #[error("{side} {index} has extents {dims:?} (the first 8), which no buffer holds")]
     Extents {
         /// Arguments or results.
         side: Side,
         /// Which.
         index: usize,
-        /// The extents.
+        /// The extents (the first 8).
         dims: Vec<i64>,
     },
     /// The buffer, as a tensor, is not what the handler takes.

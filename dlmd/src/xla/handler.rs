@@ -64,8 +64,9 @@ pub trait Handler {
 /// otherwise runs [`H::execute`](Handler::execute), its error or panic becoming XLA's error.
 ///
 /// A frame without a usable API table (NULL, or too small to hold `XLA_FFI_Error_Create`)
-/// cannot be answered with an error: the call returns success and does nothing (a request for
-/// metadata, which needs no table, is answered).
+/// cannot be answered with an error: the call returns success and does nothing. A request for
+/// metadata needs no table and is answered; one that cannot be (its structs NULL or too small)
+/// then returns success with nothing written, which XLA reads as a handler of version 0.0.
 ///
 /// # Safety
 ///
@@ -80,9 +81,17 @@ pub trait Handler {
 ///   nothing else reads or writes the buffers the handler writes.
 pub unsafe extern "C" fn entry<H: Handler>(frame: *mut ffi::CallFrame) -> *mut ffi::Error {
     // SAFETY: NULL or the frame as XLA passes it (the caller), read as far as its size says.
-    let Some(frame) = (unsafe { prefix::read(frame.cast_const()) }) else {
+    let Some(mut frame) = (unsafe { prefix::read(frame.cast_const()) }) else {
         return core::ptr::null_mut();
     };
+    // A size that ends inside a pointer leaves part of it: that pointer is taken as NULL.
+    let covers = |offset: usize| frame.struct_size >= offset + size_of::<usize>();
+    if !covers(core::mem::offset_of!(ffi::CallFrame, extension_start)) {
+        frame.extension_start = core::ptr::null_mut();
+    }
+    if !covers(core::mem::offset_of!(ffi::CallFrame, api)) {
+        frame.api = core::ptr::null();
+    }
     // SAFETY: as above.
     let metadata = unsafe { metadata_request(&frame) };
     // SAFETY: NULL or XLA's table (the caller), read as far as its size says.

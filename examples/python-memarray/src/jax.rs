@@ -50,9 +50,10 @@ impl Handler for AddIndexHost {
         same_as_argument(&x, (y.shape(), y.dtype()))?;
         let batch = batch_dims(call, &x)? as usize;
         if x.dtype() == <bool as dlmd::DlElement>::DTYPE {
-            // A `bool` result's bytes are whatever XLA left there: written as bytes.
+            // `PRED` buffers are read and written as bytes (any byte but 0 is true).
+            let mut x = x;
             return dlmd::with_rank!(x.shape().len(), [0, 1, 2, 3, 4], R => {
-                add_bools(&x.view::<HostMdspanAliased<'_, bool, Dims<R>>>()?,
+                add_bools(&x.bool_bytes::<HostMdspanAliased<'_, u8, Dims<R>>>()?,
                           &y.bool_bytes_mut::<HostMdspanAliasedMut<'_, u8, Dims<R>>>()?, batch);
                 Ok(())
             }, r => Err(HandlerError::invalid_argument(format!("add_index has no kernel for rank {r} (ranks 0 to 4)"))));
@@ -92,13 +93,13 @@ pub fn xla_cuda_calls() -> u64 {
     CUDA_CALLS.load(Ordering::Relaxed)
 }
 
-/// `y[i] = x[i] || Σ i[batch..] ≠ 0`, as bytes 0 or 1 (`y` may be `x`).
+/// `y[i] = x[i] || Σ i[batch..] ≠ 0` over bytes, written 0 or 1 (`y` may be `x`).
 fn add_bools<const R: usize>(
-    x: &HostMdspanAliased<'_, bool, Dims<R>>,
+    x: &HostMdspanAliased<'_, u8, Dims<R>>,
     y: &HostMdspanAliasedMut<'_, u8, Dims<R>>,
     batch: usize,
 ) {
-    y.update(|index, _| u8::from(x.load(index) || index.iter().skip(batch).sum::<usize>() != 0));
+    y.update(|index, _| u8::from(x.load(index) != 0 || index.iter().skip(batch).sum::<usize>() != 0));
 }
 
 /// `add_index` on XLA's CUDA backend: the Rust kernel, in place on the result (which must be
