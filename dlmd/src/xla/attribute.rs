@@ -156,6 +156,27 @@ fn type_name(dtype: DataType) -> String {
     std::format!("{dtype:?}")
 }
 
+/// The value of a scalar attribute of XLA type `dtype`, or what the attribute is instead.
+///
+/// # Safety
+///
+/// `value` points to what `kind` says, valid for the call (as [`Attribute::read`]'s caller
+/// promises).
+unsafe fn scalar_of(kind: AttrType, value: *mut c_void, dtype: DataType) -> Result<*mut c_void, String> {
+    if kind != AttrType::SCALAR {
+        return Err(kind_name(kind));
+    }
+    // SAFETY: a scalar (the caller).
+    let scalar = unsafe { &*value.cast::<ffi::Scalar>() };
+    if scalar.dtype != dtype {
+        return Err(std::format!("a scalar of {}", type_name(scalar.dtype)));
+    }
+    if scalar.value.is_null() {
+        return Err("a scalar with a NULL value".to_string());
+    }
+    Ok(scalar.value)
+}
+
 // SAFETY: a value is returned only from a scalar of `T`'s XLA type.
 unsafe impl<'a, T: Scalar> Attribute<'a> for T {
     fn describe() -> String {
@@ -163,20 +184,11 @@ unsafe impl<'a, T: Scalar> Attribute<'a> for T {
     }
 
     unsafe fn read(kind: AttrType, value: *mut c_void) -> Result<Self, String> {
-        if kind != AttrType::SCALAR {
-            return Err(kind_name(kind));
-        }
-        // SAFETY: a scalar (the caller).
-        let scalar = unsafe { &*value.cast::<ffi::Scalar>() };
-        if scalar.dtype != T::DTYPE {
-            return Err(std::format!("a scalar of {}", type_name(scalar.dtype)));
-        }
-        if scalar.value.is_null() {
-            return Err("a scalar with a NULL value".to_string());
-        }
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { scalar_of(kind, value, T::DTYPE) }?;
         // SAFETY: a value of `T`'s XLA type (the caller), whose bits are a `T` (`Scalar`);
         // XLA need not align it.
-        Ok(unsafe { scalar.value.cast::<T>().read_unaligned() })
+        Ok(unsafe { value.cast::<T>().read_unaligned() })
     }
 }
 
@@ -187,19 +199,10 @@ unsafe impl<'a> Attribute<'a> for bool {
     }
 
     unsafe fn read(kind: AttrType, value: *mut c_void) -> Result<Self, String> {
-        if kind != AttrType::SCALAR {
-            return Err(kind_name(kind));
-        }
-        // SAFETY: a scalar (the caller).
-        let scalar = unsafe { &*value.cast::<ffi::Scalar>() };
-        if scalar.dtype != DataType::PRED {
-            return Err(std::format!("a scalar of {}", type_name(scalar.dtype)));
-        }
-        if scalar.value.is_null() {
-            return Err("a scalar with a NULL value".to_string());
-        }
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { scalar_of(kind, value, DataType::PRED) }?;
         // SAFETY: one byte of a `PRED` (the caller), read as a byte.
-        match unsafe { scalar.value.cast::<u8>().read() } {
+        match unsafe { value.cast::<u8>().read() } {
             0 => Ok(false),
             1 => Ok(true),
             b => Err(std::format!("a PRED scalar whose byte is {b}")),
