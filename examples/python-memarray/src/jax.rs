@@ -48,7 +48,7 @@ impl Handler for AddIndexHost {
         let x = call.arg(0)?;
         let mut y = call.ret(0)?;
         same_as_argument(&x, (y.shape(), y.dtype()))?;
-        let batch = batch_dims(call, &x)? as usize;
+        let batch = batch_dims(call, &x)?;
         if x.dtype() == <bool as dlmd::DlElement>::DTYPE {
             // `PRED` buffers are read and written as bytes (any byte but 0 is true).
             let mut x = x;
@@ -73,11 +73,11 @@ impl Handler for AddIndexHost {
 fn add<T: AddIndex, const R: usize>(
     x: &HostMdspanAliased<'_, T, Dims<R>>,
     y: &HostMdspanAliasedMut<'_, T, Dims<R>>,
-    batch: usize,
+    batch: u32,
 ) {
     y.update(|index, _| {
         let mut v = x.load(index);
-        v.add_index(index.iter().skip(batch).sum());
+        v.add_index(dlmd_memarray_kernels::batch_sum(index, batch));
         v
     });
 }
@@ -97,9 +97,9 @@ pub fn xla_cuda_calls() -> u64 {
 fn add_bools<const R: usize>(
     x: &HostMdspanAliased<'_, u8, Dims<R>>,
     y: &HostMdspanAliasedMut<'_, u8, Dims<R>>,
-    batch: usize,
+    batch: u32,
 ) {
-    y.update(|index, _| u8::from(x.load(index) != 0 || index.iter().skip(batch).sum::<usize>() != 0));
+    y.update(|index, _| u8::from(x.load(index) != 0 || dlmd_memarray_kernels::batch_sum(index, batch) != 0));
 }
 
 /// `add_index` on XLA's CUDA backend: the Rust kernel, in place on the result (which must be
@@ -305,12 +305,13 @@ pub fn xla_attention(
 /// call, which imports jax).
 fn jax_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
-    let module = MODULE.get_or_try_init(py, || {
-        let code = std::ffi::CString::new(include_str!("python/jax_op.py"))
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        Ok::<_, PyErr>(PyModule::from_code(py, &code, c"dlmd_memarray/jax_op.py", c"dlmd_memarray.jax_op")?.unbind())
-    })?;
-    Ok(module.bind(py))
+    crate::python_module(
+        py,
+        &MODULE,
+        include_str!("python/jax_op.py"),
+        c"dlmd_memarray/jax_op.py",
+        c"dlmd_memarray.jax_op",
+    )
 }
 
 /// `add_index` for JAX: `jax_add_index()(x)` returns `x` with each element plus the sum of its

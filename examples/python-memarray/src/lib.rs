@@ -354,12 +354,26 @@ fn wait_released(py: Python<'_>) -> PyResult<()> {
 fn torch_ops(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     // The module, kept for good: the operators' definitions live as long as its library object.
     static MODULE: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
-    let module = MODULE.get_or_try_init(py, || {
-        let code = std::ffi::CString::new(include_str!("python/torch_op.py"))
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok::<_, PyErr>(
-            PyModule::from_code(py, &code, c"dlmd_memarray/torch_op.py", c"dlmd_memarray.torch_op")?.unbind(),
-        )
+    python_module(
+        py,
+        &MODULE,
+        include_str!("python/torch_op.py"),
+        c"dlmd_memarray/torch_op.py",
+        c"dlmd_memarray.torch_op",
+    )
+}
+
+/// The Python module of `code`, made once into `module` (the first call runs it).
+fn python_module<'py>(
+    py: Python<'py>,
+    module: &'static pyo3::sync::PyOnceLock<Py<PyModule>>,
+    code: &str,
+    file: &std::ffi::CStr,
+    name: &std::ffi::CStr,
+) -> PyResult<&'py Bound<'py, PyModule>> {
+    let module = module.get_or_try_init(py, || {
+        let code = std::ffi::CString::new(code).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok::<_, PyErr>(PyModule::from_code(py, &code, file, name)?.unbind())
     })?;
     Ok(module.bind(py))
 }
