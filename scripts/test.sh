@@ -5,6 +5,11 @@
 # environment (.venv, or $DLMD_VENV), and in scripts/requirements-oneapi.txt, installed into a
 # second one (.venv-oneapi, or $DLMD_ONEAPI_VENV; about 3 GB: dpnp and Intel's OpenCL CPU
 # runtime).
+#
+# DLMD_TEST_TIDY=1 (set by .ci/run, for runners short of disk) removes each part's build outputs
+# once no later part uses them: the compile-fail builds after their cases, and every build but
+# the wheel before the oneAPI environment is installed. Without it, the target directory is
+# kept for the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each part's time, as it ends.
@@ -18,6 +23,8 @@ lap "the workspace's tests"
 # The compile-fail cases of the Python bindings (dlmd's `python` feature, which needs Python).
 cargo test -p dlmd-ui-tests --features python --test ui ui_python
 lap "the Python compile-fail cases"
+tidy() { [ "${DLMD_TEST_TIDY:-0}" = 1 ] && rm -rf "$@" || true; }
+tidy target/tests target/tmp
 # The core alone (no std, no allocator): the paths taken without `std` too.
 cargo test -p dlmd --lib --no-default-features
 lap "the core alone"
@@ -37,6 +44,8 @@ lap "the wheel"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/*.whl
 "$venv/bin/python" -m pytest -q examples/python-memarray/tests --ignore=examples/python-memarray/tests/test_oneapi.py
 lap "the Python tests"
+# (Miri, which .ci/run runs beside this script, keeps its own target/miri.)
+tidy $(find target -mindepth 1 -maxdepth 1 ! -name python-wheels ! -name miri)
 
 # oneAPI: dpnp carries dpctl's DLPack code; Intel's OpenCL runtime gives it a SYCL CPU device.
 oneapi=${DLMD_ONEAPI_VENV:-.venv-oneapi}
