@@ -38,6 +38,9 @@
 //! - `oneapi`: oneAPI (SYCL) USM as dpctl exchanges it ([`oneapi`]): dpctl's C interface
 //!   library, loaded at run time, tells host and shared USM (viewed on the host) from device
 //!   USM. Implies `std`.
+//! - `xla`: XLA FFI handlers in Rust ([`xla`]). Implies `std`.
+//! - `torch`: torch operators in Rust ([`torch`](mod@torch)), registered with torch's
+//!   dispatcher through its stable C ABI, found in the process at run time. Implies `std`.
 //! - `candle`: [`candle`](mod@candle) interop: candle-core 0.11 CPU tensors as host views and
 //!   managed tensors without a copy, DLPack tensors as candle tensors. Implies `std`.
 //!
@@ -133,10 +136,15 @@ pub mod ndarray;
 #[cfg(feature = "oneapi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oneapi")))]
 pub mod oneapi;
+#[cfg(any(feature = "xla", feature = "torch"))]
+mod panic;
 #[cfg(feature = "python")]
 #[cfg_attr(docsrs, doc(cfg(feature = "python")))]
 pub mod python;
 pub mod space;
+#[cfg(feature = "torch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "torch")))]
+pub mod torch;
 pub mod view;
 #[cfg(feature = "xla")]
 #[cfg_attr(docsrs, doc(cfg(feature = "xla")))]

@@ -4,8 +4,6 @@ use super::call::{Call, Platform};
 use super::error::{FrameError, HandlerError};
 use super::ffi;
 use super::prefix;
-use std::boxed::Box;
-use std::string::{String, ToString};
 
 /// An XLA FFI handler: what a call does, on which platform, with which traits.
 ///
@@ -109,7 +107,12 @@ pub unsafe extern "C" fn entry<H: Handler>(frame: *mut ffi::CallFrame) -> *mut f
                 let call = unsafe { Call::new(&frame, api, H::PLATFORM) }?;
                 H::execute(&call)
             })
-            .unwrap_or_else(|panic| Err(HandlerError::internal(panic_message(panic)))),
+            .unwrap_or_else(|panic| {
+                Err(HandlerError::internal(std::format!(
+                    "the handler panicked: {}",
+                    crate::panic::message(panic)
+                )))
+            }),
         },
     };
     match (result, &api) {
@@ -198,25 +201,4 @@ unsafe fn write_metadata(extension: *mut ffi::MetadataExtension, traits: ffi::Tr
         unsafe { (*metadata).state_type_id = ffi::TypeId { type_id: 0 } };
     }
     Ok(())
-}
-
-/// A panic's message, as `panic!` formats it. The payload is dropped here, where a panic of its
-/// own `Drop` is caught too: nothing unwinds out of the entry point.
-fn panic_message(panic: Box<dyn core::any::Any + Send>) -> String {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string());
-    // A payload whose drop panics leaves another payload, dropped the same way (a few times at
-    // most: past that, it is forgotten).
-    let mut payload = panic;
-    for _ in 0..8 {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
-            Ok(()) => return std::format!("the handler panicked: {what}"),
-            Err(again) => payload = again,
-        }
-    }
-    core::mem::forget(payload);
-    std::format!("the handler panicked: {what}")
 }

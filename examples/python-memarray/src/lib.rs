@@ -38,6 +38,7 @@ mod collective;
 mod exported;
 mod gpu;
 mod jax;
+mod torch_native;
 
 use array::MemArray;
 use dlmd::dlpack::DLDeviceType;
@@ -498,6 +499,7 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_index, m)?)?;
     m.add_function(wrap_pyfunction!(add_index_cxx, m)?)?;
     m.add_function(wrap_pyfunction!(torch_op, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_native::register_torch_ops, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_add_index, m)?)?;
     m.add_function(wrap_pyfunction!(jax::jax_add_index, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_checks_only, m)?)?;

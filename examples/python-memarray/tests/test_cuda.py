@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dlmd_memarray as dm
+from add_index_reference import expected, index_sum
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -22,16 +23,6 @@ except BufferError as e:  # pragma: no cover - only without a driver
 GPU_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
               "float64", "complex64", "complex128"]
 
-
-def index_sum(shape):
-    return np.indices(shape).sum(axis=0)
-
-
-def expected(a):
-    s = index_sum(a.shape)
-    if a.dtype == bool:
-        return a | (s != 0)
-    return (a + s.astype(a.dtype)).astype(a.dtype)
 
 
 def released(m):

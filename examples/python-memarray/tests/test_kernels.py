@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dlmd_memarray as dm
+from add_index_reference import expected, index_sum
 from dlpack_abi import DELETER, DLDataType, DLDevice, DLManagedTensorVersioned, capsule_new, capsule_pointer
 
 torch = pytest.importorskip("torch")
@@ -24,16 +25,6 @@ DTYPES = [torch.bool, torch.int8, torch.int16, torch.int32, torch.int64, torch.u
           torch.complex128]
 SHAPES = [(), (7,), (5, 6), (3, 4, 5), (2, 3, 4, 5)]
 
-
-def index_sum(shape):
-    return np.indices(shape).sum(axis=0) if shape else np.array(0)
-
-
-def expected(a):
-    s = index_sum(a.shape)
-    if a.dtype == bool:
-        return a | (s != 0)
-    return (a + s.astype(a.dtype)).astype(a.dtype)
 
 
 @pytest.fixture(params=[True, False], ids=["table", "dlpack"])

@@ -3,11 +3,10 @@
 (the first mutates its argument, the second returns new tensors), and trace it on fake tensors
 without running it.
 
-It is defined through ``torch.library.Library`` with a kernel for the CPU and CUDA dispatch keys,
-rather than ``torch.library.custom_op``, whose Python layers (autograd, in-place bookkeeping,
-a dynamo guard) cost about 30 µs a call: here the dispatcher calls the kernel directly, which
-bumps the argument's version counter itself as torch's in-place operations do. The operator has
-no autograd formula; ``add_index`` refuses tensors that require grad.
+``dlmd::add_index`` is defined and implemented in Rust (``dlmd::torch``, through torch's stable
+C ABI), for the CPU and CUDA dispatch keys: the dispatcher calls the Rust kernel with no Python
+in the call, and the kernel moves the argument's version counter as torch's in-place operations
+do. Only its fake implementation is Python. It has no autograd formula.
 
 ``dlmd::attention`` is differentiable: its backward pass is the operator
 ``dlmd::attention_backward`` (the Rust backward kernels, deterministic), wired in by
@@ -21,7 +20,8 @@ import torch
 import dlmd_memarray
 
 _LIBRARY = torch.library.Library("dlmd", "DEF")
-_LIBRARY.define("add_index(Tensor(a!) x) -> ()")
+# ``dlmd::add_index(Tensor(a!) x) -> ()``, with its Rust kernels.
+dlmd_memarray.register_torch_ops()
 _LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor)")
 _LIBRARY.define(
     "attention_backward(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, float scale, bool causal)"
@@ -36,20 +36,6 @@ _LIBRARY.define(
     " Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float scale, bool causal)"
     " -> (Tensor, Tensor, Tensor)"
 )
-
-
-def _add_index(x):
-    """Adds to each element of ``x`` the sum of its indices, in place, on ``x``'s device: on a GPU
-    on torch's current stream there, without waiting."""
-    # DLPack's value for the legacy default stream is 1 (torch's handle for it is 0, which DLPack
-    # reserves).
-    stream = (torch.cuda.current_stream(x.device).cuda_stream or 1) if x.is_cuda else None
-    dlmd_memarray.add_index(x, stream=stream)
-    torch.autograd.graph.increment_version(x)
-
-
-_LIBRARY.impl("add_index", _add_index, "CPU")
-_LIBRARY.impl("add_index", _add_index, "CUDA")
 
 
 @torch.library.register_fake("dlmd::add_index", lib=_LIBRARY)
