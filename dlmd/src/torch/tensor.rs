@@ -99,10 +99,8 @@ impl Handle {
             )));
         }
         // SAFETY: as above.
-        Self::check(
-            unsafe { (self.torch.device_index)(self.raw, &mut index) },
-            "device index",
-        )?;
+        let code = unsafe { (self.torch.device_index)(self.raw, &mut index) };
+        Self::check(code, "device index")?;
         if index < 0 {
             return Err(OpError::new(std::format!("a CUDA tensor on device {index}")));
         }
@@ -147,10 +145,8 @@ impl Handle {
         let fields = self.fields()?;
         let mut reference = core::ptr::null_mut();
         // SAFETY: a live tensor reference and a place for the new one.
-        Self::check(
-            unsafe { (self.torch.new_handle)(self.raw, &mut reference) },
-            "reference",
-        )?;
+        let code = unsafe { (self.torch.new_handle)(self.raw, &mut reference) };
+        Self::check(code, "reference")?;
         // SAFETY: a new owned reference from torch.
         let reference = unsafe { Handle::own(reference, self.torch) }?;
         let rank = fields.layout.len() / 2;
