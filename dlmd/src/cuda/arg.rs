@@ -29,6 +29,9 @@ pub struct ArgInfo<'a> {
     /// producer named and, where that is the per-thread default stream (2), the thread whose
     /// stream it is.
     pub held: Option<(&'a Arc<ManagedTensor>, WorkStream, Option<ThreadId>)>,
+    /// Whether the owner of that tensor's memory keeps it for all work queued on its stream
+    /// ([`Imported::lent`](super::Imported::lent)): the launch need not hold it.
+    pub kept: bool,
 }
 
 /// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed
@@ -62,6 +65,7 @@ fn info_of<P: KernelParam>(value: &P) -> ArgInfo<'_> {
         device: value.device_ordinal(),
         footprint: value.footprint(),
         held: None,
+        kept: false,
     }
 }
 

@@ -67,7 +67,8 @@ const PER_THREAD: usize = 2;
 ///   module) until an event recorded after the kernel completes, when a thread of dlmd's lets
 ///   go of it, without a host wait on the launching thread (see
 ///   [`wait_released`](super::wait_released)). A launch captured into a CUDA graph keeps them as
-///   long as the graph and its instances live.
+///   long as the graph and its instances live. A [lent](Self::lent) import is kept by its
+///   owner instead, for all work on its stream (XLA's buffers, for the work of a call).
 ///
 /// Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
 /// go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they
@@ -79,6 +80,8 @@ pub struct Imported {
     /// Where `stream` is the per-thread default stream (2), another stream on every thread: the
     /// thread whose stream the producer named, the only one launches over it are made on.
     thread: Option<ThreadId>,
+    /// Whether the memory's owner keeps it for all work queued on `stream` ([`lent`](Self::lent)).
+    kept: bool,
 }
 
 impl Imported {
@@ -108,7 +111,30 @@ impl Imported {
             tensor: Arc::new(tensor),
             stream,
             thread,
+            kept: false,
         }
+    }
+
+    /// Lends `tensor`, whose data is ready on `stream`, to kernels queued there, where the
+    /// memory's owner keeps it for all work queued on that stream: as XLA keeps a call's
+    /// buffers for the work a handler queues on the call's stream
+    /// ([`xla::Call::cuda_arg`](crate::xla::Call::cuda_arg)). A launch over it is ordered after
+    /// earlier launches over imports of the same memory on other streams, as any launch is, but
+    /// keeps nothing and files nothing: later work on the memory is the owner's to order, after
+    /// `stream`. A launch whose every argument is lent, of kernels [loaded for the
+    /// process](Kernels::leak), records no event and leaves no work to dlmd's releasing thread:
+    /// it costs what the driver's launch costs.
+    ///
+    /// # Safety
+    ///
+    /// As for [`new`](Self::new), and also: until every launch queued on `stream` while this
+    /// `Imported` lives is complete, the memory the tensor describes stays allocated, and its
+    /// owner queues or allows no work on it that is not ordered after those launches.
+    pub unsafe fn lent(tensor: ManagedTensor, stream: WorkStream) -> Self {
+        // SAFETY: the caller's contract includes `new`'s.
+        let mut lent = unsafe { Self::new(tensor, stream) };
+        lent.kept = true;
+        lent
     }
 
     /// The imported tensor.
@@ -379,6 +405,7 @@ impl<'i, P: KernelParam, N> KernelArg<P, N> for Arg<'i, P> {
             device: Some(self.device),
             footprint: Some(self.footprint),
             held: Some((&self.held.tensor, self.held.stream, self.held.thread)),
+            kept: self.held.kept,
         }
     }
 }

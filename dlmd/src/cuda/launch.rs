@@ -27,6 +27,8 @@ pub struct Kernels {
     /// The alignment each entry point declares of its parameters, by PTX index.
     declared: HashMap<String, Vec<Option<u32>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Whether the module stays loaded for the rest of the process ([`leak`](Self::leak)).
+    resident: bool,
 }
 
 /// How `dlmd-build` begins the PTX file of a kernel crate it did not build (for docs, or
@@ -88,7 +90,17 @@ impl Kernels {
             digests,
             declared,
             functions: Mutex::new(HashMap::new()),
+            resident: false,
         })
+    }
+
+    /// The kernels, loaded for the rest of the process: the module is never unloaded, so a
+    /// launch outside a scope need not keep it until its kernel is done. Where a launch's
+    /// arguments need no hold either ([`Imported::lent`](super::Imported::lent), elements),
+    /// it records no event after the kernel. For kernels kept in a `static`, as `Box::leak`
+    /// is for any value.
+    pub fn leak(self) -> &'static Self {
+        std::boxed::Box::leak(std::boxed::Box::new(Self { resident: true, ..self }))
     }
 
     /// The entry point `name`, for a launch through cudarc's `launch_builder`: how C++ kernels
@@ -358,20 +370,24 @@ impl Launch<'_, '_, '_> {
             super::order::order_after(&self.stream, footprint.start, footprint.bytes, name)?;
             super::order::order_after_queued(&self.stream, footprint, name)?;
         }
+        // Imports whose owner keeps their memory for this stream's work (`Imported::lent`)
+        // are neither held nor filed: later work on them is the owner's to order.
         let mut held = Held {
             tensors: args
                 .iter()
+                .filter(|a| !a.kept)
                 .filter_map(|a| a.held.map(|(tensor, ..)| tensor.clone()))
                 .collect(),
-            // Without a scope nothing else keeps the module loaded while the kernel runs.
-            module: self.scope.is_none().then(|| self.kernels.module.clone()),
+            // Without a scope nothing else keeps the module loaded while the kernel runs,
+            // unless it is loaded for the process.
+            module: (self.scope.is_none() && !self.kernels.resident).then(|| self.kernels.module.clone()),
             filed: None,
         };
         let imported: Vec<Footprint> = if held.tensors.is_empty() {
             Vec::new()
         } else {
             args.iter()
-                .filter(|a| a.held.is_some())
+                .filter(|a| a.held.is_some() && !a.kept)
                 .filter_map(|a| a.footprint)
                 .collect()
         };
@@ -401,7 +417,9 @@ impl Launch<'_, '_, '_> {
         // until the scope ends, which waits for the event recorded after the kernel below (on a
         // stream that was not capturing: `slot`; or forever, without a scope: the caller),
         // imports' because they are held below until an event after the kernel (or, captured
-        // into a graph, as long as the graph: above).
+        // into a graph, as long as the graph: above), or lent by an owner who keeps them for
+        // this stream's work (`Imported::lent`'s contract), and the module's because it is held
+        // likewise or never unloaded (`Kernels::leak`).
         unsafe {
             result::launch_kernel(
                 function.cu_function(),

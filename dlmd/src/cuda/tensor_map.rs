@@ -353,6 +353,7 @@ where
             device: self.device_ordinal(),
             footprint: self.footprint(),
             held: None,
+            kept: false,
         }
     }
 }

@@ -187,9 +187,11 @@ impl<'a> Buffer<'a> {
             side: self.side,
             index: self.index,
             // SAFETY: XLA's FFI contract: the buffer is ready on the call's stream, which lives
-            // for the call; the tensor describes memory XLA keeps for every launch queued on
-            // that stream during the call, and `CudaBuffer` does not outlive the call.
-            imported: unsafe { crate::cuda::Imported::new(self.tensor, stream) },
+            // for the call; XLA keeps the memory the tensor describes for every launch queued on
+            // that stream during the call, and orders its own later work on it after them (the
+            // next operations of its program run on that stream, or wait for it); `CudaBuffer`
+            // does not outlive the call.
+            imported: unsafe { crate::cuda::Imported::lent(self.tensor, stream) },
             _call: PhantomData,
         }
     }

@@ -18,10 +18,10 @@ use std::sync::{Arc, OnceLock};
 /// per device.
 pub struct Gpu {
     pub stream: Arc<CudaStream>,
-    kernels: OnceLock<Result<Kernels, String>>,
+    kernels: OnceLock<Result<&'static Kernels, String>>,
     cxx: OnceLock<Result<Kernels, String>>,
     /// The Hopper kernels (`sm_90a`): attention's forward pass.
-    hopper: OnceLock<Result<Kernels, String>>,
+    hopper: OnceLock<Result<&'static Kernels, String>>,
 }
 
 /// The most CUDA devices a MemArray uses.
@@ -110,8 +110,13 @@ fn kernels(x: &Imported) -> PyResult<&'static Kernels> {
 pub fn kernels_on(ordinal: usize) -> Result<&'static Kernels, String> {
     let gpu = gpu_or_why(ordinal)?;
     gpu.kernels
-        .get_or_init(|| Kernels::load(gpu.stream.context(), dlmd_memarray_kernels::PTX).map_err(|e| e.to_string()))
-        .as_ref()
+        .get_or_init(|| {
+            // Loaded for the process: launches need not keep the module until they are done.
+            Kernels::load(gpu.stream.context(), dlmd_memarray_kernels::PTX)
+                .map(Kernels::leak)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
         .map_err(|e| format!("CUDA: {e}"))
 }
 
@@ -207,10 +212,11 @@ pub fn hopper_on(ordinal: usize) -> Result<&'static Kernels, String> {
     let gpu = gpu_or_why(ordinal)?;
     gpu.hopper
         .get_or_init(|| {
-            Kernels::load(gpu.stream.context(), dlmd_example_hopper_kernels::PTX).map_err(|e| e.to_string())
+            Kernels::load(gpu.stream.context(), dlmd_example_hopper_kernels::PTX)
+                .map(Kernels::leak)
+                .map_err(|e| e.to_string())
         })
-        .as_ref()
-        .map_err(Clone::clone)
+        .clone()
 }
 
 /// The Python exception of a refused attention call, by cause.
