@@ -21,6 +21,7 @@ fn ui() {
     t.compile_fail("ui/warpgroup/*.rs");
     t.compile_fail("ui/attention/*.rs");
     t.compile_fail("ui/xla/*.rs");
+    t.compile_fail("ui/torch/*.rs");
 }
 
 /// What the Python bindings refuse (feature `python`: `cargo test -p dlmd-ui-tests --features

@@ -26,7 +26,10 @@ pub struct Torch {
     pub(crate) def: unsafe extern "C" fn(LibraryHandle, *const c_char) -> Status,
     pub(crate) implement: unsafe extern "C" fn(LibraryHandle, *const c_char, BoxedKernel) -> Status,
     pub(crate) delete_library: unsafe extern "C" fn(LibraryHandle) -> Status,
-    pub(crate) new_handle: unsafe extern "C" fn(TensorHandle, *mut TensorHandle) -> Status,
+    /// `aoti_torch__reinterpret_tensor`: a new tensor over a tensor's storage, of the extents,
+    /// strides and offset (added to the tensor's) given.
+    pub(crate) reinterpret:
+        unsafe extern "C" fn(TensorHandle, i64, *const i64, *const i64, i64, *mut TensorHandle) -> Status,
     pub(crate) delete_tensor: unsafe extern "C" fn(TensorHandle) -> Status,
     pub(crate) data_ptr: unsafe extern "C" fn(TensorHandle, *mut *mut c_void) -> Status,
     pub(crate) dim: unsafe extern "C" fn(TensorHandle, *mut i64) -> Status,
@@ -126,7 +129,7 @@ impl Torch {
             def: sym!(&cpu, "aoti_torch_library_def"),
             implement: sym!(&cpu, "aoti_torch_library_impl"),
             delete_library: sym!(&cpu, "aoti_torch_delete_library_object"),
-            new_handle: sym!(&cpu, "aoti_torch_new_tensor_handle"),
+            reinterpret: sym!(&cpu, "aoti_torch__reinterpret_tensor"),
             delete_tensor: sym!(&cpu, "aoti_torch_delete_tensor_object"),
             data_ptr: sym!(&cpu, "aoti_torch_get_data_ptr"),
             dim: sym!(&cpu, "aoti_torch_get_dim"),

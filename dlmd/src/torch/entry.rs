@@ -30,7 +30,8 @@ pub(crate) unsafe extern "C-unwind" fn boxed<O: Op>(stack: *mut StableIValue, nu
     let mut message = [0u8; MESSAGE];
     let failed = {
         // SAFETY: the caller's.
-        let taken = unsafe { take::<O>(torch, stack, num_args, num_returns) };
+        let taken = unsafe { take::<O>(torch, stack, num_args, num_returns) }
+            .and_then(|(params, values)| separate::<O>(&params).map(|()| (params, values)));
         if let Ok((_, values)) = &taken {
             // May throw (an inference tensor): `taken` is dropped as the exception unwinds
             // through this frame, deleting the arguments' references; nothing was written.
@@ -47,15 +48,26 @@ pub(crate) unsafe extern "C-unwind" fn boxed<O: Op>(stack: *mut StableIValue, nu
         let failure = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(std::format!("{}: {}", O::NAME, e.message())),
-            Err(panic) => Some(std::format!("{} panicked: {}", O::NAME, crate::panic::message(panic))),
+            Err(panic) => {
+                let what = crate::panic::message(panic);
+                let what = if what.is_empty() {
+                    "a panic with an empty message"
+                } else {
+                    &what
+                };
+                Some(std::format!("{} panicked: {what}", O::NAME))
+            }
         };
         failure.map(|text| {
-            // Cut at a character's end, leaving room for the NUL.
+            // Cut at a character's end, leaving room for the NUL; a NUL of the text's own would
+            // end it early, so each is written as `?`.
             let mut end = text.len().min(MESSAGE - 1);
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
-            message[..end].copy_from_slice(&text.as_bytes()[..end]);
+            for (to, &b) in message.iter_mut().zip(&text.as_bytes()[..end]) {
+                *to = if b == 0 { b'?' } else { b };
+            }
         })
     }
     .is_some();
@@ -76,8 +88,8 @@ unsafe fn take<'s, O: Op>(
     stack: *mut StableIValue,
     num_args: u64,
     num_returns: u64,
-) -> Result<(O::Params, &'s mut [StableIValue]), OpError> {
-    let params = <O::Params as Params>::COUNT;
+) -> Result<(O::Params<'s>, &'s mut [StableIValue]), OpError> {
+    let params = <O::Params<'s> as Params<'s>>::COUNT;
     let returns = <O::Returns as Returns>::COUNT;
     if num_args != params as u64 || num_returns != returns as u64 || (stack.is_null() && params.max(returns) > 0) {
         // Not this operator's schema: what the values are is unknown, so they are left alone.
@@ -93,7 +105,7 @@ unsafe fn take<'s, O: Op>(
         unsafe { core::slice::from_raw_parts_mut(stack, params.max(returns)) }
     };
     // SAFETY: the first `params` values are the arguments of `O`'s schema (the caller).
-    let taken = unsafe { <O::Params as Params>::take(&values[..params], torch) }?;
+    let taken = unsafe { <O::Params<'s> as Params<'s>>::take(&values[..params], torch) }?;
     Ok((taken, values))
 }
 
@@ -101,12 +113,45 @@ unsafe fn take<'s, O: Op>(
 /// operations do, so that autograd notices a tensor it saved was changed. (Throws, through
 /// this, for an inference tensor outside inference mode: nothing is written then.)
 fn bump<O: Op>(torch: &'static Torch, args: &[StableIValue]) {
-    let args = &args[..<O::Params as Params>::COUNT];
-    for (value, &(_, written)) in args.iter().zip(<O::Params as Params>::TYPES) {
+    let args = &args[..<O::Params<'static> as Params<'static>>::COUNT];
+    for (value, &(_, written)) in args.iter().zip(<O::Params<'static> as Params<'static>>::TYPES) {
         if written {
             // SAFETY: a live tensor reference (taken, so not NULL, and owned by the parameter
             // until the call ends).
             unsafe { (torch.bump_version)(core::ptr::with_exposed_provenance_mut(*value as usize)) }
         }
     }
+}
+
+/// Refuses a call where a tensor the operator reads shares memory with one it writes: torch
+/// passes what its caller gives (the same tensor twice, two views of one), and a read
+/// tensor's managed tensor says `READ_ONLY`, which nobody may write under. (Written tensors
+/// may share memory: their views write by value, and a launch refuses written arguments that
+/// overlap.)
+fn separate<'a, O: Op>(params: &O::Params<'a>) -> Result<(), OpError> {
+    let types = <O::Params<'a> as Params<'a>>::TYPES;
+    let tensor = |&(ty, _): &(&str, bool)| ty == "Tensor";
+    if !(types.iter().any(|t| tensor(t) && !t.1) && types.iter().any(|t| t.1)) {
+        return Ok(());
+    }
+    for (r, _) in types.iter().enumerate().filter(|(_, t)| tensor(t) && !t.1) {
+        let Some(read) = params.span(r).transpose()? else {
+            continue;
+        };
+        for (w, _) in types.iter().enumerate().filter(|(_, t)| t.1) {
+            let Some(written) = params.span(w).transpose()? else {
+                continue;
+            };
+            if read.0 < written.1 && written.0 < read.1 {
+                let name = |i: usize| O::PARAMS.get(i).copied().unwrap_or("?");
+                return Err(OpError::new(std::format!(
+                    "{} shares memory with {}, which the operator writes: pass a copy of {}",
+                    name(r),
+                    name(w),
+                    name(r)
+                )));
+            }
+        }
+    }
+    Ok(())
 }

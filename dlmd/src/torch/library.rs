@@ -28,10 +28,12 @@ impl DispatchKey {
     }
 }
 
-/// An operator's registration with torch, which lasts as long as this lives (torch forgets
-/// the operator when it is dropped). Keep it for the life of the program (in a `static`, or
-/// in the Python module that made it).
+/// An operator's registration with torch, which lasts for the rest of the process: torch may
+/// be running the operator on any thread, and its definition must outlive those calls, so
+/// dropping this leaves it registered. [`remove`](Self::remove) takes it away where the caller
+/// knows no call is running or to come.
 #[derive(Debug)]
+#[must_use = "the operator stays registered; keep the registration to name it or remove it"]
 pub struct Registration {
     torch: &'static Torch,
     /// The libraries torch made: the definition, then one per dispatch key.
@@ -50,15 +52,30 @@ impl Registration {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Takes the operator away from torch: its implementations, then its definition.
+    ///
+    /// # Safety
+    ///
+    /// No call of the operator is running, on any thread, and none is made from now on (torch
+    /// reads the operator's entry in its dispatch table during a call, and after the kernel
+    /// returns).
+    pub unsafe fn remove(self) {
+        // SAFETY: the caller's.
+        unsafe { delete(self.torch, &self.libraries) }
+    }
 }
 
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // The implementations go before the definition.
-        for &library in self.libraries.iter().rev() {
-            // SAFETY: a library torch made for this registration, deleted once.
-            let _ = unsafe { (self.torch.delete_library)(library) };
-        }
+/// Deletes `libraries`, last first (the implementations before the definition).
+///
+/// # Safety
+///
+/// Libraries torch made, deleted once, and no call of the operator they register is running
+/// or to come.
+unsafe fn delete(torch: &Torch, libraries: &[LibraryHandle]) {
+    for &library in libraries.iter().rev() {
+        // SAFETY: the caller's.
+        let _ = unsafe { (torch.delete_library)(library) };
     }
 }
 
@@ -87,24 +104,34 @@ impl Torch {
             libraries: Vec::new(),
             name: name.clone(),
         };
-        let refused = |what, status| TorchError::Refused {
-            what,
-            name: name.clone(),
-            status,
+        // Until a kernel is registered nothing of the operator's can be running, and what was
+        // made is deleted on failure; after, it stays (`Registration`).
+        let refused = |what, status, libraries: &[LibraryHandle], implemented: bool| {
+            if !implemented {
+                // SAFETY: the libraries made for this registration, deleted once; no kernel of
+                // the operator is registered, so no call of it is running.
+                unsafe { delete(self, libraries) };
+            }
+            TorchError::Refused {
+                what,
+                name: name.clone(),
+                status,
+            }
         };
         let mut library = core::ptr::null_mut();
         // SAFETY: NUL-terminated strings and a place for the library.
         let status = unsafe { (self.init_fragment)(namespace.as_ptr(), file.as_ptr(), line!(), &mut library) };
         if status != 0 || library.is_null() {
-            return Err(refused("a fragment of the namespace of", status));
+            return Err(refused("a fragment of the namespace of", status, &[], false));
         }
         registration.libraries.push(library);
         // SAFETY: torch's library and a NUL-terminated schema.
         let status = unsafe { (self.def)(library, c(&schema).as_ptr()) };
         if status != 0 {
-            return Err(refused("the definition of", status));
+            return Err(refused("the definition of", status, &registration.libraries, false));
         }
         let op = c(O::NAME);
+        let mut implemented = false;
         for key in keys {
             let mut library = core::ptr::null_mut();
             let key_name = c(key.name());
@@ -119,14 +146,25 @@ impl Torch {
                 )
             };
             if status != 0 || library.is_null() {
-                return Err(refused("an implementation library for", status));
+                return Err(refused(
+                    "an implementation library for",
+                    status,
+                    &registration.libraries,
+                    implemented,
+                ));
             }
             registration.libraries.push(library);
             // SAFETY: torch's library, a NUL-terminated name, and the kernel of the operator
             // whose schema was just defined from the same types (`boxed`'s contract).
             let status = unsafe { (self.implement)(library, op.as_ptr(), super::entry::boxed::<O>) };
+            implemented |= status == 0;
             if status != 0 {
-                return Err(refused("the implementation of", status));
+                return Err(refused(
+                    "the implementation of",
+                    status,
+                    &registration.libraries,
+                    implemented,
+                ));
             }
         }
         Ok(registration)

@@ -10,9 +10,10 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A parameter type of an operator: what its schema says, and how the value on torch's stack
-/// becomes it. Sealed: the schema and the reading of the stack must agree.
-pub trait Param: sealed::Sealed + Sized {
+/// A parameter type of an operator, for a call that lasts `'a`: what its schema says, and how
+/// the value on torch's stack becomes it. Sealed: the schema and the reading of the stack must
+/// agree.
+pub trait Param<'a>: sealed::Sealed + Sized {
     /// The schema's type (for a written tensor, without its alias set).
     #[doc(hidden)]
     const SCHEMA: &'static str;
@@ -23,13 +24,19 @@ pub trait Param: sealed::Sealed + Sized {
     ///
     /// # Safety
     ///
-    /// `value` was put on the stack by torch for a parameter of type `Self::SCHEMA`.
+    /// `value` was put on the stack by torch for a parameter of type `Self::SCHEMA`, for a call
+    /// that lasts `'a`.
     #[doc(hidden)]
     unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError>;
+    /// For a tensor, the bytes its elements lie in (`start..end`, empty for no element).
+    #[doc(hidden)]
+    fn span(&self) -> Option<Result<(usize, usize), OpError>> {
+        None
+    }
 }
 
-impl sealed::Sealed for Tensor {}
-impl Param for Tensor {
+impl sealed::Sealed for Tensor<'_> {}
+impl<'a> Param<'a> for Tensor<'a> {
     const SCHEMA: &'static str = "Tensor";
     unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError> {
         // SAFETY: an owned tensor reference (the caller: a `Tensor` parameter).
@@ -37,10 +44,13 @@ impl Param for Tensor {
             Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch)
         }?))
     }
+    fn span(&self) -> Option<Result<(usize, usize), OpError>> {
+        Some(self.handle.span())
+    }
 }
 
-impl sealed::Sealed for TensorMut {}
-impl Param for TensorMut {
+impl sealed::Sealed for TensorMut<'_> {}
+impl<'a> Param<'a> for TensorMut<'a> {
     const SCHEMA: &'static str = "Tensor";
     const WRITTEN: bool = true;
     unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError> {
@@ -49,10 +59,13 @@ impl Param for TensorMut {
             Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch)
         }?))
     }
+    fn span(&self) -> Option<Result<(usize, usize), OpError>> {
+        Some(self.handle.span())
+    }
 }
 
 impl sealed::Sealed for f64 {}
-impl Param for f64 {
+impl Param<'_> for f64 {
     const SCHEMA: &'static str = "float";
     unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
         Ok(f64::from_bits(value))
@@ -60,7 +73,7 @@ impl Param for f64 {
 }
 
 impl sealed::Sealed for i64 {}
-impl Param for i64 {
+impl Param<'_> for i64 {
     const SCHEMA: &'static str = "int";
     unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
         Ok(value as i64)
@@ -68,7 +81,7 @@ impl Param for i64 {
 }
 
 impl sealed::Sealed for bool {}
-impl Param for bool {
+impl Param<'_> for bool {
     const SCHEMA: &'static str = "bool";
     unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
         // torch copies the bool's one byte into the value; the others are not defined.
@@ -80,8 +93,8 @@ impl Param for bool {
     }
 }
 
-/// An operator's parameters: a tuple of [`Param`]s (up to 12).
-pub trait Params: Sized {
+/// An operator's parameters for a call that lasts `'a`: a tuple of [`Param`]s (up to 12).
+pub trait Params<'a>: Sized {
     /// How many.
     const COUNT: usize;
     /// Each one's schema type and whether it is written.
@@ -92,23 +105,34 @@ pub trait Params: Sized {
     ///
     /// # Safety
     ///
-    /// `stack` holds `COUNT` values torch put there for a schema of these types.
+    /// `stack` holds `COUNT` values torch put there for a schema of these types, for a call
+    /// that lasts `'a`.
     #[doc(hidden)]
     unsafe fn take(stack: &[StableIValue], torch: &'static Torch) -> Result<Self, OpError>;
+    /// Parameter `index`'s [`Param::span`].
+    #[doc(hidden)]
+    fn span(&self, index: usize) -> Option<Result<(usize, usize), OpError>>;
 }
 
 macro_rules! params {
     ($count:literal; $($p:ident $i:tt),*) => {
-        impl<$($p: Param),*> Params for ($($p,)*) {
+        impl<'a, $($p: Param<'a>),*> Params<'a> for ($($p,)*) {
             const COUNT: usize = $count;
-            const TYPES: &'static [(&'static str, bool)] = &[$((<$p as Param>::SCHEMA, <$p as Param>::WRITTEN)),*];
+            const TYPES: &'static [(&'static str, bool)] = &[$((<$p as Param<'a>>::SCHEMA, <$p as Param<'a>>::WRITTEN)),*];
             #[allow(unused_variables)]
             unsafe fn take(stack: &[StableIValue], torch: &'static Torch) -> Result<Self, OpError> {
                 // Every value is taken before any error returns, so that each tensor is owned
                 // (and deleted) once.
                 // SAFETY: the caller's, for each value.
-                let taken = ($(unsafe { <$p as Param>::take(stack[$i], torch) },)*);
+                let taken = ($(unsafe { <$p as Param<'a>>::take(stack[$i], torch) },)*);
                 Ok(($(taken.$i?,)*))
+            }
+            #[allow(unused_variables)]
+            fn span(&self, index: usize) -> Option<Result<(usize, usize), OpError>> {
+                match index {
+                    $($i => self.$i.span(),)*
+                    _ => None,
+                }
             }
         }
     };
@@ -128,7 +152,8 @@ params!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 params!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 params!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
-/// What an operator returns: `()`, or one to three new tensors ([`Torch::empty`]).
+/// What an operator returns: `()`, or one to three new tensors ([`Torch::empty`]: only those
+/// live past a call, so a parameter cannot be returned as a new tensor).
 pub trait Returns: sealed::Sealed {
     /// How many.
     const COUNT: usize;
@@ -143,12 +168,15 @@ impl Returns for () {
     fn give(self, _: &mut [StableIValue]) {}
 }
 
-impl Returns for TensorMut {
+impl Returns for TensorMut<'static> {
     const COUNT: usize = 1;
     fn give(self, stack: &mut [StableIValue]) {
         stack[0] = self.handle.into_raw().expose_provenance() as StableIValue;
     }
 }
+
+/// A new tensor, as returned.
+type New = TensorMut<'static>;
 
 macro_rules! returns {
     ($count:literal; $($t:ident $i:tt),*) => {
@@ -162,8 +190,8 @@ macro_rules! returns {
     };
 }
 
-returns!(2; TensorMut 0, TensorMut 1);
-returns!(3; TensorMut 0, TensorMut 1, TensorMut 2);
+returns!(2; New 0, New 1);
+returns!(3; New 0, New 1, New 2);
 
 /// A torch operator implemented in Rust: its name, its parameters' names and types, and what
 /// a call does. [`Torch::register`] defines it in a namespace, with the schema its types make,
@@ -178,10 +206,10 @@ returns!(3; TensorMut 0, TensorMut 1, TensorMut 2);
 /// impl Op for Scale {
 ///     const NAME: &'static str = "scale";
 ///     const PARAMS: &'static [&'static str] = &["x", "by"];
-///     type Params = (TensorMut, f64);
+///     type Params<'a> = (TensorMut<'a>, f64);
 ///     type Returns = ();
 ///
-///     fn call((mut x, by): Self::Params) -> Result<(), OpError> {
+///     fn call((mut x, by): Self::Params<'_>) -> Result<(), OpError> {
 ///         let view = x.view_mut::<dlmd::HostMdspanAliasedMut<'_, f32, dlmd::Dims<1>>>()?;
 ///         for i in 0..view.extent(0) {
 ///             view.store([i], view.load([i]) * by as f32);
@@ -196,22 +224,33 @@ pub trait Op: 'static {
     const NAME: &'static str;
     /// Each parameter's name in the schema, one per element of [`Params`](Self::Params).
     const PARAMS: &'static [&'static str];
-    /// The parameters: a tuple of [`Tensor`] (read), [`TensorMut`] (written in place), `f64`,
-    /// `i64` and `bool`.
-    type Params: Params;
+    /// The parameters of a call that lasts `'a`: a tuple of [`Tensor<'a>`](Tensor) (read),
+    /// [`TensorMut<'a>`](TensorMut) (written in place), `f64`, `i64` and `bool`. The tensors
+    /// are the call's: they cannot be kept past it, nor returned.
+    type Params<'a>: Params<'a>;
     /// What a call returns.
     type Returns: Returns;
 
     /// A call. An `Err` or a panic is raised by torch (Python: `RuntimeError`), with the
-    /// operator's name.
-    fn call(params: Self::Params) -> Result<Self::Returns, OpError>;
+    /// operator's name. A tensor read by the operator that shares memory with one it writes
+    /// is refused before the call.
+    fn call(params: Self::Params<'_>) -> Result<Self::Returns, OpError>;
 }
 
-/// Whether `name` is an identifier (as torch's schema parser takes one).
+/// The words torch's schema lexer reads as keywords, not names.
+const KEYWORDS: &[&str] = &[
+    "Ellipsis", "False", "None", "NoneType", "True", "and", "as", "assert", "break", "class", "continue", "def", "del",
+    "elif", "else", "for", "global", "if", "import", "in", "is", "not", "or", "pass", "raise", "return", "while",
+    "with",
+];
+
+/// Whether `name` is an identifier as torch's schema parser takes one (not one of its
+/// keywords).
 pub(crate) fn identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&name)
 }
 
 /// The schema torch is given for `O`: its name, each parameter's type and name (a written
@@ -222,14 +261,18 @@ pub fn schema<O: Op>() -> Result<String, super::TorchError> {
         why,
     };
     if !identifier(O::NAME) {
-        return Err(refuse("the name is not an identifier"));
+        return Err(refuse(
+            "the name is not an identifier (or is a keyword of torch's schemas)",
+        ));
     }
-    let types = <O::Params as Params>::TYPES;
+    let types = <O::Params<'static> as Params<'static>>::TYPES;
     if O::PARAMS.len() != types.len() {
         return Err(refuse("PARAMS does not name each parameter once"));
     }
     if !O::PARAMS.iter().all(|p| identifier(p)) {
-        return Err(refuse("a parameter's name is not an identifier"));
+        return Err(refuse(
+            "a parameter's name is not an identifier (or is a keyword of torch's schemas)",
+        ));
     }
     if O::PARAMS.iter().enumerate().any(|(i, p)| O::PARAMS[..i].contains(p)) {
         return Err(refuse("two parameters have the same name"));

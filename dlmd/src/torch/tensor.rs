@@ -139,16 +139,61 @@ impl Handle {
         })
     }
 
-    /// A managed tensor over the same memory, holding a new reference to the tensor until its
-    /// deleter runs (from any thread): `dtype` in place of torch's where given (bytes of bools).
-    fn managed(&self, read_only: bool, dtype: Option<DLDataType>) -> Result<ManagedTensor, OpError> {
+    /// A new tensor over this one's storage, with its extents and strides (torch's
+    /// `_reinterpret_tensor`): it keeps the storage alive, where a new reference to the same
+    /// tensor would follow it to another (`set_`).
+    fn alias(&self) -> Result<Handle, OpError> {
         let fields = self.fields()?;
-        let mut reference = core::ptr::null_mut();
-        // SAFETY: a live tensor reference and a place for the new one.
-        let code = unsafe { (self.torch.new_handle)(self.raw, &mut reference) };
-        Self::check(code, "reference")?;
+        let rank = fields.layout.len() / 2;
+        let (sizes, strides) = fields.layout.split_at(rank);
+        let mut alias = core::ptr::null_mut();
+        // SAFETY: a live tensor reference, `rank` extents and strides (torch's own, copied),
+        // an offset of 0 from its own, and a place for the new tensor.
+        let code =
+            unsafe { (self.torch.reinterpret)(self.raw, rank as i64, sizes.as_ptr(), strides.as_ptr(), 0, &mut alias) };
+        Self::check(code, "storage")?;
         // SAFETY: a new owned reference from torch.
-        let reference = unsafe { Handle::own(reference, self.torch) }?;
+        unsafe { Handle::own(alias, self.torch) }
+    }
+
+    /// The bytes the tensor's elements lie in, `start..end` (empty where it has no element).
+    pub(crate) fn span(&self) -> Result<(usize, usize), OpError> {
+        let fields = self.fields()?;
+        let rank = fields.layout.len() / 2;
+        let (sizes, strides) = fields.layout.split_at(rank);
+        let start = fields.data.addr();
+        if sizes.contains(&0) {
+            return Ok((start, start));
+        }
+        let item = (i128::from(fields.dtype.bits) * i128::from(fields.dtype.lanes) + 7) / 8;
+        let (mut low, mut high) = (start as i128, start as i128 + item);
+        for (&size, &stride) in sizes.iter().zip(strides) {
+            if size < 0 {
+                return Err(OpError::new(std::format!("torch gave the extents {sizes:?}")));
+            }
+            let reach = i128::from(size - 1) * i128::from(stride) * item;
+            if reach < 0 {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        match (usize::try_from(low), usize::try_from(high)) {
+            (Ok(low), Ok(high)) => Ok((low, high)),
+            _ => Err(OpError::new(std::format!(
+                "a tensor of extents {sizes:?} and strides {strides:?} at {start:#x} reaches outside the address space"
+            ))),
+        }
+    }
+
+    /// A managed tensor over the same memory, holding until its deleter runs (from any thread)
+    /// a new tensor over the tensor's storage: the memory stays allocated whatever becomes of
+    /// the tensor meanwhile (`set_`, `resize_`, freed), as torch's own DLPack export keeps it.
+    /// `dtype` in place of torch's where given (bytes of bools).
+    fn managed(&self, read_only: bool, dtype: Option<DLDataType>) -> Result<ManagedTensor, OpError> {
+        let reference = self.alias()?;
+        // What the new tensor holds, read from it.
+        let fields = reference.fields()?;
         let rank = fields.layout.len() / 2;
         let mut lent = Box::new(Lent {
             managed: DLManagedTensorVersioned {
@@ -175,9 +220,11 @@ impl Handle {
         // SAFETY: `layout` holds `2 · rank` values, so `base + rank` is in it or one past it.
         lent.managed.dl_tensor.strides = unsafe { base.add(rank) };
         // SAFETY: a versioned tensor of major version 1, owned here, whose shape and strides
-        // hold `ndim` values; the data is the tensor's, kept by the reference the box holds
-        // until the deleter (which frees the box once, from any thread) runs. Others write it
-        // only as `Tensor`'s and `TensorMut`'s contracts say.
+        // hold `ndim` values; the data is the storage's, which the tensor the box holds keeps
+        // allocated until the deleter (which frees the box once, from any thread) runs. A
+        // read-only one is not written by the call (`entry::separate` refused the call where
+        // it shares memory with a written tensor), nor by others except as torch's own
+        // operations would race (a producer's contract).
         unsafe { ManagedTensor::from_raw(Box::into_raw(lent).cast::<DLManagedTensorVersioned>()) }
             .map_err(|e| OpError::new(std::format!("torch's tensor is not a DLPack tensor: {e}")))
     }
@@ -203,10 +250,11 @@ impl Handle {
         // torch's legacy default stream is NULL, which DLPack names 1.
         let value = if stream.is_null() { 1 } else { stream as usize };
         // SAFETY: torch's current stream on the tensor's device, which torch's own kernels of
-        // this call would use: the tensor's producers' work is ordered before it (torch's
-        // stream semantics), and torch orders later work on the memory after it, or keeps the
-        // memory (its caching allocator) for work queued there; the import holds a reference
-        // to the tensor as long as launches over it may run.
+        // this call would use: torch's work on the tensor so far is ordered before work queued
+        // there (torch's stream semantics; work its user queued on other streams without
+        // ordering races as much with torch's own operations), and so is its later work. The
+        // memory stays allocated while launches over it may run: the import holds the managed
+        // tensor, whose own tensor keeps the storage (`managed`), until they are done.
         let stream = unsafe { crate::exchange::WorkStream::from_raw(value) };
         // SAFETY: as above.
         Ok(unsafe { crate::cuda::Imported::new(managed, stream) })
@@ -241,25 +289,27 @@ const BYTE: DLDataType = DLDataType::new(DLDataTypeCode::UINT, 8, 1);
 /// so host views read elements by value, as every import's do. A `bool` tensor is read as its
 /// bytes ([`bool_bytes`](Self::bool_bytes)): torch lets any byte into one.
 #[derive(Debug)]
-pub struct Tensor {
+pub struct Tensor<'a> {
     pub(crate) handle: Handle,
     managed: Option<ManagedTensor>,
-    _call: PhantomData<*const ()>,
+    /// The call's: not kept past it, and not sent to another thread.
+    _call: PhantomData<(&'a (), *const ())>,
 }
 
-/// A tensor argument the operator writes (`Tensor(a!)` in its schema), or a new tensor it
-/// returns ([`Torch::empty`]), owned for the call. torch's version counter of an argument is
-/// moved before the operator runs, as torch's own in-place operations move it.
+/// A tensor argument the operator writes (`Tensor(a!)` in its schema), owned for the call
+/// (`'a`), or a new tensor it returns ([`Torch::empty`], `'static`). torch's version counter of
+/// an argument is moved before the operator runs, as torch's own in-place operations move it.
 #[derive(Debug)]
-pub struct TensorMut {
+pub struct TensorMut<'a> {
     pub(crate) handle: Handle,
     managed: Option<ManagedTensor>,
-    _call: PhantomData<*const ()>,
+    /// As [`Tensor`]'s.
+    _call: PhantomData<(&'a (), *const ())>,
 }
 
 macro_rules! common {
     ($ty:ident, $read_only:expr) => {
-        impl $ty {
+        impl $ty<'_> {
             pub(crate) fn new(handle: Handle) -> Self {
                 Self {
                     handle,
@@ -333,7 +383,7 @@ macro_rules! common {
 common!(Tensor, true);
 common!(TensorMut, false);
 
-impl TensorMut {
+impl TensorMut<'_> {
     /// The read-write view `V` of a host tensor, checked as [`ManagedTensor::view_mut`]
     /// checks; a `bool` tensor is refused (write its bytes).
     pub fn view_mut<'b, V: TensorView<'b, Access = AliasedMut>>(&'b mut self) -> Result<V, OpError> {
@@ -347,9 +397,15 @@ impl TensorMut {
 }
 
 impl Torch {
-    /// A new contiguous tensor of `shape` and `dtype` on `device` (the CPU or a CUDA device),
-    /// its elements not set: an operator's output, returned to torch.
-    pub fn empty(&'static self, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<TensorMut, OpError> {
+    /// A new contiguous tensor of `shape` and `dtype` on `device` (the CPU or a CUDA device):
+    /// an operator's output, returned to torch. On the CPU its bytes are zero (host views may
+    /// read them); on CUDA they are not set (kernels write them).
+    pub fn empty(
+        &'static self,
+        shape: &[i64],
+        dtype: DLDataType,
+        device: DLDevice,
+    ) -> Result<TensorMut<'static>, OpError> {
         let code = self
             .torch_dtype(dtype)
             .ok_or_else(|| OpError::new(std::format!("torch has no element type {dtype}")))?;
@@ -390,7 +446,18 @@ impl Torch {
             )));
         }
         // SAFETY: a new owned reference from torch.
-        Ok(TensorMut::new(unsafe { Handle::own(raw, self) }?))
+        let handle = unsafe { Handle::own(raw, self) }?;
+        if kind == self.cpu {
+            // Contiguous, with positive strides: the bytes start at the data.
+            let (start, end) = handle.span()?;
+            let data = handle.fields()?.data.cast::<u8>();
+            if end > start && data.addr() == start {
+                // SAFETY: the new tensor's `end - start` bytes from its data, host memory torch
+                // just allocated for it and that nothing else reaches yet.
+                unsafe { core::ptr::write_bytes(data, 0, end - start) };
+            }
+        }
+        Ok(TensorMut::new(handle))
     }
 }
 

@@ -18,10 +18,10 @@ pub struct AddIndex;
 impl Op for AddIndex {
     const NAME: &'static str = "add_index";
     const PARAMS: &'static [&'static str] = &["x"];
-    type Params = (TensorMut,);
+    type Params<'a> = (TensorMut<'a>,);
     type Returns = ();
 
-    fn call((mut x,): Self::Params) -> Result<(), OpError> {
+    fn call((mut x,): Self::Params<'_>) -> Result<(), OpError> {
         let device = x.device()?;
         if device.device_type == DLDeviceType::CUDA {
             let kernels = crate::gpu::kernels_on(device.device_id as usize).map_err(OpError::new)?;

@@ -167,6 +167,20 @@ def test_on_cuda_the_kernel_runs_in_place_on_xla_s_stream():
         np.testing.assert_array_equal(np.asarray(g(x)), expected(expected(a * 2) + 1))
 
 
+
+@pytest.mark.skipif(not gpus(), reason="no CUDA device for JAX")
+def test_back_to_back_programs_over_buffers_xla_reuses_see_every_launch():
+    # The CUDA handler's launches hold nothing and record nothing: XLA keeps a call's buffers
+    # for the work queued on its stream and reuses them after it. Eight programs queued without
+    # a wait, each donating the last one's result and looping over the kernel, 16 MiB a buffer.
+    shape = (2048, 2048)
+    step = jax.jit(lambda x: jax.lax.fori_loop(0, 5, lambda _, y: add_index(y) + 1.0, x), donate_argnums=0)
+    x = on("cuda", np.zeros(shape, np.float32))
+    for _ in range(8):
+        x = step(x)
+    sums = np.indices(shape).sum(axis=0)
+    np.testing.assert_array_equal(np.asarray(x), (40 * (sums + 1)).astype(np.float32))
+
 COMMAND_BUFFER = """
 import numpy as np, jax, jax.numpy as jnp
 import dlmd_memarray as dm

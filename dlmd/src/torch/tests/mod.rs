@@ -1,293 +1,26 @@
-//! The registration and the boxed kernel against a stand-in torch: tensors are boxed `Arc`s
-//! of host memory, torch's exception is a Rust panic, and every reference is counted.
+//! The registration and the boxed kernel against a stand-in torch ([`standin`]).
 
-use super::abi::{BoxedKernel, LibraryHandle, StableIValue, Status, TensorHandle, Torch};
-use super::{DispatchKey, Op, OpError, Tensor, TensorMut, schema};
+mod standin;
+
+use super::{BoxedKernel, DispatchKey, Op, OpError, Tensor, TensorMut, schema};
 use crate::dlpack::{DLDataType, DLDataTypeCode};
 use crate::{Dims, HostMdspanAliased, HostMdspanAliasedMut};
-use core::ffi::{CStr, c_char, c_void};
+use standin::*;
 use std::boxed::Box;
-use std::string::{String, ToString};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::string::ToString;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 use std::{format, vec};
-
-const FLOAT: i32 = 6;
-const BOOL: i32 = 11;
-const BYTE: i32 = 0;
-const CPU: i32 = 0;
-const CUDA: i32 = 1;
-
-/// A tensor of the stand-in torch: host memory of `f32`s or bytes.
-struct Fake {
-    data: Mutex<Vec<u64>>,
-    sizes: Vec<i64>,
-    strides: Vec<i64>,
-    dtype: i32,
-    device: i32,
-    version: AtomicU64,
-    inference: bool,
-}
-
-/// A tensor of `bytes`, `size` bytes an element (in words, aligned for any element).
-fn fake(bytes: &[u8], size: usize, dtype: i32) -> Arc<Fake> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    for (i, &b) in bytes.iter().enumerate() {
-        words[i / 8] |= (b as u64) << (8 * (i % 8));
-    }
-    Arc::new(Fake {
-        data: Mutex::new(words),
-        sizes: vec![(bytes.len() / size) as i64],
-        strides: vec![1],
-        dtype,
-        device: CPU,
-        version: AtomicU64::new(0),
-        inference: false,
-    })
-}
-
-/// A new reference to `t`, as torch hands one to a kernel.
-fn handle(t: &Arc<Fake>) -> StableIValue {
-    Box::into_raw(Box::new(t.clone())).expose_provenance() as StableIValue
-}
-
-/// # Safety
-/// `h` is a live handle of the stand-in.
-unsafe fn tensor<'a>(h: TensorHandle) -> &'a Arc<Fake> {
-    // SAFETY: the caller's.
-    unsafe { &*h.cast::<Arc<Fake>>() }
-}
-
-unsafe extern "C" fn new_handle(h: TensorHandle, out: *mut TensorHandle) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = Box::into_raw(Box::new(t.clone())).cast() };
-    0
-}
-unsafe extern "C" fn delete_tensor(h: TensorHandle) -> Status {
-    // SAFETY: an owned handle, deleted once.
-    drop(unsafe { Box::from_raw(h.cast::<Arc<Fake>>()) });
-    0
-}
-unsafe extern "C" fn data_ptr(h: TensorHandle, out: *mut *mut c_void) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.data.lock().unwrap().as_mut_ptr().cast() };
-    0
-}
-unsafe extern "C" fn dim(h: TensorHandle, out: *mut i64) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.sizes.len() as i64 };
-    0
-}
-unsafe extern "C" fn sizes(h: TensorHandle, out: *mut *mut i64) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.sizes.as_ptr().cast_mut() };
-    0
-}
-unsafe extern "C" fn strides(h: TensorHandle, out: *mut *mut i64) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.strides.as_ptr().cast_mut() };
-    0
-}
-unsafe extern "C" fn dtype(h: TensorHandle, out: *mut i32) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.dtype };
-    0
-}
-unsafe extern "C" fn device_type(h: TensorHandle, out: *mut i32) -> Status {
-    // SAFETY: a live handle of the stand-in.
-    let t = unsafe { tensor(h) };
-    // SAFETY: a place for the result.
-    unsafe { *out = t.device };
-    0
-}
-unsafe extern "C" fn device_index(_: TensorHandle, out: *mut i32) -> Status {
-    // SAFETY: a place for the result.
-    unsafe { *out = 0 };
-    0
-}
-unsafe extern "C" fn empty_strided(
-    rank: i64,
-    sizes: *const i64,
-    strides: *const i64,
-    dtype: i32,
-    device: i32,
-    _: i32,
-    out: *mut TensorHandle,
-) -> Status {
-    // SAFETY: `rank` extents and strides.
-    let sizes = unsafe { core::slice::from_raw_parts(sizes, rank as usize) }.to_vec();
-    // SAFETY: as above.
-    let strides = unsafe { core::slice::from_raw_parts(strides, rank as usize) }.to_vec();
-    // Elements of 8 bytes at most.
-    let n = sizes.iter().product::<i64>() as usize;
-    let t = Arc::new(Fake {
-        data: Mutex::new(vec![0; n]),
-        sizes,
-        strides,
-        dtype,
-        device,
-        version: AtomicU64::new(0),
-        inference: false,
-    });
-    // SAFETY: a place for the new handle.
-    unsafe { *out = Box::into_raw(Box::new(t)).cast() };
-    0
-}
-unsafe extern "C-unwind" fn bump_version(h: TensorHandle) {
-    // SAFETY: a live handle.
-    let t = unsafe { tensor(h) };
-    if t.inference {
-        panic!("Inplace update to inference tensor outside InferenceMode");
-    }
-    t.version.fetch_add(1, Ordering::Relaxed);
-}
-unsafe extern "C-unwind" fn raise(message: *const c_char) -> ! {
-    // SAFETY: a NUL-terminated message.
-    let message = unsafe { CStr::from_ptr(message) }.to_str().unwrap().to_string();
-    std::panic::panic_any(Raised(message))
-}
-
-/// What the stand-in's `raise` threw.
-#[derive(Debug)]
-struct Raised(String);
-
-/// What was registered: (library, what, name or schema, kernel).
-type Record = (usize, &'static str, String, Option<BoxedKernel>);
-static REGISTERED: Mutex<Vec<Record>> = Mutex::new(Vec::new());
-static NEXT_LIBRARY: AtomicU64 = AtomicU64::new(1);
-
-unsafe extern "C" fn init_fragment(ns: *const c_char, _: *const c_char, _: u32, out: *mut LibraryHandle) -> Status {
-    let id = NEXT_LIBRARY.fetch_add(1, Ordering::Relaxed) as usize;
-    // SAFETY: a NUL-terminated namespace.
-    let ns = unsafe { CStr::from_ptr(ns) }.to_str().unwrap().to_string();
-    REGISTERED.lock().unwrap().push((id, "fragment", ns, None));
-    // SAFETY: a place for the library.
-    unsafe { *out = core::ptr::without_provenance_mut(id) };
-    0
-}
-unsafe extern "C" fn init_impl(
-    ns: *const c_char,
-    key: *const c_char,
-    _: *const c_char,
-    _: u32,
-    out: *mut LibraryHandle,
-) -> Status {
-    let id = NEXT_LIBRARY.fetch_add(1, Ordering::Relaxed) as usize;
-    // SAFETY: NUL-terminated strings.
-    let ns = unsafe { CStr::from_ptr(ns) };
-    // SAFETY: as above.
-    let key = unsafe { CStr::from_ptr(key) };
-    let what = format!("{}/{}", ns.to_str().unwrap(), key.to_str().unwrap());
-    REGISTERED.lock().unwrap().push((id, "impl", what, None));
-    // SAFETY: a place for the library.
-    unsafe { *out = core::ptr::without_provenance_mut(id) };
-    0
-}
-unsafe extern "C" fn def(library: LibraryHandle, schema: *const c_char) -> Status {
-    // SAFETY: a NUL-terminated schema.
-    let schema = unsafe { CStr::from_ptr(schema) }.to_str().unwrap().to_string();
-    let mut registered = REGISTERED.lock().unwrap();
-    // An operator defined twice is refused, as torch refuses it.
-    let name = schema.split('(').next().unwrap().to_string();
-    if registered
-        .iter()
-        .any(|(_, what, s, _)| *what == "def" && s.split('(').next() == Some(&name))
-    {
-        return 1;
-    }
-    registered.push((library.addr(), "def", schema, None));
-    0
-}
-unsafe extern "C" fn implement(library: LibraryHandle, name: *const c_char, kernel: BoxedKernel) -> Status {
-    // SAFETY: a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap().to_string();
-    REGISTERED
-        .lock()
-        .unwrap()
-        .push((library.addr(), "kernel", name, Some(kernel)));
-    0
-}
-unsafe extern "C" fn delete_library(library: LibraryHandle) -> Status {
-    REGISTERED.lock().unwrap().retain(|r| r.0 != library.addr());
-    0
-}
-
-fn torch() -> &'static Torch {
-    Torch::install(Torch {
-        init_fragment,
-        init_impl,
-        def,
-        implement,
-        delete_library,
-        new_handle,
-        delete_tensor,
-        data_ptr,
-        dim,
-        sizes,
-        strides,
-        dtype,
-        device_type,
-        device_index,
-        empty_strided,
-        bump_version,
-        raise,
-        cuda_stream: None,
-        dtypes: vec![
-            (FLOAT, DLDataType::new(DLDataTypeCode::FLOAT, 32, 1)),
-            (BOOL, DLDataType::new(DLDataTypeCode::BOOL, 8, 1)),
-            (BYTE, DLDataType::new(DLDataTypeCode::UINT, 8, 1)),
-        ],
-        cpu: CPU,
-        cuda: CUDA,
-        libraries: Vec::new(),
-    })
-}
-
-/// The kernel registered for `name`, the last one.
-fn kernel(name: &str) -> BoxedKernel {
-    REGISTERED
-        .lock()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|r| r.1 == "kernel" && r.2 == name)
-        .and_then(|r| r.3)
-        .expect("registered")
-}
-
-/// Calls `kernel` on `stack`: `Err` with what it raised.
-fn call(kernel: BoxedKernel, stack: &mut [StableIValue], args: u64, returns: u64) -> Result<(), String> {
-    // SAFETY: the stack as torch would pass it for the kernel's schema (each test's).
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        kernel(stack.as_mut_ptr(), args, returns)
-    }))
-    .map_err(|p| match p.downcast::<Raised>() {
-        Ok(raised) => raised.0,
-        Err(other) => format!("not raised: {}", crate::panic::message(other)),
-    })
-}
 
 /// `scale(Tensor(a!) x, float by, bool twice) -> ()`.
 struct Scale;
 impl Op for Scale {
     const NAME: &'static str = "scale";
     const PARAMS: &'static [&'static str] = &["x", "by", "twice"];
-    type Params = (TensorMut, f64, bool);
+    type Params<'a> = (TensorMut<'a>, f64, bool);
     type Returns = ();
-    fn call((mut x, by, twice): Self::Params) -> Result<(), OpError> {
+    fn call((mut x, by, twice): Self::Params<'_>) -> Result<(), OpError> {
         if by < 0.0 {
             return Err(OpError::new("a negative factor"));
         }
@@ -308,9 +41,9 @@ struct Sum;
 impl Op for Sum {
     const NAME: &'static str = "sum";
     const PARAMS: &'static [&'static str] = &["x", "y"];
-    type Params = (Tensor, Tensor);
-    type Returns = TensorMut;
-    fn call((mut x, mut y): Self::Params) -> Result<TensorMut, OpError> {
+    type Params<'a> = (Tensor<'a>, Tensor<'a>);
+    type Returns = TensorMut<'static>;
+    fn call((mut x, mut y): Self::Params<'_>) -> Result<TensorMut<'static>, OpError> {
         let x = x.view::<HostMdspanAliased<'_, f32, Dims<1>>>()?;
         let y = y.view::<HostMdspanAliased<'_, f32, Dims<1>>>()?;
         if x.extent(0) != y.extent(0) {
@@ -334,7 +67,8 @@ fn floats(values: &[f32]) -> Arc<Fake> {
 /// The tensor's bytes.
 fn bytes(t: &Arc<Fake>) -> Vec<u8> {
     let n = t.sizes.iter().product::<i64>() as usize * if t.dtype == FLOAT { 4 } else { 1 };
-    let words = t.data.lock().unwrap();
+    let storage = t.storage.lock().unwrap().clone();
+    let words = storage.lock().unwrap();
     (0..n).map(|i| (words[i / 8] >> (8 * (i % 8))) as u8).collect()
 }
 
@@ -356,9 +90,9 @@ fn schemas_are_made_from_the_types() {
     impl Op for Two {
         const NAME: &'static str = "two";
         const PARAMS: &'static [&'static str] = &["a", "b", "n"];
-        type Params = (TensorMut, TensorMut, i64);
-        type Returns = (TensorMut, TensorMut);
-        fn call(_: Self::Params) -> Result<Self::Returns, OpError> {
+        type Params<'a> = (TensorMut<'a>, TensorMut<'a>, i64);
+        type Returns = (TensorMut<'static>, TensorMut<'static>);
+        fn call(_: Self::Params<'_>) -> Result<Self::Returns, OpError> {
             Err(OpError::new("unused"))
         }
     }
@@ -370,9 +104,9 @@ fn schemas_are_made_from_the_types() {
     impl<const K: usize> Op for Bad<K> {
         const NAME: &'static str = ["bad", "1bad", "bad", "bad"][K];
         const PARAMS: &'static [&'static str] = [&["x"] as &[&str], &["x"], &["x", "y"], &["x y"]][K];
-        type Params = (Tensor,);
+        type Params<'a> = (Tensor<'a>,);
         type Returns = ();
-        fn call(_: Self::Params) -> Result<(), OpError> {
+        fn call(_: Self::Params<'_>) -> Result<(), OpError> {
             Ok(())
         }
     }
@@ -398,13 +132,13 @@ fn registered<O: Op>() -> BoxedKernel {
 }
 
 #[test]
-fn a_registration_defines_and_implements_and_is_forgotten_when_dropped() {
+fn a_registration_defines_and_implements_and_stays_until_removed() {
     let torch = torch();
     struct Once;
     impl Op for Once {
         const NAME: &'static str = "once";
         const PARAMS: &'static [&'static str] = &[];
-        type Params = ();
+        type Params<'a> = ();
         type Returns = ();
         fn call(_: ()) -> Result<(), OpError> {
             Ok(())
@@ -446,8 +180,35 @@ fn a_registration_defines_and_implements_and_is_forgotten_when_dropped() {
     );
     let bad = torch.register::<Once>("a::b", &[]).unwrap_err();
     assert!(matches!(bad, super::TorchError::Schema { .. }), "{bad}");
-    drop(r);
-    assert!(!REGISTERED.lock().unwrap().iter().any(mine));
+    let count = || REGISTERED.lock().unwrap().iter().filter(|r| mine(r)).count();
+    let kept = torch.register::<Once>("ns", &[]).unwrap_err();
+    assert!(matches!(kept, super::TorchError::Refused { .. }), "{kept}");
+    assert_eq!(count(), 5, "a refused registration leaves nothing of its own");
+    // SAFETY: no call of `ns::once` is running or to come.
+    unsafe { r.remove() };
+    assert_eq!(count(), 0);
+}
+
+#[test]
+fn names_torch_reads_as_keywords_are_refused() {
+    struct Keyword<const K: usize>;
+    impl<const K: usize> Op for Keyword<K> {
+        const NAME: &'static str = ["None", "ok", "def", "is_ok"][K];
+        const PARAMS: &'static [&'static str] = [&["x"] as &[&str], &["if"], &["x"], &["and_or"]][K];
+        type Params<'a> = (Tensor<'a>,);
+        type Returns = ();
+        fn call(_: Self::Params<'_>) -> Result<(), OpError> {
+            Ok(())
+        }
+    }
+    for e in [
+        schema::<Keyword<0>>().unwrap_err(),
+        schema::<Keyword<1>>().unwrap_err(),
+        schema::<Keyword<2>>().unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("keyword"), "{e}");
+    }
+    assert_eq!(schema::<Keyword<3>>().unwrap(), "is_ok(Tensor and_or) -> ()");
 }
 
 #[test]
@@ -553,9 +314,9 @@ struct Flip;
 impl Op for Flip {
     const NAME: &'static str = "flip";
     const PARAMS: &'static [&'static str] = &["b"];
-    type Params = (TensorMut,);
+    type Params<'a> = (TensorMut<'a>,);
     type Returns = ();
-    fn call((mut b,): Self::Params) -> Result<(), OpError> {
+    fn call((mut b,): Self::Params<'_>) -> Result<(), OpError> {
         if let Err(e) = b.view_mut::<HostMdspanAliasedMut<'_, bool, Dims<1>>>() {
             assert!(e.message().contains("bool_bytes"), "{e}");
         } else {
@@ -582,4 +343,143 @@ fn bool_tensors_are_read_and_written_as_bytes() {
     let e = call(kernel, &mut stack, 1, 0).unwrap_err();
     assert!(e.contains("bool"), "{e}");
     assert_eq!(Arc::strong_count(&x), 1);
+}
+
+/// `copy(Tensor x, Tensor(a!) y) -> ()`: `y = x`, element by element.
+struct Copy;
+impl Op for Copy {
+    const NAME: &'static str = "copy";
+    const PARAMS: &'static [&'static str] = &["x", "y"];
+    type Params<'a> = (Tensor<'a>, TensorMut<'a>);
+    type Returns = ();
+    fn call((mut x, mut y): Self::Params<'_>) -> Result<(), OpError> {
+        let x = x.view::<HostMdspanAliased<'_, f32, Dims<1>>>()?;
+        let y = y.view_mut::<HostMdspanAliasedMut<'_, f32, Dims<1>>>()?;
+        y.update(|[i], _| x.load([i]));
+        Ok(())
+    }
+}
+
+#[test]
+fn a_read_tensor_that_shares_memory_with_a_written_one_is_refused() {
+    let kernel = registered::<Copy>();
+    let (x, y) = (floats(&[1.0, 2.0]), floats(&[0.0, 0.0]));
+    let mut stack = [handle(&x), handle(&y)];
+    call(kernel, &mut stack, 2, 0).unwrap();
+    assert_eq!(values(&y), [1.0, 2.0]);
+    assert_eq!(y.version.load(Ordering::Relaxed), 1);
+    // The same tensor read and written: refused before the version moves.
+    let mut stack = [handle(&x), handle(&x)];
+    assert_eq!(
+        call(kernel, &mut stack, 2, 0).unwrap_err(),
+        "copy: x shares memory with y, which the operator writes: pass a copy of x"
+    );
+    assert_eq!(x.version.load(Ordering::Relaxed), 0);
+    // A view of its second element, read, and the tensor written.
+    let second = Arc::new(Fake {
+        storage: Mutex::new(x.storage.lock().unwrap().clone()),
+        sizes: vec![1],
+        strides: vec![1],
+        dtype: FLOAT,
+        device: CPU,
+        version: Default::default(),
+        inference: false,
+    });
+    // (The stand-in gives both the storage's start as their data, so the spans overlap.)
+    let mut stack = [handle(&second), handle(&x)];
+    let shared = call(kernel, &mut stack, 2, 0);
+    assert!(shared.unwrap_err().contains("shares memory"));
+    assert_eq!((Arc::strong_count(&x), Arc::strong_count(&y)), (1, 1));
+}
+
+/// What `Keep` saw: the value of `x[0]` read before and after the tensor's storage was replaced.
+static SEEN: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+/// The tensor `Keep` replaces the storage of, as `x.set_(…)` would from another thread.
+static REPLACED: Mutex<Option<Arc<Fake>>> = Mutex::new(None);
+
+/// `keep(Tensor x) -> ()`: reads `x[0]` through a view, replaces the tensor's storage (torch
+/// frees the old one where nothing else holds it), and reads the view again.
+struct Keep;
+impl Op for Keep {
+    const NAME: &'static str = "keep";
+    const PARAMS: &'static [&'static str] = &["x"];
+    type Params<'a> = (Tensor<'a>,);
+    type Returns = ();
+    fn call((mut x,): Self::Params<'_>) -> Result<(), OpError> {
+        let view = x.view::<HostMdspanAliased<'_, f32, Dims<1>>>()?;
+        let before = view.load([0]);
+        let tensor = REPLACED.lock().unwrap().clone().unwrap();
+        *tensor.storage.lock().unwrap() = Arc::new(Mutex::new(vec![0; 1]));
+        SEEN.lock().unwrap().extend([before, view.load([0])]);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_view_keeps_the_storage_it_reads_when_the_tensor_moves_to_another() {
+    let kernel = registered::<Keep>();
+    let x = floats(&[7.0, 8.0]);
+    *REPLACED.lock().unwrap() = Some(x.clone());
+    let mut stack = [handle(&x)];
+    call(kernel, &mut stack, 1, 0).unwrap();
+    // The old storage, still allocated (Miri checks the read), not the new one.
+    assert_eq!(*SEEN.lock().unwrap(), [7.0, 7.0]);
+    REPLACED.lock().unwrap().take();
+    assert_eq!(Arc::strong_count(&x), 1);
+}
+
+/// `fail(Tensor x, int how) -> ()`: fails as `how` says.
+struct Fail;
+impl Op for Fail {
+    const NAME: &'static str = "fail";
+    const PARAMS: &'static [&'static str] = &["x", "how"];
+    type Params<'a> = (Tensor<'a>, i64);
+    type Returns = ();
+    fn call((_, how): Self::Params<'_>) -> Result<(), OpError> {
+        struct Unwritable;
+        impl core::fmt::Display for Unwritable {
+            fn fmt(&self, _: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                Err(core::fmt::Error)
+            }
+        }
+        match how {
+            0 => Err(OpError::new("before\0after")),
+            _ => std::panic::panic_any(format!("{}", DisplayOr(&Unwritable))),
+        }
+    }
+}
+
+/// A `Display` that may fail, written into a `String` as `panic!` writes its message (a failed
+/// write leaves what was written).
+struct DisplayOr<'a, T>(&'a T);
+impl<T: core::fmt::Display> core::fmt::Display for DisplayOr<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut s = std::string::String::new();
+        let _ = core::fmt::write(&mut s, format_args!("{}", self.0));
+        f.write_str(&s)
+    }
+}
+
+#[test]
+fn a_message_with_a_nul_or_none_is_still_raised_whole() {
+    let kernel = registered::<Fail>();
+    let x = floats(&[1.0]);
+    let mut stack = [handle(&x), 0];
+    assert_eq!(call(kernel, &mut stack, 2, 0).unwrap_err(), "fail: before?after");
+    let mut stack = [handle(&x), 1];
+    assert_eq!(
+        call(kernel, &mut stack, 2, 0).unwrap_err(),
+        "fail panicked: a panic with an empty message"
+    );
+    assert_eq!(Arc::strong_count(&x), 1);
+}
+
+#[test]
+fn a_new_host_tensor_reads_as_zero() {
+    let torch = torch();
+    let dtype = DLDataType::new(DLDataTypeCode::FLOAT, 32, 1);
+    let mut t = torch.empty(&[3, 2], dtype, crate::dlpack::DLDevice::CPU).unwrap();
+    let view = t.view::<HostMdspanAliased<'_, f32, Dims<2>>>().unwrap();
+    assert!((0..3).all(|i| (0..2).all(|j| view.load([i, j]) == 0.0)));
+    assert!(torch.empty(&[2, -1], dtype, crate::dlpack::DLDevice::CPU).is_err());
 }
