@@ -89,6 +89,13 @@ source = pathlib.Path("examples/python-memarray/src/jax.rs").read_text()
 if item(rust_blocks(shown)[0], handler) != item(source, handler):
     sys.exit("first-kernel: the guide's XLA FFI handler differs from examples/python-memarray's AddIndexCuda")
 print("first-kernel: the guide's XLA FFI handler is examples/python-memarray's AddIndexCuda")
+# The torch operator it shows is examples/python-memarray's Attention, as it is there.
+shown = after(chapter("09-from-a-framework.md"), "torch's dispatcher reaches these kernels with no Python in the call")
+op = "impl Op for Attention {"
+source = pathlib.Path("examples/python-memarray/src/torch_native.rs").read_text()
+if item(rust_blocks(shown)[0], op) != item(source, op):
+    sys.exit("first-kernel: the guide's torch operator differs from examples/python-memarray's Attention")
+print("first-kernel: the guide's torch operator is examples/python-memarray's Attention")
 PY
 
 # 2. The template as a crate of its own, outside this workspace.

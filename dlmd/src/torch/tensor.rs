@@ -333,6 +333,13 @@ macro_rules! common {
                 self.handle.rank()
             }
 
+            /// The extents, one a dimension.
+            pub fn shape(&self) -> Result<Vec<i64>, OpError> {
+                let mut layout = self.handle.fields()?.layout;
+                layout.truncate(layout.len() / 2);
+                Ok(layout)
+            }
+
             /// The tensor on torch's current CUDA stream of its device, for `#[dlmd::kernel]`
             /// launches (through `Deref`): queued there, after torch's work on it so far and
             /// before torch's later work, without a host wait. Every import check applies.

@@ -268,3 +268,24 @@ def test_a_transformer_block_trains_as_with_sdpa():
     print(f"losses: ours {ours[0]:.4f} .. {ours[-1]:.4f}, SDPA's {theirs[0]:.4f} .. {theirs[-1]:.4f}, "
           f"largest gap {max(gaps):.4f} at step {gaps.index(max(gaps))}")
     assert max(gaps) < 0.02 * theirs[0], f"the loss curves part by {max(gaps):.4f} (step {gaps.index(max(gaps))})"
+
+
+def test_the_native_operators_raise_by_name_and_take_a_broadcast_gradient():
+    # `dlmd::attention` and `dlmd::attention_backward` are Rust behind torch's dispatcher: a call
+    # that does not fit is a RuntimeError naming the operator, and nothing is written.
+    q, k, v, grad = inputs(1, 4, 2, 64, 64, 128, torch.bfloat16, tokens=False, seed=21)
+    with pytest.raises(RuntimeError, match="attention: .*bfloat16 and float16"):
+        torch.ops.dlmd.attention(q.float(), k.float(), v.float(), 0.1, False)
+    with pytest.raises(RuntimeError, match="attention: .*rank 4|attention: q has extents"):
+        torch.ops.dlmd.attention(q[0], k, v, 0.1, False)
+    o, lse = torch.ops.dlmd.attention(q, k, v, 0.1, False)
+    with pytest.raises(RuntimeError, match="attention_backward: do is"):
+        torch.ops.dlmd.attention_backward(grad[:, :, :32], q, k, v, o, lse, 0.1, False)
+    # `o.sum()`'s gradient is a one broadcast over the output (strides of 0): the autograd
+    # formula passes it contiguous.
+    ones = torch.ones_like(q)
+    ours = gradients(lambda q, k, v: dm.torch_attention()(q, k, v, 0.1, False)[0], q, k, v, ones)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    dm.torch_attention()(*xs, 0.1, False)[0].sum().backward()
+    for a, b in zip(ours[1:], (x.grad for x in xs)):
+        assert torch.equal(a, b)

@@ -1,12 +1,14 @@
-"""``add_index`` as the torch operator ``dlmd::add_index``, and attention's forward pass as
-``dlmd::attention``: torch.compile (fullgraph too) and CUDA graphs see each as one operation
-(the first mutates its argument, the second returns new tensors), and trace it on fake tensors
+"""``add_index`` as the torch operator ``dlmd::add_index``, and attention as ``dlmd::attention``
+(forward) and ``dlmd::attention_backward``, with ``dlmd::attention_varlen`` for sequences
+packed together: torch.compile (fullgraph too) and CUDA graphs see each as one operation (the
+first mutates its argument, the others return new tensors), and trace it on fake tensors
 without running it.
 
-``dlmd::add_index`` is defined and implemented in Rust (``dlmd::torch``, through torch's stable
-C ABI), for the CPU and CUDA dispatch keys: the dispatcher calls the Rust kernel with no Python
-in the call, and the kernel moves the argument's version counter as torch's in-place operations
-do. Only its fake implementation is Python. It has no autograd formula.
+``dlmd::add_index`` (CPU and CUDA) and the dense attention operators (CUDA) are defined and
+implemented in Rust (``dlmd::torch``, through torch's stable C ABI): the dispatcher calls the
+Rust kernel with no Python in the call, on torch's current stream; ``add_index`` moves its
+argument's version counter as torch's in-place operations do. Their fake implementations are
+Python. The packed operators are implemented in Python, over the same Rust kernels.
 
 ``dlmd::attention`` is differentiable: its backward pass is the operator
 ``dlmd::attention_backward`` (the Rust backward kernels, deterministic), wired in by
@@ -20,13 +22,11 @@ import torch
 import dlmd_memarray
 
 _LIBRARY = torch.library.Library("dlmd", "DEF")
-# ``dlmd::add_index(Tensor(a!) x) -> ()``, with its Rust kernels.
+# ``dlmd::add_index(Tensor(a!) x) -> ()``,
+# ``dlmd::attention(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor)`` and
+# ``dlmd::attention_backward(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, float scale,
+# bool causal) -> (Tensor, Tensor, Tensor)``, with their Rust kernels.
 dlmd_memarray.register_torch_ops()
-_LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor)")
-_LIBRARY.define(
-    "attention_backward(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, float scale, bool causal)"
-    " -> (Tensor, Tensor, Tensor)"
-)
 _LIBRARY.define(
     "attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q,"
     " int max_seqlen_k, float scale, bool causal) -> (Tensor, Tensor)"
@@ -44,52 +44,9 @@ def _(x):
     return None
 
 
-
-
-def _attention(q, k, v, scale, causal):
-    """``softmax(q · kᵀ · scale) · v`` and each query row's log-sum-exp, on torch's current stream
-    of ``q``'s device, without waiting: ``q`` ``(b, h_q, s_q, d)``, ``k`` and ``v``
-    ``(b, h_kv, s_k, d)``, any strides a tensor map takes (``(b, s, h, d)`` tensors transposed
-    to ``(b, h, s, d)`` as they are). The output is a new contiguous ``(b, h_q, s_q, d)``
-    tensor of ``q``'s dtype, the log-sum-exp a new ``float32`` ``(b, h_q, s_q)`` one."""
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    # Registered for CUDA alone. DLPack's value for the legacy default stream is 1.
-    stream = torch.cuda.current_stream(q.device).cuda_stream or 1
-    # Only read: ``detach`` gives the same memory without the autograd flag, which DLPack
-    # exports refuse.
-    dlmd_memarray.attention_forward(q.detach(), k.detach(), v.detach(), o, lse, scale=scale, causal=causal,
-                                    stream=stream)
-    return o, lse
-
-
-_LIBRARY.impl("attention", _attention, "CUDA")
-
-
 @torch.library.register_fake("dlmd::attention", lib=_LIBRARY)
 def _(q, k, v, scale, causal):
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
-
-
-def _attention_backward(grad, q, k, v, o, lse, scale, causal):
-    """The gradients of ``q``, ``k`` and ``v`` for the gradient ``grad`` of ``dlmd::attention``'s
-    output ``o`` (with its ``lse``), on torch's current stream, without waiting: new contiguous
-    tensors of the inputs' shapes and dtype."""
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    delta = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    stream = torch.cuda.current_stream(q.device).cuda_stream or 1
-    # A gradient may come broadcast (strides of 0) or strided: the kernels read rows of
-    # contiguous elements, which ``contiguous`` gives (a no-op where it already is).
-    grad = grad.detach().contiguous()
-    dm_inputs = [x.detach() for x in (q, k, v, o)]
-    dlmd_memarray.attention_backward(*dm_inputs, grad, lse.detach(), delta, dq, dk, dv, scale=scale, causal=causal,
-                                     stream=stream)
-    return dq, dk, dv
-
-
-_LIBRARY.impl("attention_backward", _attention_backward, "CUDA")
 
 
 @torch.library.register_fake("dlmd::attention_backward", lib=_LIBRARY)
@@ -187,6 +144,9 @@ def differentiable(forward, backward, *, saved, differentiated, lib=None):
         if any(g is None for g in wanted):
             # An output the result does not depend on: no gradient flows back through it.
             return tuple(None for _ in tensor_inputs)
+        # A gradient may come broadcast (strides of 0) or strided: the kernels read rows of
+        # contiguous elements, which ``contiguous`` gives (a no-op where it already is).
+        wanted = [g.contiguous() for g in wanted]
         computed = iter(backward_op(*wanted, *kept))
         return tuple(next(computed, None) if is_tensor else None for is_tensor in tensor_inputs)
 
