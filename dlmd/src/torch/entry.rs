@@ -29,9 +29,19 @@ pub(crate) unsafe extern "C-unwind" fn boxed<O: Op>(stack: *mut StableIValue, nu
     };
     let mut message = [0u8; MESSAGE];
     let failed = {
-        // SAFETY: the caller's.
-        let taken = unsafe { take::<O>(torch, stack, num_args, num_returns) }
-            .and_then(|(params, values)| separate::<O>(&params).map(|()| (params, values)));
+        // Nothing of torch's is called here, so a panic (none is expected) is caught, not let
+        // through to torch's C++.
+        let taken = std::panic::catch_unwind(|| {
+            // SAFETY: the caller's.
+            unsafe { take::<O>(torch, stack, num_args, num_returns) }
+                .and_then(|(params, values)| separate::<O>(&params).map(|()| (params, values)))
+        })
+        .unwrap_or_else(|panic| {
+            Err(OpError::new(std::format!(
+                "panicked reading its arguments: {}",
+                crate::panic::message(panic)
+            )))
+        });
         if let Ok((_, values)) = &taken {
             // May throw (an inference tensor): `taken` is dropped as the exception unwinds
             // through this frame, deleting the arguments' references; nothing was written.

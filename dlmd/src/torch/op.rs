@@ -8,6 +8,8 @@ use std::string::String;
 
 mod sealed {
     pub trait Sealed {}
+    /// [`Params`](super::Params)'s own: tuples are also `Returns`.
+    pub trait Tuple {}
 }
 
 /// A parameter type of an operator, for a call that lasts `'a`: what its schema says, and how
@@ -94,7 +96,9 @@ impl Param<'_> for bool {
 }
 
 /// An operator's parameters for a call that lasts `'a`: a tuple of [`Param`]s (up to 12).
-pub trait Params<'a>: Sized {
+/// Sealed: its types make the schema, and the kernel moves the version counter of the values
+/// it says are written tensors.
+pub trait Params<'a>: sealed::Tuple + Sized {
     /// How many.
     const COUNT: usize;
     /// Each one's schema type and whether it is written.
@@ -116,6 +120,7 @@ pub trait Params<'a>: Sized {
 
 macro_rules! params {
     ($count:literal; $($p:ident $i:tt),*) => {
+        impl<'a, $($p: Param<'a>),*> sealed::Tuple for ($($p,)*) {}
         impl<'a, $($p: Param<'a>),*> Params<'a> for ($($p,)*) {
             const COUNT: usize = $count;
             const TYPES: &'static [(&'static str, bool)] = &[$((<$p as Param<'a>>::SCHEMA, <$p as Param<'a>>::WRITTEN)),*];

@@ -165,24 +165,32 @@ impl Handle {
         if sizes.contains(&0) {
             return Ok((start, start));
         }
+        let outside = || {
+            OpError::new(std::format!(
+                "a tensor of extents {sizes:?} and strides {strides:?} at {start:#x} reaches outside the address space"
+            ))
+        };
+        // At most 2^16 · 2^16 bits an element, and each step below at most 2^63 · 2^63 · 2^29
+        // before it is checked: `i128` holds them, and every sum is checked.
         let item = (i128::from(fields.dtype.bits) * i128::from(fields.dtype.lanes) + 7) / 8;
         let (mut low, mut high) = (start as i128, start as i128 + item);
         for (&size, &stride) in sizes.iter().zip(strides) {
             if size < 0 {
                 return Err(OpError::new(std::format!("torch gave the extents {sizes:?}")));
             }
-            let reach = i128::from(size - 1) * i128::from(stride) * item;
+            let reach = i128::from(size - 1)
+                .checked_mul(i128::from(stride))
+                .and_then(|r| r.checked_mul(item))
+                .ok_or_else(outside)?;
             if reach < 0 {
-                low += reach;
+                low = low.checked_add(reach).ok_or_else(outside)?;
             } else {
-                high += reach;
+                high = high.checked_add(reach).ok_or_else(outside)?;
             }
         }
         match (usize::try_from(low), usize::try_from(high)) {
             (Ok(low), Ok(high)) => Ok((low, high)),
-            _ => Err(OpError::new(std::format!(
-                "a tensor of extents {sizes:?} and strides {strides:?} at {start:#x} reaches outside the address space"
-            ))),
+            _ => Err(outside()),
         }
     }
 

@@ -483,3 +483,20 @@ fn a_new_host_tensor_reads_as_zero() {
     assert!((0..3).all(|i| (0..2).all(|j| view.load([i, j]) == 0.0)));
     assert!(torch.empty(&[2, -1], dtype, crate::dlpack::DLDevice::CPU).is_err());
 }
+
+#[test]
+fn a_tensor_whose_extents_and_strides_overflow_is_refused_by_name() {
+    let kernel = registered::<Copy>();
+    let huge = Arc::new(Fake {
+        sizes: vec![i64::MAX; 3],
+        strides: vec![i64::MAX; 3],
+        ..Arc::into_inner(floats(&[1.0])).unwrap()
+    });
+    let y = floats(&[0.0]);
+    let mut stack = [handle(&huge), handle(&y)];
+    let e = call(kernel, &mut stack, 2, 0).unwrap_err();
+    assert!(e.starts_with("copy: a tensor of extents"), "{e}");
+    assert!(e.ends_with("reaches outside the address space"), "{e}");
+    assert_eq!(y.version.load(Ordering::Relaxed), 0);
+    assert_eq!((Arc::strong_count(&huge), Arc::strong_count(&y)), (1, 1));
+}
