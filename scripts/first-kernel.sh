@@ -90,7 +90,7 @@ if item(rust_blocks(shown)[0], handler) != item(source, handler):
     sys.exit("first-kernel: the guide's XLA FFI handler differs from examples/python-memarray's AddIndexCuda")
 print("first-kernel: the guide's XLA FFI handler is examples/python-memarray's AddIndexCuda")
 # The torch operator it shows is examples/python-memarray's Attention, as it is there.
-shown = after(chapter("09-from-a-framework.md"), "torch's dispatcher reaches these kernels with no Python in the call")
+shown = after(chapter("09-from-a-framework.md"), "torch's dispatcher reaches these kernels with no Python in the call: `dlmd::torch` (feature")
 op = "impl Op for Attention {"
 source = pathlib.Path("examples/python-memarray/src/torch_native.rs").read_text()
 if item(rust_blocks(shown)[0], op) != item(source, op):
