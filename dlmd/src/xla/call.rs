@@ -229,7 +229,7 @@ impl<'a> Call<'a> {
         // SAFETY: an error XLA's API returned, owned here, through the table it came from.
         unsafe { super::error::take_error(self.api, error) }.map_err(|m| no_stream(&m))?;
         // SAFETY: XLA's FFI contract: the call's buffers are ready on the stream it gives, which
-        // lives for the call (and a launch on it holds what it needs until its work is done).
+        // lives for the call and while work queued on it runs (it is the executor's stream).
         Ok(unsafe { crate::exchange::WorkStream::from_raw(args.stream as usize) })
     }
 
@@ -237,7 +237,10 @@ impl<'a> Call<'a> {
     /// argument ([`Imported::arg`](crate::cuda::Imported::arg)) whose launch
     /// ([`Imported::launch`](crate::cuda::Imported::launch)) is queued on that stream, without a
     /// host wait, and checked as every import is (element type, rank, static extents, layout,
-    /// the span inside one allocation of the device, written arguments disjoint).
+    /// the span inside one allocation of the device, written arguments disjoint). The buffer
+    /// is lent ([`Imported::lent`](crate::cuda::Imported::lent)): XLA keeps it for the work the
+    /// call queues, so a launch holds nothing and, with kernels
+    /// [loaded for the process](crate::cuda::Kernels::leak), records no event.
     #[cfg(feature = "cuda")]
     #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     pub fn cuda_arg(&self, index: usize) -> Result<super::buffer::CudaBuffer<'a>, FrameError> {
