@@ -158,11 +158,43 @@ impl Handler for ChecksOnly {
 /// one-dimensional `float32` array only.
 pub struct Steps;
 
+/// The host time [`Steps`] took, in nanoseconds, its calls timed, and all its calls, by its
+/// `steps` attribute.
+static STEPS_HOST: [[AtomicU64; 3]; 5] = [const { [const { AtomicU64::new(0) }; 3] }; 5];
+
+/// Calls of each step left out of its time: the first ones load the kernels and their code.
+const STEPS_WARMUP: u64 = 1000;
+
+/// The mean host time of a [`Steps`] call, in microseconds, for each value of its `steps`
+/// attribute (0 to 4), past each one's first calls: what the handler itself costs XLA's
+/// thread, where `bench_jax.py` times the whole call.
+#[pyfunction]
+pub fn xla_steps_host_us() -> Vec<f64> {
+    STEPS_HOST
+        .iter()
+        .map(|[ns, timed, _]| ns.load(Ordering::Relaxed) as f64 / 1e3 / timed.load(Ordering::Relaxed).max(1) as f64)
+        .collect()
+}
+
 impl Handler for Steps {
     const PLATFORM: Platform = Platform::Cuda;
 
     fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let start = std::time::Instant::now();
         let steps: i64 = call.attr("steps")?;
+        let result = Self::steps(call, steps);
+        if let Some([ns, timed, calls]) = usize::try_from(steps).ok().and_then(|s| STEPS_HOST.get(s))
+            && calls.fetch_add(1, Ordering::Relaxed) >= STEPS_WARMUP
+        {
+            ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            timed.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl Steps {
+    fn steps(call: &Call<'_>, steps: i64) -> Result<(), HandlerError> {
         if steps < 1 {
             return Ok(());
         }

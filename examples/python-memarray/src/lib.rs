@@ -504,6 +504,7 @@ fn dlmd_memarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jax::jax_add_index, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_checks_only, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(jax::xla_steps_host_us, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_cuda_calls, m)?)?;
     m.add_function(wrap_pyfunction!(jax::xla_attention, m)?)?;
     m.add_function(wrap_pyfunction!(jax::jax_attention, m)?)?;
