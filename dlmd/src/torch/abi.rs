@@ -28,6 +28,8 @@ pub struct Torch {
     pub(crate) delete_library: unsafe extern "C" fn(LibraryHandle) -> Status,
     /// `aoti_torch__reinterpret_tensor`: a new tensor over a tensor's storage, of the extents,
     /// strides and offset (added to the tensor's) given.
+    /// `aoti_torch_zero_`: torch's `zero_` of a tensor.
+    pub(crate) zero: unsafe extern "C" fn(TensorHandle) -> Status,
     pub(crate) reinterpret:
         unsafe extern "C" fn(TensorHandle, i64, *const i64, *const i64, i64, *mut TensorHandle) -> Status,
     pub(crate) delete_tensor: unsafe extern "C" fn(TensorHandle) -> Status,
@@ -130,6 +132,7 @@ impl Torch {
             implement: sym!(&cpu, "aoti_torch_library_impl"),
             delete_library: sym!(&cpu, "aoti_torch_delete_library_object"),
             reinterpret: sym!(&cpu, "aoti_torch__reinterpret_tensor"),
+            zero: sym!(&cpu, "aoti_torch_zero_"),
             delete_tensor: sym!(&cpu, "aoti_torch_delete_tensor_object"),
             data_ptr: sym!(&cpu, "aoti_torch_get_data_ptr"),
             dim: sym!(&cpu, "aoti_torch_get_dim"),

@@ -115,7 +115,7 @@ unsafe fn take<'s, O: Op>(
         unsafe { core::slice::from_raw_parts_mut(stack, params.max(returns)) }
     };
     // SAFETY: the first `params` values are the arguments of `O`'s schema (the caller).
-    let taken = unsafe { <O::Params<'s> as Params<'s>>::take(&values[..params], torch) }?;
+    let taken = unsafe { <O::Params<'s> as Params<'s>>::take(&values[..params], torch, O::PARAMS) }?;
     Ok((taken, values))
 }
 

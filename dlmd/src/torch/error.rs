@@ -59,6 +59,14 @@ impl OpError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The failure, said of the parameter `name` (none where empty).
+    pub(crate) fn of(self, name: &str) -> Self {
+        if name.is_empty() {
+            return self;
+        }
+        Self::new(std::format!("{name}: {}", self.message))
+    }
 }
 
 impl core::fmt::Display for OpError {

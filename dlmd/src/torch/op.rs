@@ -27,9 +27,9 @@ pub trait Param<'a>: sealed::Sealed + Sized {
     /// # Safety
     ///
     /// `value` was put on the stack by torch for a parameter of type `Self::SCHEMA`, for a call
-    /// that lasts `'a`.
+    /// that lasts `'a`. `name` is the parameter's, for its errors.
     #[doc(hidden)]
-    unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError>;
+    unsafe fn take(value: StableIValue, torch: &'static Torch, name: &'static str) -> Result<Self, OpError>;
     /// For a tensor, the bytes its elements lie in (`start..end`, empty for no element).
     #[doc(hidden)]
     fn span(&self) -> Option<Result<(usize, usize), OpError>> {
@@ -40,14 +40,13 @@ pub trait Param<'a>: sealed::Sealed + Sized {
 impl sealed::Sealed for Tensor<'_> {}
 impl<'a> Param<'a> for Tensor<'a> {
     const SCHEMA: &'static str = "Tensor";
-    unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(value: StableIValue, torch: &'static Torch, name: &'static str) -> Result<Self, OpError> {
         // SAFETY: an owned tensor reference (the caller: a `Tensor` parameter).
-        Ok(Tensor::new(unsafe {
-            Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch)
-        }?))
+        let handle = unsafe { Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch) };
+        Ok(Tensor::new(handle.map_err(|e| e.of(name))?, name))
     }
     fn span(&self) -> Option<Result<(usize, usize), OpError>> {
-        Some(self.handle.span())
+        Some(self.handle.span().map_err(|e| e.of(self.name)))
     }
 }
 
@@ -55,21 +54,20 @@ impl sealed::Sealed for TensorMut<'_> {}
 impl<'a> Param<'a> for TensorMut<'a> {
     const SCHEMA: &'static str = "Tensor";
     const WRITTEN: bool = true;
-    unsafe fn take(value: StableIValue, torch: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(value: StableIValue, torch: &'static Torch, name: &'static str) -> Result<Self, OpError> {
         // SAFETY: an owned tensor reference (the caller: a `Tensor(a!)` parameter).
-        Ok(TensorMut::new(unsafe {
-            Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch)
-        }?))
+        let handle = unsafe { Handle::own(core::ptr::with_exposed_provenance_mut(value as usize), torch) };
+        Ok(TensorMut::new(handle.map_err(|e| e.of(name))?, name))
     }
     fn span(&self) -> Option<Result<(usize, usize), OpError>> {
-        Some(self.handle.span())
+        Some(self.handle.span().map_err(|e| e.of(self.name)))
     }
 }
 
 impl sealed::Sealed for f64 {}
 impl Param<'_> for f64 {
     const SCHEMA: &'static str = "float";
-    unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(value: StableIValue, _: &'static Torch, _: &'static str) -> Result<Self, OpError> {
         Ok(f64::from_bits(value))
     }
 }
@@ -77,7 +75,7 @@ impl Param<'_> for f64 {
 impl sealed::Sealed for i64 {}
 impl Param<'_> for i64 {
     const SCHEMA: &'static str = "int";
-    unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(value: StableIValue, _: &'static Torch, _: &'static str) -> Result<Self, OpError> {
         Ok(value as i64)
     }
 }
@@ -85,12 +83,12 @@ impl Param<'_> for i64 {
 impl sealed::Sealed for bool {}
 impl Param<'_> for bool {
     const SCHEMA: &'static str = "bool";
-    unsafe fn take(value: StableIValue, _: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(value: StableIValue, _: &'static Torch, name: &'static str) -> Result<Self, OpError> {
         // torch copies the bool's one byte into the value; the others are not defined.
         match value as u8 {
             0 => Ok(false),
             1 => Ok(true),
-            b => Err(OpError::new(std::format!("a bool argument of byte {b}"))),
+            b => Err(OpError::new(std::format!("a bool argument of byte {b}")).of(name)),
         }
     }
 }
@@ -110,9 +108,13 @@ pub trait Params<'a>: sealed::Tuple + Sized {
     /// # Safety
     ///
     /// `stack` holds `COUNT` values torch put there for a schema of these types, for a call
-    /// that lasts `'a`.
+    /// that lasts `'a`. `names` are the parameters', for their errors.
     #[doc(hidden)]
-    unsafe fn take(stack: &[StableIValue], torch: &'static Torch) -> Result<Self, OpError>;
+    unsafe fn take(
+        stack: &[StableIValue],
+        torch: &'static Torch,
+        names: &'static [&'static str],
+    ) -> Result<Self, OpError>;
     /// Parameter `index`'s [`Param::span`].
     #[doc(hidden)]
     fn span(&self, index: usize) -> Option<Result<(usize, usize), OpError>>;
@@ -125,11 +127,17 @@ macro_rules! params {
             const COUNT: usize = $count;
             const TYPES: &'static [(&'static str, bool)] = &[$((<$p as Param<'a>>::SCHEMA, <$p as Param<'a>>::WRITTEN)),*];
             #[allow(unused_variables)]
-            unsafe fn take(stack: &[StableIValue], torch: &'static Torch) -> Result<Self, OpError> {
+            unsafe fn take(
+                stack: &[StableIValue],
+                torch: &'static Torch,
+                names: &'static [&'static str],
+            ) -> Result<Self, OpError> {
                 // Every value is taken before any error returns, so that each tensor is owned
                 // (and deleted) once.
                 // SAFETY: the caller's, for each value.
-                let taken = ($(unsafe { <$p as Param<'a>>::take(stack[$i], torch) },)*);
+                let taken = ($(unsafe {
+                    <$p as Param<'a>>::take(stack[$i], torch, names.get($i).copied().unwrap_or(""))
+                },)*);
                 Ok(($(taken.$i?,)*))
             }
             #[allow(unused_variables)]
@@ -238,7 +246,8 @@ pub trait Op: 'static {
 
     /// A call. An `Err` or a panic is raised by torch (Python: `RuntimeError`), with the
     /// operator's name. A tensor read by the operator that shares memory with one it writes
-    /// is refused before the call.
+    /// is refused before the call (judged by the range of bytes each spans, so interleaved
+    /// views of one tensor, one read and one written, are refused too).
     fn call(params: Self::Params<'_>) -> Result<Self::Returns, OpError>;
 }
 

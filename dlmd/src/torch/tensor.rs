@@ -299,6 +299,8 @@ const BYTE: DLDataType = DLDataType::new(DLDataTypeCode::UINT, 8, 1);
 #[derive(Debug)]
 pub struct Tensor<'a> {
     pub(crate) handle: Handle,
+    /// The parameter's name, for errors (empty for a new tensor).
+    pub(crate) name: &'static str,
     managed: Option<ManagedTensor>,
     /// The call's: not kept past it, and not sent to another thread.
     _call: PhantomData<(&'a (), *const ())>,
@@ -310,6 +312,8 @@ pub struct Tensor<'a> {
 #[derive(Debug)]
 pub struct TensorMut<'a> {
     pub(crate) handle: Handle,
+    /// The parameter's name, for errors (empty for a new tensor).
+    pub(crate) name: &'static str,
     managed: Option<ManagedTensor>,
     /// As [`Tensor`]'s.
     _call: PhantomData<(&'a (), *const ())>,
@@ -318,9 +322,10 @@ pub struct TensorMut<'a> {
 macro_rules! common {
     ($ty:ident, $read_only:expr) => {
         impl $ty<'_> {
-            pub(crate) fn new(handle: Handle) -> Self {
+            pub(crate) fn new(handle: Handle, name: &'static str) -> Self {
                 Self {
                     handle,
+                    name,
                     managed: None,
                     _call: PhantomData,
                 }
@@ -328,22 +333,22 @@ macro_rules! common {
 
             /// The element type.
             pub fn dtype(&self) -> Result<DLDataType, OpError> {
-                self.handle.dtype()
+                self.handle.dtype().map_err(|e| e.of(self.name))
             }
 
             /// The device.
             pub fn device(&self) -> Result<DLDevice, OpError> {
-                self.handle.device()
+                self.handle.device().map_err(|e| e.of(self.name))
             }
 
             /// The number of dimensions.
             pub fn rank(&self) -> Result<usize, OpError> {
-                self.handle.rank()
+                self.handle.rank().map_err(|e| e.of(self.name))
             }
 
             /// The extents, one a dimension.
             pub fn shape(&self) -> Result<Vec<i64>, OpError> {
-                let mut layout = self.handle.fields()?.layout;
+                let mut layout = self.handle.fields().map_err(|e| e.of(self.name))?.layout;
                 layout.truncate(layout.len() / 2);
                 Ok(layout)
             }
@@ -355,7 +360,7 @@ macro_rules! common {
             #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
             pub fn cuda(&self) -> Result<CudaTensor<'_>, OpError> {
                 Ok(CudaTensor {
-                    imported: self.handle.cuda($read_only)?,
+                    imported: self.handle.cuda($read_only).map_err(|e| e.of(self.name))?,
                     _call: PhantomData,
                 })
             }
@@ -363,31 +368,34 @@ macro_rules! common {
             /// The read-only view `V` of a host tensor, checked as [`ManagedTensor::view`]
             /// checks; a `bool` tensor is refused (read its bytes).
             pub fn view<'b, V: TensorView<'b, Access = Aliased>>(&'b mut self) -> Result<V, OpError> {
-                Ok(self.lent(None)?.view()?)
+                let name = self.name;
+                self.lent(None)?.view().map_err(|e| OpError::from(e).of(name))
             }
 
             /// A `bool` tensor's bytes as the read-only view `V` of `u8`.
             pub fn bool_bytes<'b, V: TensorView<'b, Access = Aliased>>(&'b mut self) -> Result<V, OpError> {
-                Ok(self.lent(Some(BYTE))?.view()?)
+                let name = self.name;
+                self.lent(Some(BYTE))?.view().map_err(|e| OpError::from(e).of(name))
             }
 
             /// The managed tensor views are made of, made once: `bytes` for a bool tensor's
             /// bytes, which its element type must then be.
             fn lent(&mut self, bytes: Option<DLDataType>) -> Result<&mut ManagedTensor, OpError> {
-                let dtype = self.handle.dtype()?;
+                let dtype = self.dtype()?;
                 match bytes {
                     None if dtype == BOOL => {
                         return Err(OpError::new(
                             "a bool tensor is read and written as its bytes (bool_bytes), which may be other than 0 and 1",
-                        ));
+                        )
+                        .of(self.name));
                     }
                     Some(_) if dtype != BOOL => {
-                        return Err(OpError::new(std::format!("bool_bytes of a tensor of {dtype}")));
+                        return Err(OpError::new(std::format!("bool_bytes of a tensor of {dtype}")).of(self.name));
                     }
                     _ => {}
                 }
                 if self.managed.is_none() {
-                    self.managed = Some(self.handle.managed($read_only, bytes)?);
+                    self.managed = Some(self.handle.managed($read_only, bytes).map_err(|e| e.of(self.name))?);
                 }
                 Ok(self.managed.as_mut().expect("made above"))
             }
@@ -402,12 +410,26 @@ impl TensorMut<'_> {
     /// The read-write view `V` of a host tensor, checked as [`ManagedTensor::view_mut`]
     /// checks; a `bool` tensor is refused (write its bytes).
     pub fn view_mut<'b, V: TensorView<'b, Access = AliasedMut>>(&'b mut self) -> Result<V, OpError> {
-        Ok(self.lent(None)?.view_mut()?)
+        let name = self.name;
+        self.lent(None)?.view_mut().map_err(|e| OpError::from(e).of(name))
     }
 
     /// A `bool` tensor's bytes as the read-write view `V` of `u8`: write 0 or 1.
     pub fn bool_bytes_mut<'b, V: TensorView<'b, Access = AliasedMut>>(&'b mut self) -> Result<V, OpError> {
-        Ok(self.lent(Some(BYTE))?.view_mut()?)
+        let name = self.name;
+        self.lent(Some(BYTE))?.view_mut().map_err(|e| OpError::from(e).of(name))
+    }
+
+    /// Sets every element to zero, as torch's `zero_` does (on CUDA, queued on torch's current
+    /// stream): for an output a kernel does not write whole.
+    pub fn zero(&mut self) -> Result<(), OpError> {
+        // SAFETY: a live tensor reference, of a tensor the operator writes (a written
+        // parameter, which no read one overlaps, or a new tensor); torch's own operation.
+        let status = unsafe { (self.handle.torch.zero)(self.handle.raw) };
+        if status != 0 {
+            return Err(OpError::new(std::format!("torch failed to zero the tensor (status {status})")).of(self.name));
+        }
+        Ok(())
     }
 }
 
@@ -472,7 +494,7 @@ impl Torch {
                 unsafe { core::ptr::write_bytes(data, 0, end - start) };
             }
         }
-        Ok(TensorMut::new(handle))
+        Ok(TensorMut::new(handle, ""))
     }
 }
 

@@ -142,11 +142,18 @@ impl Op for AttentionBackward {
         let (device, torch) = attention_device(&q)?;
         let delta = rows(torch, &q, device)?;
         let dtype = q.dtype()?;
-        let [dq, dk, dv] = [
+        let [dq, mut dk, mut dv] = [
             torch.empty(&q.shape()?, dtype, device)?,
             torch.empty(&k.shape()?, dtype, device)?,
             torch.empty(&v.shape()?, dtype, device)?,
         ];
+        if q.shape()?.get(2) == Some(&0) {
+            // No query, as the forward pass takes: nothing flows back to the keys and values
+            // (and the kernels' tensor maps take no empty extent).
+            dk.zero()?;
+            dv.zero()?;
+            return Ok((dq, dk, dv));
+        }
         {
             let [q, k, v, o, d_o, lse] = [q.cuda()?, k.cuda()?, v.cuda()?, o.cuda()?, grad.cuda()?, lse.cuda()?];
             let [dq, dk, dv, delta] = [dq.cuda()?, dk.cuda()?, dv.cuda()?, delta.cuda()?];

@@ -289,3 +289,16 @@ def test_the_native_operators_raise_by_name_and_take_a_broadcast_gradient():
     dm.torch_attention()(*xs, 0.1, False)[0].sum().backward()
     for a, b in zip(ours[1:], (x.grad for x in xs)):
         assert torch.equal(a, b)
+
+
+def test_no_query_gives_zero_gradients_of_the_keys_and_values():
+    # The forward pass takes a batch of no query (an empty output); its backward pass gives
+    # zero gradients for the keys and values, as SDPA does.
+    q, k, v, _ = inputs(1, 4, 2, 0, 64, 128, torch.bfloat16, tokens=False, seed=22)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    o, lse = dm.torch_attention()(*xs, 0.1, False)
+    assert o.shape == q.shape and lse.shape == q.shape[:3]
+    o.sum().backward()
+    assert xs[0].grad.shape == q.shape
+    for x in xs[1:]:
+        assert x.grad.shape == x.shape and bool((x.grad == 0).all())

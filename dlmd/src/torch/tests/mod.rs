@@ -241,7 +241,7 @@ fn an_error_or_a_panic_is_raised_with_the_name_and_nothing_leaks() {
     let mut stack = [handle(&x), 1.0f64.to_bits(), 2];
     assert_eq!(
         call(kernel, &mut stack, 3, 0).unwrap_err(),
-        "scale: a bool argument of byte 2"
+        "scale: twice: a bool argument of byte 2"
     );
     // A NULL tensor.
     let mut stack = [0, 1.0f64.to_bits(), 0];
@@ -495,8 +495,49 @@ fn a_tensor_whose_extents_and_strides_overflow_is_refused_by_name() {
     let y = floats(&[0.0]);
     let mut stack = [handle(&huge), handle(&y)];
     let e = call(kernel, &mut stack, 2, 0).unwrap_err();
-    assert!(e.starts_with("copy: a tensor of extents"), "{e}");
+    assert!(e.starts_with("copy: x: a tensor of extents"), "{e}");
     assert!(e.ends_with("reaches outside the address space"), "{e}");
     assert_eq!(y.version.load(Ordering::Relaxed), 0);
     assert_eq!((Arc::strong_count(&huge), Arc::strong_count(&y)), (1, 1));
+}
+
+#[test]
+fn errors_name_the_tensor_they_are_about() {
+    let kernel = registered::<Copy>();
+    let x = fake(&[1, 0], 1, BOOL);
+    let y = floats(&[0.0, 0.0]);
+    let mut stack = [handle(&x), handle(&y)];
+    let e = call(kernel, &mut stack, 2, 0).unwrap_err();
+    assert!(
+        e.starts_with("copy: x: a bool tensor is read and written as its bytes"),
+        "{e}"
+    );
+    let on_cuda = Arc::new(Fake {
+        device: CUDA,
+        ..Arc::into_inner(floats(&[0.0])).unwrap()
+    });
+    let mut stack = [handle(&floats(&[1.0])), handle(&on_cuda)];
+    let e = call(kernel, &mut stack, 2, 0).unwrap_err();
+    assert!(e.starts_with("copy: y: "), "{e}");
+    assert!(e.contains("CUDA"), "{e}");
+}
+
+#[test]
+fn a_written_tensor_is_zeroed_by_torch() {
+    struct Zero;
+    impl Op for Zero {
+        const NAME: &'static str = "zero";
+        const PARAMS: &'static [&'static str] = &["x"];
+        type Params<'a> = (TensorMut<'a>,);
+        type Returns = ();
+        fn call((mut x,): Self::Params<'_>) -> Result<(), OpError> {
+            x.zero()
+        }
+    }
+    let kernel = registered::<Zero>();
+    let x = floats(&[1.0, -2.0, 3.5]);
+    let mut stack = [handle(&x)];
+    call(kernel, &mut stack, 1, 0).unwrap();
+    assert_eq!(values(&x), [0.0, 0.0, 0.0]);
+    assert_eq!(x.version.load(Ordering::Relaxed), 1);
 }

@@ -91,6 +91,12 @@ unsafe extern "C" fn reinterpret(
     unsafe { *out = Box::into_raw(Box::new(alias)).cast() };
     0
 }
+unsafe extern "C" fn zero(h: TensorHandle) -> Status {
+    // SAFETY: a live handle of the stand-in.
+    let t = unsafe { tensor(h) };
+    t.storage.lock().unwrap().lock().unwrap().fill(0);
+    0
+}
 pub(super) unsafe extern "C" fn delete_tensor(h: TensorHandle) -> Status {
     // SAFETY: an owned handle, deleted once.
     drop(unsafe { Box::from_raw(h.cast::<Arc<Fake>>()) });
@@ -259,6 +265,7 @@ pub(super) fn torch() -> &'static Torch {
         implement,
         delete_library,
         reinterpret,
+        zero,
         delete_tensor,
         data_ptr,
         dim,
