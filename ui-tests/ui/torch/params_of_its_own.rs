@@ -8,7 +8,7 @@ struct Mine;
 impl<'a> Params<'a> for Mine {
     const COUNT: usize = 2;
     const TYPES: &'static [(&'static str, bool)] = &[("int n, Tensor", true)];
-    unsafe fn take(_: &[StableIValue], _: &'static Torch) -> Result<Self, OpError> {
+    unsafe fn take(_: &[StableIValue], _: &'static Torch, _: &'static [&'static str]) -> Result<Self, OpError> {
         Ok(Mine)
     }
     fn span(&self, _: usize) -> Option<Result<(usize, usize), OpError>> {
