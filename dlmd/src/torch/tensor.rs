@@ -448,6 +448,10 @@ impl Torch {
             .ok_or_else(|| OpError::new(std::format!("torch has no element type {dtype}")))?;
         let (kind, index) = match device.device_type {
             crate::dlpack::DLDeviceType::CPU => (self.cpu, 0),
+            // torch reads a negative index as its current device: an index is asked for.
+            crate::dlpack::DLDeviceType::CUDA if device.device_id < 0 => {
+                return Err(OpError::new(std::format!("no CUDA device {}", device.device_id)));
+            }
             crate::dlpack::DLDeviceType::CUDA => (self.cuda, device.device_id),
             other => return Err(OpError::new(std::format!("torch makes no tensor on {other:?}"))),
         };

@@ -482,6 +482,8 @@ fn a_new_host_tensor_reads_as_zero() {
     let view = t.view::<HostMdspanAliased<'_, f32, Dims<2>>>().unwrap();
     assert!((0..3).all(|i| (0..2).all(|j| view.load([i, j]) == 0.0)));
     assert!(torch.empty(&[2, -1], dtype, crate::dlpack::DLDevice::CPU).is_err());
+    let e = torch.empty(&[2], dtype, crate::dlpack::DLDevice::cuda(-1)).unwrap_err();
+    assert_eq!(e.message(), "no CUDA device -1");
 }
 
 #[test]
