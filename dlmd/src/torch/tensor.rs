@@ -487,18 +487,12 @@ impl Torch {
             )));
         }
         // SAFETY: a new owned reference from torch.
-        let handle = unsafe { Handle::own(raw, self) }?;
+        let mut tensor = TensorMut::new(unsafe { Handle::own(raw, self) }?, "");
         if kind == self.cpu {
-            // Contiguous, with positive strides: the bytes start at the data.
-            let (start, end) = handle.span()?;
-            let data = handle.fields()?.data.cast::<u8>();
-            if end > start && data.addr() == start {
-                // SAFETY: the new tensor's `end - start` bytes from its data, host memory torch
-                // just allocated for it and that nothing else reaches yet.
-                unsafe { core::ptr::write_bytes(data, 0, end - start) };
-            }
+            // torch's own `zero_`, which host views may then read.
+            tensor.zero()?;
         }
-        Ok(TensorMut::new(handle, ""))
+        Ok(tensor)
     }
 }
 
