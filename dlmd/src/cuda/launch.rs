@@ -14,7 +14,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchCo
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
 /// A module of kernels loaded on one device: a kernel crate's PTX (`dlmd-build`'s, with the
 /// signature digest of each `#[dlmd::kernel]` read from it), or C++ kernels over `view.cuh`
@@ -23,10 +23,8 @@ use std::sync::{Arc, Mutex};
 pub struct Kernels {
     module: Arc<CudaModule>,
     ordinal: usize,
-    digests: HashMap<String, u64>,
-    /// The alignment each entry point declares of its parameters, by PTX index.
-    declared: HashMap<String, Vec<Option<u32>>>,
-    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Each `#[dlmd::kernel]` of the module, by name: what a launch looks up, once.
+    kernels: HashMap<String, Kernel>,
     /// Whether the module stays loaded for the rest of the process ([`leak`](Self::leak)).
     resident: bool,
 }
@@ -84,12 +82,22 @@ impl Kernels {
     ) -> Result<Self, CudaError> {
         check_target(ctx, &ptx.to_src())?;
         let module = ctx.load_module(ptx)?;
+        let mut declared = declared;
+        let kernels = digests
+            .into_iter()
+            .map(|(name, digest)| {
+                let kernel = Kernel {
+                    digest,
+                    declared: declared.remove(&name).unwrap_or_default(),
+                    function: OnceLock::new(),
+                };
+                (name, kernel)
+            })
+            .collect();
         Ok(Self {
             module,
             ordinal: ctx.ordinal(),
-            digests,
-            declared,
-            functions: Mutex::new(HashMap::new()),
+            kernels,
             resident: false,
         })
     }
@@ -117,20 +125,28 @@ impl Kernels {
 
     /// The names of the kernels, those `#[dlmd::kernel]` made.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.digests.keys().map(String::as_str)
+        self.kernels.keys().map(String::as_str)
     }
 
     /// The signature digest of the module's kernel `name`, as its PTX carries it.
     pub fn digest(&self, name: &str) -> Option<u64> {
-        self.digests.get(name).copied()
+        self.kernels.get(name).map(|k| k.digest)
     }
 
     /// The entry point `name`, once its digest was checked against `digest` (on every call, so
     /// that a launcher of another kernel of the same name is refused even after this one ran),
     /// and its parameters declared as aligned as `aligned` asks (by PTX index; 0: as declared).
     fn checked_function(&self, name: &'static str, digest: u64, aligned: &[u8]) -> Result<CudaFunction, CudaError> {
-        check_digest(&self.digests, name, digest)?;
-        if let Some(m) = first_misaligned(aligned, self.declared.get(name).map(Vec::as_slice)) {
+        let kernel = self.kernels.get(name);
+        check_digest(kernel.map(|k| k.digest), name, digest)?;
+        let Some(kernel) = kernel else {
+            // Refused above: `check_digest` finds no digest.
+            return Err(CudaError::Launch(super::LaunchError::Signature {
+                kernel: name,
+                found: false,
+            }));
+        };
+        if let Some(m) = first_misaligned(aligned, Some(&kernel.declared)) {
             return Err(CudaError::Launch(super::LaunchError::ParamAlignment {
                 kernel: name,
                 param: m.param,
@@ -138,14 +154,24 @@ impl Kernels {
                 declared: m.declared,
             }));
         }
-        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = functions.get(name) {
+        if let Some(f) = kernel.function.get() {
             return Ok(f.clone());
         }
         let f = self.module.load_function(name)?;
-        functions.insert(name, f.clone());
-        Ok(f)
+        // Another thread may have set it meanwhile: the same entry point.
+        Ok(kernel.function.get_or_init(|| f).clone())
     }
+}
+
+/// A `#[dlmd::kernel]` of a module.
+#[derive(Debug)]
+struct Kernel {
+    /// Its signature digest, as the PTX carries it.
+    digest: u64,
+    /// The alignment its entry point declares of each parameter, by PTX index.
+    declared: Vec<Option<u32>>,
+    /// Its entry point, found at the first launch.
+    function: OnceLock<CudaFunction>,
 }
 
 /// Whether `ctx`'s device and the driver can run `ptx`, from its header.
@@ -160,9 +186,9 @@ fn check_target(ctx: &Arc<CudaContext>, ptx: &str) -> Result<(), CudaError> {
 }
 
 /// Whether the module's kernel `name` was built from the signature whose digest is `digest`.
-fn check_digest(digests: &HashMap<String, u64>, name: &'static str, digest: u64) -> Result<(), CudaError> {
-    match digests.get(name) {
-        Some(&found) if found == digest => Ok(()),
+fn check_digest(found: Option<u64>, name: &'static str, digest: u64) -> Result<(), CudaError> {
+    match found {
+        Some(found) if found == digest => Ok(()),
         found => Err(CudaError::Launch(super::LaunchError::Signature {
             kernel: name,
             found: found.is_some(),
@@ -536,17 +562,17 @@ mod tests {
     #[test]
     fn every_check_compares_the_digest() {
         let found = signature_digests(".visible .global .align 8 .u64 scale__dlmd_signature = 11;\n");
-        assert!(check_digest(&found, "scale", 11).is_ok());
+        assert!(check_digest(found.get("scale").copied(), "scale", 11).is_ok());
         assert!(matches!(
-            check_digest(&found, "scale", 12),
+            check_digest(found.get("scale").copied(), "scale", 12),
             Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "scale",
                 found: true
             }))
         ));
-        assert!(check_digest(&found, "scale", 11).is_ok());
+        assert!(check_digest(found.get("scale").copied(), "scale", 11).is_ok());
         assert!(matches!(
-            check_digest(&found, "other", 11),
+            check_digest(found.get("other").copied(), "other", 11),
             Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "other",
                 found: false

@@ -101,7 +101,10 @@ fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
 /// A handle is an address in user space, aligned for the driver's stream object and above the
 /// first page, and (on Linux) the kernel must find memory mapped there; `cuStreamGetCtx` must
 /// then name `context`. An integer that fails these checks is refused rather than cast and
-/// dereferenced by the driver, which crashes the process on an unmapped address. Memory that is
+/// dereferenced by the driver, which crashes the process on an unmapped address. (A handle the
+/// driver has named a stream of on this thread is not asked about again: the kernel's answer is
+/// a system call, which would cost more than the rest of a launch's checks. `cuStreamGetCtx`
+/// still names its context every time.) Memory that is
 /// mapped but holds no stream is the one case left to the driver: a mapped, aligned address
 /// given as `stream=` still reaches `cuStreamGetCtx`, which reads it as a stream object. That
 /// is a limit of DLPack's integer streams, which no check on this side can lift: only the
@@ -123,7 +126,7 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
         return Err(CudaError::Stream(super::StreamError::NotAStream { value, why }));
     }
     #[cfg(target_os = "linux")]
-    if !mapped(value, STREAM_PROBE) {
+    if !CHECKED.with(|c| c.contains(value)) && !mapped(value, STREAM_PROBE) {
         return Err(CudaError::Stream(super::StreamError::NotAStream {
             value,
             why: "no memory is mapped there",
@@ -135,9 +138,11 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
     let handle = value as sys::CUstream;
     let mut owner: sys::CUcontext = core::ptr::null_mut();
     // SAFETY: the driver reads the stream object behind `handle`, a plausible user-space address
-    // (checked above; the consumer promises it is a stream) and writes one `CUcontext` through a
-    // valid pointer.
+    // (checked above, or on this thread before, when the driver found a stream there; the
+    // consumer promises it is a live stream) and writes one `CUcontext` through a valid pointer.
     unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
+    #[cfg(target_os = "linux")]
+    CHECKED.with(|c| c.insert(value));
     if owner != context.cu_ctx() {
         return Err(CudaError::Stream(super::StreamError::NotAStream {
             value,
@@ -145,6 +150,42 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
         }));
     }
     Ok(handle)
+}
+
+#[cfg(target_os = "linux")]
+std::thread_local! {
+    /// Handles this thread found mapped and the driver then named a stream of: a producer
+    /// passes the same few streams call after call, and asking the kernel about its memory
+    /// (a system call) costs more than the rest of a launch's checks. A handle found here
+    /// skips only that question; `cuStreamGetCtx` still names its context.
+    static CHECKED: Recent = const { Recent::new() };
+}
+
+/// The last [`Recent::LEN`] distinct values inserted, most recent first (0 is no value:
+/// stream handles are above the first page).
+#[cfg(target_os = "linux")]
+struct Recent(core::cell::Cell<[usize; Recent::LEN]>);
+
+#[cfg(target_os = "linux")]
+impl Recent {
+    const LEN: usize = 8;
+
+    const fn new() -> Self {
+        Self(core::cell::Cell::new([0; Self::LEN]))
+    }
+
+    fn contains(&self, value: usize) -> bool {
+        value != 0 && self.0.get().contains(&value)
+    }
+
+    /// Puts `value` first, dropping the oldest value (or `value`'s earlier place).
+    fn insert(&self, value: usize) {
+        let mut values = self.0.get();
+        let at = values.iter().position(|&v| v == value).unwrap_or(Self::LEN - 1);
+        values[..=at].rotate_right(1);
+        values[0] = value;
+        self.0.set(values);
+    }
 }
 
 /// Bytes at a stream handle that must be mapped: the start of the driver's stream object.
@@ -218,5 +259,25 @@ mod tests {
             assert!(!mapped(unmapped, 64), "{unmapped:#x}");
             assert!(!mapped_in_proc_maps(unmapped, 64), "{unmapped:#x}");
         }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn recent_handles_keep_the_last_eight_distinct_most_recent_first() {
+        let recent = Recent::new();
+        assert!(!recent.contains(0), "0 is no value");
+        for v in 1..=8usize {
+            recent.insert(v * 0x1000);
+        }
+        assert!((1..=8).all(|v| recent.contains(v * 0x1000)));
+        // Inserting a value already there moves it first and drops nothing.
+        recent.insert(0x1000);
+        assert_eq!(recent.0.get()[0], 0x1000);
+        assert!((1..=8).all(|v| recent.contains(v * 0x1000)));
+        // A new value drops the oldest, now 0x2000.
+        recent.insert(0x9000);
+        assert!(!recent.contains(0x2000));
+        assert!(recent.contains(0x9000) && recent.contains(0x1000) && recent.contains(0x3000));
+        assert!(!recent.contains(0));
     }
 }
