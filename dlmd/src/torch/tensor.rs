@@ -259,13 +259,19 @@ impl Handle {
         let value = if stream.is_null() { 1 } else { stream as usize };
         // SAFETY: torch's current stream on the tensor's device, which torch's own kernels of
         // this call would use: torch's work on the tensor so far is ordered before work queued
-        // there (torch's stream semantics; work its user queued on other streams without
-        // ordering races as much with torch's own operations), and so is its later work. The
-        // memory stays allocated while launches over it may run: the import holds the managed
-        // tensor, whose own tensor keeps the storage (`managed`), until they are done.
+        // there, and its later work after it (torch's stream semantics; work its user queued on
+        // other streams without ordering races as much with torch's own operations).
         let stream = unsafe { crate::exchange::WorkStream::from_raw(value) };
-        // SAFETY: as above.
-        Ok(unsafe { crate::cuda::Imported::new(managed, stream) })
+        // SAFETY: as above, and the memory stays allocated while the call's launches run, as
+        // it does for torch's own kernels: during the call the import holds the managed tensor,
+        // whose own tensor keeps the storage (`managed`) whatever becomes of the argument
+        // (`set_`, `resize_`); once the storage is freed, torch's allocator hands its block
+        // again only to work queued on the stream it was allocated on, after what is queued
+        // there (its caching allocator, or `cudaFreeAsync` in stream order), or frees it with
+        // `cudaFree`, which waits for the device. A tensor used on a stream other than its own
+        // must be marked with `record_stream` for torch's own kernels as much as for these
+        // (torch's rule), so its block waits for this stream too.
+        Ok(unsafe { crate::cuda::Imported::lent(managed, stream) })
     }
 }
 
@@ -356,6 +362,12 @@ macro_rules! common {
             /// The tensor on torch's current CUDA stream of its device, for `#[dlmd::kernel]`
             /// launches (through `Deref`): queued there, after torch's work on it so far and
             /// before torch's later work, without a host wait. Every import check applies.
+            ///
+            /// The memory is lent ([`Imported::lent`](crate::cuda::Imported::lent)), as torch
+            /// lends it to its own kernels: a launch keeps nothing past the call and records no
+            /// event, and torch's allocator keeps a freed block for the work queued on its
+            /// stream. A tensor used on a stream other than the one it was made on needs
+            /// `record_stream`, as it does for torch's own operations.
             #[cfg(feature = "cuda")]
             #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
             pub fn cuda(&self) -> Result<CudaTensor<'_>, OpError> {
