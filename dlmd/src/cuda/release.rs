@@ -4,9 +4,10 @@
 //!
 //! A launch outside a [`scope`](super::scope) returns as soon as the kernel is queued. What the
 //! kernel reaches must outlive it, so the launch hands it here ([`hold_until_done`]) with an
-//! event recorded after the kernel on its stream, and goes on. Each launch first ends the holds
-//! already done ([`release_completed`]: `cuEventQuery`, which never blocks, once a stream), on
-//! its own thread: in a run of launches their deleters run where the producer's locks (a Python
+//! event recorded after the kernel on its stream, and goes on. Once a few holds are pending
+//! (four, or 64 MiB of imported memory), each launch first ends those already done
+//! (`cuEventQuery`, which never blocks; one query of a stream's newest hold ends, if it is done,
+//! all that stream's holds before it), on its own thread: in a run of launches their deleters run where the producer's locks (a Python
 //! producer's GIL) are already held, and no other thread competes for them or for the driver.
 //! Once launches pause for a millisecond, a *releasing thread*, started on the first hold, takes
 //! over: every millisecond it asks the pending events (`cuEventQuery` again: it never waits on
@@ -42,6 +43,9 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+mod front;
+use front::release_done_front;
+
 /// What one launch keeps alive until its kernel is done.
 #[derive(Default)]
 pub(crate) struct Held {
@@ -68,6 +72,8 @@ struct Pending {
     event: Arc<HoldEvent>,
     stream: (usize, usize),
     held: Held,
+    /// The bytes of the imported memory it keeps.
+    bytes: usize,
 }
 
 /// The releasing thread's state.
@@ -91,6 +97,8 @@ enum Releaser {
 /// Holds not yet known done, oldest first, and what the releasing thread needs.
 struct Queue {
     pending: VecDeque<Pending>,
+    /// The bytes the pending holds keep, summed.
+    pending_bytes: usize,
     /// Events free for reuse.
     free: Vec<HoldEvent>,
     /// How many holds were recorded: the last `seq`.
@@ -109,6 +117,7 @@ struct Queue {
 
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     pending: VecDeque::new(),
+    pending_bytes: 0,
     free: Vec::new(),
     recorded: 0,
     asked: 0,
@@ -176,15 +185,18 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
     // Filed before the hold is queued, so that its release, which forgets the entries, follows.
     super::order::file_queued(stream, footprints, &event);
     let key = (stream.cu_stream() as usize, ctx.ordinal());
+    let bytes = footprints.iter().fold(0usize, |sum, f| sum.saturating_add(f.bytes));
     let start = {
         let mut queue = queue();
         queue.recorded += 1;
         let seq = queue.recorded;
+        queue.pending_bytes = queue.pending_bytes.saturating_add(bytes);
         queue.pending.push_back(Pending {
             seq,
             event,
             stream: key,
             held,
+            bytes,
         });
         wake(&mut queue)
     };
@@ -445,6 +457,7 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
             }
         }
         queue.pending = kept;
+        queue.pending_bytes = queue.pending.iter().fold(0usize, |sum, p| sum.saturating_add(p.bytes));
         let seqs: Vec<u64> = taken.iter().map(|p| p.seq).collect();
         queue.releasing.extend(seqs);
         (taken, queue.pending.len())
@@ -460,61 +473,32 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
 
 /// Drops the holds `taken` out of the queue, with no lock held, and keeps their events for
 /// reuse.
-fn release(taken: impl IntoIterator<Item = Pending>) {
-    for Pending { seq, event, held, .. } in taken {
-        super::order::forget_queued(core::slice::from_ref(&event));
-        // Deleters run here, with no lock of this crate held.
-        drop(held);
-        let left = {
-            let mut queue = queue();
-            queue.releasing.retain(|&s| s != seq);
-            let left = match Arc::try_unwrap(event) {
-                Ok(event) if queue.free.len() < FREE_EVENTS => {
-                    queue.free.push(event);
-                    None
-                }
-                Ok(event) => Some(Ok(event)),
+fn release(taken: Vec<Pending>) {
+    if taken.is_empty() {
+        return;
+    }
+    let (seqs, events): (Vec<u64>, Vec<Arc<HoldEvent>>) = taken.iter().map(|p| (p.seq, p.event.clone())).unzip();
+    super::order::forget_queued(&events);
+    // Deleters run here, with no lock of this crate held.
+    let held: Vec<Held> = taken.into_iter().map(|p| p.held).collect();
+    drop(held);
+    let left: Vec<Result<HoldEvent, Arc<HoldEvent>>> = {
+        let mut queue = queue();
+        queue.releasing.retain(|s| !seqs.contains(s));
+        let mut left = Vec::new();
+        for event in events {
+            match Arc::try_unwrap(event) {
+                Ok(event) if queue.free.len() < FREE_EVENTS => queue.free.push(event),
+                Ok(event) => left.push(Ok(event)),
                 // A waiter still holds it: the last of them destroys it.
-                Err(event) => Some(Err(event)),
-            };
-            released(&queue);
-            left
-        };
-        // Destroyed (a driver call) outside the lock.
-        drop(left);
-    }
-}
-
-/// Releases, on this thread, the holds at the front of the queue whose kernels are done: what a
-/// launch does first (module docs). Where the front's kernel still runs, that is one lock and
-/// one query, and nothing is allocated.
-fn release_done_front() -> Result<(), CudaError> {
-    loop {
-        let (seq, event) = match queue().pending.front() {
-            Some(p) => (p.seq, p.event.clone()),
-            None => return Ok(()),
-        };
-        let done = event.is_complete();
-        // Not the last reference while the hold is queued; if another thread released it
-        // meanwhile, this drop destroys the event, outside the lock.
-        drop(event);
-        match done {
-            Ok(false) => return Ok(()),
-            Ok(true) => {}
-            // A failed kernel, or a driver shutting down: the full pass decides and reports.
-            Err(_) => return collect(None).map(drop),
-        }
-        let taken = {
-            let mut queue = queue();
-            if queue.pending.front().is_none_or(|p| p.seq != seq) {
-                // Another thread took it meanwhile.
-                continue;
+                Err(event) => left.push(Err(event)),
             }
-            queue.releasing.push(seq);
-            queue.pending.pop_front()
-        };
-        release(taken);
-    }
+        }
+        released(&queue);
+        left
+    };
+    // Destroyed (a driver call) outside the lock.
+    drop(left);
 }
 
 #[cfg(test)]
