@@ -68,7 +68,11 @@ const PER_THREAD: usize = 2;
 ///   go of it, without a host wait on the launching thread (see
 ///   [`wait_released`](super::wait_released)). A launch captured into a CUDA graph keeps them as
 ///   long as the graph and its instances live. A [lent](Self::lent) import is kept by its
-///   owner instead, for all work on its stream (XLA's buffers, for the work of a call).
+///   owner instead, for all work on its stream (XLA's buffers, for the work of a call; a
+///   torch operator's arguments, as torch keeps them for its own kernels), also in a graph
+///   capture, whose replays reach it as long as its owner keeps it (as XLA's command buffers
+///   and torch's graphs keep their static inputs); a launch over it is not filed for later
+///   launches on other streams to wait for.
 ///
 /// Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
 /// go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they

@@ -19,6 +19,13 @@
 //!   current stream of its device, for `#[dlmd::kernel]` launches queued there without a host
 //!   wait, captured with the rest when torch captures a CUDA graph.
 //!
+//! A tensor's memory is kept for the call, and for a launch's kernel, by a new tensor of its
+//! storage, whatever becomes of the argument (`set_` to another storage, freed); a storage
+//! resized in place frees its old memory under all its tensors, as it does under torch's own
+//! DLPack exports: an operator that calls back into Python must not let that code resize its
+//! arguments' storage (`resize_` growing them, `untyped_storage().resize_`) while it holds
+//! their views or imports.
+//!
 //! The version counter of each written tensor moves before the kernel runs, as torch's own
 //! in-place operations move it (this one function, `torch::autograd::impl::bump_version`, is
 //! torch's C++ API rather than its stable ABI).

@@ -195,8 +195,10 @@ impl Handle {
     }
 
     /// A managed tensor over the same memory, holding until its deleter runs (from any thread)
-    /// a new tensor over the tensor's storage: the memory stays allocated whatever becomes of
-    /// the tensor meanwhile (`set_`, `resize_`, freed), as torch's own DLPack export keeps it.
+    /// a new tensor over the tensor's storage: the memory stays allocated if the tensor is
+    /// pointed at another storage (`set_`) or freed meanwhile, as torch's own DLPack export
+    /// keeps it. (A storage resized in place, `resize_` growing it, frees its old memory under
+    /// every tensor of it, this one and torch's export alike: see the module docs.)
     /// `dtype` in place of torch's where given (bytes of bools).
     fn managed(&self, read_only: bool, dtype: Option<DLDataType>) -> Result<ManagedTensor, OpError> {
         let reference = self.alias()?;
@@ -239,7 +241,8 @@ impl Handle {
 
     /// The same tensor on torch's current CUDA stream of its device.
     #[cfg(feature = "cuda")]
-    fn cuda(&self, read_only: bool) -> Result<crate::cuda::Imported, OpError> {
+    /// An argument of the call is lent (`lend`); other tensors are imported as any producer's.
+    fn cuda(&self, read_only: bool, lend: bool) -> Result<crate::cuda::Imported, OpError> {
         let DLDevice {
             device_type: crate::dlpack::DLDeviceType::CUDA,
             device_id,
@@ -262,15 +265,23 @@ impl Handle {
         // there, and its later work after it (torch's stream semantics; work its user queued on
         // other streams without ordering races as much with torch's own operations).
         let stream = unsafe { crate::exchange::WorkStream::from_raw(value) };
+        if !lend {
+            // SAFETY: as above; the memory stays allocated while launches over it may run: the
+            // import holds the managed tensor, whose own tensor keeps the storage (`managed`),
+            // and each launch holds the import until its kernel is done.
+            return Ok(unsafe { crate::cuda::Imported::new(managed, stream) });
+        }
         // SAFETY: as above, and the memory stays allocated while the call's launches run, as
-        // it does for torch's own kernels: during the call the import holds the managed tensor,
-        // whose own tensor keeps the storage (`managed`) whatever becomes of the argument
-        // (`set_`, `resize_`); once the storage is freed, torch's allocator hands its block
-        // again only to work queued on the stream it was allocated on, after what is queued
-        // there (its caching allocator, or `cudaFreeAsync` in stream order), or frees it with
-        // `cudaFree`, which waits for the device. A tensor used on a stream other than its own
-        // must be marked with `record_stream` for torch's own kernels as much as for these
-        // (torch's rule), so its block waits for this stream too.
+        // it does for torch's own kernels of the call: during the call the import holds the
+        // managed tensor, whose own tensor keeps the storage (`managed`) if the argument is
+        // pointed at another (`set_`); once the storage is freed (after the call: the argument
+        // is not kept past it), torch's caching allocator hands its block again only to work
+        // queued on the stream it was allocated on, after what is queued there (or
+        // `cudaFreeAsync` frees it in that stream's order, or `cudaFree`, which waits for the
+        // device). An argument used on a stream other than its own must be marked with
+        // `record_stream` for torch's own kernels as much as for these (torch's rule), so its
+        // block waits for this stream too; memory torch did not allocate is freed in its
+        // producer's order, which torch's own kernels rely on as much.
         Ok(unsafe { crate::cuda::Imported::lent(managed, stream) })
     }
 }
@@ -307,6 +318,8 @@ pub struct Tensor<'a> {
     pub(crate) handle: Handle,
     /// The parameter's name, for errors (empty for a new tensor).
     pub(crate) name: &'static str,
+    /// Whether it is an argument of the call, not a tensor [`Torch::empty`] made.
+    argument: bool,
     managed: Option<ManagedTensor>,
     /// The call's: not kept past it, and not sent to another thread.
     _call: PhantomData<(&'a (), *const ())>,
@@ -320,6 +333,8 @@ pub struct TensorMut<'a> {
     pub(crate) handle: Handle,
     /// The parameter's name, for errors (empty for a new tensor).
     pub(crate) name: &'static str,
+    /// As [`Tensor`]'s.
+    argument: bool,
     managed: Option<ManagedTensor>,
     /// As [`Tensor`]'s.
     _call: PhantomData<(&'a (), *const ())>,
@@ -328,10 +343,12 @@ pub struct TensorMut<'a> {
 macro_rules! common {
     ($ty:ident, $read_only:expr) => {
         impl $ty<'_> {
+            /// Argument `name` of the call.
             pub(crate) fn new(handle: Handle, name: &'static str) -> Self {
                 Self {
                     handle,
                     name,
+                    argument: true,
                     managed: None,
                     _call: PhantomData,
                 }
@@ -363,16 +380,21 @@ macro_rules! common {
             /// launches (through `Deref`): queued there, after torch's work on it so far and
             /// before torch's later work, without a host wait. Every import check applies.
             ///
-            /// The memory is lent ([`Imported::lent`](crate::cuda::Imported::lent)), as torch
-            /// lends it to its own kernels: a launch keeps nothing past the call and records no
-            /// event, and torch's allocator keeps a freed block for the work queued on its
-            /// stream. A tensor used on a stream other than the one it was made on needs
-            /// `record_stream`, as it does for torch's own operations.
+            /// An argument's memory is lent ([`Imported::lent`](crate::cuda::Imported::lent)),
+            /// as torch lends it to its own kernels: a launch keeps nothing past the call and
+            /// records no event, and torch's caching allocator keeps a freed block for the work
+            /// queued on its stream. A tensor used on a stream other than the one it was made on
+            /// needs `record_stream`, as it does for torch's own operations; memory torch did
+            /// not allocate (`torch.from_dlpack`) is freed in its producer's order, as for
+            /// torch's own kernels. A tensor [`Torch::empty`] made, which may be kept past the
+            /// call (in a `thread_local`) and used on another stream, is held by each launch
+            /// until its kernel is done and ordered against dlmd's other launches, as any
+            /// import is ([`Imported::new`](crate::cuda::Imported::new)).
             #[cfg(feature = "cuda")]
             #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
             pub fn cuda(&self) -> Result<CudaTensor<'_>, OpError> {
                 Ok(CudaTensor {
-                    imported: self.handle.cuda($read_only).map_err(|e| e.of(self.name))?,
+                    imported: self.handle.cuda($read_only, self.argument).map_err(|e| e.of(self.name))?,
                     _call: PhantomData,
                 })
             }
@@ -500,6 +522,7 @@ impl Torch {
         }
         // SAFETY: a new owned reference from torch.
         let mut tensor = TensorMut::new(unsafe { Handle::own(raw, self) }?, "");
+        tensor.argument = false;
         if kind == self.cpu {
             // torch's own `zero_`, which host views may then read.
             tensor.zero()?;

@@ -53,7 +53,8 @@ pub(crate) fn delta_grid([b, h, s, _]: [usize; 4]) -> Option<LaunchConfig> {
 /// is only read.
 ///
 /// Three kernels are queued, in order, on the stream every tensor's producer named, and the
-/// call returns at once; the launches hold the tensors until their kernels are done. Every
+/// call returns at once; the launches hold the tensors until their kernels are done (those not
+/// [lent](dlmd::cuda::Imported::lent), which their owner keeps for the stream's work). Every
 /// refusal is an [`AttentionError`]: of the shapes, the element types, strides and memory,
 /// before anything is queued; of a written tensor sharing memory with another (which each
 /// launch checks for its own arguments), at the launch that finds it, after the kernels before

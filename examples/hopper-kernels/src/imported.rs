@@ -42,9 +42,11 @@ pub(crate) fn arg<'i, P: ImportParam>(x: &'i Imported, which: &'static str) -> R
 ///
 /// The kernel is queued on the stream every tensor's producer named (one stream for all five:
 /// [`LaunchError::Stream`](dlmd::cuda::LaunchError::Stream) otherwise) and the call returns at
-/// once; the launch holds the tensors until the kernel is done. Inside a CUDA graph capture of
-/// that stream the launch is captured, with its tensor maps in its parameters. Every refusal
-/// is an [`AttentionError`] before anything is queued; no query is no work.
+/// once; the launch holds the tensors until the kernel is done (those not
+/// [lent](dlmd::cuda::Imported::lent), which their owner keeps for the stream's work). Inside
+/// a CUDA graph capture of that stream the launch is captured, with its tensor maps in its
+/// parameters. Every refusal is an [`AttentionError`] before anything is queued; no query is
+/// no work.
 pub fn attention_forward_imported(
     kernels: &Kernels,
     [q, k, v]: [&Imported; 3],
