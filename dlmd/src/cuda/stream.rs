@@ -104,7 +104,9 @@ fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
 /// dereferenced by the driver, which crashes the process on an unmapped address. (A handle the
 /// driver has named a stream of on this thread is not asked about again: the kernel's answer is
 /// a system call, which would cost more than the rest of a launch's checks. `cuStreamGetCtx`
-/// still names its context every time.) Memory that is
+/// still names its context every time; a handle whose stream was destroyed since, and whose
+/// memory the driver has unmapped, then reaches it, where the first check would have refused
+/// it. A destroyed stream's handle is outside the producer's contract either way.) Memory that is
 /// mapped but holds no stream is the one case left to the driver: a mapped, aligned address
 /// given as `stream=` still reaches `cuStreamGetCtx`, which reads it as a stream object. That
 /// is a limit of DLPack's integer streams, which no check on this side can lift: only the
