@@ -5,19 +5,22 @@
 //! A launch outside a [`scope`](super::scope) returns as soon as the kernel is queued. What the
 //! kernel reaches must outlive it, so the launch hands it here ([`hold_until_done`]) with an
 //! event recorded after the kernel on its stream, and goes on. Once a few holds are pending
-//! (four, or 64 MiB of imported memory), each launch first ends those already done
-//! (`cuEventQuery`, which never blocks; one query of a stream's newest hold ends, if it is done,
-//! all that stream's holds before it), on its own thread: in a run of launches their deleters run where the producer's locks (a Python
+//! (four, or imported spans adding up to 64 MiB), a launch first ends those at the front that
+//! are done (`cuEventQuery`, which never blocks; a stream's events complete in the order they
+//! were recorded, so one query of its newest hold stands for its earlier ones), on its own
+//! thread: in a run of launches their deleters run where the producer's locks (a Python
 //! producer's GIL) are already held, and no other thread competes for them or for the driver.
 //! Once launches pause for a millisecond, a *releasing thread*, started on the first hold, takes
 //! over: every millisecond it asks the pending events (`cuEventQuery` again: it never waits on
 //! the device, and sleeps between looks) and drops every hold whose event is complete (an
 //! imported tensor's deleter runs, a module may unload), until none is left, then sleeps until
-//! a launch wakes it. So a hold ends within a millisecond of its kernel's end, or of the last
-//! launch if that is later, with no further call. Holds of one stream end in launch order
-//! as their kernels finish; a hold of another stream ends at the latest when the holds queued
-//! before it have ended too. [`wait_released`] waits until every hold recorded so far has
-//! ended.
+//! a launch wakes it. So a hold ends a few launches after its kernel's end, or within a
+//! millisecond of the last launch, with no further call; a hold behind a kernel that still
+//! runs at the front waits for it, or for the releasing thread. [`wait_released`] waits until
+//! every hold recorded so far has ended.
+//!
+//! A hold is never let go before its kernel is done: where no event can be recorded,
+//! the launch waits for its stream, and where that fails too, the hold is kept for good.
 //!
 //! The releasing thread holds none of this module's locks while it waits or while a deleter
 //! runs, so a deleter may take its producer's own locks (a Python producer's deleter takes the
@@ -70,7 +73,10 @@ struct Pending {
     /// The hold's place among all holds recorded, from 1.
     seq: u64,
     event: Arc<HoldEvent>,
-    stream: (usize, usize),
+    /// The driver's id of its stream (`cuStreamGetId`, unique for the life of the process,
+    /// the calling thread's or context's own stream for the default handles), where the driver
+    /// gave one: holds of one id end in `seq` order.
+    stream: Option<u64>,
     held: Held,
     /// The bytes of the imported memory it keeps.
     bytes: usize,
@@ -154,11 +160,15 @@ fn queue() -> MutexGuard<'static, Queue> {
 /// Keeps `held` until the work queued on `stream` so far is done, behind an event recorded on
 /// `stream` now (not a capturing stream: see `capture`), and files the imported `footprints`
 /// of the launch under that event in the stream-order registry (`order`).
+///
+/// The kernel is queued already: `held` is never dropped before it is done. Where no event
+/// can say when that is, the stream is waited for; where that wait fails too, `held` is kept
+/// for good (leaked). An error met on the way (releasing other holds, making the event) is
+/// returned once the hold is safe.
 pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: &[Footprint]) -> Result<(), CudaError> {
     let ctx = stream.context();
-    // What is done is released here first, on the launching thread (module docs), so that its
-    // event can serve this launch.
-    release_done_front()?;
+    // What is done is released here first, on the launching thread (module docs).
+    let released = release_done_front();
     let (stopped, reused) = {
         let mut queue = queue();
         let at = queue.free.iter().position(|e| Arc::ptr_eq(e.context(), ctx));
@@ -167,26 +177,29 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
             at.map(|i| queue.free.swap_remove(i)),
         )
     };
-    if stopped {
-        // Nothing releases in the background: this launch releases all that is done.
-        release_completed()?;
-    }
+    // Nothing releases in the background: this launch releases all that is done.
+    let released = released.and(if stopped { release_completed().map(drop) } else { Ok(()) });
     let event = match reused {
-        Some(event) => event,
-        None => HoldEvent::new(ctx)?,
+        Some(event) => Ok(event),
+        None => HoldEvent::new(ctx),
     };
-    if let Err(e) = event.record(stream) {
-        // Without an event nothing would say when the kernel is done: wait for it instead.
-        stream.synchronize()?;
-        drop(held);
-        return Err(e.into());
-    }
-    let event = Arc::new(event);
-    // Filed before the hold is queued, so that its release, which forgets the entries, follows.
-    super::order::file_queued(stream, footprints, &event);
-    let key = (stream.cu_stream() as usize, ctx.ordinal());
+    let id = stream_id(stream);
     let bytes = footprints.iter().fold(0usize, |sum, f| sum.saturating_add(f.bytes));
     let start = {
+        // Recorded, filed and queued under one lock, so that holds (and the registry's
+        // entries) of one stream are numbered in the order their events were recorded there:
+        // what `front` and `order` infer from. No other lock is taken before this one.
+        let _recording = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+        let event = match event {
+            Ok(event) => match event.record(stream) {
+                Ok(()) => Arc::new(event),
+                Err(e) => return wait_instead(stream, held, e.into()),
+            },
+            Err(e) => return wait_instead(stream, held, e),
+        };
+        // Filed before the hold is queued, so that its release, which forgets the entries,
+        // follows.
+        super::order::file_queued(stream, footprints, &event);
         let mut queue = queue();
         queue.recorded += 1;
         let seq = queue.recorded;
@@ -194,7 +207,7 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
         queue.pending.push_back(Pending {
             seq,
             event,
-            stream: key,
+            stream: id,
             held,
             bytes,
         });
@@ -203,7 +216,40 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
     if start {
         spawn();
     }
-    Ok(())
+    released
+}
+
+/// Orders [`hold_until_done`]'s recording, filing and queueing of holds.
+static RECORDING: Mutex<()> = Mutex::new(());
+
+/// The driver's id of `stream`, or `None` where it gives none.
+fn stream_id(stream: &CudaStream) -> Option<u64> {
+    type GetId = unsafe extern "C" fn(sys::CUstream, *mut core::ffi::c_ulonglong) -> sys::CUresult;
+    // Looked up once, from the driver cudarc uses (before CUDA 12.0 it has none).
+    static ENTRY: std::sync::OnceLock<Option<GetId>> = std::sync::OnceLock::new();
+    // SAFETY: `GetId` is `cuStreamGetId`'s C signature.
+    let get = (*ENTRY.get_or_init(|| unsafe { super::library::symbol(&["cuda", "nvcuda"], b"cuStreamGetId\0") }))?;
+    let mut id: core::ffi::c_ulonglong = 0;
+    // SAFETY: the driver's function, a live stream of the context bound to this thread (the
+    // launch bound it), and a place for the id.
+    let status = unsafe { get(stream.cu_stream(), &mut id) };
+    (status == sys::CUresult::CUDA_SUCCESS).then_some(id)
+}
+
+/// Without an event, waits for `stream` before `held` is dropped (its kernel is queued there);
+/// keeps `held` for good where the wait fails. Returns `error`, or the wait's.
+fn wait_instead(stream: &CudaStream, held: Held, error: CudaError) -> Result<(), CudaError> {
+    match stream.synchronize() {
+        Ok(()) => {
+            drop(held);
+            Err(error)
+        }
+        Err(e) => {
+            // Whether the kernel still reaches the memory is unknown: it is never let go.
+            core::mem::forget(held);
+            Err(e.into())
+        }
+    }
 }
 
 /// Wakes the releasing thread for new work; whether it must be started.
@@ -398,7 +444,7 @@ fn released(queue: &Queue) {
 }
 
 /// A pending hold as seen outside the lock: its number, its event and its stream.
-type Watched = (u64, Arc<HoldEvent>, (usize, usize));
+type Watched = (u64, Arc<HoldEvent>, Option<u64>);
 
 /// Releases the holds whose events are complete (and the one numbered `forced`, whose wait
 /// failed), and the holds of graphs that are gone; returns how many holds are still pending.
@@ -417,11 +463,11 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
     drop(retired);
     // Events of one stream complete in the order they were recorded: past the first that has
     // not, none of that stream's later ones is asked, so a deep queue costs one query a stream.
-    let mut busy: Vec<(usize, usize)> = Vec::new();
+    let mut busy: Vec<u64> = Vec::new();
     let mut done: Vec<u64> = Vec::new();
     let mut failed = None;
     for (seq, event, stream) in &snapshot {
-        if busy.contains(stream) {
+        if stream.is_some_and(|id| busy.contains(&id)) {
             continue;
         }
         if forced == Some(*seq) {
@@ -430,11 +476,11 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
         }
         match event.is_complete() {
             Ok(true) => done.push(*seq),
-            Ok(false) => busy.push(*stream),
+            Ok(false) => busy.extend(*stream),
             // The driver is shut down: the process is exiting, and nothing is released.
             Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => {
                 failed.get_or_insert(e);
-                busy.push(*stream);
+                busy.extend(*stream);
             }
             // A failed query is a failed kernel, which poisons its context: nothing queued
             // there runs any more, so its hold ends too.
