@@ -94,22 +94,11 @@ impl HoldEvent {
     /// Asks until the recorded work is done or has failed. A refusal that concerns a graph
     /// capture says neither, and is asked again.
     fn spin(&self) -> Result<(), DriverError> {
-        use sys::CUresult::*;
         loop {
             match self.is_complete() {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
-                Err(DriverError(
-                    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-                    | CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                    | CUDA_ERROR_STREAM_CAPTURE_MERGE
-                    | CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
-                    | CUDA_ERROR_STREAM_CAPTURE_UNJOINED
-                    | CUDA_ERROR_STREAM_CAPTURE_ISOLATION
-                    | CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
-                    | CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
-                    | CUDA_ERROR_CAPTURED_EVENT,
-                )) => {}
+                Err(DriverError(code)) if names_a_capture(code) => {}
                 Err(e) => return Err(e),
             }
             std::thread::yield_now();
@@ -156,4 +145,21 @@ pub(crate) fn relaxed<T>(f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, 
     // SAFETY: as above, putting the previous mode back.
     unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
     result
+}
+
+/// Whether the driver's `code` is about a stream capture, not a kernel's failure.
+pub(crate) fn names_a_capture(code: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+            | CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+            | CUDA_ERROR_STREAM_CAPTURE_MERGE
+            | CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+            | CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+            | CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+            | CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+            | CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+            | CUDA_ERROR_CAPTURED_EVENT
+    )
 }

@@ -238,6 +238,18 @@ struct Queued {
 /// graphs that live.
 static QUEUED: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
 
+/// Held while an event is recorded on a stream and entries are filed under it (and, for a
+/// launch's hold, the hold is queued: `release`), so that a stream's entries and holds are in
+/// the order their events were recorded there, which [`order_after_queued`] and the release of
+/// holds infer from. Taken with no other lock of this crate held; nothing that waits on the
+/// device or runs a deleter happens under it.
+static RECORDING: Mutex<()> = Mutex::new(());
+
+/// Takes [`RECORDING`].
+pub(crate) fn recording() -> std::sync::MutexGuard<'static, ()> {
+    RECORDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Files the `footprints` of work queued on `stream` (a launch's imported arguments, a copy's or
 /// a collective's views) as work in flight until `event`, recorded after it.
 pub(crate) fn file_queued(stream: &CudaStream, footprints: &[Footprint], event: &Arc<HoldEvent>) {

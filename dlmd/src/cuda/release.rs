@@ -27,8 +27,9 @@
 //! GIL) and call back into this crate; a thread that holds such a lock while it waits on the
 //! device never waits for the releasing thread, as the device finishes without it. The thread
 //! runs in relaxed stream-capture mode, so that its driver calls never break a capture another
-//! thread has begun. A failed kernel poisons its context: its events then fail, and the holds
-//! end, since nothing queued there runs any more. When the process exits, what is still held
+//! thread has begun, and a launching thread asks its queries in that mode too; an answer about
+//! a capture is "not yet", never a failure. A failed kernel poisons its context: its events
+//! then fail, and the holds end, since nothing queued there runs any more. When the process exits, what is still held
 //! stays held: once the driver is shut down (`CUDA_ERROR_DEINITIALIZED`) the thread ends without
 //! running a deleter. An extension of an interpreter that shuts down before the process exits
 //! (Python) waits for its holds first ([`wait_released`] from an exit handler, with the
@@ -46,7 +47,10 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+mod asked;
 mod front;
+use super::event::names_a_capture;
+use asked::{is_done, stream_id};
 use front::release_done_front;
 
 /// What one launch keeps alive until its kernel is done.
@@ -67,8 +71,7 @@ impl Held {
     }
 }
 
-/// A hold and the event that ends it, recorded on the stream whose driver handle and device
-/// are `stream`.
+/// A hold and the event that ends it, recorded on the stream whose id is `stream`.
 struct Pending {
     /// The hold's place among all holds recorded, from 1.
     seq: u64,
@@ -183,63 +186,60 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
         Some(event) => Ok(event),
         None => HoldEvent::new(ctx),
     };
-    let id = stream_id(stream);
     let bytes = footprints.iter().fold(0usize, |sum, f| sum.saturating_add(f.bytes));
-    let start = {
-        // Recorded, filed and queued under one lock, so that holds (and the registry's
-        // entries) of one stream are numbered in the order their events were recorded there:
-        // what `front` and `order` infer from. No other lock is taken before this one.
-        let _recording = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
-        let event = match event {
-            Ok(event) => match event.record(stream) {
-                Ok(()) => Arc::new(event),
-                Err(e) => return wait_instead(stream, held, e.into()),
-            },
-            Err(e) => return wait_instead(stream, held, e),
-        };
-        // Filed before the hold is queued, so that its release, which forgets the entries,
-        // follows.
-        super::order::file_queued(stream, footprints, &event);
-        let mut queue = queue();
-        queue.recorded += 1;
-        let seq = queue.recorded;
-        queue.pending_bytes = queue.pending_bytes.saturating_add(bytes);
-        queue.pending.push_back(Pending {
-            seq,
-            event,
-            stream: id,
-            held,
-            bytes,
-        });
-        wake(&mut queue)
+    let mut held = Some(held);
+    let recorded = {
+        // Recorded, filed and queued in one step (`order::recording`), so that holds of one
+        // stream are numbered in the order their events were recorded there: what `front`
+        // infers from.
+        let _recording = super::order::recording();
+        // Bound here: a deleter run above may have bound another context, and the default
+        // handles name the bound context's streams.
+        let recorded = ctx
+            .bind_to_thread()
+            .map_err(CudaError::from)
+            .and(event)
+            .and_then(|event| match event.record(stream) {
+                Ok(()) => Ok(Arc::new(event)),
+                Err(e) => Err(e.into()),
+            });
+        recorded.map(|event| {
+            let id = stream_id(stream);
+            // Filed before the hold is queued, so that its release, which forgets the
+            // entries, follows.
+            super::order::file_queued(stream, footprints, &event);
+            let mut queue = queue();
+            queue.recorded += 1;
+            let seq = queue.recorded;
+            queue.pending_bytes = queue.pending_bytes.saturating_add(bytes);
+            queue.pending.push_back(Pending {
+                seq,
+                event,
+                stream: id,
+                held: held.take().unwrap_or_default(),
+                bytes,
+            });
+            wake(&mut queue)
+        })
     };
-    if start {
-        spawn();
+    match recorded {
+        Ok(start) => {
+            if start {
+                spawn();
+            }
+            released
+        }
+        // Without an event nothing would say when the kernel is done: waited for instead,
+        // with no lock held (a deleter may take its producer's locks).
+        Err(e) => released.and(wait_instead(stream, held.take().unwrap_or_default(), e)),
     }
-    released
-}
-
-/// Orders [`hold_until_done`]'s recording, filing and queueing of holds.
-static RECORDING: Mutex<()> = Mutex::new(());
-
-/// The driver's id of `stream`, or `None` where it gives none.
-fn stream_id(stream: &CudaStream) -> Option<u64> {
-    type GetId = unsafe extern "C" fn(sys::CUstream, *mut core::ffi::c_ulonglong) -> sys::CUresult;
-    // Looked up once, from the driver cudarc uses (before CUDA 12.0 it has none).
-    static ENTRY: std::sync::OnceLock<Option<GetId>> = std::sync::OnceLock::new();
-    // SAFETY: `GetId` is `cuStreamGetId`'s C signature.
-    let get = (*ENTRY.get_or_init(|| unsafe { super::library::symbol(&["cuda", "nvcuda"], b"cuStreamGetId\0") }))?;
-    let mut id: core::ffi::c_ulonglong = 0;
-    // SAFETY: the driver's function, a live stream of the context bound to this thread (the
-    // launch bound it), and a place for the id.
-    let status = unsafe { get(stream.cu_stream(), &mut id) };
-    (status == sys::CUresult::CUDA_SUCCESS).then_some(id)
 }
 
 /// Without an event, waits for `stream` before `held` is dropped (its kernel is queued there);
 /// keeps `held` for good where the wait fails. Returns `error`, or the wait's.
 fn wait_instead(stream: &CudaStream, held: Held, error: CudaError) -> Result<(), CudaError> {
-    match stream.synchronize() {
+    // Outside any capture mode's refusal (another thread's capture).
+    match super::event::relaxed(|| Ok(stream.synchronize()?)) {
         Ok(()) => {
             drop(held);
             Err(error)
@@ -247,7 +247,7 @@ fn wait_instead(stream: &CudaStream, held: Held, error: CudaError) -> Result<(),
         Err(e) => {
             // Whether the kernel still reaches the memory is unknown: it is never let go.
             core::mem::forget(held);
-            Err(e.into())
+            Err(e)
         }
     }
 }
@@ -401,14 +401,21 @@ pub fn wait_released() -> Result<(), CudaError> {
             // Nothing releases in the background: wait for the oldest here, and release.
             Some((seq, Some(event))) => {
                 drop(queue);
-                let waited = event.synchronize();
+                // In relaxed capture mode, as every query here (`is_done`).
+                let waited = super::event::relaxed(|| Ok(event.synchronize()));
                 drop(event);
                 match waited {
-                    Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => return Err(e.into()),
-                    Err(_) => {
+                    Ok(Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED))) => return Err(e.into()),
+                    // Not the kernel's failure: nothing is known of the hold.
+                    Err(e) => return Err(e),
+                    Ok(Err(DriverError(code))) if names_a_capture(code) => {
+                        return Err(DriverError(code).into());
+                    }
+                    // A failed kernel: the hold ends.
+                    Ok(Err(_)) => {
                         let _ = collect(Some(seq));
                     }
-                    Ok(()) => {
+                    Ok(Ok(())) => {
                         let _ = collect(None);
                     }
                 }
@@ -474,7 +481,7 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
             done.push(*seq);
             continue;
         }
-        match event.is_complete() {
+        match is_done(event) {
             Ok(true) => done.push(*seq),
             Ok(false) => busy.extend(*stream),
             // The driver is shut down: the process is exiting, and nothing is released.

@@ -139,15 +139,22 @@ pub(crate) fn group_ended() -> Result<(), CudaError> {
 /// Records `slot`'s event after the work just queued on its stream, and files `footprints`
 /// under it. Where the record fails, the stream is waited for here instead.
 fn record(slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
-    // Bound first: at a group's end, the thread's context may be another device's.
-    let recorded = (slot.stream.context().bind_to_thread()).and_then(|()| slot.event.record(&slot.stream));
+    let recorded = {
+        // Recorded and filed in one step (`order::recording`).
+        let _recording = super::order::recording();
+        // Bound first: at a group's end, the thread's context may be another device's.
+        let recorded = (slot.stream.context().bind_to_thread()).and_then(|()| slot.event.record(&slot.stream));
+        if recorded.is_ok() {
+            super::order::file_queued(&slot.stream, footprints, &slot.event);
+        }
+        recorded
+    };
     if let Err(e) = recorded {
         // Outside any capture mode's refusal; a failure here is a failed kernel, after which
         // the context runs nothing.
         let _ = relaxed(|| Ok(slot.stream.synchronize()?));
         return Err(e.into());
     }
-    super::order::file_queued(&slot.stream, footprints, &slot.event);
     Ok(())
 }
 

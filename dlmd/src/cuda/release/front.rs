@@ -1,7 +1,7 @@
 //! What a launch releases on its own thread before it records its hold: the holds already
 //! done, once a few are pending (module docs of `release`).
 
-use super::{CudaError, Pending, collect, queue, release};
+use super::{CudaError, Pending, collect, is_done, queue, release};
 use crate::cuda::event::HoldEvent;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -61,11 +61,11 @@ pub(super) fn release_done_front() -> Result<(), CudaError> {
 
 /// Whether `event` is complete; `Err` where the query failed.
 fn asked(event: Arc<HoldEvent>) -> Result<bool, ()> {
-    let done = event.is_complete().map_err(drop);
+    let answer = is_done(&event).map_err(drop);
     // Not the last reference while its hold is queued; if another thread released it
     // meanwhile, this drop destroys the event, outside the lock.
     drop(event);
-    done
+    answer
 }
 
 /// Releases the pending holds of the stream whose id is `id` numbered up to `seq`.
