@@ -29,11 +29,11 @@
 //! runs in relaxed stream-capture mode, so that its driver calls never break a capture another
 //! thread has begun, and a launching thread asks its queries in that mode too; an answer about
 //! a capture is "not yet", never a failure. A failed kernel poisons its context: its events
-//! then fail, and the holds end, since nothing queued there runs any more. When the process exits, what is still held
-//! stays held: once the driver is shut down (`CUDA_ERROR_DEINITIALIZED`) the thread ends without
-//! running a deleter. An extension of an interpreter that shuts down before the process exits
-//! (Python) waits for its holds first ([`wait_released`] from an exit handler, with the
-//! interpreter's lock released).
+//! then fail, and the holds end, since nothing queued there runs any more. When the process
+//! exits, what is still held stays held: once the driver is shut down
+//! (`CUDA_ERROR_DEINITIALIZED`) the thread ends without running a deleter. An extension of an
+//! interpreter that shuts down before the process exits (Python) waits for its holds first
+//! ([`wait_released`] from an exit handler, with the interpreter's lock released).
 //!
 //! A launch on a stream that is capturing a CUDA graph runs nothing then: its hold lives as long
 //! as the graph (see `capture`).
