@@ -357,6 +357,18 @@ pub enum LaunchError {
         /// The capturing stream's handle.
         stream: usize,
     },
+    /// Another thread began capturing a CUDA graph on the launch's stream while the launch was
+    /// queued: the kernel went into that graph, whose replays reach its arguments for as long
+    /// as it lives, so what the launch holds is kept for good.
+    #[error(
+        "`{kernel}` was captured into a CUDA graph that another thread began on stream {stream:#x} during the launch: its arguments are kept for the rest of the process; capture on a stream no other thread launches on"
+    )]
+    CaptureBegun {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The stream's handle.
+        stream: usize,
+    },
 }
 
 /// Why an imported tensor's memory is not where, or not as large as, its fields say (what

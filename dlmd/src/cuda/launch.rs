@@ -472,7 +472,7 @@ impl Launch<'_, '_, '_> {
         let holding = if held.is_empty() {
             Ok(())
         } else {
-            hold_until_done(&self.stream, held, &imported)
+            hold_until_done(&self.stream, held, &imported, name)
         };
         scoped.and(holding)
     }

@@ -49,9 +49,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 mod asked;
 mod front;
-use super::event::names_a_capture;
+mod wait;
 use asked::{is_done, stream_id};
 use front::release_done_front;
+pub use wait::wait_released;
 
 /// What one launch keeps alive until its kernel is done.
 #[derive(Default)]
@@ -154,6 +155,22 @@ const FREE_EVENTS: usize = 64;
 std::thread_local! {
     /// Whether this thread is the releasing thread.
     static IS_RELEASER: Cell<bool> = const { Cell::new(false) };
+    /// How deep this thread is in dropping holds (running their deleters): a deleter that
+    /// waited for the holds being released, its own among them, would wait for itself.
+    static DELETERS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f`, which drops holds, counted in [`DELETERS`] (also if a deleter panics).
+fn in_deleters(f: impl FnOnce()) {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            DELETERS.set(DELETERS.get().saturating_sub(1));
+        }
+    }
+    DELETERS.set(DELETERS.get().saturating_add(1));
+    let _depth = Depth;
+    f();
 }
 
 fn queue() -> MutexGuard<'static, Queue> {
@@ -165,13 +182,20 @@ fn queue() -> MutexGuard<'static, Queue> {
 /// of the launch under that event in the stream-order registry (`order`).
 ///
 /// The kernel is queued already: `held` is never dropped before it is done. Where no event
-/// can say when that is, the stream is waited for; where that wait fails too, `held` is kept
-/// for good (leaked). An error met on the way (releasing other holds, making the event) is
-/// returned once the hold is safe.
-pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: &[Footprint]) -> Result<(), CudaError> {
+/// can say when that is, the stream is waited for; where that wait fails too, or a capture
+/// another thread began took the kernel, `held` is kept for good (leaked), and the error
+/// returned. Other holds' failures found on the way are not this launch's.
+pub(crate) fn hold_until_done(
+    stream: &Arc<CudaStream>,
+    held: Held,
+    footprints: &[Footprint],
+    kernel: &'static str,
+) -> Result<(), CudaError> {
     let ctx = stream.context();
-    // What is done is released here first, on the launching thread (module docs).
-    let released = release_done_front();
+    // What is done is released here first, on the launching thread (module docs). A failure
+    // found there is another hold's (a failed kernel, whose context runs nothing more): this
+    // launch is queued, and is not reported failed for it.
+    let _ = release_done_front();
     let (stopped, reused) = {
         let mut queue = queue();
         let at = queue.free.iter().position(|e| Arc::ptr_eq(e.context(), ctx));
@@ -180,8 +204,10 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
             at.map(|i| queue.free.swap_remove(i)),
         )
     };
-    // Nothing releases in the background: this launch releases all that is done.
-    let released = released.and(if stopped { release_completed().map(drop) } else { Ok(()) });
+    if stopped {
+        // Nothing releases in the background: this launch releases all that is done.
+        let _ = release_completed();
+    }
     let event = match reused {
         Some(event) => Ok(event),
         None => HoldEvent::new(ctx),
@@ -203,6 +229,21 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
                 Ok(()) => Ok(Arc::new(event)),
                 Err(e) => Err(e.into()),
             });
+        // A capture another thread began on the stream since `capture_graph` looked took the
+        // kernel (and the record) into its graph, which may replay it at any time: what it
+        // holds is never let go.
+        if recorded.is_ok()
+            && !matches!(
+                stream.capture_status(),
+                Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+            )
+        {
+            core::mem::forget(held.take());
+            return Err(CudaError::Launch(super::LaunchError::CaptureBegun {
+                kernel,
+                stream: stream.cu_stream() as usize,
+            }));
+        }
         recorded.map(|event| {
             let id = stream_id(stream);
             // Filed before the hold is queued, so that its release, which forgets the
@@ -227,11 +268,11 @@ pub(crate) fn hold_until_done(stream: &Arc<CudaStream>, held: Held, footprints: 
             if start {
                 spawn();
             }
-            released
+            Ok(())
         }
         // Without an event nothing would say when the kernel is done: waited for instead,
         // with no lock held (a deleter may take its producer's locks).
-        Err(e) => released.and(wait_instead(stream, held.take().unwrap_or_default(), e)),
+        Err(e) => wait_instead(stream, held.take().unwrap_or_default(), e),
     }
 }
 
@@ -241,7 +282,7 @@ fn wait_instead(stream: &CudaStream, held: Held, error: CudaError) -> Result<(),
     // Outside any capture mode's refusal (another thread's capture).
     match super::event::relaxed(|| Ok(stream.synchronize()?)) {
         Ok(()) => {
-            drop(held);
+            in_deleters(|| drop(held));
             Err(error)
         }
         Err(e) => {
@@ -372,76 +413,6 @@ pub fn release_completed() -> Result<usize, CudaError> {
     collect(None)
 }
 
-/// Waits until every hold recorded so far has ended: the kernels of the launches made before
-/// the call are done and what they held is dropped (an imported tensor's deleter has returned).
-/// Holds of launches captured into CUDA graphs last as long as their graphs and are not waited
-/// for.
-///
-/// This is a host wait on the device. Deleters run on the releasing thread, and may take their
-/// producer's locks: call it without holding one (from Python, with the GIL released), and
-/// never from a deleter, which is refused with [`CudaError::WaitInDeleter`].
-pub fn wait_released() -> Result<(), CudaError> {
-    if IS_RELEASER.get() {
-        return Err(CudaError::WaitInDeleter);
-    }
-    let target = queue().recorded;
-    let mut queue = queue();
-    loop {
-        // The event is taken only to wait for it here, and never dropped with the lock held
-        // (the last reference destroys it, a driver call).
-        let stopped = queue.releaser == Releaser::Stopped;
-        let oldest = queue
-            .pending
-            .iter()
-            .find(|p| p.seq <= target)
-            .map(|p| (p.seq, stopped.then(|| p.event.clone())));
-        let releasing = queue.releasing.iter().any(|&s| s <= target);
-        match oldest {
-            None if !releasing => return Ok(()),
-            // Nothing releases in the background: wait for the oldest here, and release.
-            Some((seq, Some(event))) => {
-                drop(queue);
-                // In relaxed capture mode, as every query here (`is_done`).
-                let waited = super::event::relaxed(|| Ok(event.synchronize()));
-                drop(event);
-                match waited {
-                    Ok(Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED))) => return Err(e.into()),
-                    // Not the kernel's failure: nothing is known of the hold.
-                    Err(e) => return Err(e),
-                    Ok(Err(DriverError(code))) if names_a_capture(code) => {
-                        return Err(DriverError(code).into());
-                    }
-                    // A failed kernel: the hold ends.
-                    Ok(Err(_)) => {
-                        let _ = collect(Some(seq));
-                    }
-                    Ok(Ok(())) => {
-                        let _ = collect(None);
-                    }
-                }
-                queue = self::queue();
-            }
-            // The releasing thread (or another caller) is on it.
-            _ => {
-                if queue.releaser == Releaser::Lingering {
-                    // Not for launches to pause: this caller waits for them.
-                    queue.asked += 1;
-                    WORK.notify_one();
-                }
-                queue = wait_for_release(queue);
-            }
-        }
-    }
-}
-
-/// Waits on [`RELEASED`], counted among its waiters.
-fn wait_for_release(mut queue: MutexGuard<'static, Queue>) -> MutexGuard<'static, Queue> {
-    queue.waiters += 1;
-    let mut queue = RELEASED.wait(queue).unwrap_or_else(|e| e.into_inner());
-    queue.waiters -= 1;
-    queue
-}
-
 /// Tells the threads waiting on [`RELEASED`], if any, that holds have ended (under the lock, so
 /// that none misses it).
 fn released(queue: &Queue) {
@@ -467,7 +438,11 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
             .collect();
         (snapshot, core::mem::take(&mut queue.retired))
     };
-    drop(retired);
+    if !retired.is_empty() {
+        in_deleters(|| drop(retired));
+        // Waiters are told under the lock, so that none misses it.
+        released(&queue());
+    }
     // Events of one stream complete in the order they were recorded: past the first that has
     // not, none of that stream's later ones is asked, so a deep queue costs one query a stream.
     let mut busy: Vec<u64> = Vec::new();
@@ -534,7 +509,7 @@ fn release(taken: Vec<Pending>) {
     super::order::forget_queued(&events);
     // Deleters run here, with no lock of this crate held.
     let held: Vec<Held> = taken.into_iter().map(|p| p.held).collect();
-    drop(held);
+    in_deleters(|| drop(held));
     let left: Vec<Result<HoldEvent, Arc<HoldEvent>>> = {
         let mut queue = queue();
         queue.releasing.retain(|s| !seqs.contains(s));
@@ -579,7 +554,7 @@ mod tests {
         });
         let mut queue = queue();
         while Arc::strong_count(&data) > 1 {
-            queue = wait_for_release(queue);
+            queue = wait::wait_for_release(queue);
         }
         assert!(queue.retired.is_empty());
     }
