@@ -239,9 +239,9 @@ impl Handle {
             .map_err(|e| OpError::new(std::format!("torch's tensor is not a DLPack tensor: {e}")))
     }
 
-    /// The same tensor on torch's current CUDA stream of its device.
+    /// The same tensor on torch's current CUDA stream of its device: lent where it is an
+    /// argument of the call (`lend`), otherwise imported as any producer's.
     #[cfg(feature = "cuda")]
-    /// An argument of the call is lent (`lend`); other tensors are imported as any producer's.
     fn cuda(&self, read_only: bool, lend: bool) -> Result<crate::cuda::Imported, OpError> {
         let DLDevice {
             device_type: crate::dlpack::DLDeviceType::CUDA,
