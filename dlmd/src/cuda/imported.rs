@@ -3,7 +3,7 @@
 //! code, on the stream its producer named, and the launch returns without waiting.
 
 use super::arg::{ArgInfo, KernelArg};
-use super::{CudaError, Kernels, Launch, check_stream, scope::primary};
+use super::{CudaError, Kernels, Launch, scope::primary};
 use crate::dlpack::{DLDataType, DLDataTypeCode, DLDeviceType, DLTensor};
 use crate::dtype::{DlElement, PlainStorage};
 use crate::exchange::WorkStream;
@@ -204,7 +204,7 @@ impl Imported {
             // is never destroyed.
             2 => Ok(unsafe { ctx.wrap_borrowed_stream(core::ptr::without_provenance_mut(2)) }),
             value => {
-                let handle = check_stream(value, &ctx)?;
+                let handle = super::stream::check_launch_stream(value, &ctx)?;
                 // SAFETY: `handle` is a stream of this context (checked above), which its
                 // producer keeps alive while work on the tensor may be queued on it (DLPack's
                 // contract for the stream the data is made ready on); the wrapper lives only for

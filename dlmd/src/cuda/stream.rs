@@ -101,17 +101,29 @@ fn idle(stream: &CudaStream) -> Result<bool, CudaError> {
 /// A handle is an address in user space, aligned for the driver's stream object and above the
 /// first page, and (on Linux) the kernel must find memory mapped there; `cuStreamGetCtx` must
 /// then name `context`. An integer that fails these checks is refused rather than cast and
-/// dereferenced by the driver, which crashes the process on an unmapped address. (A handle the
-/// driver has named a stream of on this thread is not asked about again: the kernel's answer is
-/// a system call, which would cost more than the rest of a launch's checks. `cuStreamGetCtx`
-/// still names its context every time; a handle whose stream was destroyed since, and whose
-/// memory the driver has unmapped, then reaches it, where the first check would have refused
-/// it. A destroyed stream's handle is outside the producer's contract either way.) Memory that is
+/// dereferenced by the driver, which crashes the process on an unmapped address. Memory that is
 /// mapped but holds no stream is the one case left to the driver: a mapped, aligned address
 /// given as `stream=` still reaches `cuStreamGetCtx`, which reads it as a stream object. That
 /// is a limit of DLPack's integer streams, which no check on this side can lift: only the
 /// driver knows its streams.
 pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
+    checked(value, context, false)
+}
+
+/// [`check_stream`] for a launch on an import's stream, where a handle the driver has named a
+/// stream of on this thread is not asked about again: the kernel's answer is a system call,
+/// which would cost more than the rest of a launch's checks, and the producer passes the same
+/// few streams call after call. `cuStreamGetCtx` still names its context every time; a handle
+/// whose stream was destroyed since, and whose memory the driver has unmapped, then reaches
+/// it, where [`check_stream`] would refuse it. A destroyed stream is outside the producer's
+/// contract (`WorkStream::from_raw`) either way.
+pub(crate) fn check_launch_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream, CudaError> {
+    checked(value, context, true)
+}
+
+/// [`check_stream`], skipping the mapping question for a handle this thread checked before
+/// where `remembered`.
+fn checked(value: usize, context: &CudaContext, remembered: bool) -> Result<sys::CUstream, CudaError> {
     const PAGE: usize = 4096;
     // x86-64 and AArch64 Linux keep user space below 2^47 and 2^48.
     const USER_SPACE_END: usize = 1 << 48;
@@ -127,8 +139,12 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
     if let Some(why) = why {
         return Err(CudaError::Stream(super::StreamError::NotAStream { value, why }));
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = remembered;
     #[cfg(target_os = "linux")]
-    if !CHECKED.with(|c| c.contains(value)) && !mapped(value, STREAM_PROBE) {
+    let known = remembered && CHECKED.with(|c| c.contains(value));
+    #[cfg(target_os = "linux")]
+    if !known && !mapped(value, STREAM_PROBE) {
         return Err(CudaError::Stream(super::StreamError::NotAStream {
             value,
             why: "no memory is mapped there",
@@ -140,8 +156,8 @@ pub fn check_stream(value: usize, context: &CudaContext) -> Result<sys::CUstream
     let handle = value as sys::CUstream;
     let mut owner: sys::CUcontext = core::ptr::null_mut();
     // SAFETY: the driver reads the stream object behind `handle`, a plausible user-space address
-    // (checked above, or on this thread before, when the driver found a stream there; the
-    // consumer promises it is a live stream) and writes one `CUcontext` through a valid pointer.
+    // (checked above, or for a launch on this thread before, when the driver found a stream
+    // there; the consumer promises it is a live stream) and writes one `CUcontext` through a valid pointer.
     unsafe { sys::cuStreamGetCtx(handle, &mut owner) }.result()?;
     #[cfg(target_os = "linux")]
     CHECKED.with(|c| c.insert(value));
