@@ -15,11 +15,13 @@
 //! so waiting for it is never wrong. A filed stream is held weakly: once its owner (the
 //! allocation, the array, candle's device) is gone, so is the entry.
 //!
-//! The per-thread default stream (handle `0x2`) is another stream on every thread, and an event
-//! recorded on it from one thread records that thread's: so a stream is known by its handle,
-//! its device and, for `0x2`, the thread, and memory whose owner's stream is `0x2` is filed
-//! with an event recorded when the view is made, on the thread that makes it (after the work
-//! that thread queued on the memory; the view's borrow keeps the owner from writing it after).
+//! A stream is known by the driver's id for it ([`StreamKey`]), never by its handle, which
+//! names another stream once its stream is destroyed and the handle reused, or on another thread
+//! (`0x2`) or context (the default handles). The per-thread default stream (handle `0x2`) is
+//! another stream on every thread, and an event recorded on it from one thread records that
+//! thread's: so memory whose owner's stream is `0x2` is filed with an event recorded when the
+//! view is made, on the thread that makes it (after the work that thread queued on the memory;
+//! the view's borrow keeps the owner from writing it after).
 //!
 //! The work such a view takes part in is queued in a [`scope`](super::scope), which waits for
 //! its streams before the view's borrow of the memory ends: whatever the memory's owner queues
@@ -61,17 +63,86 @@ struct Owner {
 /// The per-thread default stream's handle, which names another stream on every thread.
 const PER_THREAD: usize = 0x2;
 
-/// A stream as the driver knows it: its handle, its device (the NULL handle is every device's
-/// legacy default stream) and, for the per-thread default stream, the thread.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct StreamKey(usize, usize, Option<ThreadId>);
+/// A stream as the driver knows it: what tells whether two pieces of work were queued on one
+/// stream, and so are ordered already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamKey {
+    /// The driver's id for the stream (`cuStreamGetId`), unique for the life of the process: a
+    /// handle reused after its stream was destroyed has another. For the default handles, the
+    /// id of the bound context's stream, and for `0x2` of the calling thread's, which is also
+    /// named (a stream no other thread can queue work on).
+    Id(u64, Option<ThreadId>),
+    /// Where the driver has no ids (before CUDA 12.0): the handle, its device (the NULL handle
+    /// is every device's legacy default stream) and, for `0x2`, the thread.
+    Handle(usize, usize, Option<ThreadId>),
+    /// A stream that is capturing a graph, whose id is not asked (the question must not touch
+    /// the capture), or whose id the driver refused: the same stream as none other.
+    Unknown,
+}
 
 impl StreamKey {
-    fn of(stream: &CudaStream) -> Self {
+    /// The key of `stream`, asked with its context bound (the default handles name the bound
+    /// context's streams).
+    pub(crate) fn of(stream: &CudaStream) -> Self {
+        match stream.capture_status() {
+            Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => Self::not_capturing(stream),
+            _ => Self::Unknown,
+        }
+    }
+
+    /// The key of `stream`, which the caller found is not capturing.
+    pub(crate) fn not_capturing(stream: &CudaStream) -> Self {
+        if stream.context().bind_to_thread().is_err() {
+            return Self::Unknown;
+        }
         let handle = stream.cu_stream() as usize;
         let thread = (handle == PER_THREAD).then(|| std::thread::current().id());
-        Self(handle, stream.context().ordinal(), thread)
+        match stream_id(stream) {
+            Some(id) => Self::Id(id, thread),
+            None if has_stream_ids() => Self::Unknown,
+            None => Self::Handle(handle, stream.context().ordinal(), thread),
+        }
     }
+
+    /// The driver's id, where it gave one.
+    pub(crate) fn id(self) -> Option<u64> {
+        match self {
+            Self::Id(id, _) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Whether `self` and `other` surely name one stream.
+    fn same(self, other: Self) -> bool {
+        self != Self::Unknown && self == other
+    }
+}
+
+/// The driver's id of `stream` (`cuStreamGetId`): unique for the life of the process, and for
+/// the default handles the id of the bound context's stream (and, for `0x2`, the calling
+/// thread's). `None` where the driver gives none (before CUDA 12.0, or refused).
+fn stream_id(stream: &CudaStream) -> Option<u64> {
+    let get = get_stream_id()?;
+    let mut id: core::ffi::c_ulonglong = 0;
+    // SAFETY: the driver's function, a live stream (the `CudaStream` is borrowed) and a place for
+    // the id; for a default handle, the driver answers for the bound context, or refuses.
+    let status = unsafe { get(stream.cu_stream(), &mut id) };
+    (status == sys::CUresult::CUDA_SUCCESS).then_some(id)
+}
+
+/// Whether the driver gives streams ids ([`stream_id`]): from CUDA 12.0 on.
+fn has_stream_ids() -> bool {
+    get_stream_id().is_some()
+}
+
+/// `cuStreamGetId`'s C signature.
+type GetId = unsafe extern "C" fn(sys::CUstream, *mut core::ffi::c_ulonglong) -> sys::CUresult;
+
+/// `cuStreamGetId`, looked up once from the driver cudarc uses.
+fn get_stream_id() -> Option<GetId> {
+    static ENTRY: std::sync::OnceLock<Option<GetId>> = std::sync::OnceLock::new();
+    // SAFETY: `GetId` is `cuStreamGetId`'s C signature.
+    *ENTRY.get_or_init(|| unsafe { super::library::symbol(&["cuda", "nvcuda"], b"cuStreamGetId\0") })
 }
 
 /// The ranges views were made of, with their owners' streams.
@@ -90,7 +161,7 @@ pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, byte
     }
     let (start, key) = (ptr as usize, StreamKey::of(stream));
     let end = start.saturating_add(bytes);
-    let recorded = if key.0 == PER_THREAD {
+    let recorded = if stream.cu_stream() as usize == PER_THREAD {
         let event = HoldEvent::new(stream.context()).and_then(|e| Ok(e.record(stream).map(|()| e)?));
         match event {
             Ok(event) => Some(Arc::new(event)),
@@ -110,9 +181,13 @@ pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, byte
         if owners.len() >= PRUNE_AT {
             stale.extend(owners.extract_if(.., |o| o.stream.strong_count() == 0));
         }
-        let known = owners
-            .iter()
-            .position(|o| (o.start, o.end) == (start, end) && o.key == key && o.stream.strong_count() > 0);
+        // The same stream: the same key, or (a key the driver did not give while capturing) the
+        // same live stream object.
+        let known = owners.iter().position(|o| {
+            (o.start, o.end) == (start, end)
+                && o.stream.strong_count() > 0
+                && (o.key.same(key) || (o.key == key && core::ptr::eq(o.stream.as_ptr(), Arc::as_ptr(stream))))
+        });
         let owner = Owner {
             start,
             end,
@@ -143,7 +218,7 @@ pub(crate) fn order_after(
     bytes: usize,
     kernel: &'static str,
 ) -> Result<(), CudaError> {
-    if bytes == 0 {
+    if bytes == 0 || OWNERS.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
         return Ok(());
     }
     let (end, key) = (ptr.saturating_add(bytes), StreamKey::of(stream));
@@ -153,12 +228,12 @@ pub(crate) fn order_after(
         let mut recorded: Vec<Arc<HoldEvent>> = Vec::new();
         for o in owners
             .iter()
-            .filter(|o| o.key != key && overlaps((o.start, o.end), (ptr, end)))
+            .filter(|o| !o.key.same(key) && overlaps((o.start, o.end), (ptr, end)))
         {
             if let Some(event) = &o.recorded {
                 recorded.push(event.clone());
             } else if let Some(owner) = o.stream.upgrade()
-                && !others.iter().any(|(k, _)| *k == o.key)
+                && !others.iter().any(|(k, _)| k.same(o.key))
             {
                 others.push((o.key, owner));
             }
@@ -250,10 +325,11 @@ pub(crate) fn recording() -> std::sync::MutexGuard<'static, ()> {
     RECORDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Files the `footprints` of work queued on `stream` (a launch's imported arguments, a copy's or
-/// a collective's views) as work in flight until `event`, recorded after it.
-pub(crate) fn file_queued(stream: &CudaStream, footprints: &[Footprint], event: &Arc<HoldEvent>) {
-    file(Some(StreamKey::of(stream)), footprints, event);
+/// Files the `footprints` of work queued on the stream `key` names (a launch's imported
+/// arguments, a copy's or a collective's views) as work in flight until `event`, recorded after
+/// it.
+pub(crate) fn file_queued(key: StreamKey, footprints: &[Footprint], event: &Arc<HoldEvent>) {
+    file(Some(key), footprints, event);
 }
 
 /// The entries of a launch captured into a graph, which go when it is dropped: with the
@@ -314,12 +390,12 @@ pub(crate) fn order_after_queued(
     footprint: &Footprint,
     kernel: &'static str,
 ) -> Result<(), CudaError> {
-    if footprint.bytes == 0 {
+    if footprint.bytes == 0 || QUEUED.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
         return Ok(());
     }
     let (start, end) = (footprint.start, footprint.start.saturating_add(footprint.bytes));
     let writes = !matches!(footprint.used, Use::Read);
-    let key = Some(StreamKey::of(stream));
+    let key = StreamKey::of(stream);
     let events: Vec<Arc<HoldEvent>> = {
         let queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
         // Events of one stream complete in the order they were recorded, and entries are filed
@@ -327,9 +403,12 @@ pub(crate) fn order_after_queued(
         // a stream stands for all its earlier ones. A graph's entries stand for themselves.
         let mut latest: Vec<(Option<StreamKey>, Arc<HoldEvent>)> = Vec::new();
         for q in queued.iter().filter(|q| {
-            (q.key.is_none() || q.key != key) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
+            !q.key.is_some_and(|k| k.same(key)) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
         }) {
-            match latest.iter_mut().find(|(k, _)| k.is_some() && *k == q.key) {
+            match latest
+                .iter_mut()
+                .find(|(k, _)| matches!((k, q.key), (Some(a), Some(b)) if a.same(b)))
+            {
                 Some((_, event)) => *event = q.event.clone(),
                 None => latest.push((q.key, q.event.clone())),
             }

@@ -50,7 +50,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 mod asked;
 mod front;
 mod wait;
-use asked::{is_done, stream_id};
+use asked::is_done;
 use front::release_done_front;
 pub use wait::wait_released;
 
@@ -245,10 +245,11 @@ pub(crate) fn hold_until_done(
             }));
         }
         recorded.map(|event| {
-            let id = stream_id(stream);
+            // Not capturing (asked above).
+            let key = super::order::StreamKey::not_capturing(stream);
             // Filed before the hold is queued, so that its release, which forgets the
             // entries, follows.
-            super::order::file_queued(stream, footprints, &event);
+            super::order::file_queued(key, footprints, &event);
             let mut queue = queue();
             queue.recorded += 1;
             let seq = queue.recorded;
@@ -256,7 +257,7 @@ pub(crate) fn hold_until_done(
             queue.pending.push_back(Pending {
                 seq,
                 event,
-                stream: id,
+                stream: key.id(),
                 held: held.take().unwrap_or_default(),
                 bytes,
             });

@@ -3,7 +3,8 @@
 //! imported tensors launched on their producer's stream, held until the kernel is done (and
 //! released then by the releasing thread, with no further call), held as long as a CUDA graph
 //! that captured them, ordered after launches over the same memory imported on another stream
-//! (and after the replays of a graph that captured such a launch), and refused on another
+//! (after the replays of a graph that captured such a launch, and on a new stream that may reuse
+//! a destroyed writer's handle), and refused on another
 //! stream, outside their allocation or off the device, or on another thread than the one whose
 //! per-thread stream their producer named; copies in scopes ordered against launches over
 //! imports both ways; scopes that wait for their kernels even when their stream begins a
@@ -758,4 +759,42 @@ fn a_launch_on_one_threads_per_thread_stream_waits_for_work_queued_on_anothers()
         wrong, 0,
         "{wrong} of {n} elements: the launch ran before the copies it follows"
     );
+}
+
+#[test]
+fn a_reader_on_a_new_stream_waits_for_a_writer_whose_stream_was_destroyed_with_work_queued() {
+    let Some(ctx) = gpu() else { return };
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    let (r, c) = (R as i64, C as i64);
+    let alloc = ctx.new_stream().unwrap();
+    let memory = alloc.alloc_zeros::<real::Real>(R * C).unwrap();
+    let data = memory.device_ptr(&alloc).0 as usize;
+    alloc.synchronize().unwrap();
+    let writes = ctx.new_stream().unwrap();
+    let handle = writes.cu_stream() as usize;
+    let (written, _) = foreign_shaped(None, data, &[1, r, c], &[r * c, c, 1], on(&writes));
+    add_index_passes(&written, &kernels);
+    // The writer's stream is destroyed with its passes still queued (the driver runs them), and
+    // new streams are made until one reuses its handle, where the driver does that: a handle
+    // never tells the new stream from the destroyed one.
+    drop(writes);
+    let mut made = Vec::new();
+    let reads = loop {
+        let s = ctx.new_stream().unwrap();
+        if s.cu_stream() as usize == handle || made.len() == 15 {
+            break s;
+        }
+        made.push(s);
+    };
+    let wrong = read_transposed(&reads, &kernels, data);
+    assert_eq!(
+        wrong,
+        0,
+        "{wrong} of {} elements were read before they were written (handle reused: {})",
+        R * C,
+        reads.cu_stream() as usize == handle
+    );
+    ctx.synchronize().unwrap();
+    drop((written, memory));
+    cuda::wait_released().unwrap();
 }
