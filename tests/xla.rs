@@ -259,6 +259,68 @@ fn a_result_sharing_an_argument_s_memory_is_written_in_place() {
     assert_eq!(x, [4.0, 7.0]);
 }
 
+/// `y = 2 · x` over `f32` buffers of rank 8 or 9, once the argument's strides are found
+/// row-major, as XLA lays buffers out.
+struct Twice;
+
+impl Twice {
+    fn twice<const R: usize>(x: &dlmd::xla::Buffer<'_>, y: &mut dlmd::xla::Buffer<'_>) -> Result<(), HandlerError> {
+        let x = x.view::<HostMdspanAliased<'_, f32, Dims<R>>>()?;
+        let y = y.view_mut::<HostMdspanAliasedMut<'_, f32, Dims<R>>>()?;
+        if x.extents() != y.extents() {
+            return Err(HandlerError::invalid_argument("x and y differ"));
+        }
+        y.update(|i, _| 2.0 * x.load(i));
+        Ok(())
+    }
+}
+
+impl Handler for Twice {
+    const PLATFORM: Platform = Platform::Host;
+
+    fn execute(call: &Call<'_>) -> Result<(), HandlerError> {
+        let x = call.arg(0)?;
+        let mut y = call.ret(0)?;
+        let t = x.dl_tensor();
+        let shape = x.shape();
+        // SAFETY: a buffer's tensor has `ndim` strides, alive with it.
+        let strides = unsafe { std::slice::from_raw_parts(t.strides, t.ndim as usize) };
+        let mut step = 1;
+        for d in (0..shape.len()).rev() {
+            if strides[d] != step {
+                return Err(HandlerError::internal(format!(
+                    "strides {strides:?} of extents {shape:?}"
+                )));
+            }
+            step *= shape[d];
+        }
+        match x.shape().len() {
+            8 => Self::twice::<8>(&x, &mut y),
+            9 => Self::twice::<9>(&x, &mut y),
+            r => Err(HandlerError::invalid_argument(format!("rank {r}"))),
+        }
+    }
+}
+
+#[test]
+fn buffers_of_ranks_8_and_9_are_laid_out_row_major() {
+    let api = api();
+    for dims in [&[2i64, 1, 3, 1, 2, 1, 1, 2][..], &[1, 2, 1, 3, 1, 2, 1, 1, 2]] {
+        let n = dims.iter().product::<i64>() as usize;
+        let mut x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut y = vec![0.0f32; n];
+        let mut args = [buffer(DataType::F32, x.as_mut_ptr().cast(), dims)];
+        let mut rets = [buffer(DataType::F32, y.as_mut_ptr().cast(), dims)];
+        let mut f = frame(&api, &mut args, &mut rets, &[]);
+        assert_eq!(call::<Twice>(&mut f.raw), None, "rank {}", dims.len());
+        assert!(
+            y.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32),
+            "rank {}: {y:?}",
+            dims.len()
+        );
+    }
+}
+
 /// Runs `Axpb` on a frame `spoil` changes, and returns its error.
 fn refused(spoil: impl FnOnce(&mut ffi::CallFrame, &mut ffi::Buffer)) -> (ErrorCode, String) {
     let api = api();

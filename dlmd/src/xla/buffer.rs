@@ -20,9 +20,14 @@ use std::vec::Vec;
 #[repr(C)]
 struct Lent {
     managed: DLManagedTensorVersioned,
-    /// `rank` extents, then `rank` strides.
-    layout: Box<[i64]>,
+    /// `rank` extents, then `rank` strides, up to rank [`INLINE_RANK`].
+    inline: [i64; 2 * INLINE_RANK],
+    /// The same, of a higher rank.
+    spilled: Option<Box<[i64]>>,
 }
+
+/// The highest rank whose layout a [`Lent`] holds in itself, without another allocation.
+const INLINE_RANK: usize = 8;
 
 /// Frees a [`Lent`].
 ///
@@ -317,20 +322,28 @@ pub(crate) unsafe fn borrowed<'a>(
 /// views on the same thread (`READ_ONLY` where `fields.read_only`).
 unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result<ManagedTensor, FrameError> {
     let rank = dims.len();
-    let mut layout = Vec::new();
-    // A rank no memory holds the layout of is an error, not an abort.
-    layout.try_reserve_exact(2 * rank).map_err(|_| FrameError::Rank {
-        side,
-        index,
-        rank: rank as i64,
-    })?;
-    layout.extend_from_slice(dims);
+    let mut spilled = Vec::new();
+    if rank > INLINE_RANK {
+        // A rank no memory holds the layout of is an error, not an abort.
+        spilled.try_reserve_exact(2 * rank).map_err(|_| FrameError::Rank {
+            side,
+            index,
+            rank: rank as i64,
+        })?;
+        spilled.resize(2 * rank, 0);
+    }
+    let mut inline = [0i64; 2 * INLINE_RANK];
+    let layout: &mut [i64] = if rank > INLINE_RANK {
+        &mut spilled
+    } else {
+        &mut inline[..2 * rank]
+    };
+    layout[..rank].copy_from_slice(dims);
     // Row-major strides, each the product of the extents after it. Extents whose product
     // overflows are refused here, unless an extent is 0: no element, and no stride is used (the
     // import refuses negative extents and the spans no address holds).
     let empty = dims.contains(&0);
     let mut step = 1i64;
-    layout.resize(2 * rank, 0);
     for d in (0..rank).rev() {
         layout[rank + d] = step;
         step = match step.checked_mul(dims[d].max(1)) {
@@ -345,7 +358,7 @@ unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result
             }
         };
     }
-    let mut lent = Box::new(Lent {
+    let lent = Box::into_raw(Box::new(Lent {
         managed: DLManagedTensorVersioned {
             version: DLPackVersion::CURRENT,
             manager_ctx: core::ptr::null_mut(),
@@ -361,23 +374,27 @@ unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result
                 byte_offset: 0,
             },
         },
-        layout: layout.into_boxed_slice(),
-    });
-    // The boxed slice does not move with the box: the pointers stay good.
-    let base = lent.layout.as_mut_ptr();
-    lent.managed.dl_tensor.shape = base;
-    // SAFETY: `layout` holds `2 · rank` values, so `base + rank` is in it or one past it.
-    lent.managed.dl_tensor.strides = unsafe { base.add(rank) };
+        inline,
+        spilled: (rank > INLINE_RANK).then(|| spilled.into_boxed_slice()),
+    }));
+    // SAFETY: `lent` is the live allocation just made, owned here, which nothing else refers to
+    // yet; the box does not move again.
+    let made = unsafe { &mut *lent };
+    let base: *mut i64 = match &mut made.spilled {
+        Some(spilled) => spilled.as_mut_ptr(),
+        None => made.inline.as_mut_ptr(),
+    };
+    made.managed.dl_tensor.shape = base;
+    // `2 · rank` values at `base`: `base + rank` is in them or one past them.
+    made.managed.dl_tensor.strides = base.wrapping_add(rank);
     // SAFETY: a versioned tensor of major version 1 owned by the caller, whose shape and
     // strides hold `ndim` values each; the data is valid while the tensor lives, and written by
     // others only as the caller says (an argument may be written through a result that shares
     // its memory, by the handler, on this thread: `Buffer` is neither `Send` nor `Sync`); the
     // deleter frees the box once, from any thread.
-    unsafe { ManagedTensor::from_raw(Box::into_raw(lent).cast::<DLManagedTensorVersioned>()) }.map_err(|_| {
-        FrameError::Buffer {
-            side,
-            index,
-            why: "the buffer is not a tensor",
-        }
+    unsafe { ManagedTensor::from_raw(lent.cast::<DLManagedTensorVersioned>()) }.map_err(|_| FrameError::Buffer {
+        side,
+        index,
+        why: "the buffer is not a tensor",
     })
 }
