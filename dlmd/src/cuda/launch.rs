@@ -137,15 +137,7 @@ impl Kernels {
     /// that a launcher of another kernel of the same name is refused even after this one ran),
     /// and its parameters declared as aligned as `aligned` asks (by PTX index; 0: as declared).
     fn checked_function(&self, name: &'static str, digest: u64, aligned: &[u8]) -> Result<CudaFunction, CudaError> {
-        let kernel = self.kernels.get(name);
-        check_digest(kernel.map(|k| k.digest), name, digest)?;
-        let Some(kernel) = kernel else {
-            // Refused above: `check_digest` finds no digest.
-            return Err(CudaError::Launch(super::LaunchError::Signature {
-                kernel: name,
-                found: false,
-            }));
-        };
+        let kernel = check_digest(self.kernels.get(name).map(|k| (k.digest, k)), name, digest)?;
         if let Some(m) = first_misaligned(aligned, Some(&kernel.declared)) {
             return Err(CudaError::Launch(super::LaunchError::ParamAlignment {
                 kernel: name,
@@ -185,10 +177,11 @@ fn check_target(ctx: &Arc<CudaContext>, ptx: &str) -> Result<(), CudaError> {
     Ok(super::target::check(&header, device, driver)?)
 }
 
-/// Whether the module's kernel `name` was built from the signature whose digest is `digest`.
-fn check_digest(found: Option<u64>, name: &'static str, digest: u64) -> Result<(), CudaError> {
+/// The module's kernel `name` (`found`: its digest, and what it is), if it was built from the
+/// signature whose digest is `digest`.
+fn check_digest<K>(found: Option<(u64, K)>, name: &'static str, digest: u64) -> Result<K, CudaError> {
     match found {
-        Some(found) if found == digest => Ok(()),
+        Some((found, kernel)) if found == digest => Ok(kernel),
         found => Err(CudaError::Launch(super::LaunchError::Signature {
             kernel: name,
             found: found.is_some(),
@@ -562,17 +555,17 @@ mod tests {
     #[test]
     fn every_check_compares_the_digest() {
         let found = signature_digests(".visible .global .align 8 .u64 scale__dlmd_signature = 11;\n");
-        assert!(check_digest(found.get("scale").copied(), "scale", 11).is_ok());
+        assert!(check_digest(found.get("scale").map(|&d| (d, ())), "scale", 11).is_ok());
         assert!(matches!(
-            check_digest(found.get("scale").copied(), "scale", 12),
+            check_digest(found.get("scale").map(|&d| (d, ())), "scale", 12),
             Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "scale",
                 found: true
             }))
         ));
-        assert!(check_digest(found.get("scale").copied(), "scale", 11).is_ok());
+        assert!(check_digest(found.get("scale").map(|&d| (d, ())), "scale", 11).is_ok());
         assert!(matches!(
-            check_digest(found.get("other").copied(), "other", 11),
+            check_digest(found.get("other").map(|&d| (d, ())), "other", 11),
             Err(CudaError::Launch(crate::cuda::LaunchError::Signature {
                 kernel: "other",
                 found: false
