@@ -15,13 +15,13 @@
 //! so waiting for it is never wrong. A filed stream is held weakly: once its owner (the
 //! allocation, the array, candle's device) is gone, so is the entry.
 //!
-//! A stream is known by the driver's id for it ([`StreamKey`]), never by its handle, which
-//! names another stream once its stream is destroyed and the handle reused, or on another thread
-//! (`0x2`) or context (the default handles). The per-thread default stream (handle `0x2`) is
-//! another stream on every thread, and an event recorded on it from one thread records that
-//! thread's: so memory whose owner's stream is `0x2` is filed with an event recorded when the
-//! view is made, on the thread that makes it (after the work that thread queued on the memory;
-//! the view's borrow keeps the owner from writing it after).
+//! A stream is known by a [`StreamKey`], not by its handle alone: a handle names another stream
+//! once its stream is destroyed and the handle reused, and the default handles name another
+//! stream on every context (and `0x2` on every thread). The per-thread default stream (handle
+//! `0x2`) is another stream on every thread, and an event recorded on it from one thread records
+//! that thread's: so memory whose owner's stream is `0x2` is filed with an event recorded when
+//! the view is made, on the thread that makes it (after the work that thread queued on the
+//! memory; the view's borrow keeps the owner from writing it after).
 //!
 //! The work such a view takes part in is queued in a [`scope`](super::scope), which waits for
 //! its streams before the view's borrow of the memory ends: whatever the memory's owner queues
@@ -67,22 +67,43 @@ const PER_THREAD: usize = 0x2;
 /// stream, and so are ordered already.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum StreamKey {
-    /// The driver's id for the stream (`cuStreamGetId`), unique for the life of the process: a
-    /// handle reused after its stream was destroyed has another. For the default handles, the
-    /// id of the bound context's stream, and for `0x2` of the calling thread's, which is also
-    /// named (a stream no other thread can queue work on).
-    Id(u64, Option<ThreadId>),
-    /// Where the driver has no ids (before CUDA 12.0): the handle, its device (the NULL handle
-    /// is every device's legacy default stream) and, for `0x2`, the thread.
-    Handle(usize, usize, Option<ThreadId>),
-    /// A stream that is capturing a graph, whose id is not asked (the question must not touch
-    /// the capture), or whose id the driver refused: the same stream as none other.
+    /// A stream the driver made (a handle above 2), by the driver's id for it
+    /// (`cuStreamGetId`), unique for the life of the process: a handle reused after its stream
+    /// was destroyed has another id. For entries that may outlive their stream.
+    Id(u64),
+    /// A stream the driver made, by its handle and context, which name it only while it lives:
+    /// for comparing streams alive at once (an owner's, kept by its `Arc`, and a launch's).
+    Live(usize, usize),
+    /// The legacy default stream (handle 0 or 1) of a context.
+    Legacy(usize),
+    /// The per-thread default stream (handle 2) of a context, on a thread.
+    PerThread(usize, ThreadId),
+    /// A stream whose id was not asked (it was capturing, and the question would invalidate the
+    /// capture) or not given (a driver before CUDA 12.0 has none): the same stream as none
+    /// other.
     Unknown,
 }
 
 impl StreamKey {
-    /// The key of `stream`, asked with its context bound (the default handles name the bound
-    /// context's streams).
+    /// The key of a default handle's stream, which is never destroyed; `None` for a stream the
+    /// driver made.
+    fn default_stream(stream: &CudaStream) -> Option<Self> {
+        let ctx = stream.context().cu_ctx() as usize;
+        match stream.cu_stream() as usize {
+            0 | 1 => Some(Self::Legacy(ctx)),
+            PER_THREAD => Some(Self::PerThread(ctx, std::thread::current().id())),
+            _ => None,
+        }
+    }
+
+    /// The key of `stream` while it lives, without asking the driver.
+    fn live(stream: &CudaStream) -> Self {
+        Self::default_stream(stream)
+            .unwrap_or_else(|| Self::Live(stream.cu_stream() as usize, stream.context().cu_ctx() as usize))
+    }
+
+    /// The key of `stream` for the life of the process: what entries that may outlive it are
+    /// filed under. [`Unknown`](Self::Unknown) where it is capturing.
     pub(crate) fn of(stream: &CudaStream) -> Self {
         match stream.capture_status() {
             Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => Self::not_capturing(stream),
@@ -90,60 +111,34 @@ impl StreamKey {
         }
     }
 
-    /// The key of `stream`, which the caller found is not capturing.
+    /// [`of`](Self::of) for a stream the caller found is not capturing (asking the id of a
+    /// capturing stream invalidates its capture).
     pub(crate) fn not_capturing(stream: &CudaStream) -> Self {
-        if stream.context().bind_to_thread().is_err() {
-            return Self::Unknown;
-        }
-        let handle = stream.cu_stream() as usize;
-        let thread = (handle == PER_THREAD).then(|| std::thread::current().id());
-        match stream_id(stream) {
-            Some(id) => Self::Id(id, thread),
-            None if has_stream_ids() => Self::Unknown,
-            None => Self::Handle(handle, stream.context().ordinal(), thread),
-        }
-    }
-
-    /// The driver's id, where it gave one.
-    pub(crate) fn id(self) -> Option<u64> {
-        match self {
-            Self::Id(id, _) => Some(id),
-            _ => None,
-        }
+        Self::default_stream(stream).unwrap_or_else(|| stream_id(stream).map_or(Self::Unknown, Self::Id))
     }
 
     /// Whether `self` and `other` surely name one stream.
-    fn same(self, other: Self) -> bool {
+    pub(crate) fn same(self, other: Self) -> bool {
         self != Self::Unknown && self == other
     }
 }
 
-/// The driver's id of `stream` (`cuStreamGetId`): unique for the life of the process, and for
-/// the default handles the id of the bound context's stream (and, for `0x2`, the calling
-/// thread's). `None` where the driver gives none (before CUDA 12.0, or refused).
+/// The driver's id of `stream` (`cuStreamGetId`), a stream the driver made: unique for the life
+/// of the process. `None` where the driver gives none (before CUDA 12.0, or refused).
 fn stream_id(stream: &CudaStream) -> Option<u64> {
-    let get = get_stream_id()?;
+    // Looked up once, from the driver cudarc uses.
+    static ENTRY: std::sync::OnceLock<Option<GetId>> = std::sync::OnceLock::new();
+    // SAFETY: `GetId` is `cuStreamGetId`'s C signature.
+    let get = (*ENTRY.get_or_init(|| unsafe { super::library::symbol(&["cuda", "nvcuda"], b"cuStreamGetId\0") }))?;
     let mut id: core::ffi::c_ulonglong = 0;
     // SAFETY: the driver's function, a live stream (the `CudaStream` is borrowed) and a place for
-    // the id; for a default handle, the driver answers for the bound context, or refuses.
+    // the id.
     let status = unsafe { get(stream.cu_stream(), &mut id) };
     (status == sys::CUresult::CUDA_SUCCESS).then_some(id)
 }
 
-/// Whether the driver gives streams ids ([`stream_id`]): from CUDA 12.0 on.
-fn has_stream_ids() -> bool {
-    get_stream_id().is_some()
-}
-
 /// `cuStreamGetId`'s C signature.
 type GetId = unsafe extern "C" fn(sys::CUstream, *mut core::ffi::c_ulonglong) -> sys::CUresult;
-
-/// `cuStreamGetId`, looked up once from the driver cudarc uses.
-fn get_stream_id() -> Option<GetId> {
-    static ENTRY: std::sync::OnceLock<Option<GetId>> = std::sync::OnceLock::new();
-    // SAFETY: `GetId` is `cuStreamGetId`'s C signature.
-    *ENTRY.get_or_init(|| unsafe { super::library::symbol(&["cuda", "nvcuda"], b"cuStreamGetId\0") })
-}
 
 /// The ranges views were made of, with their owners' streams.
 static OWNERS: Mutex<Vec<Owner>> = Mutex::new(Vec::new());
@@ -159,7 +154,7 @@ pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, byte
     if bytes == 0 {
         return;
     }
-    let (start, key) = (ptr as usize, StreamKey::of(stream));
+    let (start, key) = (ptr as usize, StreamKey::live(stream));
     let end = start.saturating_add(bytes);
     let recorded = if stream.cu_stream() as usize == PER_THREAD {
         let event = HoldEvent::new(stream.context()).and_then(|e| Ok(e.record(stream).map(|()| e)?));
@@ -181,12 +176,14 @@ pub(crate) fn after_queued(stream: &Arc<CudaStream>, ptr: sys::CUdeviceptr, byte
         if owners.len() >= PRUNE_AT {
             stale.extend(owners.extract_if(.., |o| o.stream.strong_count() == 0));
         }
-        // The same stream: the same key, or (a key the driver did not give while capturing) the
-        // same live stream object.
+        // Filed before through the same `Arc` (the same key, so on `0x2` the same thread): an
+        // entry kept through another `Arc` of the stream would be passed once that one is gone,
+        // whatever this one's owner still queues.
         let known = owners.iter().position(|o| {
             (o.start, o.end) == (start, end)
+                && o.key == key
                 && o.stream.strong_count() > 0
-                && (o.key.same(key) || (o.key == key && core::ptr::eq(o.stream.as_ptr(), Arc::as_ptr(stream))))
+                && core::ptr::eq(o.stream.as_ptr(), Arc::as_ptr(stream))
         });
         let owner = Owner {
             start,
@@ -221,7 +218,9 @@ pub(crate) fn order_after(
     if bytes == 0 || OWNERS.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
         return Ok(());
     }
-    let (end, key) = (ptr.saturating_add(bytes), StreamKey::of(stream));
+    // Owners' streams live while their entries count (`upgrade`), as the launch's does: their
+    // handles name them.
+    let (end, key) = (ptr.saturating_add(bytes), StreamKey::live(stream));
     let (others, recorded) = {
         let owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
         let mut others: Vec<(StreamKey, Arc<CudaStream>)> = Vec::new();
@@ -305,6 +304,8 @@ struct Queued {
     writes: bool,
     /// The stream the event is recorded on; `None` for a graph's runs, which no stream orders.
     key: Option<StreamKey>,
+    /// That stream's handle (0 for a graph's runs).
+    handle: usize,
     event: Arc<HoldEvent>,
 }
 
@@ -325,11 +326,11 @@ pub(crate) fn recording() -> std::sync::MutexGuard<'static, ()> {
     RECORDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Files the `footprints` of work queued on the stream `key` names (a launch's imported
-/// arguments, a copy's or a collective's views) as work in flight until `event`, recorded after
-/// it.
-pub(crate) fn file_queued(key: StreamKey, footprints: &[Footprint], event: &Arc<HoldEvent>) {
-    file(Some(key), footprints, event);
+/// Files the `footprints` of work queued on `stream`, whose key is `key`
+/// ([`StreamKey::of`]), (a launch's imported arguments, a copy's or a collective's views) as
+/// work in flight until `event`, recorded after it.
+pub(crate) fn file_queued(stream: &CudaStream, key: StreamKey, footprints: &[Footprint], event: &Arc<HoldEvent>) {
+    file(Some(key), stream.cu_stream() as usize, footprints, event);
 }
 
 /// The entries of a launch captured into a graph, which go when it is dropped: with the
@@ -346,11 +347,11 @@ impl Drop for Filed {
 /// which a node captured after the kernel records each time the graph runs, for as long as
 /// the [`Filed`] returned lives.
 pub(crate) fn file_captured(footprints: &[Footprint], event: &Arc<HoldEvent>) -> Filed {
-    file(None, footprints, event);
+    file(None, 0, footprints, event);
     Filed(event.clone())
 }
 
-fn file(key: Option<StreamKey>, footprints: &[Footprint], event: &Arc<HoldEvent>) {
+fn file(key: Option<StreamKey>, handle: usize, footprints: &[Footprint], event: &Arc<HoldEvent>) {
     if footprints.iter().all(|f| f.bytes == 0) {
         return;
     }
@@ -361,6 +362,7 @@ fn file(key: Option<StreamKey>, footprints: &[Footprint], event: &Arc<HoldEvent>
             end: f.start.saturating_add(f.bytes),
             writes: !matches!(f.used, Use::Read),
             key,
+            handle,
             event: event.clone(),
         });
     }
@@ -390,35 +392,61 @@ pub(crate) fn order_after_queued(
     footprint: &Footprint,
     kernel: &'static str,
 ) -> Result<(), CudaError> {
-    if footprint.bytes == 0 || QUEUED.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+    if footprint.bytes == 0 {
         return Ok(());
     }
     let (start, end) = (footprint.start, footprint.start.saturating_add(footprint.bytes));
     let writes = !matches!(footprint.used, Use::Read);
-    let key = StreamKey::of(stream);
-    let events: Vec<Arc<HoldEvent>> = {
+    let handle = stream.cu_stream() as usize;
+    let overlapping: Vec<(Option<StreamKey>, usize, Arc<HoldEvent>)> = {
         let queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
-        // Events of one stream complete in the order they were recorded, and entries are filed
-        // in that order (an event filed again is recorded again only later): the last entry of
-        // a stream stands for all its earlier ones. A graph's entries stand for themselves.
-        let mut latest: Vec<(Option<StreamKey>, Arc<HoldEvent>)> = Vec::new();
-        for q in queued.iter().filter(|q| {
-            !q.key.is_some_and(|k| k.same(key)) && (writes || q.writes) && overlaps((q.start, q.end), (start, end))
-        }) {
-            match latest
-                .iter_mut()
-                .find(|(k, _)| matches!((k, q.key), (Some(a), Some(b)) if a.same(b)))
-            {
-                Some((_, event)) => *event = q.event.clone(),
-                None => latest.push((q.key, q.event.clone())),
-            }
-        }
-        latest.into_iter().map(|(_, event)| event).collect()
+        queued
+            .iter()
+            .filter(|q| (writes || q.writes) && overlaps((q.start, q.end), (start, end)))
+            .map(|q| (q.key, q.handle, q.event.clone()))
+            .collect()
     };
+    if overlapping.is_empty() {
+        return Ok(());
+    }
+    // Asked once: a capture is what decides both this stream's key and how its work is ordered.
+    let capturing = stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // A capturing stream's own earlier work is no part of its graph: it counts as another
+    // stream's. Otherwise this stream's id is asked only where an entry's stream had its handle
+    // (it may be this one): other handles are other streams.
+    let key = if capturing {
+        StreamKey::Unknown
+    } else if let Some(key) = StreamKey::default_stream(stream) {
+        key
+    } else if overlapping
+        .iter()
+        .any(|(k, h, _)| *h == handle && matches!(k, Some(StreamKey::Id(_))))
+    {
+        StreamKey::not_capturing(stream)
+    } else {
+        StreamKey::Unknown
+    };
+    // Events of one stream complete in the order they were recorded, and entries are filed in
+    // that order (an event filed again is recorded again only later): the last entry of a stream
+    // stands for all its earlier ones. A graph's entries stand for themselves.
+    let mut latest: Vec<(Option<StreamKey>, Arc<HoldEvent>)> = Vec::new();
+    for (k, _, event) in overlapping
+        .into_iter()
+        .filter(|(k, ..)| !k.is_some_and(|k| k.same(key)))
+    {
+        match latest
+            .iter_mut()
+            .find(|(l, _)| matches!((l, k), (Some(a), Some(b)) if a.same(b)))
+        {
+            Some((_, last)) => *last = event,
+            None => latest.push((k, event)),
+        }
+    }
+    let events: Vec<Arc<HoldEvent>> = latest.into_iter().map(|(_, event)| event).collect();
     if events.is_empty() {
         return Ok(());
     }
-    if stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+    if capturing {
         for event in &events {
             // Asked in relaxed mode: the query itself must not break the capture.
             if !relaxed(|| Ok(event.is_complete()?))? {

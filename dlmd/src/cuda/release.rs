@@ -77,10 +77,9 @@ struct Pending {
     /// The hold's place among all holds recorded, from 1.
     seq: u64,
     event: Arc<HoldEvent>,
-    /// The driver's id of its stream (`cuStreamGetId`, unique for the life of the process,
-    /// the calling thread's or context's own stream for the default handles), where the driver
-    /// gave one: holds of one id end in `seq` order.
-    stream: Option<u64>,
+    /// Its stream's key (`order::StreamKey`, unique for the life of the process unless
+    /// `Unknown`): holds of one stream end in `seq` order.
+    stream: super::order::StreamKey,
     held: Held,
     /// The bytes of the imported memory it keeps.
     bytes: usize,
@@ -249,7 +248,7 @@ pub(crate) fn hold_until_done(
             let key = super::order::StreamKey::not_capturing(stream);
             // Filed before the hold is queued, so that its release, which forgets the
             // entries, follows.
-            super::order::file_queued(key, footprints, &event);
+            super::order::file_queued(stream, key, footprints, &event);
             let mut queue = queue();
             queue.recorded += 1;
             let seq = queue.recorded;
@@ -257,7 +256,7 @@ pub(crate) fn hold_until_done(
             queue.pending.push_back(Pending {
                 seq,
                 event,
-                stream: key.id(),
+                stream: key,
                 held: held.take().unwrap_or_default(),
                 bytes,
             });
@@ -423,7 +422,7 @@ fn released(queue: &Queue) {
 }
 
 /// A pending hold as seen outside the lock: its number, its event and its stream.
-type Watched = (u64, Arc<HoldEvent>, Option<u64>);
+type Watched = (u64, Arc<HoldEvent>, super::order::StreamKey);
 
 /// Releases the holds whose events are complete (and the one numbered `forced`, whose wait
 /// failed), and the holds of graphs that are gone; returns how many holds are still pending.
@@ -446,11 +445,11 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
     }
     // Events of one stream complete in the order they were recorded: past the first that has
     // not, none of that stream's later ones is asked, so a deep queue costs one query a stream.
-    let mut busy: Vec<u64> = Vec::new();
+    let mut busy: Vec<super::order::StreamKey> = Vec::new();
     let mut done: Vec<u64> = Vec::new();
     let mut failed = None;
     for (seq, event, stream) in &snapshot {
-        if stream.is_some_and(|id| busy.contains(&id)) {
+        if busy.iter().any(|b| b.same(*stream)) {
             continue;
         }
         if forced == Some(*seq) {
@@ -459,11 +458,11 @@ fn collect(forced: Option<u64>) -> Result<usize, CudaError> {
         }
         match is_done(event) {
             Ok(true) => done.push(*seq),
-            Ok(false) => busy.extend(*stream),
+            Ok(false) => busy.push(*stream),
             // The driver is shut down: the process is exiting, and nothing is released.
             Err(e @ DriverError(sys::CUresult::CUDA_ERROR_DEINITIALIZED)) => {
                 failed.get_or_insert(e);
-                busy.extend(*stream);
+                busy.push(*stream);
             }
             // A failed query is a failed kernel, which poisons its context: nothing queued
             // there runs any more, so its hold ends too.

@@ -145,7 +145,8 @@ fn record(slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
         // Bound first: at a group's end, the thread's context may be another device's.
         let recorded = (slot.stream.context().bind_to_thread()).and_then(|()| slot.event.record(&slot.stream));
         if recorded.is_ok() {
-            super::order::file_queued(super::order::StreamKey::of(&slot.stream), footprints, &slot.event);
+            let key = super::order::StreamKey::of(&slot.stream);
+            super::order::file_queued(&slot.stream, key, footprints, &slot.event);
         }
         recorded
     };

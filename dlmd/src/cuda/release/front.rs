@@ -3,6 +3,7 @@
 
 use super::{CudaError, Pending, collect, is_done, queue, release};
 use crate::cuda::event::HoldEvent;
+use crate::cuda::order::StreamKey;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -33,17 +34,19 @@ pub(super) fn release_done_front() -> Result<(), CudaError> {
             let Some(front) = queue.pending.front() else {
                 return Ok(());
             };
-            // Only a stream the driver gave an id for, and only a later hold than the front.
-            let newest = front.stream.and_then(|id| {
-                let newest = queue.pending.iter().rev().find(|p| p.stream == Some(id))?;
-                (newest.seq != front.seq).then(|| (id, newest.seq, newest.event.clone()))
-            });
+            // Only a stream known for certain (not `Unknown`), and only a later hold than the
+            // front.
+            let key = front.stream;
+            let newest = queue.pending.iter().rev().find(|p| p.stream.same(key));
+            let newest = newest
+                .filter(|newest| newest.seq != front.seq)
+                .map(|newest| (key, newest.seq, newest.event.clone()));
             ((front.seq, front.event.clone()), newest)
         };
-        if let Some((id, seq, event)) = newest {
+        if let Some((key, seq, event)) = newest {
             match asked(event) {
                 Ok(true) => {
-                    release_stream_through(id, seq);
+                    release_stream_through(key, seq);
                     continue;
                 }
                 Ok(false) => {}
@@ -68,13 +71,13 @@ fn asked(event: Arc<HoldEvent>) -> Result<bool, ()> {
     answer
 }
 
-/// Releases the pending holds of the stream whose id is `id` numbered up to `seq`.
-fn release_stream_through(id: u64, seq: u64) {
+/// Releases the pending holds of the stream `key` names numbered up to `seq`.
+fn release_stream_through(key: StreamKey, seq: u64) {
     let taken = {
         let mut queue = queue();
         let (taken, kept): (VecDeque<Pending>, VecDeque<Pending>) = core::mem::take(&mut queue.pending)
             .into_iter()
-            .partition(|p| p.stream == Some(id) && p.seq <= seq);
+            .partition(|p| p.stream.same(key) && p.seq <= seq);
         queue.pending = kept;
         let bytes = taken.iter().fold(0usize, |sum, p| sum.saturating_add(p.bytes));
         queue.pending_bytes = queue.pending_bytes.saturating_sub(bytes);
