@@ -198,20 +198,17 @@ impl Imported {
     /// The producer's stream, checked to be a stream of the device's primary context.
     pub(crate) fn stream(&self) -> Result<Arc<CudaStream>, CudaError> {
         let ctx = self.context()?;
-        match self.stream.0 {
-            0 | 1 => Ok(ctx.default_stream()),
-            // SAFETY: `0x2` is `CU_STREAM_PER_THREAD`, a handle every context accepts, and it
-            // is never destroyed.
-            2 => Ok(unsafe { ctx.wrap_borrowed_stream(core::ptr::without_provenance_mut(2)) }),
-            value => {
-                let handle = super::stream::check_launch_stream(value, &ctx)?;
-                // SAFETY: `handle` is a stream of this context (checked above), which its
-                // producer keeps alive while work on the tensor may be queued on it (DLPack's
-                // contract for the stream the data is made ready on); the wrapper lives only for
-                // one launch and is never destroyed by it.
-                Ok(unsafe { ctx.wrap_borrowed_stream(handle) })
-            }
-        }
+        let handle = match self.stream.0 {
+            // The legacy default stream, as `CudaContext::default_stream` names it.
+            0 | 1 => core::ptr::null_mut(),
+            // `CU_STREAM_PER_THREAD`, a handle every context accepts, never destroyed.
+            2 => core::ptr::without_provenance_mut(2),
+            // A stream of this context (checked), which its producer keeps alive while work on
+            // the tensor may be queued on it (DLPack's contract for the stream the data is made
+            // ready on).
+            value => super::stream::check_launch_stream(value, &ctx)?,
+        };
+        Ok(borrowed_stream(&ctx, handle))
     }
 
     /// A launch of one of `kernels` on the producer's stream: it is queued there and returns at
@@ -273,6 +270,35 @@ impl Imported {
             held: self,
         })
     }
+}
+
+/// A wrapper of `handle`, a live stream of `ctx` (or a default handle), that neither owns nor
+/// destroys it: the one this thread made last where that wraps the same handle of the same
+/// context (two such wrappers are the same value), a new one otherwise. A launch costs no
+/// allocation for it.
+fn borrowed_stream(ctx: &Arc<CudaContext>, handle: cudarc::driver::sys::CUstream) -> Arc<CudaStream> {
+    std::thread_local! {
+        static LAST: core::cell::RefCell<Option<Arc<CudaStream>>> = const { core::cell::RefCell::new(None) };
+    }
+    // SAFETY: the caller's `handle` is a default handle or a live stream of `ctx`; the wrapper
+    // is never destroyed by its drop (it is borrowed), and is used only while the stream lives
+    // (one launch; a kept wrapper is handed out again only for the same handle, checked again).
+    let wrap = || unsafe { ctx.wrap_borrowed_stream(handle) };
+    LAST.try_with(|last| {
+        let mut last = last.try_borrow_mut().ok()?;
+        if let Some(stream) = last.as_ref()
+            && stream.cu_stream() == handle
+            && Arc::ptr_eq(stream.context(), ctx)
+        {
+            return Some(stream.clone());
+        }
+        let stream = wrap();
+        *last = Some(stream.clone());
+        Some(stream)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_else(wrap)
 }
 
 /// An imported tensor checked as the kernel argument `P`, for one launch: pass it where the

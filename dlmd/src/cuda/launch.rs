@@ -378,8 +378,19 @@ impl Launch<'_, '_, '_> {
                 return Err(CudaError::Launch(super::LaunchError::PerThreadStream { kernel: name }));
             }
         }
-        let footprints: Vec<Option<Footprint>> = args.iter().map(|a| a.footprint).collect();
-        check_disjoint(&footprints)
+        // On the stack for the usual few arguments: an allocation costs as much as a check.
+        let mut few = [None; 16];
+        let many: Vec<Option<Footprint>>;
+        let footprints: &[Option<Footprint>] = if args.len() <= few.len() {
+            for (slot, a) in few.iter_mut().zip(args) {
+                *slot = a.footprint;
+            }
+            &few[..args.len()]
+        } else {
+            many = args.iter().map(|a| a.footprint).collect();
+            &many
+        };
+        check_disjoint(footprints)
             .map_err(|overlap| CudaError::Launch(super::LaunchError::Arguments { kernel: name, overlap }))?;
         let function = self.kernels.checked_function(name, digest, aligned)?;
         // In a scope: an event of the scope's, on a stream that is not capturing.

@@ -36,7 +36,7 @@
 mod export;
 mod import;
 mod owner;
-mod recycle;
+pub(crate) mod recycle;
 
 #[cfg(doc)]
 use crate::dlpack::ManagedTensorAbi;

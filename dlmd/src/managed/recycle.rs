@@ -1,4 +1,5 @@
-//! The heap blocks behind exported tensors, kept for reuse by the thread that frees them.
+//! The heap blocks behind exported tensors (and XLA's buffers lent as tensors), kept for reuse
+//! by the thread that frees them.
 //!
 //! An export allocates one small block (the managed struct, its shape and strides, the owner)
 //! and its consumer frees it, often a moment later: a producer's `__dlpack__` is a hot path, and
@@ -54,7 +55,7 @@ fn class_of(layout: Layout) -> Layout {
 /// A block for a value of `layout` (whose size is not zero), uninitialised: one this thread
 /// freed before where there is one, a new allocation otherwise. Like `Box::new`, it calls
 /// [`handle_alloc_error`] when the allocator fails.
-pub(super) fn allocate(layout: Layout) -> NonNull<u8> {
+pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
     let class = class_of(layout);
     if class == CLASS {
         // `try_with`/`try_borrow_mut`: a thread that is ending, or a global allocator that
@@ -83,7 +84,7 @@ pub(super) fn allocate(layout: Layout) -> NonNull<u8> {
 ///
 /// `block` came from [`allocate`] with this `layout`, on any thread, and nothing references it
 /// any more; it is given back once.
-pub(super) unsafe fn release(block: NonNull<u8>, layout: Layout) {
+pub(crate) unsafe fn release(block: NonNull<u8>, layout: Layout) {
     let class = class_of(layout);
     if class == CLASS {
         let kept = KEPT_BLOCKS

@@ -10,6 +10,7 @@ use crate::dlpack::{
 use crate::import::ImportError;
 use crate::managed::{ManagedTensor, TensorView};
 use crate::view::{Aliased, AliasedMut};
+use core::alloc::Layout;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use std::boxed::Box;
@@ -29,14 +30,23 @@ struct Lent {
 /// The highest rank whose layout a [`Lent`] holds in itself, without another allocation.
 const INLINE_RANK: usize = 8;
 
-/// Frees a [`Lent`].
+/// Frees a [`Lent`]: its block goes back to the thread's kept blocks (`managed::recycle`), as
+/// an export's does, for the next call's buffers.
 ///
 /// # Safety
 ///
 /// `managed` is the first field of a `Lent` made by [`lend`], not freed yet.
 unsafe extern "C" fn free_lent(managed: *mut DLManagedTensorVersioned) {
-    // SAFETY: `managed` is the start of a boxed `Lent` (`repr(C)`, first field), freed once.
-    drop(unsafe { Box::from_raw(managed.cast::<Lent>()) });
+    let lent = managed.cast::<Lent>();
+    // SAFETY: `managed` is the start of a `Lent` (`repr(C)`, first field) written into a block
+    // of `recycle::allocate` by `lend`, dropped once, here.
+    unsafe { core::ptr::drop_in_place(lent) };
+    let Some(block) = core::ptr::NonNull::new(lent.cast::<u8>()) else {
+        return;
+    };
+    // SAFETY: that block, allocated for `Lent`'s layout, referenced by nothing now (the deleter
+    // runs once, when the tensor is gone), given back once.
+    unsafe { crate::managed::recycle::release(block, Layout::new::<Lent>()) };
 }
 
 /// What a tensor over a buffer is made of.
@@ -358,7 +368,10 @@ unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result
             }
         };
     }
-    let lent = Box::into_raw(Box::new(Lent {
+    let lent = crate::managed::recycle::allocate(Layout::new::<Lent>())
+        .cast::<Lent>()
+        .as_ptr();
+    let value = Lent {
         managed: DLManagedTensorVersioned {
             version: DLPackVersion::CURRENT,
             manager_ctx: core::ptr::null_mut(),
@@ -376,9 +389,11 @@ unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result
         },
         inline,
         spilled: (rank > INLINE_RANK).then(|| spilled.into_boxed_slice()),
-    }));
-    // SAFETY: `lent` is the live allocation just made, owned here, which nothing else refers to
-    // yet; the box does not move again.
+    };
+    // SAFETY: a block of `Lent`'s layout (size and alignment), uninitialised and owned here.
+    unsafe { lent.write(value) };
+    // SAFETY: `lent` is the `Lent` just written, owned here, which nothing else refers to yet;
+    // its block does not move.
     let made = unsafe { &mut *lent };
     let base: *mut i64 = match &mut made.spilled {
         Some(spilled) => spilled.as_mut_ptr(),
@@ -391,7 +406,7 @@ unsafe fn lend(fields: Fields, dims: &[i64], side: Side, index: usize) -> Result
     // strides hold `ndim` values each; the data is valid while the tensor lives, and written by
     // others only as the caller says (an argument may be written through a result that shares
     // its memory, by the handler, on this thread: `Buffer` is neither `Send` nor `Sync`); the
-    // deleter frees the box once, from any thread.
+    // deleter frees the block once, from any thread.
     unsafe { ManagedTensor::from_raw(lent.cast::<DLManagedTensorVersioned>()) }.map_err(|_| FrameError::Buffer {
         side,
         index,
