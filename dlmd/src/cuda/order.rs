@@ -215,33 +215,46 @@ pub(crate) fn order_after(
     bytes: usize,
     kernel: &'static str,
 ) -> Result<(), CudaError> {
-    if bytes == 0 || OWNERS.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+    if bytes == 0 {
         return Ok(());
     }
-    // Owners' streams live while their entries count (`upgrade`), as the launch's does: their
-    // handles name them.
-    let (end, key) = (ptr.saturating_add(bytes), StreamKey::live(stream));
-    let (others, recorded) = {
+    let end = ptr.saturating_add(bytes);
+    type Overlapping = (StreamKey, Weak<CudaStream>, Option<Arc<HoldEvent>>);
+    let overlapping: Vec<Overlapping> = {
         let owners = OWNERS.lock().unwrap_or_else(|e| e.into_inner());
-        let mut others: Vec<(StreamKey, Arc<CudaStream>)> = Vec::new();
-        let mut recorded: Vec<Arc<HoldEvent>> = Vec::new();
-        for o in owners
+        owners
             .iter()
-            .filter(|o| !o.key.same(key) && overlaps((o.start, o.end), (ptr, end)))
-        {
-            if let Some(event) = &o.recorded {
-                recorded.push(event.clone());
-            } else if let Some(owner) = o.stream.upgrade()
-                && !others.iter().any(|(k, _)| k.same(o.key))
-            {
-                others.push((o.key, owner));
-            }
-        }
-        (others, recorded)
+            .filter(|o| overlaps((o.start, o.end), (ptr, end)))
+            .map(|o| (o.key, o.stream.clone(), o.recorded.clone()))
+            .collect()
     };
-    if (!others.is_empty() || !recorded.is_empty())
-        && stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-    {
+    if overlapping.is_empty() {
+        return Ok(());
+    }
+    // Asked once: a capturing stream's own earlier work is no part of its graph, so there every
+    // owner counts as another stream's. Otherwise owners' streams live while their entries
+    // count (`upgrade`), as the launch's does: their handles name them.
+    let capturing = stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let key = if capturing {
+        StreamKey::Unknown
+    } else {
+        StreamKey::live(stream)
+    };
+    let mut others: Vec<(StreamKey, Arc<CudaStream>)> = Vec::new();
+    let mut recorded: Vec<Arc<HoldEvent>> = Vec::new();
+    for (k, owner, event) in overlapping.into_iter().filter(|(k, ..)| !k.same(key)) {
+        if let Some(event) = event {
+            recorded.push(event);
+        } else if let Some(owner) = owner.upgrade()
+            && !others.iter().any(|(o, _)| o.same(k))
+        {
+            others.push((k, owner));
+        }
+    }
+    if others.is_empty() && recorded.is_empty() {
+        return Ok(());
+    }
+    if capturing {
         // A capture cannot wait for work queued outside it: owners whose work is done (asked in
         // relaxed mode, so that the question does not break the capture) are passed, and an
         // owner's stream that joined the capture is waited for inside it, as below. Passing is

@@ -37,13 +37,12 @@ const INLINE_RANK: usize = 8;
 ///
 /// `managed` is the first field of a `Lent` made by [`lend`], not freed yet.
 unsafe extern "C" fn free_lent(managed: *mut DLManagedTensorVersioned) {
-    let lent = managed.cast::<Lent>();
-    // SAFETY: `managed` is the start of a `Lent` (`repr(C)`, first field) written into a block
-    // of `recycle::allocate` by `lend`, dropped once, here.
-    unsafe { core::ptr::drop_in_place(lent) };
-    let Some(block) = core::ptr::NonNull::new(lent.cast::<u8>()) else {
+    let Some(block) = core::ptr::NonNull::new(managed.cast::<u8>()) else {
         return;
     };
+    // SAFETY: `managed` is the start of a `Lent` (`repr(C)`, first field) written into a block
+    // of `recycle::allocate` by `lend`, dropped once, here.
+    unsafe { core::ptr::drop_in_place(block.as_ptr().cast::<Lent>()) };
     // SAFETY: that block, allocated for `Lent`'s layout, referenced by nothing now (the deleter
     // runs once, when the tensor is gone), given back once.
     unsafe { crate::managed::recycle::release(block, Layout::new::<Lent>()) };
