@@ -231,15 +231,10 @@ pub(crate) fn order_after(
     if overlapping.is_empty() {
         return Ok(());
     }
-    // Asked once: a capturing stream's own earlier work is no part of its graph, so there every
-    // owner counts as another stream's. Otherwise owners' streams live while their entries
-    // count (`upgrade`), as the launch's does: their handles name them.
-    let capturing = stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let key = if capturing {
-        StreamKey::Unknown
-    } else {
-        StreamKey::live(stream)
-    };
+    // Owners' streams live while their entries count (`upgrade`), as the launch's does: their
+    // handles name them. Work on the launch's own stream is ordered already, also for a graph it
+    // captures, which cudarc replays there.
+    let key = StreamKey::live(stream);
     let mut others: Vec<(StreamKey, Arc<CudaStream>)> = Vec::new();
     let mut recorded: Vec<Arc<HoldEvent>> = Vec::new();
     for (k, owner, event) in overlapping.into_iter().filter(|(k, ..)| !k.same(key)) {
@@ -254,7 +249,7 @@ pub(crate) fn order_after(
     if others.is_empty() && recorded.is_empty() {
         return Ok(());
     }
-    if capturing {
+    if stream.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         // A capture cannot wait for work queued outside it: owners whose work is done (asked in
         // relaxed mode, so that the question does not break the capture) are passed, and an
         // owner's stream that joined the capture is waited for inside it, as below. Passing is
