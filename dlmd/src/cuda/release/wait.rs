@@ -100,6 +100,7 @@ mod tests {
 
     #[test]
     fn a_deleter_that_waits_for_the_holds_is_refused_on_a_launching_thread_too() {
+        let _alone = super::super::tests::RETIRING.lock().unwrap_or_else(|e| e.into_inner());
         // Read by nobody (no view is made): statics, so that nothing is leaked.
         static SHAPE: [i64; 1] = [1];
         static DATA: [f32; 1] = [0.0];
