@@ -25,13 +25,22 @@ pub struct ArgInfo<'a> {
     pub device: Option<i32>,
     /// The memory it reaches and how (see [`KernelParam::footprint`]).
     pub footprint: Option<Footprint>,
-    /// The imported tensor it comes from, kept until the kernel is done, the stream its
-    /// producer named and, where that is the per-thread default stream (2), the thread whose
-    /// stream it is.
-    pub held: Option<(&'a Arc<ManagedTensor>, WorkStream, Option<ThreadId>)>,
-    /// Whether the owner of that tensor's memory keeps it for all work queued on its stream
-    /// ([`Imported::lent`](super::Imported::lent)): the launch need not hold it.
-    pub kept: bool,
+    /// Where it is imported: the import it comes from.
+    pub held: Option<Producer<'a>>,
+}
+
+/// The import an argument comes from, as a launch checks and keeps it.
+#[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
+pub struct Producer<'a> {
+    /// The imported tensor, for the launch to keep until the kernel is done; `None` where the
+    /// owner of its memory keeps it for all work queued on its stream
+    /// ([`Imported::lent`](super::Imported::lent)).
+    pub tensor: Option<&'a Arc<ManagedTensor>>,
+    /// The stream its producer named, the only one the launch may use.
+    pub stream: WorkStream,
+    /// Where that is the per-thread default stream (2), the thread whose stream it is.
+    pub thread: Option<ThreadId>,
 }
 
 /// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed
@@ -65,7 +74,6 @@ fn info_of<P: KernelParam>(value: &P) -> ArgInfo<'_> {
         device: value.device_ordinal(),
         footprint: value.footprint(),
         held: None,
-        kept: false,
     }
 }
 

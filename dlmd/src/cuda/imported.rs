@@ -79,13 +79,30 @@ const PER_THREAD: usize = 2;
 /// borrow for `'static`.
 #[derive(Debug)]
 pub struct Imported {
-    tensor: Arc<ManagedTensor>,
+    tensor: Holding,
     stream: WorkStream,
     /// Where `stream` is the per-thread default stream (2), another stream on every thread: the
     /// thread whose stream the producer named, the only one launches over it are made on.
     thread: Option<ThreadId>,
-    /// Whether the memory's owner keeps it for all work queued on `stream` ([`lent`](Self::lent)).
-    kept: bool,
+}
+
+/// How an [`Imported`] keeps its tensor.
+#[derive(Debug)]
+enum Holding {
+    /// Shared with the launches over it, which keep it until their kernels are done.
+    Held(Arc<ManagedTensor>),
+    /// Kept by the memory's owner for all work queued on the stream ([`Imported::lent`]): no
+    /// launch holds it, so it needs no shared allocation.
+    Lent(ManagedTensor),
+}
+
+impl Holding {
+    fn tensor(&self) -> &ManagedTensor {
+        match self {
+            Self::Held(tensor) => tensor,
+            Self::Lent(tensor) => tensor,
+        }
+    }
 }
 
 impl Imported {
@@ -110,13 +127,12 @@ impl Imported {
     /// The per-thread default stream (`2`) is this thread's: launches over the tensor are
     /// refused on other threads ([`LaunchError::PerThreadStream`](super::LaunchError::PerThreadStream)).
     pub unsafe fn new(tensor: ManagedTensor, stream: WorkStream) -> Self {
+        Self::holding(Holding::Held(Arc::new(tensor)), stream)
+    }
+
+    fn holding(tensor: Holding, stream: WorkStream) -> Self {
         let thread = (stream.0 == PER_THREAD).then(|| std::thread::current().id());
-        Self {
-            tensor: Arc::new(tensor),
-            stream,
-            thread,
-            kept: false,
-        }
+        Self { tensor, stream, thread }
     }
 
     /// Lends `tensor`, whose data is ready on `stream`, to kernels queued there, where the
@@ -135,21 +151,21 @@ impl Imported {
     /// `Imported` lives is complete, the memory the tensor describes stays allocated, and its
     /// owner queues or allows no work on it that is not ordered after those launches.
     pub unsafe fn lent(tensor: ManagedTensor, stream: WorkStream) -> Self {
-        // SAFETY: the caller's contract includes `new`'s.
-        let mut lent = unsafe { Self::new(tensor, stream) };
-        lent.kept = true;
-        lent
+        Self::holding(Holding::Lent(tensor), stream)
     }
 
     /// The imported tensor.
     pub fn tensor(&self) -> &ManagedTensor {
-        &self.tensor
+        self.tensor.tensor()
     }
 
     /// The imported tensor to change, for work on the host (a CPU tensor): `None` once a
-    /// launch holds it.
+    /// launch holds it (a [lent](Self::lent) one, which no launch holds, always).
     pub fn tensor_mut(&mut self) -> Option<&mut ManagedTensor> {
-        Arc::get_mut(&mut self.tensor)
+        match &mut self.tensor {
+            Holding::Held(tensor) => Arc::get_mut(tensor),
+            Holding::Lent(tensor) => Some(tensor),
+        }
     }
 
     /// The stream the producer made the data ready on, which launches over it must use.
@@ -160,7 +176,7 @@ impl Imported {
     /// The number of elements, the product of the extents (0 for a tensor without a shape, which
     /// [`arg`](Self::arg) refuses): what a grid covers.
     pub fn len(&self) -> usize {
-        self.tensor.shape().map_or(0, |shape| {
+        self.tensor().shape().map_or(0, |shape| {
             shape
                 .iter()
                 .try_fold(1usize, |n, &e| n.checked_mul(usize::try_from(e).ok()?))
@@ -175,7 +191,7 @@ impl Imported {
 
     /// The CUDA device the tensor is on (`kDLCUDA` or `kDLCUDAManaged`).
     pub fn ordinal(&self) -> Result<usize, CudaError> {
-        let device = self.tensor.dl_tensor().device;
+        let device = self.tensor().dl_tensor().device;
         match device.device_type {
             DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => {
                 usize::try_from(device.device_id).map_err(|_| CudaError::NoSuchDevice {
@@ -236,7 +252,7 @@ impl Imported {
     /// bytes as `bool`, and no check can see from here that each is 0 or 1. Pass their bytes
     /// with [`arg_bool_bytes`](Self::arg_bool_bytes).
     pub fn arg<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
-        self.checked(P::import(&self.tensor)?)
+        self.checked(P::import(self.tensor())?)
     }
 
     /// A tensor of `bool` elements (DLPack `{BOOL, 8, lanes}`) as the kernel argument `P`, a
@@ -254,7 +270,7 @@ impl Imported {
     /// # let _ = f;
     /// ```
     pub fn arg_bool_bytes<P: ImportParam>(&self) -> Result<Arg<'_, P>, CudaError> {
-        self.checked(P::import_bool_bytes(&self.tensor)?)
+        self.checked(P::import_bool_bytes(self.tensor())?)
     }
 
     /// An argument of `param`, once its footprint is found inside one allocation of `device`.
@@ -434,8 +450,14 @@ impl<'i, P: KernelParam, N> KernelArg<P, N> for Arg<'i, P> {
         ArgInfo {
             device: Some(self.device),
             footprint: Some(self.footprint),
-            held: Some((&self.held.tensor, self.held.stream, self.held.thread)),
-            kept: self.held.kept,
+            held: Some(super::arg::Producer {
+                tensor: match &self.held.tensor {
+                    Holding::Held(tensor) => Some(tensor),
+                    Holding::Lent(_) => None,
+                },
+                stream: self.held.stream,
+                thread: self.held.thread,
+            }),
         }
     }
 }

@@ -365,16 +365,16 @@ impl Launch<'_, '_, '_> {
             }));
         }
         let handle = self.stream.cu_stream() as usize;
-        for (_, producer, thread) in args.iter().filter_map(|a| a.held) {
-            if !producer.is(handle) {
+        for producer in args.iter().filter_map(|a| a.held) {
+            if !producer.stream.is(handle) {
                 return Err(CudaError::Launch(super::LaunchError::Stream {
                     kernel: name,
-                    producer: producer.0,
+                    producer: producer.stream.0,
                     launch: handle,
                 }));
             }
             // The per-thread default stream is the importing thread's only there.
-            if thread.is_some_and(|t| t != std::thread::current().id()) {
+            if producer.thread.is_some_and(|t| t != std::thread::current().id()) {
                 return Err(CudaError::Launch(super::LaunchError::PerThreadStream { kernel: name }));
             }
         }
@@ -405,8 +405,7 @@ impl Launch<'_, '_, '_> {
         let mut held = Held {
             tensors: args
                 .iter()
-                .filter(|a| !a.kept)
-                .filter_map(|a| a.held.map(|(tensor, ..)| tensor.clone()))
+                .filter_map(|a| a.held.and_then(|producer| producer.tensor).cloned())
                 .collect(),
             // Without a scope nothing else keeps the module loaded while the kernel runs,
             // unless it is loaded for the process.
@@ -417,7 +416,7 @@ impl Launch<'_, '_, '_> {
             Vec::new()
         } else {
             args.iter()
-                .filter(|a| a.held.is_some() && !a.kept)
+                .filter(|a| a.held.is_some_and(|producer| producer.tensor.is_some()))
                 .filter_map(|a| a.footprint)
                 .collect()
         };

@@ -353,7 +353,6 @@ where
             device: self.device_ordinal(),
             footprint: self.footprint(),
             held: None,
-            kept: false,
         }
     }
 }
