@@ -74,8 +74,8 @@ rm -rf "$out/python"
 mkdir -p "$out/python"
 cp -r examples/python-memarray/tests examples/python-memarray/bench.py examples/python-memarray/bench_cuda.py \
     examples/python-memarray/bench_exchange.py examples/python-memarray/bench_candle.py \
-    examples/python-memarray/bench_kernels.py examples/python-memarray/bench_attention.py \
-    examples/python-memarray/count_syncs.c "$out/python/"
+    examples/python-memarray/bench_kernels.py examples/python-memarray/bench_attention.py examples/python-memarray/bench_jax.py \
+    examples/python-memarray/count_syncs.c examples/python-memarray/driver_calls.c "$out/python/"
 # tvm-ffi, a C consumer and producer of DLPack's exchange table, for the GPU machine's Python
 # (installed there with the module, from this folder: that machine has no network).
 tvm_ffi=$(sed -n 's/^apache-tvm-ffi==//p' scripts/requirements-test.txt)

@@ -11,6 +11,9 @@ alternating round by round (medians of the rounds, quartiles of the per-round ra
 3. Host waits on the path: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize and their
    runtime twins, counted by CUPTI (count_syncs.c, as bench_kernels.py builds it) over 10,000
    jitted calls, on the calling thread and, apart, on every other thread.
+4. The driver calls of a jitted call, each side's: how many of each, and the mean time of each
+   (CUPTI, driver_calls.c), over 10,000 donated calls on 1,024 elements. What the custom call
+   adds to XLA's own launch is the rows only its side has.
 
 Usage: python bench_jax.py [ROUNDS]
 """
@@ -23,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dlmd_memarray as dm
-from bench_kernels import cupti_counter, rounds
+from bench_kernels import cupti_counter, cupti_library, rounds
 
 def report(title, samples, reference, unit, scale):
     print(f"\n{title}")
@@ -144,9 +147,44 @@ def main():
         lib.dlmd_count_stop(counts, others)
         x.block_until_ready()
         print(f"  {name}: {sum(counts)} {dict(zip(names, counts))}; other threads {sum(others)} {dict(zip(names, others))}")
+    driver_calls(gpu, add_index)
     # 10,001 calls of add_index on zeros: element i is 10,001 · i.
     last = np.asarray(jax.jit(add_index, donate_argnums=0)(jax.device_put(jnp.zeros(4, jnp.float32), gpu)))
     assert list(last) == [0, 1, 2, 3], last
+
+
+def driver_calls(gpu, add_index):
+    """Section 4: the driver calls of each side's jitted call, counted and timed by CUPTI."""
+    import ctypes
+    lib, where = cupti_library("driver_calls.c")
+    if lib is None:
+        print(f"\ndriver calls: not counted: {where}")
+        return
+    calls = 10_000
+    print(f"\ndriver calls a jitted call makes, over {calls:,} donated calls (CUPTI lengthens each; "
+          "the times compare with each other):")
+    for name, f in [("jit(add_index)", jax.jit(add_index, donate_argnums=0)),
+                    ("jit(x + 1) (reference)", jax.jit(lambda x: x + 1, donate_argnums=0))]:
+        x = jax.device_put(jnp.zeros(1024, jnp.float32), gpu)
+        for _ in range(1_000):
+            x = f(x)
+        x.block_until_ready()
+        if lib.dlmd_calls_start() != 0:
+            print("  CUPTI refused the subscriber")
+            return
+        for _ in range(calls):
+            x = f(x)
+        x.block_until_ready()
+        out = ctypes.create_string_buffer(1 << 16)
+        lib.dlmd_calls_stop(out, len(out))
+        rows = []
+        for line in out.value.decode().splitlines():
+            thread, api, count, ns = line.split()
+            rows.append((int(ns) / calls, thread, api, int(count) / calls, int(ns) / int(count)))
+        print(f"  {name}:")
+        for per_call, thread, api, count, each in sorted(rows, reverse=True):
+            if count >= 0.01:
+                print(f"    {api:28s} {thread:6s} {count:6.2f} a call {each / 1e3:7.2f} us each")
 
 
 if __name__ == "__main__":

@@ -138,8 +138,9 @@ def bandwidth():
               f"{quartiles(copy, s):>12}")
 
 
-def cupti_counter():
-    """The counting library, built from count_syncs.c against this machine's CUPTI."""
+def cupti_library(source):
+    """A library built from `source` (a file beside this one) against this machine's CUPTI, and
+    the CUPTI it links; or None and why not."""
     roots = ["/usr/local/cuda/extras/CUPTI", "/usr/local/cuda"]
     roots += glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*"))
     for root in roots:
@@ -149,16 +150,23 @@ def cupti_counter():
             break
     else:
         return None, "no CUPTI (cupti.h and libcupti.so) found"
-    out = os.path.join(tempfile.mkdtemp(), "libcount_syncs.so")
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "count_syncs.c")
+    name = os.path.splitext(source)[0]
+    out = os.path.join(tempfile.mkdtemp(), f"lib{name}.so")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), source)
     command = ["gcc", "-shared", "-fPIC", "-O2", f"-I{os.path.dirname(headers[0])}", "-I/usr/local/cuda/include",
-               source, "-o", out, libs[0], f"-Wl,-rpath,{os.path.dirname(libs[0])}"]
+               path, "-o", out, libs[0], f"-Wl,-rpath,{os.path.dirname(libs[0])}"]
     built = subprocess.run(command, capture_output=True, text=True)
     if built.returncode != 0:
-        return None, f"count_syncs.c did not build: {built.stderr.strip()}"
-    lib = ctypes.CDLL(out)
-    lib.dlmd_count_stop.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong)]
-    return lib, libs[0]
+        return None, f"{source} did not build: {built.stderr.strip()}"
+    return ctypes.CDLL(out), libs[0]
+
+
+def cupti_counter():
+    """The counting library, built from count_syncs.c against this machine's CUPTI."""
+    lib, where = cupti_library("count_syncs.c")
+    if lib is not None:
+        lib.dlmd_count_stop.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong)]
+    return lib, where
 
 
 def counted(lib, fn, calls):
