@@ -17,30 +17,30 @@ pub(crate) mod sealed {
     pub trait Sealed<P> {}
 }
 
-/// What a launch needs to know of one argument besides its parameter form.
-#[derive(Clone, Copy, Debug, Default)]
+/// What a launch needs to know of one argument besides its parameter form: made only by the
+/// argument's [`KernelArg::info`], and read only by the launch.
+#[derive(Clone, Copy, Debug)]
 #[doc(hidden)]
 pub struct ArgInfo<'a> {
     /// The CUDA device its memory is on (see [`KernelParam::device_ordinal`]).
-    pub device: Option<i32>,
+    pub(crate) device: Option<i32>,
     /// The memory it reaches and how (see [`KernelParam::footprint`]).
-    pub footprint: Option<Footprint>,
+    pub(crate) footprint: Option<Footprint>,
     /// Where it is imported: the import it comes from.
-    pub held: Option<Producer<'a>>,
+    pub(crate) held: Option<Producer<'a>>,
 }
 
 /// The import an argument comes from, as a launch checks and keeps it.
 #[derive(Clone, Copy, Debug)]
-#[doc(hidden)]
-pub struct Producer<'a> {
+pub(crate) struct Producer<'a> {
     /// The imported tensor, for the launch to keep until the kernel is done; `None` where the
     /// owner of its memory keeps it for all work queued on its stream
     /// ([`Imported::lent`](super::Imported::lent)).
-    pub tensor: Option<&'a Arc<ManagedTensor>>,
+    pub(crate) tensor: Option<&'a Arc<ManagedTensor>>,
     /// The stream its producer named, the only one the launch may use.
-    pub stream: WorkStream,
+    pub(crate) stream: WorkStream,
     /// Where that is the per-thread default stream (2), the thread whose stream it is.
-    pub thread: Option<ThreadId>,
+    pub(crate) thread: Option<ThreadId>,
 }
 
 /// A value a launcher takes for the kernel parameter of type `P`: `P` itself (a view borrowed

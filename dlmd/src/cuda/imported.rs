@@ -159,12 +159,14 @@ impl Imported {
         self.tensor.tensor()
     }
 
-    /// The imported tensor to change, for work on the host (a CPU tensor): `None` once a
-    /// launch holds it (a [lent](Self::lent) one, which no launch holds, always).
-    pub fn tensor_mut(&mut self) -> Option<&mut ManagedTensor> {
+    /// The imported tensor to change, for work on the host (a CPU tensor): its read-write views,
+    /// never the tensor itself ([`ImportedMut`](super::ImportedMut)). `None` while a launch holds
+    /// it, until its kernel is done and the hold released, and for a [lent](Self::lent) import,
+    /// whose owner keeps it for work on its stream.
+    pub fn tensor_mut(&mut self) -> Option<super::ImportedMut<'_>> {
         match &mut self.tensor {
-            Holding::Held(tensor) => Arc::get_mut(tensor),
-            Holding::Lent(tensor) => Some(tensor),
+            Holding::Held(tensor) => Arc::get_mut(tensor).map(super::ImportedMut::new),
+            Holding::Lent(_) => None,
         }
     }
 
@@ -228,7 +230,8 @@ impl Imported {
     }
 
     /// A launch of one of `kernels` on the producer's stream: it is queued there and returns at
-    /// once, keeping the imported arguments (and the module) until the kernel is done. Other
+    /// once, keeping the imported arguments (and the module) until the kernel is done, but for
+    /// [lent](Self::lent) ones, which their owner keeps. Other
     /// arguments must be imports on the same stream, elements, or views that borrow for
     /// `'static`; for views over memory Rust owns, launch in a [`scope`](super::scope).
     pub fn launch<'a>(

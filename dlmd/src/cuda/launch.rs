@@ -326,15 +326,17 @@ impl Launch<'_, '_, '_> {
     /// as aligned as `aligned` asks (by PTX index; 64 for the parameters the kernel reads in
     /// place, [`KernelParam::IN_PLACE`](crate::kernel::KernelParam::IN_PLACE)). The kernel runs after the
     /// work queued on the views' memory before the views were made, whatever stream that work
-    /// is on. In a scope, the scope waits for it; without one, the imports and the module are
-    /// kept until it is done, and nothing waits.
+    /// is on. In a scope, the scope waits for it; without one, the imports (but
+    /// [lent](super::Imported::lent) ones, which their owners keep) and the module are kept
+    /// until it is done, and nothing waits.
     ///
     /// # Safety
     ///
-    /// `params` point at the arguments' parameter forms, in order, for a kernel whose signature
-    /// digest is `digest` (what a `#[dlmd::kernel]` launcher passes), and the memory of every
-    /// view among them that is not imported (`held` is `None`) stays valid, and accessed only as
-    /// the view allows, until the scope ends (for a launch without a scope: forever).
+    /// `args` are what the arguments' [`KernelArg::info`](super::KernelArg::info) gave, and
+    /// `params` point at the same arguments' parameter forms, in order, for a kernel whose
+    /// signature digest is `digest` (what a `#[dlmd::kernel]` launcher passes); the memory of
+    /// every view among them that is not imported stays valid, and accessed only as the view
+    /// allows, until the scope ends (for a launch without a scope: forever).
     pub unsafe fn run(
         self,
         name: &'static str,

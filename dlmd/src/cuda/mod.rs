@@ -31,6 +31,7 @@ mod error;
 mod event;
 mod grid;
 mod imported;
+mod imported_mut;
 mod launch;
 mod library;
 mod mirrored;
@@ -51,6 +52,7 @@ pub use cudarc::driver::LaunchConfig;
 pub use error::{CompileError, CudaError, LaunchError, ModuleError, PlacementError, StreamError};
 pub use grid::grid_for;
 pub use imported::{Arg, ImportParam, Imported};
+pub use imported_mut::ImportedMut;
 pub use launch::{Kernels, Launch, signature_digests};
 #[cfg(feature = "nccl")]
 pub(crate) use library::usable as library_usable;

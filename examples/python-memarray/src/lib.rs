@@ -41,6 +41,7 @@ mod jax;
 mod torch_native;
 
 use array::MemArray;
+use dlmd::cuda::ImportedMut;
 use dlmd::dlpack::DLDeviceType;
 use dlmd::managed::ManagedTensor;
 use dlmd::oneapi::{self, Placed};
@@ -78,9 +79,9 @@ fn host_view<T: DlElement, const R: usize>(
 }
 
 /// A host view of `tensor` for writing, as [`host_view`].
-fn host_view_mut<T: DlElement, const R: usize>(
-    tensor: &mut ManagedTensor,
-) -> PyResult<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Host, AliasedMut>> {
+fn host_view_mut<'a, T: DlElement, const R: usize>(
+    tensor: &'a mut ImportedMut<'_>,
+) -> PyResult<Mdspan<'a, T, Dims<R>, LayoutStrideRelaxed, Host, AliasedMut>> {
     if tensor.dl_tensor().device.device_type == DLDeviceType::ONE_API {
         let view = tensor
             .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Opaque<OneApi>, AliasedMut>>()
@@ -146,12 +147,12 @@ fn add_index(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
     if !matches!(device, DLDeviceType::CPU | DLDeviceType::ONE_API) {
         return gpu::add_index(&imported);
     }
-    let tensor = imported
+    let mut tensor = imported
         .tensor_mut()
         .expect("a tensor no launch has taken is held once");
-    let (dtype, rank) = dtype_and_rank(tensor)?;
+    let (dtype, rank) = dtype_and_rank(&tensor)?;
     with_dtype!(dtype, T => with_rank!(rank, R => {
-        let view = host_view_mut::<T, R>(tensor)?;
+        let view = host_view_mut::<T, R>(&mut tensor)?;
         view.update(|index, mut x| {
             dtype::AddIndex::add_index(&mut x, index.as_ref().iter().sum());
             x
@@ -168,10 +169,10 @@ fn add_index(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
 fn add_index_cxx(x: &Bound<'_, PyAny>, stream: Option<isize>) -> PyResult<()> {
     let mut imported = import_for_kernel(x, stream)?;
     let on = imported.work_stream();
-    let tensor = imported
+    let mut tensor = imported
         .tensor_mut()
         .expect("a tensor no launch has taken is held once");
-    let (dtype, rank) = dtype_and_rank(tensor)?;
+    let (dtype, rank) = dtype_and_rank(&tensor)?;
     with_dtype!(dtype, T => with_rank!(rank, R => {
         let view = tensor
             .view_mut::<Mdspan<'_, T, Dims<R>, LayoutStrideRelaxed, Device, AliasedMut>>()
