@@ -1,7 +1,9 @@
 //! Aliased access: views of memory that others may read and write while the view lives, such as
 //! a tensor imported from Python or C. Elements are copied in and out by value, as through
 //! [`Cell`](core::cell::Cell), so no Rust reference ever points at memory someone else may
-//! change, and two views of one buffer never hold two `&mut T` to one element.
+//! change, and two views of one buffer never hold two `&mut T` to one element. A `bool` element
+//! is read byte by byte, each nonzero byte as `true`: another holder may have written any byte
+//! since the import checked them.
 //!
 //! ```
 //! use dlmd::dlpack::DLManagedTensorVersioned;
@@ -19,6 +21,7 @@
 
 use super::{Mdspan, OutOfBounds, first_index, index_out_of_bounds, next_index};
 use crate::access::{Access, Aliased, AliasedAccess, AliasedMut, RefAccess, Shared, Unique};
+use crate::dlpack::DLDataTypeCode;
 use crate::dtype::DlElement;
 use crate::extents::Extents;
 use crate::layout::{Layout, Mapping};
@@ -34,7 +37,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
         // initialised `T`s readable from the host (`S: HostAccessible`) for the view's borrow;
         // the read forms no reference, so a write by another holder between loads is no
         // aliasing violation.
-        let value = unsafe { self.ptr.as_ptr().wrapping_add(offset).read() };
+        let value = unsafe { read_element(self.ptr.as_ptr().wrapping_add(offset)) };
         Some(value)
     }
 
@@ -81,7 +84,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
     pub unsafe fn load_unchecked(&self, index: E::Index) -> T {
         let p = self.ptr.as_ptr().wrapping_add(self.mapping.offset_of(&index));
         // SAFETY: the caller promises `index` is inside the extents, so `p` is in the span.
-        unsafe { p.read() }
+        unsafe { read_element(p) }
     }
 
     /// Copies of the elements in row-major index order, whatever the layout.
@@ -90,6 +93,35 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible, A: Access> Mdsp
             view: self,
             next: first_index(self.extents()),
         }
+    }
+}
+
+/// The element at `p`, read where another holder of the memory may have written it: the bytes
+/// of a `bool` element are read as bytes, each nonzero one read as `true`, so that no byte
+/// another holder wrote (a kernel given the tensor's bytes, the producer) makes an invalid
+/// `bool`; the import's check of every `bool` covers only the bytes as they were then.
+///
+/// # Safety
+///
+/// `p` is aligned and readable for a `T`, and holds one unless `T` is made of `bool`s.
+#[inline(always)]
+unsafe fn read_element<T: DlElement>(p: *const T) -> T {
+    if T::DTYPE.code == DLDataTypeCode::BOOL.0 && T::DTYPE.bits == 8 {
+        let mut value = core::mem::MaybeUninit::<T>::uninit();
+        let (from, to) = (p.cast::<u8>(), value.as_mut_ptr().cast::<u8>());
+        for i in 0..size_of::<T>() {
+            // SAFETY: byte `i` of a readable `T`, read as `u8` (every byte pattern is one).
+            let byte = unsafe { from.wrapping_add(i).read() };
+            // SAFETY: byte `i` of the local `T`.
+            unsafe { to.wrapping_add(i).write(u8::from(byte != 0)) };
+        }
+        // SAFETY: a `T` of 8-bit `bool` scalars is `LANES` `bool`s and nothing else (`DlElement`
+        // items 1 and 2), and any pattern valid for them is a valid `T` (item 3): each byte is
+        // 0 or 1.
+        unsafe { value.assume_init() }
+    } else {
+        // SAFETY: the caller's `p` holds a `T`; the read forms no reference.
+        unsafe { p.read() }
     }
 }
 
@@ -103,7 +135,7 @@ impl<'a, T: DlElement, E: Extents, L: Layout, S: HostAccessible> Mdspan<'a, T, E
         // memory the producer lets consumers write), and the write forms no reference.
         let p = self.ptr.as_ptr().wrapping_add(offset);
         // SAFETY: as above.
-        let old = unsafe { p.read() };
+        let old = unsafe { read_element(p) };
         // SAFETY: as above.
         unsafe { p.write(value) };
         Some(old)
@@ -292,5 +324,43 @@ mod tests {
             "index 5 is out of bounds for dimension 0 of extent 2"
         );
         assert_eq!(data, [0, 0, 0, 0, 0, 7], "nothing written out of bounds");
+    }
+
+    #[test]
+    fn bools_another_holder_wrote_any_byte_into_read_as_true() {
+        // Four bools, and the same bytes as two pairs of bools, as their producer holds them:
+        // bytes it may rewrite while the views live (a kernel given the tensor's bytes may store
+        // any `u8`).
+        let mut bytes = [1u8, 0, 0, 1];
+        let ptr = bytes.as_mut_ptr();
+        let (four, two) = (Dims::new([4]), Dims::new([2]));
+        // SAFETY: `bytes` outlives the views, is reached only through them and `ptr`, and holds
+        // valid bools when the views are made.
+        let flags = unsafe {
+            Mdspan::<bool, Dims<1>, LayoutRight, Host, AliasedMut>::from_raw_parts(
+                ptr.cast(),
+                RightMapping::new(four).unwrap(),
+                Host,
+            )
+        };
+        // SAFETY: as above.
+        let pairs = unsafe {
+            Mdspan::<[bool; 2], Dims<1>, LayoutRight, Host, Aliased>::from_raw_parts(
+                ptr.cast(),
+                RightMapping::new(two).unwrap(),
+                Host,
+            )
+        };
+        assert_eq!(flags.values().collect::<Vec<_>>(), [true, false, false, true]);
+        // SAFETY: in bounds; no reference to the bytes is live.
+        unsafe { ptr.write(2) };
+        // SAFETY: as above.
+        unsafe { ptr.wrapping_add(2).write(255) };
+        assert!(flags.load([0]));
+        assert_eq!(flags.try_load([2]), Some(true));
+        assert_eq!(pairs.load([1]), [true, true]);
+        assert_eq!(flags.replace([0], false), Some(true));
+        flags.update(|_, b| !b);
+        assert_eq!(bytes, [1, 1, 0, 0]);
     }
 }
