@@ -470,8 +470,19 @@ impl Launch<'_, '_, '_> {
             return Err(e.into());
         }
         // Both, whichever fails: each waits for the stream at once where its record fails.
+        // In a scope, the bytes of every argument the hold does not file (views, lent imports)
+        // are filed under the scope's event of this stream until the scope ends: a copy, a
+        // collective or a launch on another stream over the same bytes (an aliased or atomic
+        // view is `Copy`: one view may go to a kernel and to a copy) waits for the kernel.
         let scoped = match (self.scope, slot) {
-            (Some(scope), Some(slot)) => scope.queued(slot, &[]),
+            (Some(scope), Some(slot)) => {
+                let unheld: Vec<Footprint> = args
+                    .iter()
+                    .filter(|a| a.held.is_none_or(|producer| producer.tensor.is_none()))
+                    .filter_map(|a| a.footprint)
+                    .collect();
+                scope.queued(slot, &unheld)
+            }
             _ => Ok(()),
         };
         let holding = if held.is_empty() {

@@ -33,9 +33,11 @@
 //! event that ends its hold, `release`), and a later launch on another stream over overlapping
 //! bytes waits for that event on the device ([`order_after_queued`]), unless both only read.
 //! The entries go when their hold is released, which is when their event is complete
-//! ([`forget_queued`]). Copies and collectives queued in a [`scope`](super::scope) wait for
-//! such launches in the same way, and file their own bytes under the scope's event of their
-//! stream, recorded after them, until the scope has waited for it. A stream that is capturing
+//! ([`forget_queued`]). Copies, collectives and launches queued in a [`scope`](super::scope)
+//! wait for such launches in the same way, and file their own bytes (a launch: those of its
+//! arguments no hold files) under the scope's event of their stream, recorded after them, until
+//! the scope has waited for it: an aliased or atomic view is `Copy`, so a kernel and a copy on
+//! another stream may both take it. A stream that is capturing
 //! a CUDA graph cannot wait for work queued outside the capture: there a launch over bytes such
 //! work still uses is refused ([`LaunchError::CaptureOrder`](super::LaunchError::CaptureOrder)).
 //! A captured launch over imports captures, after its kernel, a node that records an event each

@@ -296,8 +296,9 @@ impl<'scope> Scope<'scope, '_> {
     /// as `u8`. Host views and other layouts do not compile;
     /// non-contiguous layouts neither (copy those with a kernel). `stream` may belong to either device. The copy runs after the work
     /// queued on either view's memory before the view was made, on whichever stream, and after
-    /// launches over imports of the same memory in flight on other streams (where either
-    /// writes it); later launches over imports of it wait for the copy. The scope keeps both
+    /// launches over imports of the same memory in flight on other streams, and launches over
+    /// views of it in scopes not yet ended (where either writes it); later launches over imports
+    /// of it, or over views of it in scopes, wait for the copy. The scope keeps both
     /// views borrowed until it has waited for the copy.
     ///
     /// ```no_run

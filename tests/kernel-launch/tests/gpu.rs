@@ -619,6 +619,48 @@ fn a_launch_over_an_import_waits_for_a_copy_in_flight_that_writes_it() {
 }
 
 #[test]
+fn a_copy_on_another_stream_waits_for_scoped_kernels_that_add_into_the_atomic_view_it_reads() {
+    let Some(ctx) = gpu() else { return };
+    let (adds, reads) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let kernels = Kernels::load(&ctx, examples::PTX).unwrap();
+    let ones = adds.clone_htod(&vec![1.0f32; R * C]).unwrap();
+    // The sums are `reads`' memory: the copy on `reads` is ordered after their owner's work
+    // already, and only the launches' own filing orders it after the kernels on `adds`.
+    let mut sums = reads.alloc_zeros::<f32>(R).unwrap();
+    let mut out = reads.alloc_zeros::<f32>(R).unwrap();
+    ctx.synchronize().unwrap();
+    {
+        let x = device_view::<f32, Dims<2>, LayoutRight>(&ones, Dims::new([R, C])).unwrap();
+        let atomic = device_view_mut::<f32, Dims<1>, LayoutRight>(&mut sums, Dims::new([R]))
+            .unwrap()
+            .into_atomic();
+        let mut dst = device_view_mut::<f32, Dims<1>, LayoutRight>(&mut out, Dims::new([R])).unwrap();
+        // A row of 16 × 16 threads a block, 16 rows a block.
+        let grid = LaunchConfig {
+            grid_dim: (1, (R / 16) as u32, 1),
+            block_dim: (16, 16, 1),
+            shared_mem_bytes: 0,
+        };
+        cuda::scope(|s| {
+            // 2 GiB read on `adds`: the sums are final after the last pass.
+            for _ in 0..PASSES / 4 {
+                examples::row_sums(s.launch(&adds, &kernels, grid), x, atomic)?;
+            }
+            // The same atomic view (`Copy`) as a copy's source, on the other stream.
+            s.copy(&reads, &atomic, &mut dst)
+        })
+        .unwrap();
+    }
+    let back = reads.clone_dtoh(&out).unwrap();
+    let expected = (PASSES / 4 * C) as f32;
+    let wrong = back.iter().filter(|&&v| v != expected).count();
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {R} sums copied before the kernels that add into them were done"
+    );
+}
+
+#[test]
 fn a_scope_does_not_return_before_its_kernels_are_done() {
     let Some(ctx) = gpu() else { return };
     let work = ctx.new_stream().unwrap();
