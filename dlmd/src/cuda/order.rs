@@ -367,10 +367,22 @@ fn file(key: Option<StreamKey>, handle: usize, footprints: &[Footprint], event: 
     }
     let mut queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
     for f in footprints.iter().filter(|f| f.bytes > 0) {
+        let (start, end) = (f.start, f.start.saturating_add(f.bytes));
+        let mut writes = !matches!(f.used, Use::Read);
+        // The same bytes filed under the same event before (a scope's event of a stream, under
+        // which each launch or copy of the scope on that stream files): one entry, moved last,
+        // where the latest entry of each stream is looked for, so that a loop of launches over
+        // the same views in one scope files them once.
+        if let Some(at) = queued
+            .iter()
+            .position(|q| (q.start, q.end) == (start, end) && Arc::ptr_eq(&q.event, event))
+        {
+            writes |= queued.remove(at).writes;
+        }
         queued.push(Queued {
-            start: f.start,
-            end: f.start.saturating_add(f.bytes),
-            writes: !matches!(f.used, Use::Read),
+            start,
+            end,
+            writes,
             key,
             handle,
             event: event.clone(),
