@@ -345,11 +345,12 @@ pub enum LaunchError {
         /// The kernel's name.
         kernel: &'static str,
     },
-    /// The launch's stream is capturing a CUDA graph, and work queued earlier on another
-    /// stream over the same memory (a launch, or the memory's owner's copies) is still running:
-    /// a capture cannot wait for work queued outside it.
+    /// The launch's stream is capturing a CUDA graph, and work queued earlier over the same
+    /// memory (on another stream, or on this one before the capture began: a launch, work in a
+    /// scope not yet ended, the memory's owner's copies) is still running: a capture cannot
+    /// wait for work queued outside it.
     #[error(
-        "cannot launch `{kernel}` on stream {stream:#x}, which is capturing a CUDA graph: work queued on another stream (a launch, or a copy by the memory's owner) still uses the same memory, and a capture cannot wait for work queued outside it; synchronize that stream before capturing"
+        "cannot launch `{kernel}` on stream {stream:#x}, which is capturing a CUDA graph: work queued before the capture (on another stream, or on this one before it began: a launch, work in a scope not yet ended, or a copy by the memory's owner) still uses the same memory, and a capture cannot wait for work queued outside it; let that work finish (end its scope, or synchronize its stream) before capturing"
     )]
     CaptureOrder {
         /// The kernel's name.

@@ -71,8 +71,8 @@ const PER_THREAD: usize = 2;
 ///   owner instead, for all work on its stream (XLA's buffers, for the work of a call; a
 ///   torch operator's arguments, as torch keeps them for its own kernels), also in a graph
 ///   capture, whose replays reach it as long as its owner keeps it (as XLA's command buffers
-///   and torch's graphs keep their static inputs); a launch over it is not filed for later
-///   launches on other streams to wait for.
+///   and torch's graphs keep their static inputs); a launch over it outside a scope is not
+///   filed for later launches on other streams to wait for.
 ///
 /// Views over memory that Rust owns keep the [`scope`](super::scope)'s guarantee instead: they
 /// go only to launches made in a scope ([`Scope::launch`](super::Scope::launch)), unless they
@@ -140,8 +140,8 @@ impl Imported {
     /// buffers for the work a handler queues on the call's stream
     /// ([`xla::Call::cuda_arg`](crate::xla::Call::cuda_arg)). A launch over it is ordered after
     /// earlier launches over imports of the same memory on other streams, as any launch is, but
-    /// keeps nothing and files nothing: later work on the memory is the owner's to order, after
-    /// `stream`. A launch whose every argument is lent, of kernels [loaded for the
+    /// keeps nothing and, outside a scope, files nothing: later work on the memory is the
+    /// owner's to order, after `stream`. A launch whose every argument is lent, of kernels [loaded for the
     /// process](Kernels::leak), records no event and leaves no work to dlmd's releasing thread:
     /// it costs what the driver's launch costs.
     ///

@@ -400,10 +400,11 @@ impl Launch<'_, '_, '_> {
         self.stream.context().bind_to_thread()?;
         for footprint in footprints.iter().flatten() {
             super::order::order_after(&self.stream, footprint.start, footprint.bytes, name)?;
-            super::order::order_after_queued(&self.stream, footprint, name)?;
+            super::order::order_after_queued(&self.stream, footprint, slot.as_ref().map(|s| s.event()), name)?;
         }
         // Imports whose owner keeps their memory for this stream's work (`Imported::lent`)
-        // are neither held nor filed: later work on them is the owner's to order.
+        // are not held, and filed only in a scope (below): later work on them is the owner's
+        // to order.
         let mut held = Held {
             tensors: args
                 .iter()

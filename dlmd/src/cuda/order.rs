@@ -305,8 +305,8 @@ pub(crate) fn order_after(
     Ok(())
 }
 
-/// Bytes a launch over imports, a copy or a collective queued work on, until the event recorded
-/// after it.
+/// Bytes a launch (over imports, or in a scope), a copy or a collective queued work on, until
+/// the event recorded after it.
 struct Queued {
     start: usize,
     end: usize,
@@ -319,9 +319,9 @@ struct Queued {
     event: Arc<HoldEvent>,
 }
 
-/// The imported bytes of launches whose holds are not yet released, the bytes of copies and
-/// collectives in scopes not yet ended, and the imported bytes of launches captured into
-/// graphs that live.
+/// The imported bytes of launches whose holds are not yet released, the bytes of launches,
+/// copies and collectives in scopes not yet ended, and the imported bytes of launches captured
+/// into graphs that live.
 static QUEUED: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
 
 /// Held while an event is recorded on a stream and entries are filed under it (and, for a
@@ -337,8 +337,8 @@ pub(crate) fn recording() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Files the `footprints` of work queued on `stream`, whose key is `key`
-/// ([`StreamKey::of`]), (a launch's imported arguments, a copy's or a collective's views) as
-/// work in flight until `event`, recorded after it.
+/// ([`StreamKey::of`]), (a launch's imported arguments, a scoped launch's other arguments, a
+/// copy's or a collective's views) as work in flight until `event`, recorded after it.
 pub(crate) fn file_queued(stream: &CudaStream, key: StreamKey, footprints: &[Footprint], event: &Arc<HoldEvent>) {
     file(Some(key), stream.cu_stream() as usize, footprints, event);
 }
@@ -405,13 +405,15 @@ pub(crate) fn forget_queued(events: &[Arc<HoldEvent>]) {
     drop(forgotten);
 }
 
-/// Makes `stream` wait, on the device, for the launches over imports filed on other streams
-/// whose bytes overlap `footprint`'s, where either writes them. Where `stream` is capturing a
-/// graph, which cannot wait for work outside it, such work must be done already; a launch of
-/// `kernel` over bytes it still uses is refused.
+/// Makes `stream` wait, on the device, for the work filed on other streams (launches over
+/// imports, work in scopes) whose bytes overlap `footprint`'s, where either writes them; `own`
+/// is the caller's scope's event of `stream`, whose entries the stream orders already. Where
+/// `stream` is capturing a graph, which cannot wait for work outside it, such work must be done
+/// already; a launch of `kernel` over bytes it still uses is refused.
 pub(crate) fn order_after_queued(
     stream: &CudaStream,
     footprint: &Footprint,
+    own: Option<&Arc<HoldEvent>>,
     kernel: &'static str,
 ) -> Result<(), CudaError> {
     if footprint.bytes == 0 {
@@ -424,7 +426,11 @@ pub(crate) fn order_after_queued(
         let queued = QUEUED.lock().unwrap_or_else(|e| e.into_inner());
         queued
             .iter()
+            // Entries under `own`, the scope's event of this very stream (which a scope refuses
+            // to queue on while it captures), are ordered by the stream: passed without asking
+            // the driver anything.
             .filter(|q| (writes || q.writes) && overlaps((q.start, q.end), (start, end)))
+            .filter(|q| !own.is_some_and(|own| Arc::ptr_eq(own, &q.event)))
             .map(|q| (q.key, q.handle, q.event.clone()))
             .collect()
     };

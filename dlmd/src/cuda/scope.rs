@@ -14,9 +14,12 @@
 //! Work is not queued in a scope on a stream that is capturing ([`CudaError::ScopeCapture`]):
 //! it would run when the graph runs, after the scope has ended.
 //!
-//! Copies and collectives wait, on the device, for launches over imports of the same bytes in
-//! flight on other streams (`order`), and file their own bytes under the scope's event, until
-//! the scope has waited for it, so that later launches over imports wait for them too. NCCL
+//! Copies, collectives and launches wait, on the device, for launches over imports of the same
+//! bytes in flight on other streams, and for other work in scopes on other streams (`order`),
+//! and file their own bytes under the scope's event of their stream, until the scope has
+//! waited for it, so that later work on other streams over the same bytes waits for them too
+//! (an aliased or atomic view is `Copy`: a kernel and a copy on another stream may both take
+//! it). NCCL
 //! queues the calls made in a `nccl::group` when the outermost group ends, so
 //! a collective's event is recorded, and its bytes filed, then; a collective in a scope that
 //! began inside a group, which would end before NCCL queues it, is refused
@@ -97,6 +100,13 @@ type StreamHandle = (usize, usize);
 pub(crate) struct Slot {
     stream: Arc<CudaStream>,
     event: Arc<HoldEvent>,
+}
+
+impl Slot {
+    /// The scope's event of the slot's stream, under which its work there is filed.
+    pub(crate) fn event(&self) -> &Arc<HoldEvent> {
+        &self.event
+    }
 }
 
 /// Collectives queued in an NCCL group that has not ended on this thread: their events are
@@ -203,8 +213,8 @@ impl<'scope> Scope<'scope, '_> {
     }
 
     /// Records `slot`'s event after the work just queued on its stream, which the scope waits
-    /// for before it ends, and files `footprints` (a copy's or a collective's views) under it
-    /// until then, for launches over imports to wait for.
+    /// for before it ends, and files `footprints` (a launch's, a copy's or a collective's views)
+    /// under it until then, for work on other streams to wait for.
     pub(crate) fn queued(&self, slot: Slot, footprints: &[Footprint]) -> Result<(), CudaError> {
         record(slot, footprints)
     }
@@ -375,7 +385,7 @@ impl<'scope> Scope<'scope, '_> {
         stream.context().bind_to_thread()?;
         for f in &footprints {
             super::order::order_after(stream, f.start, f.bytes, "copy")?;
-            super::order::order_after_queued(stream, f, "copy")?;
+            super::order::order_after_queued(stream, f, Some(slot.event()), "copy")?;
         }
         // SAFETY: both views are compact (contiguous) spans of `bytes` bytes on their devices,
         // alive until the scope ends, which waits for the event that `queued` records after the

@@ -143,7 +143,7 @@ impl Communicator {
         // over imports of it in flight, on any stream.
         for f in &footprints {
             crate::cuda::order_after(&self.stream, f.start, f.bytes, op)?;
-            crate::cuda::order_after_queued(&self.stream, f, op)?;
+            crate::cuda::order_after_queued(&self.stream, f, Some(slot.event()), op)?;
         }
         let queued = queue(self.stream.cu_stream() as sys::cudaStream_t);
         // Recorded whether NCCL succeeded or not: it may have queued part of the work.
