@@ -91,7 +91,8 @@ impl core::fmt::Debug for Scope<'_, '_> {
     }
 }
 
-/// A stream as the driver knows it, within one thread: its handle and its device.
+/// A stream as the driver knows it, within one thread: its handle and its context (kept alive
+/// by the slot's stream).
 type StreamHandle = (usize, usize);
 
 /// Work about to be queued in a scope on one stream: the scope's event of that stream, which
@@ -179,7 +180,9 @@ impl<'scope> Scope<'scope, '_> {
                 stream: stream.cu_stream() as usize,
             });
         }
-        let key = (stream.cu_stream() as usize, stream.context().ordinal());
+        // By context, not device: two contexts of one device have streams of the same default
+        // handles, which are other streams, and a slot's event records only in its own context.
+        let key = (stream.cu_stream() as usize, stream.context().cu_ctx() as usize);
         let mut streams = self.streams.borrow_mut();
         let event = match streams.iter().find(|(k, _)| *k == key) {
             Some((_, slot)) => slot.event.clone(),
